@@ -1,0 +1,177 @@
+// Package catalog holds the operator's catalog document (decisions.md
+// section 1): its JSON shape, its validation, and the compiled, indexed form
+// every node keeps in memory to price carts and authenticate callers.
+package catalog
+
+import (
+	"github.com/shopspring/decimal"
+
+	"github.com/ticketd/ticketd/inventory/money"
+)
+
+// Document is what PUT /v1/admin/catalog and `ticketctl apply -f` take.
+type Document struct {
+	Tenants  []Tenant  `json:"tenants"`
+	Channels []Channel `json:"channels"`
+}
+
+// Tenant is an event host.
+type Tenant struct {
+	ID              string           `json:"id"`
+	Name            string           `json:"name"`
+	NotifyEmail     string           `json:"notifyEmail"`
+	PublishableKeys []PublishableKey `json:"publishableKeys"`
+	Events          []Event          `json:"events"`
+}
+
+// PublishableKey is a storefront key with its Origin allowlist.
+type PublishableKey struct {
+	Key     string   `json:"key"`
+	Domains []string `json:"domains"`
+	Enabled bool     `json:"enabled"`
+}
+
+// Event statuses.
+const (
+	StatusDraft     = "draft"
+	StatusOnSale    = "on_sale"
+	StatusCancelled = "cancelled"
+)
+
+// Event is one event of a tenant. TenantID is filled in on load; it is not
+// part of the document.
+type Event struct {
+	ID            string         `json:"id"`
+	TenantID      string         `json:"tenantId,omitempty"`
+	ShortID       string         `json:"shortId"`
+	Slug          string         `json:"slug"`
+	Name          string         `json:"name"`
+	StartsAt      string         `json:"startsAt"`
+	Status        string         `json:"status"`
+	OnSaleAt      string         `json:"onSaleAt,omitempty"`
+	Storefront    bool           `json:"storefront"`
+	Channels      []string       `json:"channels"`
+	Capacity      *int64         `json:"capacity,omitempty"`
+	Showings      []Showing      `json:"showings,omitempty"`
+	Pricing       *Pricing       `json:"pricing,omitempty"`
+	Tickets       []Ticket       `json:"tickets"`
+	Extras        []Extra        `json:"extras,omitempty"`
+	DiscountCodes []DiscountCode `json:"discountCodes,omitempty"`
+	SeatMap       *SeatMap       `json:"seatMap,omitempty"`
+}
+
+// Showing is one performance of a multi-showing event.
+type Showing struct {
+	ID       string `json:"id"`
+	StartsAt string `json:"startsAt"`
+	Capacity *int64 `json:"capacity,omitempty"`
+}
+
+// Pricing holds the fee, VAT and refund-protection settings of an event.
+type Pricing struct {
+	FeePerTicket            money.Cents     `json:"feePerTicket"`
+	FeePercent              decimal.Decimal `json:"feePercent"`
+	VATPercent              decimal.Decimal `json:"vatPercent"`
+	RefundProtectionPercent decimal.Decimal `json:"refundProtectionPercent"`
+}
+
+// Ticket is a GA ticket type.
+type Ticket struct {
+	ID          string      `json:"id"`
+	Name        string      `json:"name"`
+	Price       money.Cents `json:"price"`
+	Capacity    int64       `json:"capacity"`
+	Hidden      bool        `json:"hidden,omitempty"`
+	AccessCode  string      `json:"accessCode,omitempty"`
+	MaxPerOrder int64       `json:"maxPerOrder,omitempty"`
+}
+
+// Extra is a priced add-on.
+type Extra struct {
+	ID       string      `json:"id"`
+	Name     string      `json:"name"`
+	Price    money.Cents `json:"price"`
+	Capacity *int64      `json:"capacity,omitempty"`
+}
+
+// DiscountCode is a promo code: Percent or Amount, optionally limited to
+// some tickets and to MaxUses paid orders.
+type DiscountCode struct {
+	Code      string           `json:"code"`
+	Percent   *decimal.Decimal `json:"percent,omitempty"`
+	Amount    *money.Cents     `json:"amount,omitempty"`
+	MaxUses   *int64           `json:"maxUses,omitempty"`
+	TicketIDs []string         `json:"ticketIds,omitempty"`
+}
+
+// SeatMap is the reserved-seating layout of an event.
+type SeatMap struct {
+	Categories []Category `json:"categories"`
+	Rows       []Row      `json:"rows"`
+	GAAreas    []GAArea   `json:"gaAreas,omitempty"`
+	Tables     []Table    `json:"tables,omitempty"`
+}
+
+// Category prices the seats, areas and tables that name it. A nil Price
+// makes them unsellable (SEAT_NOT_PRICED).
+type Category struct {
+	ID    string       `json:"id"`
+	Name  string       `json:"name"`
+	Price *money.Cents `json:"price,omitempty"`
+}
+
+// Row is a row of numbered seats: labels "<Label>-1" … "<Label>-<Seats>".
+type Row struct {
+	Label    string `json:"label"`
+	Seats    int    `json:"seats"`
+	Category string `json:"category"`
+}
+
+// GAArea is a standing area inside a seated event.
+type GAArea struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Capacity int64  `json:"capacity"`
+	Category string `json:"category"`
+}
+
+// Table is booked whole; each of its seats is an admission.
+type Table struct {
+	ID       string `json:"id"`
+	Seats    int    `json:"seats"`
+	Category string `json:"category"`
+}
+
+// Settlement values of a channel.
+const SettlementPartnerRemit = "partner_remit"
+
+// Channel is a partner (reseller, app) selling server to server.
+type Channel struct {
+	ID          string     `json:"id"`
+	Name        string     `json:"name"`
+	Key         string     `json:"key"`
+	Secret      string     `json:"secret,omitempty"`
+	SigningKey  string     `json:"signingKey,omitempty"`
+	Scopes      []string   `json:"scopes"`
+	IPAllowlist []string   `json:"ipAllowlist"`
+	Settlement  string     `json:"settlement"`
+	RateLimits  RateLimits `json:"rateLimits,omitempty"`
+}
+
+// RateLimits are per-minute overrides; zero means interface.md's default.
+type RateLimits struct {
+	Catalog  int64 `json:"catalog,omitempty"`
+	Status   int64 `json:"status,omitempty"`
+	Checkout int64 `json:"checkout,omitempty"`
+	Confirm  int64 `json:"confirm,omitempty"`
+	Session  int64 `json:"session,omitempty"`
+}
+
+// Scopes a channel key may hold.
+const (
+	ScopeCatalogRead   = "catalog:read"
+	ScopeOrdersWrite   = "orders:write"
+	ScopeOrdersConfirm = "orders:confirm"
+	ScopeOrdersRead    = "orders:read"
+	ScopeSessionsWrite = "sessions:write"
+)

@@ -1,0 +1,136 @@
+// Package keys names every Redis key ticketd uses. All names come from here so
+// that the hash-tag rules stay in one place:
+//
+//   - everything about one event (counters, seats, holds, discount uses, its
+//     pending and paid orders, its partition's paid stream) carries the tag
+//     {p<N>} with N = fnv32a(eventID) mod Partitions, so one Lua script can
+//     touch all of it inside one Redis Cluster slot;
+//   - ids that must find their slot without the event (order ids) carry the
+//     partition inside them;
+//   - idempotency records, rate-limit windows and the catalog projection sit
+//     in slots of their own and are never touched by a script together with
+//     event keys.
+//
+// A Space prefixes every name, so tests and several deployments can share one
+// Redis without seeing each other's keys.
+package keys
+
+import (
+	"hash/fnv"
+	"strconv"
+)
+
+// Partitions is the fixed number of event partitions. Changing it moves
+// events between slots, so it is a constant, not a setting.
+const Partitions = 64
+
+// Space is a key namespace. The zero value is the production namespace "".
+type Space struct {
+	Prefix string
+}
+
+// Partition returns the partition of an event.
+func Partition(eventID string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(eventID))
+	return int(h.Sum32() % Partitions)
+}
+
+// Tag returns the hash tag of partition p, e.g. "{p7}".
+func Tag(p int) string {
+	return "{p" + strconv.Itoa(p) + "}"
+}
+
+// Event returns the common prefix of all keys of one event, ending in ':'.
+// Scripts receive it as an argument and never invent another tag.
+func (s Space) Event(eventID string) string {
+	return s.Prefix + Tag(Partition(eventID)) + ":ev:" + eventID + ":"
+}
+
+// Caps is the hash of capacities of an event: field -> capacity.
+func (s Space) Caps(eventID string) string { return s.Event(eventID) + "cap" }
+
+// Sold is the hash of sold (claimed) counts of an event: field -> count.
+func (s Space) Sold(eventID string) string { return s.Event(eventID) + "sold" }
+
+// Booked is the hash of booked seats of an event: seat label -> order id.
+func (s Space) Booked(eventID string) string { return s.Event(eventID) + "booked" }
+
+// Seat is the key of one held seat: its value names the holder
+// ("h:<token>" or "o:<orderId>") and its PEXPIRE is the hold's expiry.
+func (s Space) Seat(eventID, label string) string { return s.Event(eventID) + "seat:" + label }
+
+// Hold is the hash of one hold token of an event.
+func (s Space) Hold(eventID, token string) string { return s.Event(eventID) + "hold:" + token }
+
+// DiscountUsed is the hash of consumed uses of an event's discount codes: code -> uses.
+func (s Space) DiscountUsed(eventID string) string { return s.Event(eventID) + "dcused" }
+
+// DiscountHolds is the sorted set of pending orders holding a use of code,
+// scored by the order's expiry (Redis time, ms).
+func (s Space) DiscountHolds(eventID, code string) string {
+	return s.Event(eventID) + "dchold:" + code
+}
+
+// Order is the hash of one order. The order id carries its partition.
+func (s Space) Order(orderID string) (string, bool) {
+	p, ok := OrderPartition(orderID)
+	if !ok {
+		return "", false
+	}
+	return s.Prefix + Tag(p) + ":ord:" + orderID, true
+}
+
+// Paid is the stream of paid orders of partition p, read by the sync worker.
+func (s Space) Paid(p int) string { return s.Prefix + Tag(p) + ":paid" }
+
+// Idempotency is the record of one Idempotency-Key. Keys are spread over
+// their own partitions, apart from events, because one key may be (wrongly)
+// reused against any event by any caller and must still be found.
+func (s Space) Idempotency(key string) string {
+	return s.Prefix + "{i" + strconv.Itoa(Partition(key)) + "}:idem:" + key
+}
+
+// RateLimit is the window of one limiter bucket (credential and endpoint class).
+func (s Space) RateLimit(bucket string) string { return s.Prefix + "rl:{" + bucket + "}" }
+
+// CatalogVersion is bumped on every catalog apply; nodes reload when it moves.
+func (s Space) CatalogVersion() string { return s.Prefix + "{catalog}:version" }
+
+// CatalogDoc is the hash of the projected catalog: "tenants", "channels" and
+// "events" fields hold JSON arrays of the objects as applied.
+func (s Space) CatalogDoc() string { return s.Prefix + "{catalog}:doc" }
+
+// Secret is where process-wide random secrets shared by every node live
+// (session signing).
+func (s Space) Secret(name string) string { return s.Prefix + "{secret}:" + name }
+
+// OrderID builds an order id for an event: "o" + two-digit partition + random.
+func OrderID(eventID, random string) string {
+	p := Partition(eventID)
+	b := make([]byte, 0, 3+len(random))
+	b = append(b, 'o', byte('0'+p/10), byte('0'+p%10))
+	return string(append(b, random...))
+}
+
+// OrderPartition extracts the partition from an order id.
+func OrderPartition(orderID string) (int, bool) {
+	if len(orderID) < 4 || len(orderID) > 64 || orderID[0] != 'o' {
+		return 0, false
+	}
+	a, b := orderID[1], orderID[2]
+	if a < '0' || a > '9' || b < '0' || b > '9' {
+		return 0, false
+	}
+	p := int(a-'0')*10 + int(b-'0')
+	if p >= Partitions {
+		return 0, false
+	}
+	for i := 3; i < len(orderID); i++ {
+		c := orderID[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return 0, false
+		}
+	}
+	return p, true
+}

@@ -1,0 +1,70 @@
+// Package orders runs the order state machine of both surfaces in Redis:
+// reserve (pending), confirm (paid, claims inventory), status. Every state
+// change is one Lua script; a paid order is queued on its partition's paid
+// stream by the same script that marks it paid.
+package orders
+
+import "github.com/ticketd/ticketd/inventory/money"
+
+// Record is everything the sync worker writes to Postgres for a paid order.
+// It is computed at reserve, stored with the pending order as JSON, and
+// copied by the confirm script into the paid stream entry (field "rec";
+// fields "ref" and "paidAt" are added at confirm).
+type Record struct {
+	OrderID          string      `json:"orderId"`
+	EventID          string      `json:"eventId"`
+	TenantID         string      `json:"tenantId"`
+	ChannelID        string      `json:"channelId,omitempty"` // "" for storefront orders
+	Source           string      `json:"source"`              // "channel" or "storefront"
+	BuyerName        string      `json:"buyerName"`
+	BuyerEmail       string      `json:"buyerEmail"`
+	BuyerPhone       string      `json:"buyerPhone,omitempty"`
+	ShowingID        string      `json:"showingId,omitempty"`
+	DiscountCode     string      `json:"discountCode,omitempty"`
+	Currency         string      `json:"currency"`
+	Subtotal         money.Cents `json:"subtotal"`
+	Discount         money.Cents `json:"discount"`
+	Extras           money.Cents `json:"extras"`
+	Fee              money.Cents `json:"fee"`
+	VAT              money.Cents `json:"vat"`
+	RefundProtection money.Cents `json:"refundProtection"`
+	Total            money.Cents `json:"total"`
+	Lines            []Line      `json:"lines"`
+	Tickets          []Ticket    `json:"tickets"`
+	CreatedAtMs      int64       `json:"createdAtMs"`
+	// Set from the stream entry, not stored at reserve.
+	PartnerReference string `json:"partnerReference,omitempty"`
+	PaidAtMs         int64  `json:"paidAtMs,omitempty"`
+}
+
+// Line kinds.
+const (
+	LineTicket = "ticket"
+	LineSeat   = "seat"
+	LineArea   = "area"
+	LineTable  = "table"
+	LineExtra  = "extra"
+)
+
+// Line is one priced line of an order.
+type Line struct {
+	Kind      string      `json:"kind"`
+	RefID     string      `json:"refId"` // ticket, area, table or extra id; seat label
+	Quantity  int64       `json:"quantity"`
+	UnitPrice money.Cents `json:"unitPrice"`
+	Amount    money.Cents `json:"amount"`
+}
+
+// Ticket is one admission issued when the order is paid.
+type Ticket struct {
+	TicketID string `json:"ticketId"`
+	Label    string `json:"label"`
+}
+
+// Stream entry fields of the paid stream.
+const (
+	StreamRecord  = "rec"
+	StreamRef     = "ref"
+	StreamPaidAt  = "paidAt"
+	StreamOrderID = "order"
+)
