@@ -59,6 +59,8 @@ type Line struct {
 type Ticket struct {
 	TicketID string `json:"ticketId"`
 	Label    string `json:"label"`
+	Kind     string `json:"kind,omitempty"`  // a Line kind: ticket, seat, area or table
+	RefID    string `json:"refId,omitempty"` // ticket type, seat label, area or table id
 }
 
 // Stream entry fields of the paid stream.

@@ -1,0 +1,475 @@
+package catalog
+
+import (
+	"fmt"
+	"net/mail"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ticketd/ticketd/inventory/money"
+)
+
+// Limits of a catalog document.
+const (
+	maxRowSeats   = 1000
+	maxTableSeats = 100
+	minSecretLen  = 8
+)
+
+var (
+	// idPattern is the shape of every id: it travels in URLs, Redis keys
+	// and hash fields, so it stays short and free of separators like ':'.
+	idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	// rowPattern keeps '-' out of row labels: a seat label is "<row>-<n>".
+	rowPattern = regexp.MustCompile(`^[A-Za-z0-9]{1,8}$`)
+
+	hundred = decimal.NewFromInt(100)
+
+	validScopes = map[string]bool{
+		ScopeCatalogRead: true, ScopeOrdersWrite: true, ScopeOrdersConfirm: true,
+		ScopeOrdersRead: true, ScopeSessionsWrite: true,
+	}
+	validStatuses = map[string]bool{StatusDraft: true, StatusOnSale: true, StatusCancelled: true}
+)
+
+// Validate checks a decoded document on its own and returns the first
+// problem as a *ValidationError, nil when there is none.
+//
+// References that may point at objects applied earlier are not checked: an
+// event's channels may name channels absent from the document, since
+// catalogstore merges the document by id into what is already applied.
+// Checks against what is sold are catalogstore's too.
+func Validate(doc *Document) error {
+	if doc == nil {
+		return &ValidationError{Msg: "the catalog document is empty"}
+	}
+	v := validator{
+		tenants:  seen{}, // ids are unique across the document per kind
+		events:   seen{},
+		shortIDs: seen{},
+		pubKeys:  seen{},
+		channels: seen{},
+		chKeys:   seen{},
+	}
+	for i := range doc.Tenants {
+		if ve := v.tenant(&doc.Tenants[i], fmt.Sprintf("tenants[%d]", i)); ve != nil {
+			return ve
+		}
+	}
+	for i := range doc.Channels {
+		if ve := v.channel(&doc.Channels[i], fmt.Sprintf("channels[%d]", i)); ve != nil {
+			return ve
+		}
+	}
+	return nil
+}
+
+// seen maps an id to the path where it first appeared.
+type seen map[string]string
+
+// add records id at path, refusing a second occurrence.
+func (s seen) add(id, path, what string) *ValidationError {
+	if first, dup := s[id]; dup {
+		return fail(path, "duplicate %s %q (also at %s)", what, id, first)
+	}
+	s[id] = path
+	return nil
+}
+
+type validator struct {
+	tenants, events, shortIDs, pubKeys, channels, chKeys seen
+}
+
+func fail(path, format string, args ...any) *ValidationError {
+	return &ValidationError{Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+func checkID(id, path string) *ValidationError {
+	if id == "" {
+		return fail(path, "is required")
+	}
+	if !idPattern.MatchString(id) {
+		return fail(path, "%q must be 1 to 64 of A-Z a-z 0-9 _ . -", id)
+	}
+	return nil
+}
+
+// checkUniqueID checks the shape of id and that it is new in s.
+func checkUniqueID(s seen, id, path, what string) *ValidationError {
+	if ve := checkID(id, path); ve != nil {
+		return ve
+	}
+	return s.add(id, path, what)
+}
+
+func checkName(name, path string) *ValidationError {
+	if strings.TrimSpace(name) == "" {
+		return fail(path, "is required")
+	}
+	return nil
+}
+
+func checkTime(s, path string) (time.Time, *ValidationError) {
+	if s == "" {
+		return time.Time{}, fail(path, "is required (an RFC 3339 time such as 2027-07-01T18:00:00Z)")
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fail(path, "%q is not an RFC 3339 time such as 2027-07-01T18:00:00Z", s)
+	}
+	return t, nil
+}
+
+func checkAmount(c money.Cents, path string) *ValidationError {
+	if c < 0 {
+		return fail(path, "must not be negative")
+	}
+	return nil
+}
+
+func checkPercent(d decimal.Decimal, path string) *ValidationError {
+	if d.IsNegative() || d.GreaterThan(hundred) {
+		return fail(path, "must be between 0 and 100, got %s", d)
+	}
+	return nil
+}
+
+func checkCount(n, least int64, path string) *ValidationError {
+	if n < least {
+		return fail(path, "must be at least %d, got %d", least, n)
+	}
+	return nil
+}
+
+func (v *validator) tenant(t *Tenant, path string) *ValidationError {
+	if ve := checkUniqueID(v.tenants, t.ID, path+".id", "tenant id"); ve != nil {
+		return ve
+	}
+	if ve := checkName(t.Name, path+".name"); ve != nil {
+		return ve
+	}
+	if t.NotifyEmail != "" {
+		if a, err := mail.ParseAddress(t.NotifyEmail); err != nil || a.Address != t.NotifyEmail {
+			return fail(path+".notifyEmail", "%q is not an e-mail address", t.NotifyEmail)
+		}
+	}
+	for i, pk := range t.PublishableKeys {
+		p := fmt.Sprintf("%s.publishableKeys[%d]", path, i)
+		if ve := checkUniqueID(v.pubKeys, pk.Key, p+".key", "publishable key"); ve != nil {
+			return ve
+		}
+		for j, d := range pk.Domains {
+			if ve := checkDomain(d, fmt.Sprintf("%s.domains[%d]", p, j)); ve != nil {
+				return ve
+			}
+		}
+	}
+	for i := range t.Events {
+		if ve := v.event(t.ID, &t.Events[i], fmt.Sprintf("%s.events[%d]", path, i)); ve != nil {
+			return ve
+		}
+	}
+	return nil
+}
+
+// checkDomain accepts what an Origin host is matched against: a host name,
+// optionally with a leading "*." wildcard, or an IP address.
+func checkDomain(d, path string) *ValidationError {
+	if d == "" || strings.ContainsAny(d, "/ \t@") || strings.Contains(d[1:], "*") || (d[0] == '*' && !strings.HasPrefix(d, "*.")) {
+		return fail(path, "%q must be a host name such as shop.example.com or *.example.com, without scheme or path", d)
+	}
+	return nil
+}
+
+func (v *validator) event(tenantID string, e *Event, path string) *ValidationError {
+	if ve := checkUniqueID(v.events, e.ID, path+".id", "event id"); ve != nil {
+		return ve
+	}
+	if e.TenantID != "" && e.TenantID != tenantID {
+		return fail(path+".tenantId", "is %q but the event is listed under tenant %q; leave it out", e.TenantID, tenantID)
+	}
+	if ve := checkUniqueID(v.shortIDs, e.ShortID, path+".shortId", "event shortId"); ve != nil {
+		return ve
+	}
+	if ve := checkID(e.Slug, path+".slug"); ve != nil {
+		return ve
+	}
+	if ve := checkName(e.Name, path+".name"); ve != nil {
+		return ve
+	}
+	starts, ve := checkTime(e.StartsAt, path+".startsAt")
+	if ve != nil {
+		return ve
+	}
+	if !validStatuses[e.Status] {
+		return fail(path+".status", "%q must be one of %s, %s, %s", e.Status, StatusDraft, StatusOnSale, StatusCancelled)
+	}
+	if e.OnSaleAt != "" {
+		onSale, ve := checkTime(e.OnSaleAt, path+".onSaleAt")
+		if ve != nil {
+			return ve
+		}
+		if !onSale.Before(starts) {
+			return fail(path+".onSaleAt", "must be before startsAt (%s)", e.StartsAt)
+		}
+	}
+	chans := seen{}
+	for i, ch := range e.Channels {
+		if ve := checkUniqueID(chans, ch, fmt.Sprintf("%s.channels[%d]", path, i), "channel"); ve != nil {
+			return ve
+		}
+	}
+	if e.Capacity != nil {
+		if ve := checkCount(*e.Capacity, 0, path+".capacity"); ve != nil {
+			return ve
+		}
+	}
+	if len(e.Showings) > 0 && e.SeatMap != nil {
+		// Seats are booked once per event: one seat map cannot serve
+		// several performances.
+		return fail(path+".showings", "an event with a seat map cannot have showings (seats are booked per event, not per showing); make one event per showing")
+	}
+	showings := seen{}
+	for i, sh := range e.Showings {
+		p := fmt.Sprintf("%s.showings[%d]", path, i)
+		if ve := checkUniqueID(showings, sh.ID, p+".id", "showing id"); ve != nil {
+			return ve
+		}
+		if _, ve := checkTime(sh.StartsAt, p+".startsAt"); ve != nil {
+			return ve
+		}
+		if sh.Capacity != nil {
+			if ve := checkCount(*sh.Capacity, 0, p+".capacity"); ve != nil {
+				return ve
+			}
+		}
+	}
+	if pr := e.Pricing; pr != nil {
+		p := path + ".pricing"
+		if ve := checkAmount(pr.FeePerTicket, p+".feePerTicket"); ve != nil {
+			return ve
+		}
+		for _, f := range []struct {
+			d    decimal.Decimal
+			name string
+		}{{pr.FeePercent, "feePercent"}, {pr.VATPercent, "vatPercent"}, {pr.RefundProtectionPercent, "refundProtectionPercent"}} {
+			if ve := checkPercent(f.d, p+"."+f.name); ve != nil {
+				return ve
+			}
+		}
+	}
+	if len(e.Tickets) == 0 && e.SeatMap == nil {
+		return fail(path+".tickets", "an event needs at least one ticket type or a seat map")
+	}
+	tickets := seen{}
+	for i := range e.Tickets {
+		if ve := ticket(tickets, &e.Tickets[i], fmt.Sprintf("%s.tickets[%d]", path, i)); ve != nil {
+			return ve
+		}
+	}
+	extras := seen{}
+	for i, x := range e.Extras {
+		p := fmt.Sprintf("%s.extras[%d]", path, i)
+		if ve := checkUniqueID(extras, x.ID, p+".id", "extra id"); ve != nil {
+			return ve
+		}
+		if ve := checkName(x.Name, p+".name"); ve != nil {
+			return ve
+		}
+		if ve := checkAmount(x.Price, p+".price"); ve != nil {
+			return ve
+		}
+		if x.Capacity != nil {
+			if ve := checkCount(*x.Capacity, 0, p+".capacity"); ve != nil {
+				return ve
+			}
+		}
+	}
+	codes := seen{}
+	for i := range e.DiscountCodes {
+		if ve := discount(codes, tickets, &e.DiscountCodes[i], fmt.Sprintf("%s.discountCodes[%d]", path, i)); ve != nil {
+			return ve
+		}
+	}
+	if e.SeatMap != nil {
+		return seatMap(e.SeatMap, path+".seatMap")
+	}
+	return nil
+}
+
+func ticket(ids seen, t *Ticket, path string) *ValidationError {
+	if ve := checkUniqueID(ids, t.ID, path+".id", "ticket id"); ve != nil {
+		return ve
+	}
+	if ve := checkName(t.Name, path+".name"); ve != nil {
+		return ve
+	}
+	if ve := checkAmount(t.Price, path+".price"); ve != nil {
+		return ve
+	}
+	if ve := checkCount(t.Capacity, 0, path+".capacity"); ve != nil {
+		return ve
+	}
+	if t.MaxPerOrder < 0 { // 0 is "not set" (omitempty)
+		return fail(path+".maxPerOrder", "must be at least 1 when set, got %d", t.MaxPerOrder)
+	}
+	return nil
+}
+
+// discount checks a code; codes are matched case-insensitively, so they
+// must differ in more than case.
+func discount(codes, tickets seen, dc *DiscountCode, path string) *ValidationError {
+	if ve := checkUniqueID(codes, strings.ToUpper(dc.Code), path+".code", "discount code (case-insensitive)"); ve != nil {
+		return ve
+	}
+	switch {
+	case dc.Percent == nil && dc.Amount == nil:
+		return fail(path, "needs percent or amount")
+	case dc.Percent != nil && dc.Amount != nil:
+		return fail(path, "has both percent and amount; give one")
+	case dc.Percent != nil:
+		if ve := checkPercent(*dc.Percent, path+".percent"); ve != nil {
+			return ve
+		}
+	default:
+		if ve := checkAmount(*dc.Amount, path+".amount"); ve != nil {
+			return ve
+		}
+	}
+	if dc.MaxUses != nil {
+		if ve := checkCount(*dc.MaxUses, 0, path+".maxUses"); ve != nil {
+			return ve
+		}
+	}
+	for i, id := range dc.TicketIDs {
+		if _, ok := tickets[id]; !ok {
+			return fail(fmt.Sprintf("%s.ticketIds[%d]", path, i), "%q is not a ticket of this event", id)
+		}
+	}
+	return nil
+}
+
+func seatMap(sm *SeatMap, path string) *ValidationError {
+	if len(sm.Rows)+len(sm.GAAreas)+len(sm.Tables) == 0 {
+		return fail(path, "needs at least one row, GA area or table")
+	}
+	cats := seen{}
+	for i, c := range sm.Categories {
+		p := fmt.Sprintf("%s.categories[%d]", path, i)
+		if ve := checkUniqueID(cats, c.ID, p+".id", "category id"); ve != nil {
+			return ve
+		}
+		if ve := checkName(c.Name, p+".name"); ve != nil {
+			return ve
+		}
+		if c.Price != nil {
+			if ve := checkAmount(*c.Price, p+".price"); ve != nil {
+				return ve
+			}
+		}
+	}
+	category := func(id, p string) *ValidationError {
+		if _, ok := cats[id]; !ok {
+			return fail(p, "%q is not a category of this seat map", id)
+		}
+		return nil
+	}
+	rows := map[string]int{}
+	rowAt := seen{}
+	for i, r := range sm.Rows {
+		p := fmt.Sprintf("%s.rows[%d]", path, i)
+		if !rowPattern.MatchString(r.Label) {
+			return fail(p+".label", "%q must be 1 to 8 of A-Z a-z 0-9", r.Label)
+		}
+		if ve := rowAt.add(r.Label, p+".label", "row label"); ve != nil {
+			return ve
+		}
+		if r.Seats < 1 || r.Seats > maxRowSeats {
+			return fail(p+".seats", "must be between 1 and %d, got %d", maxRowSeats, r.Seats)
+		}
+		if ve := category(r.Category, p+".category"); ve != nil {
+			return ve
+		}
+		rows[r.Label] = r.Seats
+	}
+	areas := seen{}
+	for i, a := range sm.GAAreas {
+		p := fmt.Sprintf("%s.gaAreas[%d]", path, i)
+		if ve := checkUniqueID(areas, a.ID, p+".id", "GA area id"); ve != nil {
+			return ve
+		}
+		if ve := checkName(a.Name, p+".name"); ve != nil {
+			return ve
+		}
+		if ve := checkCount(a.Capacity, 1, p+".capacity"); ve != nil {
+			return ve
+		}
+		if ve := category(a.Category, p+".category"); ve != nil {
+			return ve
+		}
+	}
+	tables := seen{}
+	for i, t := range sm.Tables {
+		p := fmt.Sprintf("%s.tables[%d]", path, i)
+		if ve := checkUniqueID(tables, t.ID, p+".id", "table id"); ve != nil {
+			return ve
+		}
+		// A table's label is its id; it must not read as a seat label.
+		if row, n, ok := strings.Cut(t.ID, "-"); ok {
+			if k, err := strconv.Atoi(n); err == nil && k >= 1 && k <= rows[row] && strconv.Itoa(k) == n {
+				return fail(p+".id", "%q is also the label of a seat in row %s", t.ID, row)
+			}
+		}
+		if t.Seats < 1 || t.Seats > maxTableSeats {
+			return fail(p+".seats", "must be between 1 and %d, got %d", maxTableSeats, t.Seats)
+		}
+		if ve := category(t.Category, p+".category"); ve != nil {
+			return ve
+		}
+	}
+	return nil
+}
+
+func (v *validator) channel(c *Channel, path string) *ValidationError {
+	if ve := checkUniqueID(v.channels, c.ID, path+".id", "channel id"); ve != nil {
+		return ve
+	}
+	if ve := checkName(c.Name, path+".name"); ve != nil {
+		return ve
+	}
+	if ve := checkUniqueID(v.chKeys, c.Key, path+".key", "channel key"); ve != nil {
+		return ve
+	}
+	if len(c.Secret) < minSecretLen {
+		// Never echo the secret: messages reach responses and logs.
+		return fail(path+".secret", "must be at least %d characters", minSecretLen)
+	}
+	for i, s := range c.Scopes {
+		if !validScopes[s] {
+			return fail(fmt.Sprintf("%s.scopes[%d]", path, i), "%q must be one of %s, %s, %s, %s, %s", s,
+				ScopeCatalogRead, ScopeOrdersWrite, ScopeOrdersConfirm, ScopeOrdersRead, ScopeSessionsWrite)
+		}
+	}
+	if len(c.IPAllowlist) == 0 {
+		return fail(path+".ipAllowlist", "needs at least one IP address or CIDR (such as 203.0.113.7 or 203.0.113.0/24)")
+	}
+	for i, a := range c.IPAllowlist {
+		if _, err := parsePrefix(a); err != nil {
+			return fail(fmt.Sprintf("%s.ipAllowlist[%d]", path, i), "%q is not an IP address or CIDR", a)
+		}
+	}
+	rl := c.RateLimits
+	for _, f := range []struct {
+		n    int64
+		name string
+	}{{rl.Catalog, "catalog"}, {rl.Status, "status"}, {rl.Checkout, "checkout"}, {rl.Confirm, "confirm"}, {rl.Session, "session"}} {
+		if ve := checkCount(f.n, 0, path+".rateLimits."+f.name); ve != nil {
+			return ve
+		}
+	}
+	return nil
+}

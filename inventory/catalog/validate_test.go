@@ -1,0 +1,393 @@
+package catalog_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/money"
+)
+
+// validDoc uses every part of the document; each case below breaks one rule.
+const validDoc = `{
+ "tenants": [
+  {"id": "t_acme", "name": "Acme Live", "notifyEmail": "host@acme.test",
+   "publishableKeys": [{"key": "pk_acme_1", "domains": ["shop.acme.test", "*.acme.test", "localhost"], "enabled": true}],
+   "events": [
+    {"id": "ev_ga", "shortId": "gA1", "slug": "summer-fest", "name": "Summer Fest", "startsAt": "2027-07-01T18:00:00Z",
+     "status": "on_sale", "onSaleAt": "2026-01-01T00:00:00Z", "storefront": true,
+     "channels": ["ch_partner", "ch_applied_earlier"], "capacity": 1000,
+     "showings": [{"id": "sh_1", "startsAt": "2027-07-01T18:00:00Z", "capacity": 500}, {"id": "sh_2", "startsAt": "2027-07-02T18:00:00+02:00"}],
+     "pricing": {"feePerTicket": 1.5, "feePercent": 2.5, "vatPercent": 20, "refundProtectionPercent": 8},
+     "tickets": [
+      {"id": "tk_ga", "name": "General", "price": 25, "capacity": 800, "maxPerOrder": 10},
+      {"id": "tk_crew", "name": "Crew", "price": 0, "capacity": 20, "hidden": true, "accessCode": "CREW2027"}
+     ],
+     "extras": [{"id": "ex_parking", "name": "Parking", "price": 10, "capacity": 100}],
+     "discountCodes": [{"code": "EARLY10", "percent": 10, "maxUses": 100, "ticketIds": ["tk_ga"]}, {"code": "FIVE", "amount": 5}]},
+    {"id": "ev_hall", "shortId": "hA2", "slug": "hall", "name": "Hall", "startsAt": "2027-08-01T19:30:00Z",
+     "status": "draft", "storefront": false, "channels": [], "tickets": [],
+     "seatMap": {
+      "categories": [{"id": "stalls", "name": "Stalls", "price": 40}, {"id": "box", "name": "Box"}],
+      "rows": [{"label": "A", "seats": 20, "category": "stalls"}, {"label": "B", "seats": 4, "category": "box"}],
+      "gaAreas": [{"id": "floor", "name": "Floor", "capacity": 300, "category": "stalls"}],
+      "tables": [{"id": "T1", "seats": 8, "category": "stalls"}]}}
+   ]},
+  {"id": "t_other", "name": "Other Host", "notifyEmail": "", "publishableKeys": [],
+   "events": [
+    {"id": "ev_other", "shortId": "oT3", "slug": "other", "name": "Other", "startsAt": "2027-09-01T19:30:00Z",
+     "status": "cancelled", "storefront": false, "channels": ["ch_partner"],
+     "tickets": [{"id": "tk_ga", "name": "General", "price": 12.5, "capacity": 10}]}
+   ]}
+ ],
+ "channels": [
+  {"id": "ch_partner", "name": "Partner One", "key": "ck_partner", "secret": "cs_partner_secret", "signingKey": "sk1",
+   "scopes": ["catalog:read", "orders:write", "orders:confirm", "orders:read", "sessions:write"],
+   "ipAllowlist": ["127.0.0.1/32", "::1/128", "203.0.113.7"], "settlement": "partner_remit",
+   "rateLimits": {"catalog": 600, "status": 300, "checkout": 60, "confirm": 60, "session": 60}},
+  {"id": "ch_invoice", "name": "Invoiced", "key": "ck_invoice", "secret": "cs_invoice_secret",
+   "scopes": ["catalog:read"], "ipAllowlist": ["10.0.0.0/8"], "settlement": "invoice"}
+ ]
+}`
+
+func decodeValid(t *testing.T) *catalog.Document {
+	t.Helper()
+	doc, err := catalog.Decode([]byte(validDoc))
+	if err != nil {
+		t.Fatalf("Decode(validDoc): %v", err)
+	}
+	return doc
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func pct(s string) decimal.Decimal { return decimal.RequireFromString(s) }
+
+// Shorthands into the valid document.
+func ga(d *catalog.Document) *catalog.Event    { return &d.Tenants[0].Events[0] }
+func hall(d *catalog.Document) *catalog.Event  { return &d.Tenants[0].Events[1] }
+func other(d *catalog.Document) *catalog.Event { return &d.Tenants[1].Events[0] }
+func sm(d *catalog.Document) *catalog.SeatMap  { return hall(d).SeatMap }
+func chA(d *catalog.Document) *catalog.Channel { return &d.Channels[0] }
+func chB(d *catalog.Document) *catalog.Channel { return &d.Channels[1] }
+func tenA(d *catalog.Document) *catalog.Tenant { return &d.Tenants[0] }
+func tenB(d *catalog.Document) *catalog.Tenant { return &d.Tenants[1] }
+func tk0(d *catalog.Document) *catalog.Ticket  { return &ga(d).Tickets[0] }
+func dc(d *catalog.Document, i int) *catalog.DiscountCode {
+	return &ga(d).DiscountCodes[i]
+}
+
+func TestValidDocumentPasses(t *testing.T) {
+	doc := decodeValid(t)
+	if err := catalog.Validate(doc); err != nil {
+		t.Fatalf("valid document refused: %v", err)
+	}
+	// Amounts are read as cents, percentages exactly.
+	if tk0(doc).Price != 2500 || ga(doc).Pricing.FeePerTicket != 150 || other(doc).Tickets[0].Price != 1250 {
+		t.Fatalf("amounts decoded as %d, %d, %d cents", tk0(doc).Price, ga(doc).Pricing.FeePerTicket, other(doc).Tickets[0].Price)
+	}
+	if !ga(doc).Pricing.FeePercent.Equal(pct("2.5")) {
+		t.Fatalf("feePercent decoded as %s", ga(doc).Pricing.FeePercent)
+	}
+}
+
+// TestValidEdges are documents at the edge of a rule that must still pass.
+func TestValidEdges(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(d *catalog.Document)
+	}{
+		{"empty document", func(d *catalog.Document) { *d = catalog.Document{} }},
+		{"id of 64 characters", func(d *catalog.Document) { ga(d).ID = strings.Repeat("a", 64) }},
+		{"tenantId equal to its tenant", func(d *catalog.Document) { ga(d).TenantID = "t_acme" }},
+		{"channel applied earlier", func(d *catalog.Document) { ga(d).Channels = []string{"ch_not_in_this_document"} }},
+		{"event capacity 0", func(d *catalog.Document) { ga(d).Capacity = ptr[int64](0) }},
+		{"maxPerOrder unset", func(d *catalog.Document) { tk0(d).MaxPerOrder = 0 }},
+		{"maxPerOrder 1", func(d *catalog.Document) { tk0(d).MaxPerOrder = 1 }},
+		{"percents 0 and 100", func(d *catalog.Document) {
+			ga(d).Pricing.FeePercent, ga(d).Pricing.VATPercent = pct("0"), pct("100")
+			dc(d, 0).Percent = ptr(pct("100"))
+		}},
+		{"discount amount 0", func(d *catalog.Document) { dc(d, 1).Amount = ptr[money.Cents](0) }},
+		{"no onSaleAt", func(d *catalog.Document) { ga(d).OnSaleAt = "" }},
+		{"seat map without tickets", func(d *catalog.Document) { hall(d).Tickets = nil }},
+		{"event with tickets and a seat map", func(d *catalog.Document) { hall(d).Tickets = other(d).Tickets }},
+		{"row of 1000 seats, 8-character label", func(d *catalog.Document) {
+			sm(d).Rows[0] = catalog.Row{Label: "AB12cd34", Seats: 1000, Category: "box"}
+		}},
+		{"table of 100 seats", func(d *catalog.Document) { sm(d).Tables[0].Seats = 100 }},
+		{"table id like a seat beyond the row", func(d *catalog.Document) { sm(d).Tables[0].ID = "B-5" }},
+		{"GA area capacity 1", func(d *catalog.Document) { sm(d).GAAreas[0].Capacity = 1 }},
+		{"secret of 8 characters", func(d *catalog.Document) { chA(d).Secret = "12345678" }},
+		{"no signing key", func(d *catalog.Document) { chA(d).SigningKey = "" }},
+		{"any settlement", func(d *catalog.Document) { chA(d).Settlement = "invoice" }},
+		{"IPv4-mapped allowlist entry", func(d *catalog.Document) { chB(d).IPAllowlist = []string{"::ffff:10.0.0.1"} }},
+		{"no scopes", func(d *catalog.Document) { chB(d).Scopes = nil }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := decodeValid(t)
+			tc.mutate(doc)
+			if err := catalog.Validate(doc); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+		})
+	}
+}
+
+func TestValidateNamesFirstBadField(t *testing.T) {
+	const ev0 = "tenants[0].events[0]"
+	const seat = "tenants[0].events[1].seatMap"
+	cases := []struct {
+		name   string
+		mutate func(d *catalog.Document)
+		path   string
+	}{
+		// Tenants.
+		{"tenant id missing", func(d *catalog.Document) { tenA(d).ID = "" }, "tenants[0].id"},
+		{"tenant id with a space", func(d *catalog.Document) { tenA(d).ID = "t acme" }, "tenants[0].id"},
+		{"tenant id with a colon", func(d *catalog.Document) { tenA(d).ID = "t:acme" }, "tenants[0].id"},
+		{"tenant id of 65 characters", func(d *catalog.Document) { tenA(d).ID = strings.Repeat("a", 65) }, "tenants[0].id"},
+		{"duplicate tenant id", func(d *catalog.Document) { tenB(d).ID = "t_acme" }, "tenants[1].id"},
+		{"tenant name missing", func(d *catalog.Document) { tenA(d).Name = " " }, "tenants[0].name"},
+		{"notifyEmail not an address", func(d *catalog.Document) { tenA(d).NotifyEmail = "host.acme.test" }, "tenants[0].notifyEmail"},
+		{"publishable key missing", func(d *catalog.Document) { tenA(d).PublishableKeys[0].Key = "" }, "tenants[0].publishableKeys[0].key"},
+		{"publishable key used by two tenants", func(d *catalog.Document) {
+			tenB(d).PublishableKeys = []catalog.PublishableKey{{Key: "pk_acme_1", Domains: []string{"other.test"}}}
+		}, "tenants[1].publishableKeys[0].key"},
+		{"domain with a scheme", func(d *catalog.Document) {
+			tenA(d).PublishableKeys[0].Domains[1] = "https://shop.acme.test"
+		}, "tenants[0].publishableKeys[0].domains[1]"},
+		{"domain empty", func(d *catalog.Document) { tenA(d).PublishableKeys[0].Domains[0] = "" }, "tenants[0].publishableKeys[0].domains[0]"},
+
+		// Events.
+		{"event id invalid", func(d *catalog.Document) { ga(d).ID = "ev/ga" }, ev0 + ".id"},
+		{"event id used by two tenants", func(d *catalog.Document) { other(d).ID = "ev_ga" }, "tenants[1].events[0].id"},
+		{"tenantId of another tenant", func(d *catalog.Document) { ga(d).TenantID = "t_other" }, ev0 + ".tenantId"},
+		{"shortId missing", func(d *catalog.Document) { ga(d).ShortID = "" }, ev0 + ".shortId"},
+		{"duplicate shortId", func(d *catalog.Document) { other(d).ShortID = "gA1" }, "tenants[1].events[0].shortId"},
+		{"slug with a space", func(d *catalog.Document) { ga(d).Slug = "summer fest" }, ev0 + ".slug"},
+		{"event name missing", func(d *catalog.Document) { ga(d).Name = "" }, ev0 + ".name"},
+		{"startsAt missing", func(d *catalog.Document) { ga(d).StartsAt = "" }, ev0 + ".startsAt"},
+		{"startsAt not RFC 3339", func(d *catalog.Document) { ga(d).StartsAt = "2027-07-01 18:00" }, ev0 + ".startsAt"},
+		{"status unknown", func(d *catalog.Document) { ga(d).Status = "bogus" }, ev0 + ".status"},
+		{"status missing", func(d *catalog.Document) { ga(d).Status = "" }, ev0 + ".status"},
+		{"status in another case", func(d *catalog.Document) { ga(d).Status = "On_Sale" }, ev0 + ".status"},
+		{"onSaleAt not RFC 3339", func(d *catalog.Document) { ga(d).OnSaleAt = "tomorrow" }, ev0 + ".onSaleAt"},
+		{"onSaleAt after startsAt", func(d *catalog.Document) { ga(d).OnSaleAt = "2027-07-01T18:00:01Z" }, ev0 + ".onSaleAt"},
+		{"channel listed twice", func(d *catalog.Document) { ga(d).Channels[1] = "ch_partner" }, ev0 + ".channels[1]"},
+		{"channel ref invalid", func(d *catalog.Document) { ga(d).Channels[0] = "ch partner" }, ev0 + ".channels[0]"},
+		{"event capacity negative", func(d *catalog.Document) { ga(d).Capacity = ptr[int64](-1) }, ev0 + ".capacity"},
+		{"showings and a seat map", func(d *catalog.Document) {
+			hall(d).Showings = []catalog.Showing{{ID: "sh_1", StartsAt: "2027-08-01T19:30:00Z"}}
+		}, "tenants[0].events[1].showings"},
+		{"showing id invalid", func(d *catalog.Document) { ga(d).Showings[0].ID = "" }, ev0 + ".showings[0].id"},
+		{"duplicate showing id", func(d *catalog.Document) { ga(d).Showings[1].ID = "sh_1" }, ev0 + ".showings[1].id"},
+		{"showing startsAt missing", func(d *catalog.Document) { ga(d).Showings[1].StartsAt = "" }, ev0 + ".showings[1].startsAt"},
+		{"showing capacity negative", func(d *catalog.Document) { ga(d).Showings[0].Capacity = ptr[int64](-5) }, ev0 + ".showings[0].capacity"},
+		{"feePerTicket negative", func(d *catalog.Document) { ga(d).Pricing.FeePerTicket = -1 }, ev0 + ".pricing.feePerTicket"},
+		{"feePercent above 100", func(d *catalog.Document) { ga(d).Pricing.FeePercent = pct("100.01") }, ev0 + ".pricing.feePercent"},
+		{"vatPercent negative", func(d *catalog.Document) { ga(d).Pricing.VATPercent = pct("-1") }, ev0 + ".pricing.vatPercent"},
+		{"refundProtectionPercent above 100", func(d *catalog.Document) {
+			ga(d).Pricing.RefundProtectionPercent = pct("101")
+		}, ev0 + ".pricing.refundProtectionPercent"},
+		{"no tickets and no seat map", func(d *catalog.Document) { other(d).Tickets = nil }, "tenants[1].events[0].tickets"},
+
+		// Tickets and extras.
+		{"ticket id invalid", func(d *catalog.Document) { tk0(d).ID = "tk ga" }, ev0 + ".tickets[0].id"},
+		{"duplicate ticket id", func(d *catalog.Document) { ga(d).Tickets[1].ID = "tk_ga" }, ev0 + ".tickets[1].id"},
+		{"ticket name missing", func(d *catalog.Document) { tk0(d).Name = "" }, ev0 + ".tickets[0].name"},
+		{"ticket price negative", func(d *catalog.Document) { tk0(d).Price = -1 }, ev0 + ".tickets[0].price"},
+		{"ticket capacity negative", func(d *catalog.Document) { tk0(d).Capacity = -1 }, ev0 + ".tickets[0].capacity"},
+		{"maxPerOrder negative", func(d *catalog.Document) { tk0(d).MaxPerOrder = -1 }, ev0 + ".tickets[0].maxPerOrder"},
+		{"extra id invalid", func(d *catalog.Document) { ga(d).Extras[0].ID = "" }, ev0 + ".extras[0].id"},
+		{"duplicate extra id", func(d *catalog.Document) {
+			ga(d).Extras = append(ga(d).Extras, catalog.Extra{ID: "ex_parking", Name: "P2"})
+		}, ev0 + ".extras[1].id"},
+		{"extra name missing", func(d *catalog.Document) { ga(d).Extras[0].Name = "" }, ev0 + ".extras[0].name"},
+		{"extra price negative", func(d *catalog.Document) { ga(d).Extras[0].Price = -100 }, ev0 + ".extras[0].price"},
+		{"extra capacity negative", func(d *catalog.Document) { ga(d).Extras[0].Capacity = ptr[int64](-1) }, ev0 + ".extras[0].capacity"},
+
+		// Discount codes.
+		{"discount code missing", func(d *catalog.Document) { dc(d, 0).Code = "" }, ev0 + ".discountCodes[0].code"},
+		{"discount code differing only in case", func(d *catalog.Document) { dc(d, 1).Code = "early10" }, ev0 + ".discountCodes[1].code"},
+		{"discount without percent or amount", func(d *catalog.Document) { dc(d, 1).Amount = nil }, ev0 + ".discountCodes[1]"},
+		{"discount with percent and amount", func(d *catalog.Document) { dc(d, 0).Amount = ptr[money.Cents](100) }, ev0 + ".discountCodes[0]"},
+		{"discount percent above 100", func(d *catalog.Document) { dc(d, 0).Percent = ptr(pct("150")) }, ev0 + ".discountCodes[0].percent"},
+		{"discount percent negative", func(d *catalog.Document) { dc(d, 0).Percent = ptr(pct("-10")) }, ev0 + ".discountCodes[0].percent"},
+		{"discount amount negative", func(d *catalog.Document) { dc(d, 1).Amount = ptr[money.Cents](-5) }, ev0 + ".discountCodes[1].amount"},
+		{"discount maxUses negative", func(d *catalog.Document) { dc(d, 0).MaxUses = ptr[int64](-1) }, ev0 + ".discountCodes[0].maxUses"},
+		{"discount for an unknown ticket", func(d *catalog.Document) {
+			dc(d, 0).TicketIDs = []string{"tk_ga", "tk_nope"}
+		}, ev0 + ".discountCodes[0].ticketIds[1]"},
+
+		// Seat map.
+		{"seat map with nothing to sell", func(d *catalog.Document) {
+			sm(d).Rows, sm(d).GAAreas, sm(d).Tables = nil, nil, nil
+		}, seat},
+		{"category id invalid", func(d *catalog.Document) { sm(d).Categories[0].ID = "" }, seat + ".categories[0].id"},
+		{"duplicate category id", func(d *catalog.Document) { sm(d).Categories[1].ID = "stalls" }, seat + ".categories[1].id"},
+		{"category name missing", func(d *catalog.Document) { sm(d).Categories[1].Name = "" }, seat + ".categories[1].name"},
+		{"category price negative", func(d *catalog.Document) { sm(d).Categories[0].Price = ptr[money.Cents](-1) }, seat + ".categories[0].price"},
+		{"row label with a dash", func(d *catalog.Document) { sm(d).Rows[0].Label = "A-1" }, seat + ".rows[0].label"},
+		{"row label of 9 characters", func(d *catalog.Document) { sm(d).Rows[0].Label = "ABCDEFGHI" }, seat + ".rows[0].label"},
+		{"row label empty", func(d *catalog.Document) { sm(d).Rows[1].Label = "" }, seat + ".rows[1].label"},
+		{"duplicate row label", func(d *catalog.Document) { sm(d).Rows[1].Label = "A" }, seat + ".rows[1].label"},
+		{"row of 0 seats", func(d *catalog.Document) { sm(d).Rows[0].Seats = 0 }, seat + ".rows[0].seats"},
+		{"row of 1001 seats", func(d *catalog.Document) { sm(d).Rows[1].Seats = 1001 }, seat + ".rows[1].seats"},
+		{"row in an unknown category", func(d *catalog.Document) { sm(d).Rows[1].Category = "gallery" }, seat + ".rows[1].category"},
+		{"GA area id invalid", func(d *catalog.Document) { sm(d).GAAreas[0].ID = "fl oor" }, seat + ".gaAreas[0].id"},
+		{"GA area name missing", func(d *catalog.Document) { sm(d).GAAreas[0].Name = "" }, seat + ".gaAreas[0].name"},
+		{"GA area capacity 0", func(d *catalog.Document) { sm(d).GAAreas[0].Capacity = 0 }, seat + ".gaAreas[0].capacity"},
+		{"GA area in an unknown category", func(d *catalog.Document) { sm(d).GAAreas[0].Category = "" }, seat + ".gaAreas[0].category"},
+		{"duplicate GA area id", func(d *catalog.Document) {
+			sm(d).GAAreas = append(sm(d).GAAreas, sm(d).GAAreas[0])
+		}, seat + ".gaAreas[1].id"},
+		{"table id invalid", func(d *catalog.Document) { sm(d).Tables[0].ID = "" }, seat + ".tables[0].id"},
+		{"table id that is a seat label", func(d *catalog.Document) { sm(d).Tables[0].ID = "B-4" }, seat + ".tables[0].id"},
+		{"duplicate table id", func(d *catalog.Document) {
+			sm(d).Tables = append(sm(d).Tables, sm(d).Tables[0])
+		}, seat + ".tables[1].id"},
+		{"table of 0 seats", func(d *catalog.Document) { sm(d).Tables[0].Seats = 0 }, seat + ".tables[0].seats"},
+		{"table of 101 seats", func(d *catalog.Document) { sm(d).Tables[0].Seats = 101 }, seat + ".tables[0].seats"},
+		{"table in an unknown category", func(d *catalog.Document) { sm(d).Tables[0].Category = "vip" }, seat + ".tables[0].category"},
+
+		// Channels.
+		{"channel id invalid", func(d *catalog.Document) { chA(d).ID = "ch:partner" }, "channels[0].id"},
+		{"duplicate channel id", func(d *catalog.Document) { chB(d).ID = "ch_partner" }, "channels[1].id"},
+		{"channel name missing", func(d *catalog.Document) { chA(d).Name = "" }, "channels[0].name"},
+		{"channel key missing", func(d *catalog.Document) { chA(d).Key = "" }, "channels[0].key"},
+		{"duplicate channel key", func(d *catalog.Document) { chB(d).Key = "ck_partner" }, "channels[1].key"},
+		{"channel secret missing", func(d *catalog.Document) { chB(d).Secret = "" }, "channels[1].secret"},
+		{"channel secret of 7 characters", func(d *catalog.Document) { chA(d).Secret = "1234567" }, "channels[0].secret"},
+		{"scope unknown", func(d *catalog.Document) { chA(d).Scopes[3] = "orders:delete" }, "channels[0].scopes[3]"},
+		{"allowlist empty", func(d *catalog.Document) { chB(d).IPAllowlist = nil }, "channels[1].ipAllowlist"},
+		{"allowlist entry not an address", func(d *catalog.Document) { chA(d).IPAllowlist[2] = "203.0.113.300" }, "channels[0].ipAllowlist[2]"},
+		{"allowlist entry a host name", func(d *catalog.Document) { chB(d).IPAllowlist[0] = "partner.example.com" }, "channels[1].ipAllowlist[0]"},
+		{"allowlist prefix too long", func(d *catalog.Document) { chB(d).IPAllowlist[0] = "10.0.0.0/33" }, "channels[1].ipAllowlist[0]"},
+		{"rate limit negative", func(d *catalog.Document) { chA(d).RateLimits.Checkout = -1 }, "channels[0].rateLimits.checkout"},
+
+		// The first problem in document order is the one named.
+		{"two problems", func(d *catalog.Document) {
+			chA(d).Secret = ""
+			sm(d).Rows[0].Seats = 0
+			other(d).Status = "live"
+		}, seat + ".rows[0].seats"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := decodeValid(t)
+			tc.mutate(doc)
+			err := catalog.Validate(doc)
+			var ve *catalog.ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("want a *ValidationError at %s, got %v", tc.path, err)
+			}
+			if ve.Path != tc.path {
+				t.Fatalf("path %q, want %q (%v)", ve.Path, tc.path, err)
+			}
+			if ve.Msg == "" || err.Error() != tc.path+": "+ve.Msg {
+				t.Fatalf("Error() = %q, Msg %q", err.Error(), ve.Msg)
+			}
+		})
+	}
+}
+
+func TestValidateNeverEchoesTheSecret(t *testing.T) {
+	doc := decodeValid(t)
+	chA(doc).Secret = "s3cr3t!"
+	err := catalog.Validate(doc)
+	if err == nil || strings.Contains(err.Error(), "s3cr3t!") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestValidateShowingsWithSeatMapSaysWhy(t *testing.T) {
+	doc := decodeValid(t)
+	hall(doc).Showings = []catalog.Showing{{ID: "sh_1", StartsAt: "2027-08-01T19:30:00Z"}}
+	err := catalog.Validate(doc)
+	if err == nil || !strings.Contains(err.Error(), "seat map") || !strings.Contains(err.Error(), "showing") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestValidateNil(t *testing.T) {
+	var ve *catalog.ValidationError
+	if err := catalog.Validate(nil); !errors.As(err, &ve) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestDecodeRefusesWithPath(t *testing.T) {
+	cases := []struct {
+		name    string
+		body    string
+		path    string
+		msgPart string
+	}{
+		{"empty body", "", "", "empty"},
+		{"blank body", " \n\t", "", "empty"},
+		{"unknown top-level field", `{"tenants": [], "extra": 1}`, "", `unknown field "extra"`},
+		{"unknown nested field",
+			strings.Replace(validDoc, `"slug": "hall",`, `"slug": "hall", "colour": "red",`, 1),
+			"tenants[0].events[1]", `unknown field "colour"`},
+		{"unknown field in a seat row",
+			strings.Replace(validDoc, `{"label": "B", "seats": 4,`, `{"label": "B", "seat": 4,`, 1),
+			"tenants[0].events[1].seatMap.rows[1]", `unknown field "seat"`},
+		{"string for an integer",
+			strings.Replace(validDoc, `"capacity": 1000,`, `"capacity": "1000",`, 1),
+			"tenants[0].events[0].capacity", "whole number"},
+		{"fraction for an integer",
+			strings.Replace(validDoc, `"seats": 20,`, `"seats": 20.5,`, 1),
+			"tenants[0].events[1].seatMap.rows[0].seats", "whole number"},
+		{"number for a string",
+			strings.Replace(validDoc, `"status": "draft"`, `"status": 3`, 1),
+			"tenants[0].events[1].status", "must be a string"},
+		{"object for an array",
+			strings.Replace(validDoc, `"channels": [],`, `"channels": {},`, 1),
+			"tenants[0].events[1].channels", "must be an array"},
+		{"string for a bool",
+			strings.Replace(validDoc, `"storefront": true,`, `"storefront": "yes",`, 1),
+			"tenants[0].events[0].storefront", "true or false"},
+		{"amount with three decimals",
+			strings.Replace(validDoc, `"price": 12.5`, `"price": 12.505`, 1),
+			"tenants[1].events[0].tickets[0].price", "at most two decimals"},
+		{"negative amount",
+			strings.Replace(validDoc, `"feePerTicket": 1.5`, `"feePerTicket": -1.5`, 1),
+			"tenants[0].events[0].pricing.feePerTicket", "non-negative"},
+		{"percent not a number",
+			strings.Replace(validDoc, `"vatPercent": 20`, `"vatPercent": "twenty"`, 1),
+			"tenants[0].events[0].pricing.vatPercent", "must be a number"},
+		{"trailing garbage", validDoc + "\n xx", "", fmt.Sprintf("line %d, column 2", strings.Count(validDoc, "\n")+2)},
+		{"second document", `{"tenants": []} {"channels": []}`, "", "after top-level value"},
+		{"malformed", "{\n  \"tenants\": [,]\n}", "", "line 2, column 15"},
+		{"truncated", `{"tenants": [`, "", "invalid JSON"},
+		{"array", `[]`, "", "JSON object"},
+		{"null", `null`, "", "JSON object"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc, err := catalog.Decode([]byte(tc.body))
+			var ve *catalog.ValidationError
+			if !errors.As(err, &ve) || doc != nil {
+				t.Fatalf("want a *ValidationError, got %v (doc %v)", err, doc)
+			}
+			if ve.Path != tc.path || !strings.Contains(ve.Msg, tc.msgPart) {
+				t.Fatalf("got path %q msg %q; want path %q, msg containing %q", ve.Path, ve.Msg, tc.path, tc.msgPart)
+			}
+		})
+	}
+}
+
+func TestValidationErrorWithoutPath(t *testing.T) {
+	if got := (&catalog.ValidationError{Msg: "bad"}).Error(); got != "bad" {
+		t.Fatalf("got %q", got)
+	}
+	if got := (&catalog.ValidationError{Path: "channels[1].ipAllowlist[0]", Msg: "bad"}).Error(); got != "channels[1].ipAllowlist[0]: bad" {
+		t.Fatalf("got %q", got)
+	}
+}

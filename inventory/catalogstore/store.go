@@ -1,0 +1,388 @@
+// Package catalogstore keeps the catalog every node serves from: it applies
+// operator documents (merge by id, checks against what is sold, write to the
+// Postgres record, project into Redis) and holds the compiled snapshot in
+// process, reloading it when the projection's version moves.
+package catalogstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/lua"
+)
+
+// Record is the catalog of record (Postgres). It is nil when ticketd runs
+// without Postgres.
+type Record interface {
+	Apply(ctx context.Context, tenants []catalog.Tenant, channels []catalog.StoredChannel) error
+	Load(ctx context.Context) ([]catalog.Tenant, []catalog.StoredChannel, error)
+}
+
+// Store applies catalogs and serves the current snapshot.
+type Store struct {
+	Redis  rueidis.Client
+	Space  keys.Space
+	Sealer *catalog.Sealer
+	Record Record
+	Logger *slog.Logger
+
+	snap atomic.Pointer[catalog.Snapshot]
+}
+
+// Current returns the snapshot in force; never nil after Load succeeded.
+func (s *Store) Current() *catalog.Snapshot {
+	if p := s.snap.Load(); p != nil {
+		return p
+	}
+	return emptySnapshot
+}
+
+var emptySnapshot, _ = catalog.Compile(0, nil, nil, catalog.NewSealer(""))
+
+// projected is the JSON the projection keeps in Redis.
+type projected struct {
+	Tenants  []catalog.Tenant        `json:"tenants"`
+	Channels []catalog.StoredChannel `json:"channels"`
+}
+
+// Refresh reloads the snapshot when the projection's version has moved.
+func (s *Store) Refresh(ctx context.Context) error {
+	v, err := s.Redis.Do(ctx, s.Redis.B().Get().Key(s.Space.CatalogVersion()).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		v, err = 0, nil
+	}
+	if err != nil {
+		return fmt.Errorf("catalog: read version: %w", err)
+	}
+	if cur := s.snap.Load(); cur != nil && cur.Version == v {
+		return nil
+	}
+	p, err := s.readProjection(ctx)
+	if err != nil {
+		return err
+	}
+	snap, err := catalog.Compile(v, p.Tenants, p.Channels, s.Sealer)
+	if err != nil {
+		return err
+	}
+	s.snap.Store(snap)
+	return nil
+}
+
+func (s *Store) readProjection(ctx context.Context) (projected, error) {
+	var p projected
+	b, err := s.Redis.Do(ctx, s.Redis.B().Get().Key(s.Space.CatalogDoc()).Build()).AsBytes()
+	if rueidis.IsRedisNil(err) {
+		return p, nil
+	}
+	if err != nil {
+		return p, fmt.Errorf("catalog: read projection: %w", err)
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("catalog: decode projection: %w", err)
+	}
+	return p, nil
+}
+
+// Watch refreshes the snapshot every interval until ctx ends; the interval
+// bounds how stale a node's catalog can be.
+func (s *Store) Watch(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			if err := s.Refresh(rctx); err != nil && ctx.Err() == nil {
+				s.logger().Warn("catalog refresh failed", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+func (s *Store) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// Bootstrap makes sure Redis holds the projection: when Redis has none (a
+// new or flushed Redis) and the record has a catalog, it is projected
+// again. Then the snapshot is loaded.
+func (s *Store) Bootstrap(ctx context.Context) error {
+	n, err := s.Redis.Do(ctx, s.Redis.B().Exists().Key(s.Space.CatalogDoc()).Build()).AsInt64()
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	if n == 0 && s.Record != nil {
+		tenants, channels, err := s.Record.Load(ctx)
+		if err != nil {
+			return fmt.Errorf("catalog: load record: %w", err)
+		}
+		if len(tenants)+len(channels) > 0 {
+			if err := s.project(ctx, projected{Tenants: tenants, Channels: channels}, allEvents(tenants)); err != nil {
+				return err
+			}
+			s.logger().Info("catalog projected into Redis from Postgres", "tenants", len(tenants), "channels", len(channels))
+		}
+	}
+	return s.Refresh(ctx)
+}
+
+func allEvents(tenants []catalog.Tenant) []*catalog.Event {
+	var out []*catalog.Event
+	for i := range tenants {
+		for j := range tenants[i].Events {
+			out = append(out, &tenants[i].Events[j])
+		}
+	}
+	return out
+}
+
+// Applied counts the objects of an applied document.
+type Applied struct {
+	Tenants  int `json:"tenants"`
+	Channels int `json:"channels"`
+	Events   int `json:"events"`
+}
+
+// ErrBusy means another apply holds the catalog lock.
+var ErrBusy = errors.New("catalog: another apply is in progress")
+
+var capsScript = lua.Load("catalog_caps")
+
+// Apply merges a validated document into the catalog: every object is
+// created or replaced by id, absent objects stay. Capacities below what is
+// sold and booked seats missing from a new seat map are refused as a
+// *catalog.ValidationError before anything is written.
+func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, error) {
+	lock := s.Space.CatalogVersion() + ":lock"
+	ok, err := s.Redis.Do(ctx, s.Redis.B().Set().Key(lock).Value("1").Nx().Px(30*time.Second).Build()).AsBool()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return Applied{}, fmt.Errorf("catalog: lock: %w", err)
+	}
+	if !ok {
+		return Applied{}, ErrBusy
+	}
+	defer s.Redis.Do(context.WithoutCancel(ctx), s.Redis.B().Del().Key(lock).Build())
+
+	cur, err := s.readProjection(ctx)
+	if err != nil {
+		return Applied{}, err
+	}
+	var applied Applied
+	var changed []*catalog.Event
+	for ti := range doc.Tenants {
+		t := &doc.Tenants[ti]
+		applied.Tenants++
+		for ei := range t.Events {
+			t.Events[ei].TenantID = t.ID
+			if err := s.checkSold(ctx, &t.Events[ei], fmt.Sprintf("tenants[%d].events[%d]", ti, ei)); err != nil {
+				return Applied{}, err
+			}
+			changed = append(changed, &t.Events[ei])
+			applied.Events++
+		}
+	}
+	stored := make([]catalog.StoredChannel, len(doc.Channels))
+	for i, c := range doc.Channels {
+		stored[i] = s.Sealer.Store(c)
+		applied.Channels++
+	}
+	next := merge(cur, doc.Tenants, stored)
+	if s.Record != nil {
+		if err := s.Record.Apply(ctx, doc.Tenants, stored); err != nil {
+			return Applied{}, fmt.Errorf("catalog: write record: %w", err)
+		}
+	}
+	if err := s.project(ctx, next, changed); err != nil {
+		return Applied{}, err
+	}
+	return applied, s.Refresh(ctx)
+}
+
+// checkSold refuses an event whose new capacities or seat map would undo a sale.
+func (s *Store) checkSold(ctx context.Context, ev *catalog.Event, path string) error {
+	sold, err := s.Redis.Do(ctx, s.Redis.B().Hgetall().Key(s.Space.Sold(ev.ID)).Build()).AsIntMap()
+	if err != nil {
+		return fmt.Errorf("catalog: read sold: %w", err)
+	}
+	booked, err := s.Redis.Do(ctx, s.Redis.B().Hkeys().Key(s.Space.Booked(ev.ID)).Build()).AsStrSlice()
+	if err != nil {
+		return fmt.Errorf("catalog: read booked: %w", err)
+	}
+	ce := compileOne(ev)
+	caps := ce.Caps()
+	for f, n := range sold {
+		if c, ok := caps[f]; ok && c < n {
+			return &catalog.ValidationError{Path: path + capPath(ev, f),
+				Msg: fmt.Sprintf("capacity %d is below the %d already sold", c, n)}
+		}
+	}
+	sort.Strings(booked)
+	for _, label := range booked {
+		if _, ok := ce.SeatCategory(label); !ok {
+			return &catalog.ValidationError{Path: path + ".seatMap",
+				Msg: "seat " + label + " is booked and must stay in the seat map"}
+		}
+	}
+	return nil
+}
+
+func capPath(ev *catalog.Event, field string) string {
+	if field == "ev" {
+		return ".capacity"
+	}
+	for i, t := range ev.Tickets {
+		if field == "t:"+t.ID {
+			return fmt.Sprintf(".tickets[%d].capacity", i)
+		}
+	}
+	for i, sh := range ev.Showings {
+		if field == "sh:"+sh.ID {
+			return fmt.Sprintf(".showings[%d].capacity", i)
+		}
+	}
+	for i, x := range ev.Extras {
+		if field == "x:"+x.ID {
+			return fmt.Sprintf(".extras[%d].capacity", i)
+		}
+	}
+	if ev.SeatMap != nil {
+		for i, a := range ev.SeatMap.GAAreas {
+			if field == "a:"+a.ID {
+				return fmt.Sprintf(".seatMap.gaAreas[%d].capacity", i)
+			}
+		}
+	}
+	return ""
+}
+
+func compileOne(ev *catalog.Event) *catalog.CompiledEvent {
+	snap, _ := catalog.Compile(0, []catalog.Tenant{{ID: ev.TenantID, Events: []catalog.Event{*ev}}}, nil, nil)
+	return snap.Events[ev.ID]
+}
+
+// merge replaces objects of cur by id with those applied.
+func merge(cur projected, tenants []catalog.Tenant, channels []catalog.StoredChannel) projected {
+	byID := map[string]int{}
+	out := projected{Tenants: append([]catalog.Tenant(nil), cur.Tenants...), Channels: append([]catalog.StoredChannel(nil), cur.Channels...)}
+	for i, t := range out.Tenants {
+		byID[t.ID] = i
+	}
+	for _, t := range tenants {
+		i, ok := byID[t.ID]
+		if !ok {
+			out.Tenants = append(out.Tenants, t)
+			byID[t.ID] = len(out.Tenants) - 1
+			continue
+		}
+		old := out.Tenants[i].Events
+		nt := t
+		nt.Events = mergeEvents(old, t.Events)
+		out.Tenants[i] = nt
+	}
+	// An event id belongs to one tenant: drop it from any other tenant.
+	owner := map[string]string{}
+	for _, t := range tenants {
+		for _, e := range t.Events {
+			owner[e.ID] = t.ID
+		}
+	}
+	for i := range out.Tenants {
+		kept := out.Tenants[i].Events[:0:0]
+		for _, e := range out.Tenants[i].Events {
+			if o, ok := owner[e.ID]; ok && o != out.Tenants[i].ID {
+				continue
+			}
+			kept = append(kept, e)
+		}
+		out.Tenants[i].Events = kept
+	}
+	chIdx := map[string]int{}
+	for i, c := range out.Channels {
+		chIdx[c.ID] = i
+	}
+	for _, c := range channels {
+		if i, ok := chIdx[c.ID]; ok {
+			out.Channels[i] = c
+		} else {
+			out.Channels = append(out.Channels, c)
+			chIdx[c.ID] = len(out.Channels) - 1
+		}
+	}
+	return out
+}
+
+func mergeEvents(old, applied []catalog.Event) []catalog.Event {
+	out := append([]catalog.Event(nil), old...)
+	idx := map[string]int{}
+	for i, e := range out {
+		idx[e.ID] = i
+	}
+	for _, e := range applied {
+		if i, ok := idx[e.ID]; ok {
+			out[i] = e
+		} else {
+			out = append(out, e)
+			idx[e.ID] = len(out) - 1
+		}
+	}
+	return out
+}
+
+// project writes the changed events' capacities and the whole projection,
+// then bumps the version so every node reloads.
+func (s *Store) project(ctx context.Context, p projected, changed []*catalog.Event) error {
+	for _, ev := range changed {
+		caps := compileOne(ev).Caps()
+		fields := make([]string, 0, len(caps))
+		for f := range caps {
+			fields = append(fields, f)
+		}
+		sort.Strings(fields)
+		args := []string{strconv.Itoa(len(fields))}
+		for _, f := range fields {
+			args = append(args, f, strconv.FormatInt(caps[f], 10))
+		}
+		arr, err := lua.Array(ctx, s.Redis, capsScript, []string{s.Space.Caps(ev.ID), s.Space.Sold(ev.ID)}, args)
+		if err != nil {
+			return fmt.Errorf("catalog: project capacities of %s: %w", ev.ID, err)
+		}
+		if c, _ := lua.Int(arr, 0); c == 1 {
+			f, _ := lua.Str(arr, 1)
+			n, _ := lua.Int(arr, 2)
+			return &catalog.ValidationError{Path: "events." + ev.ID + capPath(ev, f),
+				Msg: fmt.Sprintf("capacity is below the %d already sold", n)}
+		}
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("catalog: encode projection: %w", err)
+	}
+	cmds := rueidis.Commands{
+		s.Redis.B().Set().Key(s.Space.CatalogDoc()).Value(string(b)).Build(),
+		s.Redis.B().Incr().Key(s.Space.CatalogVersion()).Build(),
+	}
+	for _, r := range s.Redis.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("catalog: write projection: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/lua"
+)
+
+// Tolerance is how far a charged amount may differ from the order total.
+const Tolerance = money.Cents(1)
+
+// Confirmation is the answer to a successful confirm.
+type Confirmation struct {
+	OrderID   string   `json:"orderId"`
+	Status    string   `json:"status"`
+	Tickets   []Ticket `json:"tickets"`
+	Duplicate bool     `json:"duplicate,omitempty"`
+}
+
+var confirmScript = lua.Load("order_confirm")
+
+// ErrNotFound is the answer for an order that is not the caller's.
+var ErrNotFound = apierr.New(404, "NOT_FOUND", "no such order for this caller")
+
+// ConfirmFailed is the 409 telling the partner to refund.
+func ConfirmFailed(reason string) *apierr.Error {
+	msg := map[string]string{
+		"failed":    "the order has failed",
+		"expired":   "the order expired before it was confirmed",
+		"sold_out":  "the inventory of this order sold out meanwhile",
+		"seat_lost": "a seat of this order was lost",
+	}[reason]
+	if msg == "" {
+		msg = "the order cannot be confirmed"
+	}
+	return (&apierr.Error{Status: 409, Code: "CONFIRM_FAILED", Reason: reason,
+		Message: msg + "; refund the buyer, no ticket was issued"}).With("refundRequired", true)
+}
+
+// Confirm marks a pending order of channelID paid, claiming its inventory.
+// It is idempotent: confirming a paid order answers the same tickets with
+// Duplicate set.
+func (s *Service) Confirm(ctx context.Context, channelID, orderID string, amount money.Cents, ref string) (Confirmation, error) {
+	okey, ok := s.Space.Order(orderID)
+	if !ok {
+		return Confirmation{}, ErrNotFound
+	}
+	// The script needs the event's keys and the seat keys declared; they
+	// are fixed at reserve, so one read finds them.
+	vals, err := s.Redis.Do(ctx, s.Redis.B().Hmget().Key(okey).Field("ev", "seats", "dc").Build()).ToArray()
+	if err != nil {
+		return Confirmation{}, fmt.Errorf("confirm: read order: %w", err)
+	}
+	if len(vals) != 3 || vals[0].IsNil() {
+		return Confirmation{}, ErrNotFound
+	}
+	ev, _ := vals[0].ToString()
+	seats, _ := vals[1].ToString()
+	dc, _ := vals[2].ToString()
+	if keys.Partition(ev) != mustPartition(orderID) {
+		return Confirmation{}, ErrNotFound
+	}
+	dcKey := s.Space.DiscountHolds(ev, "-")
+	if dc != "" {
+		dcKey = s.Space.DiscountHolds(ev, dc)
+	}
+	labels := strings.Fields(seats)
+	ks := make([]string, 0, 7+len(labels))
+	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), dcKey,
+		s.Space.DiscountUsed(ev), s.Space.Paid(keys.Partition(ev)))
+	for _, l := range labels {
+		ks = append(ks, s.Space.Seat(ev, l))
+	}
+	arr, err := lua.Array(ctx, s.Redis, confirmScript, ks, []string{
+		orderID, channelID, strconv.FormatInt(int64(amount), 10), strconv.FormatInt(int64(Tolerance), 10), ref})
+	if err != nil {
+		return Confirmation{}, fmt.Errorf("confirm: %w", err)
+	}
+	code, err := lua.Int(arr, 0)
+	if err != nil {
+		return Confirmation{}, err
+	}
+	switch code {
+	case 0:
+		dup, _ := lua.Int(arr, 1)
+		tix, _ := lua.Str(arr, 2)
+		c := Confirmation{OrderID: orderID, Status: StatusPaid, Duplicate: dup == 1}
+		if err := json.Unmarshal([]byte(tix), &c.Tickets); err != nil {
+			return Confirmation{}, fmt.Errorf("confirm: %w: tickets: %v", lua.ErrReply, err)
+		}
+		return c, nil
+	case 1:
+		return Confirmation{}, ErrNotFound
+	case 2:
+		reason, _ := lua.Str(arr, 1)
+		return Confirmation{}, ConfirmFailed(reason)
+	case 3:
+		total, _ := lua.Int(arr, 1)
+		return Confirmation{}, (&apierr.Error{Status: 409, Code: "AMOUNT_MISMATCH",
+			Message: "charged amount differs from the order total " + money.Cents(total).String() + "; refund and re-quote"}).
+			With("serverTotal", money.Cents(total))
+	}
+	return Confirmation{}, fmt.Errorf("confirm: %w: code %d", lua.ErrReply, code)
+}
+
+func mustPartition(orderID string) int {
+	p, _ := keys.OrderPartition(orderID)
+	return p
+}
+
+// Order states.
+const (
+	StatusPending = "pending"
+	StatusPaid    = "paid"
+	StatusFailed  = "failed"
+)
+
+// State is an order's authoritative state.
+type State struct {
+	OrderID   string
+	Status    string
+	Amount    money.Cents
+	ChannelID string
+	// Caller is who reserved it ("ch:<channel>" or "ss:<session>"); empty
+	// for orders read back from Postgres.
+	Caller    string
+	ExpiresAt time.Time
+}
+
+var statusScript = lua.Load("order_status")
+
+// Status reads an order from Redis. found is false when Redis no longer (or
+// never) had it; the caller may then ask Postgres.
+func (s *Service) Status(ctx context.Context, orderID string) (st State, found bool, err error) {
+	okey, ok := s.Space.Order(orderID)
+	if !ok {
+		return State{}, false, nil
+	}
+	arr, err := lua.Array(ctx, s.Redis, statusScript, []string{okey}, nil)
+	if err != nil {
+		return State{}, false, fmt.Errorf("status: %w", err)
+	}
+	if c, err := lua.Int(arr, 0); err != nil || c == 0 {
+		return State{}, false, err
+	}
+	st.OrderID = orderID
+	st.Status, _ = lua.Str(arr, 1)
+	total, _ := lua.Int(arr, 2)
+	st.Amount = money.Cents(total)
+	st.ChannelID, _ = lua.Str(arr, 3)
+	exp, _ := lua.Int(arr, 4)
+	now, _ := lua.Int(arr, 5)
+	st.Caller, _ = lua.Str(arr, 6)
+	st.ExpiresAt = time.UnixMilli(exp)
+	if st.Status == StatusPending && now >= exp {
+		st.Status = StatusFailed
+	}
+	return st, true, nil
+}

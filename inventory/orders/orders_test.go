@@ -1,0 +1,160 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/redistest"
+)
+
+func setup(t *testing.T) (*Service, context.Context) {
+	rc, space := redistest.New(t)
+	return &Service{Redis: rc, Space: space, OrderTTL: time.Minute}, context.Background()
+}
+
+func caps(t *testing.T, s *Service, ev string, kv ...string) {
+	t.Helper()
+	if err := s.Redis.Do(context.Background(), s.Redis.B().Hset().Key(s.Space.Caps(ev)).FieldValue().FieldValue(kv[0], kv[1]).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 2; i < len(kv); i += 2 {
+		s.Redis.Do(context.Background(), s.Redis.B().Hset().Key(s.Space.Caps(ev)).FieldValue().FieldValue(kv[i], kv[i+1]).Build())
+	}
+}
+
+var seq atomic.Int64
+
+func req(ev string, claims map[string]int64) ReserveRequest {
+	seq := seq.Add(1)
+	return ReserveRequest{EventID: ev, Caller: "ch:c", ChannelID: "c", IdempotencyKey: fmt.Sprint("k", seq, time.Now().UnixNano()),
+		Fingerprint: fmt.Sprint("fp", seq), Total: 1000, Claims: claims,
+		Record: Record{EventID: ev, Tickets: []Ticket{{Label: "GA"}}}}
+}
+
+func code(err error) string {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return fmt.Sprint(err)
+}
+
+// A claim is all or nothing across every counter of the order.
+func TestConfirmClaimsAllOrNothing(t *testing.T) {
+	s, ctx := setup(t)
+	caps(t, s, "ev", "t:a", "10", "t:b", "1", "ev", "100")
+	r1, err := s.Reserve(ctx, req("ev", map[string]int64{"t:a": 2, "t:b": 1, "ev": 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := s.Reserve(ctx, req("ev", map[string]int64{"t:a": 5, "t:b": 1, "ev": 6}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Confirm(ctx, "c", r1.OrderID, 1000, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Confirm(ctx, "c", r2.OrderID, 1000, "p2")
+	if code(err) != "CONFIRM_FAILED" {
+		t.Fatalf("want CONFIRM_FAILED, got %v", err)
+	}
+	sold, _ := s.Redis.Do(ctx, s.Redis.B().Hgetall().Key(s.Space.Sold("ev")).Build()).AsIntMap()
+	if sold["t:a"] != 2 || sold["t:b"] != 1 || sold["ev"] != 3 {
+		t.Fatalf("sold after a failed claim: %v", sold)
+	}
+	okey, _ := s.Space.Order(r2.OrderID)
+	st, _ := s.Redis.Do(ctx, s.Redis.B().Hget().Key(okey).Field("st").Build()).ToString()
+	if st != StatusFailed {
+		t.Fatalf("failed claim left order %q", st)
+	}
+	// The paid order is on the stream, once.
+	n, _ := s.Redis.Do(ctx, s.Redis.B().Xlen().Key(s.Space.Paid(partitionOf(r1.OrderID))).Build()).AsInt64()
+	if n != 1 {
+		t.Fatalf("paid stream has %d entries, want 1", n)
+	}
+	// Confirming again is a duplicate and queues nothing.
+	c, err := s.Confirm(ctx, "c", r1.OrderID, 1000, "p1")
+	if err != nil || !c.Duplicate || len(c.Tickets) != 1 || c.Tickets[0].TicketID != r1.OrderID+"-1" {
+		t.Fatalf("second confirm: %+v %v", c, err)
+	}
+	n, _ = s.Redis.Do(ctx, s.Redis.B().Xlen().Key(s.Space.Paid(partitionOf(r1.OrderID))).Build()).AsInt64()
+	if n != 1 {
+		t.Fatalf("duplicate confirm queued again: %d entries", n)
+	}
+}
+
+func partitionOf(id string) int {
+	p, _ := keys.OrderPartition(id)
+	return p
+}
+
+// A limited discount code is never used more than maxUses times, whatever
+// the concurrency; a pending order holds its use until it expires.
+func TestDiscountMaxUsesUnderConcurrency(t *testing.T) {
+	s, ctx := setup(t)
+	s.OrderTTL = 500 * time.Millisecond
+	caps(t, s, "ev", "t:a", "1000")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ok []Reservation
+	for i := 0; i < 30; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := req("ev", map[string]int64{"t:a": 1})
+			r.DiscountCode, r.DiscountMaxUses = "ONCE3", 3
+			res, err := s.Reserve(ctx, r)
+			if err != nil {
+				if code(err) != "INVALID_DISCOUNT_CODE" {
+					t.Errorf("unexpected %v", err)
+				}
+				return
+			}
+			mu.Lock()
+			ok = append(ok, res)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(ok) != 3 {
+		t.Fatalf("%d reserves got the code, want 3", len(ok))
+	}
+	// Pay one; the other two expire and return their uses.
+	if _, err := s.Confirm(ctx, "c", ok[0].OrderID, 1000, "p"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	got := 0
+	for i := 0; i < 5; i++ {
+		r := req("ev", map[string]int64{"t:a": 1})
+		r.DiscountCode, r.DiscountMaxUses = "ONCE3", 3
+		if _, err := s.Reserve(ctx, r); err == nil {
+			got++
+		}
+	}
+	if got != 2 {
+		t.Fatalf("after expiry %d uses were free again, want 2", got)
+	}
+}
+
+// A key claimed by an attempt that failed is released, so a retry runs again.
+func TestFailedReserveReleasesIdempotencyKey(t *testing.T) {
+	s, ctx := setup(t)
+	caps(t, s, "ev", "t:a", "0")
+	r := req("ev", map[string]int64{"t:a": 1})
+	if _, err := s.Reserve(ctx, r); code(err) != "TICKET_SOLD_OUT" {
+		t.Fatalf("want TICKET_SOLD_OUT, got %v", err)
+	}
+	caps(t, s, "ev", "t:a", "1")
+	res, err := s.Reserve(ctx, r)
+	if err != nil || res.Duplicate {
+		t.Fatalf("retry after failure: %+v %v", res, err)
+	}
+}

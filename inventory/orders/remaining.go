@@ -1,0 +1,26 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+)
+
+// Remaining returns, per capacity field of an event, what is left to sell
+// (capacity minus claimed). Fields without a capacity are absent.
+func (s *Service) Remaining(ctx context.Context, eventID string) (map[string]int64, error) {
+	res := s.Redis.DoMulti(ctx,
+		s.Redis.B().Hgetall().Key(s.Space.Caps(eventID)).Build(),
+		s.Redis.B().Hgetall().Key(s.Space.Sold(eventID)).Build())
+	caps, err := res[0].AsIntMap()
+	if err != nil {
+		return nil, fmt.Errorf("remaining: %w", err)
+	}
+	sold, err := res[1].AsIntMap()
+	if err != nil {
+		return nil, fmt.Errorf("remaining: %w", err)
+	}
+	for f, c := range caps {
+		caps[f] = c - sold[f]
+	}
+	return caps, nil
+}

@@ -1,0 +1,283 @@
+package orders
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/lua"
+)
+
+// Service runs the order scripts.
+type Service struct {
+	Redis rueidis.Client
+	Space keys.Space
+	// OrderTTL is how long a pending order waits for confirm (TICKETD_ORDER_TTL).
+	OrderTTL time.Duration
+	// Retention is how long an order stays in Redis after its expiry, for
+	// status polls and idempotent replays; later, Postgres answers.
+	Retention time.Duration
+	// IdempotencyTTL is how long an Idempotency-Key is remembered (24h).
+	IdempotencyTTL time.Duration
+	// InProgress is how long a claimed key whose order does not exist yet
+	// counts as "still running" before a retry may take the attempt over.
+	InProgress time.Duration
+}
+
+func (s *Service) orderTTL() time.Duration { return orDefault(s.OrderTTL, 30*time.Minute) }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+var lowerB32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// NewOrderID returns a fresh order id in the event's partition.
+func NewOrderID(eventID string) string {
+	b := make([]byte, 15)
+	_, _ = rand.Read(b)
+	return keys.OrderID(eventID, lowerB32.EncodeToString(b))
+}
+
+// ReserveRequest is a priced, validated cart ready to become a pending order.
+type ReserveRequest struct {
+	EventID string
+	// Caller owns the idempotency key ("ch:<channel>" or "ss:<session>").
+	Caller string
+	// ChannelID owns the order: only it may confirm.
+	ChannelID      string
+	IdempotencyKey string
+	// Fingerprint identifies the request; the same key with another
+	// fingerprint is KEY_CONFLICT.
+	Fingerprint string
+	Total       money.Cents
+	// Claims are the capacity counters confirm will claim (field -> qty).
+	Claims          map[string]int64
+	SeatLabels      []string
+	HoldToken       string
+	DiscountCode    string
+	DiscountMaxUses int64
+	// Record is written to Postgres once the order is paid; OrderID,
+	// Tickets' ids and CreatedAtMs are filled in here.
+	Record Record
+}
+
+// Reservation is the answer to a reserve.
+type Reservation struct {
+	OrderID   string
+	Amount    money.Cents
+	Duplicate bool
+}
+
+var (
+	reserveScript     = lua.Load("order_reserve")
+	idemClaimScript   = lua.Load("idem_claim")
+	idemReleaseScript = lua.Load("idem_release")
+)
+
+// Errors of reserve the handlers branch on.
+var (
+	ErrKeyConflict = apierr.New(409, "KEY_CONFLICT",
+		"this Idempotency-Key was used for a different request or by a different caller; use a new key")
+	ErrInProgress = apierr.New(409, "DUPLICATE_IN_PROGRESS",
+		"the first request with this Idempotency-Key is still running; wait and poll status")
+	ErrHoldExpired = &apierr.Error{Status: 409, Code: "HOLD_EXPIRED", Reason: "hold_expired",
+		Message: "the seat hold timed out; take a new hold"}
+	ErrDiscountUsedUp = apierr.New(400, "INVALID_DISCOUNT_CODE", "the discount code has no uses left")
+)
+
+// Reserve creates a pending order, or returns the order an earlier request
+// with the same Idempotency-Key created.
+func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation, error) {
+	orderID := NewOrderID(req.EventID)
+	idem := s.Space.Idempotency(req.IdempotencyKey)
+	arr, err := lua.Array(ctx, s.Redis, idemClaimScript, []string{idem},
+		[]string{req.Caller, req.Fingerprint, orderID, ms(orDefault(s.IdempotencyTTL, 24*time.Hour))})
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve: claim idempotency key: %w", err)
+	}
+	code, err := lua.Int(arr, 0)
+	if err != nil {
+		return Reservation{}, err
+	}
+	switch code {
+	case 1:
+		return Reservation{}, ErrKeyConflict
+	case 2:
+		prev, _ := lua.Str(arr, 1)
+		age, _ := lua.Int(arr, 2)
+		return s.replay(ctx, req, prev, time.Duration(age)*time.Millisecond)
+	}
+	res, err := s.create(ctx, req, orderID)
+	if err != nil {
+		// Give the key back so a retry of this attempt runs again; the
+		// context may be the failed one, so use a short fresh one.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_, _ = lua.Array(rctx, s.Redis, idemReleaseScript, []string{idem}, []string{orderID})
+	}
+	return res, err
+}
+
+// replay answers a request whose key was claimed before with the same request.
+func (s *Service) replay(ctx context.Context, req ReserveRequest, orderID string, age time.Duration) (Reservation, error) {
+	okey, ok := s.Space.Order(orderID)
+	if !ok {
+		return Reservation{}, ErrKeyConflict
+	}
+	total, err := s.Redis.Do(ctx, s.Redis.B().Hget().Key(okey).Field("total").Build()).AsInt64()
+	if err == nil {
+		return Reservation{OrderID: orderID, Amount: money.Cents(total), Duplicate: true}, nil
+	}
+	if !rueidis.IsRedisNil(err) {
+		return Reservation{}, fmt.Errorf("reserve: read replayed order: %w", err)
+	}
+	if age < orDefault(s.InProgress, 30*time.Second) {
+		return Reservation{}, ErrInProgress
+	}
+	// The first attempt died between claiming the key and creating the
+	// order: take it over. The script's existence check makes a race
+	// between two takers create one order.
+	res, err := s.create(ctx, req, orderID)
+	res.Duplicate = true
+	return res, err
+}
+
+func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string) (Reservation, error) {
+	ev := req.EventID
+	now := time.Now()
+	rec := req.Record
+	rec.OrderID = orderID
+	rec.CreatedAtMs = now.UnixMilli()
+	for i := range rec.Tickets {
+		rec.Tickets[i].TicketID = orderID + "-" + strconv.Itoa(i+1)
+	}
+	recJSON, err := json.Marshal(rec)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve: encode record: %w", err)
+	}
+	tixJSON, _ := json.Marshal(rec.Tickets)
+	okey, _ := s.Space.Order(orderID)
+
+	hold := s.Space.Hold(ev, "-")
+	if req.HoldToken != "" {
+		hold = s.Space.Hold(ev, req.HoldToken)
+	}
+	dcKey := s.Space.DiscountHolds(ev, "-")
+	if req.DiscountCode != "" {
+		dcKey = s.Space.DiscountHolds(ev, req.DiscountCode)
+	}
+	ks := make([]string, 0, 7+len(req.SeatLabels))
+	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold, dcKey, s.Space.DiscountUsed(ev))
+	for _, l := range req.SeatLabels {
+		ks = append(ks, s.Space.Seat(ev, l))
+	}
+
+	fields := make([]string, 0, len(req.Claims))
+	for f := range req.Claims {
+		fields = append(fields, f)
+	}
+	sort.Strings(fields)
+	var claims strings.Builder
+	args := make([]string, 0, 16+2*len(fields)+len(req.SeatLabels))
+	args = append(args, orderID, ms(s.orderTTL()), ms(orDefault(s.Retention, 24*time.Hour)),
+		req.HoldToken, req.DiscountCode, strconv.FormatInt(req.DiscountMaxUses, 10), strconv.Itoa(len(fields)))
+	for _, f := range fields {
+		q := strconv.FormatInt(req.Claims[f], 10)
+		args = append(args, f, q)
+		claims.WriteString(f + " " + q + " ")
+	}
+	args = append(args, strconv.Itoa(len(req.SeatLabels)))
+	args = append(args, req.SeatLabels...)
+	args = append(args,
+		"total", strconv.FormatInt(int64(req.Total), 10),
+		"ch", req.ChannelID,
+		"by", req.Caller,
+		"ev", ev,
+		"claims", claims.String(),
+		"seats", strings.Join(req.SeatLabels, " "),
+		"dc", req.DiscountCode,
+		"tix", string(tixJSON),
+		"rec", string(recJSON),
+	)
+
+	arr, err := lua.Array(ctx, s.Redis, reserveScript, ks, args)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve: %w", err)
+	}
+	code, err := lua.Int(arr, 0)
+	if err != nil {
+		return Reservation{}, err
+	}
+	switch code {
+	case 0:
+		return Reservation{OrderID: orderID, Amount: req.Total}, nil
+	case 1:
+		total, _ := lua.Int(arr, 1)
+		return Reservation{OrderID: orderID, Amount: money.Cents(total), Duplicate: true}, nil
+	case 2:
+		field, _ := lua.Str(arr, 1)
+		left, _ := lua.Int(arr, 2)
+		return Reservation{}, CapacityError(field, left)
+	case 3:
+		return Reservation{}, ErrHoldExpired
+	case 4:
+		labels, _ := lua.Strs(arr, 1)
+		return Reservation{}, SeatConflict(labels)
+	case 5:
+		labels, _ := lua.Strs(arr, 1)
+		return Reservation{}, &apierr.Error{Status: 409, Code: "SEAT_NOT_HELD", Reason: "not_held",
+			Message: "seats are not held by this hold token: " + strings.Join(labels, ", ") + "; hold them first",
+			Data:    map[string]any{"seats": labels}}
+	case 6:
+		return Reservation{}, ErrDiscountUsedUp
+	}
+	return Reservation{}, fmt.Errorf("reserve: %w: code %d", lua.ErrReply, code)
+}
+
+// SeatConflict is the 409 naming the seats someone else holds or booked.
+func SeatConflict(labels []string) *apierr.Error {
+	return &apierr.Error{Status: 409, Code: "SEAT_CONFLICT",
+		Message: "seats were just taken by someone else: " + strings.Join(labels, ", ") + "; pick again",
+		Data:    map[string]any{"conflicts": labels}}
+}
+
+// CapacityError maps a capacity field with too few left to interface.md's code.
+func CapacityError(field string, left int64) *apierr.Error {
+	kind, id, _ := strings.Cut(field, ":")
+	soldOut := left <= 0
+	switch kind {
+	case "ev", "sh":
+		if soldOut {
+			return apierr.New(409, "EVENT_SOLD_OUT", "the event has no remaining capacity")
+		}
+		return apierr.New(409, "QUANTITY_EXCEEDS_CAPACITY", "only %d admissions remain for this event", left).With("remaining", left)
+	case "tb":
+		return SeatConflict([]string{id})
+	case "x":
+		if soldOut {
+			return apierr.New(409, "EXTRA_SOLD_OUT", "extra %s is sold out", id)
+		}
+		return apierr.New(409, "EXTRA_QUANTITY_EXCEEDS_CAPACITY", "only %d of extra %s remain", left, id).With("remaining", left)
+	}
+	if soldOut {
+		return apierr.New(409, "TICKET_SOLD_OUT", "%s is sold out", id)
+	}
+	return apierr.New(409, "TICKET_QUANTITY_EXCEEDS_CAPACITY", "only %d of %s remain", left, id).With("remaining", left)
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

@@ -1,0 +1,440 @@
+// Package pricing turns a cart into a quote (decisions.md section 2): it
+// checks every line against the compiled event, prices it in cents and lists
+// the capacity counters a sale of the cart claims. Quote and reserve both
+// call Price, so the same cart always gives the same total.
+package pricing
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
+)
+
+// Limits of one cart. They keep a request's work (and its Lua script's
+// keys) bounded; a real buyer never comes near them.
+const (
+	MaxQuantity = 1000
+	MaxLines    = 50  // per kind of line
+	MaxSeats    = 100 // seat labels per cart
+)
+
+// TicketLine is one element of `tickets`.
+type TicketLine struct {
+	TicketID string `json:"ticketId"`
+	Quantity int64  `json:"quantity"`
+}
+
+// AreaLine is one element of `gaSelections`.
+type AreaLine struct {
+	AreaID   string `json:"areaId"`
+	Quantity int64  `json:"quantity"`
+}
+
+// TableLine is one element of `tableSelections`.
+type TableLine struct {
+	TableID string `json:"tableId"`
+}
+
+// ExtraLine is one element of `extras` in a cart.
+type ExtraLine struct {
+	ExtraID  string `json:"extraId"`
+	Quantity int64  `json:"quantity"`
+}
+
+// Cart is the cart fields of quote and reserve, both surfaces.
+type Cart struct {
+	Tickets               []TicketLine
+	SelectedTicketID      string
+	Quantity              *int64
+	SeatLabels            []string
+	GASelections          []AreaLine
+	TableSelections       []TableLine
+	Extras                []ExtraLine
+	DiscountCode          string
+	ShowingID             string
+	AccessCode            string
+	RefundProtectionOptIn bool
+}
+
+// ExtraAmount is one priced extra of a quote.
+type ExtraAmount struct {
+	ExtraID  string      `json:"extraId"`
+	Quantity int64       `json:"quantity"`
+	Amount   money.Cents `json:"amount"`
+}
+
+// RefundProtection is the refund-protection price of an opted-in cart.
+type RefundProtection struct {
+	Percent decimal.Decimal
+	Amount  money.Cents
+}
+
+// Admission kinds: the line kinds that let people in.
+const (
+	AdmitTicket = orders.LineTicket
+	AdmitSeat   = orders.LineSeat
+	AdmitArea   = orders.LineArea
+	AdmitTable  = orders.LineTable
+)
+
+// Admission is one person let in: one issued ticket.
+type Admission struct {
+	Kind  string
+	RefID string // ticket type, seat label, area or table id
+	Label string // printed on the ticket
+}
+
+// Quote is a priced cart.
+type Quote struct {
+	Subtotal         money.Cents
+	Discount         money.Cents
+	ExtrasTotal      money.Cents
+	Fee              money.Cents
+	VAT              money.Cents
+	Total            money.Cents
+	Extras           []ExtraAmount
+	RefundProtection *RefundProtection
+	Lines            []orders.Line
+	Admissions       []Admission
+	// PaidAdmissions counts admissions with a price above zero; the
+	// per-ticket fee is charged on those.
+	PaidAdmissions int64
+	// Claims are the capacity counters a sale takes: "t:<ticket>",
+	// "a:<area>", "tb:<table>", "x:<extra>", and "ev" plus "sh:<showing>"
+	// with the number of admissions.
+	Claims          map[string]int64
+	SeatLabels      []string
+	DiscountCode    string // as written in the catalog; "" when none
+	DiscountMaxUses int64  // 0: unlimited
+}
+
+func quantityErr(what string, q int64) *apierr.Error {
+	return apierr.BadRequest("INVALID_QUANTITY", "%s quantity must be 1 to %d, got %d", what, MaxQuantity, q).With("quantity", q)
+}
+
+func validQuantity(q int64) bool { return q >= 1 && q <= MaxQuantity }
+
+// Price checks and prices cart against ev.
+func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
+	q := Quote{Claims: map[string]int64{}}
+	lines, e := ticketLines(cart)
+	if e != nil {
+		return q, e
+	}
+	if len(lines) == 0 && len(cart.SeatLabels) == 0 && len(cart.GASelections) == 0 && len(cart.TableSelections) == 0 {
+		return q, apierr.Invalid("the cart is empty: send tickets, selectedTicketId, seatLabels, gaSelections or tableSelections")
+	}
+	if len(cart.GASelections) > MaxLines || len(cart.TableSelections) > MaxLines || len(cart.Extras) > MaxLines {
+		return q, apierr.Invalid("a cart has at most %d lines of each kind", MaxLines)
+	}
+	if len(cart.SeatLabels) > MaxSeats {
+		return q, apierr.Invalid("a cart has at most %d seats", MaxSeats)
+	}
+	if len(ev.Event.Showings) > 0 {
+		if cart.ShowingID == "" {
+			return q, apierr.BadRequest("SHOWING_REQUIRED", "this event has several showings: send showingId")
+		}
+		if ev.Showings[cart.ShowingID] == nil {
+			return q, apierr.BadRequest("SHOWING_NOT_FOUND", "showing %q is not a showing of this event", cart.ShowingID)
+		}
+	} else if cart.ShowingID != "" {
+		return q, apierr.BadRequest("SHOWING_NOT_FOUND", "this event has no showings; omit showingId")
+	}
+	if !ev.Seated() && (len(cart.SeatLabels) > 0 || len(cart.GASelections) > 0 || len(cart.TableSelections) > 0) {
+		return q, apierr.BadRequest("NOT_SEATED", "this event has no seat map: seatLabels, gaSelections and tableSelections do not apply")
+	}
+
+	// discountable[ref] is the subtotal of lines a ticket-limited code
+	// applies to; whole-cart codes use the subtotal.
+	ticketSubtotal := map[string]money.Cents{}
+	for _, l := range lines {
+		t := ev.Tickets[l.TicketID]
+		if t == nil || (t.Hidden && (cart.AccessCode == "" || cart.AccessCode != t.AccessCode)) {
+			return q, apierr.BadRequest("TICKET_NOT_FOUND", "ticket %q is not on sale for this event", l.TicketID)
+		}
+		if t.MaxPerOrder > 0 && l.Quantity > t.MaxPerOrder {
+			return q, apierr.BadRequest("MAX_PER_ORDER_EXCEEDED", "at most %d of ticket %q per order", t.MaxPerOrder, t.ID).With("maxPerOrder", t.MaxPerOrder)
+		}
+		amount := t.Price * money.Cents(l.Quantity)
+		q.Subtotal += amount
+		ticketSubtotal[t.ID] += amount
+		q.Lines = append(q.Lines, orders.Line{Kind: orders.LineTicket, RefID: t.ID, Quantity: l.Quantity, UnitPrice: t.Price, Amount: amount})
+		q.Claims["t:"+t.ID] += l.Quantity
+		for range l.Quantity {
+			q.admit(AdmitTicket, t.ID, t.Name, t.Price)
+		}
+	}
+	if e := q.seats(ev, cart.SeatLabels); e != nil {
+		return q, e
+	}
+	if e := q.areas(ev, cart.GASelections); e != nil {
+		return q, e
+	}
+	if e := q.tables(ev, cart.TableSelections); e != nil {
+		return q, e
+	}
+	if e := q.extras(ev, cart.Extras); e != nil {
+		return q, e
+	}
+	if e := q.discount(ev, cart.DiscountCode, ticketSubtotal); e != nil {
+		return q, e
+	}
+
+	admissions := int64(len(q.Admissions))
+	if admissions > MaxQuantity {
+		return q, apierr.BadRequest("INVALID_QUANTITY", "a cart admits at most %d people, this one %d", MaxQuantity, admissions).With("quantity", admissions)
+	}
+	q.Claims["ev"] = admissions
+	if cart.ShowingID != "" {
+		q.Claims["sh:"+cart.ShowingID] = admissions
+	}
+
+	p := ev.Pricing
+	net := q.Subtotal - q.Discount
+	if net > 0 {
+		q.Fee = p.FeePerTicket*money.Cents(q.PaidAdmissions) + net.Percent(p.FeePercent)
+	}
+	q.VAT = (net + q.ExtrasTotal + q.Fee).Percent(p.VATPercent)
+	q.Total = net + q.ExtrasTotal + q.Fee + q.VAT
+	if cart.RefundProtectionOptIn && p.RefundProtectionPercent.IsPositive() {
+		rp := &RefundProtection{Percent: p.RefundProtectionPercent, Amount: (net + q.ExtrasTotal).Percent(p.RefundProtectionPercent)}
+		q.RefundProtection = rp
+		q.Total += rp.Amount
+	}
+	return q, nil
+}
+
+// ticketLines normalises `tickets` and the selectedTicketId shorthand into
+// one line per ticket type, in the order first named.
+func ticketLines(cart Cart) ([]TicketLine, *apierr.Error) {
+	if cart.SelectedTicketID != "" {
+		if len(cart.Tickets) > 0 {
+			return nil, apierr.Invalid("send either tickets or selectedTicketId, not both")
+		}
+		n := int64(1)
+		if cart.Quantity != nil {
+			n = *cart.Quantity
+		}
+		if !validQuantity(n) {
+			return nil, quantityErr("ticket", n)
+		}
+		return []TicketLine{{TicketID: cart.SelectedTicketID, Quantity: n}}, nil
+	}
+	if cart.Quantity != nil {
+		return nil, apierr.Invalid("quantity goes with selectedTicketId; in tickets each line has its own quantity")
+	}
+	var out []TicketLine
+	at := map[string]int{}
+	for i, l := range cart.Tickets {
+		if l.TicketID == "" {
+			return nil, apierr.Invalid("tickets[%d].ticketId is required", i)
+		}
+		if !validQuantity(l.Quantity) {
+			return nil, quantityErr("ticket", l.Quantity)
+		}
+		if j, ok := at[l.TicketID]; ok {
+			out[j].Quantity += l.Quantity
+			if out[j].Quantity > MaxQuantity {
+				return nil, quantityErr("ticket", out[j].Quantity)
+			}
+			continue
+		}
+		at[l.TicketID] = len(out)
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func (q *Quote) admit(kind, ref, label string, price money.Cents) {
+	q.Admissions = append(q.Admissions, Admission{Kind: kind, RefID: ref, Label: label})
+	if price > 0 {
+		q.PaidAdmissions++
+	}
+}
+
+// notPriced is SEAT_NOT_PRICED naming every unsellable seat, area or table.
+func notPriced(refs []string) *apierr.Error {
+	e := apierr.BadRequest("SEAT_NOT_PRICED", "no price is set for %s; pick other seats", strings.Join(refs, ", "))
+	e.Data = map[string][]string{"seats": refs}
+	return e
+}
+
+func (q *Quote) seats(ev *catalog.CompiledEvent, labels []string) *apierr.Error {
+	seen := map[string]bool{}
+	var unpriced []string
+	for _, label := range labels {
+		if seen[label] {
+			continue
+		}
+		seen[label] = true
+		cat, ok := ev.SeatCategory(label)
+		if !ok {
+			e := apierr.BadRequest("SEAT_NOT_FOUND", "seat %q is not on this event's seat map", label)
+			e.Data = map[string][]string{"seats": {label}}
+			return e
+		}
+		if cat == nil || cat.Price == nil {
+			unpriced = append(unpriced, label)
+			continue
+		}
+		q.SeatLabels = append(q.SeatLabels, label)
+	}
+	if len(unpriced) > 0 {
+		return notPriced(unpriced)
+	}
+	for _, label := range q.SeatLabels {
+		cat, _ := ev.SeatCategory(label)
+		price := *cat.Price
+		q.Subtotal += price
+		q.Lines = append(q.Lines, orders.Line{Kind: orders.LineSeat, RefID: label, Quantity: 1, UnitPrice: price, Amount: price})
+		q.admit(AdmitSeat, label, label, price)
+	}
+	return nil
+}
+
+func (q *Quote) areas(ev *catalog.CompiledEvent, sel []AreaLine) *apierr.Error {
+	qty := map[string]int64{}
+	var ids []string
+	for _, l := range sel {
+		a := ev.Areas[l.AreaID]
+		if a == nil {
+			return apierr.BadRequest("AREA_NOT_FOUND", "area %q is not on this event's seat map", l.AreaID)
+		}
+		if !validQuantity(l.Quantity) || qty[a.ID]+l.Quantity > MaxQuantity {
+			return quantityErr("area", l.Quantity)
+		}
+		if _, ok := qty[a.ID]; !ok {
+			ids = append(ids, a.ID)
+		}
+		qty[a.ID] += l.Quantity
+	}
+	var unpriced []string
+	for _, id := range ids {
+		if c := ev.Categories[ev.Areas[id].Category]; c == nil || c.Price == nil {
+			unpriced = append(unpriced, id)
+		}
+	}
+	if len(unpriced) > 0 {
+		return notPriced(unpriced)
+	}
+	for _, id := range ids {
+		a := ev.Areas[id]
+		price := *ev.Categories[a.Category].Price
+		n := qty[id]
+		amount := price * money.Cents(n)
+		q.Subtotal += amount
+		q.Lines = append(q.Lines, orders.Line{Kind: orders.LineArea, RefID: id, Quantity: n, UnitPrice: price, Amount: amount})
+		q.Claims["a:"+id] += n
+		for range n {
+			q.admit(AdmitArea, id, a.Name, price)
+		}
+	}
+	return nil
+}
+
+func (q *Quote) tables(ev *catalog.CompiledEvent, sel []TableLine) *apierr.Error {
+	seen := map[string]bool{}
+	var ids, unpriced []string
+	for _, l := range sel {
+		t := ev.Tables[l.TableID]
+		if t == nil {
+			return apierr.BadRequest("TABLE_NOT_FOUND", "table %q is not on this event's seat map", l.TableID)
+		}
+		if seen[t.ID] {
+			continue
+		}
+		seen[t.ID] = true
+		ids = append(ids, t.ID)
+		if c := ev.Categories[t.Category]; c == nil || c.Price == nil {
+			unpriced = append(unpriced, t.ID)
+		}
+	}
+	if len(unpriced) > 0 {
+		return notPriced(unpriced)
+	}
+	for _, id := range ids {
+		t := ev.Tables[id]
+		price := *ev.Categories[t.Category].Price
+		amount := price * money.Cents(t.Seats)
+		q.Subtotal += amount
+		q.Lines = append(q.Lines, orders.Line{Kind: orders.LineTable, RefID: id, Quantity: int64(t.Seats), UnitPrice: price, Amount: amount})
+		q.Claims["tb:"+id] = 1
+		for n := 1; n <= t.Seats; n++ {
+			q.admit(AdmitTable, id, id+" seat "+strconv.Itoa(n), price)
+		}
+	}
+	return nil
+}
+
+func (q *Quote) extras(ev *catalog.CompiledEvent, sel []ExtraLine) *apierr.Error {
+	qty := map[string]int64{}
+	var ids []string
+	for _, l := range sel {
+		x := ev.Extras[l.ExtraID]
+		if x == nil {
+			return apierr.BadRequest("EXTRA_NOT_FOUND", "extra %q is not offered for this event", l.ExtraID)
+		}
+		if !validQuantity(l.Quantity) || qty[x.ID]+l.Quantity > MaxQuantity {
+			return quantityErr("extra", l.Quantity)
+		}
+		if _, ok := qty[x.ID]; !ok {
+			ids = append(ids, x.ID)
+		}
+		qty[x.ID] += l.Quantity
+	}
+	for _, id := range ids {
+		x := ev.Extras[id]
+		n := qty[id]
+		amount := x.Price * money.Cents(n)
+		q.ExtrasTotal += amount
+		q.Extras = append(q.Extras, ExtraAmount{ExtraID: id, Quantity: n, Amount: amount})
+		q.Lines = append(q.Lines, orders.Line{Kind: orders.LineExtra, RefID: id, Quantity: n, UnitPrice: x.Price, Amount: amount})
+		q.Claims["x:"+id] += n
+	}
+	return nil
+}
+
+// discount applies a code: to the whole subtotal, or to the lines of the
+// tickets it names.
+func (q *Quote) discount(ev *catalog.CompiledEvent, code string, ticketSubtotal map[string]money.Cents) *apierr.Error {
+	code = strings.TrimSpace(code)
+	if code == "" {
+		return nil
+	}
+	dc := ev.Discounts[strings.ToUpper(code)]
+	if dc == nil {
+		return apierr.BadRequest("INVALID_DISCOUNT_CODE", "discount code %q is not valid for this event", code)
+	}
+	base := q.Subtotal
+	if len(dc.TicketIDs) > 0 {
+		ids := append([]string(nil), dc.TicketIDs...)
+		sort.Strings(ids)
+		base = 0
+		for i, id := range ids {
+			if i == 0 || ids[i-1] != id {
+				base += ticketSubtotal[id]
+			}
+		}
+	}
+	switch {
+	case dc.Percent != nil:
+		q.Discount = base.Percent(*dc.Percent)
+	case dc.Amount != nil:
+		q.Discount = min(*dc.Amount, base)
+	}
+	if q.Discount > base {
+		q.Discount = base
+	}
+	q.DiscountCode = dc.Code
+	if dc.MaxUses != nil {
+		q.DiscountMaxUses = *dc.MaxUses
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+package seats
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/money"
+)
+
+// Availability is the seat picker's view of an event. It is read without a
+// lock across keys: a display, not a promise (Hold decides).
+type Availability struct {
+	// Held are seats with a seat key: held by a token or handed to a
+	// pending order, in map order.
+	Held []string `json:"held"`
+	// Booked are sold seats, by row and number.
+	Booked []string `json:"booked"`
+	// Areas is the remaining capacity of each GA area (never negative).
+	Areas map[string]int64 `json:"areas"`
+	// Tables tells, per table, whether it can still be booked.
+	Tables map[string]bool `json:"tables"`
+}
+
+// mgetChunk bounds the keys of one MGET so no single command blocks Redis
+// long on a big map.
+const mgetChunk = 1000
+
+// seatIndex is an event's seat labels and seat keys in map order, built
+// once per compiled event and key space.
+type seatIndex struct {
+	ev     *catalog.CompiledEvent
+	labels []string
+	keys   []string
+}
+
+// indexes caches seatIndex by key prefix and event id; an entry is rebuilt
+// when the catalog gives the event a new CompiledEvent, so it holds one
+// entry per event at most.
+var indexes sync.Map
+
+func (e *Engine) index(ev *catalog.CompiledEvent) *seatIndex {
+	id := e.Space.Prefix + "\x00" + ev.ID
+	if v, ok := indexes.Load(id); ok && v.(*seatIndex).ev == ev {
+		return v.(*seatIndex)
+	}
+	si := &seatIndex{ev: ev}
+	for _, r := range ev.SeatMap.Rows {
+		for n := 1; n <= r.Seats; n++ {
+			l := r.Label + "-" + strconv.Itoa(n)
+			si.labels = append(si.labels, l)
+			si.keys = append(si.keys, e.Space.Seat(ev.ID, l))
+		}
+	}
+	indexes.Store(id, si)
+	return si
+}
+
+// Availability reads which seats are held and booked, what remains of each
+// GA area (caps field "a:<id>" minus sold) and which tables are free (caps
+// "tb:<id>", 1, minus sold), in one pipelined round trip. An area or table
+// whose cap is not projected yet counts with its catalog capacity.
+func (e *Engine) Availability(ctx context.Context, ev *catalog.CompiledEvent) (Availability, error) {
+	if !ev.Seated() {
+		return Availability{}, ErrNotSeated
+	}
+	si := e.index(ev)
+	sm := ev.SeatMap
+	var fields []string
+	for _, a := range sm.GAAreas {
+		fields = append(fields, "a:"+a.ID)
+	}
+	for _, t := range sm.Tables {
+		fields = append(fields, "tb:"+t.ID)
+	}
+
+	b := e.Redis.B()
+	cmds := make(rueidis.Commands, 0, 3+len(si.keys)/mgetChunk+1)
+	cmds = append(cmds, b.Hkeys().Key(e.Space.Booked(ev.ID)).Build())
+	if len(fields) > 0 {
+		cmds = append(cmds,
+			b.Hmget().Key(e.Space.Caps(ev.ID)).Field(fields...).Build(),
+			b.Hmget().Key(e.Space.Sold(ev.ID)).Field(fields...).Build())
+	}
+	nfixed := len(cmds)
+	for i := 0; i < len(si.keys); i += mgetChunk {
+		cmds = append(cmds, b.Mget().Key(si.keys[i:min(i+mgetChunk, len(si.keys))]...).Build())
+	}
+	res := e.Redis.DoMulti(ctx, cmds...)
+
+	out := Availability{Held: []string{}, Areas: map[string]int64{}, Tables: map[string]bool{}}
+	booked, err := res[0].AsStrSlice()
+	if err != nil {
+		return Availability{}, fmt.Errorf("seats: availability: booked: %w", err)
+	}
+	sortLabels(booked)
+	out.Booked = booked
+	if len(fields) > 0 {
+		caps, err := res[1].ToArray()
+		if err != nil {
+			return Availability{}, fmt.Errorf("seats: availability: caps: %w", err)
+		}
+		sold, err := res[2].ToArray()
+		if err != nil {
+			return Availability{}, fmt.Errorf("seats: availability: sold: %w", err)
+		}
+		remaining := func(i int, def int64) int64 {
+			c, err := caps[i].AsInt64()
+			if err != nil {
+				c = def
+			}
+			s, _ := sold[i].AsInt64()
+			return max(c-s, 0)
+		}
+		for i, a := range sm.GAAreas {
+			out.Areas[a.ID] = remaining(i, a.Capacity)
+		}
+		for j, t := range sm.Tables {
+			out.Tables[t.ID] = remaining(len(sm.GAAreas)+j, 1) > 0
+		}
+	}
+	for c, r := range res[nfixed:] {
+		vals, err := r.ToArray()
+		if err != nil {
+			return Availability{}, fmt.Errorf("seats: availability: seats: %w", err)
+		}
+		for i, v := range vals {
+			if !v.IsNil() {
+				out.Held = append(out.Held, si.labels[c*mgetChunk+i])
+			}
+		}
+	}
+	return out, nil
+}
+
+// Config is the seat map as the seat picker draws it.
+type Config struct {
+	EventID    string           `json:"eventId"`
+	Categories []ConfigCategory `json:"categories"`
+	Rows       []ConfigRow      `json:"rows"`
+	GAAreas    []ConfigArea     `json:"gaAreas"`
+	Tables     []ConfigTable    `json:"tables"`
+}
+
+// ConfigCategory is a price category; Price is null when its seats cannot
+// be sold.
+type ConfigCategory struct {
+	ID    string       `json:"id"`
+	Name  string       `json:"name"`
+	Price *money.Cents `json:"price"`
+}
+
+// ConfigRow is a row of seats "<label>-1" … "<label>-<seats>".
+type ConfigRow struct {
+	Label    string `json:"label"`
+	Seats    int    `json:"seats"`
+	Category string `json:"category"`
+}
+
+// ConfigArea is a GA area of the map.
+type ConfigArea struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Capacity int64  `json:"capacity"`
+	Category string `json:"category"`
+}
+
+// ConfigTable is a table, booked whole; Price is its category's price times
+// its seats, null when the category has no price.
+type ConfigTable struct {
+	ID       string       `json:"id"`
+	Seats    int          `json:"seats"`
+	Category string       `json:"category"`
+	Price    *money.Cents `json:"price"`
+}
+
+// Config returns the event's seat map, ready for JSON. An event without a
+// seat map gives empty lists.
+func (e *Engine) Config(ev *catalog.CompiledEvent) Config {
+	c := Config{EventID: ev.ID, Categories: []ConfigCategory{}, Rows: []ConfigRow{},
+		GAAreas: []ConfigArea{}, Tables: []ConfigTable{}}
+	sm := ev.SeatMap
+	if sm == nil {
+		return c
+	}
+	for _, k := range sm.Categories {
+		c.Categories = append(c.Categories, ConfigCategory{ID: k.ID, Name: k.Name, Price: k.Price})
+	}
+	for _, r := range sm.Rows {
+		c.Rows = append(c.Rows, ConfigRow{Label: r.Label, Seats: r.Seats, Category: r.Category})
+	}
+	for _, a := range sm.GAAreas {
+		c.GAAreas = append(c.GAAreas, ConfigArea{ID: a.ID, Name: a.Name, Capacity: a.Capacity, Category: a.Category})
+	}
+	for _, t := range sm.Tables {
+		ct := ConfigTable{ID: t.ID, Seats: t.Seats, Category: t.Category}
+		if k := ev.Categories[t.Category]; k != nil && k.Price != nil {
+			p := *k.Price * money.Cents(t.Seats)
+			ct.Price = &p
+		}
+		c.Tables = append(c.Tables, ct)
+	}
+	return c
+}

@@ -1,0 +1,197 @@
+// Package seats is the seat-hold engine shared by the storefront and the
+// partner surface (decisions.md sections 3 and 4). A hold token owns the
+// single seats it holds until it expires (TTL, extendable up to a cap from
+// its creation); holding is all or nothing. Tables and GA areas are not held
+// here: they are counters checked at reserve and claimed at confirm.
+//
+// Redis model (the order scripts rely on it):
+//   - Seat(ev, label) is a string: "h:<token>" while a token holds the seat,
+//     "o:<orderId>" once a reserve handed it to a pending order. Its
+//     PEXPIREAT is the holder's expiry; a free seat has no key.
+//   - Hold(ev, token) is a hash: first (ms, creation), exp (ms, expiry) and
+//     one field "s:<label>" per held seat, with the same PEXPIREAT as its
+//     seats, so a timed-out hold vanishes whole.
+//   - Booked(ev) maps sold seat labels to order ids; a booked seat is never
+//     held again.
+//
+// All times are Redis time.
+package seats
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/lua"
+)
+
+// Defaults of Engine's durations (decisions.md: TICKETD_SEAT_HOLD_TTL).
+const (
+	DefaultTTL    = 10 * time.Minute
+	DefaultMaxTTL = 30 * time.Minute
+)
+
+// MaxLabels is the most seats one request may name, and the most seats one
+// token may hold (so a token's seat keys always fit one script call).
+const MaxLabels = 100
+
+// retries bounds the read-then-run loop of Extend and Release (all) when a
+// concurrent hold changes the token's seats in between.
+const retries = 8
+
+// Engine runs the seat-hold scripts of one key space.
+type Engine struct {
+	Redis rueidis.Client
+	Space keys.Space
+	// TTL is a hold's lifetime from creation and from each extend (default 10m).
+	TTL time.Duration
+	// MaxTTL caps a hold's expiry, counted from the token's creation (default 30m).
+	MaxTTL time.Duration
+}
+
+func (e *Engine) maxTTL() time.Duration {
+	if e.MaxTTL <= 0 {
+		return DefaultMaxTTL
+	}
+	return e.MaxTTL
+}
+
+// ttl is the configured TTL, never longer than the cap.
+func (e *Engine) ttl() time.Duration {
+	d := e.TTL
+	if d <= 0 {
+		d = DefaultTTL
+	}
+	return min(d, e.maxTTL())
+}
+
+// Client errors. They are shared values: copy before changing one.
+var (
+	ErrHoldExpired = &apierr.Error{Status: 409, Code: "HOLD_EXPIRED", Reason: "hold_expired",
+		Message: "the seat hold timed out; take a new hold"}
+	ErrInvalidToken = apierr.BadRequest("INVALID_HOLD_TOKEN",
+		"holdToken must be 8 to 64 lowercase letters or digits, as returned by hold-token")
+	ErrNotSeated = apierr.BadRequest("NOT_SEATED", "this event has no seat map")
+)
+
+// ConflictError is the 409 naming the seats someone else holds or booked.
+func ConflictError(labels []string) *apierr.Error {
+	return &apierr.Error{Status: 409, Code: "SEAT_CONFLICT",
+		Message: "seats were just taken by someone else: " + strings.Join(labels, ", ") + "; pick again",
+		Data:    map[string]any{"conflicts": labels}}
+}
+
+var lowerB32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// NewToken returns a fresh hold token: "h" and 128 random bits in lowercase
+// base32 (27 characters).
+func NewToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "h" + lowerB32.EncodeToString(b)
+}
+
+// ValidToken reports whether s has a hold token's syntax: 8 to 64 lowercase
+// letters or digits. It says nothing about whether the token exists.
+func ValidToken(s string) bool {
+	if len(s) < 8 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkCount rejects an empty or oversized list and drops repeated labels,
+// keeping the first occurrence's order.
+func checkCount(labels []string) ([]string, error) {
+	if len(labels) == 0 || len(labels) > MaxLabels {
+		return nil, apierr.Invalid("seatLabels must name between 1 and %d seats", MaxLabels)
+	}
+	seen := make(map[string]struct{}, len(labels))
+	out := make([]string, 0, len(labels))
+	for _, l := range labels {
+		if _, dup := seen[l]; dup {
+			continue
+		}
+		seen[l] = struct{}{}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// seatKeys returns the keys a script takes: the given leading keys, then one
+// seat key per label.
+func (e *Engine) seatKeys(eventID string, labels []string, lead ...string) []string {
+	ks := make([]string, 0, len(lead)+len(labels))
+	ks = append(ks, lead...)
+	for _, l := range labels {
+		ks = append(ks, e.Space.Seat(eventID, l))
+	}
+	return ks
+}
+
+// heldLabels reads the seat labels a token's hash lists, and whether the
+// hash exists.
+func (e *Engine) heldLabels(ctx context.Context, eventID, token string) ([]string, bool, error) {
+	fields, err := e.Redis.Do(ctx, e.Redis.B().Hkeys().Key(e.Space.Hold(eventID, token)).Build()).AsStrSlice()
+	if err != nil {
+		return nil, false, err
+	}
+	var out []string
+	for _, f := range fields {
+		if l, ok := strings.CutPrefix(f, "s:"); ok {
+			out = append(out, l)
+		}
+	}
+	return out, len(fields) > 0, nil
+}
+
+// sortLabels orders labels by row, then by seat number ("A-2" before "A-10").
+func sortLabels(ls []string) {
+	slices.SortFunc(ls, func(a, b string) int {
+		ra, na := splitLabel(a)
+		rb, nb := splitLabel(b)
+		if c := cmp.Compare(ra, rb); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(na, nb); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+}
+
+func splitLabel(l string) (string, int) {
+	i := strings.LastIndexByte(l, '-')
+	if i < 0 {
+		return l, 0
+	}
+	n, err := strconv.Atoi(l[i+1:])
+	if err != nil {
+		return l, 0
+	}
+	return l[:i], n
+}
+
+func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+func msArg(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+func unexpected(op string, code int64) error {
+	return fmt.Errorf("seats: %s: %w: code %d", op, lua.ErrReply, code)
+}

@@ -1,0 +1,122 @@
+package seats
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/lua"
+)
+
+var holdScript = lua.Load("seat_hold")
+
+// HoldResult is what a token holds after a successful hold.
+type HoldResult struct {
+	HoldToken string `json:"holdToken"`
+	// SeatLabels are all seats the token holds now, by row and number.
+	SeatLabels []string `json:"seatLabels"`
+	// Subtotal is the sum of the category prices of SeatLabels.
+	Subtotal  money.Cents `json:"subtotal"`
+	ExpiresAt time.Time   `json:"expiresAt"`
+}
+
+// Hold adds labels to the seats of token, all or nothing: when any of them
+// is booked or held by another token or order, nothing is held and the
+// error is a 409 SEAT_CONFLICT naming exactly those seats. Seats the token
+// already holds are kept. The token's expiry does not move (Extend does
+// that); the new seats expire with it. A gone token is ErrHoldExpired.
+func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token string, labels []string) (HoldResult, error) {
+	if !ev.Seated() {
+		return HoldResult{}, ErrNotSeated
+	}
+	if !ValidToken(token) {
+		return HoldResult{}, ErrInvalidToken
+	}
+	labels, err := checkSeats(ev, labels)
+	if err != nil {
+		return HoldResult{}, err
+	}
+	ks := e.seatKeys(ev.ID, labels, e.Space.Hold(ev.ID, token), e.Space.Booked(ev.ID))
+	args := make([]string, 0, 2+len(labels))
+	args = append(args, token, strconv.Itoa(MaxLabels))
+	args = append(args, labels...)
+	arr, err := lua.Array(ctx, e.Redis, holdScript, ks, args)
+	if err != nil {
+		return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
+	}
+	code, err := lua.Int(arr, 0)
+	if err != nil {
+		return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
+	}
+	switch code {
+	case 0:
+		exp, err := lua.Int(arr, 1)
+		if err != nil {
+			return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
+		}
+		held, err := lua.Strs(arr, 2)
+		if err != nil {
+			return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
+		}
+		sortLabels(held)
+		return HoldResult{HoldToken: token, SeatLabels: held, Subtotal: subtotal(ev, held), ExpiresAt: msTime(exp)}, nil
+	case 1:
+		return HoldResult{}, ErrHoldExpired
+	case 2:
+		conflicts, err := lua.Strs(arr, 1)
+		if err != nil {
+			return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
+		}
+		return HoldResult{}, ConflictError(conflicts)
+	case 3:
+		return HoldResult{}, apierr.Invalid("a hold token holds at most %d seats; release some first", MaxLabels)
+	}
+	return HoldResult{}, unexpected("hold", code)
+}
+
+// checkSeats validates labels against the event's map before Redis sees
+// them: count, existence (SEAT_NOT_FOUND) and price (SEAT_NOT_PRICED).
+func checkSeats(ev *catalog.CompiledEvent, labels []string) ([]string, error) {
+	labels, err := checkCount(labels)
+	if err != nil {
+		return nil, err
+	}
+	var unknown, unpriced []string
+	for _, l := range labels {
+		cat, ok := ev.SeatCategory(l)
+		switch {
+		case !ok:
+			unknown = append(unknown, l)
+		case cat == nil || cat.Price == nil:
+			unpriced = append(unpriced, l)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, &apierr.Error{Status: 400, Code: "SEAT_NOT_FOUND",
+			Message: "no such seats on this event's map: " + strings.Join(unknown, ", "),
+			Data:    map[string]any{"seats": unknown}}
+	}
+	if len(unpriced) > 0 {
+		return nil, &apierr.Error{Status: 400, Code: "SEAT_NOT_PRICED",
+			Message: "these seats have no price and cannot be sold: " + strings.Join(unpriced, ", "),
+			Data:    map[string]any{"seats": unpriced}}
+	}
+	return labels, nil
+}
+
+// subtotal sums the category prices of labels. A seat that lost its price
+// or left the map since it was held adds nothing; reserve rejects it later.
+func subtotal(ev *catalog.CompiledEvent, labels []string) money.Cents {
+	var sum money.Cents
+	for _, l := range labels {
+		if cat, ok := ev.SeatCategory(l); ok && cat != nil && cat.Price != nil {
+			sum += *cat.Price
+		}
+	}
+	return sum
+}

@@ -1,0 +1,118 @@
+-- order_confirm: turn a pending order into a paid one. Claims every capacity
+-- counter of the order and books its seats, all or nothing, and queues the
+-- paid order on its partition's paid stream in the same atomic step. When it
+-- cannot claim (sold out meanwhile, seat lost, order expired) the order
+-- becomes failed and its seats and discount use are released.
+--
+-- KEYS[1]  -> order hash            {pN}:ord:<orderId>
+-- KEYS[2]  -> capacities hash       {pN}:ev:<id>:cap
+-- KEYS[3]  -> sold hash             {pN}:ev:<id>:sold
+-- KEYS[4]  -> booked seats hash     {pN}:ev:<id>:booked
+-- KEYS[5]  -> discount holds zset   {pN}:ev:<id>:dchold:<code> (any name when none)
+-- KEYS[6]  -> discount used hash    {pN}:ev:<id>:dcused
+-- KEYS[7]  -> paid stream           {pN}:paid
+-- KEYS[8..] -> seat keys of the order's seats, in the order of its 'seats' field
+--
+-- ARGV[1] -> order id
+-- ARGV[2] -> caller (channel id; the order must belong to it)
+-- ARGV[3] -> charged amount, cents
+-- ARGV[4] -> tolerance, cents
+-- ARGV[5] -> partner reference
+--
+-- Output:
+--   {0, duplicate 0|1, tickets JSON}  paid (duplicate = it already was)
+--   {1}                               no such order for this caller
+--   {2, reason}                       cannot confirm: order failed or expired,
+--                                     or inventory lost ('failed', 'expired',
+--                                     'sold_out', 'seat_lost')
+--   {3, order total cents}            amount differs beyond the tolerance
+local order = KEYS[1]
+local o = redis.call('HMGET', order, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'rec')
+local st = o[1]
+if not st or o[3] ~= ARGV[2] then
+  return {1}
+end
+if st == 'paid' then
+  return {0, 1, o[8]}
+end
+if st == 'failed' then
+  return {2, 'failed'}
+end
+local total = tonumber(o[2])
+if math.abs(tonumber(ARGV[3]) - total) > tonumber(ARGV[4]) then
+  return {3, total}
+end
+
+local oid = ARGV[1]
+local holder = 'o:' .. oid
+local seats = {}
+for label in string.gmatch(o[6] or '', '%S+') do
+  seats[#seats + 1] = label
+end
+local fields, qtys = {}, {}
+local n = 0
+local parts = {}
+for w in string.gmatch(o[5] or '', '%S+') do
+  parts[#parts + 1] = w
+end
+for j = 1, #parts, 2 do
+  n = n + 1
+  fields[n] = parts[j]
+  qtys[n] = tonumber(parts[j + 1])
+end
+local code = o[7] or ''
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- checks
+local reason = nil
+if now >= tonumber(o[4]) then
+  reason = 'expired'
+end
+if not reason and n > 0 then
+  local caps = redis.call('HMGET', KEYS[2], unpack(fields))
+  local sold = redis.call('HMGET', KEYS[3], unpack(fields))
+  for c = 1, n do
+    if caps[c] and qtys[c] > tonumber(caps[c]) - (tonumber(sold[c]) or 0) then
+      reason = 'sold_out'
+      break
+    end
+  end
+end
+if not reason then
+  for s = 1, #seats do
+    if redis.call('GET', KEYS[7 + s]) ~= holder or redis.call('HEXISTS', KEYS[4], seats[s]) == 1 then
+      reason = 'seat_lost'
+      break
+    end
+  end
+end
+
+-- writes
+if reason then
+  for s = 1, #seats do
+    if redis.call('GET', KEYS[7 + s]) == holder then
+      redis.call('DEL', KEYS[7 + s])
+    end
+  end
+  if code ~= '' then
+    redis.call('ZREM', KEYS[5], oid)
+  end
+  redis.call('HSET', order, 'st', 'failed', 'why', reason)
+  return {2, reason}
+end
+for c = 1, n do
+  redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
+end
+for s = 1, #seats do
+  redis.call('HSET', KEYS[4], seats[s], oid)
+  redis.call('DEL', KEYS[7 + s])
+end
+if code ~= '' then
+  redis.call('ZREM', KEYS[5], oid)
+  redis.call('HINCRBY', KEYS[6], code, 1)
+end
+redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
+redis.call('XADD', KEYS[7], '*', 'order', oid, 'rec', o[9], 'ref', ARGV[5], 'paidAt', now)
+return {0, 0, o[8]}

@@ -1,0 +1,54 @@
+-- seat_extend: push a hold token's expiry to now + TTL, never beyond
+-- first + max TTL, on the token hash and on every seat it holds. The caller
+-- reads the token's seats first and declares their keys; if the token's seats
+-- changed meanwhile the script answers {2} and the caller reads again.
+--
+-- KEYS[1]  -> hold token hash {pN}:ev:<id>:hold:<token>
+-- KEYS[2..] -> one seat key per label, in the order of the labels in ARGV
+--
+-- ARGV[1] -> hold token
+-- ARGV[2] -> hold TTL ms
+-- ARGV[3] -> max TTL ms, counted from the token's creation
+-- ARGV[4..] -> labels of every seat the token holds
+--
+-- Output:
+--   {0, expiresAtMs}  extended
+--   {1}               the token is gone (expired or never created)
+--   {2}               the token's seats are not the labels given; retry
+local hold = KEYS[1]
+local h = redis.call('HMGET', hold, 'first', 'exp')
+if not h[2] then
+  return {1}
+end
+
+local n = #KEYS - 1
+local count = 0
+for _, f in ipairs(redis.call('HKEYS', hold)) do
+  if string.sub(f, 1, 2) == 's:' then
+    count = count + 1
+  end
+end
+if count ~= n then
+  return {2}
+end
+for i = 1, n do
+  if redis.call('HEXISTS', hold, 's:' .. ARGV[3 + i]) == 0 then
+    return {2}
+  end
+end
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local first = tonumber(h[1]) or now
+local e = math.min(now + tonumber(ARGV[2]), first + tonumber(ARGV[3]))
+
+-- writes
+redis.call('HSET', hold, 'exp', e)
+redis.call('PEXPIREAT', hold, e)
+local holder = 'h:' .. ARGV[1]
+for i = 1, n do
+  if redis.call('GET', KEYS[1 + i]) == holder then
+    redis.call('PEXPIREAT', KEYS[1 + i], e)
+  end
+end
+return {0, e}
