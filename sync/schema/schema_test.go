@@ -1,0 +1,85 @@
+package schema_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/ticketd/ticketd/sync/pgtest"
+	"github.com/ticketd/ticketd/sync/schema"
+)
+
+func TestMigrationsAreNumberedInOrder(t *testing.T) {
+	ms, err := schema.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) == 0 || ms[0].Name != "001_init.sql" {
+		t.Fatalf("first migration = %+v, want 001_init.sql", ms)
+	}
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Version <= ms[i-1].Version {
+			t.Fatalf("migrations out of order: %s after %s", ms[i].Name, ms[i-1].Name)
+		}
+	}
+}
+
+// Several nodes starting at once all migrate the same database: none may
+// fail and each version is recorded once.
+func TestConcurrentMigrateAppliesEachVersionOnce(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t) // already migrated once
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `DROP TABLE dead_letters, outbox, tickets, order_lines, orders, channels, events, tenants, schema_migrations`); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- schema.Migrate(ctx, pool)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent migrate: %v", err)
+		}
+	}
+	ms, _ := schema.Migrations()
+	var n, distinct int
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM schema_migrations`).Scan(&n, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(ms) || distinct != len(ms) {
+		t.Fatalf("schema_migrations has %d rows (%d versions), want %d", n, distinct, len(ms))
+	}
+	for _, table := range []string{"tenants", "events", "channels", "orders", "order_lines", "tickets", "outbox", "dead_letters"} {
+		var ok bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&ok); err != nil || !ok {
+			t.Errorf("table %s missing after migrate (err %v)", table, err)
+		}
+	}
+}
+
+func TestOutboxRefusesUnknownKind(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `INSERT INTO orders (id, event_id, tenant_id, source, status, buyer_name, buyer_email, currency,
+		subtotal_cents, discount_cents, extras_cents, fee_cents, vat_cents, refund_protection_cents, total_cents,
+		created_at, paid_at, stream_id)
+		VALUES ('o01x', 'ev', 't', 'channel', 'paid', 'A', 'a@example.com', 'USD', 0, 0, 0, 0, 0, 0, 0, now(), now(), '1-0')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO outbox (order_id, kind, recipient, payload) VALUES ('o01x', 'sms', 'x', '{}')`); err == nil {
+		t.Fatal("outbox accepted kind 'sms'")
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO outbox (order_id, kind, recipient, payload) VALUES ('o01x', 'buyer_tickets', 'a@example.com', '{}')`); err != nil {
+		t.Fatalf("outbox refused buyer_tickets: %v", err)
+	}
+}

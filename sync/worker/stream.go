@@ -1,0 +1,214 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+)
+
+// mode is what a pass reads from each stream.
+type mode int
+
+const (
+	modeOwn   mode = iota // entries pending with this consumer (XREADGROUP from id 0)
+	modeClaim             // entries idle for ClaimIdle with any consumer (XAUTOCLAIM)
+	modeNew               // entries never delivered (XREADGROUP >)
+)
+
+// entry is one stream entry. fields is nil when the entry was deleted from
+// the stream while it was pending: there is nothing left to write.
+type entry struct {
+	stream string
+	part   int
+	id     string
+	fields map[string]string
+}
+
+// pass runs rounds over the partitions until none has more to give. Each
+// round sends one command per partition still in play, pipelined (the
+// streams sit in different cluster slots, so one multi-stream command is not
+// possible), then writes and acknowledges all they returned together.
+func (w *Worker) pass(ctx context.Context, m mode) (int, error) {
+	start := map[mode]string{modeOwn: "0", modeClaim: "0-0", modeNew: ">"}[m]
+	from := make(map[int]string, keys.Partitions)
+	for p := range keys.Partitions {
+		from[p] = start
+	}
+	total := 0
+	for len(from) > 0 {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		n, next, err := w.round(context.WithoutCancel(ctx), m, from)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		from = next
+	}
+	return total, nil
+}
+
+// round reads once from each partition in from (partition -> start id or
+// claim cursor), writes and acknowledges the entries, and returns where
+// each partition that may hold more should be read next.
+func (w *Worker) round(ctx context.Context, m mode, from map[int]string) (int, map[int]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, roundTimeout)
+	defer cancel()
+	parts := make([]int, 0, len(from))
+	for p := range from {
+		parts = append(parts, p)
+	}
+	sort.Ints(parts)
+	cmds := make(rueidis.Commands, len(parts))
+	for i, p := range parts {
+		cmds[i] = w.readCmd(m, p, from[p])
+	}
+	var all []entry
+	next := map[int]string{}
+	var regroup []int
+	for i, r := range w.Redis.DoMulti(ctx, cmds...) {
+		p := parts[i]
+		es, cursor, err := w.parse(m, p, r)
+		if isNoGroup(err) {
+			regroup = append(regroup, p)
+			continue
+		}
+		if err != nil {
+			return 0, nil, fmt.Errorf("worker: read %s: %w", w.Space.Paid(p), err)
+		}
+		all = append(all, es...)
+		switch {
+		case m == modeClaim && cursor != "0-0":
+			next[p] = cursor
+		case m == modeNew && len(es) == w.batch():
+			next[p] = ">"
+		case m == modeOwn && len(es) == w.batch():
+			next[p] = es[len(es)-1].id // history after the last one read
+		}
+	}
+	if err := w.recreateGroups(ctx, regroup); err != nil {
+		return 0, nil, err
+	}
+	for _, p := range regroup {
+		if m == modeNew {
+			next[p] = ">" // the new group starts at the stream's first entry
+		}
+	}
+	if len(all) == 0 {
+		return 0, next, nil
+	}
+	if err := w.hook("read"); err != nil {
+		return 0, nil, err
+	}
+	n, err := w.write(ctx, all)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := w.hook("written"); err != nil {
+		return 0, nil, err
+	}
+	if err := w.ack(ctx, all); err != nil {
+		return n, nil, err
+	}
+	return n, next, nil
+}
+
+func (w *Worker) readCmd(m mode, p int, from string) rueidis.Completed {
+	key := w.Space.Paid(p)
+	b := w.Redis.B()
+	if m == modeClaim {
+		return b.Xautoclaim().Key(key).Group(w.group()).Consumer(w.consumerName()).
+			MinIdleTime(strconv.FormatInt(w.claimIdle().Milliseconds(), 10)).Start(from).Count(int64(w.batch())).Build()
+	}
+	return b.Xreadgroup().Group(w.group(), w.consumerName()).Count(int64(w.batch())).Streams().Key(key).Id(from).Build()
+}
+
+// parse returns the entries of one reply and, for XAUTOCLAIM, the next cursor.
+func (w *Worker) parse(m mode, p int, r rueidis.RedisResult) ([]entry, string, error) {
+	key := w.Space.Paid(p)
+	var raw []rueidis.XRangeEntry
+	cursor := ""
+	if m == modeClaim {
+		// [next cursor, [entries], [ids deleted while pending] (Redis 7)]
+		arr, err := r.ToArray()
+		if err != nil {
+			return nil, "", err
+		}
+		if len(arr) < 2 {
+			return nil, "", fmt.Errorf("XAUTOCLAIM reply has %d elements", len(arr))
+		}
+		if cursor, err = arr[0].ToString(); err != nil {
+			return nil, "", err
+		}
+		if raw, err = arr[1].AsXRange(); err != nil {
+			return nil, "", err
+		}
+	} else {
+		streams, err := r.AsXRead()
+		if rueidis.IsRedisNil(err) {
+			return nil, "", nil
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		raw = streams[key]
+	}
+	out := make([]entry, len(raw))
+	for i, e := range raw {
+		out[i] = entry{stream: key, part: p, id: e.ID, fields: e.FieldValues}
+	}
+	return out, cursor, nil
+}
+
+func isNoGroup(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && strings.HasPrefix(re.Error(), "NOGROUP")
+}
+
+// recreateGroups restores the group of streams that lost it (the stream was
+// deleted, or Redis restarted empty), from the stream's first entry.
+func (w *Worker) recreateGroups(ctx context.Context, parts []int) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, len(parts))
+	for i, p := range parts {
+		cmds[i] = w.createGroup(p)
+	}
+	for i, r := range w.Redis.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil && !rueidis.IsRedisBusyGroup(err) {
+			return fmt.Errorf("worker: recreate group on %s: %w", w.Space.Paid(parts[i]), err)
+		}
+	}
+	w.logger().Warn("sync worker: consumer group was missing and has been recreated", "partitions", parts)
+	return nil
+}
+
+// ack acknowledges the entries and deletes them from their streams: once
+// in Postgres they are of no more use in Redis.
+func (w *Worker) ack(ctx context.Context, es []entry) error {
+	ids := map[int][]string{}
+	for _, e := range es {
+		ids[e.part] = append(ids[e.part], e.id)
+	}
+	cmds := make(rueidis.Commands, 0, 2*len(ids))
+	for p, list := range ids {
+		key := w.Space.Paid(p)
+		cmds = append(cmds,
+			w.Redis.B().Xack().Key(key).Group(w.group()).Id(list...).Build(),
+			w.Redis.B().Xdel().Key(key).Id(list...).Build())
+	}
+	for _, r := range w.Redis.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("worker: acknowledge: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,221 @@
+// Package worker is the sync worker: it reads the paid-order streams (one
+// per partition) as a Redis consumer group and writes each paid order, its
+// lines, tickets and outbox row to Postgres.
+//
+// Delivery is at least once. A batch is written in one transaction whose
+// inserts all do nothing on conflict, and only then acknowledged and
+// deleted from its stream; a worker that dies in between leaves the entries
+// pending, another worker reclaims them (XAUTOCLAIM) once they have been
+// idle for ClaimIdle, and writing them again changes nothing. Entries that
+// can never be written (bad JSON, missing fields, values Postgres refuses)
+// are kept in dead_letters and acknowledged, so they never block a stream.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+)
+
+// Defaults of the Worker's zero fields.
+const (
+	DefaultGroup        = "ticketd"
+	DefaultBatch        = 256
+	DefaultPollInterval = 20 * time.Millisecond
+	DefaultClaimIdle    = 30 * time.Second
+	DefaultClaimEvery   = 5 * time.Second
+)
+
+// roundTimeout bounds one read-write-acknowledge round. A round runs to its
+// end even when the caller's context is cancelled, so that a batch that was
+// read is written and acknowledged rather than left pending.
+const roundTimeout = 30 * time.Second
+
+// Worker moves paid orders from Redis to Postgres. Zero fields take the
+// defaults above; Consumer defaults to "<hostname>-<pid>". The fields must
+// not change once the worker is in use.
+type Worker struct {
+	Redis rueidis.Client
+	Space keys.Space
+	Pool  *pgxpool.Pool
+
+	Group        string
+	Consumer     string
+	Batch        int
+	PollInterval time.Duration
+	// ClaimIdle is how long an entry must have been pending with another
+	// consumer before this one takes it over. Keep it well above the time a
+	// round takes, or live workers will write each other's batches twice
+	// (harmless, but wasted).
+	ClaimIdle time.Duration
+	// ClaimEvery is how often Run looks for entries to take over.
+	ClaimEvery time.Duration
+	Logger     *slog.Logger
+
+	consumerOnce sync.Once
+	consumer     string
+
+	// testHook, when set, runs at each stage of a round ("read": entries
+	// read, nothing written; "written": committed, not acknowledged). An
+	// error ends the round there, as a crash would.
+	testHook func(stage string) error
+}
+
+func (w *Worker) group() string {
+	if w.Group != "" {
+		return w.Group
+	}
+	return DefaultGroup
+}
+
+func (w *Worker) consumerName() string {
+	w.consumerOnce.Do(func() {
+		w.consumer = w.Consumer
+		if w.consumer == "" {
+			host, err := os.Hostname()
+			if err != nil || host == "" {
+				host = "worker"
+			}
+			w.consumer = host + "-" + strconv.Itoa(os.Getpid())
+		}
+	})
+	return w.consumer
+}
+
+func (w *Worker) batch() int {
+	if w.Batch > 0 {
+		return w.Batch
+	}
+	return DefaultBatch
+}
+
+func (w *Worker) pollInterval() time.Duration { return orDefault(w.PollInterval, DefaultPollInterval) }
+func (w *Worker) claimIdle() time.Duration    { return orDefault(w.ClaimIdle, DefaultClaimIdle) }
+func (w *Worker) claimEvery() time.Duration   { return orDefault(w.ClaimEvery, DefaultClaimEvery) }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func (w *Worker) logger() *slog.Logger {
+	if w.Logger != nil {
+		return w.Logger
+	}
+	return slog.Default()
+}
+
+// EnsureGroups creates the consumer group on every partition's paid stream
+// (and the stream itself when missing), reading from the stream's start. A
+// group that exists is left as it is.
+func (w *Worker) EnsureGroups(ctx context.Context) error {
+	cmds := make(rueidis.Commands, keys.Partitions)
+	for p := range keys.Partitions {
+		cmds[p] = w.createGroup(p)
+	}
+	for p, r := range w.Redis.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil && !rueidis.IsRedisBusyGroup(err) {
+			return fmt.Errorf("worker: create group on %s: %w", w.Space.Paid(p), err)
+		}
+	}
+	return nil
+}
+
+func (w *Worker) createGroup(p int) rueidis.Completed {
+	return w.Redis.B().XgroupCreate().Key(w.Space.Paid(p)).Group(w.group()).Id("0").Mkstream().Build()
+}
+
+// DrainOnce writes everything the paid streams hold for this worker now:
+// entries still pending with this consumer, entries other consumers left
+// pending for at least ClaimIdle, then new entries until none are left. It
+// returns how many entries it wrote or dead-lettered. When ctx ends it
+// stops after the round in progress and returns ctx's error.
+func (w *Worker) DrainOnce(ctx context.Context) (int, error) {
+	total := 0
+	for _, m := range []mode{modeOwn, modeClaim, modeNew} {
+		n, err := w.pass(ctx, m)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// Run drains the streams until ctx ends: new entries every PollInterval
+// while idle, entries of dead consumers every ClaimEvery. When ctx ends it
+// finishes the batch in progress (written and acknowledged) and returns
+// nil. Redis or Postgres failures are logged and retried with backoff; the
+// entries of a failed round are retried first.
+func (w *Worker) Run(ctx context.Context) error {
+	var claimDue time.Time
+	retryOwn := true // a restart under the same consumer name resumes its own pending entries
+	backoff := w.pollInterval()
+	for ctx.Err() == nil {
+		n, err := 0, error(nil)
+		if retryOwn {
+			n, err = w.pass(ctx, modeOwn)
+			retryOwn = err != nil
+		}
+		if err == nil && !time.Now().Before(claimDue) {
+			var c int
+			c, err = w.pass(ctx, modeClaim)
+			n += c
+			claimDue = time.Now().Add(w.claimEvery())
+		}
+		if err == nil {
+			var c int
+			c, err = w.pass(ctx, modeNew)
+			n += c
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			retryOwn = true
+			w.logger().Error("sync worker: round failed; retrying", "err", err, "retry_in", backoff)
+			sleep(ctx, backoff)
+			backoff = min(2*backoff, 5*time.Second)
+		case n == 0:
+			backoff = w.pollInterval()
+			sleep(ctx, w.pollInterval())
+		default:
+			backoff = w.pollInterval()
+		}
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// errHook is what a test hook's error is wrapped in.
+var errHook = errors.New("worker: stopped by test hook")
+
+func (w *Worker) hook(stage string) error {
+	if w.testHook == nil {
+		return nil
+	}
+	if err := w.testHook(stage); err != nil {
+		return fmt.Errorf("%w at %s: %w", errHook, stage, err)
+	}
+	return nil
+}

@@ -1,0 +1,590 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/redistest"
+	"github.com/ticketd/ticketd/sync/pgtest"
+)
+
+type bundle struct {
+	rc    rueidis.Client
+	space keys.Space
+	pool  *pgxpool.Pool
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	rc, space := redistest.New(t)
+	b := &bundle{rc: rc, space: space, pool: pgtest.New(t)}
+	if err := b.worker("setup").EnsureGroups(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// worker returns a worker that never takes over entries unless a test
+// lowers ClaimIdle.
+func (b *bundle) worker(consumer string) *Worker {
+	return &Worker{Redis: b.rc, Space: b.space, Pool: b.pool, Consumer: consumer, ClaimIdle: time.Hour,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+func newOrderID(eventID string) string {
+	r := make([]byte, 6)
+	_, _ = rand.Read(r)
+	return keys.OrderID(eventID, hex.EncodeToString(r))
+}
+
+// record is a paid order as reserve builds it: ticket ids "<order>-<n>".
+func record(eventID string, tickets int) orders.Record {
+	id := newOrderID(eventID)
+	rec := orders.Record{
+		OrderID: id, EventID: eventID, TenantID: "t_1", ChannelID: "ch_1", Source: "channel",
+		BuyerName: "Ada Lovelace", BuyerEmail: "ada@example.com", BuyerPhone: "+15550100",
+		DiscountCode: "TEN", Currency: "USD",
+		Subtotal: 5000, Discount: 500, Extras: 300, Fee: 150, VAT: 0, RefundProtection: 99,
+		Total: 5000 - 500 + 300 + 150 + 99,
+		Lines: []orders.Line{
+			{Kind: orders.LineTicket, RefID: "tk_ga", Quantity: int64(tickets), UnitPrice: 2500, Amount: money.Cents(2500 * tickets)},
+			{Kind: orders.LineExtra, RefID: "ex_parking", Quantity: 1, UnitPrice: 300, Amount: 300},
+		},
+		CreatedAtMs: 1_700_000_000_123,
+	}
+	for i := range tickets {
+		rec.Tickets = append(rec.Tickets, orders.Ticket{TicketID: id + "-" + strconv.Itoa(i+1), Label: "GA"})
+	}
+	return rec
+}
+
+// confirm queues rec on its partition's paid stream exactly as
+// order_confirm.lua does: XADD <paid> * order <id> rec <JSON> ref <ref> paidAt <ms>.
+func (b *bundle) confirm(t *testing.T, rec orders.Record, ref string, paidAtMs int64) string {
+	t.Helper()
+	js, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.xadd(t, rec.EventID, "order", rec.OrderID, "rec", string(js), "ref", ref, "paidAt", strconv.FormatInt(paidAtMs, 10))
+}
+
+func (b *bundle) xadd(t *testing.T, eventID string, fv ...string) string {
+	t.Helper()
+	cmd := b.rc.B().Xadd().Key(b.space.Paid(keys.Partition(eventID))).Id("*").FieldValue()
+	for i := 0; i+1 < len(fv); i += 2 {
+		cmd = cmd.FieldValue(fv[i], fv[i+1])
+	}
+	id, err := b.rc.Do(context.Background(), cmd.Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (b *bundle) count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := b.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// streams returns the entries left in all paid streams and how many of
+// them are pending (delivered, not acknowledged).
+func (b *bundle) streams(t *testing.T) (length, pending int64) {
+	t.Helper()
+	ctx := context.Background()
+	cmds := make(rueidis.Commands, 0, 2*keys.Partitions)
+	for p := range keys.Partitions {
+		cmds = append(cmds, b.rc.B().Xlen().Key(b.space.Paid(p)).Build(),
+			b.rc.B().Xpending().Key(b.space.Paid(p)).Group(DefaultGroup).Build())
+	}
+	for i, r := range b.rc.DoMulti(ctx, cmds...) {
+		if i%2 == 0 {
+			n, err := r.AsInt64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			length += n
+			continue
+		}
+		arr, err := r.ToArray()
+		if err != nil || len(arr) == 0 {
+			t.Fatalf("XPENDING: %v", err)
+		}
+		n, err := arr[0].AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending += n
+	}
+	return length, pending
+}
+
+func (b *bundle) assertStreamsEmpty(t *testing.T) {
+	t.Helper()
+	if length, pending := b.streams(t); length != 0 || pending != 0 {
+		t.Fatalf("paid streams hold %d entries, %d pending; want all written, acknowledged and deleted", length, pending)
+	}
+}
+
+func drain(t *testing.T, w *Worker) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := w.DrainOnce(ctx)
+	if err != nil {
+		t.Fatalf("DrainOnce: %v", err)
+	}
+	return n
+}
+
+func TestEnsureGroupsIsIdempotent(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // created once already
+	w := b.worker("w")
+	if err := w.EnsureGroups(context.Background()); err != nil {
+		t.Fatalf("second EnsureGroups: %v", err)
+	}
+	for _, p := range []int{0, 31, keys.Partitions - 1} {
+		groups, err := b.rc.Do(context.Background(), b.rc.B().XinfoGroups().Key(b.space.Paid(p)).Build()).ToArray()
+		if err != nil || len(groups) != 1 {
+			t.Fatalf("partition %d: %d groups (%v), want 1", p, len(groups), err)
+		}
+	}
+}
+
+func TestDrainWritesPaidOrders(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+
+	channelOrder := record("ev_alpha", 2)
+	shopOrder := record("ev_beta", 1)
+	shopOrder.ChannelID, shopOrder.Source, shopOrder.BuyerPhone, shopOrder.DiscountCode = "", "storefront", "", ""
+	shopOrder.ShowingID = "sh_1"
+	shopOrder.Tickets[0].TicketID = "" // a record without ticket ids gets deterministic ones
+	paidAt := int64(1_700_000_100_456)
+	entryID := b.confirm(t, channelOrder, "partner-ref-1", paidAt)
+	b.confirm(t, shopOrder, "", paidAt+1)
+
+	if n := drain(t, b.worker("w")); n != 2 {
+		t.Fatalf("DrainOnce = %d, want 2", n)
+	}
+	b.assertStreamsEmpty(t)
+	b.assertNoDeadLetters(t)
+
+	var (
+		status, source, channelID, ref, streamID, currency, discountCode string
+		subtotal, discount, extras, fee, vat, rp, total                  int64
+		created, paid                                                    time.Time
+	)
+	err := b.pool.QueryRow(ctx, `SELECT status, source, channel_id, partner_reference, stream_id, currency, discount_code,
+		subtotal_cents, discount_cents, extras_cents, fee_cents, vat_cents, refund_protection_cents, total_cents, created_at, paid_at
+		FROM orders WHERE id = $1`, channelOrder.OrderID).Scan(&status, &source, &channelID, &ref, &streamID, &currency, &discountCode,
+		&subtotal, &discount, &extras, &fee, &vat, &rp, &total, &created, &paid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != "paid" || source != "channel" || channelID != "ch_1" || ref != "partner-ref-1" || streamID != entryID ||
+		currency != "USD" || discountCode != "TEN" {
+		t.Fatalf("order row: status %q source %q channel %q ref %q stream %q (want %q) currency %q code %q",
+			status, source, channelID, ref, streamID, entryID, currency, discountCode)
+	}
+	if subtotal != 5000 || discount != 500 || extras != 300 || fee != 150 || vat != 0 || rp != 99 || total != 5049 {
+		t.Fatalf("order amounts: %d %d %d %d %d %d %d", subtotal, discount, extras, fee, vat, rp, total)
+	}
+	if !created.Equal(time.UnixMilli(channelOrder.CreatedAtMs)) || !paid.Equal(time.UnixMilli(paidAt)) {
+		t.Fatalf("created_at %v paid_at %v", created, paid)
+	}
+
+	var nullChannel, nullRef, nullPhone bool
+	var showing string
+	err = b.pool.QueryRow(ctx, `SELECT channel_id IS NULL, partner_reference IS NULL, buyer_phone IS NULL, showing_id FROM orders WHERE id = $1`,
+		shopOrder.OrderID).Scan(&nullChannel, &nullRef, &nullPhone, &showing)
+	if err != nil || !nullChannel || !nullRef || !nullPhone || showing != "sh_1" {
+		t.Fatalf("storefront order: channel null %v, ref null %v, phone null %v, showing %q, err %v", nullChannel, nullRef, nullPhone, showing, err)
+	}
+
+	rows, err := b.pool.Query(ctx, `SELECT line_no, kind, ref_id, quantity, unit_price_cents, amount_cents FROM order_lines WHERE order_id = $1 ORDER BY line_no`, channelOrder.OrderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type line struct {
+		no                   int
+		kind, ref            string
+		qty, unit, amountCts int64
+	}
+	var lines []line
+	for rows.Next() {
+		var l line
+		if err := rows.Scan(&l.no, &l.kind, &l.ref, &l.qty, &l.unit, &l.amountCts); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, l)
+	}
+	if want := []line{{1, "ticket", "tk_ga", 2, 2500, 5000}, {2, "extra", "ex_parking", 1, 300, 300}}; len(lines) != 2 || lines[0] != want[0] || lines[1] != want[1] {
+		t.Fatalf("lines = %+v, want %+v", lines, want)
+	}
+
+	for _, tc := range []struct{ id, order, event string }{
+		{channelOrder.OrderID + "-1", channelOrder.OrderID, "ev_alpha"},
+		{channelOrder.OrderID + "-2", channelOrder.OrderID, "ev_alpha"},
+		{shopOrder.OrderID + "-001", shopOrder.OrderID, "ev_beta"},
+	} {
+		var order, event, label string
+		var issued time.Time
+		if err := b.pool.QueryRow(ctx, `SELECT order_id, event_id, label, issued_at FROM tickets WHERE id = $1`, tc.id).Scan(&order, &event, &label, &issued); err != nil {
+			t.Fatalf("ticket %s: %v", tc.id, err)
+		}
+		if order != tc.order || event != tc.event || label != "GA" || issued.IsZero() {
+			t.Fatalf("ticket %s: order %s event %s label %s issued %v", tc.id, order, event, label, issued)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM tickets`); n != 3 {
+		t.Fatalf("%d tickets, want 3", n)
+	}
+
+	var recipient string
+	var payload []byte
+	var sent *time.Time
+	err = b.pool.QueryRow(ctx, `SELECT recipient, payload, sent_at FROM outbox WHERE order_id = $1 AND kind = 'buyer_tickets'`, channelOrder.OrderID).Scan(&recipient, &payload, &sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got orders.Record
+	if err := json.Unmarshal(payload, &got); err != nil {
+		t.Fatal(err)
+	}
+	if recipient != "ada@example.com" || sent != nil || got.OrderID != channelOrder.OrderID || got.PartnerReference != "partner-ref-1" || got.PaidAtMs != paidAt || len(got.Tickets) != 2 {
+		t.Fatalf("outbox: recipient %q sent %v payload %s", recipient, sent, payload)
+	}
+	if n := b.count(t, `SELECT count(*) FROM outbox`); n != 2 {
+		t.Fatalf("%d outbox rows, want 2", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM dead_letters`); n != 0 {
+		t.Fatalf("%d dead letters, want 0", n)
+	}
+}
+
+// assertOrders checks that exactly the given orders are stored, each once
+// with its lines, tickets and one outbox row.
+func (b *bundle) assertOrders(t *testing.T, recs ...orders.Record) {
+	t.Helper()
+	lines, tickets := 0, 0
+	for _, r := range recs {
+		lines += len(r.Lines)
+		tickets += len(r.Tickets)
+		if n := b.count(t, `SELECT count(*) FROM orders WHERE id = $1`, r.OrderID); n != 1 {
+			t.Fatalf("order %s stored %d times, want 1", r.OrderID, n)
+		}
+	}
+	for table, want := range map[string]int{"orders": len(recs), "order_lines": lines, "tickets": tickets, "outbox": len(recs)} {
+		if n := b.count(t, `SELECT count(*) FROM `+table); n != want {
+			t.Fatalf("%s has %d rows, want %d", table, n, want)
+		}
+	}
+}
+
+func (b *bundle) assertNoDeadLetters(t *testing.T) {
+	t.Helper()
+	if n := b.count(t, `SELECT count(*) FROM dead_letters`); n != 0 {
+		t.Fatalf("%d dead letters, want 0", n)
+	}
+}
+
+func TestRedeliveredOrderIsWrittenOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.worker("w")
+	w.Batch = 2 // several rounds per pass
+	rec := record("ev_redeliver", 3)
+	others := []orders.Record{record("ev_redeliver", 1), record("ev_redeliver", 1), record("ev_other", 2)}
+
+	b.confirm(t, rec, "r", 1_700_000_000_000)
+	for _, o := range others {
+		b.confirm(t, o, "r", 1_700_000_000_000)
+	}
+	if n := drain(t, w); n != 4 {
+		t.Fatalf("first drain = %d, want 4", n)
+	}
+	// Queued again after it was written, and twice within one batch.
+	b.confirm(t, rec, "r", 1_700_000_000_001)
+	b.confirm(t, rec, "r", 1_700_000_000_002)
+	if n := drain(t, w); n != 2 {
+		t.Fatalf("second drain = %d, want 2", n)
+	}
+	b.assertOrders(t, append(others, rec)...)
+	b.assertStreamsEmpty(t)
+	b.assertNoDeadLetters(t)
+	// The first delivery is the record: paid_at is not moved by a copy.
+	if n := b.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND paid_at = $2`, rec.OrderID, time.UnixMilli(1_700_000_000_000)); n != 1 {
+		t.Fatal("redelivery changed the stored order")
+	}
+}
+
+func TestMalformedEntriesAreDeadLetteredAndTheStreamFlows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.worker("w")
+	const ev = "ev_poison" // one partition, so the bad entries sit between good ones
+	first, last := record(ev, 1), record(ev, 2)
+	refused := record(ev, 1)
+	refused.BuyerName = "Nul\x00Byte" // valid JSON, refused by Postgres text
+	mismatch := record(ev, 1)
+	mismatchJSON, _ := json.Marshal(mismatch)
+
+	b.confirm(t, first, "r1", 1_700_000_000_000)
+	bad := []string{
+		b.xadd(t, ev, "order", "o00bad", "rec", "{not json", "ref", "", "paidAt", "1700000000000"),
+		b.xadd(t, ev, "order", "o00bad", "ref", "", "paidAt", "1700000000000"), // no rec
+		b.xadd(t, ev, "order", "o00other", "rec", string(mismatchJSON), "ref", "", "paidAt", "1700000000000"),
+		b.xadd(t, ev, "order", mismatch.OrderID, "rec", string(mismatchJSON), "ref", "", "paidAt", "yesterday"),
+		b.confirm(t, refused, "r", 1_700_000_000_000),
+	}
+	b.confirm(t, last, "r2", 1_700_000_000_000)
+
+	if n := drain(t, w); n != 7 {
+		t.Fatalf("DrainOnce = %d, want 7", n)
+	}
+	b.assertOrders(t, first, last)
+	b.assertStreamsEmpty(t)
+	for _, id := range bad {
+		var errText, fields string
+		err := b.pool.QueryRow(context.Background(), `SELECT error, fields::text FROM dead_letters WHERE stream = $1 AND entry_id = $2`,
+			b.space.Paid(keys.Partition(ev)), id).Scan(&errText, &fields)
+		if err != nil || errText == "" || fields == "" {
+			t.Fatalf("dead letter for entry %s: error %q fields %q err %v", id, errText, fields, err)
+		}
+	}
+	if n := b.count(t, `SELECT count(*) FROM dead_letters`); n != len(bad) {
+		t.Fatalf("%d dead letters, want %d", n, len(bad))
+	}
+
+	// The stream keeps flowing after them.
+	next := record(ev, 1)
+	b.confirm(t, next, "r3", 1_700_000_000_000)
+	if n := drain(t, w); n != 1 {
+		t.Fatalf("drain after dead letters = %d, want 1", n)
+	}
+	b.assertOrders(t, first, last, next)
+}
+
+var errCrash = errors.New("crash")
+
+// crashAt returns a hook that fails the round at stage, as a worker killed
+// there would leave it.
+func crashAt(stage string) func(string) error {
+	return func(s string) error {
+		if s == stage {
+			return errCrash
+		}
+		return nil
+	}
+}
+
+func TestEntriesOfAWorkerKilledBeforeCommitAreReclaimed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var recs []orders.Record
+	for i := range 5 {
+		r := record("ev_kill_"+strconv.Itoa(i%2), 1)
+		recs = append(recs, r)
+		b.confirm(t, r, "r", 1_700_000_000_000)
+	}
+	a := b.worker("A")
+	a.testHook = crashAt("read")
+	if _, err := a.DrainOnce(context.Background()); !errors.Is(err, errCrash) {
+		t.Fatalf("worker A: %v, want the crash", err)
+	}
+	if n := b.count(t, `SELECT count(*) FROM orders`); n != 0 {
+		t.Fatalf("worker A wrote %d orders before its crash", n)
+	}
+	if _, pending := b.streams(t); pending != 5 {
+		t.Fatalf("%d entries pending with A, want 5", pending)
+	}
+
+	w := b.worker("B")
+	w.ClaimIdle = 100 * time.Millisecond
+	w.Batch = 2
+	if n := drain(t, w); n != 0 {
+		t.Fatalf("B took %d entries A had just read; want it to wait ClaimIdle", n)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if n := drain(t, w); n != 5 {
+		t.Fatalf("B reclaimed %d, want 5", n)
+	}
+	b.assertOrders(t, recs...)
+	b.assertStreamsEmpty(t)
+	b.assertNoDeadLetters(t)
+}
+
+func TestEntriesOfAWorkerKilledAfterCommitAreWrittenOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var recs []orders.Record
+	for i := range 5 {
+		r := record("ev_commit_"+strconv.Itoa(i%3), 2)
+		recs = append(recs, r)
+		b.confirm(t, r, "r", 1_700_000_000_000)
+	}
+	a := b.worker("A")
+	a.testHook = crashAt("written")
+	if _, err := a.DrainOnce(context.Background()); !errors.Is(err, errCrash) {
+		t.Fatalf("worker A: %v, want the crash", err)
+	}
+	b.assertOrders(t, recs...) // committed
+	if _, pending := b.streams(t); pending != 5 {
+		t.Fatalf("%d entries pending with A, want 5 (not acknowledged)", pending)
+	}
+
+	w := b.worker("B")
+	w.ClaimIdle = 100 * time.Millisecond
+	time.Sleep(150 * time.Millisecond)
+	if n := drain(t, w); n != 5 {
+		t.Fatalf("B reclaimed %d, want 5", n)
+	}
+	b.assertOrders(t, recs...)
+	b.assertStreamsEmpty(t)
+	b.assertNoDeadLetters(t)
+}
+
+// A worker restarted under the same consumer name writes what it had read
+// before dying, without waiting for ClaimIdle.
+func TestRestartedWorkerResumesItsOwnPendingEntries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := record("ev_restart", 1)
+	b.confirm(t, rec, "r", 1_700_000_000_000)
+	a := b.worker("A")
+	a.testHook = crashAt("read")
+	if _, err := a.DrainOnce(context.Background()); !errors.Is(err, errCrash) {
+		t.Fatalf("worker A: %v, want the crash", err)
+	}
+	if n := drain(t, b.worker("A")); n != 1 {
+		t.Fatalf("restarted A wrote %d, want 1", n)
+	}
+	b.assertOrders(t, rec)
+	b.assertStreamsEmpty(t)
+	b.assertNoDeadLetters(t)
+}
+
+// A stream that lost its group (deleted, or Redis restarted empty) gets it
+// back and its entries are written.
+func TestMissingGroupIsRecreated(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := record("ev_nogroup", 1)
+	key := b.space.Paid(keys.Partition(rec.EventID))
+	if err := b.rc.Do(context.Background(), b.rc.B().Del().Key(key).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	b.confirm(t, rec, "r", 1_700_000_000_000) // recreates the stream, without a group
+	if n := drain(t, b.worker("w")); n != 1 {
+		t.Fatalf("DrainOnce = %d, want 1", n)
+	}
+	b.assertOrders(t, rec)
+	b.assertStreamsEmpty(t)
+	b.assertNoDeadLetters(t)
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Run writes new entries as they arrive, takes over those of a dead worker,
+// and returns nil when cancelled.
+func TestRunWritesNewAndReclaimedEntries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dead := record("ev_run", 1)
+	b.confirm(t, dead, "r", 1_700_000_000_000)
+	a := b.worker("A")
+	a.testHook = crashAt("read")
+	if _, err := a.DrainOnce(context.Background()); !errors.Is(err, errCrash) {
+		t.Fatalf("worker A: %v, want the crash", err)
+	}
+
+	w := b.worker("B")
+	w.ClaimIdle, w.ClaimEvery, w.PollInterval = 100*time.Millisecond, 20*time.Millisecond, 5*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+
+	recs := []orders.Record{dead}
+	for i := range 10 {
+		r := record("ev_run_"+strconv.Itoa(i), 1)
+		recs = append(recs, r)
+		b.confirm(t, r, "r", 1_700_000_000_000)
+	}
+	waitFor(t, "11 orders", func() bool { return b.count(t, `SELECT count(*) FROM orders`) == len(recs) })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil on cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	b.assertOrders(t, recs...)
+	b.assertStreamsEmpty(t)
+	b.assertNoDeadLetters(t)
+}
+
+// Cancelled with a batch read, Run still writes and acknowledges that batch
+// before it returns.
+func TestRunFinishesItsBatchWhenCancelled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var recs []orders.Record
+	for i := range 6 {
+		r := record("ev_cancel_"+strconv.Itoa(i), 1)
+		recs = append(recs, r)
+		b.confirm(t, r, "r", 1_700_000_000_000)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := b.worker("w")
+	w.testHook = func(stage string) error {
+		if stage == "read" {
+			cancel() // the stop signal arrives mid-batch
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil on cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	b.assertOrders(t, recs...)
+	b.assertStreamsEmpty(t)
+	b.assertNoDeadLetters(t)
+}

@@ -1,0 +1,311 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ticketd/ticketd/inventory/orders"
+)
+
+// StatusPaid is the status of every order the worker writes.
+const StatusPaid = "paid"
+
+// OutboxBuyerTickets is the outbox kind of the buyer's ticket e-mail.
+const OutboxBuyerTickets = "buyer_tickets"
+
+// paid is an entry decoded into the record to write.
+type paid struct {
+	e   entry
+	rec orders.Record
+}
+
+// deadLetter is an entry that will never be written, and why.
+type deadLetter struct {
+	e      entry
+	reason string
+}
+
+// write stores a batch: every paid order it holds, and every entry it
+// cannot store in dead_letters, in one transaction. When Postgres refuses a
+// value (a data or constraint error), the orders are written one by one to
+// find the refused ones, which become dead letters too. It returns how many
+// entries were written or dead-lettered.
+func (w *Worker) write(ctx context.Context, es []entry) (int, error) {
+	var good []paid
+	var dead []deadLetter
+	seen := make(map[string]bool, len(es))
+	n := 0
+	for _, e := range es {
+		if e.fields == nil {
+			continue // deleted from the stream while pending
+		}
+		n++
+		rec, err := decode(e)
+		if err != nil {
+			dead = append(dead, deadLetter{e: e, reason: err.Error()})
+			continue
+		}
+		if seen[rec.OrderID] {
+			continue // queued twice; the first copy is written
+		}
+		seen[rec.OrderID] = true
+		good = append(good, paid{e: e, rec: rec})
+	}
+	err := w.commit(ctx, good, dead)
+	if isDataError(err) && len(good) > 0 {
+		for _, o := range good {
+			err := w.commit(ctx, []paid{o}, nil)
+			if isDataError(err) {
+				dead = append(dead, deadLetter{e: o.e, reason: "postgres refused the order: " + err.Error()})
+			} else if err != nil {
+				return 0, fmt.Errorf("worker: write order %s: %w", o.rec.OrderID, err)
+			}
+		}
+		err = w.commit(ctx, nil, dead)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("worker: write batch: %w", err)
+	}
+	for _, d := range dead {
+		w.logger().Warn("sync worker: paid-stream entry moved to dead_letters",
+			"stream", d.e.stream, "entry", d.e.id, "reason", d.reason)
+	}
+	return n, nil
+}
+
+// decode checks an entry against what order_confirm.lua writes:
+// order <id> rec <Record JSON> ref <partner reference> paidAt <ms>.
+func decode(e entry) (orders.Record, error) {
+	var rec orders.Record
+	for _, f := range []string{orders.StreamOrderID, orders.StreamRecord, orders.StreamRef, orders.StreamPaidAt} {
+		if _, ok := e.fields[f]; !ok {
+			return rec, fmt.Errorf("missing field %q", f)
+		}
+	}
+	if err := json.Unmarshal([]byte(e.fields[orders.StreamRecord]), &rec); err != nil {
+		return rec, fmt.Errorf("field %q is not an order record: %w", orders.StreamRecord, err)
+	}
+	if id := e.fields[orders.StreamOrderID]; rec.OrderID != id || id == "" {
+		return rec, fmt.Errorf("record orderId %q does not match field %q = %q", rec.OrderID, orders.StreamOrderID, id)
+	}
+	if rec.EventID == "" || rec.TenantID == "" {
+		return rec, errors.New("record has no eventId or tenantId")
+	}
+	paidAt, err := strconv.ParseInt(e.fields[orders.StreamPaidAt], 10, 64)
+	if err != nil || paidAt <= 0 {
+		return rec, fmt.Errorf("field %q = %q is not a time in milliseconds", orders.StreamPaidAt, e.fields[orders.StreamPaidAt])
+	}
+	rec.PaidAtMs = paidAt
+	rec.PartnerReference = e.fields[orders.StreamRef]
+	if rec.CreatedAtMs <= 0 {
+		rec.CreatedAtMs = paidAt
+	}
+	return rec, nil
+}
+
+// isDataError reports whether Postgres refused the values themselves (SQL
+// state classes 22, data exception, and 23, integrity constraint
+// violation): writing the same values again can never succeed.
+func isDataError(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23"))
+}
+
+// TicketID is the id of the i-th (0-based) ticket of an order when its
+// record names none: deterministic, so a redelivered order issues the
+// same tickets.
+func TicketID(orderID string, i int) string {
+	return fmt.Sprintf("%s-%03d", orderID, i+1)
+}
+
+// rows holds a batch column by column, for INSERT ... SELECT FROM unnest:
+// one statement a table whatever the batch size.
+type rows struct {
+	id, eventID, tenantID, channelID, source, buyerName, buyerEmail, buyerPhone []string
+	showingID, discountCode, currency, ref, streamID                            []string
+	subtotal, discount, extras, fee, vat, refundProtection, total               []int64
+	createdAt, paidAt                                                           []time.Time
+
+	lineOrder, lineKind, lineRef  []string
+	lineNo                        []int32
+	lineQty, lineUnit, lineAmount []int64
+
+	ticketID, ticketOrder, ticketEvent, ticketLabel []string
+	ticketKind, ticketRef                           []string
+	ticketIssued                                    []time.Time
+
+	outOrder, outRecipient, outPayload []string
+
+	deadStream, deadID, deadFields, deadError []string
+}
+
+func (r *rows) addOrder(o paid) error {
+	rec := o.rec
+	paidAt := time.UnixMilli(rec.PaidAtMs)
+	r.id = append(r.id, rec.OrderID)
+	r.eventID = append(r.eventID, rec.EventID)
+	r.tenantID = append(r.tenantID, rec.TenantID)
+	r.channelID = append(r.channelID, rec.ChannelID)
+	r.source = append(r.source, rec.Source)
+	r.buyerName = append(r.buyerName, rec.BuyerName)
+	r.buyerEmail = append(r.buyerEmail, rec.BuyerEmail)
+	r.buyerPhone = append(r.buyerPhone, rec.BuyerPhone)
+	r.showingID = append(r.showingID, rec.ShowingID)
+	r.discountCode = append(r.discountCode, rec.DiscountCode)
+	r.currency = append(r.currency, rec.Currency)
+	r.ref = append(r.ref, rec.PartnerReference)
+	r.streamID = append(r.streamID, o.e.id)
+	r.subtotal = append(r.subtotal, int64(rec.Subtotal))
+	r.discount = append(r.discount, int64(rec.Discount))
+	r.extras = append(r.extras, int64(rec.Extras))
+	r.fee = append(r.fee, int64(rec.Fee))
+	r.vat = append(r.vat, int64(rec.VAT))
+	r.refundProtection = append(r.refundProtection, int64(rec.RefundProtection))
+	r.total = append(r.total, int64(rec.Total))
+	r.createdAt = append(r.createdAt, time.UnixMilli(rec.CreatedAtMs))
+	r.paidAt = append(r.paidAt, paidAt)
+
+	for i, l := range rec.Lines {
+		r.lineOrder = append(r.lineOrder, rec.OrderID)
+		r.lineNo = append(r.lineNo, int32(i+1))
+		r.lineKind = append(r.lineKind, l.Kind)
+		r.lineRef = append(r.lineRef, l.RefID)
+		r.lineQty = append(r.lineQty, l.Quantity)
+		r.lineUnit = append(r.lineUnit, int64(l.UnitPrice))
+		r.lineAmount = append(r.lineAmount, int64(l.Amount))
+	}
+	for i, t := range rec.Tickets {
+		id := t.TicketID
+		if id == "" {
+			id = TicketID(rec.OrderID, i)
+		}
+		r.ticketID = append(r.ticketID, id)
+		r.ticketOrder = append(r.ticketOrder, rec.OrderID)
+		r.ticketEvent = append(r.ticketEvent, rec.EventID)
+		r.ticketLabel = append(r.ticketLabel, t.Label)
+		kind := t.Kind
+		if kind == "" {
+			kind = orders.LineTicket
+		}
+		r.ticketKind = append(r.ticketKind, kind)
+		r.ticketRef = append(r.ticketRef, t.RefID)
+		r.ticketIssued = append(r.ticketIssued, paidAt)
+	}
+	if rec.BuyerEmail != "" {
+		// The mailer renders the tickets e-mail from the full record.
+		payload, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("encode outbox payload of %s: %w", rec.OrderID, err)
+		}
+		r.outOrder = append(r.outOrder, rec.OrderID)
+		r.outRecipient = append(r.outRecipient, rec.BuyerEmail)
+		r.outPayload = append(r.outPayload, string(payload))
+	}
+	return nil
+}
+
+func (r *rows) addDead(d deadLetter) error {
+	fields := make(map[string]string, len(d.e.fields))
+	for k, v := range d.e.fields {
+		fields[storable(k)] = storable(v)
+	}
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return fmt.Errorf("encode dead letter %s: %w", d.e.id, err)
+	}
+	r.deadStream = append(r.deadStream, d.e.stream)
+	r.deadID = append(r.deadID, d.e.id)
+	r.deadFields = append(r.deadFields, string(b))
+	r.deadError = append(r.deadError, storable(d.reason))
+	return nil
+}
+
+// storable makes any bytes acceptable to a Postgres text or jsonb value,
+// which refuse invalid UTF-8 and NUL: a dead letter must always be
+// storable, or it would block its stream.
+func storable(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+const (
+	insertOrders = `INSERT INTO orders (id, event_id, tenant_id, channel_id, source, status, buyer_name, buyer_email,
+	buyer_phone, showing_id, discount_code, currency, subtotal_cents, discount_cents, extras_cents, fee_cents, vat_cents,
+	refund_protection_cents, total_cents, partner_reference, created_at, paid_at, stream_id)
+SELECT id, event_id, tenant_id, NULLIF(channel_id, ''), source, '` + StatusPaid + `', buyer_name, buyer_email,
+	NULLIF(buyer_phone, ''), NULLIF(showing_id, ''), NULLIF(discount_code, ''), currency, subtotal, discount, extras, fee, vat,
+	refund_protection, total, NULLIF(ref, ''), created_at, paid_at, stream_id
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+	$9::text[], $10::text[], $11::text[], $12::int8[], $13::int8[], $14::int8[], $15::int8[], $16::int8[],
+	$17::int8[], $18::int8[], $19::text[], $20::timestamptz[], $21::timestamptz[], $22::text[])
+	AS u(id, event_id, tenant_id, channel_id, source, buyer_name, buyer_email, buyer_phone,
+	showing_id, discount_code, currency, subtotal, discount, extras, fee, vat,
+	refund_protection, total, ref, created_at, paid_at, stream_id)
+ON CONFLICT (id) DO NOTHING`
+
+	insertLines = `INSERT INTO order_lines (order_id, line_no, kind, ref_id, quantity, unit_price_cents, amount_cents)
+SELECT * FROM unnest($1::text[], $2::int4[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[])
+ON CONFLICT (order_id, line_no) DO NOTHING`
+
+	insertTickets = `INSERT INTO tickets (id, order_id, event_id, label, issued_at, kind, ref_id)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[])
+ON CONFLICT (id) DO NOTHING`
+
+	insertOutbox = `INSERT INTO outbox (order_id, kind, recipient, payload)
+SELECT order_id, '` + OutboxBuyerTickets + `', recipient, payload::jsonb
+FROM unnest($1::text[], $2::text[], $3::text[]) AS u(order_id, recipient, payload)
+ON CONFLICT (order_id, kind) DO NOTHING`
+
+	insertDead = `INSERT INTO dead_letters (stream, entry_id, fields, error)
+SELECT stream, entry_id, fields::jsonb, error
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(stream, entry_id, fields, error)
+ON CONFLICT (stream, entry_id) DO NOTHING`
+)
+
+// commit writes orders and dead letters in one transaction. Every insert
+// does nothing on conflict, so committing the same batch twice changes
+// nothing the second time.
+func (w *Worker) commit(ctx context.Context, good []paid, dead []deadLetter) error {
+	var r rows
+	for _, o := range good {
+		if err := r.addOrder(o); err != nil {
+			return err
+		}
+	}
+	for _, d := range dead {
+		if err := r.addDead(d); err != nil {
+			return err
+		}
+	}
+	b := &pgx.Batch{}
+	if len(r.id) > 0 {
+		b.Queue(insertOrders, r.id, r.eventID, r.tenantID, r.channelID, r.source, r.buyerName, r.buyerEmail,
+			r.buyerPhone, r.showingID, r.discountCode, r.currency, r.subtotal, r.discount, r.extras, r.fee, r.vat,
+			r.refundProtection, r.total, r.ref, r.createdAt, r.paidAt, r.streamID)
+	}
+	if len(r.lineOrder) > 0 {
+		b.Queue(insertLines, r.lineOrder, r.lineNo, r.lineKind, r.lineRef, r.lineQty, r.lineUnit, r.lineAmount)
+	}
+	if len(r.ticketID) > 0 {
+		b.Queue(insertTickets, r.ticketID, r.ticketOrder, r.ticketEvent, r.ticketLabel, r.ticketIssued, r.ticketKind, r.ticketRef)
+	}
+	if len(r.outOrder) > 0 {
+		b.Queue(insertOutbox, r.outOrder, r.outRecipient, r.outPayload)
+	}
+	if len(r.deadID) > 0 {
+		b.Queue(insertDead, r.deadStream, r.deadID, r.deadFields, r.deadError)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
