@@ -1,0 +1,84 @@
+// Package admin serves the operator's surface: PUT /v1/admin/catalog with a
+// bearer token (decisions.md §1). Without TICKETD_ADMIN_TOKEN it is off (404).
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/catalogstore"
+)
+
+// API is the admin surface.
+type API struct {
+	Token   string
+	Catalog *catalogstore.Store
+}
+
+// MaxCatalogBody is the largest catalog document accepted. Catalogs are an
+// operator's, not a client's, so they may exceed the 64 KB client limit;
+// the server's body limit is raised for this path only (see Server).
+const MaxCatalogBody = 8 << 20
+
+// Register mounts the admin routes.
+func (a *API) Register(r *router.Router) {
+	r.PUT("/v1/admin/catalog", a.applyCatalog)
+}
+
+var errUnauthorized = apierr.New(401, "ADMIN_UNAUTHORIZED", "a valid Authorization: Bearer admin token is required")
+
+func (a *API) authorized(ctx *fasthttp.RequestCtx) bool {
+	h := ctx.Request.Header.Peek("Authorization")
+	const p = "Bearer "
+	if len(h) <= len(p) || string(h[:len(p)]) != p {
+		return false
+	}
+	return subtle.ConstantTimeCompare(h[len(p):], []byte(a.Token)) == 1
+}
+
+func (a *API) applyCatalog(ctx *fasthttp.RequestCtx) {
+	if a.Token == "" {
+		httpx.NotFound(ctx)
+		return
+	}
+	if !a.authorized(ctx) {
+		httpx.Fail(ctx, errUnauthorized)
+		return
+	}
+	doc, err := catalog.Decode(ctx.PostBody())
+	if err == nil {
+		err = catalog.Validate(doc)
+	}
+	if err != nil {
+		failInvalid(ctx, err)
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	applied, err := a.Catalog.Apply(rctx, doc)
+	switch {
+	case err == nil:
+		httpx.OK(ctx, map[string]any{"applied": applied})
+	case errors.Is(err, catalogstore.ErrBusy):
+		httpx.Fail(ctx, apierr.New(409, "CATALOG_BUSY", "another catalog apply is in progress; retry"))
+	default:
+		failInvalid(ctx, err)
+	}
+}
+
+func failInvalid(ctx *fasthttp.RequestCtx, err error) {
+	var ve *catalog.ValidationError
+	if errors.As(err, &ve) {
+		httpx.Fail(ctx, (&apierr.Error{Status: 400, Code: "INVALID_CATALOG", Message: ve.Error()}).With("path", ve.Path))
+		return
+	}
+	httpx.Error(ctx, err)
+}

@@ -1,0 +1,119 @@
+package admin_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/ticketd/ticketd/handlers/servertest"
+)
+
+const doc = `{
+ "tenants": [{"id": "t1", "name": "Host", "notifyEmail": "host@test.example", "publishableKeys": [],
+  "events": [{"id": "ev1", "shortId": "e1", "slug": "e1", "name": "E1", "startsAt": "2027-01-01T00:00:00Z",
+   "status": "on_sale", "storefront": false, "channels": ["ch1"], "capacity": 10,
+   "tickets": [{"id": "tk", "name": "T", "price": 10, "capacity": 5}],
+   "seatMap": {"categories": [{"id": "c", "name": "C", "price": 30}], "rows": [{"label": "A", "seats": 4, "category": "c"}]}}]}],
+ "channels": [{"id": "ch1", "name": "C1", "key": "ck1", "secret": "cs1_secret", "signingKey": "sk1",
+  "scopes": ["catalog:read", "orders:write", "orders:confirm"], "ipAllowlist": ["127.0.0.1"], "settlement": "partner_remit"}]}`
+
+func put(t *testing.T, s *servertest.Server, token string, body any) *servertest.Response {
+	h := map[string]string{}
+	if token != "" {
+		h["Authorization"] = "Bearer " + token
+	}
+	return s.Do(t, "PUT", "/v1/admin/catalog", h, body)
+}
+
+func TestApplyCatalog(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{})
+	ctx := context.Background()
+
+	if r := put(t, s, "", []byte(doc)); r.Status != 401 || r.Code != "ADMIN_UNAUTHORIZED" {
+		t.Fatalf("no token: %s", r)
+	}
+	if r := put(t, s, "wrong", []byte(doc)); r.Status != 401 || r.Code != "ADMIN_UNAUTHORIZED" {
+		t.Fatalf("wrong token: %s", r)
+	}
+	r := put(t, s, servertest.AdminToken, []byte(doc))
+	if r.Status != 200 || !strings.Contains(string(r.Data), `"applied":{"tenants":1,"channels":1,"events":1}`) {
+		t.Fatalf("apply: %s", r)
+	}
+	// Re-applying changes nothing.
+	if r := put(t, s, servertest.AdminToken, []byte(doc)); r.Status != 200 {
+		t.Fatalf("re-apply: %s", r)
+	}
+	// Secrets are stored hashed / sealed, never in clear.
+	var stored string
+	if err := s.Pool.QueryRow(ctx, `SELECT doc::text FROM channels WHERE id = 'ch1'`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stored, "cs1_secret") || strings.Contains(stored, `"sk1"`) {
+		t.Fatalf("secret in clear at rest: %s", stored)
+	}
+	proj, _ := s.Redis.Do(ctx, s.Redis.B().Get().Key(s.Space.CatalogDoc()).Build()).ToString()
+	if strings.Contains(proj, "cs1_secret") || strings.Contains(proj, `"sk1"`) {
+		t.Fatalf("secret in clear in Redis: %s", proj)
+	}
+
+	// Sell 4 tickets and book seat A-2 directly, as confirm would.
+	s.Redis.Do(ctx, s.Redis.B().Hset().Key(s.Space.Sold("ev1")).FieldValue().FieldValue("t:tk", "4").FieldValue("ev", "5").Build())
+	s.Redis.Do(ctx, s.Redis.B().Hset().Key(s.Space.Booked("ev1")).FieldValue().FieldValue("A-2", "o01x").Build())
+
+	// Re-applying never resets sold counts or booked seats.
+	if r := put(t, s, servertest.AdminToken, []byte(doc)); r.Status != 200 {
+		t.Fatalf("re-apply after sales: %s", r)
+	}
+	sold, _ := s.Redis.Do(ctx, s.Redis.B().Hget().Key(s.Space.Sold("ev1")).Field("t:tk").Build()).AsInt64()
+	booked, _ := s.Redis.Do(ctx, s.Redis.B().Hget().Key(s.Space.Booked("ev1")).Field("A-2").Build()).ToString()
+	if sold != 4 || booked != "o01x" {
+		t.Fatalf("apply reset sales: sold %d booked %q", sold, booked)
+	}
+
+	// Lowering a capacity below what is sold is refused, naming the field.
+	low := strings.Replace(doc, `"capacity": 5}`, `"capacity": 3}`, 1)
+	r = put(t, s, servertest.AdminToken, []byte(low))
+	if r.Status != 400 || r.Code != "INVALID_CATALOG" || !strings.Contains(r.Message, "tickets[0].capacity") {
+		t.Fatalf("capacity below sold: %s", r)
+	}
+	// Removing a booked seat from the map is refused.
+	shrunk := strings.Replace(doc, `"seats": 4`, `"seats": 1`, 1)
+	if r := put(t, s, servertest.AdminToken, []byte(shrunk)); r.Status != 400 || r.Code != "INVALID_CATALOG" {
+		t.Fatalf("booked seat removed: %s", r)
+	}
+	// Nothing of a refused document was applied.
+	caps, _ := s.Redis.Do(ctx, s.Redis.B().Hget().Key(s.Space.Caps("ev1")).Field("t:tk").Build()).AsInt64()
+	if caps != 5 {
+		t.Fatalf("refused document changed capacity to %d", caps)
+	}
+
+	// A bad document is rejected whole, naming the path of the first bad field.
+	var bad map[string]any
+	_ = json.Unmarshal([]byte(doc), &bad)
+	bad["tenants"].([]any)[0].(map[string]any)["events"].([]any)[0].(map[string]any)["status"] = "bogus"
+	r = put(t, s, servertest.AdminToken, bad)
+	if r.Status != 400 || r.Code != "INVALID_CATALOG" || !strings.Contains(r.Message, "tenants[0].events[0].status") {
+		t.Fatalf("bad document: %s", r)
+	}
+	if r := put(t, s, servertest.AdminToken, "{not json"); r.Status != 400 || r.Code != "INVALID_CATALOG" {
+		t.Fatalf("malformed document: %s", r)
+	}
+
+	// Objects absent from a document are left alone.
+	other := `{"tenants": [{"id": "t1", "name": "Host", "notifyEmail": "", "publishableKeys": [],
+	  "events": [{"id": "ev2", "shortId": "e2", "slug": "e2", "name": "E2", "startsAt": "2027-01-01T00:00:00Z",
+	   "status": "on_sale", "storefront": false, "channels": ["ch1"], "tickets": [{"id": "tk", "name": "T", "price": 1, "capacity": 1}]}]}],
+	  "channels": []}`
+	if r := put(t, s, servertest.AdminToken, []byte(other)); r.Status != 200 {
+		t.Fatalf("second document: %s", r)
+	}
+	snap := s.Catalog.Current()
+	if snap.Events["ev1"] == nil || snap.Events["ev2"] == nil || snap.Channels["ch1"] == nil {
+		t.Fatalf("absent objects were dropped: events %v", snap.Events)
+	}
+	if n := s.Count(t, `SELECT count(*) FROM events WHERE tenant_id = 't1'`); n != 2 {
+		t.Fatalf("Postgres holds %d events of t1, want 2", n)
+	}
+}

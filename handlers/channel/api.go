@@ -1,0 +1,72 @@
+// Package channel serves the partner (channel) surface of interface.md under
+// /v1/channel: keyed server-to-server calls and buyer-session calls from the
+// embedded checkout.
+package channel
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/fasthttp/router"
+
+	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/seats"
+)
+
+// API holds the dependencies of the partner handlers.
+type API struct {
+	Catalog  func() *catalog.Snapshot
+	Orders   *orders.Service
+	Seats    *seats.Engine
+	Limiter  *ratelimit.Limiter
+	ClientIP *clientip.Resolver
+	Sessions *Sessions
+	// Archive answers status for orders that aged out of Redis (Postgres);
+	// nil when ticketd runs without Postgres.
+	Archive func(ctx context.Context, orderID string) (orders.State, bool, error)
+	// Timeout bounds each request's Redis work; fasthttp contexts are not
+	// cancelled per request.
+	Timeout time.Duration
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+func (a *API) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+func (a *API) ctx() (context.Context, context.CancelFunc) {
+	d := a.Timeout
+	if d <= 0 {
+		d = 5 * time.Second
+	}
+	return context.WithTimeout(context.Background(), d)
+}
+
+// Register mounts the partner routes.
+func (a *API) Register(r *router.Router) {
+	g := r.Group("/v1/channel")
+	g.GET("/events", a.guard(authEither, catalog.ScopeCatalogRead, classCatalog, a.listEvents))
+	g.GET("/events/{id}", a.guard(authEither, catalog.ScopeCatalogRead, classCatalog, a.eventDetail))
+	g.POST("/events/{id}/quote", a.guard(authEither, catalog.ScopeCatalogRead, classCatalog, a.quote))
+	g.POST("/events/{id}/checkout", a.guard(authEither, catalog.ScopeOrdersWrite, classCheckout, a.checkout))
+	g.POST("/orders/confirm", a.guard(authKeyed, catalog.ScopeOrdersConfirm, classConfirm, a.confirm))
+	g.POST("/orders/status", a.guard(authEither, catalog.ScopeOrdersRead, classStatus, a.status))
+	g.POST("/session", a.guard(authKeyed, catalog.ScopeSessionsWrite, classSession, a.createSession))
+	g.GET("/session", a.guard(authSession, "", classResolve, a.resolveSession))
+
+	s := g.Group("/seating/events/{id}")
+	s.GET("/config", a.guard(authEither, catalog.ScopeCatalogRead, classSeats, a.seatConfig))
+	s.GET("/availability", a.guard(authEither, catalog.ScopeCatalogRead, classSeats, a.seatAvailability))
+	s.POST("/hold-token", a.guard(authEither, catalog.ScopeOrdersWrite, classSeats, a.holdToken))
+	s.POST("/hold", a.guard(authEither, catalog.ScopeOrdersWrite, classSeats, a.hold))
+	s.POST("/hold/{token}/extend", a.guard(authEither, catalog.ScopeOrdersWrite, classSeats, a.extend))
+	s.POST("/release", a.guard(authEither, catalog.ScopeOrdersWrite, classSeats, a.release))
+}

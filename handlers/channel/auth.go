@@ -1,0 +1,180 @@
+package channel
+
+import (
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+)
+
+// Which credentials an endpoint takes.
+type authMode int
+
+const (
+	authKeyed   authMode = iota // x-service-key + x-service-secret only
+	authSession                 // buyer session only
+	authEither                  // keyed, or a buyer session
+)
+
+// Rate-limit classes: interface.md's per-minute limits, per credential.
+type class int
+
+const (
+	classCatalog class = iota
+	classStatus
+	classCheckout
+	classConfirm
+	classSession
+	classResolve
+	classSeats
+)
+
+var classNames = [...]string{"catalog", "status", "checkout", "confirm", "session", "resolve", "seats"}
+
+// keyedLimit is the per-minute limit of a channel key for a class.
+func keyedLimit(c class, rl catalog.RateLimits) int64 {
+	pick := func(override, def int64) int64 {
+		if override > 0 {
+			return override
+		}
+		return def
+	}
+	switch c {
+	case classStatus:
+		return pick(rl.Status, 300)
+	case classCheckout:
+		return pick(rl.Checkout, 60)
+	case classConfirm:
+		return pick(rl.Confirm, 60)
+	case classSession:
+		return pick(rl.Session, 60)
+	}
+	return pick(rl.Catalog, 600) // catalog reads, quotes, seat reads and holds
+}
+
+// sessionLimit is the per-minute limit of a buyer session for a class.
+func sessionLimit(c class) int64 {
+	switch c {
+	case classResolve, classCatalog:
+		return 300
+	case classSeats:
+		return 600
+	case classStatus:
+		return 120
+	}
+	return 60 // checkout
+}
+
+// caller is who is calling: a channel with its key, or a buyer session.
+type caller struct {
+	Channel *catalog.CompiledChannel
+	Session *Session // nil for keyed calls
+}
+
+// id names the caller for idempotency keys and rate limits.
+func (c *caller) id() string {
+	if c.Session != nil {
+		return "ss:" + c.Session.ID
+	}
+	return "ch:" + c.Channel.ID
+}
+
+type handler func(ctx *fasthttp.RequestCtx, c *caller)
+
+var (
+	errMissingCredentials = apierr.New(401, "MISSING_CREDENTIALS", "send both x-service-key and x-service-secret")
+	errInvalidCredentials = apierr.New(401, "INVALID_CREDENTIALS", "unknown key or wrong secret; do not retry")
+	errIPNotAllowed       = apierr.New(403, "IP_NOT_ALLOWED", "this egress IP address is not allowlisted for the key")
+	errScopeDenied        = apierr.New(403, "SCOPE_DENIED", "the key lacks the scope for this endpoint")
+	errSessionRequired    = apierr.New(401, "MISSING_CREDENTIALS", "a buyer session (cookie svc_session or Authorization: Bearer) is required")
+	errInvalidSession     = apierr.New(401, "INVALID_SESSION", "the buyer session is unknown or expired; start a new one")
+)
+
+// guard authenticates, checks the IP allowlist and scope, and applies the
+// caller's rate limit before h runs.
+func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		c, e := a.authenticate(ctx, mode, scope)
+		if e != nil {
+			httpx.Fail(ctx, e)
+			return
+		}
+		var bucket string
+		var limit int64
+		if c.Session != nil {
+			bucket, limit = "s:"+c.Session.ID+":"+classNames[cl], sessionLimit(cl)
+		} else {
+			bucket, limit = "k:"+c.Channel.ID+":"+classNames[cl], keyedLimit(cl, c.Channel.RateLimits)
+		}
+		rctx, cancel := a.ctx()
+		res, err := a.Limiter.Allow(rctx, bucket, limit)
+		cancel()
+		if err != nil {
+			httpx.Error(ctx, err)
+			return
+		}
+		if !res.Allowed {
+			secs := int64(res.RetryAfter.Seconds() + 0.999)
+			if secs < 1 {
+				secs = 1
+			}
+			ctx.Response.Header.Set("Retry-After", itoa(secs))
+			httpx.Fail(ctx, apierr.New(429, "RATE_LIMITED", "rate limit exceeded; retry after %d s", secs).With("retryAfter", secs))
+			return
+		}
+		h(ctx, c)
+	}
+}
+
+func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string) (*caller, *apierr.Error) {
+	key := ctx.Request.Header.Peek("x-service-key")
+	secret := ctx.Request.Header.Peek("x-service-secret")
+	keyed := len(key) > 0 || len(secret) > 0
+	if mode == authSession || (mode == authEither && !keyed) {
+		tok := sessionToken(ctx)
+		if tok == "" {
+			if mode == authSession {
+				return nil, errSessionRequired
+			}
+			return nil, errMissingCredentials
+		}
+		s, ok := a.Sessions.Parse(tok, a.now())
+		if !ok {
+			return nil, errInvalidSession
+		}
+		ch := a.Catalog().Channels[s.ChannelID]
+		if ch == nil {
+			return nil, errInvalidSession
+		}
+		return &caller{Channel: ch, Session: s}, nil
+	}
+	if len(key) == 0 || len(secret) == 0 {
+		return nil, errMissingCredentials
+	}
+	ch := a.Catalog().ByKey[string(key)]
+	if ch == nil || !ch.SecretMatches(secret) {
+		return nil, errInvalidCredentials
+	}
+	if !ch.Allowed(a.ClientIP.ClientIP(ctx)) {
+		return nil, errIPNotAllowed
+	}
+	if scope != "" && !ch.Scopes[scope] {
+		return nil, errScopeDenied
+	}
+	return &caller{Channel: ch}, nil
+}
+
+func itoa(n int64) string {
+	var b [20]byte
+	i := len(b)
+	if n == 0 {
+		return "0"
+	}
+	for n > 0 {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[i:])
+}

@@ -1,0 +1,145 @@
+package channel
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"unicode/utf8"
+
+	json "github.com/goccy/go-json"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
+)
+
+type confirmBody struct {
+	OrderID          *string          `json:"orderId"`
+	Amount           *json.RawMessage `json:"amount"`
+	PartnerReference *string          `json:"partnerReference"`
+}
+
+var (
+	errNoSigningKey = apierr.New(401, "SIGNING_KEY_NOT_CONFIGURED", "no signing key is configured for this channel; do not retry")
+	errBadSignature = apierr.New(401, "INVALID_SIGNATURE",
+		"x-service-signature does not match HMAC-SHA256 over orderId.amount.USD.partnerReference (amount with exactly two decimals)")
+	errNotRemit = apierr.New(403, "NOT_PARTNER_REMIT", "this channel is not configured to settle by partner remit")
+)
+
+// Signature is the lowercase hex HMAC-SHA256 of a confirm, keyed with the
+// channel's signing key, over "orderId.amount.USD.partnerReference" with the
+// amount at exactly two decimals.
+func Signature(signingKey, orderID string, amount money.Cents, ref string) string {
+	m := hmac.New(sha256.New, []byte(signingKey))
+	b := make([]byte, 0, len(orderID)+len(ref)+32)
+	b = append(b, orderID...)
+	b = append(b, '.')
+	b = amount.Append(b)
+	b = append(b, ".USD."...)
+	b = append(b, ref...)
+	m.Write(b)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// confirm is POST /v1/channel/orders/confirm.
+func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
+	var body confirmBody
+	if e := httpx.Decode(ctx, &body); e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	if body.OrderID == nil || *body.OrderID == "" || len(*body.OrderID) > 64 {
+		httpx.Fail(ctx, apierr.Invalid("orderId is required"))
+		return
+	}
+	if body.Amount == nil {
+		httpx.Fail(ctx, apierr.Invalid("amount is required"))
+		return
+	}
+	raw := []byte(*body.Amount)
+	if len(raw) == 0 || raw[0] == '"' {
+		httpx.Fail(ctx, apierr.Invalid("amount must be a JSON number"))
+		return
+	}
+	amount, err := money.Parse(string(raw))
+	if err != nil {
+		httpx.Fail(ctx, apierr.Invalid("amount must be a non-negative number with at most two decimals"))
+		return
+	}
+	if body.PartnerReference == nil || *body.PartnerReference == "" {
+		httpx.Fail(ctx, apierr.Invalid("partnerReference is required"))
+		return
+	}
+	ref := *body.PartnerReference
+	if utf8.RuneCountInString(ref) > 200 || !utf8.ValidString(ref) {
+		httpx.Fail(ctx, apierr.Invalid("partnerReference must be at most 200 characters"))
+		return
+	}
+	if c.Channel.SigningKey == "" {
+		httpx.Fail(ctx, errNoSigningKey)
+		return
+	}
+	sig := ctx.Request.Header.Peek("x-service-signature")
+	want := Signature(c.Channel.SigningKey, *body.OrderID, amount, ref)
+	if !hmac.Equal(sig, []byte(want)) {
+		httpx.Fail(ctx, errBadSignature)
+		return
+	}
+	if c.Channel.Settlement != catalog.SettlementPartnerRemit {
+		httpx.Fail(ctx, errNotRemit)
+		return
+	}
+	rctx, cancel := a.ctx()
+	defer cancel()
+	res, err := a.Orders.Confirm(rctx, c.Channel.ID, *body.OrderID, amount, ref)
+	if err != nil {
+		var ae *apierr.Error
+		if errors.As(err, &ae) {
+			httpx.Fail(ctx, ae)
+			return
+		}
+		// Redis trouble: nothing was claimed or everything was; confirm is
+		// idempotent, so a retry is safe.
+		a.Logger.Error("confirm failed", "order", *body.OrderID, "err", err)
+		httpx.Fail(ctx, apierr.New(503, "ACCRUAL_FAILED_RETRY", "temporary failure; retry the confirm (it is idempotent)"))
+		return
+	}
+	httpx.OK(ctx, res)
+}
+
+type statusBody struct {
+	OrderID *string `json:"orderId"`
+}
+
+// status is POST /v1/channel/orders/status: the authoritative state.
+func (a *API) status(ctx *fasthttp.RequestCtx, c *caller) {
+	var body statusBody
+	if e := httpx.Decode(ctx, &body); e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	if body.OrderID == nil || *body.OrderID == "" {
+		httpx.Fail(ctx, apierr.Invalid("orderId is required"))
+		return
+	}
+	rctx, cancel := a.ctx()
+	defer cancel()
+	st, found, err := a.Orders.Status(rctx, *body.OrderID)
+	if err == nil && !found && a.Archive != nil {
+		st, found, err = a.Archive(rctx, *body.OrderID)
+	}
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	// A session sees only the orders it reserved; a key, its channel's.
+	if !found || st.ChannelID != c.Channel.ID || (c.Session != nil && st.Caller != c.id()) {
+		httpx.Fail(ctx, orders.ErrNotFound)
+		return
+	}
+	httpx.OK(ctx, map[string]any{"orderId": st.OrderID, "status": st.Status, "amount": st.Amount, "currency": "USD"})
+}

@@ -1,0 +1,146 @@
+package channel_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/handlers/servertest"
+)
+
+// TestPartnerErrorCodes hits every partner error code of interface.md (and
+// the decisions.md ones) over HTTP, each with the envelope.
+func TestPartnerErrorCodes(t *testing.T) {
+	s := start(t, servertest.Options{})
+	a := keyed("a")
+	ga := "/v1/channel/events/ev_ga"
+	long := strings.Repeat("x", 201)
+
+	cases := []struct {
+		name    string
+		method  string
+		path    string
+		headers map[string]string
+		body    any
+		status  int
+		code    string
+	}{
+		{"no credentials", "GET", "/v1/channel/events", nil, nil, 401, "MISSING_CREDENTIALS"},
+		{"key without secret", "GET", "/v1/channel/events", map[string]string{"x-service-key": "ck_a"}, nil, 401, "MISSING_CREDENTIALS"},
+		{"unknown key", "GET", "/v1/channel/events", keyed("zz"), nil, 401, "INVALID_CREDENTIALS"},
+		{"wrong secret", "GET", "/v1/channel/events", map[string]string{"x-service-key": "ck_a", "x-service-secret": "nope"}, nil, 401, "INVALID_CREDENTIALS"},
+		{"ip not allowlisted", "GET", "/v1/channel/events", keyed("ip"), nil, 403, "IP_NOT_ALLOWED"},
+		{"spoofed XFF is not believed", "GET", "/v1/channel/events", with(keyed("ip"), "X-Forwarded-For", "10.1.2.3"), nil, 403, "IP_NOT_ALLOWED"},
+		{"scope denied", "POST", ga + "/checkout", with(keyed("scope"), "Idempotency-Key", "k1"), buyer(map[string]any{"selectedTicketId": "tk_a"}), 403, "SCOPE_DENIED"},
+		{"unknown event", "GET", "/v1/channel/events/ev_nope", a, nil, 404, "EVENT_NOT_FOUND"},
+		{"other channel's event", "GET", "/v1/channel/events/ev_other", a, nil, 404, "EVENT_NOT_FOUND"},
+		{"draft event", "POST", "/v1/channel/events/ev_draft/quote", a, map[string]any{"selectedTicketId": "tk"}, 404, "EVENT_NOT_FOUND"},
+		{"cancelled event", "POST", "/v1/channel/events/ev_cancelled/quote", a, map[string]any{"selectedTicketId": "tk"}, 403, "EVENT_CANCELLED"},
+		{"embargoed event", "POST", "/v1/channel/events/ev_embargo/checkout", with(a, "Idempotency-Key", "k2"), buyer(map[string]any{"selectedTicketId": "tk"}), 403, "EVENT_NOT_AVAILABLE"},
+		{"no buyer name", "POST", ga + "/checkout", with(a, "Idempotency-Key", "k3"), map[string]any{"buyerEmail": "a@b.co", "selectedTicketId": "tk_a"}, 400, "INVALID_BUYER_NAME"},
+		{"long buyer name", "POST", ga + "/checkout", with(a, "Idempotency-Key", "k4"), map[string]any{"buyerName": long, "buyerEmail": "a@b.co", "selectedTicketId": "tk_a"}, 400, "INVALID_BUYER_NAME"},
+		{"no buyer email", "POST", ga + "/checkout", with(a, "Idempotency-Key", "k5"), map[string]any{"buyerName": "A", "selectedTicketId": "tk_a"}, 400, "INVALID_BUYER_EMAIL"},
+		{"bad buyer email", "POST", ga + "/checkout", with(a, "Idempotency-Key", "k6"), map[string]any{"buyerName": "A", "buyerEmail": "not-an-address", "selectedTicketId": "tk_a"}, 400, "INVALID_BUYER_EMAIL"},
+		{"long buyer email", "POST", ga + "/checkout", with(a, "Idempotency-Key", "k7"), map[string]any{"buyerName": "A", "buyerEmail": long + "@b.co", "selectedTicketId": "tk_a"}, 400, "INVALID_BUYER_EMAIL"},
+		{"long buyer phone", "POST", ga + "/checkout", with(a, "Idempotency-Key", "k8"), buyer(map[string]any{"buyerPhone": strings.Repeat("1", 33), "selectedTicketId": "tk_a"}), 400, "INVALID_BUYER_PHONE"},
+		{"no idempotency key", "POST", ga + "/checkout", a, buyer(map[string]any{"selectedTicketId": "tk_a"}), 400, "IDEMPOTENCY_KEY_REQUIRED"},
+		{"more than fits the ticket", "POST", ga + "/checkout", with(a, "Idempotency-Key", "k9"), buyer(map[string]any{"selectedTicketId": "tk_a", "quantity": 6}), 409, "TICKET_QUANTITY_EXCEEDS_CAPACITY"},
+		{"more than fits the event", "POST", ga + "/checkout", with(a, "Idempotency-Key", "k10"), buyer(map[string]any{"tickets": []map[string]any{{"ticketId": "tk_a", "quantity": 5}, {"ticketId": "tk_b", "quantity": 6}}}), 409, "QUANTITY_EXCEEDS_CAPACITY"},
+		{"hidden ticket without code", "POST", ga + "/quote", a, map[string]any{"selectedTicketId": "tk_hidden"}, 400, "TICKET_NOT_FOUND"},
+		{"unpriced seat", "POST", "/v1/channel/events/ev_seated/quote", a, map[string]any{"seatLabels": []string{"B-1"}}, 400, "SEAT_NOT_PRICED"},
+		{"showing required", "POST", "/v1/channel/events/ev_show/quote", a, map[string]any{"selectedTicketId": "tk"}, 400, "SHOWING_REQUIRED"},
+		{"unknown discount code", "POST", ga + "/quote", a, map[string]any{"selectedTicketId": "tk_a", "discountCode": "NOPE"}, 400, "INVALID_DISCOUNT_CODE"},
+		{"malformed JSON", "POST", ga + "/quote", a, "{not json", 400, "INVALID_REQUEST"},
+		{"wrong JSON type", "POST", ga + "/quote", a, `{"quantity":"two","selectedTicketId":"tk_a"}`, 400, "INVALID_REQUEST"},
+		{"confirm without order", "POST", "/v1/channel/orders/confirm", a, `{"amount":1,"partnerReference":"r"}`, 400, "INVALID_REQUEST"},
+		{"confirm with string amount", "POST", "/v1/channel/orders/confirm", a, `{"orderId":"o01abc","amount":"1.00","partnerReference":"r"}`, 400, "INVALID_REQUEST"},
+		{"confirm with 3 decimals", "POST", "/v1/channel/orders/confirm", a, `{"orderId":"o01abc","amount":1.005,"partnerReference":"r"}`, 400, "INVALID_REQUEST"},
+		{"no signing key", "POST", "/v1/channel/orders/confirm", keyed("nosign"), `{"orderId":"o01abc","amount":1,"partnerReference":"r"}`, 401, "SIGNING_KEY_NOT_CONFIGURED"},
+		{"bad signature", "POST", "/v1/channel/orders/confirm", with(a, "x-service-signature", "00"), `{"orderId":"o01abc","amount":1,"partnerReference":"r"}`, 401, "INVALID_SIGNATURE"},
+		{"status of unknown order", "POST", "/v1/channel/orders/status", a, `{"orderId":"o01zzzz"}`, 404, "NOT_FOUND"},
+		{"status without order", "POST", "/v1/channel/orders/status", a, `{}`, 400, "INVALID_REQUEST"},
+		{"payload too large", "POST", ga + "/quote", a, `{"x":"` + strings.Repeat("a", 70*1024) + `"}`, 413, "PAYLOAD_TOO_LARGE"},
+		{"unknown route", "GET", "/v1/channel/nothing", a, nil, 404, "NOT_FOUND"},
+		{"session bearer forged", "GET", "/v1/channel/session", map[string]string{"Authorization": "Bearer abc.def"}, nil, 401, "INVALID_SESSION"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			expect(t, s.Do(t, tc.method, tc.path, tc.headers, tc.body), tc.status, tc.code)
+		})
+	}
+
+	t.Run("confirm of another channel's order", func(t *testing.T) {
+		o := mustReserve(t, s, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_b"})
+		expect(t, confirm(t, s, "slow", o.OrderID, o.Amount, "r1"), 404, "NOT_FOUND")
+	})
+	t.Run("not partner remit", func(t *testing.T) {
+		o := mustReserve(t, s, "invoice", "ev_ga", map[string]any{"selectedTicketId": "tk_b"})
+		expect(t, confirm(t, s, "invoice", o.OrderID, o.Amount, "r1"), 403, "NOT_PARTNER_REMIT")
+	})
+	t.Run("amount mismatch carries serverTotal", func(t *testing.T) {
+		o := mustReserve(t, s, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_b"})
+		r := confirm(t, s, "a", o.OrderID, o.Amount+2, "r1")
+		expect(t, r, 409, "AMOUNT_MISMATCH")
+		if fmt.Sprint(r.Raw["serverTotal"]) != fmt.Sprint(float64(o.Amount)/100) {
+			t.Fatalf("serverTotal %v, want %s", r.Raw["serverTotal"], o.Amount)
+		}
+		// Within the 0.01 tolerance it confirms.
+		expect(t, confirm(t, s, "a", o.OrderID, o.Amount+1, "r1"), 200, "")
+	})
+	t.Run("key reused for another request", func(t *testing.T) {
+		h := with(a, "Idempotency-Key", "reuse-1")
+		expect(t, s.Do(t, "POST", ga+"/checkout", h, buyer(map[string]any{"selectedTicketId": "tk_b"})), 200, "")
+		expect(t, s.Do(t, "POST", ga+"/checkout", h, buyer(map[string]any{"selectedTicketId": "tk_b", "quantity": 2})), 409, "KEY_CONFLICT")
+		// The same key by another caller is a conflict too.
+		expect(t, s.Do(t, "POST", ga+"/checkout", with(keyed("slow"), "Idempotency-Key", "reuse-1"), buyer(map[string]any{"selectedTicketId": "tk_b"})), 409, "KEY_CONFLICT")
+	})
+	t.Run("duplicate in progress", func(t *testing.T) {
+		h := with(a, "Idempotency-Key", "inflight-1")
+		body := buyer(map[string]any{"selectedTicketId": "tk_b"})
+		first := s.Do(t, "POST", ga+"/checkout", h, body)
+		expect(t, first, 200, "")
+		// Make the record look like an attempt that claimed the key and has
+		// not created its order yet.
+		ctx := context.Background()
+		k := s.Space.Idempotency("inflight-1")
+		if err := s.Redis.Do(ctx, s.Redis.B().Hset().Key(k).FieldValue().FieldValue("order", "o01notyetcreated").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, s.Do(t, "POST", ga+"/checkout", h, body), 409, "DUPLICATE_IN_PROGRESS")
+	})
+	t.Run("confirm failed after sell-out", func(t *testing.T) {
+		// tk_hidden has 5: both orders reserve, the second cannot claim.
+		o1 := mustReserve(t, s, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_hidden", "accessCode": "SECRET", "quantity": 5})
+		o2 := mustReserve(t, s, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_hidden", "accessCode": "SECRET", "quantity": 1})
+		expect(t, confirm(t, s, "a", o1.OrderID, o1.Amount, "p1"), 200, "")
+		r := confirm(t, s, "a", o2.OrderID, o2.Amount, "p2")
+		expect(t, r, 409, "CONFIRM_FAILED")
+		if r.Raw["refundRequired"] != true {
+			t.Fatalf("CONFIRM_FAILED without refundRequired: %s", r)
+		}
+		st := s.Do(t, "POST", "/v1/channel/orders/status", a, map[string]any{"orderId": o2.OrderID})
+		if !strings.Contains(string(st.Data), `"failed"`) {
+			t.Fatalf("status after CONFIRM_FAILED: %s", st)
+		}
+		// Now the ticket type is sold out at reserve.
+		expect(t, reserve(t, s, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_hidden", "accessCode": "SECRET"}), 409, "TICKET_SOLD_OUT")
+	})
+	t.Run("showing sold out", func(t *testing.T) {
+		o := mustReserve(t, s, "a", "ev_show", map[string]any{"selectedTicketId": "tk", "quantity": 2, "showingId": "sh_1"})
+		expect(t, confirm(t, s, "a", o.OrderID, o.Amount, "p"), 200, "")
+		expect(t, reserve(t, s, "a", "ev_show", map[string]any{"selectedTicketId": "tk", "showingId": "sh_1"}), 409, "EVENT_SOLD_OUT")
+		// The other showing still sells.
+		mustReserve(t, s, "a", "ev_show", map[string]any{"selectedTicketId": "tk", "showingId": "sh_2"})
+	})
+	t.Run("rate limited with Retry-After", func(t *testing.T) {
+		var last *servertest.Response
+		for i := 0; i < 3; i++ {
+			last = s.Do(t, "POST", ga+"/checkout", with(keyed("slow"), "Idempotency-Key", fmt.Sprintf("rl-%d", i)), buyer(map[string]any{"selectedTicketId": "tk_b"}))
+		}
+		expect(t, last, 429, "RATE_LIMITED")
+		if last.Header.Get("Retry-After") == "" {
+			t.Fatalf("429 without Retry-After: %v", last.Header)
+		}
+	})
+}

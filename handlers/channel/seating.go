@@ -1,0 +1,184 @@
+package channel
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/seats"
+)
+
+// The seating endpoints of the partner surface (decisions.md §4). Inside a
+// buyer session the session owns one hold token per event; a keyed caller
+// takes tokens from hold-token and passes them along.
+
+type holdBody struct {
+	HoldToken  string   `json:"holdToken"`
+	SeatLabels []string `json:"seatLabels"`
+}
+
+func (a *API) seatedEvent(ctx *fasthttp.RequestCtx, c *caller) (*catalog.CompiledEvent, *apierr.Error) {
+	ev, e := a.saleable(ctx, c)
+	if e != nil {
+		return nil, e
+	}
+	if !ev.Seated() {
+		return nil, apierr.BadRequest("NOT_SEATED", "this event has no seat map")
+	}
+	return ev, nil
+}
+
+// token picks the hold token of a request: the session's own, or the one
+// the keyed caller names.
+func (a *API) token(c *caller, eventID, named string) (string, *apierr.Error) {
+	if c.Session != nil {
+		own := a.Sessions.HoldToken(c.Session, eventID)
+		if named != "" && named != own {
+			return "", apierr.BadRequest("INVALID_HOLD_TOKEN", "this hold token does not belong to the session")
+		}
+		return own, nil
+	}
+	if named == "" {
+		return "", apierr.Invalid("holdToken is required")
+	}
+	if !seats.ValidToken(named) {
+		return "", apierr.BadRequest("INVALID_HOLD_TOKEN", "holdToken is not a hold token")
+	}
+	return named, nil
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func (a *API) seatConfig(ctx *fasthttp.RequestCtx, c *caller) {
+	ev, e := a.seatedEvent(ctx, c)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	httpx.OK(ctx, a.Seats.Config(ev))
+}
+
+func (a *API) seatAvailability(ctx *fasthttp.RequestCtx, c *caller) {
+	ev, e := a.seatedEvent(ctx, c)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	rctx, cancel := a.ctx()
+	defer cancel()
+	av, err := a.Seats.Availability(rctx, ev)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	httpx.OK(ctx, av)
+}
+
+func (a *API) holdToken(ctx *fasthttp.RequestCtx, c *caller) {
+	ev, e := a.seatedEvent(ctx, c)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	tok := seats.NewToken()
+	if c.Session != nil {
+		tok = a.Sessions.HoldToken(c.Session, ev.ID)
+	}
+	rctx, cancel := a.ctx()
+	defer cancel()
+	exp, err := a.Seats.CreateToken(rctx, ev.ID, tok)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	httpx.OK(ctx, map[string]any{"holdToken": tok, "expiresAt": rfc3339(exp)})
+}
+
+func (a *API) hold(ctx *fasthttp.RequestCtx, c *caller) {
+	ev, e := a.seatedEvent(ctx, c)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	var body holdBody
+	if e := httpx.Decode(ctx, &body); e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	tok, e := a.token(c, ev.ID, body.HoldToken)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	rctx, cancel := a.ctx()
+	defer cancel()
+	if c.Session != nil {
+		// A session's token is created on first use (and anew after it
+		// timed out): the session is the owner, not the token.
+		if _, err := a.Seats.CreateToken(rctx, ev.ID, tok); err != nil {
+			httpx.Error(ctx, err)
+			return
+		}
+	}
+	res, err := a.Seats.Hold(rctx, ev, tok, body.SeatLabels)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	httpx.OK(ctx, map[string]any{"holdToken": res.HoldToken, "seatLabels": res.SeatLabels,
+		"subtotal": res.Subtotal, "expiresAt": rfc3339(res.ExpiresAt)})
+}
+
+func (a *API) extend(ctx *fasthttp.RequestCtx, c *caller) {
+	ev, e := a.seatedEvent(ctx, c)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	named, _ := ctx.UserValue("token").(string)
+	tok, e := a.token(c, ev.ID, named)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	rctx, cancel := a.ctx()
+	defer cancel()
+	exp, err := a.Seats.Extend(rctx, ev.ID, tok)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	httpx.OK(ctx, map[string]any{"expiresAt": rfc3339(exp)})
+}
+
+func (a *API) release(ctx *fasthttp.RequestCtx, c *caller) {
+	ev, e := a.seatedEvent(ctx, c)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	var body holdBody
+	if e := httpx.Decode(ctx, &body); e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	tok, e := a.token(c, ev.ID, body.HoldToken)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	rctx, cancel := a.ctx()
+	defer cancel()
+	released, err := a.Seats.Release(rctx, ev.ID, tok, body.SeatLabels)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	if released == nil {
+		released = []string{}
+	}
+	httpx.OK(ctx, map[string]any{"holdToken": tok, "released": released})
+}

@@ -1,0 +1,139 @@
+// Package httpx writes ticketd's JSON envelope {success, data?, message?,
+// code?} and decodes request bodies, so that every surface answers alike and
+// nothing a client sends can produce a 500.
+package httpx
+
+import (
+	"errors"
+	"log/slog"
+
+	json "github.com/goccy/go-json"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/inventory/apierr"
+)
+
+// MaxBody is the request body limit of every surface (64 KB).
+const MaxBody = 64 * 1024
+
+type okEnvelope struct {
+	Success bool `json:"success"`
+	Data    any  `json:"data,omitempty"`
+}
+
+// OK writes a 200 success envelope with data.
+func OK(ctx *fasthttp.RequestCtx, data any) {
+	Write(ctx, fasthttp.StatusOK, data)
+}
+
+// Write writes a success envelope with the given status.
+func Write(ctx *fasthttp.RequestCtx, status int, data any) {
+	b, err := json.Marshal(okEnvelope{Success: true, Data: data})
+	if err != nil {
+		slog.Error("httpx: encode response", "err", err)
+		Fail(ctx, Internal())
+		return
+	}
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}
+
+// Fail writes e as a failure envelope. Extra fields of e (serverTotal,
+// refundRequired, reason) sit at the top level beside code and message.
+func Fail(ctx *fasthttp.RequestCtx, e *apierr.Error) {
+	m := make(map[string]any, 5+len(e.Fields))
+	for k, v := range e.Fields {
+		m[k] = v
+	}
+	m["success"] = false
+	m["code"] = e.Code
+	m["message"] = e.Message
+	if e.Reason != "" {
+		m["reason"] = e.Reason
+	}
+	if e.Data != nil {
+		m["data"] = e.Data
+	}
+	b, _ := json.Marshal(m)
+	ctx.SetStatusCode(e.Status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}
+
+// Error writes err: an *apierr.Error as itself, anything else as a logged
+// 503 (the failures left are Redis or Postgres trouble, which a retry may cure).
+func Error(ctx *fasthttp.RequestCtx, err error) {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		Fail(ctx, ae)
+		return
+	}
+	slog.Error("request failed", "path", string(ctx.Path()), "err", err)
+	Fail(ctx, Unavailable())
+}
+
+// Unavailable is the answer when a backing store fails: retry later.
+func Unavailable() *apierr.Error {
+	return apierr.New(fasthttp.StatusServiceUnavailable, "SERVICE_UNAVAILABLE", "temporarily unavailable, retry")
+}
+
+// Internal is the answer to a defect in the service itself.
+func Internal() *apierr.Error {
+	return apierr.New(fasthttp.StatusInternalServerError, "INTERNAL", "internal error")
+}
+
+// Decode parses the JSON body into v. An empty body decodes as {}.
+func Decode(ctx *fasthttp.RequestCtx, v any) *apierr.Error {
+	body := ctx.PostBody()
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return apierr.Invalid("request body is not valid JSON for this endpoint: %s", jsonMessage(err))
+	}
+	return nil
+}
+
+// jsonMessage shortens a decoder error to something a client can act on.
+func jsonMessage(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return "field " + te.Field + " must be " + te.Type.String()
+		}
+		return "expected " + te.Type.String()
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return "malformed JSON"
+	}
+	return err.Error()
+}
+
+// ServerErrorHandler answers what fasthttp rejects before any handler runs:
+// an oversized body is 413 PAYLOAD_TOO_LARGE, anything else malformed 400.
+func ServerErrorHandler(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		Fail(ctx, apierr.New(fasthttp.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body is larger than 64 KB"))
+		return
+	}
+	Fail(ctx, apierr.Invalid("malformed HTTP request"))
+}
+
+// NotFound answers unknown routes.
+func NotFound(ctx *fasthttp.RequestCtx) {
+	Fail(ctx, apierr.New(fasthttp.StatusNotFound, "NOT_FOUND", "no such endpoint"))
+}
+
+// MethodNotAllowed answers a known path with the wrong method.
+func MethodNotAllowed(ctx *fasthttp.RequestCtx) {
+	Fail(ctx, apierr.New(fasthttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "method not allowed on this endpoint"))
+}
+
+// PanicHandler turns a handler panic into the 500 envelope; the panic is a
+// defect and is logged.
+func PanicHandler(ctx *fasthttp.RequestCtx, p any) {
+	slog.Error("handler panic", "path", string(ctx.Path()), "panic", p)
+	Fail(ctx, Internal())
+}

@@ -1,0 +1,207 @@
+// Package servertest starts the whole ticketd HTTP stack in process for
+// tests: real Redis (own key space), real Postgres (own database), the
+// catalog store, the partner and admin surfaces on a loopback listener, and a
+// sync worker tests drain on demand.
+package servertest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/admin"
+	"github.com/ticketd/ticketd/handlers/channel"
+	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/handlers/server"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/redistest"
+	"github.com/ticketd/ticketd/inventory/seats"
+	"github.com/ticketd/ticketd/sync/catalogdb"
+	"github.com/ticketd/ticketd/sync/orderdb"
+	"github.com/ticketd/ticketd/sync/pgtest"
+	"github.com/ticketd/ticketd/sync/worker"
+)
+
+// AdminToken is the admin bearer token of every test server.
+const AdminToken = "test-admin-token"
+
+// Options tune a test server.
+type Options struct {
+	OrderTTL    time.Duration
+	SeatHoldTTL time.Duration
+	// Trusted proxies (CIDRs) whose X-Forwarded-For is believed.
+	Trusted string
+}
+
+// Server is a running test stack.
+type Server struct {
+	URL      string
+	Redis    rueidis.Client
+	Space    keys.Space
+	Pool     *pgxpool.Pool
+	Catalog  *catalogstore.Store
+	Worker   *worker.Worker
+	Sessions *channel.Sessions
+	Client   *fasthttp.Client
+}
+
+// Start builds the stack and stops it with t.
+func Start(t testing.TB, opt Options) *Server {
+	t.Helper()
+	rc, space := redistest.New(t)
+	pool := pgtest.New(t)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	store := &catalogstore.Store{Redis: rc, Space: space, Sealer: catalog.NewSealer("test"), Record: &catalogdb.Store{Pool: pool}, Logger: log}
+	ctx := context.Background()
+	if err := store.Bootstrap(ctx); err != nil {
+		t.Fatalf("servertest: bootstrap: %v", err)
+	}
+	trusted, err := clientip.ParsePrefixes(opt.Trusted)
+	if err != nil {
+		t.Fatalf("servertest: %v", err)
+	}
+	sessions := &channel.Sessions{Secret: []byte("test-session-secret")}
+	api := &channel.API{
+		Catalog:  store.Current,
+		Orders:   &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL},
+		Seats:    &seats.Engine{Redis: rc, Space: space, TTL: opt.SeatHoldTTL},
+		Limiter:  &ratelimit.Limiter{Redis: rc, Space: space},
+		ClientIP: &clientip.Resolver{Trusted: trusted},
+		Sessions: sessions,
+		Logger:   log,
+		Archive: func(ctx context.Context, id string) (orders.State, bool, error) {
+			o, ok, err := orderdb.Lookup(ctx, pool, id)
+			return orders.State{OrderID: o.ID, Status: o.Status, Amount: o.TotalCents, ChannelID: o.ChannelID}, ok, err
+		},
+	}
+	srv := server.New(server.Handler(nil, api, &admin.API{Token: AdminToken, Catalog: store}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("servertest: listen: %v", err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	w := &worker.Worker{Redis: rc, Space: space, Pool: pool, Logger: log, ClaimIdle: time.Second}
+	if err := w.EnsureGroups(ctx); err != nil {
+		t.Fatalf("servertest: worker groups: %v", err)
+	}
+	return &Server{
+		URL: "http://" + ln.Addr().String(), Redis: rc, Space: space, Pool: pool, Catalog: store,
+		Worker: w, Sessions: sessions,
+		Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second},
+	}
+}
+
+// Response is a decoded envelope.
+type Response struct {
+	Status  int             `json:"-"`
+	Header  http.Header     `json:"-"`
+	Body    []byte          `json:"-"`
+	Success bool            `json:"success"`
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+	Reason  string          `json:"reason"`
+	Data    json.RawMessage `json:"data"`
+	Raw     map[string]any  `json:"-"`
+}
+
+// Do sends a request; body may be nil, a []byte or any value to JSON-encode.
+func (s *Server) Do(t testing.TB, method, path string, headers map[string]string, body any) *Response {
+	t.Helper()
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod(method)
+	req.SetRequestURI(s.URL + path)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		req.SetBody(b)
+	case string:
+		req.SetBodyString(b)
+	default:
+		enc, err := json.Marshal(b)
+		if err != nil {
+			t.Fatalf("servertest: encode: %v", err)
+		}
+		req.SetBody(enc)
+	}
+	if body != nil {
+		req.Header.SetContentType("application/json")
+	}
+	if err := s.Client.Do(req, resp); err != nil {
+		t.Errorf("servertest: %s %s: %v", method, path, err)
+		return &Response{Status: 0}
+	}
+	r := &Response{Status: resp.StatusCode(), Body: append([]byte(nil), resp.Body()...), Header: http.Header{}}
+	for k, v := range resp.Header.All() {
+		r.Header.Add(string(k), string(v))
+	}
+	if err := json.Unmarshal(r.Body, r); err != nil {
+		t.Errorf("servertest: %s %s: response is not JSON (%d): %q", method, path, r.Status, r.Body)
+	}
+	_ = json.Unmarshal(r.Body, &r.Raw)
+	return r
+}
+
+// Decode decodes the envelope's data into v.
+func (r *Response) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Data, v); err != nil {
+		t.Fatalf("servertest: decode data %s: %v", r.Data, err)
+	}
+}
+
+// String summarises the response for failure messages.
+func (r *Response) String() string { return fmt.Sprintf("%d %s", r.Status, bytes.TrimSpace(r.Body)) }
+
+// Apply PUTs a catalog document (any JSON-encodable value) and fails the test
+// unless it is accepted.
+func (s *Server) Apply(t testing.TB, doc any) {
+	t.Helper()
+	r := s.Do(t, "PUT", "/v1/admin/catalog", map[string]string{"Authorization": "Bearer " + AdminToken}, doc)
+	if r.Status != 200 {
+		t.Fatalf("servertest: apply catalog: %s", r)
+	}
+}
+
+// Drain runs the sync worker until the paid streams are empty.
+func (s *Server) Drain(t testing.TB) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n, err := s.Worker.DrainOnce(ctx)
+	if err != nil {
+		t.Fatalf("servertest: drain: %v", err)
+	}
+	return n
+}
+
+// Count runs a counting query on the test database.
+func (s *Server) Count(t testing.TB, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.Pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("servertest: %s: %v", sql, err)
+	}
+	return n
+}
