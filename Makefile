@@ -1,0 +1,35 @@
+# ticketd developer tasks. `make` alone lists them; each target's `## ` line
+# is its help text.
+
+GO ?= go
+# staticcheck 2026.2.2: the first release line that builds with go1.26.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.DEFAULT_GOAL := help
+.PHONY: help build run services test lint bench clean
+
+help: ## list the targets
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z][a-z-]*:.*## / { printf "  %-9s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+build: ## build ticketd and ticketctl into bin/
+	$(GO) build -o bin/ ./cmd/...
+
+run: build ## build and run bin/ticketd (API + sync worker) with the demo catalog
+	./bin/ticketd -demo
+
+services: ## start Redis and PostgreSQL unless they already answer (installs them if absent)
+	bash .ci/services.sh
+
+test: services ## run every test against the real services, with the race detector
+	$(GO) test -race -count=1 -timeout 9m ./...
+
+lint: ## gofmt, go vet and staticcheck
+	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt -l: not formatted:"; echo "$$files"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+bench: ## run the load benchmarks (go run ./bench)
+	$(GO) run ./bench
+
+clean: ## remove build output
+	rm -rf bin/

@@ -1,0 +1,42 @@
+// Command ticketd runs the ticketing service: the HTTP API and the sync
+// worker that writes paid orders to Postgres, in one process by default.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	mode := flag.String("mode", "all", "what to run: all (API and sync worker), api, or worker")
+	demo := flag.Bool("demo", false, "apply the demo catalog and print demo credentials and curl lines")
+	flag.Parse()
+	cfg, err := loadConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ticketd:", err)
+		os.Exit(2)
+	}
+	if *mode != "all" && *mode != "api" && *mode != "worker" {
+		fmt.Fprintln(os.Stderr, "ticketd: -mode must be all, api or worker")
+		os.Exit(2)
+	}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
+	if cfg.LogFormat == "json" {
+		h = slog.NewJSONHandler(os.Stderr, nil)
+	}
+	log := slog.New(h)
+	slog.SetDefault(log)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = run(ctx, cfg, options{API: *mode != "worker", Worker: *mode != "api", Demo: *demo}, log, nil)
+	if err != nil {
+		log.Error("ticketd stopped", "err", err)
+		os.Exit(1)
+	}
+}

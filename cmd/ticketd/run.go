@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/handlers/admin"
+	"github.com/ticketd/ticketd/handlers/channel"
+	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/handlers/server"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/seats"
+	"github.com/ticketd/ticketd/sync/catalogdb"
+	"github.com/ticketd/ticketd/sync/orderdb"
+	"github.com/ticketd/ticketd/sync/schema"
+	"github.com/ticketd/ticketd/sync/worker"
+)
+
+//go:embed demo.json
+var demoCatalog []byte
+
+type options struct {
+	API, Worker, Demo bool
+}
+
+// run starts what opts asks for and blocks until ctx ends, then shuts down
+// gracefully: in-flight requests and the current sync batch finish. ready,
+// when not nil, receives the listening address.
+func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready chan<- string) error {
+	rc, closeRedis, err := connectRedis(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	pool, err := connectPostgres(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	if pool != nil {
+		defer pool.Close()
+	}
+	space := keys.Space{Prefix: cfg.KeyPrefix}
+
+	secretsKey := cfg.SecretsKey
+	if secretsKey == "" {
+		log.Warn("TICKETD_SECRETS_KEY is not set: signing keys are sealed at rest with a development key; set it in production")
+		secretsKey = "ticketd-development-secrets-key"
+	}
+	store := &catalogstore.Store{Redis: rc, Space: space, Sealer: catalog.NewSealer(secretsKey), Logger: log}
+	if pool != nil {
+		store.Record = &catalogdb.Store{Pool: pool}
+	}
+	if err := store.Bootstrap(ctx); err != nil {
+		return err
+	}
+	if opts.Demo {
+		if err := applyDemo(ctx, store, cfg, log); err != nil {
+			return err
+		}
+	}
+
+	var wg sync.WaitGroup
+	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWorker()
+	if opts.Worker && pool != nil {
+		w := &worker.Worker{Redis: rc, Space: space, Pool: pool, Logger: log}
+		if err := w.EnsureGroups(ctx); err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(workerCtx); err != nil {
+				log.Error("sync worker stopped", "err", err)
+			}
+		}()
+		log.Info("sync worker running")
+	}
+
+	if !opts.API {
+		<-ctx.Done()
+		stopWorker()
+		wg.Wait()
+		return nil
+	}
+
+	sessions, err := sessionSecret(ctx, rc, space)
+	if err != nil {
+		return err
+	}
+	trusted, err := clientip.ParsePrefixes(cfg.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("TICKETD_TRUSTED_PROXIES: %w", err)
+	}
+	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: cfg.OrderTTL}
+	api := &channel.API{
+		Catalog:  store.Current,
+		Orders:   ord,
+		Seats:    &seats.Engine{Redis: rc, Space: space, TTL: cfg.SeatHoldTTL},
+		Limiter:  &ratelimit.Limiter{Redis: rc, Space: space},
+		ClientIP: &clientip.Resolver{Trusted: trusted},
+		Sessions: sessions,
+		Logger:   log,
+	}
+	if pool != nil {
+		api.Archive = func(ctx context.Context, id string) (orders.State, bool, error) {
+			o, ok, err := orderdb.Lookup(ctx, pool, id)
+			return orders.State{OrderID: o.ID, Status: o.Status, Amount: o.TotalCents, ChannelID: o.ChannelID}, ok, err
+		}
+	}
+	probes := []server.Probe{{Name: "redis", Check: func(ctx context.Context) error {
+		return rc.Do(ctx, rc.B().Ping().Build()).Error()
+	}}}
+	if pool != nil {
+		probes = append(probes, server.Probe{Name: "postgres", Check: pool.Ping})
+	}
+	if cfg.AdminToken == "" {
+		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
+	}
+	srv := server.New(server.Handler(probes, api, &admin.API{Token: cfg.AdminToken, Catalog: store}))
+
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go store.Watch(watchCtx, 250*time.Millisecond)
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	log.Info("ticketd listening", "addr", ln.Addr().String())
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		stopWorker()
+		wg.Wait()
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests and the current sync batch")
+	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.ShutdownWithContext(sctx); err != nil {
+		log.Warn("shutdown", "err", err)
+	}
+	stopWorker()
+	wg.Wait()
+	log.Info("ticketd stopped")
+	return nil
+}
+
+// connectRedis connects to REDIS_URL. When Redis is not reachable and
+// REDIS_URL was not set, it starts an embedded in-process Redis (miniredis)
+// that runs the same Lua scripts, so a first `make run` works anywhere.
+func connectRedis(ctx context.Context, cfg config, log *slog.Logger) (rueidis.Client, func(), error) {
+	opt, err := rueidis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	opt.DisableCache = true
+	opt.Dialer.Timeout = 2 * time.Second
+	c, err := rueidis.NewClient(opt)
+	if err == nil {
+		return c, c.Close, nil
+	}
+	if cfg.RedisURLSet {
+		return nil, nil, fmt.Errorf("redis at %s: %w", cfg.RedisURL, err)
+	}
+	m := miniredis.NewMiniRedis()
+	m.ClockTTL(true)
+	if err := m.Start(); err != nil {
+		return nil, nil, fmt.Errorf("embedded redis: %w", err)
+	}
+	for i := 0; i < 3; i++ {
+		log.Warn("!!! Redis is not reachable at " + cfg.RedisURL + ": running on an EMBEDDED IN-PROCESS Redis (miniredis). " +
+			"State is lost when ticketd stops and only this process can see it. Set REDIS_URL for a real deployment. !!!")
+	}
+	c, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		m.Close()
+		return nil, nil, fmt.Errorf("embedded redis: %w", err)
+	}
+	return c, func() { c.Close(); m.Close() }, nil
+}
+
+// connectPostgres connects to DATABASE_URL and migrates it. When Postgres is
+// not reachable and DATABASE_URL was not set, ticketd runs without
+// write-through: nothing is durable, and it says so.
+func connectPostgres(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err = pool.Ping(pctx)
+		cancel()
+		if err != nil {
+			pool.Close()
+		}
+	}
+	if err != nil {
+		if cfg.DatabaseURLSet {
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		for i := 0; i < 3; i++ {
+			log.Warn("!!! PostgreSQL is not reachable: write-through is OFF. Paid orders stay only in Redis; NOTHING IS DURABLE. " +
+				"Set DATABASE_URL for a real deployment. !!!")
+		}
+		return nil, nil
+	}
+	if err := schema.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return pool, nil
+}
+
+// sessionSecret returns the buyer-session signer, its secret shared by every
+// node through Redis (created by whichever node starts first).
+func sessionSecret(ctx context.Context, rc rueidis.Client, space keys.Space) (*channel.Sessions, error) {
+	k := space.Secret("session")
+	err := rc.Do(ctx, rc.B().Set().Key(k).Value(seats.NewToken()+seats.NewToken()).Nx().Build()).Error()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return nil, fmt.Errorf("session secret: %w", err)
+	}
+	s, err := rc.Do(ctx, rc.B().Get().Key(k).Build()).ToString()
+	if err != nil {
+		return nil, fmt.Errorf("session secret: %w", err)
+	}
+	return &channel.Sessions{Secret: []byte(s)}, nil
+}
+
+func applyDemo(ctx context.Context, store *catalogstore.Store, cfg config, log *slog.Logger) error {
+	doc, err := catalog.Decode(demoCatalog)
+	if err == nil {
+		err = catalog.Validate(doc)
+	}
+	if err != nil {
+		return fmt.Errorf("demo catalog: %w", err)
+	}
+	for {
+		_, err = store.Apply(ctx, doc)
+		if !errors.Is(err, catalogstore.ErrBusy) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("demo catalog: %w", err)
+	}
+	log.Info("demo catalog applied", "tenant", "t_demo", "channel", "ch_demo", "events", "ev_demo_ga, ev_demo_seated")
+	printDemo(os.Stdout, cfg)
+	return nil
+}

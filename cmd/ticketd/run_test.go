@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/handlers/channel"
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/redistest"
+)
+
+// startTicketd runs ticketd with the demo catalog and returns its base URL.
+func startTicketd(t *testing.T, cfg config) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	go func() { done <- run(ctx, cfg, options{API: true, Worker: true, Demo: true}, log, ready) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("ticketd stopped with %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("ticketd did not shut down in 30s")
+		}
+	})
+	select {
+	case addr := <-ready:
+		return "http://" + addr
+	case err := <-done:
+		t.Fatalf("ticketd did not start: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("ticketd did not start in 30s")
+	}
+	return ""
+}
+
+func call(t *testing.T, method, url string, headers map[string]string, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// demoFlow does what the three printed curl lines do.
+func demoFlow(t *testing.T, base string) {
+	t.Helper()
+	h := map[string]string{"x-service-key": "ck_demo", "x-service-secret": "cs_demo_secret", "content-type": "application/json"}
+	if st, body := call(t, "GET", base+"/v1/channel/events", h, ""); st != 200 || !strings.Contains(body, "ev_demo_ga") {
+		t.Fatalf("catalog: %d %s", st, body)
+	}
+	h["Idempotency-Key"] = fmt.Sprint(time.Now().UnixNano())
+	st, body := call(t, "POST", base+"/v1/channel/events/ev_demo_ga/checkout", h,
+		`{"buyerName":"Ada Lovelace","buyerEmail":"ada@example.com","selectedTicketId":"tk_general","quantity":1}`)
+	m := regexp.MustCompile(`"orderId":"([^"]+)".*"amount":([0-9.]+)`).FindStringSubmatch(body)
+	if st != 200 || m == nil {
+		t.Fatalf("reserve: %d %s", st, body)
+	}
+	amount, _ := money.Parse(m[2])
+	delete(h, "Idempotency-Key")
+	h["x-service-signature"] = channel.Signature("sk_demo_signing", m[1], amount, "demo-ref-1")
+	st, body = call(t, "POST", base+"/v1/channel/orders/confirm", h,
+		fmt.Sprintf(`{"orderId":%q,"amount":%s,"partnerReference":"demo-ref-1"}`, m[1], m[2]))
+	if st != 200 || !strings.Contains(body, `"status":"paid"`) {
+		t.Fatalf("confirm: %d %s", st, body)
+	}
+}
+
+// TestRunWithLocalServices starts ticketd against the real Redis and
+// Postgres, as `make run` does, and runs the demo flow.
+func TestRunWithLocalServices(t *testing.T) {
+	_, space := redistest.New(t)
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr = "127.0.0.1:0"
+	cfg.KeyPrefix = space.Prefix
+	cfg.RedisURL = redistest.URL()
+	base := startTicketd(t, cfg)
+	if st, body := call(t, "GET", base+"/readyz", nil, ""); st != 200 || !strings.Contains(body, `"postgres":"ok"`) {
+		t.Fatalf("readyz: %d %s", st, body)
+	}
+	demoFlow(t, base)
+}
+
+// TestRunFallsBackToEmbeddedRedis: with REDIS_URL unset and no Redis
+// reachable, ticketd runs on an embedded Redis, same scripts, and without
+// Postgres it still sells (nothing durable).
+func TestRunFallsBackToEmbeddedRedis(t *testing.T) {
+	cfg := config{Addr: "127.0.0.1:0", AppURL: "http://localhost", RedisURL: "redis://127.0.0.1:1",
+		DatabaseURL: "postgres://postgres@127.0.0.1:1/postgres", OrderTTL: time.Minute, SeatHoldTTL: time.Minute, CheckoutTTL: time.Minute}
+	base := startTicketd(t, cfg)
+	if st, body := call(t, "GET", base+"/healthz", nil, ""); st != 200 {
+		t.Fatalf("healthz: %d %s", st, body)
+	}
+	demoFlow(t, base)
+}
+
+// TestRunRefusesUnreachableExplicitRedis: a REDIS_URL that was set is never
+// silently replaced by the embedded Redis.
+func TestRunRefusesUnreachableExplicitRedis(t *testing.T) {
+	cfg := config{Addr: "127.0.0.1:0", RedisURL: "redis://127.0.0.1:1", RedisURLSet: true}
+	err := run(context.Background(), cfg, options{API: true}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err == nil || !strings.Contains(err.Error(), "redis") {
+		t.Fatalf("want a redis error, got %v", err)
+	}
+}
+
+// TestDemoCurlLinesWork pastes the three printed lines into one bash, as a
+// new user would, against a running ticketd.
+func TestDemoCurlLinesWork(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "openssl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	_, space := redistest.New(t)
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr, cfg.KeyPrefix, cfg.RedisURL = "127.0.0.1:0", space.Prefix, redistest.URL()
+	base := startTicketd(t, cfg)
+	cfg.AppURL = base
+	var b bytes.Buffer
+	printDemo(&b, cfg)
+	var script []string
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(line, "curl ") || strings.HasPrefix(line, "eval ") {
+			script = append(script, line)
+		}
+	}
+	if len(script) != 3 {
+		t.Fatalf("want 3 command lines, got %d:\n%s", len(script), b.String())
+	}
+	out, err := exec.Command("bash", "-c", strings.Join(script, "\n")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"status":"paid"`) {
+		t.Fatalf("demo lines: %v\n%s", err, out)
+	}
+}
