@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redistest"
+	"github.com/ticketd/ticketd/sync/pgtest"
 )
 
 // startTicketd runs ticketd with the demo catalog and returns its base URL.
@@ -63,8 +66,9 @@ func call(t *testing.T, method, url string, headers map[string]string, body stri
 	return resp.StatusCode, string(b)
 }
 
-// demoFlow does what the three printed curl lines do.
-func demoFlow(t *testing.T, base string) {
+// demoFlow does what the three printed curl lines do and returns the paid
+// order's id.
+func demoFlow(t *testing.T, base string) string {
 	t.Helper()
 	h := map[string]string{"x-service-key": "ck_demo", "x-service-secret": "cs_demo_secret", "content-type": "application/json"}
 	if st, body := call(t, "GET", base+"/v1/channel/events", h, ""); st != 200 || !strings.Contains(body, "ev_demo_ga") {
@@ -85,6 +89,7 @@ func demoFlow(t *testing.T, base string) {
 	if st != 200 || !strings.Contains(body, `"status":"paid"`) {
 		t.Fatalf("confirm: %d %s", st, body)
 	}
+	return m[1]
 }
 
 // TestRunWithLocalServices starts ticketd against the real Redis and
@@ -98,11 +103,34 @@ func TestRunWithLocalServices(t *testing.T) {
 	cfg.Addr = "127.0.0.1:0"
 	cfg.KeyPrefix = space.Prefix
 	cfg.RedisURL = redistest.URL()
+	cfg.DatabaseURL = pgtest.NewURL(t)
 	base := startTicketd(t, cfg)
 	if st, body := call(t, "GET", base+"/readyz", nil, ""); st != 200 || !strings.Contains(body, `"postgres":"ok"`) {
 		t.Fatalf("readyz: %d %s", st, body)
 	}
-	demoFlow(t, base)
+	order := demoFlow(t, base)
+
+	// The in-process sync worker writes the paid order through.
+	ctx := context.Background()
+	db, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(ctx)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var n int
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM tickets WHERE order_id = $1`, order).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("paid order %s has %d tickets in Postgres after 20s, want 1", order, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // TestRunFallsBackToEmbeddedRedis: with REDIS_URL unset and no Redis
@@ -142,6 +170,7 @@ func TestDemoCurlLinesWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Addr, cfg.KeyPrefix, cfg.RedisURL = "127.0.0.1:0", space.Prefix, redistest.URL()
+	cfg.DatabaseURL = pgtest.NewURL(t)
 	base := startTicketd(t, cfg)
 	cfg.AppURL = base
 	var b bytes.Buffer

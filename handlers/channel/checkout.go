@@ -64,7 +64,7 @@ type quoteView struct {
 }
 
 type refundView struct {
-	Percent string      `json:"percent"`
+	Percent json.Number `json:"percent"`
 	Amount  money.Cents `json:"amount"`
 }
 
@@ -75,7 +75,7 @@ func quoteOf(q pricing.Quote) quoteView {
 		v.Extras = []pricing.ExtraAmount{}
 	}
 	if q.RefundProtection != nil {
-		v.RefundProtection = &refundView{Percent: q.RefundProtection.Percent.String(), Amount: q.RefundProtection.Amount}
+		v.RefundProtection = &refundView{Percent: json.Number(q.RefundProtection.Percent.String()), Amount: q.RefundProtection.Amount}
 	}
 	return v
 }

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 
+	json "github.com/goccy/go-json"
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
@@ -94,7 +95,7 @@ type eventView struct {
 }
 
 type refundOffer struct {
-	Percent string `json:"percent"`
+	Percent json.Number `json:"percent"`
 }
 
 type seatSummary struct {
@@ -146,7 +147,7 @@ func (a *API) view(ev *catalog.CompiledEvent, accessCode string, remaining map[s
 		v.Extras = append(v.Extras, extraView{ID: x.ID, Name: x.Name, Price: x.Price, Remaining: left("x:" + x.ID)})
 	}
 	if p := ev.Pricing.RefundProtectionPercent; p.IsPositive() {
-		v.RefundProtection = &refundOffer{Percent: p.String()}
+		v.RefundProtection = &refundOffer{Percent: json.Number(p.String())}
 	}
 	if sm := ev.SeatMap; sm != nil {
 		ss := &seatSummary{Rows: len(sm.Rows)}

@@ -43,10 +43,14 @@ func TestPartnerFlow(t *testing.T) {
 	var quote struct {
 		Subtotal, Discount, Fee, VAT, Total money.Cents
 		Currency                            string
-		RefundProtection                    struct{ Amount money.Cents }
+		RefundProtection                    struct {
+			Percent float64 // a plain JSON number, as every other figure
+			Amount  money.Cents
+		}
 	}
 	q.Decode(t, &quote)
-	if quote.Subtotal != 5000 || quote.Fee != 300 || quote.RefundProtection.Amount != 480 || quote.Total != 6780 || quote.Currency != "USD" {
+	if quote.Subtotal != 5000 || quote.Fee != 300 || quote.RefundProtection.Amount != 480 || quote.RefundProtection.Percent != 8 ||
+		quote.Total != 6780 || quote.Currency != "USD" {
 		t.Fatalf("quote: %s", q.Data)
 	}
 

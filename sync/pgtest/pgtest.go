@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/url"
 	"os"
 	"testing"
 	"time"
@@ -69,6 +70,19 @@ func New(t testing.TB) *pgxpool.Pool {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return pool
+}
+
+// NewURL is New for code that connects by itself (a whole ticketd in a
+// test): it returns the URL of a fresh migrated database, dropped with t.
+func NewURL(t testing.TB) string {
+	t.Helper()
+	pool := New(t)
+	u, err := url.Parse(URL())
+	if err != nil || u.Scheme == "" {
+		t.Fatalf("pgtest: NewURL needs a URL-form server address, got %q", URL())
+	}
+	u.Path = "/" + pool.Config().ConnConfig.Database
+	return u.String()
 }
 
 func drop(t testing.TB, ident string) {
