@@ -13,11 +13,18 @@
 -- KEYS[7]  -> paid stream           {pN}:paid
 -- KEYS[8..] -> seat keys of the order's seats, in the order of its 'seats' field
 --
+-- The caller knows the event from the order id but not the order's seats
+-- and discount code; it declares what it guesses (none, for the common GA
+-- order) and, when the order has others, is told them and runs again with
+-- their keys declared. Every key a run touches is declared.
+--
 -- ARGV[1] -> order id
 -- ARGV[2] -> caller (channel id; the order must belong to it)
 -- ARGV[3] -> charged amount, cents
 -- ARGV[4] -> tolerance, cents
 -- ARGV[5] -> partner reference
+-- ARGV[6] -> declared seats: the order's 'seats' field as the caller knows it
+-- ARGV[7] -> declared discount code: the order's 'dc' field as the caller knows it
 --
 -- Output:
 --   {0, duplicate 0|1, tickets JSON}  paid (duplicate = it already was)
@@ -26,6 +33,8 @@
 --                                     or inventory lost ('failed', 'expired',
 --                                     'sold_out', 'seat_lost')
 --   {3, order total cents}            amount differs beyond the tolerance
+--   {4, seats, discount code}         declared keys are not the order's: run
+--                                     again with these declared
 local order = KEYS[1]
 local o = redis.call('HMGET', order, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'rec')
 local st = o[1]
@@ -41,6 +50,9 @@ end
 local total = tonumber(o[2])
 if math.abs(tonumber(ARGV[3]) - total) > tonumber(ARGV[4]) then
   return {3, total}
+end
+if (o[6] or '') ~= ARGV[6] or (o[7] or '') ~= ARGV[7] then
+  return {4, o[6] or '', o[7] or ''}
 end
 
 local oid = ARGV[1]

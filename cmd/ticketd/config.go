@@ -22,6 +22,9 @@ type config struct {
 	CheckoutTTL    time.Duration
 	SeatHoldTTL    time.Duration
 	LogFormat      string
+	PprofAddr      string
+	// RedisFlushDelay is rueidis' MaxFlushDelay (TICKETD_REDIS_FLUSH_DELAY).
+	RedisFlushDelay time.Duration
 }
 
 func env(name, def string) (string, bool) {
@@ -42,6 +45,7 @@ func loadConfig() (config, error) {
 	c.KeyPrefix, _ = env("TICKETD_KEY_PREFIX", "")
 	c.TrustedProxies, _ = env("TICKETD_TRUSTED_PROXIES", "")
 	c.LogFormat, _ = env("TICKETD_LOG_FORMAT", "text")
+	c.PprofAddr, _ = env("TICKETD_PPROF_ADDR", "")
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
@@ -50,6 +54,7 @@ func loadConfig() (config, error) {
 		{"TICKETD_ORDER_TTL", &c.OrderTTL, 30 * time.Minute},
 		{"TICKETD_CHECKOUT_TTL", &c.CheckoutTTL, 15 * time.Minute},
 		{"TICKETD_SEAT_HOLD_TTL", &c.SeatHoldTTL, 10 * time.Minute},
+		{"TICKETD_REDIS_FLUSH_DELAY", &c.RedisFlushDelay, 20 * time.Microsecond},
 	} {
 		v, set := env(d.name, "")
 		if !set {

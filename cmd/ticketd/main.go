@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof" // served only on TICKETD_PPROF_ADDR
 	"os"
 	"os/signal"
 	"syscall"
@@ -31,6 +33,17 @@ func main() {
 	}
 	log := slog.New(h)
 	slog.SetDefault(log)
+
+	if cfg.PprofAddr != "" {
+		// Profiling on its own listener (loopback in practice), never on the
+		// public API address.
+		go func() {
+			log.Info("pprof listening", "addr", cfg.PprofAddr)
+			if err := http.ListenAndServe(cfg.PprofAddr, nil); err != nil {
+				log.Error("pprof", "err", err)
+			}
+		}()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

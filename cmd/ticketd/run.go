@@ -177,6 +177,10 @@ func connectRedis(ctx context.Context, cfg config, log *slog.Logger) (rueidis.Cl
 	}
 	opt.DisableCache = true
 	opt.Dialer.Timeout = 2 * time.Second
+	// Under load, wait up to this long after each write so that concurrent
+	// requests' commands leave in one syscall: far fewer writes for a few
+	// microseconds of latency (the profile showed write syscalls dominate).
+	opt.MaxFlushDelay = cfg.RedisFlushDelay
 	c, err := rueidis.NewClient(opt)
 	if err == nil {
 		return c, c.Close, nil

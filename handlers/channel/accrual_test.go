@@ -51,8 +51,8 @@ func TestConfirmRedisFailureIsRetryable(t *testing.T) {
 	ctx.Request.SetRequestURI("/v1/channel/orders/confirm")
 	ctx.Request.Header.Set("x-service-key", "ck")
 	ctx.Request.Header.Set("x-service-secret", "cs_secret_1")
-	ctx.Request.Header.Set("x-service-signature", Signature("sk", "o01abc", money.Cents(1000), "ref"))
-	ctx.Request.SetBodyString(`{"orderId":"o01abc","amount":10,"partnerReference":"ref"}`)
+	ctx.Request.Header.Set("x-service-signature", Signature("sk", "oabc.ev_ga", money.Cents(1000), "ref"))
+	ctx.Request.SetBodyString(`{"orderId":"oabc.ev_ga","amount":10,"partnerReference":"ref"}`)
 	r.Handler(&ctx)
 	if ctx.Response.StatusCode() != 503 || !strings.Contains(string(ctx.Response.Body()), `"code":"ACCRUAL_FAILED_RETRY"`) {
 		t.Fatalf("got %d %s", ctx.Response.StatusCode(), ctx.Response.Body())

@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 )
@@ -52,7 +53,7 @@ func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	if body.OrderID == nil || *body.OrderID == "" || len(*body.OrderID) > 64 {
+	if body.OrderID == nil || *body.OrderID == "" || len(*body.OrderID) > keys.MaxOrderID {
 		httpx.Fail(ctx, apierr.Invalid("orderId is required"))
 		return
 	}

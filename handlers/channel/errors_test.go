@@ -54,11 +54,12 @@ func TestPartnerErrorCodes(t *testing.T) {
 		{"malformed JSON", "POST", ga + "/quote", a, "{not json", 400, "INVALID_REQUEST"},
 		{"wrong JSON type", "POST", ga + "/quote", a, `{"quantity":"two","selectedTicketId":"tk_a"}`, 400, "INVALID_REQUEST"},
 		{"confirm without order", "POST", "/v1/channel/orders/confirm", a, `{"amount":1,"partnerReference":"r"}`, 400, "INVALID_REQUEST"},
-		{"confirm with string amount", "POST", "/v1/channel/orders/confirm", a, `{"orderId":"o01abc","amount":"1.00","partnerReference":"r"}`, 400, "INVALID_REQUEST"},
-		{"confirm with 3 decimals", "POST", "/v1/channel/orders/confirm", a, `{"orderId":"o01abc","amount":1.005,"partnerReference":"r"}`, 400, "INVALID_REQUEST"},
-		{"no signing key", "POST", "/v1/channel/orders/confirm", keyed("nosign"), `{"orderId":"o01abc","amount":1,"partnerReference":"r"}`, 401, "SIGNING_KEY_NOT_CONFIGURED"},
-		{"bad signature", "POST", "/v1/channel/orders/confirm", with(a, "x-service-signature", "00"), `{"orderId":"o01abc","amount":1,"partnerReference":"r"}`, 401, "INVALID_SIGNATURE"},
-		{"status of unknown order", "POST", "/v1/channel/orders/status", a, `{"orderId":"o01zzzz"}`, 404, "NOT_FOUND"},
+		{"confirm with string amount", "POST", "/v1/channel/orders/confirm", a, `{"orderId":"oabc.ev_ga","amount":"1.00","partnerReference":"r"}`, 400, "INVALID_REQUEST"},
+		{"confirm with 3 decimals", "POST", "/v1/channel/orders/confirm", a, `{"orderId":"oabc.ev_ga","amount":1.005,"partnerReference":"r"}`, 400, "INVALID_REQUEST"},
+		{"no signing key", "POST", "/v1/channel/orders/confirm", keyed("nosign"), `{"orderId":"oabc.ev_ga","amount":1,"partnerReference":"r"}`, 401, "SIGNING_KEY_NOT_CONFIGURED"},
+		{"bad signature", "POST", "/v1/channel/orders/confirm", with(a, "x-service-signature", "00"), `{"orderId":"oabc.ev_ga","amount":1,"partnerReference":"r"}`, 401, "INVALID_SIGNATURE"},
+		{"status of unknown order", "POST", "/v1/channel/orders/status", a, `{"orderId":"ozzzz.ev_ga"}`, 404, "NOT_FOUND"},
+		{"status of a malformed order id", "POST", "/v1/channel/orders/status", a, `{"orderId":"o01zzzz"}`, 404, "NOT_FOUND"},
 		{"status without order", "POST", "/v1/channel/orders/status", a, `{}`, 400, "INVALID_REQUEST"},
 		{"payload too large", "POST", ga + "/quote", a, `{"x":"` + strings.Repeat("a", 70*1024) + `"}`, 413, "PAYLOAD_TOO_LARGE"},
 		{"unknown route", "GET", "/v1/channel/nothing", a, nil, 404, "NOT_FOUND"},
@@ -104,7 +105,7 @@ func TestPartnerErrorCodes(t *testing.T) {
 		// not created its order yet.
 		ctx := context.Background()
 		k := s.Space.Idempotency("inflight-1")
-		if err := s.Redis.Do(ctx, s.Redis.B().Hset().Key(k).FieldValue().FieldValue("order", "o01notyetcreated").Build()).Error(); err != nil {
+		if err := s.Redis.Do(ctx, s.Redis.B().Hset().Key(k).FieldValue().FieldValue("order", "onotyetcreated.ev_ga").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		expect(t, s.Do(t, "POST", ga+"/checkout", h, body), 409, "DUPLICATE_IN_PROGRESS")

@@ -2,12 +2,23 @@
 // an endpoint class) with GCRA, the generic cell rate algorithm, run as one
 // Lua script. The clock is Redis TIME, so every API node shares one view of
 // each bucket; a bucket is one key that expires once it has refilled.
+//
+// Small limits (interface.md's 60 to 600 a minute) ask Redis on every
+// request, so they are exact. A limit raised for a partner's flash sale
+// (LeaseFrom a minute and more) would cost a Redis call per request for
+// nothing: a node then takes a tenth of a second's share of the bucket at
+// once and serves it from memory. Requests still come out of the one
+// bucket in Redis, so all nodes together never pass more than the limit;
+// leased requests a node does not use within LeaseLife are dropped, which
+// can only refuse early, never admit too many.
 package ratelimit
 
 import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -18,11 +29,32 @@ import (
 
 var script = lua.Load("ratelimit")
 
-// Limiter takes requests from buckets kept in Redis. It holds no state of
-// its own, so one Limiter serves every goroutine.
+// LeaseFrom is the per-minute limit from which a node leases slices of the
+// bucket instead of asking Redis for every request (100 a second).
+const LeaseFrom = 6000
+
+// LeaseLife is how long a node keeps leased requests it has not used.
+const LeaseLife = 100 * time.Millisecond
+
+// Limiter takes requests from buckets kept in Redis. One Limiter serves
+// every goroutine of a node; its only state is the leases of large limits.
 type Limiter struct {
 	Redis rueidis.Client
 	Space keys.Space
+
+	leases sync.Map     // bucket -> *lease
+	calls  atomic.Int64 // script runs, for tests and metrics
+}
+
+// lease is the part of a large bucket this node took and has not used yet.
+type lease struct {
+	mu      sync.Mutex
+	left    int64
+	expires time.Time
+	// refusedUntil is when the bucket, empty at the last ask, has a
+	// request again; until then Redis would refuse too, whatever other
+	// nodes do, so the node refuses without asking.
+	refusedUntil time.Time
 }
 
 // Result is the outcome of one Allow.
@@ -51,31 +83,81 @@ func (l *Limiter) Allow(ctx context.Context, bucket string, perMinute int64) (Re
 	if perMinute <= 0 {
 		return unlimited, nil
 	}
+	if perMinute < LeaseFrom {
+		r, _, err := l.take(ctx, bucket, perMinute, 1)
+		return r, err
+	}
+	v, ok := l.leases.Load(bucket)
+	if !ok {
+		v, _ = l.leases.LoadOrStore(bucket, &lease{})
+	}
+	ls := v.(*lease)
+	now := time.Now()
+	ls.mu.Lock()
+	if ls.left > 0 && now.Before(ls.expires) {
+		ls.left--
+		left := ls.left
+		ls.mu.Unlock()
+		return Result{Allowed: true, Remaining: left}, nil
+	}
+	if wait := ls.refusedUntil.Sub(now); wait > 0 {
+		ls.mu.Unlock()
+		return Result{RetryAfter: wait}, nil
+	}
+	ls.mu.Unlock()
+	// Several goroutines may refill at once; each takes its own slice from
+	// Redis, so the sum stays within the bucket.
+	r, granted, err := l.take(ctx, bucket, perMinute, perMinute/600)
+	if err == nil && !r.Allowed {
+		ls.mu.Lock()
+		ls.refusedUntil = now.Add(r.RetryAfter)
+		ls.mu.Unlock()
+	}
+	if err != nil || !r.Allowed || granted <= 1 {
+		return r, err
+	}
+	ls.mu.Lock()
+	if !now.Before(ls.expires) {
+		ls.left = 0
+	}
+	ls.left += granted - 1
+	ls.expires = now.Add(LeaseLife)
+	ls.mu.Unlock()
+	return r, nil
+}
+
+// take runs the script: up to n requests from bucket, at least one or none.
+func (l *Limiter) take(ctx context.Context, bucket string, perMinute, n int64) (Result, int64, error) {
 	// Round the interval up so that rounding never lets more than perMinute
 	// through in a minute.
 	interval := period / perMinute
 	if interval*perMinute < period {
 		interval++
 	}
+	l.calls.Add(1)
 	arr, err := lua.Array(ctx, l.Redis, script,
 		[]string{l.Space.RateLimit(bucket)},
-		[]string{strconv.FormatInt(interval, 10), strconv.FormatInt(perMinute, 10)})
+		[]string{strconv.FormatInt(interval, 10), strconv.FormatInt(perMinute, 10), strconv.FormatInt(n, 10)})
 	if err != nil {
-		return Result{}, fmt.Errorf("ratelimit %s: %w", bucket, err)
+		return Result{}, 0, fmt.Errorf("ratelimit %s: %w", bucket, err)
 	}
 	code, err := lua.Int(arr, 0)
 	if err != nil {
-		return Result{}, fmt.Errorf("ratelimit %s: %w", bucket, err)
+		return Result{}, 0, fmt.Errorf("ratelimit %s: %w", bucket, err)
 	}
 	v, err := lua.Int(arr, 1)
 	if err != nil {
-		return Result{}, fmt.Errorf("ratelimit %s: %w", bucket, err)
+		return Result{}, 0, fmt.Errorf("ratelimit %s: %w", bucket, err)
 	}
 	switch code {
 	case 0:
-		return Result{Allowed: true, Remaining: v}, nil
+		granted, err := lua.Int(arr, 2)
+		if err != nil {
+			return Result{}, 0, fmt.Errorf("ratelimit %s: %w", bucket, err)
+		}
+		return Result{Allowed: true, Remaining: v}, granted, nil
 	case 1:
-		return Result{RetryAfter: time.Duration(v) * time.Microsecond}, nil
+		return Result{RetryAfter: time.Duration(v) * time.Microsecond}, 0, nil
 	}
-	return Result{}, fmt.Errorf("ratelimit %s: %w: status %d", bucket, lua.ErrReply, code)
+	return Result{}, 0, fmt.Errorf("ratelimit %s: %w: status %d", bucket, lua.ErrReply, code)
 }

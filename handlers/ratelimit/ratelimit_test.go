@@ -95,6 +95,49 @@ func TestConcurrentCallersShareOneLimit(t *testing.T) {
 	}
 }
 
+// TestLeasedLimitHoldsAcrossNodes: two nodes serving a large limit from
+// leases together pass the burst and no more, and ask Redis only a fraction
+// of the time.
+func TestLeasedLimitHoldsAcrossNodes(t *testing.T) {
+	t.Parallel()
+	a := newLimiter(t)
+	b := &Limiter{Redis: a.Redis, Space: a.Space}
+	const limit = LeaseFrom // a burst of 6000, then 100 a second, slices of 10
+	var allowed, calls atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, l := range []*Limiter{a, b} {
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func(l *Limiter) {
+				defer wg.Done()
+				for i := 0; i < 2500; i++ {
+					r, err := l.Allow(context.Background(), "ch:flash:checkout", limit)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					calls.Add(1)
+					if r.Allowed {
+						allowed.Add(1)
+					}
+				}
+			}(l)
+		}
+	}
+	wg.Wait()
+	refill := int64(time.Since(start).Seconds()*limit/60) + 1
+	// Leases only ever hold requests taken from the bucket: never more than
+	// the burst plus what refilled. Leased requests left unused when the
+	// calls stop are at most one slice per goroutine.
+	if got := allowed.Load(); got > limit+refill || got < limit-8*10 {
+		t.Fatalf("%d of %d calls allowed, want %d (+%d refilled)", got, calls.Load(), limit, refill)
+	}
+	if n := a.calls.Load() + b.calls.Load(); n*5 > allowed.Load() {
+		t.Fatalf("%d script runs for %d allowed requests: leases are not used", n, allowed.Load())
+	}
+}
+
 func TestRefusedCallerIsAllowedAfterRetryAfter(t *testing.T) {
 	t.Parallel()
 	l := newLimiter(t)

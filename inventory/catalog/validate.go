@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 )
 
@@ -21,9 +22,6 @@ const (
 )
 
 var (
-	// idPattern is the shape of every id: it travels in URLs, Redis keys
-	// and hash fields, so it stays short and free of separators like ':'.
-	idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 	// rowPattern keeps '-' out of row labels: a seat label is "<row>-<n>".
 	rowPattern = regexp.MustCompile(`^[A-Za-z0-9]{1,8}$`)
 
@@ -92,7 +90,9 @@ func checkID(id, path string) *ValidationError {
 	if id == "" {
 		return fail(path, "is required")
 	}
-	if !idPattern.MatchString(id) {
+	// Ids travel in URLs, Redis keys, hash fields and order ids, so they
+	// stay short and free of separators like ':'.
+	if !keys.ValidID(id) {
 		return fail(path, "%q must be 1 to 64 of A-Z a-z 0-9 _ . -", id)
 	}
 	return nil

@@ -5,8 +5,8 @@
 //     pending and paid orders, its partition's paid stream) carries the tag
 //     {p<N>} with N = fnv32a(eventID) mod Partitions, so one Lua script can
 //     touch all of it inside one Redis Cluster slot;
-//   - ids that must find their slot without the event (order ids) carry the
-//     partition inside them;
+//   - ids that must find their slot without a lookup (order ids) carry
+//     their event's id inside them;
 //   - idempotency records, rate-limit windows and the catalog projection sit
 //     in slots of their own and are never touched by a script together with
 //     event keys.
@@ -18,6 +18,7 @@ package keys
 import (
 	"hash/fnv"
 	"strconv"
+	"strings"
 )
 
 // Partitions is the fixed number of event partitions. Changing it moves
@@ -72,13 +73,14 @@ func (s Space) DiscountHolds(eventID, code string) string {
 	return s.Event(eventID) + "dchold:" + code
 }
 
-// Order is the hash of one order. The order id carries its partition.
+// Order is the hash of one order, in its event's slot (the order id names
+// the event).
 func (s Space) Order(orderID string) (string, bool) {
-	p, ok := OrderPartition(orderID)
+	ev, ok := OrderEvent(orderID)
 	if !ok {
 		return "", false
 	}
-	return s.Prefix + Tag(p) + ":ord:" + orderID, true
+	return s.Prefix + Tag(Partition(ev)) + ":ord:" + orderID, true
 }
 
 // Paid is the stream of paid orders of partition p, read by the sync worker.
@@ -105,32 +107,61 @@ func (s Space) CatalogDoc() string { return s.Prefix + "{catalog}:doc" }
 // (session signing).
 func (s Space) Secret(name string) string { return s.Prefix + "{secret}:" + name }
 
-// OrderID builds an order id for an event: "o" + two-digit partition + random.
+// OrderID builds an order id for an event: "o" + random + "." + event id.
+// Carrying the event lets confirm name every key of its script without
+// reading the order first (one Redis round trip), and puts the order in its
+// event's slot. random is lowercase letters and digits.
 func OrderID(eventID, random string) string {
-	p := Partition(eventID)
-	b := make([]byte, 0, 3+len(random))
-	b = append(b, 'o', byte('0'+p/10), byte('0'+p%10))
-	return string(append(b, random...))
+	b := make([]byte, 0, 2+len(random)+len(eventID))
+	b = append(b, 'o')
+	b = append(b, random...)
+	b = append(b, '.')
+	return string(append(b, eventID...))
 }
 
-// OrderPartition extracts the partition from an order id.
-func OrderPartition(orderID string) (int, bool) {
-	if len(orderID) < 4 || len(orderID) > 64 || orderID[0] != 'o' {
-		return 0, false
+// maxOrderRandom bounds the random part of an order id.
+const maxOrderRandom = 40
+
+// OrderEvent returns the event an order id names; ok is false for anything
+// that is not an order id (so no key is ever built from client junk).
+func OrderEvent(orderID string) (eventID string, ok bool) {
+	if len(orderID) < 3 || orderID[0] != 'o' {
+		return "", false
 	}
-	a, b := orderID[1], orderID[2]
-	if a < '0' || a > '9' || b < '0' || b > '9' {
-		return 0, false
+	dot := strings.IndexByte(orderID, '.')
+	if dot < 2 || dot > 1+maxOrderRandom {
+		return "", false
 	}
-	p := int(a-'0')*10 + int(b-'0')
-	if p >= Partitions {
-		return 0, false
-	}
-	for i := 3; i < len(orderID); i++ {
+	for i := 1; i < dot; i++ {
 		c := orderID[i]
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return 0, false
+			return "", false
 		}
 	}
-	return p, true
+	ev := orderID[dot+1:]
+	if !ValidID(ev) {
+		return "", false
+	}
+	return ev, true
+}
+
+// MaxOrderID is the longest order id OrderID makes from a valid event id.
+const MaxOrderID = 2 + maxOrderRandom + maxID
+
+// maxID is the longest catalog id.
+const maxID = 64
+
+// ValidID reports whether s has the shape of a catalog id: 1 to 64 of
+// A-Z a-z 0-9 _ . - (no ':' or braces, so it is safe inside key names).
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > maxID {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

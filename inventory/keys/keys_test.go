@@ -33,17 +33,24 @@ func TestEventKeysShareOneSlot(t *testing.T) {
 	}
 }
 
-func TestOrderPartitionRoundTrip(t *testing.T) {
-	for _, ev := range []string{"a", "ev_summer", "ev_seated", strings.Repeat("x", 60)} {
+func TestOrderIDNamesItsEvent(t *testing.T) {
+	for _, ev := range []string{"a", "ev_summer", "ev.seated-2", strings.Repeat("x", 64)} {
 		id := OrderID(ev, "k3j9")
-		p, ok := OrderPartition(id)
-		if !ok || p != Partition(ev) {
-			t.Fatalf("OrderPartition(%q) = %d,%v want %d", id, p, ok, Partition(ev))
+		got, ok := OrderEvent(id)
+		if !ok || got != ev {
+			t.Fatalf("OrderEvent(%q) = %q,%v want %q", id, got, ok, ev)
+		}
+		if len(OrderID(ev, strings.Repeat("a", 40))) > MaxOrderID {
+			t.Fatalf("order id of %q longer than MaxOrderID", ev)
 		}
 	}
-	for _, bad := range []string{"", "o", "x01abc", "o99abc", "o0xabc", "o01AB", "o01a{b}"} {
-		if _, ok := OrderPartition(bad); ok {
-			t.Fatalf("accepted %q", bad)
+	for _, bad := range []string{"", "o", "o.", "oabc", "oabc.", "x01.ev", "o.ev", "oAB.ev", "oab.e{v}", "oab.e:v",
+		"o" + strings.Repeat("a", 41) + ".ev", "oab." + strings.Repeat("x", 65)} {
+		if ev, ok := OrderEvent(bad); ok {
+			t.Fatalf("OrderEvent accepted %q as event %q", bad, ev)
+		}
+		if _, ok := (Space{}).Order(bad); ok {
+			t.Fatalf("Order accepted %q", bad)
 		}
 	}
 }

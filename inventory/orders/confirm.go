@@ -8,6 +8,7 @@ import (
 	"time"
 
 	json "github.com/goccy/go-json"
+	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/keys"
@@ -50,25 +51,55 @@ func ConfirmFailed(reason string) *apierr.Error {
 // It is idempotent: confirming a paid order answers the same tickets with
 // Duplicate set.
 func (s *Service) Confirm(ctx context.Context, channelID, orderID string, amount money.Cents, ref string) (Confirmation, error) {
-	okey, ok := s.Space.Order(orderID)
+	ev, ok := keys.OrderEvent(orderID)
 	if !ok {
 		return Confirmation{}, ErrNotFound
 	}
-	// The script needs the event's keys and the seat keys declared; they
-	// are fixed at reserve, so one read finds them.
-	vals, err := s.Redis.Do(ctx, s.Redis.B().Hmget().Key(okey).Field("ev", "seats", "dc").Build()).ToArray()
-	if err != nil {
-		return Confirmation{}, fmt.Errorf("confirm: read order: %w", err)
+	// Most orders have no seats and no discount code: guess that, and run
+	// again with the keys the script names when the guess is wrong.
+	seats, dc := "", ""
+	for try := 0; try < 2; try++ {
+		arr, err := s.runConfirm(ctx, ev, channelID, orderID, amount, ref, seats, dc)
+		if err != nil {
+			return Confirmation{}, fmt.Errorf("confirm: %w", err)
+		}
+		code, err := lua.Int(arr, 0)
+		if err != nil {
+			return Confirmation{}, err
+		}
+		switch code {
+		case 0:
+			dup, _ := lua.Int(arr, 1)
+			tix, _ := lua.Str(arr, 2)
+			c := Confirmation{OrderID: orderID, Status: StatusPaid, Duplicate: dup == 1}
+			if err := json.Unmarshal([]byte(tix), &c.Tickets); err != nil {
+				return Confirmation{}, fmt.Errorf("confirm: %w: tickets: %v", lua.ErrReply, err)
+			}
+			return c, nil
+		case 1:
+			return Confirmation{}, ErrNotFound
+		case 2:
+			reason, _ := lua.Str(arr, 1)
+			return Confirmation{}, ConfirmFailed(reason)
+		case 3:
+			total, _ := lua.Int(arr, 1)
+			return Confirmation{}, (&apierr.Error{Status: 409, Code: "AMOUNT_MISMATCH",
+				Message: "charged amount differs from the order total " + money.Cents(total).String() + "; refund and re-quote"}).
+				With("serverTotal", money.Cents(total))
+		case 4:
+			seats, _ = lua.Str(arr, 1)
+			dc, _ = lua.Str(arr, 2)
+			continue
+		}
+		return Confirmation{}, fmt.Errorf("confirm: %w: code %d", lua.ErrReply, code)
 	}
-	if len(vals) != 3 || vals[0].IsNil() {
-		return Confirmation{}, ErrNotFound
-	}
-	ev, _ := vals[0].ToString()
-	seats, _ := vals[1].ToString()
-	dc, _ := vals[2].ToString()
-	if keys.Partition(ev) != mustPartition(orderID) {
-		return Confirmation{}, ErrNotFound
-	}
+	// The seats and code of an order are fixed at reserve, so a second
+	// mismatch means the order hash is not what reserve wrote.
+	return Confirmation{}, fmt.Errorf("confirm: %w: order %s changed its seats", lua.ErrReply, orderID)
+}
+
+func (s *Service) runConfirm(ctx context.Context, ev, channelID, orderID string, amount money.Cents, ref, seats, dc string) ([]rueidis.RedisMessage, error) {
+	okey, _ := s.Space.Order(orderID)
 	dcKey := s.Space.DiscountHolds(ev, "-")
 	if dc != "" {
 		dcKey = s.Space.DiscountHolds(ev, dc)
@@ -80,41 +111,8 @@ func (s *Service) Confirm(ctx context.Context, channelID, orderID string, amount
 	for _, l := range labels {
 		ks = append(ks, s.Space.Seat(ev, l))
 	}
-	arr, err := lua.Array(ctx, s.Redis, confirmScript, ks, []string{
-		orderID, channelID, strconv.FormatInt(int64(amount), 10), strconv.FormatInt(int64(Tolerance), 10), ref})
-	if err != nil {
-		return Confirmation{}, fmt.Errorf("confirm: %w", err)
-	}
-	code, err := lua.Int(arr, 0)
-	if err != nil {
-		return Confirmation{}, err
-	}
-	switch code {
-	case 0:
-		dup, _ := lua.Int(arr, 1)
-		tix, _ := lua.Str(arr, 2)
-		c := Confirmation{OrderID: orderID, Status: StatusPaid, Duplicate: dup == 1}
-		if err := json.Unmarshal([]byte(tix), &c.Tickets); err != nil {
-			return Confirmation{}, fmt.Errorf("confirm: %w: tickets: %v", lua.ErrReply, err)
-		}
-		return c, nil
-	case 1:
-		return Confirmation{}, ErrNotFound
-	case 2:
-		reason, _ := lua.Str(arr, 1)
-		return Confirmation{}, ConfirmFailed(reason)
-	case 3:
-		total, _ := lua.Int(arr, 1)
-		return Confirmation{}, (&apierr.Error{Status: 409, Code: "AMOUNT_MISMATCH",
-			Message: "charged amount differs from the order total " + money.Cents(total).String() + "; refund and re-quote"}).
-			With("serverTotal", money.Cents(total))
-	}
-	return Confirmation{}, fmt.Errorf("confirm: %w: code %d", lua.ErrReply, code)
-}
-
-func mustPartition(orderID string) int {
-	p, _ := keys.OrderPartition(orderID)
-	return p
+	return lua.Array(ctx, s.Redis, confirmScript, ks, []string{
+		orderID, channelID, strconv.FormatInt(int64(amount), 10), strconv.FormatInt(int64(Tolerance), 10), ref, seats, dc})
 }
 
 // Order states.

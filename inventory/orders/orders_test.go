@@ -91,8 +91,8 @@ func TestConfirmClaimsAllOrNothing(t *testing.T) {
 }
 
 func partitionOf(id string) int {
-	p, _ := keys.OrderPartition(id)
-	return p
+	ev, _ := keys.OrderEvent(id)
+	return keys.Partition(ev)
 }
 
 // A limited discount code is never used more than maxUses times, whatever
