@@ -11,6 +11,7 @@ import (
 	_ "net/http/pprof" // served only on TICKETD_PPROF_ADDR
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -34,6 +35,12 @@ func main() {
 	log := slog.New(h)
 	slog.SetDefault(log)
 
+	if os.Getenv("GOGC") == "" {
+		// The heap is small (the state lives in Redis) and garbage is
+		// per-request; collecting at 4x the live heap instead of 2x halves
+		// GC work for a few MB. GOGC overrides it.
+		debug.SetGCPercent(400)
+	}
 	if cfg.PprofAddr != "" {
 		// Profiling on its own listener (loopback in practice), never on the
 		// public API address.

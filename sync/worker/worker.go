@@ -31,7 +31,12 @@ import (
 const (
 	DefaultGroup        = "ticketd"
 	DefaultBatch        = 256
-	DefaultPollInterval = 20 * time.Millisecond
+	DefaultPollInterval = 100 * time.Millisecond
+	// DefaultBusyInterval is the pause after a pass that found entries but
+	// no full batch: long enough for the next batch to grow (fewer, larger
+	// transactions and 64 reads less per pass under load), short enough
+	// that write-through stays well under a second behind.
+	DefaultBusyInterval = 10 * time.Millisecond
 	DefaultClaimIdle    = 30 * time.Second
 	DefaultClaimEvery   = 5 * time.Second
 )
@@ -191,6 +196,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		case n == 0:
 			backoff = w.pollInterval()
 			sleep(ctx, w.pollInterval())
+		case n < w.batch():
+			backoff = w.pollInterval()
+			sleep(ctx, min(DefaultBusyInterval, w.pollInterval()))
 		default:
 			backoff = w.pollInterval()
 		}
