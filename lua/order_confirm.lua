@@ -1,8 +1,9 @@
 -- order_confirm: turn a pending order into a paid one. Claims every capacity
 -- counter of the order and books its seats, all or nothing, and queues the
 -- paid order on its partition's paid stream in the same atomic step. When it
--- cannot claim (sold out meanwhile, seat lost, order expired) the order
--- becomes failed and its seats and discount use are released.
+-- cannot claim (sold out meanwhile, seat lost, order expired, event
+-- cancelled) the order becomes failed and its seats and discount use are
+-- released.
 --
 -- KEYS[1]  -> order hash            {pN}:ord:<orderId>
 -- KEYS[2]  -> capacities hash       {pN}:ev:<id>:cap
@@ -25,31 +26,34 @@
 -- ARGV[5] -> partner reference
 -- ARGV[6] -> declared seats: the order's 'seats' field as the caller knows it
 -- ARGV[7] -> declared discount code: the order's 'dc' field as the caller knows it
+-- ARGV[8] -> "1" when the event is cancelled, else "0"
+-- ARGV[9] -> retention ms: how long a paid order stays in Redis for replays
 --
 -- Output:
---   {0, duplicate 0|1, tickets JSON}  paid (duplicate = it already was)
+--   {0, duplicate 0|1, tickets JSON}  paid (duplicate = it already was, by
+--                                     this same partner reference)
 --   {1}                               no such order for this caller
---   {2, reason}                       cannot confirm: order failed or expired,
---                                     or inventory lost ('failed', 'expired',
---                                     'sold_out', 'seat_lost')
+--   {2, reason}                       cannot confirm: 'expired', 'cancelled',
+--                                     'sold_out', 'seat_lost' (now or at an
+--                                     earlier confirm), or 'already_paid' (paid
+--                                     before under another partner reference)
 --   {3, order total cents}            amount differs beyond the tolerance
 --   {4, seats, discount code}         declared keys are not the order's: run
 --                                     again with these declared
 local order = KEYS[1]
-local o = redis.call('HMGET', order, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'rec')
+local o = redis.call('HMGET', order, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'rec', 'why', 'ref')
 local st = o[1]
 if not st or o[3] ~= ARGV[2] then
   return {1}
 end
 if st == 'paid' then
+  if o[11] ~= ARGV[5] then
+    return {2, 'already_paid'}
+  end
   return {0, 1, o[8]}
 end
 if st == 'failed' then
-  return {2, 'failed'}
-end
-local total = tonumber(o[2])
-if math.abs(tonumber(ARGV[3]) - total) > tonumber(ARGV[4]) then
-  return {3, total}
+  return {2, o[10] or 'failed'}
 end
 if (o[6] or '') ~= ARGV[6] or (o[7] or '') ~= ARGV[7] then
   return {4, o[6] or '', o[7] or ''}
@@ -77,10 +81,17 @@ local code = o[7] or ''
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
--- checks
+-- checks: an order that can no longer be paid fails whatever the amount,
+-- so the partner is told to refund rather than to re-quote
 local reason = nil
 if now >= tonumber(o[4]) then
   reason = 'expired'
+elseif ARGV[8] == '1' then
+  reason = 'cancelled'
+end
+local total = tonumber(o[2])
+if not reason and math.abs(tonumber(ARGV[3]) - total) > tonumber(ARGV[4]) then
+  return {3, total}
 end
 if not reason and n > 0 then
   local caps = redis.call('HMGET', KEYS[2], unpack(fields))
@@ -125,6 +136,10 @@ if code ~= '' then
   redis.call('ZREM', KEYS[5], oid)
   redis.call('HINCRBY', KEYS[6], code, 1)
 end
+-- The record now lives on the stream (and then in Postgres); the order
+-- keeps what replays and status need.
 redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
+redis.call('HDEL', order, 'rec')
+redis.call('PEXPIRE', order, ARGV[9])
 redis.call('XADD', KEYS[7], '*', 'order', oid, 'rec', o[9], 'ref', ARGV[5], 'paidAt', now)
 return {0, 0, o[8]}

@@ -115,6 +115,11 @@ for s = 1, nseats do
 end
 if code ~= '' and maxuses > 0 then
   redis.call('ZADD', KEYS[6], exp, oid)
+  -- The holds expire with the last of their orders, so a code nobody
+  -- reserves again leaves nothing behind.
+  if redis.call('PTTL', KEYS[6]) < ttl then
+    redis.call('PEXPIRE', KEYS[6], ttl)
+  end
 end
 local kv = {'st', 'pending', 'exp', exp, 'created', now}
 for j = rest, #ARGV do

@@ -118,10 +118,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		Logger:   log,
 	}
 	if pool != nil {
-		api.Archive = func(ctx context.Context, id string) (orders.State, bool, error) {
-			o, ok, err := orderdb.Lookup(ctx, pool, id)
-			return orders.State{OrderID: o.ID, Status: o.Status, Amount: o.TotalCents, ChannelID: o.ChannelID}, ok, err
-		}
+		api.Archive = orderdb.Store{Pool: pool}
 	}
 	probes := []server.Probe{{Name: "redis", Check: func(ctx context.Context) error {
 		return rc.Do(ctx, rc.B().Ping().Build()).Error()

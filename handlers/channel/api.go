@@ -25,9 +25,9 @@ type API struct {
 	Limiter  *ratelimit.Limiter
 	ClientIP *clientip.Resolver
 	Sessions *Sessions
-	// Archive answers status for orders that aged out of Redis (Postgres);
-	// nil when ticketd runs without Postgres.
-	Archive func(ctx context.Context, orderID string) (orders.State, bool, error)
+	// Archive answers status and confirm replays for orders that aged out
+	// of Redis (Postgres); nil when ticketd runs without Postgres.
+	Archive orders.Archive
 	// Timeout bounds each request's Redis work; fasthttp contexts are not
 	// cancelled per request.
 	Timeout time.Duration

@@ -105,7 +105,12 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 		if c.Session != nil {
 			bucket, limit = "s:"+c.Session.ID+":"+classNames[cl], sessionLimit(cl)
 		} else {
-			bucket, limit = "k:"+c.Channel.ID+":"+classNames[cl], keyedLimit(cl, c.Channel.RateLimits)
+			// A key's seating calls share its catalog budget (docs/decisions.md).
+			kc := cl
+			if kc == classSeats {
+				kc = classCatalog
+			}
+			bucket, limit = "k:"+c.Channel.ID+":"+classNames[kc], keyedLimit(kc, c.Channel.RateLimits)
 		}
 		rctx, cancel := a.ctx()
 		res, err := a.Limiter.Allow(rctx, bucket, limit)
@@ -146,6 +151,11 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 		ch := a.Catalog().Channels[s.ChannelID]
 		if ch == nil {
 			return nil, errInvalidSession
+		}
+		// A session acts for its channel and has no more rights than the
+		// channel's key.
+		if scope != "" && !ch.Scopes[scope] {
+			return nil, errScopeDenied
 		}
 		return &caller{Channel: ch, Session: s}, nil
 	}

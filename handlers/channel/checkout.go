@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/url"
+	"sort"
+	"strconv"
+	"strings"
 
 	json "github.com/goccy/go-json"
 	"github.com/valyala/fasthttp"
@@ -105,6 +108,19 @@ func (a *API) quote(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
+	if q.DiscountCode != "" && q.DiscountMaxUses > 0 {
+		rctx, cancel := a.ctx()
+		left, err := a.Orders.DiscountLeft(rctx, ev.ID, q.DiscountCode, q.DiscountMaxUses)
+		cancel()
+		if err != nil {
+			httpx.Error(ctx, err)
+			return
+		}
+		if left <= 0 {
+			httpx.Fail(ctx, orders.ErrDiscountUsedUp)
+			return
+		}
+	}
 	httpx.OK(ctx, quoteOf(q))
 }
 
@@ -118,7 +134,7 @@ func validIdempotencyKey(k []byte) bool {
 		return false
 	}
 	for _, c := range k {
-		if c < 0x21 || c > 0x7e {
+		if c < 0x20 || c > 0x7e {
 			return false
 		}
 	}
@@ -180,17 +196,16 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 			return
 		}
 	}
-	canon, _ := json.Marshal(body)
-	fp := sha256.Sum256(append([]byte(ev.ID+"\n"), canon...))
+	fp := fingerprint(ev.ID+"\x1f"+body.ShowingID, buyer, body.SuccessCallbackURL, token, q)
 
 	req := orders.ReserveRequest{
 		EventID: ev.ID, Caller: c.id(), ChannelID: c.Channel.ID, IdempotencyKey: string(idemKey),
-		Fingerprint: hex.EncodeToString(fp[:16]), Total: q.Total, Claims: q.Claims,
+		Fingerprint: fp, Total: q.Total, Claims: q.Claims,
 		SeatLabels: q.SeatLabels, HoldToken: token, DiscountCode: q.DiscountCode, DiscountMaxUses: q.DiscountMaxUses,
 		Record: orders.Record{
 			EventID: ev.ID, TenantID: ev.TenantID, ChannelID: c.Channel.ID, Source: "channel",
 			BuyerName: buyer.Name, BuyerEmail: buyer.Email, BuyerPhone: buyer.Phone,
-			ShowingID: body.ShowingID, DiscountCode: q.DiscountCode, Currency: "USD",
+			ShowingID: body.ShowingID, SuccessCallbackURL: body.SuccessCallbackURL, DiscountCode: q.DiscountCode, Currency: "USD",
 			Subtotal: q.Subtotal, Discount: q.Discount, Extras: q.ExtrasTotal, Fee: q.Fee, VAT: q.VAT,
 			Total: q.Total, Lines: q.Lines, Tickets: tickets(q),
 		},
@@ -206,6 +221,25 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 		return
 	}
 	httpx.OK(ctx, reserveView{OrderID: res.OrderID, Amount: res.Amount, Currency: "USD", Duplicate: res.Duplicate})
+}
+
+// fingerprint identifies a reserve request by what it buys, not by how the
+// JSON was written: the same cart with quantity 1 spelt out or left to its
+// default, or its lines in another order, is the same request for its
+// Idempotency-Key.
+func fingerprint(eventAndShowing string, b Buyer, callback, holdToken string, q pricing.Quote) string {
+	lines := make([]string, len(q.Lines))
+	for i, l := range q.Lines {
+		lines[i] = l.Kind + "\x1f" + l.RefID + "\x1f" + strconv.FormatInt(l.Quantity, 10)
+	}
+	sort.Strings(lines)
+	h := sha256.New()
+	for _, part := range []string{eventAndShowing, b.Name, b.Email, b.Phone, callback, holdToken, q.DiscountCode,
+		strconv.FormatBool(q.RefundProtection != nil), strconv.FormatInt(int64(q.Total), 10), strings.Join(lines, "\x1e")} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // reserveView is the reserve response, fields in interface.md's order.

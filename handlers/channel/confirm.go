@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -76,8 +77,10 @@ func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
 		return
 	}
 	ref := *body.PartnerReference
-	if utf8.RuneCountInString(ref) > 200 || !utf8.ValidString(ref) {
-		httpx.Fail(ctx, apierr.Invalid("partnerReference must be at most 200 characters"))
+	// The reference is stored with the paid order: control characters (a
+	// NUL above all) would make Postgres refuse the row after the sale.
+	if utf8.RuneCountInString(ref) > 200 || !utf8.ValidString(ref) || hasControl(ref) {
+		httpx.Fail(ctx, apierr.Invalid("partnerReference must be at most 200 printable characters"))
 		return
 	}
 	if c.Channel.SigningKey == "" {
@@ -94,9 +97,18 @@ func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, errNotRemit)
 		return
 	}
+	req := orders.ConfirmRequest{ChannelID: c.Channel.ID, OrderID: *body.OrderID, Amount: amount, Reference: ref}
+	if ev, ok := keys.OrderEvent(req.OrderID); ok {
+		if e := a.Catalog().Events[ev]; e != nil && e.Status == catalog.StatusCancelled {
+			req.EventCancelled = true
+		}
+	}
 	rctx, cancel := a.ctx()
 	defer cancel()
-	res, err := a.Orders.Confirm(rctx, c.Channel.ID, *body.OrderID, amount, ref)
+	res, err := a.Orders.Confirm(rctx, req)
+	if errors.Is(err, orders.ErrNotFound) && a.Archive != nil {
+		res, err = a.archivedConfirm(rctx, req)
+	}
 	if err != nil {
 		var ae *apierr.Error
 		if errors.As(err, &ae) {
@@ -110,6 +122,27 @@ func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
 		return
 	}
 	httpx.OK(ctx, res)
+}
+
+// archivedConfirm answers a confirm of an order Redis no longer has: a paid
+// order of the caller in Postgres is a replay (same reference) or a second
+// charge to refund (another reference).
+func (a *API) archivedConfirm(ctx context.Context, req orders.ConfirmRequest) (orders.Confirmation, error) {
+	st, found, err := a.Archive.Order(ctx, req.OrderID)
+	if err != nil {
+		return orders.Confirmation{}, err
+	}
+	if !found || st.ChannelID != req.ChannelID || st.Status != orders.StatusPaid {
+		return orders.Confirmation{}, orders.ErrNotFound
+	}
+	if st.PartnerReference != req.Reference {
+		return orders.Confirmation{}, orders.ConfirmFailed("already_paid")
+	}
+	tix, err := a.Archive.Tickets(ctx, req.OrderID)
+	if err != nil {
+		return orders.Confirmation{}, err
+	}
+	return orders.Confirmation{OrderID: req.OrderID, Status: orders.StatusPaid, Tickets: tix, Duplicate: true}, nil
 }
 
 type statusBody struct {
@@ -127,11 +160,15 @@ func (a *API) status(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, apierr.Invalid("orderId is required"))
 		return
 	}
+	if _, ok := keys.OrderEvent(*body.OrderID); !ok {
+		httpx.Fail(ctx, orders.ErrNotFound) // not an order id: nothing to look up
+		return
+	}
 	rctx, cancel := a.ctx()
 	defer cancel()
 	st, found, err := a.Orders.Status(rctx, *body.OrderID)
 	if err == nil && !found && a.Archive != nil {
-		st, found, err = a.Archive(rctx, *body.OrderID)
+		st, found, err = a.Archive.Order(rctx, *body.OrderID)
 	}
 	if err != nil {
 		httpx.Error(ctx, err)

@@ -60,9 +60,13 @@ func TestPartnerErrorCodes(t *testing.T) {
 		{"bad signature", "POST", "/v1/channel/orders/confirm", with(a, "x-service-signature", "00"), `{"orderId":"oabc.ev_ga","amount":1,"partnerReference":"r"}`, 401, "INVALID_SIGNATURE"},
 		{"status of unknown order", "POST", "/v1/channel/orders/status", a, `{"orderId":"ozzzz.ev_ga"}`, 404, "NOT_FOUND"},
 		{"status of a malformed order id", "POST", "/v1/channel/orders/status", a, `{"orderId":"o01zzzz"}`, 404, "NOT_FOUND"},
+		{"status of an order id with a NUL", "POST", "/v1/channel/orders/status", a, `{"orderId":"oab\u0000.ev_ga"}`, 404, "NOT_FOUND"},
+		{"confirm with a control character in the reference", "POST", "/v1/channel/orders/confirm", a, `{"orderId":"oabc.ev_ga","amount":1,"partnerReference":"r\u0000x"}`, 400, "INVALID_REQUEST"},
 		{"status without order", "POST", "/v1/channel/orders/status", a, `{}`, 400, "INVALID_REQUEST"},
 		{"payload too large", "POST", ga + "/quote", a, `{"x":"` + strings.Repeat("a", 70*1024) + `"}`, 413, "PAYLOAD_TOO_LARGE"},
 		{"unknown route", "GET", "/v1/channel/nothing", a, nil, 404, "NOT_FOUND"},
+		{"idempotency key of 5000 characters", "POST", ga + "/checkout", with(a, "Idempotency-Key", strings.Repeat("k", 5000)), buyer(map[string]any{"selectedTicketId": "tk_a"}), 400, "INVALID_IDEMPOTENCY_KEY"},
+		{"headers over 8 KB", "GET", "/v1/channel/events", with(a, "X-Padding", strings.Repeat("p", 9000)), nil, 431, "HEADERS_TOO_LARGE"},
 		{"session bearer forged", "GET", "/v1/channel/session", map[string]string{"Authorization": "Bearer abc.def"}, nil, 401, "INVALID_SESSION"},
 	}
 	for _, tc := range cases {
@@ -71,6 +75,20 @@ func TestPartnerErrorCodes(t *testing.T) {
 		})
 	}
 
+	t.Run("type errors name JSON types, not Go ones", func(t *testing.T) {
+		r := s.Do(t, "POST", ga+"/quote", a, `{"tickets":{"ticketId":"tk_a"}}`)
+		expect(t, r, 400, "INVALID_REQUEST")
+		if !strings.Contains(r.Message, "field tickets must be an array") {
+			t.Fatalf("message: %q", r.Message)
+		}
+		r = s.Do(t, "POST", ga+"/quote", a, `[1]`)
+		if !strings.Contains(r.Message, "expected an object") {
+			t.Fatalf("message: %q", r.Message)
+		}
+	})
+	t.Run("the operator's catalog may be larger than 64 KB", func(t *testing.T) {
+		s.Apply(t, []byte(testCatalog+strings.Repeat(" ", 100<<10)))
+	})
 	t.Run("confirm of another channel's order", func(t *testing.T) {
 		o := mustReserve(t, s, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_b"})
 		expect(t, confirm(t, s, "slow", o.OrderID, o.Amount, "r1"), 404, "NOT_FOUND")
@@ -93,6 +111,12 @@ func TestPartnerErrorCodes(t *testing.T) {
 		h := with(a, "Idempotency-Key", "reuse-1")
 		expect(t, s.Do(t, "POST", ga+"/checkout", h, buyer(map[string]any{"selectedTicketId": "tk_b"})), 200, "")
 		expect(t, s.Do(t, "POST", ga+"/checkout", h, buyer(map[string]any{"selectedTicketId": "tk_b", "quantity": 2})), 409, "KEY_CONFLICT")
+		// The same cart written differently is the same request.
+		same := s.Do(t, "POST", ga+"/checkout", h, buyer(map[string]any{"tickets": []map[string]any{{"ticketId": "tk_b", "quantity": 1}}}))
+		expect(t, same, 200, "")
+		if !strings.Contains(string(same.Data), `"duplicate":true`) {
+			t.Fatalf("the same cart spelt another way was not a replay: %s", same)
+		}
 		// The same key by another caller is a conflict too.
 		expect(t, s.Do(t, "POST", ga+"/checkout", with(keyed("slow"), "Idempotency-Key", "reuse-1"), buyer(map[string]any{"selectedTicketId": "tk_b"})), 409, "KEY_CONFLICT")
 	})
@@ -117,8 +141,12 @@ func TestPartnerErrorCodes(t *testing.T) {
 		expect(t, confirm(t, s, "a", o1.OrderID, o1.Amount, "p1"), 200, "")
 		r := confirm(t, s, "a", o2.OrderID, o2.Amount, "p2")
 		expect(t, r, 409, "CONFIRM_FAILED")
-		if r.Raw["refundRequired"] != true {
+		if r.Raw["refundRequired"] != true || r.Raw["reason"] != "sold_out" {
 			t.Fatalf("CONFIRM_FAILED without refundRequired: %s", r)
+		}
+		// A retry gives the same reason.
+		if again := confirm(t, s, "a", o2.OrderID, o2.Amount, "p2"); again.Raw["reason"] != "sold_out" {
+			t.Fatalf("retried CONFIRM_FAILED: %s", again)
 		}
 		st := s.Do(t, "POST", "/v1/channel/orders/status", a, map[string]any{"orderId": o2.OrderID})
 		if !strings.Contains(string(st.Data), `"failed"`) {
@@ -133,6 +161,32 @@ func TestPartnerErrorCodes(t *testing.T) {
 		expect(t, reserve(t, s, "a", "ev_show", map[string]any{"selectedTicketId": "tk", "showingId": "sh_1"}), 409, "EVENT_SOLD_OUT")
 		// The other showing still sells.
 		mustReserve(t, s, "a", "ev_show", map[string]any{"selectedTicketId": "tk", "showingId": "sh_2"})
+	})
+	t.Run("a used-up code fails at quote as at reserve", func(t *testing.T) {
+		cart := map[string]any{"selectedTicketId": "tk_b", "discountCode": "ONCE"}
+		expect(t, s.Do(t, "POST", ga+"/quote", a, cart), 200, "")
+		mustReserve(t, s, "a", "ev_ga", cart) // holds the one use while pending
+		expect(t, s.Do(t, "POST", ga+"/quote", a, cart), 400, "INVALID_DISCOUNT_CODE")
+		expect(t, reserve(t, s, "a", "ev_ga", cart), 400, "INVALID_DISCOUNT_CODE")
+		// The holds expire with their orders: nothing stays forever.
+		ttl, err := s.Redis.Do(context.Background(), s.Redis.B().Pttl().Key(s.Space.DiscountHolds("ev_ga", "ONCE")).Build()).AsInt64()
+		if err != nil || ttl <= 0 {
+			t.Fatalf("discount holds PTTL = %d, %v; want a TTL", ttl, err)
+		}
+	})
+	t.Run("a session has no more scopes than its channel", func(t *testing.T) {
+		sess := session(t, s, "sess", "Scoped")
+		expect(t, s.Do(t, "GET", "/v1/channel/events/ev_ga", sess, nil), 200, "")
+		expect(t, s.Do(t, "POST", ga+"/checkout", with(sess, "Idempotency-Key", "scoped-1"), map[string]any{"selectedTicketId": "tk_b"}), 403, "SCOPE_DENIED")
+		expect(t, s.Do(t, "POST", "/v1/channel/orders/status", sess, map[string]any{"orderId": "oabc.ev_ga"}), 403, "SCOPE_DENIED")
+		expect(t, s.Do(t, "POST", "/v1/channel/seating/events/ev_seated/hold", sess, map[string]any{"seatLabels": []string{"A-9"}}), 403, "SCOPE_DENIED")
+	})
+	t.Run("keyed seating calls share the catalog budget", func(t *testing.T) {
+		low := keyed("low")
+		expect(t, s.Do(t, "GET", "/v1/channel/events/ev_seated", low, nil), 200, "")
+		expect(t, s.Do(t, "GET", "/v1/channel/seating/events/ev_seated/config", low, nil), 200, "")
+		expect(t, s.Do(t, "GET", "/v1/channel/seating/events/ev_seated/availability", low, nil), 429, "RATE_LIMITED")
+		expect(t, s.Do(t, "GET", "/v1/channel/events", low, nil), 429, "RATE_LIMITED")
 	})
 	t.Run("rate limited with Retry-After", func(t *testing.T) {
 		var last *servertest.Response

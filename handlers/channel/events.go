@@ -134,6 +134,10 @@ func (a *API) view(ev *catalog.CompiledEvent, accessCode string, remaining map[s
 		}
 		tv := ticketView{ID: t.ID, Name: t.Name, Price: t.Price, Currency: "USD", MaxPerOrder: t.MaxPerOrder,
 			Hidden: t.Hidden, Remaining: left("t:" + t.ID)}
+		// What a buyer can get is also bounded by the event's cap.
+		if evLeft := left("ev"); tv.Remaining != nil && evLeft != nil && *evLeft < *tv.Remaining {
+			tv.Remaining = evLeft
+		}
 		if tv.Remaining != nil {
 			so := *tv.Remaining <= 0
 			tv.SoldOut = &so

@@ -17,7 +17,7 @@ const testCatalog = `{
   "publishableKeys": [{"key": "pk_t1", "domains": ["localhost"], "enabled": true}],
   "events": [
    {"id": "ev_ga", "shortId": "ga1", "slug": "ga", "name": "GA Night", "startsAt": "2027-07-01T18:00:00Z",
-    "status": "on_sale", "storefront": true, "channels": ["ch_a", "ch_nosign", "ch_invoice", "ch_slow", "ch_scope", "ch_ip"], "capacity": 10,
+    "status": "on_sale", "storefront": true, "channels": ["ch_a", "ch_nosign", "ch_invoice", "ch_slow", "ch_scope", "ch_ip", "ch_sess", "ch_low"], "capacity": 10,
     "pricing": {"feePerTicket": 1.5, "feePercent": 0, "vatPercent": 0, "refundProtectionPercent": 8},
     "tickets": [
      {"id": "tk_a", "name": "Adult", "price": 25, "capacity": 5, "maxPerOrder": 10},
@@ -36,7 +36,7 @@ const testCatalog = `{
    {"id": "ev_other", "shortId": "o1", "slug": "other", "name": "Other channel", "startsAt": "2027-07-01T18:00:00Z",
     "status": "on_sale", "storefront": false, "channels": ["ch_b"], "tickets": [{"id": "tk", "name": "T", "price": 1, "capacity": 1}]},
    {"id": "ev_seated", "shortId": "s1", "slug": "seated", "name": "Seated", "startsAt": "2027-07-01T18:00:00Z",
-    "status": "on_sale", "storefront": true, "channels": ["ch_a"], "tickets": [],
+    "status": "on_sale", "storefront": true, "channels": ["ch_a", "ch_low"], "tickets": [],
     "pricing": {"feePerTicket": 2, "feePercent": 0, "vatPercent": 0, "refundProtectionPercent": 0},
     "seatMap": {
      "categories": [{"id": "stalls", "name": "Stalls", "price": 40}, {"id": "box", "name": "Box"}],
@@ -65,6 +65,11 @@ const testCatalog = `{
    "scopes": ["catalog:read"], "ipAllowlist": ["127.0.0.1/32"], "settlement": "partner_remit"},
   {"id": "ch_ip", "name": "Elsewhere", "key": "ck_ip", "secret": "cs_ip_secret",
    "scopes": ["catalog:read"], "ipAllowlist": ["10.0.0.0/8"], "settlement": "partner_remit"},
+  {"id": "ch_sess", "name": "Sessions but no orders", "key": "ck_sess", "secret": "cs_sess_secret",
+   "scopes": ["catalog:read", "sessions:write"], "ipAllowlist": ["127.0.0.1/32"], "settlement": "partner_remit"},
+  {"id": "ch_low", "name": "Low catalog limit", "key": "ck_low", "secret": "cs_low_secret",
+   "scopes": ["catalog:read", "orders:write"], "ipAllowlist": ["127.0.0.1/32"], "settlement": "partner_remit",
+   "rateLimits": {"catalog": 2}},
   {"id": "ch_slow", "name": "Slow", "key": "ck_slow", "secret": "cs_slow_secret", "signingKey": "sk_slow",
    "scopes": ["catalog:read", "orders:write", "orders:confirm", "orders:read"],
    "ipAllowlist": ["127.0.0.1/32"], "settlement": "partner_remit", "rateLimits": {"checkout": 2}}

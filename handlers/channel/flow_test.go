@@ -111,12 +111,51 @@ func TestPartnerFlow(t *testing.T) {
 	if n := s.Count(t, `SELECT count(*) FROM orders WHERE id = $1 AND total_cents = $2 AND partner_reference = 'pay-123'`, o.OrderID, int64(o.Amount)); n != 1 {
 		t.Fatalf("order not in Postgres as paid")
 	}
-	// Once Redis forgets the order, Postgres answers the status.
+	// A second charge of a paid order (another reference) is refunded, not
+	// hidden behind a duplicate.
+	expect(t, confirm(t, s, "a", o.OrderID, o.Amount, "pay-456"), 409, "CONFIRM_FAILED")
+
+	// Once Redis forgets the order, Postgres answers the status and confirm
+	// replays.
 	okey, _ := s.Space.Order(o.OrderID)
 	s.Redis.Do(t.Context(), s.Redis.B().Del().Key(okey).Build())
 	st = s.Do(t, "POST", "/v1/channel/orders/status", a, map[string]any{"orderId": o.OrderID})
 	if st.Status != 200 || !strings.Contains(string(st.Data), `"status":"paid"`) {
 		t.Fatalf("status from Postgres: %s", st)
+	}
+	c3 := confirm(t, s, "a", o.OrderID, o.Amount, "pay-123")
+	expect(t, c3, 200, "")
+	var conf3 struct {
+		Duplicate bool
+		Tickets   []struct{ TicketID, Label string }
+	}
+	c3.Decode(t, &conf3)
+	if !conf3.Duplicate || len(conf3.Tickets) != 2 || conf3.Tickets[0] != conf.Tickets[0] || conf3.Tickets[1] != conf.Tickets[1] {
+		t.Fatalf("confirm replay from Postgres: %s, first answer %s", c3.Data, c.Data)
+	}
+	r4 := confirm(t, s, "a", o.OrderID, o.Amount, "pay-789")
+	expect(t, r4, 409, "CONFIRM_FAILED")
+	if r4.Raw["reason"] != "already_paid" || r4.Raw["refundRequired"] != true {
+		t.Fatalf("second charge after Redis forgot: %s", r4)
+	}
+	expect(t, confirm(t, s, "slow", o.OrderID, o.Amount, "pay-123"), 404, "NOT_FOUND")
+}
+
+// TestConfirmOfCancelledEventFails: an order pending when the organiser
+// cancels is refunded, never paid.
+func TestConfirmOfCancelledEventFails(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{})
+	s.Apply(t, []byte(contentionCatalog))
+	o := mustReserve(t, s, "hot", "ev_hot", map[string]any{"selectedTicketId": "tk_x"})
+	s.Apply(t, []byte(strings.Replace(contentionCatalog, `"status": "on_sale"`, `"status": "cancelled"`, 1)))
+	r := confirm(t, s, "hot", o.OrderID, o.Amount, "p")
+	expect(t, r, 409, "CONFIRM_FAILED")
+	if r.Raw["reason"] != "cancelled" || r.Raw["refundRequired"] != true {
+		t.Fatalf("confirm after cancellation: %s", r)
+	}
+	st := s.Do(t, "POST", "/v1/channel/orders/status", keyed("hot"), map[string]any{"orderId": o.OrderID})
+	if !strings.Contains(string(st.Data), `"status":"failed"`) {
+		t.Fatalf("status after cancellation: %s", st)
 	}
 }
 
@@ -129,6 +168,12 @@ func TestPendingOrderExpires(t *testing.T) {
 		st := s.Do(t, "POST", "/v1/channel/orders/status", keyed("a"), map[string]any{"orderId": o.OrderID})
 		return strings.Contains(string(st.Data), `"status":"failed"`)
 	})
+	// Expired is a refund whatever amount was charged (not a re-quote).
+	wrong := confirm(t, s, "a", o.OrderID, o.Amount+500, "late")
+	expect(t, wrong, 409, "CONFIRM_FAILED")
+	if wrong.Raw["reason"] != "expired" {
+		t.Fatalf("expired order with another amount: %s", wrong)
+	}
 	r := confirm(t, s, "a", o.OrderID, o.Amount, "late")
 	expect(t, r, 409, "CONFIRM_FAILED")
 	if r.Raw["refundRequired"] != true {
@@ -182,6 +227,12 @@ func TestContentionSellsExactlyCapacity(t *testing.T) {
 				default:
 					t.Fatalf("unexpected outcome %s x%d (codes %v)", code, n, codes)
 				}
+			}
+			// Both ticket types still have capacity of their own, but the
+			// event's cap is reached: neither can be bought.
+			d := s.Do(t, "GET", "/v1/channel/events/ev_hot", keyed("hot"), nil)
+			if strings.Count(string(d.Data), `"remaining":0,"soldOut":true`) != 2 {
+				t.Fatalf("detail after sell-out: %s", d.Data)
 			}
 			s.Drain(t)
 			if n := s.Count(t, `SELECT count(*) FROM tickets WHERE event_id = 'ev_hot'`); n != 50 {

@@ -6,6 +6,7 @@ package httpx
 import (
 	"errors"
 	"log/slog"
+	"reflect"
 
 	json "github.com/goccy/go-json"
 	"github.com/valyala/fasthttp"
@@ -100,9 +101,9 @@ func jsonMessage(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		if te.Field != "" {
-			return "field " + te.Field + " must be " + te.Type.String()
+			return "field " + te.Field + " must be " + jsonKind(te.Type)
 		}
-		return "expected " + te.Type.String()
+		return "expected " + jsonKind(te.Type)
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -111,11 +112,38 @@ func jsonMessage(err error) string {
 	return err.Error()
 }
 
+// jsonKind names the JSON a Go type takes, for messages a client reads
+// (not Go type names).
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
+}
+
 // ServerErrorHandler answers what fasthttp rejects before any handler runs:
 // an oversized body is 413 PAYLOAD_TOO_LARGE, anything else malformed 400.
 func ServerErrorHandler(ctx *fasthttp.RequestCtx, err error) {
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 		Fail(ctx, apierr.New(fasthttp.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body is larger than 64 KB"))
+		return
+	}
+	var small *fasthttp.ErrSmallBuffer
+	if errors.As(err, &small) {
+		Fail(ctx, apierr.New(fasthttp.StatusRequestHeaderFieldsTooLarge, "HEADERS_TOO_LARGE", "request headers are larger than 8 KB"))
 		return
 	}
 	Fail(ctx, apierr.Invalid("malformed HTTP request"))

@@ -41,21 +41,20 @@ func Handler(probes []Probe, surfaces ...Surface) fasthttp.RequestHandler {
 	for _, s := range surfaces {
 		s.Register(r)
 	}
-	h := r.Handler
-	adminPrefix := []byte("/v1/admin/")
-	return func(ctx *fasthttp.RequestCtx) {
-		// Client surfaces take 64 KB; the operator's catalog may be larger,
-		// so the server limit is admin.MaxCatalogBody and this enforces 64 KB
-		// everywhere else.
-		if len(ctx.PostBody()) > httpx.MaxBody && !bytes.HasPrefix(ctx.Path(), adminPrefix) {
-			httpx.Fail(ctx, tooLarge)
-			return
-		}
-		h(ctx)
-	}
+	return r.Handler
 }
 
-var tooLarge = apierr.New(fasthttp.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body is larger than 64 KB")
+var adminPrefix = []byte("/v1/admin/")
+
+// bodyLimit gives every client surface the 64 KB limit and the operator's
+// catalog its larger one, decided from the header alone so that fasthttp
+// stops reading an oversized body instead of buffering it.
+func bodyLimit(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if bytes.HasPrefix(h.RequestURI(), adminPrefix) {
+		return fasthttp.RequestConfig{MaxRequestBodySize: admin.MaxCatalogBody}
+	}
+	return fasthttp.RequestConfig{MaxRequestBodySize: httpx.MaxBody}
+}
 
 func readyz(probes []Probe) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
@@ -82,9 +81,13 @@ func readyz(probes []Probe) fasthttp.RequestHandler {
 // New returns a fasthttp server with ticketd's limits and error envelope.
 func New(h fasthttp.RequestHandler) *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler:               h,
-		Name:                  "ticketd",
-		MaxRequestBodySize:    admin.MaxCatalogBody,
+		Handler:            h,
+		Name:               "ticketd",
+		MaxRequestBodySize: httpx.MaxBody,
+		HeaderReceived:     bodyLimit,
+		// Room for long headers (an Idempotency-Key of up to 255
+		// characters and more); beyond it the request is a 431.
+		ReadBufferSize:        8 << 10,
 		ErrorHandler:          httpx.ServerErrorHandler,
 		ReadTimeout:           30 * time.Second,
 		WriteTimeout:          30 * time.Second,

@@ -84,10 +84,7 @@ func Start(t testing.TB, opt Options) *Server {
 		ClientIP: &clientip.Resolver{Trusted: trusted},
 		Sessions: sessions,
 		Logger:   log,
-		Archive: func(ctx context.Context, id string) (orders.State, bool, error) {
-			o, ok, err := orderdb.Lookup(ctx, pool, id)
-			return orders.State{OrderID: o.ID, Status: o.Status, Amount: o.TotalCents, ChannelID: o.ChannelID}, ok, err
-		},
+		Archive:  orderdb.Store{Pool: pool},
 	}
 	srv := server.New(server.Handler(nil, api, &admin.API{Token: AdminToken, Catalog: store}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

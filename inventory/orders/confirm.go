@@ -35,10 +35,12 @@ var ErrNotFound = apierr.New(404, "NOT_FOUND", "no such order for this caller")
 // ConfirmFailed is the 409 telling the partner to refund.
 func ConfirmFailed(reason string) *apierr.Error {
 	msg := map[string]string{
-		"failed":    "the order has failed",
-		"expired":   "the order expired before it was confirmed",
-		"sold_out":  "the inventory of this order sold out meanwhile",
-		"seat_lost": "a seat of this order was lost",
+		"failed":       "the order has failed",
+		"expired":      "the order expired before it was confirmed",
+		"cancelled":    "the organiser cancelled the event",
+		"sold_out":     "the inventory of this order sold out meanwhile",
+		"seat_lost":    "a seat of this order was lost",
+		"already_paid": "the order was already paid under another partnerReference; this charge is not needed",
 	}[reason]
 	if msg == "" {
 		msg = "the order cannot be confirmed"
@@ -47,10 +49,21 @@ func ConfirmFailed(reason string) *apierr.Error {
 		Message: msg + "; refund the buyer, no ticket was issued"}).With("refundRequired", true)
 }
 
-// Confirm marks a pending order of channelID paid, claiming its inventory.
-// It is idempotent: confirming a paid order answers the same tickets with
-// Duplicate set.
-func (s *Service) Confirm(ctx context.Context, channelID, orderID string, amount money.Cents, ref string) (Confirmation, error) {
+// ConfirmRequest is a partner's confirm of a charge it took.
+type ConfirmRequest struct {
+	ChannelID string
+	OrderID   string
+	Amount    money.Cents
+	Reference string // the partner's reference of the charge
+	// EventCancelled fails a pending order instead of paying it.
+	EventCancelled bool
+}
+
+// Confirm marks a pending order of the caller's channel paid, claiming its
+// inventory. It is idempotent: confirming a paid order again with the same
+// reference answers the same tickets with Duplicate set.
+func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation, error) {
+	orderID := req.OrderID
 	ev, ok := keys.OrderEvent(orderID)
 	if !ok {
 		return Confirmation{}, ErrNotFound
@@ -59,7 +72,7 @@ func (s *Service) Confirm(ctx context.Context, channelID, orderID string, amount
 	// again with the keys the script names when the guess is wrong.
 	seats, dc := "", ""
 	for try := 0; try < 2; try++ {
-		arr, err := s.runConfirm(ctx, ev, channelID, orderID, amount, ref, seats, dc)
+		arr, err := s.runConfirm(ctx, ev, req, seats, dc)
 		if err != nil {
 			return Confirmation{}, fmt.Errorf("confirm: %w", err)
 		}
@@ -98,8 +111,8 @@ func (s *Service) Confirm(ctx context.Context, channelID, orderID string, amount
 	return Confirmation{}, fmt.Errorf("confirm: %w: order %s changed its seats", lua.ErrReply, orderID)
 }
 
-func (s *Service) runConfirm(ctx context.Context, ev, channelID, orderID string, amount money.Cents, ref, seats, dc string) ([]rueidis.RedisMessage, error) {
-	okey, _ := s.Space.Order(orderID)
+func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest, seats, dc string) ([]rueidis.RedisMessage, error) {
+	okey, _ := s.Space.Order(req.OrderID)
 	dcKey := s.Space.DiscountHolds(ev, "-")
 	if dc != "" {
 		dcKey = s.Space.DiscountHolds(ev, dc)
@@ -111,8 +124,13 @@ func (s *Service) runConfirm(ctx context.Context, ev, channelID, orderID string,
 	for _, l := range labels {
 		ks = append(ks, s.Space.Seat(ev, l))
 	}
+	cancelled := "0"
+	if req.EventCancelled {
+		cancelled = "1"
+	}
 	return lua.Array(ctx, s.Redis, confirmScript, ks, []string{
-		orderID, channelID, strconv.FormatInt(int64(amount), 10), strconv.FormatInt(int64(Tolerance), 10), ref, seats, dc})
+		req.OrderID, req.ChannelID, strconv.FormatInt(int64(req.Amount), 10), strconv.FormatInt(int64(Tolerance), 10),
+		req.Reference, seats, dc, cancelled, ms(orDefault(s.Retention, 24*time.Hour))})
 }
 
 // Order states.
@@ -132,6 +150,17 @@ type State struct {
 	// for orders read back from Postgres.
 	Caller    string
 	ExpiresAt time.Time
+	// PartnerReference is the charge a paid order was confirmed with; set
+	// for orders read back from Postgres.
+	PartnerReference string
+}
+
+// Archive is the record of paid orders that outlives their Redis copies
+// (Postgres). Status and confirm replays ask it for orders Redis no longer
+// has.
+type Archive interface {
+	Order(ctx context.Context, orderID string) (State, bool, error)
+	Tickets(ctx context.Context, orderID string) ([]Ticket, error)
 }
 
 var statusScript = lua.Load("order_status")

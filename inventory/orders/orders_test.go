@@ -58,10 +58,10 @@ func TestConfirmClaimsAllOrNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Confirm(ctx, "c", r1.OrderID, 1000, "p1"); err != nil {
+	if _, err := confirm(ctx, s, r1.OrderID, "p1"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Confirm(ctx, "c", r2.OrderID, 1000, "p2")
+	_, err = confirm(ctx, s, r2.OrderID, "p2")
 	if code(err) != "CONFIRM_FAILED" {
 		t.Fatalf("want CONFIRM_FAILED, got %v", err)
 	}
@@ -80,7 +80,7 @@ func TestConfirmClaimsAllOrNothing(t *testing.T) {
 		t.Fatalf("paid stream has %d entries, want 1", n)
 	}
 	// Confirming again is a duplicate and queues nothing.
-	c, err := s.Confirm(ctx, "c", r1.OrderID, 1000, "p1")
+	c, err := confirm(ctx, s, r1.OrderID, "p1")
 	if err != nil || !c.Duplicate || len(c.Tickets) != 1 || c.Tickets[0].TicketID != r1.OrderID+"-1" {
 		t.Fatalf("second confirm: %+v %v", c, err)
 	}
@@ -88,6 +88,10 @@ func TestConfirmClaimsAllOrNothing(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("duplicate confirm queued again: %d entries", n)
 	}
+}
+
+func confirm(ctx context.Context, s *Service, orderID, ref string) (Confirmation, error) {
+	return s.Confirm(ctx, ConfirmRequest{ChannelID: "c", OrderID: orderID, Amount: 1000, Reference: ref})
 }
 
 func partitionOf(id string) int {
@@ -127,7 +131,7 @@ func TestDiscountMaxUsesUnderConcurrency(t *testing.T) {
 		t.Fatalf("%d reserves got the code, want 3", len(ok))
 	}
 	// Pay one; the other two expire and return their uses.
-	if _, err := s.Confirm(ctx, "c", ok[0].OrderID, 1000, "p"); err != nil {
+	if _, err := confirm(ctx, s, ok[0].OrderID, "p"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(700 * time.Millisecond)

@@ -11,27 +11,30 @@ import "github.com/ticketd/ticketd/inventory/money"
 // copied by the confirm script into the paid stream entry (field "rec";
 // fields "ref" and "paidAt" are added at confirm).
 type Record struct {
-	OrderID          string      `json:"orderId"`
-	EventID          string      `json:"eventId"`
-	TenantID         string      `json:"tenantId"`
-	ChannelID        string      `json:"channelId,omitempty"` // "" for storefront orders
-	Source           string      `json:"source"`              // "channel" or "storefront"
-	BuyerName        string      `json:"buyerName"`
-	BuyerEmail       string      `json:"buyerEmail"`
-	BuyerPhone       string      `json:"buyerPhone,omitempty"`
-	ShowingID        string      `json:"showingId,omitempty"`
-	DiscountCode     string      `json:"discountCode,omitempty"`
-	Currency         string      `json:"currency"`
-	Subtotal         money.Cents `json:"subtotal"`
-	Discount         money.Cents `json:"discount"`
-	Extras           money.Cents `json:"extras"`
-	Fee              money.Cents `json:"fee"`
-	VAT              money.Cents `json:"vat"`
-	RefundProtection money.Cents `json:"refundProtection"`
-	Total            money.Cents `json:"total"`
-	Lines            []Line      `json:"lines"`
-	Tickets          []Ticket    `json:"tickets"`
-	CreatedAtMs      int64       `json:"createdAtMs"`
+	OrderID    string `json:"orderId"`
+	EventID    string `json:"eventId"`
+	TenantID   string `json:"tenantId"`
+	ChannelID  string `json:"channelId,omitempty"` // "" for storefront orders
+	Source     string `json:"source"`              // "channel" or "storefront"
+	BuyerName  string `json:"buyerName"`
+	BuyerEmail string `json:"buyerEmail"`
+	BuyerPhone string `json:"buyerPhone,omitempty"`
+	ShowingID  string `json:"showingId,omitempty"`
+	// SuccessCallbackURL is where the embedded checkout sends the buyer
+	// after a successful purchase.
+	SuccessCallbackURL string      `json:"successCallbackUrl,omitempty"`
+	DiscountCode       string      `json:"discountCode,omitempty"`
+	Currency           string      `json:"currency"`
+	Subtotal           money.Cents `json:"subtotal"`
+	Discount           money.Cents `json:"discount"`
+	Extras             money.Cents `json:"extras"`
+	Fee                money.Cents `json:"fee"`
+	VAT                money.Cents `json:"vat"`
+	RefundProtection   money.Cents `json:"refundProtection"`
+	Total              money.Cents `json:"total"`
+	Lines              []Line      `json:"lines"`
+	Tickets            []Ticket    `json:"tickets"`
+	CreatedAtMs        int64       `json:"createdAtMs"`
 	// Set from the stream entry, not stored at reserve.
 	PartnerReference string `json:"partnerReference,omitempty"`
 	PaidAtMs         int64  `json:"paidAtMs,omitempty"`

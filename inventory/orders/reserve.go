@@ -152,9 +152,8 @@ func (s *Service) replay(ctx context.Context, req ReserveRequest, orderID string
 	// The first attempt died between claiming the key and creating the
 	// order: take it over. The script's existence check makes a race
 	// between two takers create one order.
-	res, err := s.create(ctx, req, orderID)
-	res.Duplicate = true
-	return res, err
+	// The order is new: there is no earlier result to replay.
+	return s.create(ctx, req, orderID)
 }
 
 func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string) (Reservation, error) {
@@ -281,3 +280,18 @@ func CapacityError(field string, left int64) *apierr.Error {
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+var discountLeftScript = lua.Load("discount_left")
+
+// DiscountLeft returns how many uses of a limited discount code remain
+// (paid uses and live pending orders' holds taken off maxUses), so a quote
+// refuses a used-up code as the reserve of the same cart would.
+func (s *Service) DiscountLeft(ctx context.Context, eventID, code string, maxUses int64) (int64, error) {
+	arr, err := lua.Array(ctx, s.Redis, discountLeftScript,
+		[]string{s.Space.DiscountHolds(eventID, code), s.Space.DiscountUsed(eventID)},
+		[]string{code, strconv.FormatInt(maxUses, 10)})
+	if err != nil {
+		return 0, fmt.Errorf("discount %s: %w", code, err)
+	}
+	return lua.Int(arr, 0)
+}

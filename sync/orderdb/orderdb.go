@@ -11,27 +11,49 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
 )
 
-// Order is the part of an order's row that the status endpoints show.
-type Order struct {
-	ID         string
-	Status     string
-	ChannelID  string // "" for storefront orders
-	EventID    string
-	TotalCents money.Cents
+// Store answers for orders that aged out of Redis. It implements
+// orders.Archive.
+type Store struct {
+	Pool *pgxpool.Pool
 }
 
-// Lookup returns the order with id orderID; ok is false when there is none.
-func Lookup(ctx context.Context, pool *pgxpool.Pool, orderID string) (Order, bool, error) {
-	var o Order
-	err := pool.QueryRow(ctx, `SELECT id, status, coalesce(channel_id, ''), event_id, total_cents FROM orders WHERE id = $1`, orderID).
-		Scan(&o.ID, &o.Status, &o.ChannelID, &o.EventID, &o.TotalCents)
+var _ orders.Archive = Store{}
+
+// Order returns the order with id orderID; ok is false when there is none.
+// Caller is empty: Postgres does not keep which session reserved it.
+func (s Store) Order(ctx context.Context, orderID string) (orders.State, bool, error) {
+	var o orders.State
+	var total int64
+	err := s.Pool.QueryRow(ctx, `SELECT id, status, coalesce(channel_id, ''), total_cents, coalesce(partner_reference, '')
+		FROM orders WHERE id = $1`, orderID).
+		Scan(&o.OrderID, &o.Status, &o.ChannelID, &total, &o.PartnerReference)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Order{}, false, nil
+		return orders.State{}, false, nil
 	}
 	if err != nil {
-		return Order{}, false, fmt.Errorf("orderdb: lookup %s: %w", orderID, err)
+		return orders.State{}, false, fmt.Errorf("orderdb: lookup %s: %w", orderID, err)
 	}
+	o.Amount = money.Cents(total)
 	return o, true, nil
+}
+
+// Tickets returns the tickets of an order in the order they were issued.
+func (s Store) Tickets(ctx context.Context, orderID string) ([]orders.Ticket, error) {
+	rows, err := s.Pool.Query(ctx, `SELECT id, label, kind, coalesce(ref_id, '') FROM tickets WHERE order_id = $1
+		ORDER BY length(id), id`, orderID)
+	if err != nil {
+		return nil, fmt.Errorf("orderdb: tickets of %s: %w", orderID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orders.Ticket, error) {
+		var t orders.Ticket
+		err := r.Scan(&t.TicketID, &t.Label, &t.Kind, &t.RefID)
+		return t, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("orderdb: tickets of %s: %w", orderID, err)
+	}
+	return out, nil
 }
