@@ -28,6 +28,8 @@
 -- ARGV[7] -> declared discount code: the order's 'dc' field as the caller knows it
 -- ARGV[8] -> "1" when the event is cancelled, else "0"
 -- ARGV[9] -> retention ms: how long a paid order stays in Redis for replays
+-- ARGV[10] -> paid stream cap: 0 for none (a sync worker drains it); else
+--             MAXLEN ~ this many, when no worker ever will
 --
 -- Output:
 --   {0, duplicate 0|1, tickets JSON}  paid (duplicate = it already was, by
@@ -141,5 +143,9 @@ end
 redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
 redis.call('HDEL', order, 'rec')
 redis.call('PEXPIRE', order, ARGV[9])
-redis.call('XADD', KEYS[7], '*', 'order', oid, 'rec', o[9], 'ref', ARGV[5], 'paidAt', now)
+if ARGV[10] == '0' then
+  redis.call('XADD', KEYS[7], '*', 'order', oid, 'rec', o[9], 'ref', ARGV[5], 'paidAt', now)
+else
+  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[10], '*', 'order', oid, 'rec', o[9], 'ref', ARGV[5], 'paidAt', now)
+end
 return {0, 0, o[8]}

@@ -108,6 +108,10 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		return fmt.Errorf("TICKETD_TRUSTED_PROXIES: %w", err)
 	}
 	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: cfg.OrderTTL}
+	if pool == nil {
+		// Nothing will drain the paid streams: keep the newest entries only.
+		ord.StreamCap = 100_000
+	}
 	api := &channel.API{
 		Catalog:  store.Current,
 		Orders:   ord,

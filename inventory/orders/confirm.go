@@ -130,7 +130,7 @@ func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest,
 	}
 	return lua.Array(ctx, s.Redis, confirmScript, ks, []string{
 		req.OrderID, req.ChannelID, strconv.FormatInt(int64(req.Amount), 10), strconv.FormatInt(int64(Tolerance), 10),
-		req.Reference, seats, dc, cancelled, ms(orDefault(s.Retention, 24*time.Hour))})
+		req.Reference, seats, dc, cancelled, ms(orDefault(s.Retention, 24*time.Hour)), strconv.FormatInt(s.StreamCap, 10)})
 }
 
 // Order states.

@@ -94,6 +94,28 @@ func confirm(ctx context.Context, s *Service, orderID, ref string) (Confirmation
 	return s.Confirm(ctx, ConfirmRequest{ChannelID: "c", OrderID: orderID, Amount: 1000, Reference: ref})
 }
 
+// Without a sync worker the paid stream is capped, so it cannot grow
+// without bound.
+func TestPaidStreamIsCappedWithoutWorker(t *testing.T) {
+	s, ctx := setup(t)
+	s.StreamCap = 10
+	caps(t, s, "ev", "t:a", "1000")
+	for i := 0; i < 300; i++ {
+		r, err := s.Reserve(ctx, req("ev", map[string]int64{"t:a": 1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := confirm(ctx, s, r.OrderID, "p"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// MAXLEN ~ trims whole stream nodes (100 entries by default).
+	n, _ := s.Redis.Do(ctx, s.Redis.B().Xlen().Key(s.Space.Paid(keys.Partition("ev"))).Build()).AsInt64()
+	if n < 10 || n > 200 {
+		t.Fatalf("paid stream holds %d entries, want about 10", n)
+	}
+}
+
 func partitionOf(id string) int {
 	ev, _ := keys.OrderEvent(id)
 	return keys.Partition(ev)

@@ -33,6 +33,9 @@ type Service struct {
 	// InProgress is how long a claimed key whose order does not exist yet
 	// counts as "still running" before a retry may take the attempt over.
 	InProgress time.Duration
+	// StreamCap bounds each paid stream (approximately) when no sync worker
+	// drains it (write-through off); 0 leaves it unbounded.
+	StreamCap int64
 }
 
 func (s *Service) orderTTL() time.Duration { return orDefault(s.OrderTTL, 30*time.Minute) }
