@@ -2,23 +2,52 @@
 -- below what is already sold. Sold counts and booked seats are never touched,
 -- so re-applying a catalog never resets a sale.
 --
+-- A field of the old capacities that the new event neither caps nor lists as
+-- uncapped belongs to a removed object (ticket type, extra, showing, GA area,
+-- table): it is frozen at its sold count, so pending orders of that object
+-- fail at confirm and nothing more of it is sold. A missing field means
+-- "uncapped" to reserve and confirm, so simply dropping it would oversell.
+--
 -- KEYS[1] -> capacities hash {pN}:ev:<id>:cap
 -- KEYS[2] -> sold hash       {pN}:ev:<id>:sold
 --
--- ARGV[1] -> number of fields N
+-- ARGV[1] -> number of capped fields N
 -- ARGV[2 .. 1+2N] -> field, capacity, ...
+-- ARGV[2+2N] -> number of uncapped fields U: objects still in the event
+--               without a capacity ("ev", "sh:<id>", "x:<id>")
+-- next U  -> uncapped fields (removed from the hash: uncapped)
 --
--- Output: {0} replaced; {1, field, sold} a capacity is below its sold count
+-- Output: {0, {frozen fields}} replaced; {1, field, sold} a capacity is below
+-- its sold count (nothing written)
 local n = tonumber(ARGV[1])
+local capped = {}
 for i = 0, n - 1 do
   local f, cap = ARGV[2 + 2 * i], tonumber(ARGV[3 + 2 * i])
   local sold = tonumber(redis.call('HGET', KEYS[2], f)) or 0
   if sold > cap then
     return {1, f, sold}
   end
+  capped[f] = true
 end
+local live = {}
+local u = tonumber(ARGV[2 + 2 * n])
+for i = 1, u do
+  live[ARGV[2 + 2 * n + i]] = true
+end
+local frozen, at = {}, {}
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if not capped[f] and not live[f] then
+    frozen[#frozen + 1] = f
+    at[#at + 1] = tonumber(redis.call('HGET', KEYS[2], f)) or 0
+  end
+end
+
+-- writes
 redis.call('DEL', KEYS[1])
 if n > 0 then
   redis.call('HSET', KEYS[1], unpack(ARGV, 2, 1 + 2 * n))
 end
-return {0}
+for i = 1, #frozen do
+  redis.call('HSET', KEYS[1], frozen[i], at[i])
+end
+return {0, frozen}

@@ -2,8 +2,12 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"time"
+
+	"github.com/ticketd/ticketd/inventory/seats"
 )
 
 // config is ticketd's environment (decisions.md §5).
@@ -34,27 +38,45 @@ func env(name, def string) (string, bool) {
 	return def, false
 }
 
+// defaultAppURL is the public URL when TICKETD_APP_URL is unset: this host,
+// on the port ticketd listens on, so links and the demo lines reach it.
+func defaultAppURL(addr string) string {
+	port := "8080"
+	if _, p, err := net.SplitHostPort(addr); err == nil && p != "" {
+		if n, err := net.LookupPort("tcp", p); err == nil {
+			port = strconv.Itoa(n)
+		}
+	}
+	return "http://localhost:" + port
+}
+
 func loadConfig() (config, error) {
 	var c config
 	c.Addr, _ = env("TICKETD_ADDR", ":8080")
-	c.AppURL, _ = env("TICKETD_APP_URL", "http://localhost:8080")
+	c.AppURL, _ = env("TICKETD_APP_URL", defaultAppURL(c.Addr))
 	c.RedisURL, c.RedisURLSet = env("REDIS_URL", "redis://127.0.0.1:6379")
-	c.DatabaseURL, c.DatabaseURLSet = env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+	// The default is the local server, so no TLS on loopback (pgx would
+	// otherwise try it first and pay for it on every write).
+	c.DatabaseURL, c.DatabaseURLSet = env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
 	c.AdminToken, _ = env("TICKETD_ADMIN_TOKEN", "")
 	c.SecretsKey, _ = env("TICKETD_SECRETS_KEY", "")
 	c.KeyPrefix, _ = env("TICKETD_KEY_PREFIX", "")
 	c.TrustedProxies, _ = env("TICKETD_TRUSTED_PROXIES", "")
 	c.LogFormat, _ = env("TICKETD_LOG_FORMAT", "text")
 	c.PprofAddr, _ = env("TICKETD_PPROF_ADDR", "")
+	// The TTLs reach Redis as whole milliseconds (PX) and scripts compare them
+	// to Redis time, so below a second they round to nothing or expire before
+	// the buyer can act; a hold may not outlive the 30m cap from its first hold.
 	for _, d := range []struct {
-		name string
-		dst  *time.Duration
-		def  time.Duration
+		name     string
+		dst      *time.Duration
+		def      time.Duration
+		min, max time.Duration // max 0: no upper bound
 	}{
-		{"TICKETD_ORDER_TTL", &c.OrderTTL, 30 * time.Minute},
-		{"TICKETD_CHECKOUT_TTL", &c.CheckoutTTL, 15 * time.Minute},
-		{"TICKETD_SEAT_HOLD_TTL", &c.SeatHoldTTL, 10 * time.Minute},
-		{"TICKETD_REDIS_FLUSH_DELAY", &c.RedisFlushDelay, 20 * time.Microsecond},
+		{"TICKETD_ORDER_TTL", &c.OrderTTL, 30 * time.Minute, time.Second, 0},
+		{"TICKETD_CHECKOUT_TTL", &c.CheckoutTTL, 15 * time.Minute, time.Second, 0},
+		{"TICKETD_SEAT_HOLD_TTL", &c.SeatHoldTTL, seats.DefaultTTL, time.Second, seats.DefaultMaxTTL},
+		{"TICKETD_REDIS_FLUSH_DELAY", &c.RedisFlushDelay, 20 * time.Microsecond, time.Nanosecond, 0},
 	} {
 		v, set := env(d.name, "")
 		if !set {
@@ -62,8 +84,13 @@ func loadConfig() (config, error) {
 			continue
 		}
 		p, err := time.ParseDuration(v)
-		if err != nil || p <= 0 {
+		switch {
+		case err != nil || p <= 0:
 			return c, fmt.Errorf("%s=%q: want a positive duration such as 30m", d.name, v)
+		case p < d.min:
+			return c, fmt.Errorf("%s=%q: must be at least %s", d.name, v, d.min)
+		case d.max > 0 && p > d.max:
+			return c, fmt.Errorf("%s=%q: must be at most %s", d.name, v, d.max)
 		}
 		*d.dst = p
 	}

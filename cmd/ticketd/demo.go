@@ -3,16 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 )
 
 // printDemo prints the demo credentials and three curl lines that work as
 // pasted, in order, into one shell (the second sets ORDER and AMOUNT).
 func printDemo(w io.Writer, cfg config) {
 	base := cfg.AppURL
-	if strings.HasPrefix(cfg.Addr, ":") && strings.Contains(base, "localhost:8080") && cfg.Addr != ":8080" {
-		base = "http://localhost" + cfg.Addr
-	}
 	hdr := `-H 'x-service-key: ck_demo' -H 'x-service-secret: cs_demo_secret'`
 	fmt.Fprintf(w, `
 ================ ticketd demo ================

@@ -189,3 +189,81 @@ func TestDemoCurlLinesWork(t *testing.T) {
 		t.Fatalf("demo lines: %v\n%s", err, out)
 	}
 }
+
+// TestLoadConfigTTLBounds: TTLs below a second break the scripts (a seat
+// hold of PX 0), and a seat hold may not outlive the 30m cap; each refusal
+// names its variable.
+func TestLoadConfigTTLBounds(t *testing.T) {
+	cases := []struct {
+		name, value string
+		ok          bool
+	}{
+		{"TICKETD_ORDER_TTL", "500us", false},
+		{"TICKETD_ORDER_TTL", "999ms", false},
+		{"TICKETD_ORDER_TTL", "1s", true},
+		{"TICKETD_ORDER_TTL", "2h", true},
+		{"TICKETD_CHECKOUT_TTL", "100ms", false},
+		{"TICKETD_CHECKOUT_TTL", "1s", true},
+		{"TICKETD_SEAT_HOLD_TTL", "500ms", false},
+		{"TICKETD_SEAT_HOLD_TTL", "1s", true},
+		{"TICKETD_SEAT_HOLD_TTL", "30m", true},
+		{"TICKETD_SEAT_HOLD_TTL", "30m1s", false},
+		{"TICKETD_SEAT_HOLD_TTL", "1h", false},
+		{"TICKETD_SEAT_HOLD_TTL", "-5m", false},
+		{"TICKETD_REDIS_FLUSH_DELAY", "1ns", true}, // "1ns to turn off" (README)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			for _, v := range []string{"TICKETD_ORDER_TTL", "TICKETD_CHECKOUT_TTL", "TICKETD_SEAT_HOLD_TTL", "TICKETD_REDIS_FLUSH_DELAY"} {
+				t.Setenv(v, "")
+			}
+			t.Setenv(tc.name, tc.value)
+			c, err := loadConfig()
+			if !tc.ok {
+				if err == nil || !strings.Contains(err.Error(), tc.name) {
+					t.Fatalf("want an error naming %s, got %v", tc.name, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := time.ParseDuration(tc.value)
+			got := map[string]time.Duration{"TICKETD_ORDER_TTL": c.OrderTTL, "TICKETD_CHECKOUT_TTL": c.CheckoutTTL,
+				"TICKETD_SEAT_HOLD_TTL": c.SeatHoldTTL, "TICKETD_REDIS_FLUSH_DELAY": c.RedisFlushDelay}[tc.name]
+			if got != want {
+				t.Fatalf("%s = %s, want %s", tc.name, got, want)
+			}
+		})
+	}
+}
+
+// TestAppURLFollowsAddr: without TICKETD_APP_URL the public URL, and so the
+// printed demo curl lines, use the port ticketd listens on.
+func TestAppURLFollowsAddr(t *testing.T) {
+	cases := []struct{ addr, appURL, want string }{
+		{"127.0.0.1:18081", "", "http://localhost:18081"},
+		{":9090", "", "http://localhost:9090"},
+		{"[::1]:9443", "", "http://localhost:9443"},
+		{"", "", "http://localhost:8080"},
+		{"127.0.0.1:18081", "https://tickets.example.com", "https://tickets.example.com"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.addr+" "+tc.appURL, func(t *testing.T) {
+			t.Setenv("TICKETD_ADDR", tc.addr)
+			t.Setenv("TICKETD_APP_URL", tc.appURL)
+			cfg, err := loadConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.AppURL != tc.want {
+				t.Fatalf("AppURL %q, want %q", cfg.AppURL, tc.want)
+			}
+			var b bytes.Buffer
+			printDemo(&b, cfg)
+			if n := strings.Count(b.String(), " "+tc.want+"/v1/channel/"); n != 3 {
+				t.Fatalf("%d of the 3 curl lines use %s:\n%s", n, tc.want, b.String())
+			}
+		})
+	}
+}

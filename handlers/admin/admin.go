@@ -28,8 +28,12 @@ type API struct {
 // the server's body limit is raised for this path only (see Server).
 const MaxCatalogBody = 8 << 20
 
-// Register mounts the admin routes.
+// Register mounts the admin routes. Without a token it mounts none, so the
+// router answers 404 for every method, not 405 that would reveal the route.
 func (a *API) Register(r *router.Router) {
+	if a.Token == "" {
+		return
+	}
 	r.PUT("/v1/admin/catalog", a.applyCatalog)
 }
 
@@ -45,10 +49,6 @@ func (a *API) authorized(ctx *fasthttp.RequestCtx) bool {
 }
 
 func (a *API) applyCatalog(ctx *fasthttp.RequestCtx) {
-	if a.Token == "" {
-		httpx.NotFound(ctx)
-		return
-	}
 	if !a.authorized(ctx) {
 		httpx.Fail(ctx, errUnauthorized)
 		return

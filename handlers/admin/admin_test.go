@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	json "github.com/goccy/go-json"
+	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/admin"
+	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/handlers/servertest"
 )
 
@@ -115,5 +118,69 @@ func TestApplyCatalog(t *testing.T) {
 	}
 	if n := s.Count(t, `SELECT count(*) FROM events WHERE tenant_id = 't1'`); n != 2 {
 		t.Fatalf("Postgres holds %d events of t1, want 2", n)
+	}
+}
+
+// serve runs one request through the server's root handler, with the admin
+// surface built from token, and decodes the envelope.
+func serve(t *testing.T, token, method string) (int, string) {
+	t.Helper()
+	h := server.Handler(nil, &admin.API{Token: token})
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod(method)
+	ctx.Request.SetRequestURI("/v1/admin/catalog")
+	ctx.Request.SetBodyString(doc)
+	h(&ctx)
+	var env struct {
+		Success bool   `json:"success"`
+		Code    string `json:"code"`
+	}
+	if err := json.Unmarshal(ctx.Response.Body(), &env); err != nil || env.Success {
+		t.Fatalf("%s: not a failure envelope: %q", method, ctx.Response.Body())
+	}
+	return ctx.Response.StatusCode(), env.Code
+}
+
+var methods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+
+// Without TICKETD_ADMIN_TOKEN the admin surface does not exist: every method
+// is 404, so nothing tells a prober that PUT would be served.
+func TestAdminOffIsNotFoundForEveryMethod(t *testing.T) {
+	for _, m := range methods {
+		if st, code := serve(t, "", m); st != 404 || code != "NOT_FOUND" {
+			t.Errorf("%s with the admin surface off: %d %s, want 404 NOT_FOUND", m, st, code)
+		}
+	}
+}
+
+// With a token the catalog takes PUT only; other methods are 405.
+func TestAdminOnRefusesOtherMethods(t *testing.T) {
+	for _, m := range methods {
+		st, code := serve(t, "tok", m)
+		want, wantCode := 405, "METHOD_NOT_ALLOWED"
+		if m == "PUT" {
+			want, wantCode = 401, "ADMIN_UNAUTHORIZED" // no Authorization header sent
+		}
+		if st != want || code != wantCode {
+			t.Errorf("%s with the admin surface on: %d %s, want %d %s", m, st, code, want, wantCode)
+		}
+	}
+}
+
+// maxUses 0 would mean "unlimited" to pricing and the order scripts, so it
+// is refused, naming the field; an omitted maxUses is unlimited.
+func TestApplyRefusesMaxUsesZero(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{})
+	zero := strings.Replace(doc, `"tickets":`, `"discountCodes": [{"code": "FREE", "percent": 100, "maxUses": 0}], "tickets":`, 1)
+	r := put(t, s, servertest.AdminToken, []byte(zero))
+	if r.Status != 400 || r.Code != "INVALID_CATALOG" || !strings.Contains(r.Message, "tenants[0].events[0].discountCodes[0].maxUses") {
+		t.Fatalf("maxUses 0: %s", r)
+	}
+	if s.Catalog.Current().Events["ev1"] != nil {
+		t.Fatal("a refused document was applied")
+	}
+	one := strings.Replace(zero, `"maxUses": 0`, `"maxUses": 1`, 1)
+	if r := put(t, s, servertest.AdminToken, []byte(one)); r.Status != 200 {
+		t.Fatalf("maxUses 1: %s", r)
 	}
 }

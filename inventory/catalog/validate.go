@@ -340,10 +340,10 @@ func discount(codes, tickets seen, dc *DiscountCode, path string) *ValidationErr
 			return ve
 		}
 	}
-	if dc.MaxUses != nil {
-		if ve := checkCount(*dc.MaxUses, 0, path+".maxUses"); ve != nil {
-			return ve
-		}
+	// Pricing and the order scripts read a max of 0 as "no limit", so 0 is
+	// refused rather than silently meaning unlimited.
+	if dc.MaxUses != nil && *dc.MaxUses < 1 {
+		return fail(path+".maxUses", "must be at least 1, got %d (omit maxUses for unlimited uses)", *dc.MaxUses)
 	}
 	for i, id := range dc.TicketIDs {
 		if _, ok := tickets[id]; !ok {

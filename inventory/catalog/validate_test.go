@@ -221,6 +221,8 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 		{"discount percent negative", func(d *catalog.Document) { dc(d, 0).Percent = ptr(pct("-10")) }, ev0 + ".discountCodes[0].percent"},
 		{"discount amount negative", func(d *catalog.Document) { dc(d, 1).Amount = ptr[money.Cents](-5) }, ev0 + ".discountCodes[1].amount"},
 		{"discount maxUses negative", func(d *catalog.Document) { dc(d, 0).MaxUses = ptr[int64](-1) }, ev0 + ".discountCodes[0].maxUses"},
+		// 0 would mean "unlimited" to pricing and the order scripts; unlimited is an omitted maxUses.
+		{"discount maxUses 0", func(d *catalog.Document) { dc(d, 0).MaxUses = ptr[int64](0) }, ev0 + ".discountCodes[0].maxUses"},
 		{"discount for an unknown ticket", func(d *catalog.Document) {
 			dc(d, 0).TicketIDs = []string{"tk_ga", "tk_nope"}
 		}, ev0 + ".discountCodes[0].ticketIds[1]"},

@@ -169,7 +169,9 @@ var capsScript = lua.Load("catalog_caps")
 // Apply merges a validated document into the catalog: every object is
 // created or replaced by id, absent objects stay. Capacities below what is
 // sold and booked seats missing from a new seat map are refused as a
-// *catalog.ValidationError before anything is written.
+// *catalog.ValidationError before anything is written. A capped object
+// removed from an applied event keeps its sold count as its capacity
+// (catalog_caps), so its pending orders cannot confirm past it.
 func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, error) {
 	lock := s.Space.CatalogVersion() + ":lock"
 	ok, err := s.Redis.Do(ctx, s.Redis.B().Set().Key(lock).Value("1").Nx().Px(30*time.Second).Build()).AsBool()
@@ -273,6 +275,28 @@ func capPath(ev *catalog.Event, field string) string {
 	return ""
 }
 
+// uncappedFields lists the capacity fields (named as CompiledEvent.Caps
+// names them) of objects still in ev that have no capacity: the event
+// itself, showings and extras. catalog_caps removes them (uncapped) instead
+// of freezing them as fields of removed objects.
+func uncappedFields(ev *catalog.Event) []string {
+	var out []string
+	if ev.Capacity == nil {
+		out = append(out, "ev")
+	}
+	for _, sh := range ev.Showings {
+		if sh.Capacity == nil {
+			out = append(out, "sh:"+sh.ID)
+		}
+	}
+	for _, x := range ev.Extras {
+		if x.Capacity == nil {
+			out = append(out, "x:"+x.ID)
+		}
+	}
+	return out
+}
+
 func compileOne(ev *catalog.Event) *catalog.CompiledEvent {
 	snap, _ := catalog.Compile(0, []catalog.Tenant{{ID: ev.TenantID, Events: []catalog.Event{*ev}}}, nil, nil)
 	return snap.Events[ev.ID]
@@ -360,15 +384,23 @@ func (s *Store) project(ctx context.Context, p projected, changed []*catalog.Eve
 		for _, f := range fields {
 			args = append(args, f, strconv.FormatInt(caps[f], 10))
 		}
+		uncapped := uncappedFields(ev)
+		args = append(args, strconv.Itoa(len(uncapped)))
+		args = append(args, uncapped...)
 		arr, err := lua.Array(ctx, s.Redis, capsScript, []string{s.Space.Caps(ev.ID), s.Space.Sold(ev.ID)}, args)
 		if err != nil {
 			return fmt.Errorf("catalog: project capacities of %s: %w", ev.ID, err)
 		}
-		if c, _ := lua.Int(arr, 0); c == 1 {
+		switch c, _ := lua.Int(arr, 0); c {
+		case 1:
 			f, _ := lua.Str(arr, 1)
 			n, _ := lua.Int(arr, 2)
 			return &catalog.ValidationError{Path: "events." + ev.ID + capPath(ev, f),
 				Msg: fmt.Sprintf("capacity is below the %d already sold", n)}
+		case 0:
+			if frozen, _ := lua.Strs(arr, 1); len(frozen) > 0 {
+				s.logger().Info("capacities of removed objects frozen at their sold counts", "event", ev.ID, "fields", frozen)
+			}
 		}
 	}
 	b, err := json.Marshal(p)
