@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fasthttp/router"
+	json "github.com/goccy/go-json"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/inventory/apierr"
+)
+
+// app is the baseline server: a pool, the in-memory catalog and settings.
+type app struct {
+	pool       *pgxpool.Pool
+	cat        atomic.Pointer[snapshot]
+	applyMu    sync.Mutex // one catalog apply at a time, so snapshots load in order
+	adminToken string
+	orderTTL   time.Duration
+	log        *slog.Logger
+}
+
+// newApp loads the catalog already in the database (a restart keeps it).
+func newApp(ctx context.Context, pool *pgxpool.Pool, adminToken string, orderTTL time.Duration, log *slog.Logger) (*app, error) {
+	a := &app{pool: pool, adminToken: adminToken, orderTTL: orderTTL, log: log}
+	s, err := load(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	a.cat.Store(s)
+	return a, nil
+}
+
+// handler routes the endpoints the bench drives, with ticketd's envelope for
+// unknown routes and panics.
+func (a *app) handler() fasthttp.RequestHandler {
+	r := router.New()
+	r.NotFound = httpx.NotFound
+	r.MethodNotAllowed = httpx.MethodNotAllowed
+	r.PanicHandler = httpx.PanicHandler
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.GET("/healthz", func(ctx *fasthttp.RequestCtx) { httpx.OK(ctx, map[string]string{"status": "ok"}) })
+	r.PUT("/v1/admin/catalog", a.applyCatalog)
+	r.POST("/v1/channel/events/{id}/checkout", a.keyed(a.checkout))
+	r.POST("/v1/channel/orders/confirm", a.keyed(a.confirm))
+	r.GET("/v1/channel/events/{id}", a.keyed(a.eventDetail))
+	r.GET("/v1/baseline/stats/{id}", a.stats)
+	return r.Handler
+}
+
+// newServer has ticketd's server limits, so transport costs match.
+func newServer(h fasthttp.RequestHandler) *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:            h,
+		Name:               "ticketd-baseline",
+		MaxRequestBodySize: 8 << 20, // catalogs; client bodies are small
+		ErrorHandler:       httpx.ServerErrorHandler,
+		ReadTimeout:        30 * time.Second,
+		WriteTimeout:       30 * time.Second,
+		IdleTimeout:        2 * time.Minute,
+		CloseOnShutdown:    true,
+	}
+}
+
+// reqCtx bounds a request's database work.
+func reqCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+var errAdminUnauthorized = apierr.New(401, "ADMIN_UNAUTHORIZED", "a valid Authorization: Bearer admin token is required")
+
+// applyCatalog is PUT /v1/admin/catalog.
+func (a *app) applyCatalog(ctx *fasthttp.RequestCtx) {
+	if a.adminToken == "" {
+		httpx.NotFound(ctx)
+		return
+	}
+	h := ctx.Request.Header.Peek("Authorization")
+	const p = "Bearer "
+	if len(h) <= len(p) || string(h[:len(p)]) != p || subtle.ConstantTimeCompare(h[len(p):], []byte(a.adminToken)) != 1 {
+		httpx.Fail(ctx, errAdminUnauthorized)
+		return
+	}
+	var doc document
+	if err := json.Unmarshal(ctx.PostBody(), &doc); err != nil {
+		httpx.Fail(ctx, apierr.BadRequest("INVALID_CATALOG", "the catalog document is not valid JSON of the expected shape: %v", err))
+		return
+	}
+	if err := doc.validate(); err != nil {
+		httpx.Fail(ctx, apierr.BadRequest("INVALID_CATALOG", "%s", err.Error()))
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a.applyMu.Lock()
+	defer a.applyMu.Unlock()
+	var n applied
+	err := withRetry(rctx, func() (err error) {
+		n, err = apply(rctx, a.pool, &doc)
+		return err
+	})
+	if err != nil {
+		var ic *invalidCatalog
+		if errors.As(err, &ic) {
+			httpx.Fail(ctx, apierr.BadRequest("INVALID_CATALOG", "%s", ic.msg))
+			return
+		}
+		httpx.Error(ctx, err)
+		return
+	}
+	s, err := load(rctx, a.pool)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	a.cat.Store(s)
+	httpx.OK(ctx, map[string]any{"applied": n})
+}
