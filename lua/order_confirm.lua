@@ -144,8 +144,8 @@ redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
 redis.call('HDEL', order, 'rec')
 redis.call('PEXPIRE', order, ARGV[9])
 if ARGV[10] == '0' then
-  redis.call('XADD', KEYS[7], '*', 'order', oid, 'rec', o[9], 'ref', ARGV[5], 'paidAt', now)
+  redis.call('XADD', KEYS[7], '*', 'order', oid, 'rec', o[9], 'tix', o[8], 'ref', ARGV[5], 'paidAt', now)
 else
-  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[10], '*', 'order', oid, 'rec', o[9], 'ref', ARGV[5], 'paidAt', now)
+  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[10], '*', 'order', oid, 'rec', o[9], 'tix', o[8], 'ref', ARGV[5], 'paidAt', now)
 end
 return {0, 0, o[8]}

@@ -22,7 +22,7 @@
 -- ARGV[8 .. 7+2C] -> claim field, quantity, ...
 -- ARGV[8+2C] -> number of seats S
 -- next S  -> seat labels
--- rest    -> order hash field, value, ... (st, exp and created are added here)
+-- rest    -> order hash field, value, ... (st and exp are added here)
 --
 -- Output:
 --   {0, expiresAtMs}                 created
@@ -121,7 +121,7 @@ if code ~= '' and maxuses > 0 then
     redis.call('PEXPIRE', KEYS[6], ttl)
   end
 end
-local kv = {'st', 'pending', 'exp', exp, 'created', now}
+local kv = {'st', 'pending', 'exp', exp}
 for j = rest, #ARGV do
   kv[#kv + 1] = ARGV[j]
 end

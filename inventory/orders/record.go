@@ -7,9 +7,10 @@ package orders
 import "github.com/ticketd/ticketd/inventory/money"
 
 // Record is everything the sync worker writes to Postgres for a paid order.
-// It is computed at reserve, stored with the pending order as JSON, and
-// copied by the confirm script into the paid stream entry (field "rec";
-// fields "ref" and "paidAt" are added at confirm).
+// It is computed at reserve, stored with the pending order as JSON without
+// its Tickets (those are kept once, as the order's "tix"), and copied by
+// the confirm script into the paid stream entry (fields "rec" and "tix";
+// "ref" and "paidAt" are added at confirm).
 type Record struct {
 	OrderID    string `json:"orderId"`
 	EventID    string `json:"eventId"`
@@ -69,6 +70,7 @@ type Ticket struct {
 // Stream entry fields of the paid stream.
 const (
 	StreamRecord  = "rec"
+	StreamTickets = "tix"
 	StreamRef     = "ref"
 	StreamPaidAt  = "paidAt"
 	StreamOrderID = "order"

@@ -168,11 +168,17 @@ func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string
 	for i := range rec.Tickets {
 		rec.Tickets[i].TicketID = orderID + "-" + strconv.Itoa(i+1)
 	}
+	// The tickets are kept once, in "tix" (confirm answers them); the
+	// record travels without them and the worker puts them back.
+	tixJSON, err := json.Marshal(rec.Tickets)
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve: encode tickets: %w", err)
+	}
+	rec.Tickets = nil
 	recJSON, err := json.Marshal(rec)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve: encode record: %w", err)
 	}
-	tixJSON, _ := json.Marshal(rec.Tickets)
 	okey, _ := s.Space.Order(orderID)
 
 	hold := s.Space.Hold(ev, "-")
@@ -209,7 +215,6 @@ func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string
 		"total", strconv.FormatInt(int64(req.Total), 10),
 		"ch", req.ChannelID,
 		"by", req.Caller,
-		"ev", ev,
 		"claims", claims.String(),
 		"seats", strings.Join(req.SeatLabels, " "),
 		"dc", req.DiscountCode,

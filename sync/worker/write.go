@@ -93,6 +93,11 @@ func decode(e entry) (orders.Record, error) {
 	if err := json.Unmarshal([]byte(e.fields[orders.StreamRecord]), &rec); err != nil {
 		return rec, fmt.Errorf("field %q is not an order record: %w", orders.StreamRecord, err)
 	}
+	if tix, ok := e.fields[orders.StreamTickets]; ok && len(rec.Tickets) == 0 {
+		if err := json.Unmarshal([]byte(tix), &rec.Tickets); err != nil {
+			return rec, fmt.Errorf("field %q is not a ticket list: %w", orders.StreamTickets, err)
+		}
+	}
 	if id := e.fields[orders.StreamOrderID]; rec.OrderID != id || id == "" {
 		return rec, fmt.Errorf("record orderId %q does not match field %q = %q", rec.OrderID, orders.StreamOrderID, id)
 	}
