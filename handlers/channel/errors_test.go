@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/handlers/servertest"
 )
@@ -129,10 +130,25 @@ func TestPartnerErrorCodes(t *testing.T) {
 		// not created its order yet.
 		ctx := context.Background()
 		k := s.Space.Idempotency("inflight-1")
-		if err := s.Redis.Do(ctx, s.Redis.B().Hset().Key(k).FieldValue().FieldValue("order", "onotyetcreated.ev_ga").Build()).Error(); err != nil {
+		rec, err := s.Redis.Do(ctx, s.Redis.B().Get().Key(k).Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed := rec[:strings.LastIndexByte(rec, '\x1f')+1] + "onotyetcreated.ev_ga"
+		if err := s.Redis.Do(ctx, s.Redis.B().Set().Key(k).Value(claimed).Keepttl().Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		expect(t, s.Do(t, "POST", ga+"/checkout", h, body), 409, "DUPLICATE_IN_PROGRESS")
+		// Once the claim is older than the in-progress window (30 s), a
+		// retry takes the dead attempt over and creates its order.
+		if err := s.Redis.Do(ctx, s.Redis.B().Pexpire().Key(k).Milliseconds(int64((24*time.Hour - 31*time.Second)/time.Millisecond)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		taken := s.Do(t, "POST", ga+"/checkout", h, body)
+		expect(t, taken, 200, "")
+		if !strings.Contains(string(taken.Data), `"orderId":"onotyetcreated.ev_ga"`) || strings.Contains(string(taken.Data), "duplicate") {
+			t.Fatalf("takeover: %s", taken)
+		}
 	})
 	t.Run("confirm failed after sell-out", func(t *testing.T) {
 		// tk_hidden has 5: both orders reserve, the second cannot claim.

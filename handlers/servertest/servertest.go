@@ -58,6 +58,8 @@ type Server struct {
 	Worker   *worker.Worker
 	Sessions *channel.Sessions
 	Client   *fasthttp.Client
+	// Handler is the root handler, for benchmarks that skip the network.
+	Handler fasthttp.RequestHandler
 }
 
 // Start builds the stack and stops it with t.
@@ -86,7 +88,8 @@ func Start(t testing.TB, opt Options) *Server {
 		Logger:   log,
 		Archive:  orderdb.Store{Pool: pool},
 	}
-	srv := server.New(server.Handler(nil, api, &admin.API{Token: AdminToken, Catalog: store}))
+	handler := server.Handler(nil, api, &admin.API{Token: AdminToken, Catalog: store})
+	srv := server.New(handler)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("servertest: listen: %v", err)
@@ -99,7 +102,7 @@ func Start(t testing.TB, opt Options) *Server {
 	}
 	return &Server{
 		URL: "http://" + ln.Addr().String(), Redis: rc, Space: space, Pool: pool, Catalog: store,
-		Worker: w, Sessions: sessions,
+		Worker: w, Sessions: sessions, Handler: handler,
 		Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second},
 	}
 }

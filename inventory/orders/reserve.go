@@ -88,7 +88,6 @@ type Reservation struct {
 
 var (
 	reserveScript     = lua.Load("order_reserve")
-	idemClaimScript   = lua.Load("idem_claim")
 	idemReleaseScript = lua.Load("idem_release")
 )
 
@@ -103,27 +102,34 @@ var (
 	ErrDiscountUsedUp = apierr.New(400, "INVALID_DISCOUNT_CODE", "the discount code has no uses left")
 )
 
+// idemSep separates the parts of an idempotency record; it cannot occur
+// in a caller id, a hex fingerprint or an order id.
+const idemSep = "\x1f"
+
 // Reserve creates a pending order, or returns the order an earlier request
 // with the same Idempotency-Key created.
+//
+// The key is claimed with one plain SET NX GET (no script): the record is
+// "caller|fingerprint|order id" and lives IdempotencyTTL; its remaining TTL
+// tells how old a claim is.
 func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation, error) {
 	orderID := NewOrderID(req.EventID)
 	idem := s.Space.Idempotency(req.IdempotencyKey)
-	arr, err := lua.Array(ctx, s.Redis, idemClaimScript, []string{idem},
-		[]string{req.Caller, req.Fingerprint, orderID, ms(orDefault(s.IdempotencyTTL, 24*time.Hour))})
-	if err != nil {
+	record := req.Caller + idemSep + req.Fingerprint + idemSep + orderID
+	ttl := orDefault(s.IdempotencyTTL, 24*time.Hour)
+	prev, err := s.Redis.Do(ctx, s.Redis.B().Set().Key(idem).Value(record).Nx().Get().Px(ttl).Build()).ToString()
+	switch {
+	case rueidis.IsRedisNil(err):
+		// claimed: this attempt creates the order
+	case err != nil:
 		return Reservation{}, fmt.Errorf("reserve: claim idempotency key: %w", err)
-	}
-	code, err := lua.Int(arr, 0)
-	if err != nil {
-		return Reservation{}, err
-	}
-	switch code {
-	case 1:
-		return Reservation{}, ErrKeyConflict
-	case 2:
-		prev, _ := lua.Str(arr, 1)
-		age, _ := lua.Int(arr, 2)
-		return s.replay(ctx, req, prev, time.Duration(age)*time.Millisecond)
+	default:
+		caller, rest, _ := strings.Cut(prev, idemSep)
+		fp, prevOrder, _ := strings.Cut(rest, idemSep)
+		if caller != req.Caller || fp != req.Fingerprint {
+			return Reservation{}, ErrKeyConflict
+		}
+		return s.replay(ctx, req, idem, prevOrder, ttl)
 	}
 	res, err := s.create(ctx, req, orderID)
 	if err != nil {
@@ -131,31 +137,38 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 		// context may be the failed one, so use a short fresh one.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		_, _ = lua.Array(rctx, s.Redis, idemReleaseScript, []string{idem}, []string{orderID})
+		_, _ = lua.Array(rctx, s.Redis, idemReleaseScript, []string{idem}, []string{record})
 	}
 	return res, err
 }
 
 // replay answers a request whose key was claimed before with the same request.
-func (s *Service) replay(ctx context.Context, req ReserveRequest, orderID string, age time.Duration) (Reservation, error) {
+func (s *Service) replay(ctx context.Context, req ReserveRequest, idem, orderID string, ttl time.Duration) (Reservation, error) {
 	okey, ok := s.Space.Order(orderID)
 	if !ok {
 		return Reservation{}, ErrKeyConflict
 	}
-	total, err := s.Redis.Do(ctx, s.Redis.B().Hget().Key(okey).Field("total").Build()).AsInt64()
+	res := s.Redis.DoMulti(ctx,
+		s.Redis.B().Hget().Key(okey).Field("total").Build(),
+		s.Redis.B().Pttl().Key(idem).Build())
+	total, err := res[0].AsInt64()
 	if err == nil {
 		return Reservation{OrderID: orderID, Amount: money.Cents(total), Duplicate: true}, nil
 	}
 	if !rueidis.IsRedisNil(err) {
 		return Reservation{}, fmt.Errorf("reserve: read replayed order: %w", err)
 	}
-	if age < orDefault(s.InProgress, 30*time.Second) {
+	left, err := res[1].AsInt64()
+	if err != nil {
+		return Reservation{}, fmt.Errorf("reserve: age of idempotency key: %w", err)
+	}
+	if age := ttl - time.Duration(left)*time.Millisecond; age < orDefault(s.InProgress, 30*time.Second) {
 		return Reservation{}, ErrInProgress
 	}
 	// The first attempt died between claiming the key and creating the
 	// order: take it over. The script's existence check makes a race
-	// between two takers create one order.
-	// The order is new: there is no earlier result to replay.
+	// between two takers create one order, and the order is new: there is
+	// no earlier result to replay.
 	return s.create(ctx, req, orderID)
 }
 

@@ -32,6 +32,9 @@ func New(t testing.TB) (rueidis.Client, keys.Space) {
 		t.Fatalf("redistest: %v", err)
 	}
 	opt.DisableCache = true
+	if d, err := time.ParseDuration(os.Getenv("TEST_REDIS_FLUSH_DELAY")); err == nil {
+		opt.MaxFlushDelay = d
+	}
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
 		t.Fatalf("redistest: Redis at %s is not reachable (run `make services`): %v", URL(), err)
