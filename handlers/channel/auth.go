@@ -1,6 +1,8 @@
 package channel
 
 import (
+	"context"
+
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
@@ -70,6 +72,8 @@ func sessionLimit(c class) int64 {
 type caller struct {
 	Channel *catalog.CompiledChannel
 	Session *Session // nil for keyed calls
+	// ctx bounds the request's Redis and Postgres work (API.Timeout).
+	ctx context.Context
 }
 
 // id names the caller for idempotency keys and rate limits.
@@ -112,9 +116,12 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 			}
 			bucket, limit = "k:"+c.Channel.ID+":"+classNames[kc], keyedLimit(kc, c.Channel.RateLimits)
 		}
+		// One deadline for all the Redis work of the request (fasthttp's
+		// own context ends only at shutdown).
 		rctx, cancel := a.ctx()
+		defer cancel()
+		c.ctx = rctx
 		res, err := a.Limiter.Allow(rctx, bucket, limit)
-		cancel()
 		if err != nil {
 			httpx.Error(ctx, err)
 			return

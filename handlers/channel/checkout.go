@@ -109,9 +109,8 @@ func (a *API) quote(ctx *fasthttp.RequestCtx, c *caller) {
 		return
 	}
 	if q.DiscountCode != "" && q.DiscountMaxUses > 0 {
-		rctx, cancel := a.ctx()
+		rctx := c.ctx
 		left, err := a.Orders.DiscountLeft(rctx, ev.ID, q.DiscountCode, q.DiscountMaxUses)
-		cancel()
 		if err != nil {
 			httpx.Error(ctx, err)
 			return
@@ -213,8 +212,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 	if q.RefundProtection != nil {
 		req.Record.RefundProtection = q.RefundProtection.Amount
 	}
-	rctx, cancel := a.ctx()
-	defer cancel()
+	rctx := c.ctx
 	res, err := a.Orders.Reserve(rctx, req)
 	if err != nil {
 		httpx.Error(ctx, err)

@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"hash"
+	"sync"
 	"unicode/utf8"
 
 	json "github.com/goccy/go-json"
@@ -36,16 +38,33 @@ var (
 // channel's signing key, over "orderId.amount.USD.partnerReference" with the
 // amount at exactly two decimals.
 func Signature(signingKey, orderID string, amount money.Cents, ref string) string {
-	m := hmac.New(sha256.New, []byte(signingKey))
-	b := make([]byte, 0, len(orderID)+len(ref)+32)
-	b = append(b, orderID...)
+	m := macFor(signingKey)
+	defer macs(signingKey).Put(m)
+	m.Reset()
+	var buf [256]byte
+	b := append(buf[:0], orderID...)
 	b = append(b, '.')
 	b = amount.Append(b)
 	b = append(b, ".USD."...)
 	b = append(b, ref...)
 	m.Write(b)
-	return hex.EncodeToString(m.Sum(nil))
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(m.Sum(sum[:0]))
 }
+
+// signers pools keyed HMACs per signing key: hmac.New hashes the key and
+// allocates two SHA-256 states, on every confirm otherwise.
+var signers sync.Map // signing key -> *sync.Pool of hash.Hash
+
+func macs(key string) *sync.Pool {
+	if p, ok := signers.Load(key); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := signers.LoadOrStore(key, &sync.Pool{New: func() any { return hmac.New(sha256.New, []byte(key)) }})
+	return p.(*sync.Pool)
+}
+
+func macFor(key string) hash.Hash { return macs(key).Get().(hash.Hash) }
 
 // confirm is POST /v1/channel/orders/confirm.
 func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
@@ -103,8 +122,7 @@ func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
 			req.EventCancelled = true
 		}
 	}
-	rctx, cancel := a.ctx()
-	defer cancel()
+	rctx := c.ctx
 	res, err := a.Orders.Confirm(rctx, req)
 	if errors.Is(err, orders.ErrNotFound) && a.Archive != nil {
 		res, err = a.archivedConfirm(rctx, req)
@@ -164,8 +182,7 @@ func (a *API) status(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, orders.ErrNotFound) // not an order id: nothing to look up
 		return
 	}
-	rctx, cancel := a.ctx()
-	defer cancel()
+	rctx := c.ctx
 	st, found, err := a.Orders.Status(rctx, *body.OrderID)
 	if err == nil && !found && a.Archive != nil {
 		st, found, err = a.Archive.Order(rctx, *body.OrderID)

@@ -141,7 +141,7 @@ func TestPartnerErrorCodes(t *testing.T) {
 		expect(t, s.Do(t, "POST", ga+"/checkout", h, body), 409, "DUPLICATE_IN_PROGRESS")
 		// Once the claim is older than the in-progress window (30 s), a
 		// retry takes the dead attempt over and creates its order.
-		if err := s.Redis.Do(ctx, s.Redis.B().Pexpire().Key(k).Milliseconds(int64((24*time.Hour - 31*time.Second)/time.Millisecond)).Build()).Error(); err != nil {
+		if err := s.Redis.Do(ctx, s.Redis.B().Pexpire().Key(k).Milliseconds(int64((24*time.Hour-31*time.Second)/time.Millisecond)).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 		taken := s.Do(t, "POST", ga+"/checkout", h, body)

@@ -227,8 +227,7 @@ func (a *API) eventDetail(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, errCancelled)
 		return
 	}
-	rctx, cancel := a.ctx()
-	defer cancel()
+	rctx := c.ctx
 	remaining, err := a.Orders.Remaining(rctx, ev.ID)
 	if err != nil {
 		httpx.Error(ctx, err)

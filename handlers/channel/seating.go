@@ -67,8 +67,7 @@ func (a *API) seatAvailability(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	rctx, cancel := a.ctx()
-	defer cancel()
+	rctx := c.ctx
 	av, err := a.Seats.Availability(rctx, ev)
 	if err != nil {
 		httpx.Error(ctx, err)
@@ -87,8 +86,7 @@ func (a *API) holdToken(ctx *fasthttp.RequestCtx, c *caller) {
 	if c.Session != nil {
 		tok = a.Sessions.HoldToken(c.Session, ev.ID)
 	}
-	rctx, cancel := a.ctx()
-	defer cancel()
+	rctx := c.ctx
 	exp, err := a.Seats.CreateToken(rctx, ev.ID, tok)
 	if err != nil {
 		httpx.Error(ctx, err)
@@ -113,8 +111,7 @@ func (a *API) hold(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	rctx, cancel := a.ctx()
-	defer cancel()
+	rctx := c.ctx
 	if c.Session != nil {
 		// A session's token is created on first use (and anew after it
 		// timed out): the session is the owner, not the token.
@@ -144,8 +141,7 @@ func (a *API) extend(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	rctx, cancel := a.ctx()
-	defer cancel()
+	rctx := c.ctx
 	exp, err := a.Seats.Extend(rctx, ev.ID, tok)
 	if err != nil {
 		httpx.Error(ctx, err)
@@ -170,8 +166,7 @@ func (a *API) release(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	rctx, cancel := a.ctx()
-	defer cancel()
+	rctx := c.ctx
 	released, err := a.Seats.Release(rctx, ev.ID, tok, body.SeatLabels)
 	if err != nil {
 		httpx.Error(ctx, err)
