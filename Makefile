@@ -28,8 +28,8 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-bench: ## run the load benchmarks (go run ./bench)
-	$(GO) run ./bench
+bench: services ## run the bench suite, under 5 min (options: BENCH_FLAGS="-scenario flash"; README, Bench)
+	$(GO) run ./bench $(BENCH_FLAGS)
 
 clean: ## remove build output
 	rm -rf bin/

@@ -3,6 +3,7 @@ module github.com/ticketd/ticketd
 go 1.26.8
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/fasthttp/router v1.5.4
 	github.com/goccy/go-json v0.12.0

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/bench/api"
+	"github.com/ticketd/ticketd/bench/integrity"
+	"github.com/ticketd/ticketd/bench/procs"
+	"github.com/ticketd/ticketd/bench/redismem"
+	"github.com/ticketd/ticketd/bench/scenario"
+)
+
+// Local defaults, as ticketd's own.
+const (
+	defaultRedisURL    = "redis://127.0.0.1:6379"
+	defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+)
+
+// deployment is what the scenarios run against, and what the bench needs
+// to start the comparisons beside it.
+type deployment struct {
+	describe    string
+	api         *api.Client
+	addr        string
+	redis       rueidis.Client // nil when unknown (-target without -redis-url)
+	redisURL    string
+	prefix      string // ticketd's key prefix
+	prefixKnown bool
+	benchPrefix string // keys the bench itself writes (redis-benchmark)
+	record      scenario.Record
+	recordWhy   string
+	root        string // the module, to build ticketd and the baseline
+	tmp         string // built binaries
+	dbServer    string // where the baseline's database is created
+	outDir      string // logs
+	stamp       string
+	allow       []string
+	drain       time.Duration
+}
+
+// env is a fresh scenario environment: a new run id, so every run
+// provisions its own catalog objects.
+func (d *deployment) env() *scenario.Env {
+	return &scenario.Env{API: d.api, Addr: d.addr, Run: newRunID(), Allow: d.allow, Record: d.record, RecordWhy: d.recordWhy,
+		Redis: d.redis, KeyPrefix: d.prefix, PrefixKnown: d.prefixKnown, DrainTimeout: d.drain}
+}
+
+func newRunID() string { return "b" + randomHex(4) }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func first(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// deploy starts ticketd (or, with -target, connects to a running one).
+func deploy(ctx context.Context, c config, stack *procs.Stack) (*deployment, error) {
+	d := &deployment{stamp: time.Now().Format("20060102-150405"), drain: c.DrainTimeout}
+	for _, a := range strings.Split(c.Allow, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			d.allow = append(d.allow, a)
+		}
+	}
+	root, err := procs.ModuleRoot(ctx)
+	if err == nil {
+		d.root = root
+		d.outDir = filepath.Join(root, "bench", "out")
+	} else if c.Target == "" {
+		return nil, err
+	} else {
+		d.outDir = os.TempDir()
+	}
+	if err := os.MkdirAll(d.outDir, 0o755); err != nil {
+		return nil, err
+	}
+	if d.tmp, err = os.MkdirTemp("", "ticketd-bench-"); err != nil {
+		return nil, err
+	}
+	stack.Push("remove built binaries", func(context.Context) error { return os.RemoveAll(d.tmp) })
+	if c.Target != "" {
+		return d, d.connectTarget(ctx, c, stack)
+	}
+	return d, d.startLocal(ctx, c, stack)
+}
+
+// connectRedis connects and checks Redis answers.
+func connectRedis(ctx context.Context, redisURL string) (rueidis.Client, error) {
+	opt, err := rueidis.ParseURL(redisURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL %q: %w", redisURL, err)
+	}
+	opt.DisableCache = true
+	opt.Dialer.Timeout = 3 * time.Second
+	rc, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("redis at %s is not reachable (make services): %w", redisURL, err)
+	}
+	if err := rc.Do(ctx, rc.B().Ping().Build()).Error(); err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("redis at %s: %w", redisURL, err)
+	}
+	return rc, nil
+}
+
+// startLocal builds ticketd and starts it as its own process on a fresh
+// database and key prefix, with a random admin token.
+func (d *deployment) startLocal(ctx context.Context, c config, stack *procs.Stack) error {
+	d.redisURL = first(c.RedisURL, os.Getenv("REDIS_URL"), defaultRedisURL)
+	d.dbServer = first(c.DatabaseURL, os.Getenv("DATABASE_URL"), defaultDatabaseURL)
+	rc, err := connectRedis(ctx, d.redisURL)
+	if err != nil {
+		return err
+	}
+	d.redis = rc
+	stack.Push("close redis", func(context.Context) error { rc.Close(); return nil })
+	d.prefix, d.prefixKnown = "bench:"+randomHex(6)+":", true
+	d.benchPrefix = d.prefix
+	stack.Push("delete the bench's redis keys", func(ctx context.Context) error {
+		n, err := redismem.DeletePrefix(ctx, rc, d.prefix)
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "bench: deleted %d redis keys under %s\n", n, d.prefix)
+		}
+		return err
+	})
+
+	fmt.Fprintln(os.Stderr, "bench: building ticketd (go build ./cmd/ticketd)")
+	bin := filepath.Join(d.tmp, "ticketd")
+	if err := procs.Build(ctx, d.root, "./cmd/ticketd", bin); err != nil {
+		return err
+	}
+	dbURL, drop, err := procs.CreateDatabase(ctx, d.dbServer, "ticketd_bench_")
+	if err != nil {
+		return err
+	}
+	stack.Push("drop ticketd's database", drop)
+	addr, err := procs.FreeAddr()
+	if err != nil {
+		return err
+	}
+	token := randomHex(16)
+	env := []string{"TICKETD_ADDR=" + addr, "REDIS_URL=" + d.redisURL, "DATABASE_URL=" + dbURL, "TICKETD_ADMIN_TOKEN=" + token,
+		"TICKETD_KEY_PREFIX=" + d.prefix, "TICKETD_SECRETS_KEY=" + randomHex(16), "TICKETD_LOG_FORMAT=text"}
+	p, err := procs.Start("ticketd", bin, nil, env, filepath.Join(d.outDir, "ticketd-"+d.stamp+".log"))
+	if err != nil {
+		return err
+	}
+	stack.Push("stop ticketd", func(context.Context) error { return p.Stop(30 * time.Second) })
+	d.addr = addr
+	d.api = &api.Client{Base: "http://" + addr, AdminToken: token}
+	if err := waitUp(ctx, d.api, p, "/readyz", time.Minute); err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	stack.Push("close the record's pool", func(context.Context) error { pool.Close(); return nil })
+	d.record = integrity.Postgres{Pool: pool}
+	d.describe = fmt.Sprintf("ticketd started by the bench on %s (own process; Redis %s prefix %s; fresh Postgres database; log %s)",
+		addr, d.redisURL, d.prefix, p.Log)
+	fmt.Fprintf(os.Stderr, "bench: ticketd up on %s (log %s)\n", addr, p.Log)
+	return nil
+}
+
+// waitUp waits until GET path answers 200 (ticketd's /readyz: Redis and
+// Postgres reachable), failing fast with the log's tail if the process dies.
+func waitUp(ctx context.Context, a *api.Client, p *procs.Proc, path string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := a.Do(ctx, "GET", path, nil, nil, nil, nil)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.Exited():
+			return fmt.Errorf("%s exited while starting:\n%s", p.Name, p.Tail(20))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %s not 200 after %s: %v\n%s", p.Name, path, timeout, err, p.Tail(20))
+		}
+	}
+}
+
+// connectTarget measures a running deployment: the bench provisions its
+// catalogs there with the admin token; Redis and Postgres are optional.
+func (d *deployment) connectTarget(ctx context.Context, c config, stack *procs.Stack) error {
+	u, err := url.Parse(c.Target)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("-target %q is not a base URL such as http://127.0.0.1:8080", c.Target)
+	}
+	if u.Scheme != "http" {
+		return errors.New("-target: the load generator speaks plain HTTP; point it at ticketd's HTTP listener")
+	}
+	if c.AdminToken == "" {
+		return errors.New("-target needs -admin-token (or TICKETD_ADMIN_TOKEN): every scenario provisions its own catalog")
+	}
+	d.addr = u.Host
+	if u.Port() == "" {
+		d.addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	d.api = &api.Client{Base: strings.TrimSuffix(c.Target, "/"), AdminToken: c.AdminToken}
+	if err := d.api.Healthy(ctx, 10*time.Second); err != nil {
+		return err
+	}
+	d.dbServer = first(c.BaselineDBURL, defaultDatabaseURL)
+	d.describe = c.Target + " (a running deployment: the bench catalogs it provisions stay there)"
+	d.benchPrefix = "bench:" + randomHex(6) + ":"
+	if c.RedisURL != "" {
+		rc, err := connectRedis(ctx, c.RedisURL)
+		if err != nil {
+			return err
+		}
+		stack.Push("close redis", func(context.Context) error { rc.Close(); return nil })
+		d.redis, d.redisURL = rc, c.RedisURL
+		d.prefix, d.prefixKnown = c.KeyPrefix, c.prefixSet
+	}
+	if c.DatabaseURL == "" {
+		d.recordWhy = "no -database-url: Postgres not checked"
+		return nil
+	}
+	pool, err := pgxpool.New(ctx, c.DatabaseURL)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("-database-url: %w", err)
+	}
+	stack.Push("close the record's pool", func(context.Context) error { pool.Close(); return nil })
+	d.record = integrity.Postgres{Pool: pool}
+	return nil
+}

@@ -1,0 +1,73 @@
+package integrity
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ticketd/ticketd/inventory/money"
+)
+
+// Postgres reads ticketd's record (tables orders and tickets, written by
+// the sync worker) of one event.
+type Postgres struct {
+	Pool *pgxpool.Pool
+}
+
+// Record returns the paid orders, tickets and revenue of eventID.
+func (p Postgres) Record(ctx context.Context, eventID string) (Record, error) {
+	var r Record
+	var rev int64
+	err := p.Pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(total_cents), 0) FROM orders WHERE event_id = $1 AND status = 'paid'`,
+		eventID).Scan(&r.Orders, &rev)
+	if err != nil {
+		return r, fmt.Errorf("integrity: read orders of %s: %w", eventID, err)
+	}
+	r.Revenue = money.Cents(rev)
+	if err := p.Pool.QueryRow(ctx, `SELECT count(*) FROM tickets WHERE event_id = $1`, eventID).Scan(&r.Tickets); err != nil {
+		return r, fmt.Errorf("integrity: read tickets of %s: %w", eventID, err)
+	}
+	return r, nil
+}
+
+// SeatLabels returns the seat label of every seat ticket of eventID, one
+// per ticket.
+func (p Postgres) SeatLabels(ctx context.Context, eventID string) ([]string, error) {
+	rows, err := p.Pool.Query(ctx, `SELECT coalesce(ref_id, label) FROM tickets WHERE event_id = $1 AND kind = 'seat'`, eventID)
+	if err != nil {
+		return nil, fmt.Errorf("integrity: read seat tickets of %s: %w", eventID, err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var l string
+		if err := rows.Scan(&l); err != nil {
+			return nil, fmt.Errorf("integrity: read seat tickets of %s: %w", eventID, err)
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// WaitRecord reads the record until it equals want (the sync worker has
+// drained) or timeout passes, and returns the last read. The caller
+// compares it with CheckRecord; a record still short at the timeout fails.
+func WaitRecord(ctx context.Context, read func(context.Context) (Record, error), want Record, timeout time.Duration) (Record, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		got, err := read(ctx)
+		if err != nil {
+			return got, err
+		}
+		same := got.Orders == want.Orders && got.Tickets == want.Tickets
+		if same || time.Now().After(deadline) || ctx.Err() != nil {
+			return got, nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

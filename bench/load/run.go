@@ -1,0 +1,314 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/valyala/fasthttp"
+)
+
+// Actor is what one worker does for each arrival. A Plan makes one Actor
+// per worker, so an Actor may keep state without locks.
+type Actor interface {
+	// Arrive runs one arrival. intended is when it was scheduled to start
+	// (open loop) or when it started (closed loop); latencies that include
+	// waiting are measured from it.
+	Arrive(w *Worker, intended time.Time)
+}
+
+// Plan describes one run.
+type Plan struct {
+	// Name labels the progress line.
+	Name string
+	// Unit is what Worker.Done counts ("pairs", "reads").
+	Unit string
+	// Ops are the operation names; Worker.Observe takes their index.
+	Ops []string
+	// Primary is the op the progress line shows and abandoned arrivals are
+	// recorded under.
+	Primary int
+	// Open selects the open loop at Rate arrivals per second; otherwise
+	// Workers run arrivals back to back.
+	Open bool
+	Rate float64
+	// Duration is how long arrivals are started; with Arrivals set and an
+	// open loop, the schedule is Arrivals/Rate long instead.
+	Duration time.Duration
+	// Arrivals stops the run after this many arrivals; 0 for no limit.
+	Arrivals int64
+	// Workers is the concurrency of a closed loop and the most arrivals in
+	// flight at once in an open loop (later ones wait, their clocks running).
+	Workers int
+	// Drain bounds, in an open loop, how long arrivals still queued when the
+	// schedule ends may wait; past it they are abandoned and counted as
+	// errors with their waiting time so far (default 30s).
+	Drain time.Duration
+	// Timeout bounds each HTTP call (default 30s).
+	Timeout time.Duration
+	// Progress receives a progress line once a second; nil for none.
+	Progress *Progress
+	// NewActor makes the actor of a worker.
+	NewActor func(w *Worker) Actor
+}
+
+// StartDelay is the op an open loop adds to a plan's ops: how long each
+// arrival waited past its intended start before a worker took it.
+const StartDelay = "start_delay"
+
+// Result is what a run measured. Every arrival and request counts: there
+// is no warm-up left out.
+type Result struct {
+	Name     string `json:"name"`
+	Unit     string `json:"unit"`
+	Mode     string `json:"mode"` // "open" or "closed"
+	Rate     float64
+	Workers  int
+	Started  time.Time
+	Elapsed  time.Duration // from the first arrival to the last answer
+	Arrivals int64         // arrivals started (abandoned ones included)
+	// Abandoned arrivals were still queued at the drain deadline.
+	Abandoned  int64
+	Units      int64
+	Requests   int64
+	Ops        []OpStats
+	Hists      []*hdrhistogram.Histogram
+	Errors     map[string]int64
+	Rejections map[string]int64
+	Series     []Second
+	// Interrupted is set when the context ended the run early.
+	Interrupted bool
+}
+
+// Second is one point of the per-second series.
+type Second struct {
+	T        float64 `json:"t_s"`
+	Units    float64 `json:"units_per_s"`
+	Requests float64 `json:"requests_per_s"`
+	P99      float64 `json:"p99_ms"` // primary op, answers within this second
+	Errors   int64   `json:"errors"` // cumulative
+}
+
+// UnitsPerSec is the throughput of completed units over the whole run.
+func (r *Result) UnitsPerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Units) / r.Elapsed.Seconds()
+}
+
+// RequestsPerSec is the HTTP request rate over the whole run.
+func (r *Result) RequestsPerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.Elapsed.Seconds()
+}
+
+// Op returns the stats of the named op (zero stats when absent).
+func (r *Result) Op(name string) OpStats {
+	for _, o := range r.Ops {
+		if o.Name == name {
+			return o
+		}
+	}
+	return OpStats{Name: name}
+}
+
+// Hist returns the histogram of the named op, nil when absent.
+func (r *Result) Hist(name string) *hdrhistogram.Histogram {
+	for i, o := range r.Ops {
+		if o.Name == name {
+			return r.Hists[i]
+		}
+	}
+	return nil
+}
+
+// NewClient is the HTTP client of a run against addr (host:port), with
+// enough connections for every worker.
+func NewClient(addr string, conns int, timeout time.Duration) *fasthttp.HostClient {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return &fasthttp.HostClient{
+		Addr:                     addr,
+		MaxConns:                 conns + 8,
+		ReadTimeout:              timeout,
+		WriteTimeout:             timeout,
+		MaxIdleConnDuration:      time.Minute,
+		NoDefaultUserAgentHeader: true,
+		DisablePathNormalizing:   true,
+	}
+}
+
+// Run runs p against addr (host:port) and returns what it measured. It
+// ends early, with Interrupted set, when ctx ends.
+func Run(ctx context.Context, addr string, p Plan) (*Result, error) {
+	if p.Workers <= 0 || p.NewActor == nil || len(p.Ops) == 0 {
+		return nil, errors.New("load: a plan needs workers, ops and an actor")
+	}
+	if p.Open && p.Rate <= 0 {
+		return nil, errors.New("load: an open loop needs a rate")
+	}
+	if p.Duration <= 0 && p.Arrivals <= 0 {
+		return nil, errors.New("load: a plan needs a duration or a number of arrivals")
+	}
+	ops := append([]string(nil), p.Ops...)
+	if p.Open {
+		ops = append(ops, StartDelay)
+	}
+	rc := newRecorder(ops, p.Primary)
+	hc := NewClient(addr, p.Workers, p.Timeout)
+	defer hc.CloseIdleConnections()
+
+	workers := make([]*Worker, p.Workers)
+	actors := make([]Actor, p.Workers)
+	for i := range workers {
+		w := &Worker{ID: i, Req: fasthttp.AcquireRequest(), Resp: fasthttp.AcquireResponse(), hc: hc, sh: rc.shards[i%numShards], rc: rc}
+		workers[i], actors[i] = w, p.NewActor(w)
+	}
+	defer func() {
+		for _, w := range workers {
+			fasthttp.ReleaseRequest(w.Req)
+			fasthttp.ReleaseResponse(w.Resp)
+		}
+	}()
+
+	res := &Result{Name: p.Name, Unit: p.Unit, Mode: "closed", Rate: p.Rate, Workers: p.Workers}
+	if p.Open {
+		res.Mode = "open"
+	}
+	start := time.Now().Add(5 * time.Millisecond)
+	res.Started = start
+	stopTicks := startTicker(rc, p, start, &res.Series)
+	var arrivals, abandoned atomic.Int64
+	if p.Open {
+		runOpen(ctx, p, start, workers, actors, len(ops)-1, &arrivals, &abandoned)
+	} else {
+		runClosed(ctx, p, start, workers, actors, &arrivals)
+	}
+	res.Elapsed = time.Since(start)
+	stopTicks(res.Elapsed)
+
+	res.Hists, res.Errors, res.Rejections, res.Requests, res.Units = rc.merged()
+	for i, h := range res.Hists {
+		res.Ops = append(res.Ops, Stats(ops[i], h))
+	}
+	res.Arrivals, res.Abandoned = arrivals.Load(), abandoned.Load()
+	res.Interrupted = ctx.Err() != nil
+	return res, nil
+}
+
+// runClosed runs the workers back to back until the duration is over or
+// the arrivals are used up.
+func runClosed(ctx context.Context, p Plan, start time.Time, workers []*Worker, actors []Actor, arrivals *atomic.Int64) {
+	time.Sleep(time.Until(start))
+	end := start.Add(p.Duration)
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		wg.Add(1)
+		go func(w *Worker, a Actor) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				now := time.Now()
+				if p.Duration > 0 && !now.Before(end) {
+					return
+				}
+				if n := arrivals.Add(1); p.Arrivals > 0 && n > p.Arrivals {
+					arrivals.Add(-1)
+					return
+				}
+				a.Arrive(w, now)
+			}
+		}(w, actors[i])
+	}
+	wg.Wait()
+}
+
+// runOpen starts arrival i at start + i/rate, whether or not the server
+// kept up: an arrival that finds no free worker waits in the queue with its
+// clock running, so its latencies include the wait (coordinated omission
+// corrected). Arrivals still queued at the drain deadline are abandoned.
+func runOpen(ctx context.Context, p Plan, start time.Time, workers []*Worker, actors []Actor, delayOp int,
+	arrivals, abandoned *atomic.Int64) {
+	n := p.Arrivals
+	if n <= 0 {
+		n = int64(p.Rate * p.Duration.Seconds())
+	}
+	interval := float64(time.Second) / p.Rate
+	at := func(i int64) time.Time { return start.Add(time.Duration(float64(i) * interval)) }
+	drain := p.Drain
+	if drain <= 0 {
+		drain = 30 * time.Second
+	}
+	deadline := at(n).Add(drain)
+
+	abandon := func(w *Worker, intended time.Time) {
+		abandoned.Add(1)
+		w.ObserveDuration(p.Primary, time.Since(intended))
+		w.Error("abandoned")
+	}
+	queue := make(chan int64, 4096)
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		wg.Add(1)
+		go func(w *Worker, a Actor) {
+			defer wg.Done()
+			for i := range queue {
+				intended := at(i)
+				now := time.Now()
+				if now.After(deadline) {
+					abandon(w, intended)
+					continue
+				}
+				w.ObserveDuration(delayOp, now.Sub(intended))
+				a.Arrive(w, intended)
+			}
+		}(w, actors[i])
+	}
+
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	i := int64(0)
+dispatch:
+	for ; i < n; i++ {
+		if ctx.Err() != nil {
+			break
+		}
+		if d := time.Until(at(i)); d > 0 {
+			time.Sleep(d) // at most one interval: the schedule is dense
+		}
+		select {
+		case queue <- i:
+			arrivals.Add(1)
+		case <-ctx.Done():
+			break dispatch
+		case <-timer.C:
+			break dispatch
+		}
+	}
+	if ctx.Err() == nil {
+		// The drain deadline passed with arrivals never handed to a
+		// worker: each counts, with the time it has waited so far.
+		for ; i < n; i++ {
+			arrivals.Add(1)
+			abandon(workers[0], at(i))
+		}
+	}
+	close(queue)
+	wg.Wait()
+}
+
+// Progress writes the progress line of runs.
+type Progress struct {
+	W io.Writer
+	// Carriage rewrites one line with \r (a terminal); otherwise a line is
+	// written every Every seconds.
+	Carriage bool
+	Every    int
+}

@@ -1,0 +1,169 @@
+package load
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// serve runs h on a loopback port until the test ends and returns its address.
+func serve(t *testing.T, h fasthttp.RequestHandler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return ln.Addr().String()
+}
+
+// getActor sends GET / and records its latency from the intended start.
+type getActor struct{}
+
+func (getActor) Arrive(w *Worker, intended time.Time) {
+	w.Prepare("GET", "/")
+	st, tr := w.Send()
+	w.Observe(0, intended)
+	switch {
+	case tr != "":
+		w.Error(tr)
+	case st == 200:
+		w.Done(1)
+	case st == 409:
+		w.Reject(w.Code())
+	default:
+		w.Error(w.Code())
+	}
+}
+
+func newGet(*Worker) Actor { return getActor{} }
+
+// TestOpenLoopMeasuresFromIntendedStart: a server that stalls once for
+// 200 ms must show in the latencies of the arrivals scheduled during the
+// stall, not only in the few requests that were in flight. A generator that
+// timed from the moment it sent would record the queued arrivals as fast.
+func TestOpenLoopMeasuresFromIntendedStart(t *testing.T) {
+	var mu sync.Mutex
+	var calls atomic.Int64
+	addr := serve(t, func(ctx *fasthttp.RequestCtx) {
+		mu.Lock() // the stall holds up every request behind it
+		defer mu.Unlock()
+		if calls.Add(1) == 300 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		ctx.SetStatusCode(200)
+	})
+	res, err := Run(context.Background(), addr, Plan{
+		Name: "stall", Unit: "req", Ops: []string{"get"}, Open: true, Rate: 1000,
+		Duration: time.Second, Workers: 8, NewActor: newGet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Arrivals != 1000 || res.Units != 1000 {
+		t.Fatalf("arrivals %d, units %d; want 1000 each", res.Arrivals, res.Units)
+	}
+	h := res.Hist("get")
+	slow := int64(0)
+	for _, b := range h.Distribution() {
+		if b.From >= 50_000 { // µs
+			slow += b.Count
+		}
+	}
+	// About 200 arrivals fall inside the stall and wait up to 200 ms;
+	// three quarters of them wait 50 ms or more.
+	if slow < 100 {
+		t.Fatalf("%d arrivals recorded >= 50ms, want >= 100 (p99 %.1fms): the stall is hidden", slow, res.Op("get").P99)
+	}
+	if p := res.Op("get").P99; p < 100 {
+		t.Fatalf("p99 %.1fms, want >= 100ms after a 200ms stall at 1000/s", p)
+	}
+	if d := res.Op(StartDelay); d.Count != 1000 || d.Max < 50 {
+		t.Fatalf("start delay %+v: want 1000 samples, max >= 50ms", d)
+	}
+}
+
+// TestOpenLoopAbandonsPastDrainAndCountsThem: arrivals that never got a
+// worker are not dropped silently; they are errors with their wait.
+func TestOpenLoopAbandonsPastDrainAndCountsThem(t *testing.T) {
+	release := make(chan struct{})
+	addr := serve(t, func(ctx *fasthttp.RequestCtx) { <-release })
+	t.Cleanup(func() { close(release) }) // before the server's shutdown: cleanups run last first
+	res, err := Run(context.Background(), addr, Plan{
+		Name: "stuck", Unit: "req", Ops: []string{"get"}, Open: true, Rate: 200, Duration: 250 * time.Millisecond,
+		Workers: 2, Drain: 100 * time.Millisecond, Timeout: 500 * time.Millisecond, NewActor: newGet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Arrivals != 50 {
+		t.Fatalf("arrivals %d, want 50", res.Arrivals)
+	}
+	if res.Abandoned < 40 || res.Errors["abandoned"] != res.Abandoned {
+		t.Fatalf("abandoned %d, errors %v; want >= 40 abandoned, all counted", res.Abandoned, res.Errors)
+	}
+	if res.Errors["timeout"] != 2 {
+		t.Fatalf("errors %v; want the 2 in-flight requests as timeouts", res.Errors)
+	}
+	if got := res.Op("get").Count; got != 50 {
+		t.Fatalf("%d latencies recorded, want all 50 arrivals", got)
+	}
+}
+
+// TestClosedLoopCountsEveryRequestAndCode runs a fixed number of arrivals
+// and checks that every answer is counted by code.
+func TestClosedLoopCountsEveryRequestAndCode(t *testing.T) {
+	var n atomic.Int64
+	addr := serve(t, func(ctx *fasthttp.RequestCtx) {
+		switch n.Add(1) % 4 {
+		case 0:
+			ctx.SetStatusCode(409)
+			ctx.SetBodyString(`{"success":false,"code":"TICKET_SOLD_OUT","message":"x"}`)
+		case 1:
+			ctx.SetStatusCode(503)
+			ctx.SetBodyString(`{"success":false,"code":"SERVICE_UNAVAILABLE"}`)
+		default:
+			ctx.SetStatusCode(200)
+		}
+	})
+	res, err := Run(context.Background(), addr, Plan{
+		Name: "codes", Unit: "req", Ops: []string{"get"}, Arrivals: 400, Workers: 4, NewActor: newGet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 400 || res.Units != 200 {
+		t.Fatalf("requests %d units %d, want 400 and 200", res.Requests, res.Units)
+	}
+	if res.Rejections["TICKET_SOLD_OUT"] != 100 || res.Errors["SERVICE_UNAVAILABLE"] != 100 {
+		t.Fatalf("rejections %v errors %v, want 100 of each code", res.Rejections, res.Errors)
+	}
+	if res.Mode != "closed" || res.Op(StartDelay).Count != 0 {
+		t.Fatalf("a closed loop has no start delay: %+v", res.Op(StartDelay))
+	}
+}
+
+func TestTransportErrorsHaveTheirOwnCode(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	res, err := Run(context.Background(), addr, Plan{
+		Name: "refused", Unit: "req", Ops: []string{"get"}, Arrivals: 5, Workers: 1, NewActor: newGet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors["conn_refused"] != 5 {
+		t.Fatalf("errors %v, want 5 conn_refused", res.Errors)
+	}
+}

@@ -1,0 +1,253 @@
+// Command bench is ticketd's bench suite: it measures how much a
+// deployment holds and where it stands against the machine's ceiling and
+// against the way most ticket shops do it (Postgres row locks), and checks
+// after every run that the numbers add up.
+//
+//	make bench                                     # the standard suite, starting what it needs
+//	go run ./bench -scenario flash -duration 10s -json out.json
+//	go run ./bench -target http://host:8080 -admin-token T -redis-url redis://... -database-url postgres://...
+//
+// Without -target it builds ticketd and the baseline server with go build
+// and starts each as its own process, on a fresh Postgres database and a
+// fresh Redis key prefix, and removes all of it at the end (also on Ctrl-C).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ticketd/ticketd/bench/ceiling"
+	"github.com/ticketd/ticketd/bench/integrity"
+	"github.com/ticketd/ticketd/bench/load"
+	"github.com/ticketd/ticketd/bench/procs"
+	"github.com/ticketd/ticketd/bench/report"
+	"github.com/ticketd/ticketd/bench/scenario"
+)
+
+// openInFlight caps the arrivals of an open loop in flight at once; later
+// arrivals wait for a free worker with their clocks running.
+const openInFlight = 1024
+
+// config is the command line.
+type config struct {
+	Scenario      string
+	Duration      time.Duration
+	Rate          float64
+	Concurrency   int
+	JSON, HTML    string
+	Target        string
+	AdminToken    string
+	RedisURL      string
+	DatabaseURL   string
+	BaselineDBURL string
+	KeyPrefix     string
+	prefixSet     bool
+	NoBaseline    bool
+	NoCeiling     bool
+	Strict        bool
+	Allow         string
+	DrainTimeout  time.Duration
+}
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	var c config
+	flag.StringVar(&c.Scenario, "scenario", "all", "what to run: "+strings.Join(names(), " | ")+" | all (the standard suite)")
+	flag.DurationVar(&c.Duration, "duration", 0, "length of each timed run (0: each scenario's default)")
+	flag.Float64Var(&c.Rate, "rate", 0, "open-loop arrivals (pairs) per second; with one scenario it runs it open loop, in the suite it sets flash-open's rate")
+	flag.IntVar(&c.Concurrency, "concurrency", 64, "closed-loop workers (also redis-benchmark's clients)")
+	flag.StringVar(&c.JSON, "json", "", "write the results as JSON to this file")
+	flag.StringVar(&c.HTML, "html", "", "write the HTML report to this file (default bench/out/report-<time>.html; \"none\" for no report)")
+	flag.StringVar(&c.Target, "target", "", "base URL of a running deployment to measure instead of starting ticketd")
+	flag.StringVar(&c.AdminToken, "admin-token", os.Getenv("TICKETD_ADMIN_TOKEN"), "admin token of -target, to provision the bench catalogs")
+	flag.StringVar(&c.RedisURL, "redis-url", "", "Redis of -target (memory figures, redis-benchmark); without -target, where ticketd runs (default $REDIS_URL or the local Redis)")
+	flag.StringVar(&c.DatabaseURL, "database-url", "", "Postgres of -target, to check the record (without it: \"not checked\"); without -target, the server the bench creates its databases on")
+	flag.StringVar(&c.BaselineDBURL, "baseline-database-url", "", "with -target: the Postgres server for the baseline's own database (default the local one)")
+	flag.StringVar(&c.KeyPrefix, "key-prefix", "", "TICKETD_KEY_PREFIX of -target (found from the keys when not given)")
+	flag.BoolVar(&c.NoBaseline, "no-baseline", false, "skip the Postgres baseline")
+	flag.BoolVar(&c.NoCeiling, "no-ceiling", false, "skip the ceilings (canned HTTP, redis-benchmark)")
+	flag.BoolVar(&c.Strict, "strict", false, "exit non-zero when a target is missed, not only when integrity fails")
+	flag.StringVar(&c.Allow, "allow", "127.0.0.1/32,::1/128", "IP allowlist (CIDRs) of the bench channels: where the load comes from")
+	flag.DurationVar(&c.DrainTimeout, "drain-timeout", 2*time.Minute, "how long the integrity check waits for the sync worker to write everything to Postgres")
+	serveCanned := flag.String("serve-canned", "", "internal: serve canned responses on this address (the HTTP ceiling)")
+	flag.Parse()
+	flag.Visit(func(f *flag.Flag) { c.prefixSet = c.prefixSet || f.Name == "key-prefix" })
+
+	if *serveCanned != "" {
+		return serveCannedMain(*serveCanned)
+	}
+	selected, err := selection(c.Scenario)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	stack := &procs.Stack{Log: os.Stderr}
+	defer stack.Close()
+
+	s, err := runSuite(ctx, c, selected, stack)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	report.Table(os.Stdout, s)
+	if err := writeOutputs(c, s); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintln(os.Stderr, "bench: interrupted: the figures above are partial")
+		return 130
+	case !s.IntegrityOK:
+		fmt.Fprintln(os.Stderr, "bench: integrity FAILED: the figures above cannot be trusted")
+		return 1
+	case c.Strict && missed(s.Targets):
+		fmt.Fprintln(os.Stderr, "bench: a target was missed (-strict)")
+		return 1
+	}
+	return 0
+}
+
+// names lists the scenario names.
+func names() []string {
+	var out []string
+	for _, s := range scenario.All {
+		out = append(out, s.Name())
+	}
+	return out
+}
+
+// selection returns the scenarios a -scenario value names.
+func selection(name string) ([]scenario.Scenario, error) {
+	if name == "all" {
+		return scenario.All, nil
+	}
+	for _, s := range scenario.All {
+		if s.Name() == name {
+			return []scenario.Scenario{s}, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown -scenario %q; want one of %s or all", name, strings.Join(names(), ", "))
+}
+
+func missed(ts []report.Target) bool {
+	for _, t := range ts {
+		if t.Status == report.Fail {
+			return true
+		}
+	}
+	return false
+}
+
+// runSuite deploys, measures the comparisons, runs the scenarios and
+// judges the targets.
+func runSuite(ctx context.Context, c config, selected []scenario.Scenario, stack *procs.Stack) (*report.Suite, error) {
+	start := time.Now()
+	host, _ := os.Hostname()
+	s := &report.Suite{StartedAt: start, Machine: report.Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
+		OS: runtime.GOOS + "/" + runtime.GOARCH, Host: host}}
+	d, err := deploy(ctx, c, stack)
+	if err != nil {
+		return nil, err
+	}
+	s.Target = d.describe
+	progress := &load.Progress{W: os.Stderr, Carriage: isTerminal(os.Stderr), Every: 5}
+
+	cmp := &comparisons{}
+	if needsComparisons(selected) {
+		cmp = compare(ctx, c, d, progress)
+		s.Runs = append(s.Runs, cmp.runs...)
+		s.Notes = append(s.Notes, cmp.notes...)
+	} else {
+		s.Notes = append(s.Notes, "no reserve+confirm scenario selected: ceilings and baseline not run")
+	}
+	for _, sc := range selected {
+		if ctx.Err() != nil {
+			break
+		}
+		r := runScenario(ctx, c, d, sc, len(selected) == 1, progress)
+		cmp.attach(&r)
+		s.Runs = append(s.Runs, r)
+	}
+	s.IntegrityOK = true
+	for i := range s.Runs {
+		s.Runs[i].Normalize()
+		s.IntegrityOK = s.IntegrityOK && s.Runs[i].IntegrityOK
+	}
+	s.DurationS = time.Since(start).Seconds()
+	s.Targets = judge(s, len(selected) == len(scenario.All))
+	if ctx.Err() != nil {
+		s.Notes = append(s.Notes, "interrupted: the suite stopped early")
+	}
+	return s, nil
+}
+
+// runScenario runs one scenario and turns its outcome into a report run.
+func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scenario, alone bool, pr *load.Progress) report.Run {
+	o := scenario.Options{Duration: c.Duration, Workers: c.Concurrency, Progress: pr}
+	if c.Rate > 0 && (alone || sc.Name() == scenario.FlashOpen.Name()) {
+		o.Rate = c.Rate
+	}
+	if o.Rate > 0 || sc.Name() == scenario.FlashOpen.Name() || sc.Name() == scenario.Sellout.Name() {
+		o.Workers = openInFlight
+	}
+	fmt.Fprintf(os.Stderr, "bench: %s\n", sc.Name())
+	env := d.env()
+	out, err := sc.Run(ctx, env, o)
+	if err != nil {
+		return report.Run{Scenario: sc.Name(), Target: "ticketd", Integrity: failed(sc.Name(), err)}
+	}
+	return toRun(sc.Name(), "ticketd", out)
+}
+
+// toRun turns a scenario outcome into a report run.
+func toRun(name, target string, o *scenario.Outcome) report.Run {
+	r := report.Run{Scenario: name, Target: target}
+	if o.Result != nil {
+		r = report.FromResult(name, target, o.Result, o.LatencyOp)
+	}
+	r.Integrity, r.IntegrityOK = o.Checks, o.Checks.OK()
+	for _, f := range o.Figures {
+		r.Figures = append(r.Figures, report.Figure{Name: f.Name, Value: f.Value, Unit: f.Unit})
+	}
+	r.RedisBytesPerHold, r.RedisBytesPerPendingOrder = o.BytesPerHold, o.BytesPerPendingOrder
+	r.Notes = append(r.Notes, o.Notes...)
+	return r
+}
+
+// serveCannedMain is the hidden -serve-canned mode: the HTTP ceiling's
+// server, run as its own process like ticketd.
+func serveCannedMain(addr string) int {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: canned server:", err)
+		return 1
+	}
+	if err := ceiling.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
+		fmt.Fprintln(os.Stderr, "bench: canned server:", err)
+		return 1
+	}
+	return 0
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// failed is the integrity of a run that could not complete: it fails.
+func failed(name string, err error) integrity.Checks {
+	return integrity.Checks{{Name: name + ": run completed", Status: integrity.Fail, Detail: err.Error()}}
+}

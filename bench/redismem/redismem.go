@@ -1,0 +1,103 @@
+// Package redismem measures what keys cost in Redis, two ways: the sum of
+// MEMORY USAGE (exact per key, SAMPLES 0) over a set of keys, and
+// used_memory from INFO memory (everything the server holds, so on a
+// shared Redis it also moves with other clients' keys). It also deletes a
+// bench run's key space.
+package redismem
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/rueidis"
+)
+
+// chunk bounds the commands of one pipelined round trip.
+const chunk = 500
+
+// Scan returns every key matching pattern (a Redis glob).
+func Scan(ctx context.Context, rc rueidis.Client, pattern string) ([]string, error) {
+	var out []string
+	var cursor uint64
+	for {
+		e, err := rc.Do(ctx, rc.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			return nil, fmt.Errorf("redismem: scan %s: %w", pattern, err)
+		}
+		out = append(out, e.Elements...)
+		if cursor = e.Cursor; cursor == 0 {
+			return out, nil
+		}
+	}
+}
+
+// Usage returns the sum of MEMORY USAGE over keys; absent keys count 0.
+func Usage(ctx context.Context, rc rueidis.Client, keys []string) (int64, error) {
+	var sum int64
+	for i := 0; i < len(keys); i += chunk {
+		part := keys[i:min(i+chunk, len(keys))]
+		cmds := make(rueidis.Commands, len(part))
+		for j, k := range part {
+			cmds[j] = rc.B().MemoryUsage().Key(k).Samples(0).Build()
+		}
+		for j, r := range rc.DoMulti(ctx, cmds...) {
+			n, err := r.AsInt64()
+			if rueidis.IsRedisNil(err) {
+				continue
+			}
+			if err != nil {
+				return 0, fmt.Errorf("redismem: memory usage %s: %w", part[j], err)
+			}
+			sum += n
+		}
+	}
+	return sum, nil
+}
+
+// UsedMemory returns used_memory of INFO memory, in bytes.
+func UsedMemory(ctx context.Context, rc rueidis.Client) (int64, error) {
+	info, err := rc.Do(ctx, rc.B().Info().Section("memory").Build()).ToString()
+	if err != nil {
+		return 0, fmt.Errorf("redismem: info memory: %w", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("redismem: info memory has no used_memory")
+}
+
+// DeletePrefix unlinks every key that starts with prefix and returns how
+// many there were. prefix must not be empty: it never deletes a whole Redis.
+func DeletePrefix(ctx context.Context, rc rueidis.Client, prefix string) (int, error) {
+	if prefix == "" {
+		return 0, fmt.Errorf("redismem: refusing to delete with an empty prefix")
+	}
+	keys, err := Scan(ctx, rc, Glob(prefix)+"*")
+	if err != nil {
+		return 0, err
+	}
+	for i := 0; i < len(keys); i += chunk {
+		part := keys[i:min(i+chunk, len(keys))]
+		if err := rc.Do(ctx, rc.B().Unlink().Key(part...).Build()).Error(); err != nil {
+			return i, fmt.Errorf("redismem: unlink: %w", err)
+		}
+	}
+	return len(keys), nil
+}
+
+// Glob quotes the glob characters of s, for the literal part of a SCAN
+// MATCH pattern.
+func Glob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

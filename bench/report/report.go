@@ -1,0 +1,162 @@
+// Package report presents bench results three ways: a table on the
+// terminal, a JSON file for machines, and a self-contained HTML report
+// with inline SVG plots (no scripts, no network) for people.
+package report
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/ticketd/ticketd/bench/integrity"
+	"github.com/ticketd/ticketd/bench/load"
+)
+
+// Run is one measured run: a scenario against ticketd, or a comparison
+// (ceiling, baseline). The JSON keys are the bench's output contract.
+type Run struct {
+	Scenario string `json:"scenario"`
+	// Target is what was measured: ticketd, baseline (Postgres row locks),
+	// ceiling-http (canned fasthttp) or ceiling-redis (redis-benchmark).
+	Target      string  `json:"target"`
+	Mode        string  `json:"mode"` // open, closed, or redis-benchmark
+	Unit        string  `json:"unit"`
+	Rate        float64 `json:"rate_per_s,omitempty"` // open loop: the arrival rate asked for
+	Concurrency int     `json:"concurrency"`
+	DurationS   float64 `json:"duration_s"`
+	Arrivals    int64   `json:"arrivals"`
+	Units       int64   `json:"units"`
+	Requests    int64   `json:"requests"`
+
+	ThroughputPerS float64 `json:"throughput_per_s"`
+	RequestsPerS   float64 `json:"requests_per_s"`
+	LatencyOp      string  `json:"latency_op"`
+	P50Ms          float64 `json:"p50_ms"`
+	P99Ms          float64 `json:"p99_ms"`
+	P999Ms         float64 `json:"p999_ms"`
+
+	Ops        []load.OpStats   `json:"ops"`
+	Errors     map[string]int64 `json:"errors"`
+	Rejections map[string]int64 `json:"rejections"`
+
+	IntegrityOK bool             `json:"integrity_ok"`
+	Integrity   integrity.Checks `json:"integrity"`
+
+	// CeilingPerS is the canned-HTTP ceiling in pairs/s (requests/s / 2);
+	// CeilingRedisPerS the claim script alone, EVALSHA/s.
+	CeilingPerS      *float64 `json:"ceiling_per_s"`
+	CeilingRedisPerS *float64 `json:"ceiling_redis_evalsha_per_s"`
+	BaselinePerS     *float64 `json:"baseline_per_s"`
+	RatioToCeiling   *float64 `json:"ratio_to_ceiling"`
+	RatioToBaseline  *float64 `json:"ratio_to_baseline"`
+
+	RedisBytesPerHold         *float64 `json:"redis_bytes_per_hold"`
+	RedisBytesPerPendingOrder *float64 `json:"redis_bytes_per_pending_order"`
+
+	Figures     []Figure      `json:"figures"`
+	Series      []load.Second `json:"series"`
+	Notes       []string      `json:"notes"`
+	Interrupted bool          `json:"interrupted"`
+	// Targets are the targets this run is judged on (single-scenario JSON).
+	Targets []Target `json:"targets,omitempty"`
+	// Comparisons are the ceiling and baseline runs behind the ratios
+	// (single-scenario JSON).
+	Comparisons []Run `json:"comparisons,omitempty"`
+}
+
+// Figure is a named figure beside throughput and latency.
+type Figure struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Unit  string  `json:"unit"`
+}
+
+// Target statuses.
+const (
+	Pass        = "PASS"
+	Fail        = "FAIL"
+	NotMeasured = "not measured"
+)
+
+// Target is one of the issue's targets, judged on this machine.
+type Target struct {
+	Name   string `json:"name"`
+	Want   string `json:"want"`
+	Got    string `json:"got"`
+	Status string `json:"status"`
+}
+
+// Suite is a whole bench invocation.
+type Suite struct {
+	StartedAt   time.Time `json:"started_at"`
+	DurationS   float64   `json:"duration_s"`
+	Machine     Machine   `json:"machine"`
+	Target      string    `json:"target"`
+	IntegrityOK bool      `json:"integrity_ok"`
+	Runs        []Run     `json:"runs"`
+	Targets     []Target  `json:"targets"`
+	Notes       []string  `json:"notes"`
+}
+
+// Machine describes where the bench ran.
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Host      string `json:"host"`
+}
+
+// FromResult fills a Run's load figures from a load result, the headline
+// latency taken from latencyOp.
+func FromResult(scenario, target string, res *load.Result, latencyOp string) Run {
+	r := Run{Scenario: scenario, Target: target, Mode: res.Mode, Unit: res.Unit, Concurrency: res.Workers,
+		DurationS: res.Elapsed.Seconds(), Arrivals: res.Arrivals, Units: res.Units, Requests: res.Requests,
+		ThroughputPerS: res.UnitsPerSec(), RequestsPerS: res.RequestsPerSec(), LatencyOp: latencyOp,
+		Ops: res.Ops, Errors: res.Errors, Rejections: res.Rejections, Series: res.Series, Interrupted: res.Interrupted,
+		IntegrityOK: true}
+	if res.Mode == "open" {
+		r.Rate = res.Rate
+	}
+	h := res.Op(latencyOp)
+	r.P50Ms, r.P99Ms, r.P999Ms = h.P50, h.P99, h.P999
+	return r
+}
+
+// WriteJSON writes v, indented, to path (creating its directory).
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Normalize gives nil maps and slices their empty JSON form.
+func (r *Run) Normalize() {
+	if r.Errors == nil {
+		r.Errors = map[string]int64{}
+	}
+	if r.Rejections == nil {
+		r.Rejections = map[string]int64{}
+	}
+	if r.Integrity == nil {
+		r.Integrity = integrity.Checks{}
+	}
+	if r.Ops == nil {
+		r.Ops = []load.OpStats{}
+	}
+	if r.Figures == nil {
+		r.Figures = []Figure{}
+	}
+	if r.Series == nil {
+		r.Series = []load.Second{}
+	}
+	if r.Notes == nil {
+		r.Notes = []string{}
+	}
+}

@@ -1,0 +1,97 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/ticketd/ticketd/bench/integrity"
+	"github.com/ticketd/ticketd/bench/load"
+)
+
+func sample() *Suite {
+	ceil, base, ratio, bph := 23000.0, 400.0, 7.5, 210.0
+	flash := Run{Scenario: "flash", Target: "ticketd", Mode: "closed", Unit: "pairs", Concurrency: 64, DurationS: 20,
+		ThroughputPerS: 3000, RequestsPerS: 6000, LatencyOp: "pair", P50Ms: 15, P99Ms: 40, P999Ms: 50,
+		Ops: []load.OpStats{{Name: "pair", Count: 60000, P50: 15, P99: 40, P999: 50, Max: 60,
+			Curve: []load.CurvePoint{{Percentile: 0, Ms: 1}, {Percentile: 50, Ms: 15}, {Percentile: 99, Ms: 40}, {Percentile: 100, Ms: 60}}}},
+		Errors: map[string]int64{"timeout": 2}, IntegrityOK: false,
+		Integrity:   integrity.Checks{{Name: "flash: no oversell", Status: integrity.Fail, Detail: "sold 10001 of 10000"}},
+		CeilingPerS: &ceil, BaselinePerS: &base, RatioToBaseline: &ratio, RedisBytesPerHold: &bph,
+		Series: []load.Second{{T: 1, Units: 2900, Requests: 5800, P99: 39}, {T: 2, Units: 3100, Requests: 6200, P99: 41}}}
+	flash.Normalize()
+	return &Suite{StartedAt: time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC), DurationS: 200, Machine: Machine{CPUs: 2},
+		Target: "test", Runs: []Run{flash},
+		Targets: []Target{{Name: "flash pairs", Want: ">= 15,000", Got: "3,000", Status: Fail}}}
+}
+
+// TestRunJSONKeys: the keys the issue promises are in every run's JSON,
+// errors as an object of code to count.
+func TestRunJSONKeys(t *testing.T) {
+	b, err := json.Marshal(sample().Runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"scenario", "throughput_per_s", "p50_ms", "p99_ms", "p999_ms", "errors", "integrity_ok",
+		"ceiling_per_s", "baseline_per_s", "redis_bytes_per_hold"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("key %q missing from %s", k, b)
+		}
+	}
+	if e, ok := m["errors"].(map[string]any); !ok || e["timeout"] != float64(2) {
+		t.Fatalf("errors = %v, want {timeout: 2}", m["errors"])
+	}
+	var empty Run
+	empty.Normalize()
+	b, _ = json.Marshal(empty)
+	if !bytes.Contains(b, []byte(`"errors":{}`)) || !bytes.Contains(b, []byte(`"ceiling_per_s":null`)) {
+		t.Fatalf("an empty run must still carry errors {} and null comparisons: %s", b)
+	}
+}
+
+func TestTableShowsFailuresAndTargets(t *testing.T) {
+	var b bytes.Buffer
+	Table(&b, sample())
+	out := b.String()
+	for _, want := range []string{"flash", "3,000", "40.0", "FAIL", "no oversell", "sold 10001 of 10000", "timeout 2", "want >= 15,000", "integrity FAILED"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestHTMLIsSelfContained: the report opens without a network: no
+// scripts, no external style sheets or images, the plots inline.
+func TestHTMLIsSelfContained(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out", "r.html")
+	if err := WriteHTML(path, sample()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := string(b)
+	for _, bad := range []string{"<script", "src=", `href="http`, "@import", "url("} {
+		if strings.Contains(h, bad) {
+			t.Errorf("report contains %q", bad)
+		}
+	}
+	if n := strings.Count(h, "<svg"); n < 3 {
+		t.Errorf("%d inline plots, want the latency curve, throughput and p99 over time", n)
+	}
+	for _, want := range []string{"flash: latency by percentile", "flash: throughput over time", "no oversell", "FAILED"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}

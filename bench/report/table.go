@@ -1,0 +1,176 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/ticketd/ticketd/bench/integrity"
+	"github.com/ticketd/ticketd/bench/load"
+)
+
+// Table writes the suite as terminal tables: runs, latencies per
+// operation, answers by code, integrity, figures and targets.
+func Table(w io.Writer, s *Suite) {
+	fmt.Fprintf(w, "\nticketd bench  %s  %d CPUs  %s  %s  target: %s  took %.0fs\n",
+		s.StartedAt.Format("2006-01-02 15:04:05"), s.Machine.CPUs, s.Machine.GoVersion, s.Machine.OS, s.Target, s.DurationS)
+
+	section(w, "Runs (throughput = completed units per second over the whole run; latency of latency_op; no warm-up excluded)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\ttarget\tmode\tthroughput\tunit\treq/s\tp50 ms\tp99 ms\tp99.9 ms\tlatency of\terrors\tintegrity\tx ceiling\tx baseline\t")
+	for _, r := range s.Runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n",
+			r.Scenario, r.Target, mode(r), num(r.ThroughputPerS), r.Unit, num(r.RequestsPerS),
+			ms(r.P50Ms), ms(r.P99Ms), ms(r.P999Ms), r.LatencyOp, total(r.Errors), integrityWord(r), ratio(r.RatioToCeiling), ratio(r.RatioToBaseline))
+	}
+	tw.Flush()
+
+	section(w, "Latency by operation, ms (open loop: from the intended start; confirm: from its send)")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\top\tcount\tmean\tp50\tp90\tp99\tp99.9\tmax\t")
+	for _, r := range s.Runs {
+		for _, o := range r.Ops {
+			if o.Count == 0 {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, o.Name, o.Count,
+				ms(o.Mean), ms(o.P50), ms(o.P90), ms(o.P99), ms(o.P999), ms(o.Max))
+		}
+	}
+	tw.Flush()
+
+	section(w, "Answers by code (errors: unexpected, transport errors as their own codes; rejections: expected under load)")
+	for _, r := range s.Runs {
+		fmt.Fprintf(w, "  %-14s errors: %s\n", r.Scenario, codes(r.Errors))
+		if len(r.Rejections) > 0 {
+			fmt.Fprintf(w, "  %-14s rejections: %s\n", "", codes(r.Rejections))
+		}
+	}
+
+	section(w, "Integrity (\"not checked\" is never counted as passed)")
+	for _, r := range s.Runs {
+		for _, c := range r.Integrity {
+			fmt.Fprintf(w, "  %-11s %-14s %s\n  %-26s   %s\n", c.Status, r.Scenario, c.Name, "", c.Detail)
+		}
+	}
+
+	section(w, "Figures")
+	for _, r := range s.Runs {
+		for _, f := range r.Figures {
+			fmt.Fprintf(w, "  %-14s %-70s %s %s\n", r.Scenario, f.Name, num(f.Value), f.Unit)
+		}
+		for _, n := range r.Notes {
+			fmt.Fprintf(w, "  %-14s note: %s\n", r.Scenario, n)
+		}
+	}
+	for _, n := range s.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+
+	section(w, "Targets (2-core machine, load generator on the same machine)")
+	for _, t := range s.Targets {
+		fmt.Fprintf(w, "  %-12s %s\n  %-12s   want %s\n  %-12s   got  %s\n", t.Status, t.Name, "", t.Want, "", t.Got)
+	}
+	verdict := "PASSED"
+	if !s.IntegrityOK {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "\nintegrity %s\n", verdict)
+}
+
+func section(w io.Writer, title string) { fmt.Fprintf(w, "\n== %s\n", title) }
+
+func mode(r Run) string {
+	switch {
+	case r.Mode == "open":
+		return "open " + num(r.Rate) + "/s"
+	case r.Concurrency > 0:
+		return r.Mode + " c=" + strconv.Itoa(r.Concurrency)
+	}
+	return r.Mode
+}
+
+func integrityWord(r Run) string {
+	switch {
+	case r.Interrupted:
+		return "partial"
+	case len(r.Integrity) == 0:
+		return "-"
+	case !r.IntegrityOK:
+		return "FAIL"
+	}
+	for _, c := range r.Integrity {
+		if c.Status == integrity.NotChecked {
+			return "pass*"
+		}
+	}
+	return "pass"
+}
+
+// num formats a figure with thousands separators and no more precision
+// than it deserves.
+func num(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 100 || v <= -100:
+		return group(strconv.FormatFloat(v, 'f', 0, 64))
+	case v >= 10 || v <= -10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+func group(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func ms(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	if v < 10 {
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return num(v)
+}
+
+func ratio(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*v, 'f', 2, 64)
+}
+
+func total(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func codes(m map[string]int64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range load.SortedCodes(m) {
+		parts = append(parts, fmt.Sprintf("%s %s", k, group(strconv.FormatInt(m[k], 10))))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,140 @@
+package scenario
+
+import (
+	"context"
+	"crypto/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/bench/api"
+	"github.com/ticketd/ticketd/bench/integrity"
+	"github.com/ticketd/ticketd/handlers/servertest"
+)
+
+// ticketd starts the whole ticketd stack in process (real Redis and
+// Postgres, its own key space and database) with the sync worker running,
+// and returns the environment a scenario runs in.
+func ticketd(t *testing.T) (*servertest.Server, *Env) {
+	t.Helper()
+	s := servertest.Start(t, servertest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Worker.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done }) // before the stack's own clean-up
+	env := &Env{
+		API: &api.Client{Base: s.URL, AdminToken: servertest.AdminToken}, Addr: strings.TrimPrefix(s.URL, "http://"),
+		Run: "t" + rand.Text()[:10], Allow: []string{"127.0.0.1/32", "::1/128"},
+		Record: integrity.Postgres{Pool: s.Pool}, Redis: s.Redis, KeyPrefix: s.Space.Prefix, PrefixKnown: true,
+		DrainTimeout: 30 * time.Second,
+	}
+	return s, env
+}
+
+func failedChecks(cs integrity.Checks) []string {
+	var out []string
+	for _, c := range cs {
+		if c.Status == integrity.Fail {
+			out = append(out, c.Name+": "+c.Detail)
+		}
+	}
+	return out
+}
+
+// TestFlashSellsOutExactlyAgainstTicketd runs the flash scenario with 400
+// buyers for 150 tickets against a real ticketd (a couple of seconds): it
+// sells out, and every integrity check passes, the Postgres record included.
+func TestFlashSellsOutExactlyAgainstTicketd(t *testing.T) {
+	t.Parallel()
+	_, env := ticketd(t)
+	out, err := Flash.Run(context.Background(), env, Options{Duration: time.Minute, Arrivals: 400, Workers: 16, Capacity: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failedChecks(out.Checks); len(f) > 0 || !out.Checks.OK() {
+		t.Fatalf("integrity failed:\n%s", strings.Join(f, "\n"))
+	}
+	res := out.Result
+	if res.Units != 150 {
+		t.Fatalf("%d pairs paid, want exactly the capacity 150", res.Units)
+	}
+	if res.Rejections["EVENT_SOLD_OUT"]+res.Rejections["TICKET_SOLD_OUT"] == 0 {
+		t.Fatalf("no sold-out answers after the sell-out: rejections %v", res.Rejections)
+	}
+	if len(res.Errors) > 0 {
+		t.Fatalf("errors %v", res.Errors)
+	}
+	for _, c := range out.Checks {
+		if strings.Contains(c.Name, "record holds") && c.Status != integrity.Pass {
+			t.Fatalf("the Postgres record was not checked: %+v", c)
+		}
+	}
+}
+
+// TestIntegrityCatchesATamperedSale sells against ticketd, then makes the
+// numbers disagree behind the buyers' backs (a ticket sold that nobody was
+// told about, a paid order missing from Postgres): the checks must fail.
+func TestIntegrityCatchesATamperedSale(t *testing.T) {
+	t.Parallel()
+	s, env := ticketd(t)
+	f := &flash{capacity: 1000}
+	ctx := context.Background()
+	out, err := runParts(ctx, env, "flash", "pairs", "pair", Options{Duration: time.Minute, Arrivals: 50, Workers: 8}, []weighted{{p: f, weight: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Checks.OK() || out.Result.Units == 0 {
+		t.Fatalf("the honest run failed: %v", failedChecks(out.Checks))
+	}
+	// An extra sale in Redis, as an oversell would leave it.
+	if err := s.Redis.Do(ctx, s.Redis.B().Hincrby().Key(s.Space.Sold(f.event)).Field("t:"+f.ticket).Increment(1).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	// A paid order lost on the way to Postgres.
+	if _, err := s.Pool.Exec(ctx, `WITH o AS (SELECT id FROM orders WHERE event_id = $1 LIMIT 1),
+		t AS (DELETE FROM tickets WHERE order_id IN (SELECT id FROM o)),
+		l AS (DELETE FROM order_lines WHERE order_id IN (SELECT id FROM o)),
+		x AS (DELETE FROM outbox WHERE order_id IN (SELECT id FROM o))
+		DELETE FROM orders WHERE id IN (SELECT id FROM o)`, f.event); err != nil {
+		t.Fatal(err)
+	}
+	env.DrainTimeout = time.Second
+	checks, _ := f.check(ctx, env)
+	failed := strings.Join(failedChecks(checks), "\n")
+	for _, want := range []string{"sold counts (as the server reports them) == tickets confirmed to buyers", "record holds exactly the paid orders"} {
+		if !strings.Contains(failed, want) {
+			t.Errorf("check %q did not fail; failed:\n%s", want, failed)
+		}
+	}
+}
+
+// TestSeatRushSellsNoSeatTwice races 200 buyers for 40 seats; the seat
+// checks must pass against ticketd and Postgres.
+func TestSeatRushSellsNoSeatTwice(t *testing.T) {
+	t.Parallel()
+	_, env := ticketd(t)
+	p := &seatRush{rows: 4, seats: 10}
+	out, err := runParts(context.Background(), env, "seat-rush", "buyers", "buyer", Options{Duration: time.Minute, Arrivals: 200, Workers: 16},
+		[]weighted{{p: p, weight: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failedChecks(out.Checks); len(f) > 0 {
+		t.Fatalf("integrity failed:\n%s", strings.Join(f, "\n"))
+	}
+	if out.Result.Units == 0 || out.Result.Rejections["SEAT_CONFLICT"] == 0 {
+		t.Fatalf("no race: %d buyers paid, rejections %v, errors %v", out.Result.Units, out.Result.Rejections, out.Result.Errors)
+	}
+	seatChecks := 0
+	for _, c := range out.Checks {
+		if strings.Contains(c.Name, "seat") && c.Status == integrity.Pass {
+			seatChecks++
+		}
+	}
+	if seatChecks < 3 {
+		t.Fatalf("seat checks not all made: %+v", out.Checks)
+	}
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/ticketd/ticketd/bench/report"
+	"github.com/ticketd/ticketd/bench/scenario"
+)
+
+// The targets, for a 2-core machine with the load generator on it.
+const (
+	targetPairs     = 15_000
+	targetVsPG      = 10
+	targetOpenRate  = 5_000
+	targetConfirmMs = 10
+	targetSellCap   = 10_000
+	targetEventMB   = 100
+	targetSuiteSecs = 300
+)
+
+// judge evaluates every target against the runs. A target whose run did
+// not happen, or did not complete, is "not measured", never passed.
+func judge(s *report.Suite, fullSuite bool) []report.Target {
+	find := func(name string) *report.Run {
+		for i := range s.Runs {
+			if r := &s.Runs[i]; r.Scenario == name && r.Target == "ticketd" && !r.Interrupted && len(r.Ops) > 0 {
+				return r
+			}
+		}
+		return nil
+	}
+	var out []report.Target
+	add := func(t report.Target, ok bool, measured bool) {
+		switch {
+		case !measured:
+			t.Status = report.NotMeasured
+		case ok:
+			t.Status = report.Pass
+		default:
+			t.Status = report.Fail
+		}
+		out = append(out, t)
+	}
+
+	flash := find("flash")
+	t := report.Target{Name: "flash, closed loop, capacity not sold out: reserve+confirm pairs end to end",
+		Want: ">= " + thousands(targetPairs) + " pairs/s (" + thousands(2*targetPairs) + " requests/s), integrity passed"}
+	if flash != nil {
+		t.Got = fmt.Sprintf("%s pairs/s (%s requests/s) at c=%d, integrity %s", thousands(flash.ThroughputPerS),
+			thousands(flash.RequestsPerS), flash.Concurrency, okWord(flash.IntegrityOK))
+	}
+	add(t, flash != nil && flash.ThroughputPerS >= targetPairs && flash.IntegrityOK, flash != nil)
+
+	t = report.Target{Name: "flash, closed loop: against the Postgres baseline measured in the same run", Want: ">= " + strconv.Itoa(targetVsPG) + "x"}
+	vsPG := flash != nil && flash.RatioToBaseline != nil
+	if vsPG {
+		t.Got = fmt.Sprintf("%.2fx (%s vs %s pairs/s)", *flash.RatioToBaseline, thousands(flash.ThroughputPerS), thousands(*flash.BaselinePerS))
+	}
+	add(t, vsPG && *flash.RatioToBaseline >= targetVsPG, vsPG)
+
+	open := find("flash-open")
+	t = report.Target{Name: "flash, open loop at " + thousands(targetOpenRate) + " pairs/s: p99 of confirm",
+		Want: "< " + strconv.Itoa(targetConfirmMs) + " ms, no errors, integrity passed"}
+	atRate := open != nil && open.Rate == targetOpenRate
+	if open != nil {
+		c := opStats(open, "confirm")
+		t.Got = fmt.Sprintf("confirm p99 %s (p50 %s, p99.9 %s), pair p99 %s, %s pairs/s done of %s/s offered, %s errors",
+			msText(c.P99), msText(c.P50), msText(c.P999), msText(open.P99Ms), thousands(open.ThroughputPerS), thousands(open.Rate),
+			thousands(float64(sum(open.Errors))))
+		if !atRate {
+			t.Got += " (not run at the target rate)"
+		}
+	}
+	add(t, atRate && opStats(open, "confirm").P99 < targetConfirmMs && sum(open.Errors) == 0 && open.IntegrityOK, atRate)
+
+	sell := find("sellout")
+	t = report.Target{Name: "sell-out: " + thousands(targetSellCap) + " tickets under ten times that demand",
+		Want: "sold out exactly (" + thousands(targetSellCap) + " sold to " + thousands(10*targetSellCap) + " buyers), integrity passed; sell-out time and sold-out answers shown"}
+	soldOK := false
+	if sell != nil {
+		sold, capacity, selloutS := figure(sell, scenario.FigSold), figure(sell, scenario.FigCapacity), figure(sell, scenario.FigSelloutTime)
+		rej, sent := opStats(sell, "sold_out_answer"), opStats(sell, "sold_out_from_send")
+		t.Got = fmt.Sprintf("sold %s of %s to %s buyers in %.2f s; then %s sold-out answers/s, p50 %s p99 %s from arrival (%s and %s from send); integrity %s",
+			thousands(sold), thousands(capacity), thousands(float64(sell.Arrivals)), selloutS, thousands(figure(sell, scenario.FigAfterRate)),
+			msText(rej.P50), msText(rej.P99), msText(sent.P50), msText(sent.P99), okWord(sell.IntegrityOK))
+		soldOK = sell.IntegrityOK && sold == targetSellCap && capacity == targetSellCap && sell.Arrivals >= 10*targetSellCap && selloutS > 0
+	}
+	add(t, soldOK, sell != nil)
+
+	mem := find("memory")
+	t = report.Target{Name: "memory: a 100,000-seat event held whole, in Redis", Want: "< " + strconv.Itoa(targetEventMB) + " MB"}
+	mb := 0.0
+	if mem != nil {
+		mb = figure(mem, scenario.FigEventMB)
+		t.Got = fmt.Sprintf("%.1f MB; %.0f B per held seat, %.0f B per pending order (MEMORY USAGE; used_memory deltas %.0f and %.0f B)",
+			mb, figure(mem, scenario.FigPerSeatUsage), figure(mem, scenario.FigPerOrderUsage),
+			figure(mem, scenario.FigPerSeatUsed), figure(mem, scenario.FigPerOrderUsed))
+	}
+	add(t, mb > 0 && mb < targetEventMB && mem.IntegrityOK, mem != nil && mb > 0)
+
+	t = report.Target{Name: "integrity after every run", Want: "every check passed"}
+	failed := 0
+	for _, r := range s.Runs {
+		if !r.IntegrityOK {
+			failed++
+		}
+	}
+	t.Got = fmt.Sprintf("%d of %d runs failed a check", failed, len(s.Runs))
+	add(t, failed == 0, len(s.Runs) > 0)
+
+	if fullSuite {
+		t = report.Target{Name: "the standard suite's wall time (from start, excluding go run compiling the bench)",
+			Want: "< 5 minutes on a 2-core machine"}
+		t.Got = fmt.Sprintf("%.0f s", s.DurationS)
+		add(t, s.DurationS < targetSuiteSecs, true)
+	}
+	return out
+}
+
+func opStats(r *report.Run, name string) (o struct{ P50, P99, P999 float64 }) {
+	for _, op := range r.Ops {
+		if op.Name == name {
+			o.P50, o.P99, o.P999 = op.P50, op.P99, op.P999
+		}
+	}
+	return o
+}
+
+// msText formats milliseconds for a sentence.
+func msText(v float64) string {
+	if v >= 100 {
+		return thousands(v) + " ms"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64) + " ms"
+}
+
+func figure(r *report.Run, name string) float64 {
+	for _, f := range r.Figures {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return 0
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func okWord(ok bool) string {
+	if ok {
+		return "passed"
+	}
+	return "FAILED"
+}
+
+// thousands formats v without decimals, with thousands separators.
+func thousands(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 0, 64)
+	out := make([]byte, 0, len(s)+len(s)/3)
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
