@@ -268,11 +268,8 @@ func TestDrainWritesPaidOrders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got orders.Record
-	if err := json.Unmarshal(payload, &got); err != nil {
-		t.Fatal(err)
-	}
-	if recipient != "ada@example.com" || sent != nil || got.OrderID != channelOrder.OrderID || got.PartnerReference != "partner-ref-1" || got.PaidAtMs != paidAt || len(got.Tickets) != 2 {
+	// The row points at the order; the mailer reads the order's rows.
+	if recipient != "ada@example.com" || sent != nil || string(payload) != "{}" {
 		t.Fatalf("outbox: recipient %q sent %v payload %s", recipient, sent, payload)
 	}
 	if n := b.count(t, `SELECT count(*) FROM outbox`); n != 2 {
