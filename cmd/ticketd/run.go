@@ -182,6 +182,10 @@ func connectRedis(ctx context.Context, cfg config, log *slog.Logger) (rueidis.Cl
 	// requests' commands leave in one syscall: far fewer writes for a few
 	// microseconds of latency (the profile showed write syscalls dominate).
 	opt.MaxFlushDelay = cfg.RedisFlushDelay
+	// One pipelined connection per Redis node (rueidis opens two or four on
+	// a single node by default): every command of every request shares its
+	// writes and reads, so a batch costs one syscall each way.
+	opt.PipelineMultiplex = -1
 	c, err := rueidis.NewClient(opt)
 	if err == nil {
 		return c, c.Close, nil
