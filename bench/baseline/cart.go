@@ -21,6 +21,7 @@ type ticketLine struct {
 type reserveBody struct {
 	BuyerName        *string      `json:"buyerName,omitempty"`
 	BuyerEmail       *string      `json:"buyerEmail,omitempty"`
+	BuyerPhone       *string      `json:"buyerPhone,omitempty"`
 	Tickets          []ticketLine `json:"tickets,omitempty"`
 	SelectedTicketID string       `json:"selectedTicketId,omitempty"`
 	Quantity         *int64       `json:"quantity,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/valyala/fasthttp"
 
+	ticketd "github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/money"
@@ -21,8 +22,6 @@ import (
 
 var (
 	errEventNotFound = apierr.New(404, "EVENT_NOT_FOUND", "no such event in this channel's catalog")
-	errKeyRequired   = apierr.BadRequest("IDEMPOTENCY_KEY_REQUIRED", "send an Idempotency-Key header (a UUID) on every reserve")
-	errKeyInvalid    = apierr.BadRequest("INVALID_IDEMPOTENCY_KEY", "Idempotency-Key must be 1 to 255 printable ASCII characters")
 	errKeyConflict   = apierr.New(409, "KEY_CONFLICT",
 		"this Idempotency-Key was used for a different request or by a different caller; use a new key")
 )
@@ -44,13 +43,11 @@ func (a *app) checkout(ctx *fasthttp.RequestCtx, s *snapshot, ch *channel) {
 		httpx.Fail(ctx, errEventNotFound)
 		return
 	}
-	key := ctx.Request.Header.Peek("Idempotency-Key")
-	if len(key) == 0 {
-		httpx.Fail(ctx, errKeyRequired)
-		return
-	}
-	if !validIdempotencyKey(key) {
-		httpx.Fail(ctx, errKeyInvalid)
+	// The request checks are ticketd's own (handlers/channel), so both
+	// servers refuse the same requests and do the same work on them.
+	key, e := ticketd.IdempotencyKey(ctx)
+	if e != nil {
+		httpx.Fail(ctx, e)
 		return
 	}
 	var body reserveBody
@@ -58,7 +55,7 @@ func (a *app) checkout(ctx *fasthttp.RequestCtx, s *snapshot, ch *channel) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	b, e := validateBuyer(body.BuyerName, body.BuyerEmail)
+	b, e := ticketd.ValidateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
@@ -71,7 +68,7 @@ func (a *app) checkout(ctx *fasthttp.RequestCtx, s *snapshot, ch *channel) {
 	// The same key with another request is KEY_CONFLICT, as in ticketd.
 	canon, _ := json.Marshal(body)
 	fp := sha256.Sum256(append([]byte(ev.id+"\n"), canon...))
-	o := newOrder{id: newOrderID(), channelID: ch.id, key: string(key), fingerprint: hex.EncodeToString(fp[:16]),
+	o := newOrder{id: newOrderID(), channelID: ch.id, key: key, fingerprint: hex.EncodeToString(fp[:16]),
 		eventID: ev.id, buyer: b, p: p}
 
 	rctx, cancel := reqCtx()
@@ -82,18 +79,6 @@ func (a *app) checkout(ctx *fasthttp.RequestCtx, s *snapshot, ch *channel) {
 		return
 	}
 	httpx.OK(ctx, res)
-}
-
-func validIdempotencyKey(k []byte) bool {
-	if len(k) > 255 {
-		return false
-	}
-	for _, c := range k {
-		if c < 0x21 || c > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 var lowerB32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
@@ -107,7 +92,7 @@ func newOrderID() string {
 
 type newOrder struct {
 	id, channelID, key, fingerprint, eventID string
-	buyer                                    buyer
+	buyer                                    ticketd.Buyer
 	p                                        priced
 }
 
@@ -144,7 +129,7 @@ func (a *app) reserve(ctx context.Context, o *newOrder) (reserveView, error) {
 		INSERT INTO baseline.order_lines (order_id, pos, ticket_type_id, name, quantity, unit_price_cents)
 		SELECT o.id, l.pos, l.tid, l.name, l.qty, l.price
 		FROM o, unnest($10::int[], $11::text[], $12::text[], $13::bigint[], $14::bigint[]) AS l(pos, tid, name, qty, price)`,
-		o.id, o.channelID, o.key, o.fingerprint, o.eventID, int64(o.p.total), o.buyer.name, o.buyer.email,
+		o.id, o.channelID, o.key, o.fingerprint, o.eventID, int64(o.p.total), o.buyer.Name, o.buyer.Email,
 		a.orderTTL.Milliseconds(), pos, tids, names, qtys, prices)
 	if err != nil {
 		return reserveView{}, fmt.Errorf("reserve: insert order: %w", err)

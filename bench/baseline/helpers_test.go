@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
 
+	ticketd "github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/inventory/money"
 )
 
@@ -206,7 +207,7 @@ func (s *testServer) confirmReq(t testing.TB, order, amount, ref string) reply {
 	if err != nil {
 		t.Errorf("amount %q: %v", amount, err)
 	}
-	sig := signature("sk_t", order, cents, ref)
+	sig := ticketd.Signature("sk_t", order, cents, ref)
 	body := `{"orderId":"` + order + `","amount":` + amount + `,"partnerReference":"` + ref + `"}`
 	return s.do(t, "POST", "/v1/channel/orders/confirm", with(keyed, "x-service-signature", sig), body)
 }

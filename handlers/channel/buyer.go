@@ -12,9 +12,9 @@ import (
 // Buyer is a validated buyer identity.
 type Buyer struct{ Name, Email, Phone string }
 
-// validateBuyer applies interface.md's buyer field rules before anything is
+// ValidateBuyer applies interface.md's buyer field rules before anything is
 // reserved or charged.
-func validateBuyer(name, email, phone *string) (Buyer, *apierr.Error) {
+func ValidateBuyer(name, email, phone *string) (Buyer, *apierr.Error) {
 	var b Buyer
 	if name == nil || strings.TrimSpace(*name) == "" {
 		return b, apierr.BadRequest("INVALID_BUYER_NAME", "buyerName is required")

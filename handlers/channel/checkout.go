@@ -128,6 +128,19 @@ var (
 	errKeyInvalid  = apierr.BadRequest("INVALID_IDEMPOTENCY_KEY", "Idempotency-Key must be 1 to 255 printable ASCII characters")
 )
 
+// IdempotencyKey is the request's Idempotency-Key header, checked: required
+// on every reserve, 1 to 255 printable ASCII characters.
+func IdempotencyKey(ctx *fasthttp.RequestCtx) (string, *apierr.Error) {
+	k := ctx.Request.Header.Peek("Idempotency-Key")
+	if len(k) == 0 {
+		return "", errKeyRequired
+	}
+	if !validIdempotencyKey(k) {
+		return "", errKeyInvalid
+	}
+	return string(k), nil
+}
+
 func validIdempotencyKey(k []byte) bool {
 	if len(k) == 0 || len(k) > 255 {
 		return false
@@ -147,13 +160,9 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	idemKey := ctx.Request.Header.Peek("Idempotency-Key")
-	if len(idemKey) == 0 {
-		httpx.Fail(ctx, errKeyRequired)
-		return
-	}
-	if !validIdempotencyKey(idemKey) {
-		httpx.Fail(ctx, errKeyInvalid)
+	idemKey, e := IdempotencyKey(ctx)
+	if e != nil {
+		httpx.Fail(ctx, e)
 		return
 	}
 	var body reserveBody
@@ -166,7 +175,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 	if s := c.Session; s != nil {
 		buyer = Buyer{Name: s.Name, Email: s.Email, Phone: s.Phone}
 		body.BuyerName, body.BuyerEmail, body.BuyerPhone = &buyer.Name, &buyer.Email, &buyer.Phone
-	} else if buyer, e = validateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone); e != nil {
+	} else if buyer, e = ValidateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone); e != nil {
 		httpx.Fail(ctx, e)
 		return
 	}
@@ -198,7 +207,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 	fp := fingerprint(ev.ID+"\x1f"+body.ShowingID, buyer, body.SuccessCallbackURL, token, q)
 
 	req := orders.ReserveRequest{
-		EventID: ev.ID, Caller: c.id(), ChannelID: c.Channel.ID, IdempotencyKey: string(idemKey),
+		EventID: ev.ID, Caller: c.id(), ChannelID: c.Channel.ID, IdempotencyKey: idemKey,
 		Fingerprint: fp, Total: q.Total, Claims: q.Claims,
 		SeatLabels: q.SeatLabels, HoldToken: token, DiscountCode: q.DiscountCode, DiscountMaxUses: q.DiscountMaxUses,
 		Record: orders.Record{

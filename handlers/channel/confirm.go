@@ -66,57 +66,76 @@ func macs(key string) *sync.Pool {
 
 func macFor(key string) hash.Hash { return macs(key).Get().(hash.Hash) }
 
-// confirm is POST /v1/channel/orders/confirm.
-func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
+// ConfirmFields is a checked confirm body.
+type ConfirmFields struct {
+	OrderID   string
+	Amount    money.Cents
+	Reference string // partnerReference
+}
+
+// DecodeConfirm reads and checks a confirm body: INVALID_REQUEST for a
+// missing or malformed field (nothing is charged on the service's side).
+// The amount must be a JSON number with at most two decimals.
+func DecodeConfirm(ctx *fasthttp.RequestCtx) (ConfirmFields, *apierr.Error) {
 	var body confirmBody
 	if e := httpx.Decode(ctx, &body); e != nil {
-		httpx.Fail(ctx, e)
-		return
+		return ConfirmFields{}, e
 	}
 	if body.OrderID == nil || *body.OrderID == "" || len(*body.OrderID) > keys.MaxOrderID {
-		httpx.Fail(ctx, apierr.Invalid("orderId is required"))
-		return
+		return ConfirmFields{}, apierr.Invalid("orderId is required")
 	}
 	if body.Amount == nil {
-		httpx.Fail(ctx, apierr.Invalid("amount is required"))
-		return
+		return ConfirmFields{}, apierr.Invalid("amount is required")
 	}
 	raw := []byte(*body.Amount)
 	if len(raw) == 0 || raw[0] == '"' {
-		httpx.Fail(ctx, apierr.Invalid("amount must be a JSON number"))
-		return
+		return ConfirmFields{}, apierr.Invalid("amount must be a JSON number")
 	}
 	amount, err := money.Parse(string(raw))
 	if err != nil {
-		httpx.Fail(ctx, apierr.Invalid("amount must be a non-negative number with at most two decimals"))
-		return
+		return ConfirmFields{}, apierr.Invalid("amount must be a non-negative number with at most two decimals")
 	}
 	if body.PartnerReference == nil || *body.PartnerReference == "" {
-		httpx.Fail(ctx, apierr.Invalid("partnerReference is required"))
-		return
+		return ConfirmFields{}, apierr.Invalid("partnerReference is required")
 	}
 	ref := *body.PartnerReference
 	// The reference is stored with the paid order: control characters (a
 	// NUL above all) would make Postgres refuse the row after the sale.
 	if utf8.RuneCountInString(ref) > 200 || !utf8.ValidString(ref) || hasControl(ref) {
-		httpx.Fail(ctx, apierr.Invalid("partnerReference must be at most 200 printable characters"))
-		return
+		return ConfirmFields{}, apierr.Invalid("partnerReference must be at most 200 printable characters")
 	}
-	if c.Channel.SigningKey == "" {
-		httpx.Fail(ctx, errNoSigningKey)
-		return
+	return ConfirmFields{OrderID: *body.OrderID, Amount: amount, Reference: ref}, nil
+}
+
+// VerifySignature checks the x-service-signature of a confirm against the
+// channel's signing key: SIGNING_KEY_NOT_CONFIGURED without a key,
+// INVALID_SIGNATURE on a mismatch.
+func VerifySignature(ctx *fasthttp.RequestCtx, signingKey string, f ConfirmFields) *apierr.Error {
+	if signingKey == "" {
+		return errNoSigningKey
 	}
-	sig := ctx.Request.Header.Peek("x-service-signature")
-	want := Signature(c.Channel.SigningKey, *body.OrderID, amount, ref)
-	if !hmac.Equal(sig, []byte(want)) {
-		httpx.Fail(ctx, errBadSignature)
+	want := Signature(signingKey, f.OrderID, f.Amount, f.Reference)
+	if !hmac.Equal(ctx.Request.Header.Peek("x-service-signature"), []byte(want)) {
+		return errBadSignature
+	}
+	return nil
+}
+
+// confirm is POST /v1/channel/orders/confirm.
+func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
+	f, e := DecodeConfirm(ctx)
+	if e == nil {
+		e = VerifySignature(ctx, c.Channel.SigningKey, f)
+	}
+	if e != nil {
+		httpx.Fail(ctx, e)
 		return
 	}
 	if c.Channel.Settlement != catalog.SettlementPartnerRemit {
 		httpx.Fail(ctx, errNotRemit)
 		return
 	}
-	req := orders.ConfirmRequest{ChannelID: c.Channel.ID, OrderID: *body.OrderID, Amount: amount, Reference: ref}
+	req := orders.ConfirmRequest{ChannelID: c.Channel.ID, OrderID: f.OrderID, Amount: f.Amount, Reference: f.Reference}
 	if ev, ok := keys.OrderEvent(req.OrderID); ok {
 		if e := a.Catalog().Events[ev]; e != nil && e.Status == catalog.StatusCancelled {
 			req.EventCancelled = true
@@ -135,7 +154,7 @@ func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
 		}
 		// Redis trouble: nothing was claimed or everything was; confirm is
 		// idempotent, so a retry is safe.
-		a.Logger.Error("confirm failed", "order", *body.OrderID, "err", err)
+		a.Logger.Error("confirm failed", "order", f.OrderID, "err", err)
 		httpx.Fail(ctx, apierr.New(503, "ACCRUAL_FAILED_RETRY", "temporary failure; retry the confirm (it is idempotent)"))
 		return
 	}

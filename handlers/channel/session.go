@@ -104,7 +104,7 @@ func (a *API) createSession(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	b, e := validateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone)
+	b, e := ValidateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
