@@ -95,18 +95,23 @@ func (a *API) holdToken(ctx *fasthttp.RequestCtx, c *caller) {
 	httpx.OK(ctx, map[string]any{"holdToken": tok, "expiresAt": rfc3339(exp)})
 }
 
-func (a *API) hold(ctx *fasthttp.RequestCtx, c *caller) {
-	ev, e := a.seatedEvent(ctx, c)
-	if e != nil {
-		httpx.Fail(ctx, e)
-		return
-	}
+// holdRequest reads what hold and release share: the seated event, the
+// body and the caller's hold token.
+func (a *API) holdRequest(ctx *fasthttp.RequestCtx, c *caller) (*catalog.CompiledEvent, holdBody, string, *apierr.Error) {
 	var body holdBody
-	if e := httpx.Decode(ctx, &body); e != nil {
-		httpx.Fail(ctx, e)
-		return
+	ev, e := a.seatedEvent(ctx, c)
+	if e == nil {
+		e = httpx.Decode(ctx, &body)
+	}
+	if e != nil {
+		return nil, body, "", e
 	}
 	tok, e := a.token(c, ev.ID, body.HoldToken)
+	return ev, body, tok, e
+}
+
+func (a *API) hold(ctx *fasthttp.RequestCtx, c *caller) {
+	ev, body, tok, e := a.holdRequest(ctx, c)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
@@ -151,17 +156,7 @@ func (a *API) extend(ctx *fasthttp.RequestCtx, c *caller) {
 }
 
 func (a *API) release(ctx *fasthttp.RequestCtx, c *caller) {
-	ev, e := a.seatedEvent(ctx, c)
-	if e != nil {
-		httpx.Fail(ctx, e)
-		return
-	}
-	var body holdBody
-	if e := httpx.Decode(ctx, &body); e != nil {
-		httpx.Fail(ctx, e)
-		return
-	}
-	tok, e := a.token(c, ev.ID, body.HoldToken)
+	ev, body, tok, e := a.holdRequest(ctx, c)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
