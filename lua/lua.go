@@ -6,9 +6,12 @@ package lua
 
 import (
 	"context"
+	"crypto/sha1"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/redis/rueidis"
 )
@@ -24,16 +27,38 @@ func Load(name string) *rueidis.Lua {
 	if err != nil {
 		panic("lua: no script " + name)
 	}
+	sum := sha1.Sum(b)
+	shas.Store(name, hex.EncodeToString(sum[:]))
 	return rueidis.NewLuaScript(string(b))
+}
+
+var shas sync.Map // script name -> SHA-1 hex, filled by Load
+
+// Evalsha builds the EVALSHA of a loaded script, for a caller that
+// pipelines it with other commands (DoMulti). A NOSCRIPT reply
+// (IsNoScript) means Redis has not seen the script yet: run it once through
+// Exec, whose EVAL loads it.
+func Evalsha(c rueidis.Client, name string, keys, args []string) rueidis.Completed {
+	sha, ok := shas.Load(name)
+	if !ok {
+		panic("lua: script " + name + " not loaded")
+	}
+	return c.B().Evalsha().Sha1(sha.(string)).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// IsNoScript reports whether err is Redis' NOSCRIPT reply.
+func IsNoScript(err error) bool {
+	var re *rueidis.RedisError
+	return errors.As(err, &re) && re.IsNoScript()
 }
 
 // ErrReply means a script answered with a shape its wrapper does not expect.
 var ErrReply = errors.New("lua: unexpected script reply")
 
-// Array runs s and returns its reply as an array. Every script of ticketd
-// answers with an array whose first element is an integer status.
-func Array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string) ([]rueidis.RedisMessage, error) {
-	arr, err := s.Exec(ctx, c, keys, args).ToArray()
+// Reply checks a script's reply r (from Exec or a pipelined Evalsha) as
+// Array does.
+func Reply(r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
+	arr, err := r.ToArray()
 	if err != nil {
 		return nil, err
 	}
@@ -41,6 +66,12 @@ func Array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []s
 		return nil, ErrReply
 	}
 	return arr, nil
+}
+
+// Array runs s and returns its reply as an array. Every script of ticketd
+// answers with an array whose first element is an integer status.
+func Array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string) ([]rueidis.RedisMessage, error) {
+	return Reply(s.Exec(ctx, c, keys, args))
 }
 
 // Int returns element i of a reply as an integer.

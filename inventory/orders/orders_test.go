@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -182,5 +183,36 @@ func TestFailedReserveReleasesIdempotencyKey(t *testing.T) {
 	res, err := s.Reserve(ctx, r)
 	if err != nil || res.Duplicate {
 		t.Fatalf("retry after failure: %+v %v", res, err)
+	}
+}
+
+// A GA reserve pipelines its key claim with the order script; on a Redis
+// that has not seen the script (restarted, or its cache flushed) it still
+// creates the order, and a replay of it deletes the order it made on the way.
+func TestPipelinedReserveLoadsTheScriptAndDiscardsReplays(t *testing.T) {
+	s, ctx := setup(t)
+	caps(t, s, "ev", "t:a", "10")
+	// Other packages' tests share this Redis: their scripts load again by
+	// EVAL on their next call, as after a Redis restart.
+	if err := s.Redis.Do(ctx, s.Redis.B().ScriptFlush().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	r := req("ev", map[string]int64{"t:a": 1})
+	first, err := s.Reserve(ctx, r)
+	if err != nil || first.Duplicate {
+		t.Fatalf("reserve after SCRIPT FLUSH: %+v %v", first, err)
+	}
+	again, err := s.Reserve(ctx, r)
+	if err != nil || !again.Duplicate || again.OrderID != first.OrderID {
+		t.Fatalf("replay: %+v %v, first %+v", again, err, first)
+	}
+	orders := 0
+	for _, k := range redistest.Keys(t, s.Redis, s.Space) {
+		if strings.Contains(k, ":ord:") {
+			orders++
+		}
+	}
+	if orders != 1 {
+		t.Fatalf("%d order keys after a reserve and its replay, want 1", orders)
 	}
 }

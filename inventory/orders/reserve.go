@@ -117,29 +117,80 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	idem := s.Space.Idempotency(req.IdempotencyKey)
 	record := req.Caller + idemSep + req.Fingerprint + idemSep + orderID
 	ttl := orDefault(s.IdempotencyTTL, 24*time.Hour)
-	prev, err := s.Redis.Do(ctx, s.Redis.B().Set().Key(idem).Value(record).Nx().Get().Px(ttl).Build()).ToString()
+	claim := s.Redis.B().Set().Key(idem).Value(record).Nx().Get().Px(ttl).Build()
+	if len(req.SeatLabels) == 0 && (req.DiscountCode == "" || req.DiscountMaxUses <= 0) {
+		return s.reserveHoldingNothing(ctx, req, orderID, idem, record, claim)
+	}
+	prev, err := s.Redis.Do(ctx, claim).ToString()
 	switch {
 	case rueidis.IsRedisNil(err):
 		// claimed: this attempt creates the order
 	case err != nil:
 		return Reservation{}, fmt.Errorf("reserve: claim idempotency key: %w", err)
 	default:
-		caller, rest, _ := strings.Cut(prev, idemSep)
-		fp, prevOrder, _ := strings.Cut(rest, idemSep)
-		if caller != req.Caller || fp != req.Fingerprint {
-			return Reservation{}, ErrKeyConflict
-		}
-		return s.replay(ctx, req, idem, prevOrder, ttl)
+		return s.claimedBefore(ctx, req, idem, prev)
 	}
 	res, err := s.create(ctx, req, orderID)
 	if err != nil {
-		// Give the key back so a retry of this attempt runs again; the
-		// context may be the failed one, so use a short fresh one.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		_, _ = lua.Array(rctx, s.Redis, idemReleaseScript, []string{idem}, []string{record})
+		s.release(ctx, idem, record)
 	}
 	return res, err
+}
+
+// reserveHoldingNothing reserves an order that takes no seats and no
+// discount use (GA: the flash-sale case) in one round trip, the key claim
+// and the order script pipelined. When the claim finds an earlier attempt,
+// the order this request just created is deleted: it holds nothing and
+// nobody has seen its id; the earlier attempt is answered as usual.
+func (s *Service) reserveHoldingNothing(ctx context.Context, req ReserveRequest, orderID, idem, record string, claim rueidis.Completed) (Reservation, error) {
+	ks, args, err := s.reserveArgs(req, orderID)
+	if err != nil {
+		return Reservation{}, err
+	}
+	res := s.Redis.DoMulti(ctx, claim, lua.Evalsha(s.Redis, "order_reserve", ks, args))
+	prev, claimErr := res[0].ToString()
+	arr, err := lua.Reply(res[1])
+	if rueidis.IsRedisNil(claimErr) {
+		if lua.IsNoScript(err) {
+			// Redis has not seen the script yet: Exec loads it.
+			arr, err = lua.Reply(reserveScript.Exec(ctx, s.Redis, ks, args))
+		}
+		r, err := reserved(req, orderID, arr, err)
+		if err != nil {
+			s.release(ctx, idem, record)
+		}
+		return r, err
+	}
+	if err == nil {
+		if code, _ := lua.Int(arr, 0); code == 0 {
+			okey, _ := s.Space.Order(orderID)
+			_ = s.Redis.Do(ctx, s.Redis.B().Del().Key(okey).Build()).Error()
+		}
+	}
+	if claimErr != nil {
+		return Reservation{}, fmt.Errorf("reserve: claim idempotency key: %w", claimErr)
+	}
+	return s.claimedBefore(ctx, req, idem, prev)
+}
+
+// claimedBefore answers a request whose key holds an earlier claim prev:
+// a replay when it is the same caller and request, else KEY_CONFLICT.
+func (s *Service) claimedBefore(ctx context.Context, req ReserveRequest, idem, prev string) (Reservation, error) {
+	caller, rest, _ := strings.Cut(prev, idemSep)
+	fp, prevOrder, _ := strings.Cut(rest, idemSep)
+	if caller != req.Caller || fp != req.Fingerprint {
+		return Reservation{}, ErrKeyConflict
+	}
+	return s.replay(ctx, req, idem, prevOrder, orDefault(s.IdempotencyTTL, 24*time.Hour))
+}
+
+// release gives the key back after its attempt failed without creating an
+// order, so a retry of the attempt runs again. The context may be the
+// failed one, so it uses a short fresh one.
+func (s *Service) release(ctx context.Context, idem, record string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_, _ = lua.Array(rctx, s.Redis, idemReleaseScript, []string{idem}, []string{record})
 }
 
 // replay answers a request whose key was claimed before with the same request.
@@ -173,6 +224,16 @@ func (s *Service) replay(ctx context.Context, req ReserveRequest, idem, orderID 
 }
 
 func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string) (Reservation, error) {
+	ks, args, err := s.reserveArgs(req, orderID)
+	if err != nil {
+		return Reservation{}, err
+	}
+	arr, err := lua.Reply(reserveScript.Exec(ctx, s.Redis, ks, args))
+	return reserved(req, orderID, arr, err)
+}
+
+// reserveArgs are the keys and arguments of order_reserve.lua for req.
+func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []string, err error) {
 	ev := req.EventID
 	now := time.Now()
 	rec := req.Record
@@ -185,12 +246,12 @@ func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string
 	// record travels without them and the worker puts them back.
 	tixJSON, err := json.Marshal(rec.Tickets)
 	if err != nil {
-		return Reservation{}, fmt.Errorf("reserve: encode tickets: %w", err)
+		return nil, nil, fmt.Errorf("reserve: encode tickets: %w", err)
 	}
 	rec.Tickets = nil
 	recJSON, err := json.Marshal(rec)
 	if err != nil {
-		return Reservation{}, fmt.Errorf("reserve: encode record: %w", err)
+		return nil, nil, fmt.Errorf("reserve: encode record: %w", err)
 	}
 	okey, _ := s.Space.Order(orderID)
 
@@ -202,7 +263,7 @@ func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string
 	if req.DiscountCode != "" {
 		dcKey = s.Space.DiscountHolds(ev, req.DiscountCode)
 	}
-	ks := make([]string, 0, 7+len(req.SeatLabels))
+	ks = make([]string, 0, 7+len(req.SeatLabels))
 	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold, dcKey, s.Space.DiscountUsed(ev))
 	for _, l := range req.SeatLabels {
 		ks = append(ks, s.Space.Seat(ev, l))
@@ -214,7 +275,7 @@ func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string
 	}
 	sort.Strings(fields)
 	var claims strings.Builder
-	args := make([]string, 0, 16+2*len(fields)+len(req.SeatLabels))
+	args = make([]string, 0, 16+2*len(fields)+len(req.SeatLabels))
 	args = append(args, orderID, ms(s.orderTTL()), ms(orDefault(s.Retention, 24*time.Hour)),
 		req.HoldToken, req.DiscountCode, strconv.FormatInt(req.DiscountMaxUses, 10), strconv.Itoa(len(fields)))
 	for _, f := range fields {
@@ -234,8 +295,11 @@ func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string
 		"tix", string(tixJSON),
 		"rec", string(recJSON),
 	)
+	return ks, args, nil
+}
 
-	arr, err := lua.Array(ctx, s.Redis, reserveScript, ks, args)
+// reserved maps order_reserve.lua's reply to the reservation or its error.
+func reserved(req ReserveRequest, orderID string, arr []rueidis.RedisMessage, err error) (Reservation, error) {
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve: %w", err)
 	}
