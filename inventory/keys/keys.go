@@ -16,7 +16,6 @@
 package keys
 
 import (
-	"hash/fnv"
 	"strconv"
 	"strings"
 )
@@ -32,45 +31,59 @@ type Space struct {
 
 // Partition returns the partition of an event.
 func Partition(eventID string) int {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(eventID))
-	return int(h.Sum32() % Partitions)
+	// FNV-1a, 32 bits, inline: hash/fnv would allocate on every key name.
+	h := uint32(2166136261)
+	for i := 0; i < len(eventID); i++ {
+		h ^= uint32(eventID[i])
+		h *= 16777619
+	}
+	return int(h % Partitions)
 }
 
+// tags holds every partition's hash tag, built once.
+var tags = func() (t [Partitions]string) {
+	for p := range t {
+		t[p] = "{p" + strconv.Itoa(p) + "}"
+	}
+	return t
+}()
+
 // Tag returns the hash tag of partition p, e.g. "{p7}".
-func Tag(p int) string {
-	return "{p" + strconv.Itoa(p) + "}"
-}
+func Tag(p int) string { return tags[p] }
 
 // Event returns the common prefix of all keys of one event, ending in ':'.
 // Scripts receive it as an argument and never invent another tag.
-func (s Space) Event(eventID string) string {
-	return s.Prefix + Tag(Partition(eventID)) + ":ev:" + eventID + ":"
+func (s Space) Event(eventID string) string { return s.eventKey(eventID, "", "") }
+
+// eventKey is an event's key with a suffix, built in one allocation (the
+// hot path names several per request).
+func (s Space) eventKey(eventID, suffix, name string) string {
+	return s.Prefix + tags[Partition(eventID)] + ":ev:" + eventID + ":" + suffix + name
 }
 
 // Caps is the hash of capacities of an event: field -> capacity.
-func (s Space) Caps(eventID string) string { return s.Event(eventID) + "cap" }
+func (s Space) Caps(eventID string) string { return s.eventKey(eventID, "cap", "") }
 
 // Sold is the hash of sold (claimed) counts of an event: field -> count.
-func (s Space) Sold(eventID string) string { return s.Event(eventID) + "sold" }
+func (s Space) Sold(eventID string) string { return s.eventKey(eventID, "sold", "") }
 
 // Booked is the hash of booked seats of an event: seat label -> order id.
-func (s Space) Booked(eventID string) string { return s.Event(eventID) + "booked" }
+func (s Space) Booked(eventID string) string { return s.eventKey(eventID, "booked", "") }
 
 // Seat is the key of one held seat: its value names the holder
 // ("h:<token>" or "o:<orderId>") and its PEXPIRE is the hold's expiry.
-func (s Space) Seat(eventID, label string) string { return s.Event(eventID) + "seat:" + label }
+func (s Space) Seat(eventID, label string) string { return s.eventKey(eventID, "seat:", label) }
 
 // Hold is the hash of one hold token of an event.
-func (s Space) Hold(eventID, token string) string { return s.Event(eventID) + "hold:" + token }
+func (s Space) Hold(eventID, token string) string { return s.eventKey(eventID, "hold:", token) }
 
 // DiscountUsed is the hash of consumed uses of an event's discount codes: code -> uses.
-func (s Space) DiscountUsed(eventID string) string { return s.Event(eventID) + "dcused" }
+func (s Space) DiscountUsed(eventID string) string { return s.eventKey(eventID, "dcused", "") }
 
 // DiscountHolds is the sorted set of pending orders holding a use of code,
 // scored by the order's expiry (Redis time, ms).
 func (s Space) DiscountHolds(eventID, code string) string {
-	return s.Event(eventID) + "dchold:" + code
+	return s.eventKey(eventID, "dchold:", code)
 }
 
 // Order is the hash of one order, in its event's slot (the order id names

@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"hash/fnv"
 	"strings"
 	"testing"
 )
@@ -30,6 +31,21 @@ func TestEventKeysShareOneSlot(t *testing.T) {
 		if slotTag(k) != want {
 			t.Fatalf("key %q has tag %q, want %q", k, slotTag(k), want)
 		}
+	}
+}
+
+// Partitions are FNV-1a of the event id: changing them would move every
+// event's keys to another slot.
+func TestPartitionIsFNV1a(t *testing.T) {
+	for _, ev := range []string{"", "a", "ev_summer", "ev_demo_ga", strings.Repeat("x", 64)} {
+		h := fnv.New32a()
+		h.Write([]byte(ev))
+		if got, want := Partition(ev), int(h.Sum32()%Partitions); got != want {
+			t.Fatalf("Partition(%q) = %d, want %d", ev, got, want)
+		}
+	}
+	if Tag(7) != "{p7}" {
+		t.Fatalf("Tag(7) = %q", Tag(7))
 	}
 }
 

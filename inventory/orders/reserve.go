@@ -275,7 +275,7 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	}
 	sort.Strings(fields)
 	var claims strings.Builder
-	args = make([]string, 0, 16+2*len(fields)+len(req.SeatLabels))
+	args = make([]string, 0, 8+2*len(fields)+len(req.SeatLabels)+16) // fixed, claims, seats, hash fields
 	args = append(args, orderID, ms(s.orderTTL()), ms(orDefault(s.Retention, 24*time.Hour)),
 		req.HoldToken, req.DiscountCode, strconv.FormatInt(req.DiscountMaxUses, 10), strconv.Itoa(len(fields)))
 	for _, f := range fields {
