@@ -21,6 +21,9 @@ import (
 // allocations ticketd itself spends on a pair, Redis round trips included.
 //
 //	go test -run '^$' -bench ReserveConfirm -benchmem ./handlers/channel/
+//
+// TEST_REDIS_FLUSH_DELAY (e.g. 20us) sets the Redis client's flush delay
+// as TICKETD_REDIS_FLUSH_DELAY does for ticketd.
 func BenchmarkReserveConfirm(b *testing.B) {
 	s := servertest.Start(b, servertest.Options{})
 	s.Apply(b, []byte(benchCatalog))

@@ -94,6 +94,11 @@ func TestPartnerErrorCodes(t *testing.T) {
 		o := mustReserve(t, s, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_b"})
 		expect(t, confirm(t, s, "slow", o.OrderID, o.Amount, "r1"), 404, "NOT_FOUND")
 	})
+	t.Run("signed confirm of a malformed order id", func(t *testing.T) {
+		h := with(a, "x-service-signature", sig("sk_a", "oab\x00.ev_ga", 100, "r1"))
+		r := s.Do(t, "POST", "/v1/channel/orders/confirm", h, `{"orderId":"oab\u0000.ev_ga","amount":1.00,"partnerReference":"r1"}`)
+		expect(t, r, 404, "NOT_FOUND")
+	})
 	t.Run("not partner remit", func(t *testing.T) {
 		o := mustReserve(t, s, "invoice", "ev_ga", map[string]any{"selectedTicketId": "tk_b"})
 		expect(t, confirm(t, s, "invoice", o.OrderID, o.Amount, "r1"), 403, "NOT_PARTNER_REMIT")

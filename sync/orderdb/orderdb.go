@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 )
@@ -23,8 +24,13 @@ type Store struct {
 var _ orders.Archive = Store{}
 
 // Order returns the order with id orderID; ok is false when there is none.
-// Caller is empty: Postgres does not keep which session reserved it.
+// Caller is empty: Postgres does not keep which session reserved it. An id
+// that is not an order id is not found without a query: client junk (a NUL
+// above all, which Postgres refuses) never reaches the database.
 func (s Store) Order(ctx context.Context, orderID string) (orders.State, bool, error) {
+	if _, ok := keys.OrderEvent(orderID); !ok {
+		return orders.State{}, false, nil
+	}
 	var o orders.State
 	var total int64
 	err := s.Pool.QueryRow(ctx, `SELECT id, status, coalesce(channel_id, ''), total_cents, coalesce(partner_reference, '')
