@@ -59,6 +59,23 @@ func TestJudgeNeverPassesWhatWasNotMeasured(t *testing.T) {
 	}
 }
 
+// TestJudgeReadsAnOpenFlashRunAsTheOpenLoopTarget: "-scenario flash -rate
+// 5000" is an open-loop run; its throughput is the offered rate, so it must
+// never be judged as the closed-loop maximum.
+func TestJudgeReadsAnOpenFlashRunAsTheOpenLoopTarget(t *testing.T) {
+	s := &report.Suite{Runs: []report.Run{
+		{Scenario: "flash", Target: "ticketd", Mode: "open", Rate: 5000, ThroughputPerS: 16000, IntegrityOK: true, Ops: ops("confirm", "pair")},
+	}}
+	ts := judge(s, false)
+	for prefix, want := range map[string]string{
+		"flash, closed loop, capacity": report.NotMeasured, "flash, open loop": report.Pass,
+	} {
+		if got := status(ts, prefix); got != want {
+			t.Errorf("%s: %s, want %s", prefix, got, want)
+		}
+	}
+}
+
 func TestJudgeSellOutNeedsAnExactSellOut(t *testing.T) {
 	run := report.Run{Scenario: "sellout", Target: "ticketd", Mode: "open", Arrivals: 100_000, IntegrityOK: true, Ops: ops("pair"),
 		Figures: []report.Figure{{Name: scenario.FigSold, Value: 10_000}, {Name: scenario.FigCapacity, Value: 10_000},
