@@ -9,6 +9,7 @@ import (
 
 	"github.com/ticketd/ticketd/bench/api"
 	"github.com/ticketd/ticketd/bench/ceiling"
+	"github.com/ticketd/ticketd/bench/cpuuse"
 	"github.com/ticketd/ticketd/bench/load"
 	"github.com/ticketd/ticketd/bench/procs"
 	"github.com/ticketd/ticketd/bench/report"
@@ -121,7 +122,11 @@ func (cmp *comparisons) httpCeiling(ctx context.Context, c config, d *deployment
 		cmp.notes = append(cmp.notes, "ceiling-http not run: "+err.Error())
 		return
 	}
-	env := &scenario.Env{API: a, Addr: addr, Run: newRunID(), Allow: d.allow, Canned: true}
+	var meter *cpuuse.Meter
+	if cpuuse.Supported() {
+		meter = cpuuse.New(cpuuse.Process("canned server", p.PID()), cpuuse.Self("load generator"))
+	}
+	env := &scenario.Env{API: a, Addr: addr, Run: newRunID(), Allow: d.allow, Canned: true, CPU: meter}
 	out, err := scenario.Flash.Run(ctx, env, scenario.Options{Duration: dur, Workers: c.Concurrency, Progress: pr})
 	if err != nil {
 		cmp.notes = append(cmp.notes, "ceiling-http not run: "+err.Error())
@@ -178,7 +183,16 @@ func (cmp *comparisons) baseline(ctx context.Context, c config, d *deployment, p
 		fail(err.Error())
 		return
 	}
-	env := &scenario.Env{API: a, Addr: addr, Run: newRunID(), Allow: d.allow, Record: scenario.BaselineRecord{API: a}, DrainTimeout: d.drain}
+	var meter *cpuuse.Meter
+	if cpuuse.Supported() {
+		src := []cpuuse.Source{cpuuse.Process("baseline server", p.PID())}
+		if isLocalPostgres(d.dbServer) {
+			src = append(src, postgresProcs())
+		}
+		meter = cpuuse.New(append(src, cpuuse.Self("load generator"))...)
+	}
+	env := &scenario.Env{API: a, Addr: addr, Run: newRunID(), Allow: d.allow, Record: scenario.BaselineRecord{API: a},
+		DrainTimeout: d.drain, CPU: meter}
 	out, err := scenario.Flash.Run(ctx, env, scenario.Options{Duration: dur, Workers: c.Concurrency, Progress: pr})
 	if err != nil {
 		fail(err.Error())

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/bench/api"
+	"github.com/ticketd/ticketd/bench/cpuuse"
 	"github.com/ticketd/ticketd/bench/integrity"
 	"github.com/ticketd/ticketd/bench/procs"
 	"github.com/ticketd/ticketd/bench/redismem"
@@ -49,13 +50,14 @@ type deployment struct {
 	stamp       string
 	allow       []string
 	drain       time.Duration
+	cpu         *cpuuse.Meter // ticketd, its stores and the load generator; nil off Linux
 }
 
 // env is a fresh scenario environment: a new run id, so every run
 // provisions its own catalog objects.
 func (d *deployment) env() *scenario.Env {
 	return &scenario.Env{API: d.api, Addr: d.addr, Run: newRunID(), Allow: d.allow, Record: d.record, RecordWhy: d.recordWhy,
-		Redis: d.redis, KeyPrefix: d.prefix, PrefixKnown: d.prefixKnown, DrainTimeout: d.drain}
+		Redis: d.redis, KeyPrefix: d.prefix, PrefixKnown: d.prefixKnown, DrainTimeout: d.drain, CPU: d.cpu}
 }
 
 func newRunID() string { return "b" + randomHex(4) }
@@ -178,6 +180,7 @@ func (d *deployment) startLocal(ctx context.Context, c config, stack *procs.Stac
 	}
 	stack.Push("close the record's pool", func(context.Context) error { pool.Close(); return nil })
 	d.record = integrity.Postgres{Pool: pool}
+	d.cpu = d.meter(ctx, d.dbServer, cpuuse.Process("ticketd", p.PID()))
 	d.describe = fmt.Sprintf("ticketd started by the bench on %s (own process; Redis %s prefix %s; fresh Postgres database; log %s)",
 		addr, d.redisURL, d.prefix, p.Log)
 	fmt.Fprintf(os.Stderr, "bench: ticketd up on %s (log %s)\n", addr, p.Log)
@@ -239,6 +242,7 @@ func (d *deployment) connectTarget(ctx context.Context, c config, stack *procs.S
 		d.redis, d.redisURL = rc, c.RedisURL
 		d.prefix, d.prefixKnown = c.KeyPrefix, c.prefixSet
 	}
+	d.cpu = d.meter(ctx, c.DatabaseURL) // ticketd is not the bench's child: its pid is unknown
 	if c.DatabaseURL == "" {
 		d.recordWhy = "no -database-url: Postgres not checked"
 		return nil

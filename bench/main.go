@@ -223,6 +223,7 @@ func toRun(name, target string, o *scenario.Outcome) report.Run {
 		r.Figures = append(r.Figures, report.Figure{Name: f.Name, Value: f.Value, Unit: f.Unit})
 	}
 	r.RedisBytesPerHold, r.RedisBytesPerPendingOrder = o.BytesPerHold, o.BytesPerPendingOrder
+	r.CPU = cpuShares(o.CPU, r.ThroughputPerS)
 	r.Notes = append(r.Notes, o.Notes...)
 	return r
 }

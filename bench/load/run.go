@@ -54,6 +54,15 @@ type Plan struct {
 	Progress *Progress
 	// NewActor makes the actor of a worker.
 	NewActor func(w *Worker) Actor
+	// Window, when set, is told when the timed part starts and ends (the
+	// CPU accounting of the processes under load).
+	Window Window
+}
+
+// Window is told when a run's timed part starts and ends.
+type Window interface {
+	Begin()
+	End()
 }
 
 // StartDelay is the op an open loop adds to a plan's ops: how long each
@@ -187,12 +196,18 @@ func Run(ctx context.Context, addr string, p Plan) (*Result, error) {
 	res.Started = start
 	stopTicks := startTicker(rc, p, start, &res.Series)
 	var arrivals, abandoned atomic.Int64
+	if p.Window != nil {
+		p.Window.Begin()
+	}
 	if p.Open {
 		runOpen(ctx, p, start, workers, actors, len(ops)-1, &arrivals, &abandoned)
 	} else {
 		runClosed(ctx, p, start, workers, actors, &arrivals)
 	}
 	res.Elapsed = time.Since(start)
+	if p.Window != nil {
+		p.Window.End()
+	}
 	stopTicks(res.Elapsed)
 
 	res.Hists, res.Errors, res.Rejections, res.Requests, res.Units = rc.merged()

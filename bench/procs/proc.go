@@ -47,6 +47,9 @@ func Start(name, bin string, args, env []string, logPath string) (*Proc, error) 
 	return p, nil
 }
 
+// PID is the process id.
+func (p *Proc) PID() int { return p.cmd.Process.Pid }
+
 // Exited is closed when the process has ended.
 func (p *Proc) Exited() <-chan struct{} { return p.done }
 

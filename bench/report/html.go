@@ -165,6 +165,9 @@ small{color:#666}
 {{if .Figures}}<table><tr><th>figure</th><th>value</th></tr>
 {{range .Figures}}<tr><td>{{.Name}}</td><td class="n">{{num .Value}} {{.Unit}}</td></tr>
 {{end}}</table>{{end}}
+{{if .CPU}}<table><tr><th>process (CPU over the timed run)</th><th>cores busy</th><th>&micro;s of CPU per {{.Unit}}</th></tr>
+{{range .CPU}}<tr><td>{{.Process}}</td><td class="n">{{printf "%.2f" .Cores}}</td><td class="n">{{if gt .MicrosPerUnit 0.0}}{{num .MicrosPerUnit}}{{else}}-{{end}}</td></tr>
+{{end}}</table>{{end}}
 {{range .Notes}}<p><small>{{.}}</small></p>{{end}}
 </section>
 {{end}}

@@ -55,7 +55,12 @@ type Run struct {
 	RedisBytesPerHold         *float64 `json:"redis_bytes_per_hold"`
 	RedisBytesPerPendingOrder *float64 `json:"redis_bytes_per_pending_order"`
 
-	Figures     []Figure      `json:"figures"`
+	Figures []Figure `json:"figures"`
+	// CPU is what each process on the machine spent over the timed run
+	// (from /proc; empty when not measured): their sum per unit is what
+	// caps throughput when the service, its stores and the load generator
+	// share the machine.
+	CPU         []CPUShare    `json:"cpu"`
 	Series      []load.Second `json:"series"`
 	Notes       []string      `json:"notes"`
 	Interrupted bool          `json:"interrupted"`
@@ -64,6 +69,14 @@ type Run struct {
 	// Comparisons are the ceiling and baseline runs behind the ratios
 	// (single-scenario JSON).
 	Comparisons []Run `json:"comparisons,omitempty"`
+}
+
+// CPUShare is one process's CPU over a run: cores (1 = one CPU busy the
+// whole run) and microseconds of CPU per unit of throughput.
+type CPUShare struct {
+	Process       string  `json:"process"`
+	Cores         float64 `json:"cores"`
+	MicrosPerUnit float64 `json:"us_per_unit"`
 }
 
 // Figure is a named figure beside throughput and latency.
@@ -152,6 +165,9 @@ func (r *Run) Normalize() {
 	}
 	if r.Figures == nil {
 		r.Figures = []Figure{}
+	}
+	if r.CPU == nil {
+		r.CPU = []CPUShare{}
 	}
 	if r.Series == nil {
 		r.Series = []load.Second{}

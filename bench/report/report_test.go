@@ -23,7 +23,8 @@ func sample() *Suite {
 		Errors: map[string]int64{"timeout": 2}, IntegrityOK: false,
 		Integrity:   integrity.Checks{{Name: "flash: no oversell", Status: integrity.Fail, Detail: "sold 10001 of 10000"}},
 		CeilingPerS: &ceil, BaselinePerS: &base, RatioToBaseline: &ratio, RedisBytesPerHold: &bph,
-		Series: []load.Second{{T: 1, Units: 2900, Requests: 5800, P99: 39}, {T: 2, Units: 3100, Requests: 6200, P99: 41}}}
+		Series: []load.Second{{T: 1, Units: 2900, Requests: 5800, P99: 39}, {T: 2, Units: 3100, Requests: 6200, P99: 41}},
+		CPU:    []CPUShare{{Process: "ticketd", Cores: 0.73, MicrosPerUnit: 243.3}, {Process: "load generator", Cores: 0.31}}}
 	flash.Normalize()
 	return &Suite{StartedAt: time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC), DurationS: 200, Machine: Machine{CPUs: 2},
 		Target: "test", Runs: []Run{flash},
@@ -42,7 +43,7 @@ func TestRunJSONKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"scenario", "throughput_per_s", "p50_ms", "p99_ms", "p999_ms", "errors", "integrity_ok",
-		"ceiling_per_s", "baseline_per_s", "redis_bytes_per_hold"} {
+		"ceiling_per_s", "baseline_per_s", "redis_bytes_per_hold", "cpu"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("key %q missing from %s", k, b)
 		}
@@ -62,7 +63,8 @@ func TestTableShowsFailuresAndTargets(t *testing.T) {
 	var b bytes.Buffer
 	Table(&b, sample())
 	out := b.String()
-	for _, want := range []string{"flash", "3,000", "40.0", "FAIL", "no oversell", "sold 10001 of 10000", "timeout 2", "want >= 15,000", "integrity FAILED"} {
+	for _, want := range []string{"flash", "3,000", "40.0", "FAIL", "no oversell", "sold 10001 of 10000", "timeout 2", "want >= 15,000", "integrity FAILED",
+		"CPU by process", "243 us/pair"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -89,7 +91,8 @@ func TestHTMLIsSelfContained(t *testing.T) {
 	if n := strings.Count(h, "<svg"); n < 3 {
 		t.Errorf("%d inline plots, want the latency curve, throughput and p99 over time", n)
 	}
-	for _, want := range []string{"flash: latency by percentile", "flash: throughput over time", "no oversell", "FAILED"} {
+	for _, want := range []string{"flash: latency by percentile", "flash: throughput over time", "no oversell", "FAILED",
+		"<td>ticketd</td><td class=\"n\">0.73</td><td class=\"n\">243</td>"} {
 		if !strings.Contains(h, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -41,6 +41,16 @@ func Table(w io.Writer, s *Suite) {
 	}
 	tw.Flush()
 
+	section(w, "CPU by process over the timed run (from /proc): cores busy, and microseconds of CPU per unit")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "run\tprocess\tcores\tus per unit\t")
+	for _, r := range s.Runs {
+		for _, c := range r.CPU {
+			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%s\t\n", r.Scenario, c.Process, c.Cores, perUnit(c.MicrosPerUnit, r.Unit))
+		}
+	}
+	tw.Flush()
+
 	section(w, "Answers by code (errors: unexpected, transport errors as their own codes; rejections: expected under load)")
 	for _, r := range s.Runs {
 		fmt.Fprintf(w, "  %-14s errors: %s\n", r.Scenario, codes(r.Errors))
@@ -78,6 +88,14 @@ func Table(w io.Writer, s *Suite) {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(w, "\nintegrity %s\n", verdict)
+}
+
+// perUnit formats microseconds of CPU per unit ("122 us/pair").
+func perUnit(us float64, unit string) string {
+	if us <= 0 {
+		return "-"
+	}
+	return num(us) + " us/" + strings.TrimSuffix(unit, "s")
 }
 
 func section(w io.Writer, title string) { fmt.Fprintf(w, "\n== %s\n", title) }

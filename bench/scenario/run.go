@@ -90,11 +90,14 @@ func runParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Opt
 		Open: o.Rate > 0, Rate: o.Rate, Duration: o.Duration, Arrivals: o.Arrivals, Workers: o.Workers,
 		Progress: o.Progress, NewActor: mixer(parts),
 	}
+	if env.CPU != nil {
+		plan.Window = env.CPU
+	}
 	res, err := load.Run(ctx, env.Addr, plan)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	out := &Outcome{Result: res, LatencyOp: latencyOp}
+	out := &Outcome{Result: res, LatencyOp: latencyOp, CPU: env.CPU.Shares()}
 	for _, w := range parts {
 		if f, ok := w.p.(figurer); ok {
 			out.Figures = append(out.Figures, f.figures(res)...)

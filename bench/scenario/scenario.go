@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/bench/api"
+	"github.com/ticketd/ticketd/bench/cpuuse"
 	"github.com/ticketd/ticketd/bench/integrity"
 	"github.com/ticketd/ticketd/bench/load"
 )
@@ -42,6 +43,8 @@ type Env struct {
 	PrefixKnown bool
 	// DrainTimeout bounds the wait for the record to catch up.
 	DrainTimeout time.Duration
+	// CPU, when set, measures the processes under load over the timed run.
+	CPU *cpuuse.Meter
 }
 
 // Record is the durable record of a target: ticketd's Postgres, or the
@@ -102,7 +105,9 @@ type Outcome struct {
 	// per pending order; nil when not measured.
 	BytesPerHold         *float64
 	BytesPerPendingOrder *float64
-	Notes                []string
+	// CPU is what each process spent over the timed run; nil when not measured.
+	CPU   []cpuuse.Share
+	Notes []string
 }
 
 // Figure returns the named figure and whether it was reported.

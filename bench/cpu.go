@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/bench/cpuuse"
+	"github.com/ticketd/ticketd/bench/report"
+)
+
+// meter measures the given processes together with this deployment's
+// Redis and its Postgres (databaseURL) when they run on this machine, and
+// the load generator; nil when the system has no /proc.
+func (d *deployment) meter(ctx context.Context, databaseURL string, procs ...cpuuse.Source) *cpuuse.Meter {
+	if !cpuuse.Supported() {
+		return nil
+	}
+	if pid, ok := localRedisPID(ctx, d.redis, d.redisURL); ok {
+		procs = append(procs, cpuuse.Process("redis", pid))
+	}
+	if isLocalPostgres(databaseURL) {
+		procs = append(procs, postgresProcs())
+	}
+	return cpuuse.New(append(procs, cpuuse.Self("load generator"))...)
+}
+
+// postgresProcs is every Postgres process on the machine: one per
+// connection plus the WAL writer and the rest. Other databases' work
+// counts too; the bench runs one thing at a time.
+func postgresProcs() cpuuse.Source { return cpuuse.Command("postgres", "postgres") }
+
+// localRedisPID is the pid Redis reports (INFO server) when it runs on this
+// machine: a loopback address, and that pid is a redis process here.
+func localRedisPID(ctx context.Context, rc rueidis.Client, redisURL string) (int, bool) {
+	if rc == nil {
+		return 0, false
+	}
+	opt, err := rueidis.ParseURL(redisURL)
+	if err != nil || len(opt.InitAddress) == 0 || !isLoopback(opt.InitAddress[0]) {
+		return 0, false
+	}
+	info, err := rc.Do(ctx, rc.B().Info().Section("server").Build()).ToString()
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			pid, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, false
+			}
+			comm, err := os.ReadFile("/proc/" + v + "/comm")
+			return pid, err == nil && strings.Contains(string(comm), "redis")
+		}
+	}
+	return 0, false
+}
+
+// isLocalPostgres reports whether a Postgres URL or DSN names this machine.
+func isLocalPostgres(dsn string) bool {
+	if dsn == "" {
+		return false
+	}
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return false
+	}
+	return strings.HasPrefix(cfg.Host, "/") || isLoopback(net.JoinHostPort(cfg.Host, "0"))
+}
+
+// isLoopback reports whether host:port names this machine's loopback.
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// cpuShares turns what a meter read into report shares per unit of r's
+// throughput.
+func cpuShares(shares []cpuuse.Share, throughput float64) []report.CPUShare {
+	out := make([]report.CPUShare, 0, len(shares))
+	for _, s := range shares {
+		c := report.CPUShare{Process: s.Process, Cores: s.Cores}
+		if throughput > 0 {
+			c.MicrosPerUnit = s.Cores / throughput * 1e6
+		}
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,213 @@
+// Package cpuuse measures how much CPU the processes of a bench run spend
+// over its timed part (from /proc, so Linux only): the service, Redis,
+// Postgres and the load generator share one machine, and their sum per
+// unit of work is what caps throughput there.
+package cpuuse
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ticksPerSecond is USER_HZ, the unit of the times in /proc/<pid>/stat
+// and /proc/stat: fixed at 100 by the kernel's user interface on every
+// architecture Go supports on Linux.
+const ticksPerSecond = 100
+
+// Machine is the name of the share that sums every CPU's busy time.
+const Machine = "machine (all processes)"
+
+// Source is one process, or a set of processes counted together.
+type Source struct {
+	Name string
+	pids func() []int
+}
+
+// Process is one process by pid.
+func Process(name string, pid int) Source {
+	return Source{Name: name, pids: func() []int { return []int{pid} }}
+}
+
+// Self is the calling process (the load generator).
+func Self(name string) Source { return Process(name, os.Getpid()) }
+
+// Command is every process whose command name (/proc/<pid>/comm) is comm,
+// found anew at each reading: Postgres runs a process per connection.
+func Command(name, comm string) Source {
+	return Source{Name: name, pids: func() []int { return pidsOf(comm) }}
+}
+
+// Share is what one source spent over a window, in cores: 1 is one CPU
+// busy for the whole window.
+type Share struct {
+	Process string  `json:"process"`
+	Cores   float64 `json:"cores"`
+}
+
+// Meter reads its sources at Begin and End. A process that starts within
+// the window counts from zero; one that exits within it is lost. Safe for
+// use by one run at a time.
+type Meter struct {
+	sources []Source
+
+	mu      sync.Mutex
+	t0      time.Time
+	begin   []map[int]int64
+	busy0   int64
+	total0  int64
+	shares  []Share
+	running bool
+}
+
+// New returns a meter of the sources. It measures nothing off Linux.
+func New(sources ...Source) *Meter { return &Meter{sources: sources} }
+
+// Supported reports whether this system has the /proc the meter reads.
+func Supported() bool {
+	_, err := os.Stat("/proc/self/stat")
+	return runtime.GOOS == "linux" && err == nil
+}
+
+// Begin starts a window.
+func (m *Meter) Begin() {
+	if m == nil || !Supported() {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.begin = make([]map[int]int64, len(m.sources))
+	for i, s := range m.sources {
+		m.begin[i] = ticks(s.pids())
+	}
+	m.busy0, m.total0, _ = machineTicks()
+	m.t0 = time.Now()
+	m.shares, m.running = nil, true
+}
+
+// End closes the window begun last and keeps its shares.
+func (m *Meter) End() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.running {
+		return
+	}
+	m.running = false
+	secs := time.Since(m.t0).Seconds()
+	if secs <= 0 {
+		return
+	}
+	m.shares = make([]Share, 0, len(m.sources)+1)
+	for i, s := range m.sources {
+		var spent int64
+		for pid, t := range ticks(s.pids()) {
+			spent += t - m.begin[i][pid]
+		}
+		m.shares = append(m.shares, Share{Process: s.Name, Cores: float64(spent) / ticksPerSecond / secs})
+	}
+	if busy, total, err := machineTicks(); err == nil && total > m.total0 {
+		cpus := float64(runtime.NumCPU())
+		m.shares = append(m.shares, Share{Process: Machine, Cores: cpus * float64(busy-m.busy0) / float64(total-m.total0)})
+	}
+}
+
+// Shares returns the last window's shares, nil when none was measured.
+func (m *Meter) Shares() []Share {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Share(nil), m.shares...)
+}
+
+// ticks reads user+system ticks of each pid still running.
+func ticks(pids []int) map[int]int64 {
+	out := make(map[int]int64, len(pids))
+	for _, pid := range pids {
+		if t, err := processTicks(pid); err == nil {
+			out[pid] = t
+		}
+	}
+	return out
+}
+
+// processTicks reads utime+stime from /proc/<pid>/stat. The command name
+// in parentheses may hold spaces, so fields are counted after its last ')'.
+func processTicks(pid int) (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseStat(b)
+}
+
+func parseStat(b []byte) (int64, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("cpuuse: stat %.40q: no command name", b)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("cpuuse: stat %.40q: %d fields", b, len(f))
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("cpuuse: stat: utime %q stime %q", f[11], f[12])
+	}
+	return u + s, nil
+}
+
+// machineTicks reads /proc/stat's first line: busy (all but idle and
+// iowait) and total ticks summed over every CPU.
+func machineTicks() (busy, total int64, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := bytes.Cut(b, []byte{'\n'})
+	f := strings.Fields(string(line))
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("cpuuse: /proc/stat: unexpected first line %q", line)
+	}
+	// user nice system idle iowait irq softirq steal (guest times are
+	// already inside user and nice).
+	for i, v := range f[1:min(len(f), 9)] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("cpuuse: /proc/stat: %w", err)
+		}
+		total += n
+		if i != 3 && i != 4 {
+			busy += n
+		}
+	}
+	return busy, total, nil
+}
+
+// pidsOf lists the processes whose command name is comm.
+func pidsOf(comm string) []int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/comm")
+	var out []int
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil || strings.TrimSpace(string(b)) != comm {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(d))); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
