@@ -122,11 +122,8 @@ func (cmp *comparisons) httpCeiling(ctx context.Context, c config, d *deployment
 		cmp.notes = append(cmp.notes, "ceiling-http not run: "+err.Error())
 		return
 	}
-	var meter *cpuuse.Meter
-	if cpuuse.Supported() {
-		meter = cpuuse.New(cpuuse.Process("canned server", p.PID()), cpuuse.Self("load generator"))
-	}
-	env := &scenario.Env{API: a, Addr: addr, Run: newRunID(), Allow: d.allow, Canned: true, CPU: meter}
+	env := &scenario.Env{API: a, Addr: addr, Run: newRunID(), Allow: d.allow, Canned: true,
+		CPU: d.meter(ctx, "", cpuuse.Process("canned server", p.PID()))}
 	out, err := scenario.Flash.Run(ctx, env, scenario.Options{Duration: dur, Workers: c.Concurrency, Progress: pr})
 	if err != nil {
 		cmp.notes = append(cmp.notes, "ceiling-http not run: "+err.Error())
@@ -183,16 +180,8 @@ func (cmp *comparisons) baseline(ctx context.Context, c config, d *deployment, p
 		fail(err.Error())
 		return
 	}
-	var meter *cpuuse.Meter
-	if cpuuse.Supported() {
-		src := []cpuuse.Source{cpuuse.Process("baseline server", p.PID())}
-		if isLocalPostgres(d.dbServer) {
-			src = append(src, postgresProcs())
-		}
-		meter = cpuuse.New(append(src, cpuuse.Self("load generator"))...)
-	}
 	env := &scenario.Env{API: a, Addr: addr, Run: newRunID(), Allow: d.allow, Record: scenario.BaselineRecord{API: a},
-		DrainTimeout: d.drain, CPU: meter}
+		DrainTimeout: d.drain, CPU: d.meter(ctx, d.dbServer, cpuuse.Process("baseline server", p.PID()))}
 	out, err := scenario.Flash.Run(ctx, env, scenario.Options{Duration: dur, Workers: c.Concurrency, Progress: pr})
 	if err != nil {
 		fail(err.Error())

@@ -15,8 +15,9 @@ import (
 )
 
 // meter measures the given processes together with this deployment's
-// Redis and its Postgres (databaseURL) when they run on this machine, and
-// the load generator; nil when the system has no /proc.
+// Redis and the Postgres of databaseURL when they run on this machine, and
+// the load generator; nil when the system has no /proc. The comparisons
+// list Redis too: its 0.00 shows nothing else was running.
 func (d *deployment) meter(ctx context.Context, databaseURL string, procs ...cpuuse.Source) *cpuuse.Meter {
 	if !cpuuse.Supported() {
 		return nil
@@ -25,15 +26,13 @@ func (d *deployment) meter(ctx context.Context, databaseURL string, procs ...cpu
 		procs = append(procs, cpuuse.Process("redis", pid))
 	}
 	if isLocalPostgres(databaseURL) {
-		procs = append(procs, postgresProcs())
+		// Every Postgres process: one per connection, the WAL writer and
+		// the rest. Other databases' work counts too; the bench runs one
+		// thing at a time.
+		procs = append(procs, cpuuse.Command("postgres", "postgres"))
 	}
 	return cpuuse.New(append(procs, cpuuse.Self("load generator"))...)
 }
-
-// postgresProcs is every Postgres process on the machine: one per
-// connection plus the WAL writer and the rest. Other databases' work
-// counts too; the bench runs one thing at a time.
-func postgresProcs() cpuuse.Source { return cpuuse.Command("postgres", "postgres") }
 
 // localRedisPID is the pid Redis reports (INFO server) when it runs on this
 // machine: a loopback address, and that pid is a redis process here.

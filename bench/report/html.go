@@ -130,7 +130,7 @@ func p99Plot(r Run) string {
 	return p.svg()
 }
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{"num": num, "ms": ms, "ratio": ratio, "codes": codes}).Parse(`<!doctype html>
+var page = template.Must(template.New("report").Funcs(template.FuncMap{"num": num, "ms": ms, "ratio": ratio, "codes": codes, "one": one}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>ticketd bench {{.StartedAt.Format "2006-01-02 15:04"}}</title>
 <style>
 body{font-family:sans-serif;margin:2em;max-width:1200px;color:#222}
@@ -165,7 +165,7 @@ small{color:#666}
 {{if .Figures}}<table><tr><th>figure</th><th>value</th></tr>
 {{range .Figures}}<tr><td>{{.Name}}</td><td class="n">{{num .Value}} {{.Unit}}</td></tr>
 {{end}}</table>{{end}}
-{{if .CPU}}<table><tr><th>process (CPU over the timed run)</th><th>cores busy</th><th>&micro;s of CPU per {{.Unit}}</th></tr>
+{{if .CPU}}<table><tr><th>process (CPU over the timed run)</th><th>cores busy</th><th>&micro;s of CPU per {{one .Unit}}</th></tr>
 {{range .CPU}}<tr><td>{{.Process}}</td><td class="n">{{printf "%.2f" .Cores}}</td><td class="n">{{if gt .MicrosPerUnit 0.0}}{{num .MicrosPerUnit}}{{else}}-{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{range .Notes}}<p><small>{{.}}</small></p>{{end}}

@@ -92,7 +92,7 @@ func TestHTMLIsSelfContained(t *testing.T) {
 		t.Errorf("%d inline plots, want the latency curve, throughput and p99 over time", n)
 	}
 	for _, want := range []string{"flash: latency by percentile", "flash: throughput over time", "no oversell", "FAILED",
-		"<td>ticketd</td><td class=\"n\">0.73</td><td class=\"n\">243</td>"} {
+		"CPU per pair</th>", "<td>ticketd</td><td class=\"n\">0.73</td><td class=\"n\">243</td>"} {
 		if !strings.Contains(h, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -95,8 +95,11 @@ func perUnit(us float64, unit string) string {
 	if us <= 0 {
 		return "-"
 	}
-	return num(us) + " us/" + strings.TrimSuffix(unit, "s")
+	return num(us) + " us/" + one(unit)
 }
+
+// one is the singular of a unit ("pairs" -> "pair").
+func one(unit string) string { return strings.TrimSuffix(unit, "s") }
 
 func section(w io.Writer, title string) { fmt.Fprintf(w, "\n== %s\n", title) }
 
