@@ -29,8 +29,13 @@ import (
 
 // Defaults of the Worker's zero fields.
 const (
-	DefaultGroup        = "ticketd"
-	DefaultBatch        = 256
+	DefaultGroup = "ticketd"
+	// DefaultBatch is the most entries read from one stream per round. A
+	// flash sale puts every paid order of its event on one stream, and
+	// the worker writes a round at a time, so this bounds how fast one
+	// event's orders reach Postgres: at 256 a 6,000/s sale left the record
+	// 9 s behind after 30 s; at 1024, 2 s.
+	DefaultBatch        = 1024
 	DefaultPollInterval = 100 * time.Millisecond
 	// DefaultBusyInterval is the pause after a pass that found entries but
 	// no full batch: long enough for the next batch to grow (fewer, larger
