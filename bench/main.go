@@ -65,7 +65,7 @@ func run() int {
 	flag.StringVar(&c.Scenario, "scenario", "all", "what to run: "+strings.Join(names(), " | ")+" | all (the standard suite)")
 	flag.DurationVar(&c.Duration, "duration", 0, "length of each timed run (0: each scenario's default)")
 	flag.Float64Var(&c.Rate, "rate", 0, "open-loop arrivals (pairs) per second; with one scenario it runs it open loop, in the suite it sets flash-open's rate")
-	flag.IntVar(&c.Concurrency, "concurrency", 64, "closed-loop workers (also redis-benchmark's clients)")
+	flag.IntVar(&c.Concurrency, "concurrency", 128, "closed-loop workers (also redis-benchmark's clients); 128 is about where the flash closed loop peaks on 2 cores")
 	flag.StringVar(&c.JSON, "json", "", "write the results as JSON to this file")
 	flag.StringVar(&c.HTML, "html", "", "write the HTML report to this file (default bench/out/report-<time>.html; \"none\" for no report)")
 	flag.StringVar(&c.Target, "target", "", "base URL of a running deployment to measure instead of starting ticketd")

@@ -17,7 +17,7 @@ import (
 // tickets.
 var (
 	Flash = &single{name: "flash", unit: "pairs", latencyOp: "pair",
-		defaults: Options{Duration: 20 * time.Second, Workers: 64, Capacity: neverSoldOut},
+		defaults: Options{Duration: 20 * time.Second, Workers: 128, Capacity: neverSoldOut},
 		newPart:  func(o Options) part { return &flash{capacity: o.Capacity} }}
 	FlashOpen = &single{name: "flash-open", unit: "pairs", latencyOp: "pair",
 		defaults: Options{Duration: 20 * time.Second, Rate: 5000, Workers: 1024, Capacity: neverSoldOut},
