@@ -62,6 +62,7 @@ type Meter struct {
 	begin   []map[int]int64
 	busy0   int64
 	total0  int64
+	cpus    int
 	shares  []Share
 	running bool
 }
@@ -86,7 +87,7 @@ func (m *Meter) Begin() {
 	for i, s := range m.sources {
 		m.begin[i] = ticks(s.pids())
 	}
-	m.busy0, m.total0, _ = machineTicks()
+	m.busy0, m.total0, m.cpus, _ = machineTicks()
 	m.t0 = time.Now()
 	m.shares, m.running = nil, true
 }
@@ -114,9 +115,8 @@ func (m *Meter) End() {
 		}
 		m.shares = append(m.shares, Share{Process: s.Name, Cores: float64(spent) / ticksPerSecond / secs})
 	}
-	if busy, total, err := machineTicks(); err == nil && total > m.total0 {
-		cpus := float64(runtime.NumCPU())
-		m.shares = append(m.shares, Share{Process: Machine, Cores: cpus * float64(busy-m.busy0) / float64(total-m.total0)})
+	if busy, total, cpus, err := machineTicks(); err == nil && total > m.total0 {
+		m.shares = append(m.shares, Share{Process: Machine, Cores: float64(cpus) * float64(busy-m.busy0) / float64(total-m.total0)})
 	}
 }
 
@@ -169,31 +169,37 @@ func parseStat(b []byte) (int64, error) {
 	return u + s, nil
 }
 
-// machineTicks reads /proc/stat's first line: busy (all but idle and
-// iowait) and total ticks summed over every CPU.
-func machineTicks() (busy, total int64, err error) {
+// machineTicks reads /proc/stat: busy (all but idle and iowait) and total
+// ticks summed over every CPU (its first line), and how many CPUs it lists
+// (the machine's, whatever this process's affinity).
+func machineTicks() (busy, total int64, cpus int, err error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	line, _, _ := bytes.Cut(b, []byte{'\n'})
+	line, rest, _ := bytes.Cut(b, []byte{'\n'})
+	for l := range bytes.Lines(rest) {
+		if len(l) > 3 && bytes.HasPrefix(l, []byte("cpu")) && l[3] >= '0' && l[3] <= '9' {
+			cpus++
+		}
+	}
 	f := strings.Fields(string(line))
-	if len(f) < 6 || f[0] != "cpu" {
-		return 0, 0, fmt.Errorf("cpuuse: /proc/stat: unexpected first line %q", line)
+	if len(f) < 6 || f[0] != "cpu" || cpus == 0 {
+		return 0, 0, 0, fmt.Errorf("cpuuse: /proc/stat: unexpected first line %q or no cpuN lines", line)
 	}
 	// user nice system idle iowait irq softirq steal (guest times are
 	// already inside user and nice).
 	for i, v := range f[1:min(len(f), 9)] {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("cpuuse: /proc/stat: %w", err)
+			return 0, 0, 0, fmt.Errorf("cpuuse: /proc/stat: %w", err)
 		}
 		total += n
 		if i != 3 && i != 4 {
 			busy += n
 		}
 	}
-	return busy, total, nil
+	return busy, total, cpus, nil
 }
 
 // pidsOf lists the processes whose command name is comm.
