@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
+	"github.com/ticketd/ticketd/bench/cpuuse"
 	"github.com/ticketd/ticketd/bench/report"
 	"github.com/ticketd/ticketd/bench/scenario"
 )
@@ -55,7 +57,7 @@ func judge(s *report.Suite, fullSuite bool) []report.Target {
 		Want: ">= " + thousands(targetPairs) + " pairs/s (" + thousands(2*targetPairs) + " requests/s), integrity passed"}
 	if flash != nil {
 		t.Got = fmt.Sprintf("%s pairs/s (%s requests/s) at c=%d, integrity %s", thousands(flash.ThroughputPerS),
-			thousands(flash.RequestsPerS), flash.Concurrency, okWord(flash.IntegrityOK))
+			thousands(flash.RequestsPerS), flash.Concurrency, okWord(flash.IntegrityOK)) + cpuBound(flash, s.Machine.CPUs)
 	}
 	add(t, flash != nil && flash.ThroughputPerS >= targetPairs && flash.IntegrityOK, flash != nil)
 
@@ -78,6 +80,7 @@ func judge(s *report.Suite, fullSuite bool) []report.Target {
 		if !atRate {
 			t.Got += " (not run at the target rate)"
 		}
+		t.Got += cpuBound(open, s.Machine.CPUs)
 	}
 	add(t, atRate && opStats(open, "confirm").P99 < targetConfirmMs && sum(open.Errors) == 0 && open.IntegrityOK, atRate)
 
@@ -123,6 +126,20 @@ func judge(s *report.Suite, fullSuite bool) []report.Target {
 		add(t, s.DurationS < targetSuiteSecs, true)
 	}
 	return out
+}
+
+// cpuBound says how busy the machine was over a run and what its CPU per
+// unit allows at most with every CPU busy: whether a figure is the
+// service's limit or the machine's. Empty when the CPU was not measured.
+func cpuBound(r *report.Run, cpus int) string {
+	for _, c := range r.CPU {
+		if c.Process == cpuuse.Machine && c.MicrosPerUnit > 0 && cpus > 0 {
+			return fmt.Sprintf("; the machine was %.2f of %d cores busy, at %s us of CPU per %s: at most %s %s/s here",
+				c.Cores, cpus, thousands(c.MicrosPerUnit), strings.TrimSuffix(r.Unit, "s"),
+				thousands(float64(cpus)*1e6/c.MicrosPerUnit), r.Unit)
+		}
+	}
+	return ""
 }
 
 func opStats(r *report.Run, name string) (o struct{ P50, P99, P999 float64 }) {

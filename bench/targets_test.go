@@ -1,8 +1,10 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/ticketd/ticketd/bench/cpuuse"
 	"github.com/ticketd/ticketd/bench/load"
 	"github.com/ticketd/ticketd/bench/report"
 	"github.com/ticketd/ticketd/bench/scenario"
@@ -73,6 +75,25 @@ func TestJudgeReadsAnOpenFlashRunAsTheOpenLoopTarget(t *testing.T) {
 		if got := status(ts, prefix); got != want {
 			t.Errorf("%s: %s, want %s", prefix, got, want)
 		}
+	}
+}
+
+// TestTargetsSayWhenTheMachineWasTheLimit: with the CPU measured, the
+// throughput target tells how busy the machine was and what its CPU per
+// pair allows, so a reader can tell the service's limit from the machine's.
+func TestTargetsSayWhenTheMachineWasTheLimit(t *testing.T) {
+	s := &report.Suite{Machine: report.Machine{CPUs: 2}, Runs: []report.Run{
+		{Scenario: "flash", Target: "ticketd", Mode: "closed", Unit: "pairs", ThroughputPerS: 6000, IntegrityOK: true, Ops: ops("pair"),
+			CPU: []report.CPUShare{{Process: "ticketd", Cores: 0.7, MicrosPerUnit: 120},
+				{Process: cpuuse.Machine, Cores: 1.96, MicrosPerUnit: 400}}},
+	}}
+	got := judge(s, false)[0].Got
+	if !strings.Contains(got, "1.96 of 2 cores busy, at 400 us of CPU per pair: at most 5,000 pairs/s here") {
+		t.Fatalf("got %q", got)
+	}
+	s.Runs[0].CPU = nil
+	if got := judge(s, false)[0].Got; strings.Contains(got, "cores busy") {
+		t.Fatalf("CPU not measured, yet: %q", got)
 	}
 }
 
