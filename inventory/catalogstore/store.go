@@ -1,7 +1,7 @@
 // Package catalogstore keeps the catalog every node serves from: it applies
-// operator documents (merge by id, checks against what is sold, write to the
-// Postgres record, project into Redis) and holds the compiled snapshot in
-// process, reloading it when the projection's version moves.
+// operator documents (merge by id, checks against what is sold, capacities
+// into Redis, the Postgres record, the projection) and holds the compiled
+// snapshot in process, reloading it when the projection's version moves.
 package catalogstore
 
 import (
@@ -38,6 +38,10 @@ type Store struct {
 	Logger *slog.Logger
 
 	snap atomic.Pointer[catalog.Snapshot]
+
+	// afterCheck, when set, runs between Apply's sold-count checks and its
+	// capacity scripts: tests sell there, as a sale racing an apply would.
+	afterCheck func()
 }
 
 // Current returns the snapshot in force; never nil after Load succeeded.
@@ -169,9 +173,12 @@ var capsScript = lua.Load("catalog_caps")
 // Apply merges a validated document into the catalog: every object is
 // created or replaced by id, absent objects stay. Capacities below what is
 // sold and booked seats missing from a new seat map are refused as a
-// *catalog.ValidationError before anything is written. A capped object
-// removed from an applied event keeps its sold count as its capacity
-// (catalog_caps), so its pending orders cannot confirm past it.
+// *catalog.ValidationError before anything is written, also when a sale
+// lands between those checks and the capacity scripts: the capacities
+// already replaced are put back, and the record is written only after all
+// of them took. A capped object removed from an applied event keeps its
+// sold count as its capacity (catalog_caps), so its pending orders cannot
+// confirm past it.
 func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, error) {
 	lock := s.Space.CatalogVersion() + ":lock"
 	ok, err := s.Redis.Do(ctx, s.Redis.B().Set().Key(lock).Value("1").Nx().Px(30*time.Second).Build()).AsBool()
@@ -207,12 +214,24 @@ func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, erro
 		applied.Channels++
 	}
 	next := merge(cur, doc.Tenants, stored)
+	if s.afterCheck != nil {
+		s.afterCheck()
+	}
+	// Capacities first: their scripts are where a sale racing this apply
+	// can still refuse it (sold past a lowered capacity since the checks
+	// above). Only once every event's capacities took is the record
+	// written, so Postgres never keeps a document Redis refused.
+	undo, err := s.projectCaps(ctx, changed)
+	if err != nil {
+		return Applied{}, err
+	}
 	if s.Record != nil {
 		if err := s.Record.Apply(ctx, doc.Tenants, stored); err != nil {
+			undo(context.WithoutCancel(ctx))
 			return Applied{}, fmt.Errorf("catalog: write record: %w", err)
 		}
 	}
-	if err := s.project(ctx, next, changed); err != nil {
+	if err := s.writeProjection(ctx, next); err != nil {
 		return Applied{}, err
 	}
 	return applied, s.Refresh(ctx)
@@ -373,36 +392,96 @@ func mergeEvents(old, applied []catalog.Event) []catalog.Event {
 // project writes the changed events' capacities and the whole projection,
 // then bumps the version so every node reloads.
 func (s *Store) project(ctx context.Context, p projected, changed []*catalog.Event) error {
-	for _, ev := range changed {
-		caps := compileOne(ev).Caps()
-		fields := make([]string, 0, len(caps))
-		for f := range caps {
-			fields = append(fields, f)
+	if _, err := s.projectCaps(ctx, changed); err != nil {
+		return err
+	}
+	return s.writeProjection(ctx, p)
+}
+
+// projectCaps replaces the capacities of the changed events, one atomic
+// script each. When one refuses, those already replaced get their previous
+// capacities back and the refusal is returned; on success undo does the
+// same for all of them (the record could not be written).
+func (s *Store) projectCaps(ctx context.Context, changed []*catalog.Event) (undo func(context.Context), err error) {
+	prev := make([]map[string]int64, len(changed))
+	if len(changed) > 0 {
+		cmds := make(rueidis.Commands, len(changed))
+		for i, ev := range changed {
+			cmds[i] = s.Redis.B().Hgetall().Key(s.Space.Caps(ev.ID)).Build()
 		}
-		sort.Strings(fields)
-		args := []string{strconv.Itoa(len(fields))}
-		for _, f := range fields {
-			args = append(args, f, strconv.FormatInt(caps[f], 10))
-		}
-		uncapped := uncappedFields(ev)
-		args = append(args, strconv.Itoa(len(uncapped)))
-		args = append(args, uncapped...)
-		arr, err := lua.Array(ctx, s.Redis, capsScript, []string{s.Space.Caps(ev.ID), s.Space.Sold(ev.ID)}, args)
-		if err != nil {
-			return fmt.Errorf("catalog: project capacities of %s: %w", ev.ID, err)
-		}
-		switch c, _ := lua.Int(arr, 0); c {
-		case 1:
-			f, _ := lua.Str(arr, 1)
-			n, _ := lua.Int(arr, 2)
-			return &catalog.ValidationError{Path: "events." + ev.ID + capPath(ev, f),
-				Msg: fmt.Sprintf("capacity is below the %d already sold", n)}
-		case 0:
-			if frozen, _ := lua.Strs(arr, 1); len(frozen) > 0 {
-				s.logger().Info("capacities of removed objects frozen at their sold counts", "event", ev.ID, "fields", frozen)
+		for i, r := range s.Redis.DoMulti(ctx, cmds...) {
+			if prev[i], err = r.AsIntMap(); err != nil {
+				return nil, fmt.Errorf("catalog: read capacities of %s: %w", changed[i].ID, err)
 			}
 		}
 	}
+	for i, ev := range changed {
+		caps := compileOne(ev).Caps()
+		if err := s.replaceCaps(ctx, ev, caps, uncappedFields(ev)); err != nil {
+			s.restoreCaps(context.WithoutCancel(ctx), changed[:i], prev[:i])
+			return nil, err
+		}
+	}
+	return func(ctx context.Context) { s.restoreCaps(ctx, changed, prev) }, nil
+}
+
+// replaceCaps runs catalog_caps.lua for one event: caps become its
+// capacities, the uncapped fields are removed, any other field is frozen
+// at its sold count.
+func (s *Store) replaceCaps(ctx context.Context, ev *catalog.Event, caps map[string]int64, uncapped []string) error {
+	fields := make([]string, 0, len(caps))
+	for f := range caps {
+		fields = append(fields, f)
+	}
+	sort.Strings(fields)
+	args := []string{strconv.Itoa(len(fields))}
+	for _, f := range fields {
+		args = append(args, f, strconv.FormatInt(caps[f], 10))
+	}
+	args = append(args, strconv.Itoa(len(uncapped)))
+	args = append(args, uncapped...)
+	arr, err := lua.Array(ctx, s.Redis, capsScript, []string{s.Space.Caps(ev.ID), s.Space.Sold(ev.ID)}, args)
+	if err != nil {
+		return fmt.Errorf("catalog: project capacities of %s: %w", ev.ID, err)
+	}
+	switch c, _ := lua.Int(arr, 0); c {
+	case 1:
+		f, _ := lua.Str(arr, 1)
+		n, _ := lua.Int(arr, 2)
+		return &catalog.ValidationError{Path: "events." + ev.ID + capPath(ev, f),
+			Msg: fmt.Sprintf("capacity is below the %d already sold", n)}
+	case 0:
+		if frozen, _ := lua.Strs(arr, 1); len(frozen) > 0 {
+			s.logger().Info("capacities of removed objects frozen at their sold counts", "event", ev.ID, "fields", frozen)
+		}
+	}
+	return nil
+}
+
+// restoreCaps gives events the capacities they had before an apply that
+// failed: the previous ones, with the fields the apply added removed.
+// Restoring is refused only where sales passed a previous capacity under
+// the raised one meanwhile; those capacities stay raised, and the log says
+// so, since the record and projection still hold the previous document.
+func (s *Store) restoreCaps(ctx context.Context, events []*catalog.Event, prev []map[string]int64) {
+	for i, ev := range events {
+		var added []string
+		for f := range compileOne(ev).Caps() {
+			if _, ok := prev[i][f]; !ok {
+				added = append(added, f)
+			}
+		}
+		sort.Strings(added)
+		if err := s.replaceCaps(ctx, ev, prev[i], added); err != nil {
+			s.logger().Error("catalog: could not restore capacities after a failed apply; the raised ones stay",
+				"event", ev.ID, "err", err)
+		}
+	}
+}
+
+// writeProjection stores the catalog document every node compiles and
+// moves its version, so nodes reload it.
+func (s *Store) writeProjection(ctx context.Context, p projected) error {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("catalog: encode projection: %w", err)
