@@ -299,3 +299,25 @@ const contentionCatalog = `{
   "scopes": ["catalog:read", "orders:write", "orders:confirm", "orders:read", "sessions:write"],
   "ipAllowlist": ["127.0.0.1/32", "::1/128"], "settlement": "partner_remit",
   "rateLimits": {"checkout": 100000, "confirm": 100000, "status": 100000, "session": 100000, "catalog": 100000}}]}`
+
+// TestRaisedCapacitySellsAtOnceAfterASellOut: after a sell-out, sold-out
+// answers may come from this node's memory; an apply that raises the
+// capacity moves the catalog version, and the very next reserve sells.
+func TestRaisedCapacitySellsAtOnceAfterASellOut(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{})
+	small := strings.Replace(contentionCatalog, `"capacity": 50`, `"capacity": 1`, 1)
+	s.Apply(t, []byte(small))
+	body := buyer(map[string]any{"selectedTicketId": "tk_x"})
+	o := mustReserve(t, s, "hot", "ev_hot", body)
+	if r := confirm(t, s, "hot", o.OrderID, o.Amount, "p1"); r.Status != 200 {
+		t.Fatalf("confirm the last admission: %d %s", r.Status, r.Code)
+	}
+	for range 3 { // the first learns from Redis, the others may not ask it
+		expect(t, reserve(t, s, "hot", "ev_hot", body), 409, "EVENT_SOLD_OUT")
+	}
+	s.Apply(t, []byte(strings.Replace(contentionCatalog, `"capacity": 50`, `"capacity": 2`, 1)))
+	o = mustReserve(t, s, "hot", "ev_hot", body)
+	if r := confirm(t, s, "hot", o.OrderID, o.Amount, "p2"); r.Status != 200 {
+		t.Fatalf("confirm after the capacity was raised: %d %s", r.Status, r.Code)
+	}
+}

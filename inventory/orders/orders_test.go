@@ -180,6 +180,7 @@ func TestFailedReserveReleasesIdempotencyKey(t *testing.T) {
 		t.Fatalf("want TICKET_SOLD_OUT, got %v", err)
 	}
 	caps(t, s, "ev", "t:a", "1")
+	r.CatalogVersion++ // capacities change by a catalog apply, which moves the version
 	res, err := s.Reserve(ctx, r)
 	if err != nil || res.Duplicate {
 		t.Fatalf("retry after failure: %+v %v", res, err)

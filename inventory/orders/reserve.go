@@ -36,6 +36,8 @@ type Service struct {
 	// StreamCap bounds each paid stream (approximately) when no sync worker
 	// drains it (write-through off); 0 leaves it unbounded.
 	StreamCap int64
+
+	sold soldOut
 }
 
 func (s *Service) orderTTL() time.Duration { return orDefault(s.OrderTTL, 30*time.Minute) }
@@ -74,6 +76,10 @@ type ReserveRequest struct {
 	HoldToken       string
 	DiscountCode    string
 	DiscountMaxUses int64
+	// CatalogVersion is the version of the catalog the cart was priced
+	// with: what this process learns about sold-out counters holds only
+	// under it.
+	CatalogVersion int64
 	// Record is written to Postgres once the order is paid; OrderID,
 	// Tickets' ids and CreatedAtMs are filled in here.
 	Record Record
@@ -117,6 +123,9 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	idem := s.Space.Idempotency(req.IdempotencyKey)
 	record := req.Caller + idemSep + req.Fingerprint + idemSep + orderID
 	ttl := orDefault(s.IdempotencyTTL, 24*time.Hour)
+	if field, ok := s.sold.first(req.EventID, req.Claims, req.CatalogVersion); ok {
+		return s.answerSoldOut(ctx, req, idem, field)
+	}
 	claim := s.Redis.B().Set().Key(idem).Value(record).Nx().Get().Px(ttl).Build()
 	if len(req.SeatLabels) == 0 && (req.DiscountCode == "" || req.DiscountMaxUses <= 0) {
 		return s.reserveHoldingNothing(ctx, req, orderID, idem, record, claim)
@@ -155,7 +164,7 @@ func (s *Service) reserveHoldingNothing(ctx context.Context, req ReserveRequest,
 			// Redis has not seen the script yet: Exec loads it.
 			arr, err = lua.Reply(reserveScript.Exec(ctx, s.Redis, ks, args))
 		}
-		r, err := reserved(req, orderID, arr, err)
+		r, err := s.reserved(req, orderID, arr, err)
 		if err != nil {
 			s.release(ctx, idem, record)
 		}
@@ -229,7 +238,7 @@ func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string
 		return Reservation{}, err
 	}
 	arr, err := lua.Reply(reserveScript.Exec(ctx, s.Redis, ks, args))
-	return reserved(req, orderID, arr, err)
+	return s.reserved(req, orderID, arr, err)
 }
 
 // reserveArgs are the keys and arguments of order_reserve.lua for req.
@@ -298,8 +307,9 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	return ks, args, nil
 }
 
-// reserved maps order_reserve.lua's reply to the reservation or its error.
-func reserved(req ReserveRequest, orderID string, arr []rueidis.RedisMessage, err error) (Reservation, error) {
+// reserved maps order_reserve.lua's reply to the reservation or its error,
+// and remembers a counter it reports used up.
+func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.RedisMessage, err error) (Reservation, error) {
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve: %w", err)
 	}
@@ -316,6 +326,9 @@ func reserved(req ReserveRequest, orderID string, arr []rueidis.RedisMessage, er
 	case 2:
 		field, _ := lua.Str(arr, 1)
 		left, _ := lua.Int(arr, 2)
+		if left <= 0 {
+			s.sold.note(req.EventID, field, req.CatalogVersion)
+		}
 		return Reservation{}, CapacityError(field, left)
 	case 3:
 		return Reservation{}, ErrHoldExpired
