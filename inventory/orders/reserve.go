@@ -119,13 +119,13 @@ const idemSep = "\x1f"
 // "caller|fingerprint|order id" and lives IdempotencyTTL; its remaining TTL
 // tells how old a claim is.
 func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation, error) {
-	orderID := NewOrderID(req.EventID)
 	idem := s.Space.Idempotency(req.IdempotencyKey)
-	record := req.Caller + idemSep + req.Fingerprint + idemSep + orderID
-	ttl := orDefault(s.IdempotencyTTL, 24*time.Hour)
 	if field, ok := s.sold.first(req.EventID, req.Claims, req.CatalogVersion); ok {
 		return s.answerSoldOut(ctx, req, idem, field)
 	}
+	orderID := NewOrderID(req.EventID)
+	record := req.Caller + idemSep + req.Fingerprint + idemSep + orderID
+	ttl := orDefault(s.IdempotencyTTL, 24*time.Hour)
 	claim := s.Redis.B().Set().Key(idem).Value(record).Nx().Get().Px(ttl).Build()
 	if len(req.SeatLabels) == 0 && (req.DiscountCode == "" || req.DiscountMaxUses <= 0) {
 		return s.reserveHoldingNothing(ctx, req, orderID, idem, record, claim)
