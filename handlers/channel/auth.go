@@ -2,6 +2,7 @@ package channel
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/valyala/fasthttp"
 
@@ -72,6 +73,10 @@ func sessionLimit(c class) int64 {
 type caller struct {
 	Channel *catalog.CompiledChannel
 	Session *Session // nil for keyed calls
+	// snap is the catalog the request was authenticated against; the whole
+	// request reads this one snapshot, so a concurrent apply cannot mix
+	// two catalog versions into one answer.
+	snap *catalog.Snapshot
 	// ctx bounds the request's Redis and Postgres work (API.Timeout).
 	ctx context.Context
 }
@@ -131,7 +136,7 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 			if secs < 1 {
 				secs = 1
 			}
-			ctx.Response.Header.Set("Retry-After", itoa(secs))
+			ctx.Response.Header.Set("Retry-After", strconv.FormatInt(secs, 10))
 			httpx.Fail(ctx, apierr.New(429, "RATE_LIMITED", "rate limit exceeded; retry after %d s", secs).With("retryAfter", secs))
 			return
 		}
@@ -140,6 +145,7 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 }
 
 func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string) (*caller, *apierr.Error) {
+	snap := a.Catalog()
 	key := ctx.Request.Header.Peek("x-service-key")
 	secret := ctx.Request.Header.Peek("x-service-secret")
 	keyed := len(key) > 0 || len(secret) > 0
@@ -155,7 +161,7 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 		if !ok {
 			return nil, errInvalidSession
 		}
-		ch := a.Catalog().Channels[s.ChannelID]
+		ch := snap.Channels[s.ChannelID]
 		if ch == nil {
 			return nil, errInvalidSession
 		}
@@ -164,12 +170,12 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 		if scope != "" && !ch.Scopes[scope] {
 			return nil, errScopeDenied
 		}
-		return &caller{Channel: ch, Session: s}, nil
+		return &caller{Channel: ch, Session: s, snap: snap}, nil
 	}
 	if len(key) == 0 || len(secret) == 0 {
 		return nil, errMissingCredentials
 	}
-	ch := a.Catalog().ByKey[string(key)]
+	ch := snap.ByKey[string(key)]
 	if ch == nil || !ch.SecretMatches(secret) {
 		return nil, errInvalidCredentials
 	}
@@ -179,19 +185,5 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 	if scope != "" && !ch.Scopes[scope] {
 		return nil, errScopeDenied
 	}
-	return &caller{Channel: ch}, nil
-}
-
-func itoa(n int64) string {
-	var b [20]byte
-	i := len(b)
-	if n == 0 {
-		return "0"
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
+	return &caller{Channel: ch, snap: snap}, nil
 }

@@ -44,12 +44,7 @@ func BenchmarkReserveConfirm(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		var ctx fasthttp.RequestCtx
 		for pb.Next() {
-			ctx.Request.Reset()
-			ctx.Response.Reset()
-			ctx.Request.Header.SetMethod("POST")
-			ctx.Request.SetRequestURI("/v1/channel/events/ev_bench/checkout")
-			ctx.Request.Header.Set("x-service-key", "ck_bench")
-			ctx.Request.Header.Set("x-service-secret", "cs_bench_secret")
+			benchPost(&ctx, "/v1/channel/events/ev_bench/checkout")
 			ctx.Request.Header.Set("Idempotency-Key", "b-"+strconv.FormatInt(seq.Add(1), 10))
 			ctx.Request.SetBody(body)
 			s.Handler(&ctx)
@@ -58,12 +53,7 @@ func BenchmarkReserveConfirm(b *testing.B) {
 			}
 			order, amount := field(ctx.Response.Body(), "orderId"), field(ctx.Response.Body(), "amount")
 			cents, _ := money.Parse(amount)
-			ctx.Request.Reset()
-			ctx.Response.Reset()
-			ctx.Request.Header.SetMethod("POST")
-			ctx.Request.SetRequestURI("/v1/channel/orders/confirm")
-			ctx.Request.Header.Set("x-service-key", "ck_bench")
-			ctx.Request.Header.Set("x-service-secret", "cs_bench_secret")
+			benchPost(&ctx, "/v1/channel/orders/confirm")
 			ctx.Request.Header.Set("x-service-signature", channel.Signature("sk_bench", order, cents, "p"))
 			ctx.Request.SetBodyString(`{"orderId":"` + order + `","amount":` + amount + `,"partnerReference":"p"}`)
 			s.Handler(&ctx)
@@ -72,6 +62,16 @@ func BenchmarkReserveConfirm(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchPost readies ctx for a keyed POST to uri by the bench channel.
+func benchPost(ctx *fasthttp.RequestCtx, uri string) {
+	ctx.Request.Reset()
+	ctx.Response.Reset()
+	ctx.Request.Header.SetMethod("POST")
+	ctx.Request.SetRequestURI(uri)
+	ctx.Request.Header.Set("x-service-key", "ck_bench")
+	ctx.Request.Header.Set("x-service-secret", "cs_bench_secret")
 }
 
 // redisCPU is the Redis server's CPU time so far, in seconds.

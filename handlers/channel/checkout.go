@@ -109,8 +109,7 @@ func (a *API) quote(ctx *fasthttp.RequestCtx, c *caller) {
 		return
 	}
 	if q.DiscountCode != "" && q.DiscountMaxUses > 0 {
-		rctx := c.ctx
-		left, err := a.Orders.DiscountLeft(rctx, ev.ID, q.DiscountCode, q.DiscountMaxUses)
+		left, err := a.Orders.DiscountLeft(c.ctx, ev.ID, q.DiscountCode, q.DiscountMaxUses)
 		if err != nil {
 			httpx.Error(ctx, err)
 			return
@@ -174,7 +173,6 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 	var buyer Buyer
 	if s := c.Session; s != nil {
 		buyer = Buyer{Name: s.Name, Email: s.Email, Phone: s.Phone}
-		body.BuyerName, body.BuyerEmail, body.BuyerPhone = &buyer.Name, &buyer.Email, &buyer.Phone
 	} else if buyer, e = ValidateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone); e != nil {
 		httpx.Fail(ctx, e)
 		return
@@ -193,13 +191,14 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 	}
 	token := ""
 	if len(q.SeatLabels) > 0 {
+		// A session's token is derived (always well formed); a keyed
+		// caller names its own.
 		if c.Session != nil {
 			token = a.Sessions.HoldToken(c.Session, ev.ID)
 		} else if token = body.SeatHoldToken; token == "" {
 			httpx.Fail(ctx, apierr.Invalid("seatLabels need the seatHoldToken that holds them"))
 			return
-		}
-		if !seats.ValidToken(token) {
+		} else if !seats.ValidToken(token) {
 			httpx.Fail(ctx, apierr.BadRequest("INVALID_HOLD_TOKEN", "seatHoldToken is not a hold token"))
 			return
 		}
@@ -210,7 +209,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 		EventID: ev.ID, Caller: c.id(), ChannelID: c.Channel.ID, IdempotencyKey: idemKey,
 		Fingerprint: fp, Total: q.Total, Claims: q.Claims,
 		SeatLabels: q.SeatLabels, HoldToken: token, DiscountCode: q.DiscountCode, DiscountMaxUses: q.DiscountMaxUses,
-		CatalogVersion: a.Catalog().Version,
+		CatalogVersion: c.snap.Version,
 		Record: orders.Record{
 			EventID: ev.ID, TenantID: ev.TenantID, ChannelID: c.Channel.ID, Source: "channel",
 			BuyerName: buyer.Name, BuyerEmail: buyer.Email, BuyerPhone: buyer.Phone,
@@ -222,8 +221,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 	if q.RefundProtection != nil {
 		req.Record.RefundProtection = q.RefundProtection.Amount
 	}
-	rctx := c.ctx
-	res, err := a.Orders.Reserve(rctx, req)
+	res, err := a.Orders.Reserve(c.ctx, req)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return

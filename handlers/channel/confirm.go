@@ -136,14 +136,13 @@ func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
 	}
 	req := orders.ConfirmRequest{ChannelID: c.Channel.ID, OrderID: f.OrderID, Amount: f.Amount, Reference: f.Reference}
 	if ev, ok := keys.OrderEvent(req.OrderID); ok {
-		if e := a.Catalog().Events[ev]; e != nil && e.Status == catalog.StatusCancelled {
+		if e := c.snap.Events[ev]; e != nil && e.Status == catalog.StatusCancelled {
 			req.EventCancelled = true
 		}
 	}
-	rctx := c.ctx
-	res, err := a.Orders.Confirm(rctx, req)
+	res, err := a.Orders.Confirm(c.ctx, req)
 	if errors.Is(err, orders.ErrNotFound) && a.Archive != nil {
-		res, err = a.archivedConfirm(rctx, req)
+		res, err = a.archivedConfirm(c.ctx, req)
 	}
 	if err != nil {
 		var ae *apierr.Error
@@ -196,10 +195,9 @@ func (a *API) status(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, apierr.Invalid("orderId is required"))
 		return
 	}
-	rctx := c.ctx
-	st, found, err := a.Orders.Status(rctx, *body.OrderID)
+	st, found, err := a.Orders.Status(c.ctx, *body.OrderID)
 	if err == nil && !found && a.Archive != nil {
-		st, found, err = a.Archive.Order(rctx, *body.OrderID)
+		st, found, err = a.Archive.Order(c.ctx, *body.OrderID)
 	}
 	if err != nil {
 		httpx.Error(ctx, err)

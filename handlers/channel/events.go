@@ -22,7 +22,7 @@ var (
 // events and other channels' events are indistinguishable from missing ones.
 func (a *API) event(ctx *fasthttp.RequestCtx, c *caller) (*catalog.CompiledEvent, *apierr.Error) {
 	id, _ := ctx.UserValue("id").(string)
-	ev := a.Catalog().Events[id]
+	ev := c.snap.Events[id]
 	if ev == nil || ev.Status == catalog.StatusDraft || !listed(ev, c.Channel.ID) {
 		return nil, errEventNotFound
 	}
@@ -194,7 +194,7 @@ func (a *API) listEvents(ctx *fasthttp.RequestCtx, c *caller) {
 		limit = n
 	}
 	cursor := string(args.Peek("cursor"))
-	all := a.Catalog().ChannelEvents[c.Channel.ID]
+	all := c.snap.ChannelEvents[c.Channel.ID]
 	start := sort.Search(len(all), func(i int) bool { return all[i].ID > cursor })
 	out := make([]eventView, 0, limit)
 	next := ""
@@ -227,8 +227,7 @@ func (a *API) eventDetail(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, errCancelled)
 		return
 	}
-	rctx := c.ctx
-	remaining, err := a.Orders.Remaining(rctx, ev.ID)
+	remaining, err := a.Orders.Remaining(c.ctx, ev.ID)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return

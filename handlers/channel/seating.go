@@ -67,8 +67,7 @@ func (a *API) seatAvailability(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	rctx := c.ctx
-	av, err := a.Seats.Availability(rctx, ev)
+	av, err := a.Seats.Availability(c.ctx, ev)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return
@@ -86,8 +85,7 @@ func (a *API) holdToken(ctx *fasthttp.RequestCtx, c *caller) {
 	if c.Session != nil {
 		tok = a.Sessions.HoldToken(c.Session, ev.ID)
 	}
-	rctx := c.ctx
-	exp, err := a.Seats.CreateToken(rctx, ev.ID, tok)
+	exp, err := a.Seats.CreateToken(c.ctx, ev.ID, tok)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return
@@ -116,16 +114,15 @@ func (a *API) hold(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	rctx := c.ctx
 	if c.Session != nil {
 		// A session's token is created on first use (and anew after it
 		// timed out): the session is the owner, not the token.
-		if _, err := a.Seats.CreateToken(rctx, ev.ID, tok); err != nil {
+		if _, err := a.Seats.CreateToken(c.ctx, ev.ID, tok); err != nil {
 			httpx.Error(ctx, err)
 			return
 		}
 	}
-	res, err := a.Seats.Hold(rctx, ev, tok, body.SeatLabels)
+	res, err := a.Seats.Hold(c.ctx, ev, tok, body.SeatLabels)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return
@@ -146,8 +143,7 @@ func (a *API) extend(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	rctx := c.ctx
-	exp, err := a.Seats.Extend(rctx, ev.ID, tok)
+	exp, err := a.Seats.Extend(c.ctx, ev.ID, tok)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return
@@ -161,8 +157,7 @@ func (a *API) release(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	rctx := c.ctx
-	released, err := a.Seats.Release(rctx, ev.ID, tok, body.SeatLabels)
+	released, err := a.Seats.Release(c.ctx, ev.ID, tok, body.SeatLabels)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return

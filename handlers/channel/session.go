@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"strings"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -53,7 +54,7 @@ func (s *Sessions) Mint(channelID, name, email, phone string, now time.Time) (st
 
 // Parse checks a token's signature and expiry.
 func (s *Sessions) Parse(tok string, now time.Time) (*Session, bool) {
-	i := bytes.IndexByte([]byte(tok), '.')
+	i := strings.IndexByte(tok, '.')
 	if i <= 0 || len(tok) > 2048 {
 		return nil, false
 	}
