@@ -67,17 +67,13 @@ local seats = {}
 for label in string.gmatch(o[6] or '', '%S+') do
   seats[#seats + 1] = label
 end
+-- claims are "field qty field qty ..." as reserve wrote them
 local fields, qtys = {}, {}
-local n = 0
-local parts = {}
-for w in string.gmatch(o[5] or '', '%S+') do
-  parts[#parts + 1] = w
+for f, q in string.gmatch(o[5] or '', '(%S+)%s+(%S+)') do
+  fields[#fields + 1] = f
+  qtys[#qtys + 1] = tonumber(q)
 end
-for j = 1, #parts, 2 do
-  n = n + 1
-  fields[n] = parts[j]
-  qtys[n] = tonumber(parts[j + 1])
-end
+local n = #fields
 local code = o[7] or ''
 
 local t = redis.call('TIME')

@@ -113,13 +113,9 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 
 func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest, seats, dc string) ([]rueidis.RedisMessage, error) {
 	okey, _ := s.Space.Order(req.OrderID)
-	dcKey := s.Space.DiscountHolds(ev, "-")
-	if dc != "" {
-		dcKey = s.Space.DiscountHolds(ev, dc)
-	}
 	labels := strings.Fields(seats)
 	ks := make([]string, 0, 7+len(labels))
-	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), dcKey,
+	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.discountHolds(ev, dc),
 		s.Space.DiscountUsed(ev), s.Space.Paid(keys.Partition(ev)))
 	for _, l := range labels {
 		ks = append(ks, s.Space.Seat(ev, l))
@@ -130,7 +126,7 @@ func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest,
 	}
 	return lua.Array(ctx, s.Redis, confirmScript, ks, []string{
 		req.OrderID, req.ChannelID, strconv.FormatInt(int64(req.Amount), 10), strconv.FormatInt(int64(Tolerance), 10),
-		req.Reference, seats, dc, cancelled, ms(orDefault(s.Retention, 24*time.Hour)), strconv.FormatInt(s.StreamCap, 10)})
+		req.Reference, seats, dc, cancelled, ms(s.retention()), strconv.FormatInt(s.StreamCap, 10)})
 }
 
 // Order states.

@@ -22,11 +22,12 @@ func setup(t *testing.T) (*Service, context.Context) {
 
 func caps(t *testing.T, s *Service, ev string, kv ...string) {
 	t.Helper()
-	if err := s.Redis.Do(context.Background(), s.Redis.B().Hset().Key(s.Space.Caps(ev)).FieldValue().FieldValue(kv[0], kv[1]).Build()).Error(); err != nil {
-		t.Fatal(err)
+	cmd := s.Redis.B().Hset().Key(s.Space.Caps(ev)).FieldValue()
+	for i := 0; i < len(kv); i += 2 {
+		cmd = cmd.FieldValue(kv[i], kv[i+1])
 	}
-	for i := 2; i < len(kv); i += 2 {
-		s.Redis.Do(context.Background(), s.Redis.B().Hset().Key(s.Space.Caps(ev)).FieldValue().FieldValue(kv[i], kv[i+1]).Build())
+	if err := s.Redis.Do(context.Background(), cmd.Build()).Error(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/lua"
 )
 
@@ -40,7 +41,9 @@ type Service struct {
 	sold soldOut
 }
 
-func (s *Service) orderTTL() time.Duration { return orDefault(s.OrderTTL, 30*time.Minute) }
+func (s *Service) orderTTL() time.Duration  { return orDefault(s.OrderTTL, 30*time.Minute) }
+func (s *Service) retention() time.Duration { return orDefault(s.Retention, 24*time.Hour) }
+func (s *Service) idemTTL() time.Duration   { return orDefault(s.IdempotencyTTL, 24*time.Hour) }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -103,8 +106,6 @@ var (
 		"this Idempotency-Key was used for a different request or by a different caller; use a new key")
 	ErrInProgress = apierr.New(409, "DUPLICATE_IN_PROGRESS",
 		"the first request with this Idempotency-Key is still running; wait and poll status")
-	ErrHoldExpired = &apierr.Error{Status: 409, Code: "HOLD_EXPIRED", Reason: "hold_expired",
-		Message: "the seat hold timed out; take a new hold"}
 	ErrDiscountUsedUp = apierr.New(400, "INVALID_DISCOUNT_CODE", "the discount code has no uses left")
 )
 
@@ -125,8 +126,7 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	}
 	orderID := NewOrderID(req.EventID)
 	record := req.Caller + idemSep + req.Fingerprint + idemSep + orderID
-	ttl := orDefault(s.IdempotencyTTL, 24*time.Hour)
-	claim := s.Redis.B().Set().Key(idem).Value(record).Nx().Get().Px(ttl).Build()
+	claim := s.Redis.B().Set().Key(idem).Value(record).Nx().Get().Px(s.idemTTL()).Build()
 	if len(req.SeatLabels) == 0 && (req.DiscountCode == "" || req.DiscountMaxUses <= 0) {
 		return s.reserveHoldingNothing(ctx, req, orderID, idem, record, claim)
 	}
@@ -190,7 +190,7 @@ func (s *Service) claimedBefore(ctx context.Context, req ReserveRequest, idem, p
 	if caller != req.Caller || fp != req.Fingerprint {
 		return Reservation{}, ErrKeyConflict
 	}
-	return s.replay(ctx, req, idem, prevOrder, orDefault(s.IdempotencyTTL, 24*time.Hour))
+	return s.replay(ctx, req, idem, prevOrder)
 }
 
 // release gives the key back after its attempt failed without creating an
@@ -203,7 +203,7 @@ func (s *Service) release(ctx context.Context, idem, record string) {
 }
 
 // replay answers a request whose key was claimed before with the same request.
-func (s *Service) replay(ctx context.Context, req ReserveRequest, idem, orderID string, ttl time.Duration) (Reservation, error) {
+func (s *Service) replay(ctx context.Context, req ReserveRequest, idem, orderID string) (Reservation, error) {
 	okey, ok := s.Space.Order(orderID)
 	if !ok {
 		return Reservation{}, ErrKeyConflict
@@ -222,7 +222,7 @@ func (s *Service) replay(ctx context.Context, req ReserveRequest, idem, orderID 
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve: age of idempotency key: %w", err)
 	}
-	if age := ttl - time.Duration(left)*time.Millisecond; age < orDefault(s.InProgress, 30*time.Second) {
+	if age := s.idemTTL() - time.Duration(left)*time.Millisecond; age < orDefault(s.InProgress, 30*time.Second) {
 		return Reservation{}, ErrInProgress
 	}
 	// The first attempt died between claiming the key and creating the
@@ -268,12 +268,9 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	if req.HoldToken != "" {
 		hold = s.Space.Hold(ev, req.HoldToken)
 	}
-	dcKey := s.Space.DiscountHolds(ev, "-")
-	if req.DiscountCode != "" {
-		dcKey = s.Space.DiscountHolds(ev, req.DiscountCode)
-	}
 	ks = make([]string, 0, 7+len(req.SeatLabels))
-	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold, dcKey, s.Space.DiscountUsed(ev))
+	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
+		s.discountHolds(ev, req.DiscountCode), s.Space.DiscountUsed(ev))
 	for _, l := range req.SeatLabels {
 		ks = append(ks, s.Space.Seat(ev, l))
 	}
@@ -285,7 +282,7 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	sort.Strings(fields)
 	var claims strings.Builder
 	args = make([]string, 0, 8+2*len(fields)+len(req.SeatLabels)+16) // fixed, claims, seats, hash fields
-	args = append(args, orderID, ms(s.orderTTL()), ms(orDefault(s.Retention, 24*time.Hour)),
+	args = append(args, orderID, ms(s.orderTTL()), ms(s.retention()),
 		req.HoldToken, req.DiscountCode, strconv.FormatInt(req.DiscountMaxUses, 10), strconv.Itoa(len(fields)))
 	for _, f := range fields {
 		q := strconv.FormatInt(req.Claims[f], 10)
@@ -331,10 +328,10 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 		}
 		return Reservation{}, CapacityError(field, left)
 	case 3:
-		return Reservation{}, ErrHoldExpired
+		return Reservation{}, seats.ErrHoldExpired
 	case 4:
 		labels, _ := lua.Strs(arr, 1)
-		return Reservation{}, SeatConflict(labels)
+		return Reservation{}, seats.ConflictError(labels)
 	case 5:
 		labels, _ := lua.Strs(arr, 1)
 		return Reservation{}, &apierr.Error{Status: 409, Code: "SEAT_NOT_HELD", Reason: "not_held",
@@ -344,13 +341,6 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 		return Reservation{}, ErrDiscountUsedUp
 	}
 	return Reservation{}, fmt.Errorf("reserve: %w: code %d", lua.ErrReply, code)
-}
-
-// SeatConflict is the 409 naming the seats someone else holds or booked.
-func SeatConflict(labels []string) *apierr.Error {
-	return &apierr.Error{Status: 409, Code: "SEAT_CONFLICT",
-		Message: "seats were just taken by someone else: " + strings.Join(labels, ", ") + "; pick again",
-		Data:    map[string]any{"conflicts": labels}}
 }
 
 // CapacityError maps a capacity field with too few left to interface.md's code.
@@ -364,7 +354,7 @@ func CapacityError(field string, left int64) *apierr.Error {
 		}
 		return apierr.New(409, "QUANTITY_EXCEEDS_CAPACITY", "only %d admissions remain for this event", left).With("remaining", left)
 	case "tb":
-		return SeatConflict([]string{id})
+		return seats.ConflictError([]string{id})
 	case "x":
 		if soldOut {
 			return apierr.New(409, "EXTRA_SOLD_OUT", "extra %s is sold out", id)
@@ -378,6 +368,15 @@ func CapacityError(field string, left int64) *apierr.Error {
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// discountHolds is the discount holds key of code; a script that takes no
+// limited code is given a placeholder name in the event's slot.
+func (s *Service) discountHolds(eventID, code string) string {
+	if code == "" {
+		code = "-"
+	}
+	return s.Space.DiscountHolds(eventID, code)
+}
 
 var discountLeftScript = lua.Load("discount_left")
 

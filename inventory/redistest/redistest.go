@@ -73,7 +73,13 @@ func Keys(t testing.TB, c rueidis.Client, space keys.Space) []string {
 func Flush(t testing.TB, c rueidis.Client, space keys.Space) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, k := range Keys(t, c, space) {
-		c.Do(ctx, c.B().Del().Key(k).Build())
+	ks := Keys(t, c, space)
+	if len(ks) == 0 {
+		return
 	}
+	dels := make(rueidis.Commands, 0, len(ks))
+	for _, k := range ks {
+		dels = append(dels, c.B().Del().Key(k).Build())
+	}
+	c.DoMulti(ctx, dels...)
 }

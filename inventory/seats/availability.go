@@ -141,8 +141,8 @@ func (e *Engine) Availability(ctx context.Context, ev *catalog.CompiledEvent) (A
 type Config struct {
 	EventID    string           `json:"eventId"`
 	Categories []ConfigCategory `json:"categories"`
-	Rows       []ConfigRow      `json:"rows"`
-	GAAreas    []ConfigArea     `json:"gaAreas"`
+	Rows       []catalog.Row    `json:"rows"`
+	GAAreas    []catalog.GAArea `json:"gaAreas"`
 	Tables     []ConfigTable    `json:"tables"`
 }
 
@@ -152,21 +152,6 @@ type ConfigCategory struct {
 	ID    string       `json:"id"`
 	Name  string       `json:"name"`
 	Price *money.Cents `json:"price"`
-}
-
-// ConfigRow is a row of seats "<label>-1" … "<label>-<seats>".
-type ConfigRow struct {
-	Label    string `json:"label"`
-	Seats    int    `json:"seats"`
-	Category string `json:"category"`
-}
-
-// ConfigArea is a GA area of the map.
-type ConfigArea struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	Capacity int64  `json:"capacity"`
-	Category string `json:"category"`
 }
 
 // ConfigTable is a table, booked whole; Price is its category's price times
@@ -179,10 +164,11 @@ type ConfigTable struct {
 }
 
 // Config returns the event's seat map, ready for JSON. An event without a
-// seat map gives empty lists.
+// seat map gives empty lists. Rows and areas are the catalog's own; a
+// category differs only in writing a missing price as null.
 func (e *Engine) Config(ev *catalog.CompiledEvent) Config {
-	c := Config{EventID: ev.ID, Categories: []ConfigCategory{}, Rows: []ConfigRow{},
-		GAAreas: []ConfigArea{}, Tables: []ConfigTable{}}
+	c := Config{EventID: ev.ID, Categories: []ConfigCategory{}, Rows: []catalog.Row{},
+		GAAreas: []catalog.GAArea{}, Tables: []ConfigTable{}}
 	sm := ev.SeatMap
 	if sm == nil {
 		return c
@@ -190,12 +176,8 @@ func (e *Engine) Config(ev *catalog.CompiledEvent) Config {
 	for _, k := range sm.Categories {
 		c.Categories = append(c.Categories, ConfigCategory{ID: k.ID, Name: k.Name, Price: k.Price})
 	}
-	for _, r := range sm.Rows {
-		c.Rows = append(c.Rows, ConfigRow{Label: r.Label, Seats: r.Seats, Category: r.Category})
-	}
-	for _, a := range sm.GAAreas {
-		c.GAAreas = append(c.GAAreas, ConfigArea{ID: a.ID, Name: a.Name, Capacity: a.Capacity, Category: a.Category})
-	}
+	c.Rows = append(c.Rows, sm.Rows...)
+	c.GAAreas = append(c.GAAreas, sm.GAAreas...)
 	for _, t := range sm.Tables {
 		ct := ConfigTable{ID: t.ID, Seats: t.Seats, Category: t.Category}
 		if k := ev.Categories[t.Category]; k != nil && k.Price != nil {
