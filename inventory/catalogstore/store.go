@@ -76,6 +76,11 @@ func (s *Store) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.install(v, p)
+}
+
+// install compiles p as version v and serves it.
+func (s *Store) install(v int64, p projected) error {
 	snap, err := catalog.Compile(v, p.Tenants, p.Channels, s.Sealer)
 	if err != nil {
 		return err
@@ -85,14 +90,18 @@ func (s *Store) Refresh(ctx context.Context) error {
 }
 
 func (s *Store) readProjection(ctx context.Context) (projected, error) {
-	var p projected
 	b, err := s.Redis.Do(ctx, s.Redis.B().Get().Key(s.Space.CatalogDoc()).Build()).AsBytes()
 	if rueidis.IsRedisNil(err) {
-		return p, nil
+		return projected{}, nil
 	}
 	if err != nil {
-		return p, fmt.Errorf("catalog: read projection: %w", err)
+		return projected{}, fmt.Errorf("catalog: read projection: %w", err)
 	}
+	return decodeProjection(b)
+}
+
+func decodeProjection(b []byte) (projected, error) {
+	var p projected
 	if err := json.Unmarshal(b, &p); err != nil {
 		return p, fmt.Errorf("catalog: decode projection: %w", err)
 	}
@@ -194,24 +203,20 @@ func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, erro
 	if err != nil {
 		return Applied{}, err
 	}
-	var applied Applied
 	var changed []*catalog.Event
 	for ti := range doc.Tenants {
 		t := &doc.Tenants[ti]
-		applied.Tenants++
 		for ei := range t.Events {
 			t.Events[ei].TenantID = t.ID
 			if err := s.checkSold(ctx, &t.Events[ei], fmt.Sprintf("tenants[%d].events[%d]", ti, ei)); err != nil {
 				return Applied{}, err
 			}
 			changed = append(changed, &t.Events[ei])
-			applied.Events++
 		}
 	}
 	stored := make([]catalog.StoredChannel, len(doc.Channels))
 	for i, c := range doc.Channels {
 		stored[i] = s.Sealer.Store(c)
-		applied.Channels++
 	}
 	next := merge(cur, doc.Tenants, stored)
 	if s.afterCheck != nil {
@@ -231,19 +236,30 @@ func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, erro
 			return Applied{}, fmt.Errorf("catalog: write record: %w", err)
 		}
 	}
-	if err := s.writeProjection(ctx, next); err != nil {
+	v, b, err := s.writeProjection(ctx, next)
+	if err != nil {
 		return Applied{}, err
 	}
-	return applied, s.Refresh(ctx)
+	// Serve the document just stored, decoded as Refresh would decode it,
+	// without reading it back from Redis.
+	p, err := decodeProjection(b)
+	if err != nil {
+		return Applied{}, err
+	}
+	applied := Applied{Tenants: len(doc.Tenants), Channels: len(doc.Channels), Events: len(changed)}
+	return applied, s.install(v, p)
 }
 
 // checkSold refuses an event whose new capacities or seat map would undo a sale.
 func (s *Store) checkSold(ctx context.Context, ev *catalog.Event, path string) error {
-	sold, err := s.Redis.Do(ctx, s.Redis.B().Hgetall().Key(s.Space.Sold(ev.ID)).Build()).AsIntMap()
+	res := s.Redis.DoMulti(ctx,
+		s.Redis.B().Hgetall().Key(s.Space.Sold(ev.ID)).Build(),
+		s.Redis.B().Hkeys().Key(s.Space.Booked(ev.ID)).Build())
+	sold, err := res[0].AsIntMap()
 	if err != nil {
 		return fmt.Errorf("catalog: read sold: %w", err)
 	}
-	booked, err := s.Redis.Do(ctx, s.Redis.B().Hkeys().Key(s.Space.Booked(ev.ID)).Build()).AsStrSlice()
+	booked, err := res[1].AsStrSlice()
 	if err != nil {
 		return fmt.Errorf("catalog: read booked: %w", err)
 	}
@@ -395,7 +411,8 @@ func (s *Store) project(ctx context.Context, p projected, changed []*catalog.Eve
 	if _, err := s.projectCaps(ctx, changed); err != nil {
 		return err
 	}
-	return s.writeProjection(ctx, p)
+	_, _, err := s.writeProjection(ctx, p)
+	return err
 }
 
 // projectCaps replaces the capacities of the changed events, one atomic
@@ -404,6 +421,7 @@ func (s *Store) project(ctx context.Context, p projected, changed []*catalog.Eve
 // same for all of them (the record could not be written).
 func (s *Store) projectCaps(ctx context.Context, changed []*catalog.Event) (undo func(context.Context), err error) {
 	prev := make([]map[string]int64, len(changed))
+	caps := make([]map[string]int64, len(changed))
 	if len(changed) > 0 {
 		cmds := make(rueidis.Commands, len(changed))
 		for i, ev := range changed {
@@ -416,13 +434,13 @@ func (s *Store) projectCaps(ctx context.Context, changed []*catalog.Event) (undo
 		}
 	}
 	for i, ev := range changed {
-		caps := compileOne(ev).Caps()
-		if err := s.replaceCaps(ctx, ev, caps, uncappedFields(ev)); err != nil {
-			s.restoreCaps(context.WithoutCancel(ctx), changed[:i], prev[:i])
+		caps[i] = compileOne(ev).Caps()
+		if err := s.replaceCaps(ctx, ev, caps[i], uncappedFields(ev)); err != nil {
+			s.restoreCaps(context.WithoutCancel(ctx), changed[:i], caps[:i], prev[:i])
 			return nil, err
 		}
 	}
-	return func(ctx context.Context) { s.restoreCaps(ctx, changed, prev) }, nil
+	return func(ctx context.Context) { s.restoreCaps(ctx, changed, caps, prev) }, nil
 }
 
 // replaceCaps runs catalog_caps.lua for one event: caps become its
@@ -459,14 +477,15 @@ func (s *Store) replaceCaps(ctx context.Context, ev *catalog.Event, caps map[str
 }
 
 // restoreCaps gives events the capacities they had before an apply that
-// failed: the previous ones, with the fields the apply added removed.
+// failed: the previous ones (prev), with the fields the apply added (in caps,
+// the capacities it set, but not in prev) removed.
 // Restoring is refused only where sales passed a previous capacity under
 // the raised one meanwhile; those capacities stay raised, and the log says
 // so, since the record and projection still hold the previous document.
-func (s *Store) restoreCaps(ctx context.Context, events []*catalog.Event, prev []map[string]int64) {
+func (s *Store) restoreCaps(ctx context.Context, events []*catalog.Event, caps, prev []map[string]int64) {
 	for i, ev := range events {
 		var added []string
-		for f := range compileOne(ev).Caps() {
+		for f := range caps[i] {
 			if _, ok := prev[i][f]; !ok {
 				added = append(added, f)
 			}
@@ -480,20 +499,22 @@ func (s *Store) restoreCaps(ctx context.Context, events []*catalog.Event, prev [
 }
 
 // writeProjection stores the catalog document every node compiles and
-// moves its version, so nodes reload it.
-func (s *Store) writeProjection(ctx context.Context, p projected) error {
+// moves its version, so nodes reload it. It returns the new version and the
+// document as stored.
+func (s *Store) writeProjection(ctx context.Context, p projected) (int64, []byte, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
-		return fmt.Errorf("catalog: encode projection: %w", err)
+		return 0, nil, fmt.Errorf("catalog: encode projection: %w", err)
 	}
-	cmds := rueidis.Commands{
+	res := s.Redis.DoMulti(ctx,
 		s.Redis.B().Set().Key(s.Space.CatalogDoc()).Value(string(b)).Build(),
-		s.Redis.B().Incr().Key(s.Space.CatalogVersion()).Build(),
+		s.Redis.B().Incr().Key(s.Space.CatalogVersion()).Build())
+	if err := res[0].Error(); err != nil {
+		return 0, nil, fmt.Errorf("catalog: write projection: %w", err)
 	}
-	for _, r := range s.Redis.DoMulti(ctx, cmds...) {
-		if err := r.Error(); err != nil {
-			return fmt.Errorf("catalog: write projection: %w", err)
-		}
+	v, err := res[1].AsInt64()
+	if err != nil {
+		return 0, nil, fmt.Errorf("catalog: write projection: %w", err)
 	}
-	return nil
+	return v, b, nil
 }

@@ -5,7 +5,7 @@
 package pricing
 
 import (
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -151,9 +151,6 @@ func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
 		return q, apierr.BadRequest("NOT_SEATED", "this event has no seat map: seatLabels, gaSelections and tableSelections do not apply")
 	}
 
-	// discountable[ref] is the subtotal of lines a ticket-limited code
-	// applies to; whole-cart codes use the subtotal.
-	ticketSubtotal := map[string]money.Cents{}
 	for _, l := range lines {
 		t := ev.Tickets[l.TicketID]
 		if t == nil || (t.Hidden && (cart.AccessCode == "" || cart.AccessCode != t.AccessCode)) {
@@ -164,7 +161,6 @@ func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
 		}
 		amount := t.Price * money.Cents(l.Quantity)
 		q.Subtotal += amount
-		ticketSubtotal[t.ID] += amount
 		q.Lines = append(q.Lines, orders.Line{Kind: orders.LineTicket, RefID: t.ID, Quantity: l.Quantity, UnitPrice: t.Price, Amount: amount})
 		q.Claims["t:"+t.ID] += l.Quantity
 		for range l.Quantity {
@@ -183,7 +179,7 @@ func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
 	if e := q.extras(ev, cart.Extras); e != nil {
 		return q, e
 	}
-	if e := q.discount(ev, cart.DiscountCode, ticketSubtotal); e != nil {
+	if e := q.discount(ev, cart.DiscountCode); e != nil {
 		return q, e
 	}
 
@@ -269,6 +265,7 @@ func notPriced(refs []string) *apierr.Error {
 func (q *Quote) seats(ev *catalog.CompiledEvent, labels []string) *apierr.Error {
 	seen := map[string]bool{}
 	var unpriced []string
+	var prices []money.Cents // of q.SeatLabels
 	for _, label := range labels {
 		if seen[label] {
 			continue
@@ -285,13 +282,13 @@ func (q *Quote) seats(ev *catalog.CompiledEvent, labels []string) *apierr.Error 
 			continue
 		}
 		q.SeatLabels = append(q.SeatLabels, label)
+		prices = append(prices, *cat.Price)
 	}
 	if len(unpriced) > 0 {
 		return notPriced(unpriced)
 	}
-	for _, label := range q.SeatLabels {
-		cat, _ := ev.SeatCategory(label)
-		price := *cat.Price
+	for i, label := range q.SeatLabels {
+		price := prices[i]
 		q.Subtotal += price
 		q.Lines = append(q.Lines, orders.Line{Kind: orders.LineSeat, RefID: label, Quantity: 1, UnitPrice: price, Amount: price})
 		q.admit(AdmitSeat, label, label, price)
@@ -301,7 +298,7 @@ func (q *Quote) seats(ev *catalog.CompiledEvent, labels []string) *apierr.Error 
 
 func (q *Quote) areas(ev *catalog.CompiledEvent, sel []AreaLine) *apierr.Error {
 	qty := map[string]int64{}
-	var ids []string
+	var ids, unpriced []string
 	for _, l := range sel {
 		a := ev.Areas[l.AreaID]
 		if a == nil {
@@ -312,14 +309,11 @@ func (q *Quote) areas(ev *catalog.CompiledEvent, sel []AreaLine) *apierr.Error {
 		}
 		if _, ok := qty[a.ID]; !ok {
 			ids = append(ids, a.ID)
+			if c := ev.Categories[a.Category]; c == nil || c.Price == nil {
+				unpriced = append(unpriced, a.ID)
+			}
 		}
 		qty[a.ID] += l.Quantity
-	}
-	var unpriced []string
-	for _, id := range ids {
-		if c := ev.Categories[ev.Areas[id].Category]; c == nil || c.Price == nil {
-			unpriced = append(unpriced, id)
-		}
 	}
 	if len(unpriced) > 0 {
 		return notPriced(unpriced)
@@ -402,8 +396,8 @@ func (q *Quote) extras(ev *catalog.CompiledEvent, sel []ExtraLine) *apierr.Error
 }
 
 // discount applies a code: to the whole subtotal, or to the lines of the
-// tickets it names.
-func (q *Quote) discount(ev *catalog.CompiledEvent, code string, ticketSubtotal map[string]money.Cents) *apierr.Error {
+// tickets it names (one line per ticket type: ticketLines merged them).
+func (q *Quote) discount(ev *catalog.CompiledEvent, code string) *apierr.Error {
 	code = strings.TrimSpace(code)
 	if code == "" {
 		return nil
@@ -414,12 +408,10 @@ func (q *Quote) discount(ev *catalog.CompiledEvent, code string, ticketSubtotal 
 	}
 	base := q.Subtotal
 	if len(dc.TicketIDs) > 0 {
-		ids := append([]string(nil), dc.TicketIDs...)
-		sort.Strings(ids)
 		base = 0
-		for i, id := range ids {
-			if i == 0 || ids[i-1] != id {
-				base += ticketSubtotal[id]
+		for _, l := range q.Lines {
+			if l.Kind == orders.LineTicket && slices.Contains(dc.TicketIDs, l.RefID) {
+				base += l.Amount
 			}
 		}
 	}
@@ -427,11 +419,9 @@ func (q *Quote) discount(ev *catalog.CompiledEvent, code string, ticketSubtotal 
 	case dc.Percent != nil:
 		q.Discount = base.Percent(*dc.Percent)
 	case dc.Amount != nil:
-		q.Discount = min(*dc.Amount, base)
+		q.Discount = *dc.Amount
 	}
-	if q.Discount > base {
-		q.Discount = base
-	}
+	q.Discount = min(q.Discount, base)
 	q.DiscountCode = dc.Code
 	if dc.MaxUses != nil {
 		q.DiscountMaxUses = *dc.MaxUses
