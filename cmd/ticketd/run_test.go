@@ -92,18 +92,24 @@ func demoFlow(t *testing.T, base string) string {
 	return m[1]
 }
 
-// TestRunWithLocalServices starts ticketd against the real Redis and
-// Postgres, as `make run` does, and runs the demo flow.
-func TestRunWithLocalServices(t *testing.T) {
+// localConfig is the environment's config on the real Redis (a key space of
+// the test's own), a fresh Postgres database and a free loopback port.
+func localConfig(t *testing.T) config {
+	t.Helper()
 	_, space := redistest.New(t)
 	cfg, err := loadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Addr = "127.0.0.1:0"
-	cfg.KeyPrefix = space.Prefix
-	cfg.RedisURL = redistest.URL()
+	cfg.Addr, cfg.KeyPrefix, cfg.RedisURL = "127.0.0.1:0", space.Prefix, redistest.URL()
 	cfg.DatabaseURL = pgtest.NewURL(t)
+	return cfg
+}
+
+// TestRunWithLocalServices starts ticketd against the real Redis and
+// Postgres, as `make run` does, and runs the demo flow.
+func TestRunWithLocalServices(t *testing.T) {
+	cfg := localConfig(t)
 	base := startTicketd(t, cfg)
 	if st, body := call(t, "GET", base+"/readyz", nil, ""); st != 200 || !strings.Contains(body, `"postgres":"ok"`) {
 		t.Fatalf("readyz: %d %s", st, body)
@@ -164,13 +170,7 @@ func TestDemoCurlLinesWork(t *testing.T) {
 			t.Skipf("%s not installed", tool)
 		}
 	}
-	_, space := redistest.New(t)
-	cfg, err := loadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Addr, cfg.KeyPrefix, cfg.RedisURL = "127.0.0.1:0", space.Prefix, redistest.URL()
-	cfg.DatabaseURL = pgtest.NewURL(t)
+	cfg := localConfig(t)
 	base := startTicketd(t, cfg)
 	cfg.AppURL = base
 	var b bytes.Buffer

@@ -34,7 +34,16 @@ type Migration struct {
 // Migrations returns the embedded migrations ordered by version. A file
 // name must start with its version number and an underscore.
 func Migrations() ([]Migration, error) {
-	entries, err := fs.ReadDir(files, "migrations")
+	sub, err := fs.Sub(files, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	return migrations(sub)
+}
+
+// migrations reads the migrations at the top of fsys.
+func migrations(fsys fs.FS) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
@@ -51,7 +60,7 @@ func Migrations() ([]Migration, error) {
 			return nil, fmt.Errorf("schema: migrations %q and %q share version %d", other, name, v)
 		}
 		seen[v] = name
-		b, err := files.ReadFile("migrations/" + name)
+		b, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, fmt.Errorf("schema: %w", err)
 		}

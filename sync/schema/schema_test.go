@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/fstest"
 
 	"github.com/ticketd/ticketd/sync/pgtest"
 	"github.com/ticketd/ticketd/sync/schema"
@@ -20,6 +21,27 @@ func TestMigrationsAreNumberedInOrder(t *testing.T) {
 	for i := 1; i < len(ms); i++ {
 		if ms[i].Version <= ms[i-1].Version {
 			t.Fatalf("migrations out of order: %s after %s", ms[i].Name, ms[i-1].Name)
+		}
+	}
+}
+
+// The embedded files cannot break the naming rules on purpose, so the rules
+// are checked on files of the test's own: versions sort by number, not by
+// name, and a bad name or a version used twice is refused.
+func TestMigrationNamingRules(t *testing.T) {
+	file := &fstest.MapFile{Data: []byte("SELECT 1;")}
+	ms, err := schema.MigrationsIn(fstest.MapFS{"10_later.sql": file, "9_earlier.sql": file})
+	if err != nil || len(ms) != 2 || ms[0].Name != "9_earlier.sql" || ms[1].Version != 10 || ms[0].SQL != "SELECT 1;" {
+		t.Fatalf("migrations = %+v, %v; want 9_earlier.sql then version 10", ms, err)
+	}
+	for _, bad := range []fstest.MapFS{
+		{"init.sql": file},
+		{"000_zero.sql": file},
+		{"x1_name.sql": file},
+		{"001_a.sql": file, "1_b.sql": file},
+	} {
+		if ms, err := schema.MigrationsIn(bad); err == nil {
+			t.Errorf("%v accepted as %+v", bad, ms)
 		}
 	}
 }

@@ -35,7 +35,7 @@ type entry struct {
 // streams sit in different cluster slots, so one multi-stream command is not
 // possible), then writes and acknowledges all they returned together.
 func (w *Worker) pass(ctx context.Context, m mode) (int, error) {
-	start := map[mode]string{modeOwn: "0", modeClaim: "0-0", modeNew: ">"}[m]
+	start := [...]string{modeOwn: "0", modeClaim: "0-0", modeNew: ">"}[m]
 	from := make(map[int]string, keys.Partitions)
 	for p := range keys.Partitions {
 		from[p] = start
@@ -96,8 +96,8 @@ func (w *Worker) round(ctx context.Context, m mode, from map[int]string) (int, m
 	if err := w.recreateGroups(ctx, regroup); err != nil {
 		return 0, nil, err
 	}
-	for _, p := range regroup {
-		if m == modeNew {
+	if m == modeNew {
+		for _, p := range regroup {
 			next[p] = ">" // the new group starts at the stream's first entry
 		}
 	}
@@ -178,14 +178,8 @@ func (w *Worker) recreateGroups(ctx context.Context, parts []int) error {
 	if len(parts) == 0 {
 		return nil
 	}
-	cmds := make(rueidis.Commands, len(parts))
-	for i, p := range parts {
-		cmds[i] = w.createGroup(p)
-	}
-	for i, r := range w.Redis.DoMulti(ctx, cmds...) {
-		if err := r.Error(); err != nil && !rueidis.IsRedisBusyGroup(err) {
-			return fmt.Errorf("worker: recreate group on %s: %w", w.Space.Paid(parts[i]), err)
-		}
+	if err := w.createGroups(ctx, parts, "recreate"); err != nil {
+		return err
 	}
 	w.logger().Warn("sync worker: consumer group was missing and has been recreated", "partitions", parts)
 	return nil

@@ -102,20 +102,14 @@ func (w *Worker) consumerName() string {
 	return w.consumer
 }
 
-func (w *Worker) batch() int {
-	if w.Batch > 0 {
-		return w.Batch
-	}
-	return DefaultBatch
-}
-
+func (w *Worker) batch() int                  { return orDefault(w.Batch, DefaultBatch) }
 func (w *Worker) pollInterval() time.Duration { return orDefault(w.PollInterval, DefaultPollInterval) }
 func (w *Worker) claimIdle() time.Duration    { return orDefault(w.ClaimIdle, DefaultClaimIdle) }
 func (w *Worker) claimEvery() time.Duration   { return orDefault(w.ClaimEvery, DefaultClaimEvery) }
 
-func orDefault(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
+func orDefault[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
 	}
 	return def
 }
@@ -131,20 +125,26 @@ func (w *Worker) logger() *slog.Logger {
 // (and the stream itself when missing), reading from the stream's start. A
 // group that exists is left as it is.
 func (w *Worker) EnsureGroups(ctx context.Context) error {
-	cmds := make(rueidis.Commands, keys.Partitions)
-	for p := range keys.Partitions {
-		cmds[p] = w.createGroup(p)
+	parts := make([]int, keys.Partitions)
+	for p := range parts {
+		parts[p] = p
 	}
-	for p, r := range w.Redis.DoMulti(ctx, cmds...) {
+	return w.createGroups(ctx, parts, "create")
+}
+
+// createGroups creates the group on the paid streams of parts, pipelined;
+// a group that exists already is fine. verb names the step in errors.
+func (w *Worker) createGroups(ctx context.Context, parts []int, verb string) error {
+	cmds := make(rueidis.Commands, len(parts))
+	for i, p := range parts {
+		cmds[i] = w.Redis.B().XgroupCreate().Key(w.Space.Paid(p)).Group(w.group()).Id("0").Mkstream().Build()
+	}
+	for i, r := range w.Redis.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil && !rueidis.IsRedisBusyGroup(err) {
-			return fmt.Errorf("worker: create group on %s: %w", w.Space.Paid(p), err)
+			return fmt.Errorf("worker: %s group on %s: %w", verb, w.Space.Paid(parts[i]), err)
 		}
 	}
 	return nil
-}
-
-func (w *Worker) createGroup(p int) rueidis.Completed {
-	return w.Redis.B().XgroupCreate().Key(w.Space.Paid(p)).Group(w.group()).Id("0").Mkstream().Build()
 }
 
 // DrainOnce writes everything the paid streams hold for this worker now:
@@ -174,7 +174,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	retryOwn := true // a restart under the same consumer name resumes its own pending entries
 	backoff := w.pollInterval()
 	for ctx.Err() == nil {
-		n, err := 0, error(nil)
+		var n int
+		var err error
 		if retryOwn {
 			n, err = w.pass(ctx, modeOwn)
 			retryOwn = err != nil
@@ -190,22 +191,22 @@ func (w *Worker) Run(ctx context.Context) error {
 			c, err = w.pass(ctx, modeNew)
 			n += c
 		}
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return nil
-		case err != nil:
+		}
+		if err != nil {
 			retryOwn = true
 			w.logger().Error("sync worker: round failed; retrying", "err", err, "retry_in", backoff)
 			sleep(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = w.pollInterval()
+		switch {
 		case n == 0:
-			backoff = w.pollInterval()
 			sleep(ctx, w.pollInterval())
 		case n < w.batch():
-			backoff = w.pollInterval()
 			sleep(ctx, min(DefaultBusyInterval, w.pollInterval()))
-		default:
-			backoff = w.pollInterval()
 		}
 	}
 	return nil

@@ -2,8 +2,6 @@ package worker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -45,15 +43,9 @@ func (b *bundle) worker(consumer string) *Worker {
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
-func newOrderID(eventID string) string {
-	r := make([]byte, 6)
-	_, _ = rand.Read(r)
-	return keys.OrderID(eventID, hex.EncodeToString(r))
-}
-
 // record is a paid order as reserve builds it: ticket ids "<order>-<n>".
 func record(eventID string, tickets int) orders.Record {
-	id := newOrderID(eventID)
+	id := orders.NewOrderID(eventID)
 	rec := orders.Record{
 		OrderID: id, EventID: eventID, TenantID: "t_1", ChannelID: "ch_1", Source: "channel",
 		BuyerName: "Ada Lovelace", BuyerEmail: "ada@example.com", BuyerPhone: "+15550100",
@@ -81,6 +73,19 @@ func (b *bundle) confirm(t *testing.T, rec orders.Record, ref string, paidAtMs i
 		t.Fatal(err)
 	}
 	return b.xadd(t, rec.EventID, "order", rec.OrderID, "rec", string(js), "ref", ref, "paidAt", strconv.FormatInt(paidAtMs, 10))
+}
+
+// confirmEach queues n paid orders of tickets tickets each, the i-th on
+// event prefix+(i mod events), and returns their records.
+func (b *bundle) confirmEach(t *testing.T, n, events int, prefix string, tickets int) []orders.Record {
+	t.Helper()
+	recs := make([]orders.Record, 0, n)
+	for i := range n {
+		r := record(prefix+strconv.Itoa(i%events), tickets)
+		recs = append(recs, r)
+		b.confirm(t, r, "r", 1_700_000_000_000)
+	}
+	return recs
 }
 
 func (b *bundle) xadd(t *testing.T, eventID string, fv ...string) string {
@@ -275,9 +280,6 @@ func TestDrainWritesPaidOrders(t *testing.T) {
 	if n := b.count(t, `SELECT count(*) FROM outbox`); n != 2 {
 		t.Fatalf("%d outbox rows, want 2", n)
 	}
-	if n := b.count(t, `SELECT count(*) FROM dead_letters`); n != 0 {
-		t.Fatalf("%d dead letters, want 0", n)
-	}
 }
 
 // assertOrders checks that exactly the given orders are stored, each once
@@ -306,6 +308,15 @@ func (b *bundle) assertNoDeadLetters(t *testing.T) {
 	}
 }
 
+// assertAllWritten checks that exactly recs are stored (assertOrders), the
+// paid streams are empty and nothing was dead-lettered.
+func (b *bundle) assertAllWritten(t *testing.T, recs ...orders.Record) {
+	t.Helper()
+	b.assertOrders(t, recs...)
+	b.assertStreamsEmpty(t)
+	b.assertNoDeadLetters(t)
+}
+
 func TestRedeliveredOrderIsWrittenOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -327,9 +338,7 @@ func TestRedeliveredOrderIsWrittenOnce(t *testing.T) {
 	if n := drain(t, w); n != 2 {
 		t.Fatalf("second drain = %d, want 2", n)
 	}
-	b.assertOrders(t, append(others, rec)...)
-	b.assertStreamsEmpty(t)
-	b.assertNoDeadLetters(t)
+	b.assertAllWritten(t, append(others, rec)...)
 	// The first delivery is the record: paid_at is not moved by a copy.
 	if n := b.count(t, `SELECT count(*) FROM orders WHERE id = $1 AND paid_at = $2`, rec.OrderID, time.UnixMilli(1_700_000_000_000)); n != 1 {
 		t.Fatal("redelivery changed the stored order")
@@ -385,31 +394,27 @@ func TestMalformedEntriesAreDeadLetteredAndTheStreamFlows(t *testing.T) {
 
 var errCrash = errors.New("crash")
 
-// crashAt returns a hook that fails the round at stage, as a worker killed
-// there would leave it.
-func crashAt(stage string) func(string) error {
-	return func(s string) error {
+// crashA runs DrainOnce on worker "A" with a hook that fails the round at
+// stage, leaving the streams as a worker killed there would.
+func (b *bundle) crashA(t *testing.T, stage string) {
+	t.Helper()
+	a := b.worker("A")
+	a.testHook = func(s string) error {
 		if s == stage {
 			return errCrash
 		}
 		return nil
+	}
+	if _, err := a.DrainOnce(context.Background()); !errors.Is(err, errCrash) {
+		t.Fatalf("worker A: %v, want the crash", err)
 	}
 }
 
 func TestEntriesOfAWorkerKilledBeforeCommitAreReclaimed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	var recs []orders.Record
-	for i := range 5 {
-		r := record("ev_kill_"+strconv.Itoa(i%2), 1)
-		recs = append(recs, r)
-		b.confirm(t, r, "r", 1_700_000_000_000)
-	}
-	a := b.worker("A")
-	a.testHook = crashAt("read")
-	if _, err := a.DrainOnce(context.Background()); !errors.Is(err, errCrash) {
-		t.Fatalf("worker A: %v, want the crash", err)
-	}
+	recs := b.confirmEach(t, 5, 2, "ev_kill_", 1)
+	b.crashA(t, "read")
 	if n := b.count(t, `SELECT count(*) FROM orders`); n != 0 {
 		t.Fatalf("worker A wrote %d orders before its crash", n)
 	}
@@ -418,34 +423,26 @@ func TestEntriesOfAWorkerKilledBeforeCommitAreReclaimed(t *testing.T) {
 	}
 
 	w := b.worker("B")
-	w.ClaimIdle = 100 * time.Millisecond
+	// Long enough that the checks above and B's first drain (a pass over
+	// every partition) surely fit in it, even under -race on a busy machine:
+	// at 100 ms this test failed now and then.
+	w.ClaimIdle = time.Second
 	w.Batch = 2
 	if n := drain(t, w); n != 0 {
 		t.Fatalf("B took %d entries A had just read; want it to wait ClaimIdle", n)
 	}
-	time.Sleep(150 * time.Millisecond)
+	time.Sleep(w.ClaimIdle + 50*time.Millisecond)
 	if n := drain(t, w); n != 5 {
 		t.Fatalf("B reclaimed %d, want 5", n)
 	}
-	b.assertOrders(t, recs...)
-	b.assertStreamsEmpty(t)
-	b.assertNoDeadLetters(t)
+	b.assertAllWritten(t, recs...)
 }
 
 func TestEntriesOfAWorkerKilledAfterCommitAreWrittenOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	var recs []orders.Record
-	for i := range 5 {
-		r := record("ev_commit_"+strconv.Itoa(i%3), 2)
-		recs = append(recs, r)
-		b.confirm(t, r, "r", 1_700_000_000_000)
-	}
-	a := b.worker("A")
-	a.testHook = crashAt("written")
-	if _, err := a.DrainOnce(context.Background()); !errors.Is(err, errCrash) {
-		t.Fatalf("worker A: %v, want the crash", err)
-	}
+	recs := b.confirmEach(t, 5, 3, "ev_commit_", 2)
+	b.crashA(t, "written")
 	b.assertOrders(t, recs...) // committed
 	if _, pending := b.streams(t); pending != 5 {
 		t.Fatalf("%d entries pending with A, want 5 (not acknowledged)", pending)
@@ -457,9 +454,7 @@ func TestEntriesOfAWorkerKilledAfterCommitAreWrittenOnce(t *testing.T) {
 	if n := drain(t, w); n != 5 {
 		t.Fatalf("B reclaimed %d, want 5", n)
 	}
-	b.assertOrders(t, recs...)
-	b.assertStreamsEmpty(t)
-	b.assertNoDeadLetters(t)
+	b.assertAllWritten(t, recs...)
 }
 
 // A worker restarted under the same consumer name writes what it had read
@@ -469,17 +464,11 @@ func TestRestartedWorkerResumesItsOwnPendingEntries(t *testing.T) {
 	b := setup(t)
 	rec := record("ev_restart", 1)
 	b.confirm(t, rec, "r", 1_700_000_000_000)
-	a := b.worker("A")
-	a.testHook = crashAt("read")
-	if _, err := a.DrainOnce(context.Background()); !errors.Is(err, errCrash) {
-		t.Fatalf("worker A: %v, want the crash", err)
-	}
+	b.crashA(t, "read")
 	if n := drain(t, b.worker("A")); n != 1 {
 		t.Fatalf("restarted A wrote %d, want 1", n)
 	}
-	b.assertOrders(t, rec)
-	b.assertStreamsEmpty(t)
-	b.assertNoDeadLetters(t)
+	b.assertAllWritten(t, rec)
 }
 
 // A stream that lost its group (deleted, or Redis restarted empty) gets it
@@ -496,9 +485,20 @@ func TestMissingGroupIsRecreated(t *testing.T) {
 	if n := drain(t, b.worker("w")); n != 1 {
 		t.Fatalf("DrainOnce = %d, want 1", n)
 	}
-	b.assertOrders(t, rec)
-	b.assertStreamsEmpty(t)
-	b.assertNoDeadLetters(t)
+	b.assertAllWritten(t, rec)
+}
+
+// waitReturn waits for Run's result on done and fails unless it is nil.
+func waitReturn(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v, want nil on cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -519,11 +519,7 @@ func TestRunWritesNewAndReclaimedEntries(t *testing.T) {
 	b := setup(t)
 	dead := record("ev_run", 1)
 	b.confirm(t, dead, "r", 1_700_000_000_000)
-	a := b.worker("A")
-	a.testHook = crashAt("read")
-	if _, err := a.DrainOnce(context.Background()); !errors.Is(err, errCrash) {
-		t.Fatalf("worker A: %v, want the crash", err)
-	}
+	b.crashA(t, "read")
 
 	w := b.worker("B")
 	w.ClaimIdle, w.ClaimEvery, w.PollInterval = 100*time.Millisecond, 20*time.Millisecond, 5*time.Millisecond
@@ -531,25 +527,11 @@ func TestRunWritesNewAndReclaimedEntries(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 
-	recs := []orders.Record{dead}
-	for i := range 10 {
-		r := record("ev_run_"+strconv.Itoa(i), 1)
-		recs = append(recs, r)
-		b.confirm(t, r, "r", 1_700_000_000_000)
-	}
+	recs := append([]orders.Record{dead}, b.confirmEach(t, 10, 10, "ev_run_", 1)...)
 	waitFor(t, "11 orders", func() bool { return b.count(t, `SELECT count(*) FROM orders`) == len(recs) })
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run = %v, want nil on cancel", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
-	b.assertOrders(t, recs...)
-	b.assertStreamsEmpty(t)
-	b.assertNoDeadLetters(t)
+	waitReturn(t, done)
+	b.assertAllWritten(t, recs...)
 }
 
 // Cancelled with a batch read, Run still writes and acknowledges that batch
@@ -557,12 +539,7 @@ func TestRunWritesNewAndReclaimedEntries(t *testing.T) {
 func TestRunFinishesItsBatchWhenCancelled(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	var recs []orders.Record
-	for i := range 6 {
-		r := record("ev_cancel_"+strconv.Itoa(i), 1)
-		recs = append(recs, r)
-		b.confirm(t, r, "r", 1_700_000_000_000)
-	}
+	recs := b.confirmEach(t, 6, 6, "ev_cancel_", 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	w := b.worker("w")
 	w.testHook = func(stage string) error {
@@ -573,15 +550,6 @@ func TestRunFinishesItsBatchWhenCancelled(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run = %v, want nil on cancel", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after cancel")
-	}
-	b.assertOrders(t, recs...)
-	b.assertStreamsEmpty(t)
-	b.assertNoDeadLetters(t)
+	waitReturn(t, done)
+	b.assertAllWritten(t, recs...)
 }

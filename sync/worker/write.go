@@ -152,7 +152,7 @@ type rows struct {
 	deadStream, deadID, deadFields, deadError []string
 }
 
-func (r *rows) addOrder(o paid) error {
+func (r *rows) addOrder(o paid) {
 	rec := o.rec
 	paidAt := time.UnixMilli(rec.PaidAtMs)
 	r.id = append(r.id, rec.OrderID)
@@ -211,7 +211,6 @@ func (r *rows) addOrder(o paid) error {
 		r.outOrder = append(r.outOrder, rec.OrderID)
 		r.outRecipient = append(r.outRecipient, rec.BuyerEmail)
 	}
-	return nil
 }
 
 func (r *rows) addDead(d deadLetter) error {
@@ -271,15 +270,14 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(stream, entry_i
 ON CONFLICT (stream, entry_id) DO NOTHING`
 )
 
-// commit writes orders and dead letters in one transaction. Every insert
-// does nothing on conflict, so committing the same batch twice changes
-// nothing the second time.
+// commit writes orders and dead letters in one transaction: the batch's
+// implicit one, so the whole write is a single round trip (no BEGIN and
+// COMMIT of their own). Every insert does nothing on conflict, so committing
+// the same batch twice changes nothing the second time.
 func (w *Worker) commit(ctx context.Context, good []paid, dead []deadLetter) error {
 	var r rows
 	for _, o := range good {
-		if err := r.addOrder(o); err != nil {
-			return err
-		}
+		r.addOrder(o)
 	}
 	for _, d := range dead {
 		if err := r.addDead(d); err != nil {
@@ -307,7 +305,5 @@ func (w *Worker) commit(ctx context.Context, good []paid, dead []deadLetter) err
 	if b.Len() == 0 {
 		return nil
 	}
-	return pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
-		return tx.SendBatch(ctx, b).Close()
-	})
+	return w.Pool.SendBatch(ctx, b).Close()
 }
