@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/bench/cpuuse"
+	"github.com/ticketd/ticketd/bench/redismem"
 	"github.com/ticketd/ticketd/bench/report"
 )
 
@@ -44,21 +45,16 @@ func localRedisPID(ctx context.Context, rc rueidis.Client, redisURL string) (int
 	if err != nil || len(opt.InitAddress) == 0 || !isLoopback(opt.InitAddress[0]) {
 		return 0, false
 	}
-	info, err := rc.Do(ctx, rc.B().Info().Section("server").Build()).ToString()
+	v, err := redismem.InfoField(ctx, rc, "server", "process_id")
 	if err != nil {
 		return 0, false
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			pid, err := strconv.Atoi(v)
-			if err != nil {
-				return 0, false
-			}
-			comm, err := os.ReadFile("/proc/" + v + "/comm")
-			return pid, err == nil && strings.Contains(string(comm), "redis")
-		}
+	pid, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, false
 	}
-	return 0, false
+	comm, err := os.ReadFile("/proc/" + v + "/comm")
+	return pid, err == nil && strings.Contains(string(comm), "redis")
 }
 
 // isLocalPostgres reports whether a Postgres URL or DSN names this machine.

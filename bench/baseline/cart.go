@@ -3,28 +3,18 @@ package main
 import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/pricing"
 )
-
-// Cart limits, as ticketd's pricing has them.
-const (
-	maxQuantity = 1000
-	maxLines    = 50
-)
-
-type ticketLine struct {
-	TicketID string `json:"ticketId"`
-	Quantity int64  `json:"quantity"`
-}
 
 // reserveBody is the reserve request: the buyer and a GA cart, either
 // tickets[] or the selectedTicketId + quantity shorthand.
 type reserveBody struct {
-	BuyerName        *string      `json:"buyerName,omitempty"`
-	BuyerEmail       *string      `json:"buyerEmail,omitempty"`
-	BuyerPhone       *string      `json:"buyerPhone,omitempty"`
-	Tickets          []ticketLine `json:"tickets,omitempty"`
-	SelectedTicketID string       `json:"selectedTicketId,omitempty"`
-	Quantity         *int64       `json:"quantity,omitempty"`
+	BuyerName        *string              `json:"buyerName,omitempty"`
+	BuyerEmail       *string              `json:"buyerEmail,omitempty"`
+	BuyerPhone       *string              `json:"buyerPhone,omitempty"`
+	Tickets          []pricing.TicketLine `json:"tickets,omitempty"`
+	SelectedTicketID string               `json:"selectedTicketId,omitempty"`
+	Quantity         *int64               `json:"quantity,omitempty"`
 }
 
 // line is one priced order line.
@@ -43,15 +33,16 @@ type priced struct {
 }
 
 func quantityErr(q int64) *apierr.Error {
-	return apierr.BadRequest("INVALID_QUANTITY", "ticket quantity must be 1 to %d, got %d", maxQuantity, q).With("quantity", q)
+	return apierr.BadRequest("INVALID_QUANTITY", "ticket quantity must be 1 to %d, got %d", pricing.MaxQuantity, q).With("quantity", q)
 }
 
-// price checks the cart against the event and totals it in cents the way
+// price checks the cart against the event, with ticketd's cart limits
+// (pricing.MaxQuantity, pricing.MaxLines), and totals it in cents the way
 // ticketd does for a GA cart without discounts or percentages: subtotal plus
 // feePerTicket for each admission that costs something (a free cart pays no fee).
 func price(ev *event, b *reserveBody) (priced, *apierr.Error) {
 	var p priced
-	var raw []ticketLine
+	var raw []pricing.TicketLine
 	switch {
 	case b.SelectedTicketID != "":
 		if len(b.Tickets) > 0 {
@@ -61,7 +52,7 @@ func price(ev *event, b *reserveBody) (priced, *apierr.Error) {
 		if b.Quantity != nil {
 			n = *b.Quantity
 		}
-		raw = []ticketLine{{TicketID: b.SelectedTicketID, Quantity: n}}
+		raw = []pricing.TicketLine{{TicketID: b.SelectedTicketID, Quantity: n}}
 	case b.Quantity != nil:
 		return p, apierr.Invalid("quantity goes with selectedTicketId; in tickets each line has its own quantity")
 	default:
@@ -70,20 +61,20 @@ func price(ev *event, b *reserveBody) (priced, *apierr.Error) {
 	if len(raw) == 0 {
 		return p, apierr.Invalid("the cart is empty: send tickets or selectedTicketId")
 	}
-	if len(raw) > maxLines {
-		return p, apierr.Invalid("a cart has at most %d ticket lines", maxLines)
+	if len(raw) > pricing.MaxLines {
+		return p, apierr.Invalid("a cart has at most %d ticket lines", pricing.MaxLines)
 	}
 	at := make(map[string]int, len(raw))
 	for i, l := range raw {
 		if l.TicketID == "" {
 			return p, apierr.Invalid("tickets[%d].ticketId is required", i)
 		}
-		if l.Quantity < 1 || l.Quantity > maxQuantity {
+		if l.Quantity < 1 || l.Quantity > pricing.MaxQuantity {
 			return p, quantityErr(l.Quantity)
 		}
 		if j, ok := at[l.TicketID]; ok { // repeated lines of one type merge
 			p.lines[j].quantity += l.Quantity
-			if p.lines[j].quantity > maxQuantity {
+			if p.lines[j].quantity > pricing.MaxQuantity {
 				return p, quantityErr(p.lines[j].quantity)
 			}
 			continue
@@ -107,7 +98,7 @@ func price(ev *event, b *reserveBody) (priced, *apierr.Error) {
 			paid += l.quantity
 		}
 	}
-	if p.admissions > maxQuantity {
+	if p.admissions > pricing.MaxQuantity {
 		return p, quantityErr(p.admissions)
 	}
 	p.total = subtotal

@@ -18,13 +18,10 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
 )
 
-var (
-	errEventNotFound = apierr.New(404, "EVENT_NOT_FOUND", "no such event in this channel's catalog")
-	errKeyConflict   = apierr.New(409, "KEY_CONFLICT",
-		"this Idempotency-Key was used for a different request or by a different caller; use a new key")
-)
+var errEventNotFound = apierr.New(404, "EVENT_NOT_FOUND", "no such event in this channel's catalog")
 
 // reserveView is the reserve response, as ticketd writes it.
 type reserveView struct {
@@ -146,7 +143,8 @@ func (a *app) reserve(ctx context.Context, o *newOrder) (reserveView, error) {
 
 // checkCapacity compares the cart with what is left (capacity - sold) at
 // event level first, then per ticket type in id order, the order ticketd
-// checks its counters in, so both name the same sold-out field.
+// checks its counters in, so both name the same sold-out field with
+// ticketd's own codes (orders.CapacityError).
 func (a *app) checkCapacity(ctx context.Context, o *newOrder) (*apierr.Error, error) {
 	ids := make([]string, len(o.p.lines))
 	for i, l := range o.p.lines {
@@ -173,7 +171,7 @@ func (a *app) checkCapacity(ctx context.Context, o *newOrder) (*apierr.Error, er
 		return nil, fmt.Errorf("reserve: read capacity: %w", err)
 	}
 	if evLeft != nil && o.p.admissions > *evLeft {
-		return capacityError("ev", "", *evLeft), nil
+		return orders.CapacityError("ev", *evLeft), nil
 	}
 	sorted := append([]line(nil), o.p.lines...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ticketID < sorted[j].ticketID })
@@ -183,7 +181,7 @@ func (a *app) checkCapacity(ctx context.Context, o *newOrder) (*apierr.Error, er
 			return apierr.BadRequest("TICKET_NOT_FOUND", "ticket %q is not on sale for this event", l.ticketID), nil
 		}
 		if l.quantity > n {
-			return capacityError("t", l.ticketID, n), nil
+			return orders.CapacityError("t:"+l.ticketID, n), nil
 		}
 	}
 	return nil, nil
@@ -203,22 +201,7 @@ func (a *app) replay(ctx context.Context, o *newOrder) (reserveView, bool, error
 		return reserveView{}, false, fmt.Errorf("reserve: read replayed order: %w", err)
 	}
 	if fp != o.fingerprint {
-		return reserveView{}, true, errKeyConflict
+		return reserveView{}, true, orders.ErrKeyConflict
 	}
 	return reserveView{OrderID: id, Amount: money.Cents(total), Currency: "USD", Duplicate: true}, true, nil
-}
-
-// capacityError maps a short counter to ticketd's codes.
-func capacityError(kind, id string, left int64) *apierr.Error {
-	soldOut := left <= 0
-	if kind == "ev" {
-		if soldOut {
-			return apierr.New(409, "EVENT_SOLD_OUT", "the event has no remaining capacity")
-		}
-		return apierr.New(409, "QUANTITY_EXCEEDS_CAPACITY", "only %d admissions remain for this event", left).With("remaining", left)
-	}
-	if soldOut {
-		return apierr.New(409, "TICKET_SOLD_OUT", "%s is sold out", id)
-	}
-	return apierr.New(409, "TICKET_QUANTITY_EXCEEDS_CAPACITY", "only %d of %s remain", left, id).With("remaining", left)
 }

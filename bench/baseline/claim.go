@@ -11,36 +11,13 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
 )
 
-// tolerance is how far a charged amount may differ from the order total.
-const tolerance = money.Cents(1)
-
-type ticketView struct {
-	TicketID string `json:"ticketId"`
-	Label    string `json:"label"`
-}
-
-// confirmation is the confirm response, as ticketd writes it.
-type confirmation struct {
-	OrderID   string       `json:"orderId"`
-	Status    string       `json:"status"`
-	Tickets   []ticketView `json:"tickets"`
-	Duplicate bool         `json:"duplicate,omitempty"`
-}
-
-var errOrderNotFound = apierr.New(404, "NOT_FOUND", "no such order for this caller")
-
-// confirmFailed is the 409 telling the partner to refund.
-func confirmFailed(reason string) *apierr.Error {
-	msg := map[string]string{
-		"failed":   "the order has failed",
-		"expired":  "the order expired before it was confirmed",
-		"sold_out": "the inventory of this order sold out meanwhile",
-	}[reason]
-	return (&apierr.Error{Status: 409, Code: "CONFIRM_FAILED", Reason: reason,
-		Message: msg + "; refund the buyer, no ticket was issued"}).With("refundRequired", true)
-}
+// confirmation is the confirm response: ticketd's own type, so both
+// servers write the same JSON (the tickets' kind and refId stay empty and
+// are omitted).
+type confirmation = orders.Confirmation
 
 // claim confirms an order. The claiming transaction either commits the sale
 // whole or rolls back; a claim that found too little stock is then recorded
@@ -63,7 +40,7 @@ func (a *app) claim(ctx context.Context, channelID, orderID string, amount money
 			return confirmation{}, fmt.Errorf("confirm: mark failed: %w", err)
 		}
 		if tag.RowsAffected() == 1 {
-			return confirmation{}, confirmFailed("sold_out")
+			return confirmation{}, orders.ConfirmFailed("sold_out")
 		}
 		// A concurrent confirm of the same order settled it between our
 		// rollback and this update: answer what it decided.
@@ -110,16 +87,16 @@ func (a *app) claimTx(ctx context.Context, channelID, orderID string, amount mon
 		return confirmation{}, false, fmt.Errorf("confirm: lock order: %w", err)
 	}
 	if len(lines) == 0 || owner != channelID {
-		return confirmation{}, false, errOrderNotFound
+		return confirmation{}, false, orders.ErrNotFound
 	}
 	switch status {
 	case "paid":
 		c, err := issued(ctx, tx, orderID)
 		return c, false, err
 	case "failed":
-		return confirmation{}, false, confirmFailed("failed")
+		return confirmation{}, false, orders.ConfirmFailed("failed")
 	}
-	if d := amount - money.Cents(total); d > tolerance || d < -tolerance {
+	if d := amount - money.Cents(total); d > orders.Tolerance || d < -orders.Tolerance {
 		return confirmation{}, false, (&apierr.Error{Status: 409, Code: "AMOUNT_MISMATCH",
 			Message: "charged amount differs from the order total " + money.Cents(total).String() + "; refund and re-quote"}).
 			With("serverTotal", money.Cents(total))
@@ -131,12 +108,12 @@ func (a *app) claimTx(ctx context.Context, channelID, orderID string, amount mon
 		if err := tx.Commit(ctx); err != nil {
 			return confirmation{}, false, fmt.Errorf("confirm: expire: %w", err)
 		}
-		return confirmation{}, false, confirmFailed("expired")
+		return confirmation{}, false, orders.ConfirmFailed("expired")
 	}
 
 	qty := map[string]int64{}
 	var admissions int64
-	tix := confirmation{OrderID: orderID, Status: "paid"}
+	tix := confirmation{OrderID: orderID, Status: orders.StatusPaid}
 	var seqs []int32
 	var ids, types, labels []string
 	for _, l := range lines {
@@ -145,7 +122,7 @@ func (a *app) claimTx(ctx context.Context, channelID, orderID string, amount mon
 		for range l.quantity {
 			n := len(tix.Tickets) + 1
 			id := orderID + "-" + strconv.Itoa(n)
-			tix.Tickets = append(tix.Tickets, ticketView{TicketID: id, Label: l.name})
+			tix.Tickets = append(tix.Tickets, orders.Ticket{TicketID: id, Label: l.name})
 			seqs, ids, types, labels = append(seqs, int32(n)), append(ids, id), append(types, l.ticketID), append(labels, l.name)
 		}
 	}
@@ -220,9 +197,9 @@ func issued(ctx context.Context, tx pgx.Tx, orderID string) (confirmation, error
 	if err != nil {
 		return confirmation{}, fmt.Errorf("confirm: read tickets: %w", err)
 	}
-	c := confirmation{OrderID: orderID, Status: "paid", Duplicate: true}
+	c := confirmation{OrderID: orderID, Status: orders.StatusPaid, Duplicate: true}
 	for rows.Next() {
-		var t ticketView
+		var t orders.Ticket
 		if err := rows.Scan(&t.TicketID, &t.Label); err != nil {
 			return confirmation{}, fmt.Errorf("confirm: read tickets: %w", err)
 		}

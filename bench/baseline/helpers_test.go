@@ -2,76 +2,49 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"testing"
 	"time"
 
 	json "github.com/goccy/go-json"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
 
+	"github.com/ticketd/ticketd/bench/procs"
 	ticketd "github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/sync/pgtest"
 )
 
-// serverURL is the Postgres server tests create their databases on, chosen
-// as sync/pgtest chooses it.
-func serverURL() string {
-	for _, v := range []string{"TEST_DATABASE_URL", "DATABASE_URL"} {
-		if u := os.Getenv(v); u != "" {
-			return u
-		}
-	}
-	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-}
-
-// testDB creates a database baseline_test_<random> and returns a pool of
+// testDB creates a database baseline_test_<random> on sync/pgtest's server
+// (procs.CreateDatabase, as the bench makes its own) and returns a pool of
 // size conns on it; the database is dropped when t ends.
 func testDB(t *testing.T, size int) *pgxpool.Pool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, serverURL())
+	url, drop, err := procs.CreateDatabase(ctx, pgtest.URL(), "baseline_test_")
 	if err != nil {
-		t.Fatalf("Postgres at %s is not reachable (run `make services`): %v", serverURL(), err)
-	}
-	defer admin.Close(ctx)
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	name := "baseline_test_" + hex.EncodeToString(b)
-	ident := pgx.Identifier{name}.Sanitize()
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
-		t.Fatalf("create database: %v", err)
+		t.Fatalf("%v (run `make services`)", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c, err := pgx.Connect(ctx, serverURL())
-		if err != nil {
-			t.Errorf("drop %s: %v", name, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop %s: %v", name, err)
+		if err := drop(ctx); err != nil {
+			t.Errorf("drop %s: %v", url, err)
 		}
 	})
-	cfg, err := pgxpool.ParseConfig(serverURL())
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ConnConfig.Database = name
 	cfg.MaxConns = int32(size)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		t.Fatalf("connect to %s: %v", name, err)
+		t.Fatalf("connect to %s: %v", url, err)
 	}
 	t.Cleanup(pool.Close) // before the drop: cleanups run last-in first-out
 	return pool

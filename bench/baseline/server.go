@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/apierr"
 )
 
@@ -39,36 +40,30 @@ func newApp(ctx context.Context, pool *pgxpool.Pool, adminToken string, orderTTL
 	return a, nil
 }
 
-// handler routes the endpoints the bench drives, with ticketd's envelope for
-// unknown routes and panics.
+// handler routes the endpoints the bench drives on ticketd's own root
+// handler (server.Handler): the same router settings, /healthz and
+// envelope for unknown routes and panics. /readyz has no probes: it
+// answers 200 whenever the server is up.
 func (a *app) handler() fasthttp.RequestHandler {
-	r := router.New()
-	r.NotFound = httpx.NotFound
-	r.MethodNotAllowed = httpx.MethodNotAllowed
-	r.PanicHandler = httpx.PanicHandler
-	r.RedirectTrailingSlash = false
-	r.RedirectFixedPath = false
-	r.GET("/healthz", func(ctx *fasthttp.RequestCtx) { httpx.OK(ctx, map[string]string{"status": "ok"}) })
+	return server.Handler(nil, a)
+}
+
+// Register mounts the baseline's routes (server.Surface).
+func (a *app) Register(r *router.Router) {
 	r.PUT("/v1/admin/catalog", a.applyCatalog)
 	r.POST("/v1/channel/events/{id}/checkout", a.keyed(a.checkout))
 	r.POST("/v1/channel/orders/confirm", a.keyed(a.confirm))
 	r.GET("/v1/channel/events/{id}", a.keyed(a.eventDetail))
 	r.GET("/v1/baseline/stats/{id}", a.stats)
-	return r.Handler
 }
 
-// newServer has ticketd's server limits, so transport costs match.
+// newServer is ticketd's server (server.New: its body and buffer limits,
+// timeouts and error envelope), so transport costs match; only the Server
+// header names the baseline.
 func newServer(h fasthttp.RequestHandler) *fasthttp.Server {
-	return &fasthttp.Server{
-		Handler:            h,
-		Name:               "ticketd-baseline",
-		MaxRequestBodySize: 8 << 20, // catalogs; client bodies are small
-		ErrorHandler:       httpx.ServerErrorHandler,
-		ReadTimeout:        30 * time.Second,
-		WriteTimeout:       30 * time.Second,
-		IdleTimeout:        2 * time.Minute,
-		CloseOnShutdown:    true,
-	}
+	s := server.New(h)
+	s.Name = "ticketd-baseline"
+	return s
 }
 
 // reqCtx bounds a request's database work.

@@ -62,7 +62,6 @@ type Meter struct {
 	begin   []map[int]int64
 	busy0   int64
 	total0  int64
-	cpus    int
 	shares  []Share
 	running bool
 }
@@ -87,7 +86,7 @@ func (m *Meter) Begin() {
 	for i, s := range m.sources {
 		m.begin[i] = ticks(s.pids())
 	}
-	m.busy0, m.total0, m.cpus, _ = machineTicks()
+	m.busy0, m.total0, _, _ = machineTicks()
 	m.t0 = time.Now()
 	m.shares, m.running = nil, true
 }

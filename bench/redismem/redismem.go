@@ -58,16 +58,25 @@ func Usage(ctx context.Context, rc rueidis.Client, keys []string) (int64, error)
 
 // UsedMemory returns used_memory of INFO memory, in bytes.
 func UsedMemory(ctx context.Context, rc rueidis.Client) (int64, error) {
-	info, err := rc.Do(ctx, rc.B().Info().Section("memory").Build()).ToString()
+	v, err := InfoField(ctx, rc, "memory", "used_memory")
 	if err != nil {
-		return 0, fmt.Errorf("redismem: info memory: %w", err)
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+// InfoField returns the value of field in section of INFO.
+func InfoField(ctx context.Context, rc rueidis.Client, section, field string) (string, error) {
+	info, err := rc.Do(ctx, rc.B().Info().Section(section).Build()).ToString()
+	if err != nil {
+		return "", fmt.Errorf("redismem: info %s: %w", section, err)
 	}
 	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			return strconv.ParseInt(v, 10, 64)
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v, nil
 		}
 	}
-	return 0, fmt.Errorf("redismem: info memory has no used_memory")
+	return "", fmt.Errorf("redismem: info %s has no %s", section, field)
 }
 
 // DeletePrefix unlinks every key that starts with prefix and returns how

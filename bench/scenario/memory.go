@@ -55,25 +55,25 @@ func (memory) Run(ctx context.Context, env *Env, o Options) (*Outcome, error) {
 		return nil, fmt.Errorf("memory: provision the catalog: %w", err)
 	}
 	prefix := env.KeyPrefix
-	pattern := func() string { return "*" + redismem.Glob(keys.Space{}.Event(seated)) + "*" }
+	pattern := "*" + redismem.Glob(keys.Space{}.Event(seated)) + "*"
 	if env.PrefixKnown {
-		pattern = func() string { return redismem.Glob(keys.Space{Prefix: prefix}.Event(seated)) + "*" }
+		pattern = redismem.Glob(keys.Space{Prefix: prefix}.Event(seated)) + "*"
 	}
-	eventUsage := func() (int64, []string, error) {
-		ks, err := redismem.Scan(ctx, env.Redis, pattern())
-		if err != nil {
-			return 0, nil, err
+	// measure reads the seated event's keys, the sum of their MEMORY USAGE
+	// and used_memory of the whole Redis.
+	measure := func() (usage, used int64, ks []string, err error) {
+		if ks, err = redismem.Scan(ctx, env.Redis, pattern); err != nil {
+			return 0, 0, nil, err
 		}
-		n, err := redismem.Usage(ctx, env.Redis, ks)
-		return n, ks, err
+		if usage, err = redismem.Usage(ctx, env.Redis, ks); err != nil {
+			return 0, 0, nil, err
+		}
+		used, err = redismem.UsedMemory(ctx, env.Redis)
+		return usage, used, ks, err
 	}
 
 	// Phase 1: hold every seat.
-	before, _, err := eventUsage()
-	if err != nil {
-		return nil, err
-	}
-	usedBefore, err := redismem.UsedMemory(ctx, env.Redis)
+	before, usedBefore, _, err := measure()
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +86,7 @@ func (memory) Run(ctx context.Context, env *Env, o Options) (*Outcome, error) {
 		return nil, fmt.Errorf("memory: hold: %w", err)
 	}
 	out.Result = res
-	after, eventKeys, err := eventUsage()
-	if err != nil {
-		return nil, err
-	}
-	usedAfter, err := redismem.UsedMemory(ctx, env.Redis)
+	after, usedAfter, eventKeys, err := measure()
 	if err != nil {
 		return nil, err
 	}
