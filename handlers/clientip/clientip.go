@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/inventory/cidr"
 )
 
 // Resolver resolves client addresses. The zero value trusts no proxy, so
@@ -34,37 +36,13 @@ func ParsePrefixes(csv string) ([]netip.Prefix, error) {
 		if item == "" {
 			continue
 		}
-		p, err := parsePrefix(item)
+		p, err := cidr.Parse(item)
 		if err != nil {
 			return nil, fmt.Errorf("clientip: trusted proxy %q: %w", item, err)
 		}
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-func parsePrefix(s string) (netip.Prefix, error) {
-	if !strings.Contains(s, "/") {
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return netip.Prefix{}, err
-		}
-		if a.Zone() != "" {
-			return netip.Prefix{}, fmt.Errorf("an IPv6 zone is not allowed")
-		}
-		a = a.Unmap()
-		return netip.PrefixFrom(a, a.BitLen()), nil
-	}
-	p, err := netip.ParsePrefix(s)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	// Addresses are unmapped before matching, so a mapped prefix
-	// (::ffff:10.0.0.0/104) must become its IPv4 form (10.0.0.0/8).
-	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
-		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
-	}
-	return p.Masked(), nil
 }
 
 // ClientIP returns the client address of a request; it is never the zero

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ticketd/ticketd/inventory/cidr"
 )
 
 // Snapshot is the compiled, read-only catalog a node serves from. It is
@@ -176,8 +178,8 @@ func Compile(version int64, tenants []Tenant, channels []StoredChannel, sealer *
 		for _, sc := range sc.Scopes {
 			cc.Scopes[sc] = true
 		}
-		for _, cidr := range sc.IPAllowlist {
-			if p, err := parsePrefix(cidr); err == nil {
+		for _, a := range sc.IPAllowlist {
+			if p, err := cidr.Parse(a); err == nil {
 				cc.Allow = append(cc.Allow, p)
 			}
 		}
@@ -185,23 +187,6 @@ func Compile(version int64, tenants []Tenant, channels []StoredChannel, sealer *
 		s.ByKey[sc.Key] = cc
 	}
 	return s, nil
-}
-
-// parsePrefix accepts a CIDR or a bare address (a /32 or /128).
-func parsePrefix(s string) (netip.Prefix, error) {
-	if strings.IndexByte(s, '/') < 0 {
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return netip.Prefix{}, err
-		}
-		a = a.Unmap()
-		return netip.PrefixFrom(a, a.BitLen()), nil
-	}
-	p, err := netip.ParsePrefix(s)
-	if err != nil {
-		return p, err
-	}
-	return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()).Masked(), nil
 }
 
 func compileEvent(ev *Event) *CompiledEvent {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/ticketd/ticketd/inventory/cidr"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 )
@@ -458,7 +459,7 @@ func (v *validator) channel(c *Channel, path string) *ValidationError {
 		return fail(path+".ipAllowlist", "needs at least one IP address or CIDR (such as 203.0.113.7 or 203.0.113.0/24)")
 	}
 	for i, a := range c.IPAllowlist {
-		if _, err := parsePrefix(a); err != nil {
+		if _, err := cidr.Parse(a); err != nil {
 			return fail(fmt.Sprintf("%s.ipAllowlist[%d]", path, i), "%q is not an IP address or CIDR", a)
 		}
 	}

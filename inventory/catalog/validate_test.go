@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -271,6 +272,7 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 		{"allowlist entry not an address", func(d *catalog.Document) { chA(d).IPAllowlist[2] = "203.0.113.300" }, "channels[0].ipAllowlist[2]"},
 		{"allowlist entry a host name", func(d *catalog.Document) { chB(d).IPAllowlist[0] = "partner.example.com" }, "channels[1].ipAllowlist[0]"},
 		{"allowlist prefix too long", func(d *catalog.Document) { chB(d).IPAllowlist[0] = "10.0.0.0/33" }, "channels[1].ipAllowlist[0]"},
+		{"allowlist entry with an IPv6 zone", func(d *catalog.Document) { chB(d).IPAllowlist[0] = "fe80::1%eth0" }, "channels[1].ipAllowlist[0]"},
 		{"rate limit negative", func(d *catalog.Document) { chA(d).RateLimits.Checkout = -1 }, "channels[0].rateLimits.checkout"},
 
 		// The first problem in document order is the one named.
@@ -391,5 +393,23 @@ func TestValidationErrorWithoutPath(t *testing.T) {
 	}
 	if got := (&catalog.ValidationError{Path: "channels[1].ipAllowlist[0]", Msg: "bad"}).Error(); got != "channels[1].ipAllowlist[0]: bad" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// TestMappedAllowlistRangeAdmitsItsIPv4Clients: clients are matched by
+// their unmapped address, so ::ffff:10.0.0.0/104 must admit 10.1.2.3. It
+// used to compile to a prefix that matched nobody.
+func TestMappedAllowlistRangeAdmitsItsIPv4Clients(t *testing.T) {
+	ch := catalog.Channel{ID: "ch_m", Key: "ck_m", Secret: "cs_m_secret_long_enough", Scopes: []string{catalog.ScopeCatalogRead},
+		IPAllowlist: []string{"::ffff:10.0.0.0/104"}, Settlement: "invoice"}
+	sealer := catalog.NewSealer("test")
+	snap, err := catalog.Compile(1, nil, []catalog.StoredChannel{sealer.Store(ch)}, sealer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := snap.Channels["ch_m"]
+	if !c.Allowed(netip.MustParseAddr("10.1.2.3")) || c.Allowed(netip.MustParseAddr("11.1.2.3")) {
+		t.Fatalf("allowlist %v: 10.1.2.3 allowed %v, 11.1.2.3 allowed %v", c.Allow,
+			c.Allowed(netip.MustParseAddr("10.1.2.3")), c.Allowed(netip.MustParseAddr("11.1.2.3")))
 	}
 }
