@@ -76,7 +76,9 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 
 	var wg sync.WaitGroup
 	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWorker()
+	// Every way out, a failed start included, stops the worker and waits
+	// for its batch before the pool and the Redis client close.
+	defer func() { stopWorker(); wg.Wait() }()
 	if opts.Worker && pool != nil {
 		w := &worker.Worker{Redis: rc, Space: space, Pool: pool, Logger: log}
 		if err := w.EnsureGroups(ctx); err != nil {
@@ -94,8 +96,6 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 
 	if !opts.API {
 		<-ctx.Done()
-		stopWorker()
-		wg.Wait()
 		return nil
 	}
 
@@ -151,8 +151,6 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	go func() { serveErr <- srv.Serve(ln) }()
 	select {
 	case err := <-serveErr:
-		stopWorker()
-		wg.Wait()
 		return err
 	case <-ctx.Done():
 	}
