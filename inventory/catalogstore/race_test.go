@@ -68,8 +68,8 @@ func TestApplyRefusedByARacingSaleChangesNothing(t *testing.T) {
 	})
 	err := apply(t, s, a2, b2)
 	var ve *catalog.ValidationError
-	if !errors.As(err, &ve) {
-		t.Fatalf("apply racing sales past a lowered capacity: %v, want a validation error", err)
+	if !errors.As(err, &ve) || ve.Path != "tenants[0].events[1].tickets[0].capacity" {
+		t.Fatalf("apply racing sales past a lowered capacity: %v, want a validation error at ev_b's ticket capacity", err)
 	}
 
 	for ev, want := range map[string]map[string]int64{"ev_a": {"t:tk": 100}, "ev_b": {"t:tk": 20}} {

@@ -204,14 +204,16 @@ func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, erro
 		return Applied{}, err
 	}
 	var changed []*catalog.Event
+	var paths []string // of changed, in the document
 	for ti := range doc.Tenants {
 		t := &doc.Tenants[ti]
 		for ei := range t.Events {
 			t.Events[ei].TenantID = t.ID
-			if err := s.checkSold(ctx, &t.Events[ei], fmt.Sprintf("tenants[%d].events[%d]", ti, ei)); err != nil {
+			path := fmt.Sprintf("tenants[%d].events[%d]", ti, ei)
+			if err := s.checkSold(ctx, &t.Events[ei], path); err != nil {
 				return Applied{}, err
 			}
-			changed = append(changed, &t.Events[ei])
+			changed, paths = append(changed, &t.Events[ei]), append(paths, path)
 		}
 	}
 	stored := make([]catalog.StoredChannel, len(doc.Channels))
@@ -226,7 +228,7 @@ func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, erro
 	// can still refuse it (sold past a lowered capacity since the checks
 	// above). Only once every event's capacities took is the record
 	// written, so Postgres never keeps a document Redis refused.
-	undo, err := s.projectCaps(ctx, changed)
+	undo, err := s.projectCaps(ctx, changed, paths)
 	if err != nil {
 		return Applied{}, err
 	}
@@ -408,7 +410,7 @@ func mergeEvents(old, applied []catalog.Event) []catalog.Event {
 // project writes the changed events' capacities and the whole projection,
 // then bumps the version so every node reloads.
 func (s *Store) project(ctx context.Context, p projected, changed []*catalog.Event) error {
-	if _, err := s.projectCaps(ctx, changed); err != nil {
+	if _, err := s.projectCaps(ctx, changed, nil); err != nil {
 		return err
 	}
 	_, _, err := s.writeProjection(ctx, p)
@@ -418,8 +420,10 @@ func (s *Store) project(ctx context.Context, p projected, changed []*catalog.Eve
 // projectCaps replaces the capacities of the changed events, one atomic
 // script each. When one refuses, those already replaced get their previous
 // capacities back and the refusal is returned; on success undo does the
-// same for all of them (the record could not be written).
-func (s *Store) projectCaps(ctx context.Context, changed []*catalog.Event) (undo func(context.Context), err error) {
+// same for all of them (the record could not be written). A refusal's path
+// starts at paths[i], the event's place in the applied document ("events.<id>"
+// when paths is nil).
+func (s *Store) projectCaps(ctx context.Context, changed []*catalog.Event, paths []string) (undo func(context.Context), err error) {
 	prev := make([]map[string]int64, len(changed))
 	caps := make([]map[string]int64, len(changed))
 	if len(changed) > 0 {
@@ -437,6 +441,13 @@ func (s *Store) projectCaps(ctx context.Context, changed []*catalog.Event) (undo
 		caps[i] = compileOne(ev).Caps()
 		if err := s.replaceCaps(ctx, ev, caps[i], uncappedFields(ev)); err != nil {
 			s.restoreCaps(context.WithoutCancel(ctx), changed[:i], caps[:i], prev[:i])
+			if ve, ok := err.(*catalog.ValidationError); ok {
+				if paths != nil {
+					ve.Path = paths[i] + ve.Path
+				} else {
+					ve.Path = "events." + ev.ID + ve.Path
+				}
+			}
 			return nil, err
 		}
 	}
@@ -445,7 +456,8 @@ func (s *Store) projectCaps(ctx context.Context, changed []*catalog.Event) (undo
 
 // replaceCaps runs catalog_caps.lua for one event: caps become its
 // capacities, the uncapped fields are removed, any other field is frozen
-// at its sold count.
+// at its sold count. A refusal is a *catalog.ValidationError whose path is
+// relative to the event (".tickets[0].capacity").
 func (s *Store) replaceCaps(ctx context.Context, ev *catalog.Event, caps map[string]int64, uncapped []string) error {
 	fields := make([]string, 0, len(caps))
 	for f := range caps {
@@ -466,7 +478,7 @@ func (s *Store) replaceCaps(ctx context.Context, ev *catalog.Event, caps map[str
 	case 1:
 		f, _ := lua.Str(arr, 1)
 		n, _ := lua.Int(arr, 2)
-		return &catalog.ValidationError{Path: "events." + ev.ID + capPath(ev, f),
+		return &catalog.ValidationError{Path: capPath(ev, f),
 			Msg: fmt.Sprintf("capacity is below the %d already sold", n)}
 	case 0:
 		if frozen, _ := lua.Strs(arr, 1); len(frozen) > 0 {
