@@ -10,6 +10,8 @@
 --
 -- KEYS[1] -> capacities hash {pN}:ev:<id>:cap
 -- KEYS[2] -> sold hash       {pN}:ev:<id>:sold
+-- KEYS[3] -> partition marker {pN}:live (Redis lost its state or is being
+--            rebuilt while it is missing: capacities wait for the rebuild)
 --
 -- ARGV[1] -> number of capped fields N
 -- ARGV[2 .. 1+2N] -> field, capacity, ...
@@ -18,7 +20,11 @@
 -- next U  -> uncapped fields (removed from the hash: uncapped)
 --
 -- Output: {0, {frozen fields}} replaced; {1, field, sold} a capacity is below
--- its sold count (nothing written)
+-- its sold count (nothing written); {2} the partition's marker is missing
+-- (nothing written)
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  return {2}
+end
 local n = tonumber(ARGV[1])
 local capped = {}
 for i = 0, n - 1 do

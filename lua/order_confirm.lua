@@ -12,7 +12,8 @@
 -- KEYS[5]  -> discount holds zset   {pN}:ev:<id>:dchold:<code> (any name when none)
 -- KEYS[6]  -> discount used hash    {pN}:ev:<id>:dcused
 -- KEYS[7]  -> paid stream           {pN}:paid
--- KEYS[8..] -> seat keys of the order's seats, in the order of its 'seats' field
+-- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
+-- KEYS[9..] -> seat keys of the order's seats, in the order of its 'seats' field
 --
 -- The caller knows the event from the order id but not the order's seats
 -- and discount code; it declares what it guesses (none, for the common GA
@@ -42,6 +43,11 @@
 --   {3, order total cents}            amount differs beyond the tolerance
 --   {4, seats, discount code}         declared keys are not the order's: run
 --                                     again with these declared
+--   {5}                               the partition's marker is missing: Redis
+--                                     lost its state or is being rebuilt
+if redis.call('EXISTS', KEYS[8]) == 0 then
+  return {5}
+end
 local order = KEYS[1]
 local o = redis.call('HMGET', order, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'rec', 'why', 'ref')
 local st = o[1]
@@ -103,7 +109,7 @@ if not reason and n > 0 then
 end
 if not reason then
   for s = 1, #seats do
-    if redis.call('GET', KEYS[7 + s]) ~= holder or redis.call('HEXISTS', KEYS[4], seats[s]) == 1 then
+    if redis.call('GET', KEYS[8 + s]) ~= holder or redis.call('HEXISTS', KEYS[4], seats[s]) == 1 then
       reason = 'seat_lost'
       break
     end
@@ -113,8 +119,8 @@ end
 -- writes
 if reason then
   for s = 1, #seats do
-    if redis.call('GET', KEYS[7 + s]) == holder then
-      redis.call('DEL', KEYS[7 + s])
+    if redis.call('GET', KEYS[8 + s]) == holder then
+      redis.call('DEL', KEYS[8 + s])
     end
   end
   if code ~= '' then
@@ -128,7 +134,7 @@ for c = 1, n do
 end
 for s = 1, #seats do
   redis.call('HSET', KEYS[4], seats[s], oid)
-  redis.call('DEL', KEYS[7 + s])
+  redis.call('DEL', KEYS[8 + s])
 end
 if code ~= '' then
   redis.call('ZREM', KEYS[5], oid)

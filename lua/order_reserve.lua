@@ -10,7 +10,8 @@
 -- KEYS[5]  -> hold token hash       {pN}:ev:<id>:hold:<token> (any name when no seats)
 -- KEYS[6]  -> discount holds zset   {pN}:ev:<id>:dchold:<code> (any name when no limited code)
 -- KEYS[7]  -> discount used hash    {pN}:ev:<id>:dcused
--- KEYS[8..] -> one seat key per seat label, in the order of the labels in ARGV
+-- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
+-- KEYS[9..] -> one seat key per seat label, in the order of the labels in ARGV
 --
 -- ARGV[1] -> order id
 -- ARGV[2] -> order TTL ms (pending expiry)
@@ -32,6 +33,11 @@
 --   {4, {labels}}                    seats booked or held by someone else
 --   {5, {labels}}                    seats not held by this token
 --   {6}                              the discount code has no uses left
+--   {7}                              the partition's marker is missing: Redis
+--                                    lost its state or is being rebuilt
+if redis.call('EXISTS', KEYS[8]) == 0 then
+  return {7}
+end
 local order = KEYS[1]
 if redis.call('EXISTS', order) == 1 then
   return {1, tonumber(redis.call('HGET', order, 'total')) or 0}
@@ -77,7 +83,7 @@ if nseats > 0 then
   end
   local conflicts, notheld = {}, {}
   for s = 1, nseats do
-    local v = redis.call('GET', KEYS[7 + s])
+    local v = redis.call('GET', KEYS[8 + s])
     if redis.call('HEXISTS', KEYS[4], labels[s]) == 1 or (v and v ~= holder) then
       conflicts[#conflicts + 1] = labels[s]
     elseif not v then
@@ -110,7 +116,7 @@ end
 -- writes
 local oid = ARGV[1]
 for s = 1, nseats do
-  redis.call('SET', KEYS[7 + s], 'o:' .. oid, 'PX', ttl)
+  redis.call('SET', KEYS[8 + s], 'o:' .. oid, 'PX', ttl)
   redis.call('HDEL', KEYS[5], 's:' .. labels[s])
 end
 if code ~= '' and maxuses > 0 then

@@ -5,7 +5,8 @@
 --
 -- KEYS[1]  -> hold token hash   {pN}:ev:<id>:hold:<token>
 -- KEYS[2]  -> booked seats hash {pN}:ev:<id>:booked (label -> order id)
--- KEYS[3..] -> one seat key per label, in the order of the labels in ARGV
+-- KEYS[3]  -> partition marker  {pN}:live (sales stop while it is missing)
+-- KEYS[4..] -> one seat key per label, in the order of the labels in ARGV
 --
 -- ARGV[1] -> hold token
 -- ARGV[2] -> most seats one token may hold
@@ -16,20 +17,25 @@
 --   {1}                         the token is gone (expired or never created)
 --   {2, {labels}}               seats booked or held by another token or order
 --   {3, max}                    the token would hold more than max seats
+--   {4}                         the partition's marker is missing: Redis lost
+--                               its state or is being rebuilt
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  return {4}
+end
 local hold = KEYS[1]
 local exp = redis.call('HGET', hold, 'exp')
 if not exp then
   return {1}
 end
 
-local n = #KEYS - 2
+local n = #KEYS - 3
 local labels = {}
 for i = 1, n do
   labels[i] = ARGV[2 + i]
 end
 local holder = 'h:' .. ARGV[1]
 local booked = redis.call('HMGET', KEYS[2], unpack(labels))
-local cur = redis.call('MGET', unpack(KEYS, 3, 2 + n))
+local cur = redis.call('MGET', unpack(KEYS, 4, 3 + n))
 local conflicts = {}
 for i = 1, n do
   if booked[i] or (cur[i] and cur[i] ~= holder) then
@@ -60,7 +66,7 @@ end
 -- writes
 for i = 1, n do
   if not cur[i] then
-    redis.call('SET', KEYS[2 + i], holder, 'PXAT', exp)
+    redis.call('SET', KEYS[3 + i], holder, 'PXAT', exp)
   end
   redis.call('HSET', hold, 's:' .. labels[i], '1')
 end

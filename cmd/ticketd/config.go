@@ -26,10 +26,17 @@ type config struct {
 	CheckoutTTL    time.Duration
 	SeatHoldTTL    time.Duration
 	LogFormat      string
-	PprofAddr      string
+	// Recovery is TICKETD_RECOVERY: "auto" (default) rebuilds Redis from
+	// Postgres by itself after a loss; "manual" leaves it to the operator.
+	Recovery  string
+	PprofAddr string
 	// RedisFlushDelay is rueidis' MaxFlushDelay (TICKETD_REDIS_FLUSH_DELAY).
 	RedisFlushDelay time.Duration
 }
+
+// defaultDatabaseURL is DATABASE_URL's default: database "ticketd" on the
+// local server, never the server's shared "postgres" database.
+const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/ticketd?sslmode=disable"
 
 func env(name, def string) (string, bool) {
 	if v, ok := os.LookupEnv(name); ok && v != "" {
@@ -55,15 +62,21 @@ func loadConfig() (config, error) {
 	c.Addr, _ = env("TICKETD_ADDR", ":8080")
 	c.AppURL, _ = env("TICKETD_APP_URL", defaultAppURL(c.Addr))
 	c.RedisURL, c.RedisURLSet = env("REDIS_URL", "redis://127.0.0.1:6379")
-	// The default is the local server, so no TLS on loopback (pgx would
-	// otherwise try it first and pay for it on every write).
-	c.DatabaseURL, c.DatabaseURLSet = env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+	// The default is a database of ticketd's own on the local server
+	// (created when missing, see ensureDefaultDatabase), so no TLS on
+	// loopback (pgx would otherwise try it first and pay for it on every
+	// write).
+	c.DatabaseURL, c.DatabaseURLSet = env("DATABASE_URL", defaultDatabaseURL)
 	c.AdminToken, _ = env("TICKETD_ADMIN_TOKEN", "")
 	c.SecretsKey, _ = env("TICKETD_SECRETS_KEY", "")
 	c.KeyPrefix, _ = env("TICKETD_KEY_PREFIX", "")
 	c.TrustedProxies, _ = env("TICKETD_TRUSTED_PROXIES", "")
 	c.LogFormat, _ = env("TICKETD_LOG_FORMAT", "text")
 	c.PprofAddr, _ = env("TICKETD_PPROF_ADDR", "")
+	c.Recovery, _ = env("TICKETD_RECOVERY", recoveryAuto)
+	if c.Recovery != recoveryAuto && c.Recovery != recoveryManual {
+		return c, fmt.Errorf("TICKETD_RECOVERY=%q: want auto or manual", c.Recovery)
+	}
 	// The TTLs reach Redis as whole milliseconds (PX) and scripts compare them
 	// to Redis time, so below a second they round to nothing or expire before
 	// the buyer can act; a hold may not outlive the 30m cap from its first hold.

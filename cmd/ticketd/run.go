@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
 
@@ -42,7 +44,7 @@ type options struct {
 // gracefully: in-flight requests and the current sync batch finish. ready,
 // when not nil, receives the listening address.
 func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready chan<- string) error {
-	rc, closeRedis, err := connectRedis(ctx, cfg, log)
+	rc, closeRedis, embedded, err := connectRedis(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -65,9 +67,22 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if pool != nil {
 		store.Record = &catalogdb.Store{Pool: pool}
 	}
-	if err := store.Bootstrap(ctx); err != nil {
+	mon, rebuilder := stateMonitor(rc, space, pool, store, embedded, log)
+	if err := startState(ctx, cfg, mon, rebuilder, log); err != nil {
 		return err
 	}
+	if rebuilder != nil && cfg.Recovery == recoveryAuto {
+		mon.Recover = func(ctx context.Context, bad string) error {
+			_, _, err := rebuilder.Recover(ctx, bad)
+			return err
+		}
+	}
+	if err := store.Refresh(ctx); err != nil {
+		return err
+	}
+	monCtx, stopMon := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopMon()
+	go mon.Run(monCtx, 250*time.Millisecond)
 	if opts.Demo {
 		if err := applyDemo(ctx, store, cfg, log); err != nil {
 			return err
@@ -99,15 +114,12 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		return nil
 	}
 
-	sessions, err := sessionSecret(ctx, rc, space)
-	if err != nil {
-		return err
-	}
+	sessions := &channel.Sessions{Secret: derive(secretsKey, "ticketd buyer sessions v1")}
 	trusted, err := clientip.ParsePrefixes(cfg.TrustedProxies)
 	if err != nil {
 		return fmt.Errorf("TICKETD_TRUSTED_PROXIES: %w", err)
 	}
-	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: cfg.OrderTTL}
+	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: cfg.OrderTTL, IDKey: derive(secretsKey, "ticketd order ids v1")}
 	if pool == nil {
 		// Nothing will drain the paid streams: keep the newest entries only.
 		ord.StreamCap = 100_000
@@ -119,6 +131,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		Limiter:  &ratelimit.Limiter{Redis: rc, Space: space},
 		ClientIP: &clientip.Resolver{Trusted: trusted},
 		Sessions: sessions,
+		Gate:     mon.Gate,
 		Logger:   log,
 	}
 	if pool != nil {
@@ -133,11 +146,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if cfg.AdminToken == "" {
 		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
 	}
-	srv := server.New(server.Handler(probes, api, &admin.API{Token: cfg.AdminToken, Catalog: store}))
-
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	go store.Watch(watchCtx, 250*time.Millisecond)
+	srv := server.New(server.Handler(probes, api, &admin.API{Token: cfg.AdminToken, Catalog: store, Gate: mon.Gate}))
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -169,10 +178,10 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 // connectRedis connects to REDIS_URL. When Redis is not reachable and
 // REDIS_URL was not set, it starts an embedded in-process Redis (miniredis)
 // that runs the same Lua scripts, so a first `make run` works anywhere.
-func connectRedis(ctx context.Context, cfg config, log *slog.Logger) (rueidis.Client, func(), error) {
+func connectRedis(ctx context.Context, cfg config, log *slog.Logger) (c rueidis.Client, closer func(), embedded bool, err error) {
 	opt, err := rueidis.ParseURL(cfg.RedisURL)
 	if err != nil {
-		return nil, nil, fmt.Errorf("REDIS_URL: %w", err)
+		return nil, nil, false, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	opt.DisableCache = true
 	opt.Dialer.Timeout = 2 * time.Second
@@ -184,35 +193,39 @@ func connectRedis(ctx context.Context, cfg config, log *slog.Logger) (rueidis.Cl
 	// a single node by default): every command of every request shares its
 	// writes and reads, so a batch costs one syscall each way.
 	opt.PipelineMultiplex = -1
-	c, err := rueidis.NewClient(opt)
+	c, err = rueidis.NewClient(opt)
 	if err == nil {
-		return c, c.Close, nil
+		return c, c.Close, false, nil
 	}
 	if cfg.RedisURLSet {
-		return nil, nil, fmt.Errorf("redis at %s: %w", cfg.RedisURL, err)
+		return nil, nil, false, fmt.Errorf("redis at %s: %w", redisHost(cfg.RedisURL), err)
 	}
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true)
 	if err := m.Start(); err != nil {
-		return nil, nil, fmt.Errorf("embedded redis: %w", err)
+		return nil, nil, false, fmt.Errorf("embedded redis: %w", err)
 	}
 	for i := 0; i < 3; i++ {
-		log.Warn("!!! Redis is not reachable at " + cfg.RedisURL + ": running on an EMBEDDED IN-PROCESS Redis (miniredis). " +
+		log.Warn("!!! Redis is not reachable at " + redisHost(cfg.RedisURL) + ": running on an EMBEDDED IN-PROCESS Redis (miniredis). " +
 			"State is lost when ticketd stops and only this process can see it. Set REDIS_URL for a real deployment. !!!")
 	}
 	c, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
 	if err != nil {
 		m.Close()
-		return nil, nil, fmt.Errorf("embedded redis: %w", err)
+		return nil, nil, false, fmt.Errorf("embedded redis: %w", err)
 	}
-	return c, func() { c.Close(); m.Close() }, nil
+	return c, func() { c.Close(); m.Close() }, true, nil
 }
 
 // connectPostgres connects to DATABASE_URL and migrates it. When Postgres is
 // not reachable and DATABASE_URL was not set, ticketd runs without
 // write-through: nothing is durable, and it says so.
 func connectPostgres(ctx context.Context, cfg config, log *slog.Logger) (*pgxpool.Pool, error) {
-	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	err := ensureDefaultDatabase(ctx, cfg)
+	var pool *pgxpool.Pool
+	if err == nil {
+		pool, err = pgxpool.New(ctx, cfg.DatabaseURL)
+	}
 	if err == nil {
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		err = pool.Ping(pctx)
@@ -238,21 +251,6 @@ func connectPostgres(ctx context.Context, cfg config, log *slog.Logger) (*pgxpoo
 	return pool, nil
 }
 
-// sessionSecret returns the buyer-session signer, its secret shared by every
-// node through Redis (created by whichever node starts first).
-func sessionSecret(ctx context.Context, rc rueidis.Client, space keys.Space) (*channel.Sessions, error) {
-	k := space.Secret("session")
-	err := rc.Do(ctx, rc.B().Set().Key(k).Value(seats.NewToken()+seats.NewToken()).Nx().Build()).Error()
-	if err != nil && !rueidis.IsRedisNil(err) {
-		return nil, fmt.Errorf("session secret: %w", err)
-	}
-	s, err := rc.Do(ctx, rc.B().Get().Key(k).Build()).ToString()
-	if err != nil {
-		return nil, fmt.Errorf("session secret: %w", err)
-	}
-	return &channel.Sessions{Secret: []byte(s)}, nil
-}
-
 func applyDemo(ctx context.Context, store *catalogstore.Store, cfg config, log *slog.Logger) error {
 	doc, err := catalog.Decode(demoCatalog)
 	if err == nil {
@@ -274,4 +272,40 @@ func applyDemo(ctx context.Context, store *catalogstore.Store, cfg config, log *
 	log.Info("demo catalog applied", "tenant", "t_demo", "channel", "ch_demo", "events", "ev_demo_ga, ev_demo_seated")
 	printDemo(os.Stdout, cfg)
 	return nil
+}
+
+// ensureDefaultDatabase creates the default database (DATABASE_URL unset)
+// when the local server does not have it yet, so a first `make run` works
+// without filling the server's shared "postgres" database with tables. An
+// explicit DATABASE_URL is the operator's: it must exist.
+func ensureDefaultDatabase(ctx context.Context, cfg config) error {
+	if cfg.DatabaseURLSet {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	pcfg, err := pgx.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	name := pcfg.Database
+	pcfg.Database = "postgres"
+	conn, err := pgx.ConnectConfig(cctx, pcfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(cctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(cctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P04" { // created meanwhile by another node
+		return nil
+	}
+	return err
 }

@@ -21,6 +21,10 @@ import (
 type API struct {
 	Token   string
 	Catalog *catalogstore.Store
+	// Gate, when set, refuses applies (503) while the Redis state is not
+	// current: capacities must not be written into a Redis that lost its
+	// sold counts.
+	Gate func() *apierr.Error
 }
 
 // MaxCatalogBody is the largest catalog document accepted. Catalogs are an
@@ -52,6 +56,12 @@ func (a *API) applyCatalog(ctx *fasthttp.RequestCtx) {
 	if !a.authorized(ctx) {
 		httpx.Fail(ctx, errUnauthorized)
 		return
+	}
+	if a.Gate != nil {
+		if e := a.Gate(); e != nil {
+			httpx.Fail(ctx, e)
+			return
+		}
 	}
 	doc, err := catalog.Decode(ctx.PostBody())
 	if err == nil {

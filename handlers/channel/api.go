@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/seats"
@@ -28,6 +29,10 @@ type API struct {
 	// Archive answers status and confirm replays for orders that aged out
 	// of Redis (Postgres); nil when ticketd runs without Postgres.
 	Archive orders.Archive
+	// Gate, when set, says whether sales run: nil, or the 503 to answer
+	// (redisstate.Monitor.Gate: Redis unreachable, lost or being rebuilt).
+	// It is checked before anything else, so a stopped node answers at once.
+	Gate func() *apierr.Error
 	// Timeout bounds each request's Redis work; fasthttp contexts are not
 	// cancelled per request.
 	Timeout time.Duration

@@ -104,6 +104,15 @@ var (
 // caller's rate limit before h runs.
 func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
+		if a.Gate != nil {
+			if e := a.Gate(); e != nil {
+				if cl == classConfirm {
+					e = errAccrualRetry // confirm's own code for "retry, it is idempotent"
+				}
+				httpx.Fail(ctx, e)
+				return
+			}
+		}
 		c, e := a.authenticate(ctx, mode, scope)
 		if e != nil {
 			httpx.Fail(ctx, e)

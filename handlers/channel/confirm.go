@@ -141,31 +141,45 @@ func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
 		}
 	}
 	res, err := a.Orders.Confirm(c.ctx, req)
-	if errors.Is(err, orders.ErrNotFound) && a.Archive != nil {
-		res, err = a.archivedConfirm(c.ctx, req)
+	if errors.Is(err, orders.ErrNotFound) {
+		res, err = a.unknownConfirm(c.ctx, req)
 	}
 	if err != nil {
 		var ae *apierr.Error
-		if errors.As(err, &ae) {
+		if errors.As(err, &ae) && ae.Status != 503 {
 			httpx.Fail(ctx, ae)
 			return
 		}
-		// Redis trouble: nothing was claimed or everything was; confirm is
-		// idempotent, so a retry is safe.
-		a.Logger.Error("confirm failed", "order", f.OrderID, "err", err)
-		httpx.Fail(ctx, apierr.New(503, "ACCRUAL_FAILED_RETRY", "temporary failure; retry the confirm (it is idempotent)"))
+		// Redis trouble, or sales stopped while Redis is restored: nothing
+		// was claimed or everything was; confirm is idempotent, so a retry
+		// is safe.
+		if ae == nil {
+			a.Logger.Error("confirm failed", "order", f.OrderID, "err", err)
+		}
+		httpx.Fail(ctx, errAccrualRetry)
 		return
 	}
 	httpx.OK(ctx, res)
 }
 
-// archivedConfirm answers a confirm of an order Redis no longer has: a paid
+var errAccrualRetry = apierr.New(503, "ACCRUAL_FAILED_RETRY", "temporary failure; retry the confirm (it is idempotent)")
+
+// unknownConfirm answers a confirm of an order Redis does not have: a paid
 // order of the caller in Postgres is a replay (same reference) or a second
-// charge to refund (another reference).
-func (a *API) archivedConfirm(ctx context.Context, req orders.ConfirmRequest) (orders.Confirmation, error) {
-	st, found, err := a.Archive.Order(ctx, req.OrderID)
-	if err != nil {
-		return orders.Confirmation{}, err
+// charge to refund (another reference); an order ticketd made for the
+// caller but knows nowhere (lost with Redis' state, or aged out after it
+// expired) failed: the partner refunds.
+func (a *API) unknownConfirm(ctx context.Context, req orders.ConfirmRequest) (orders.Confirmation, error) {
+	var st orders.State
+	var found bool
+	if a.Archive != nil {
+		var err error
+		if st, found, err = a.Archive.Order(ctx, req.OrderID); err != nil {
+			return orders.Confirmation{}, err
+		}
+	}
+	if !found && a.Orders.Minted(req.OrderID, req.ChannelID) {
+		return orders.Confirmation{}, orders.ConfirmFailed("lost")
 	}
 	if !found || st.ChannelID != req.ChannelID || st.Status != orders.StatusPaid {
 		return orders.Confirmation{}, orders.ErrNotFound
@@ -201,6 +215,13 @@ func (a *API) status(ctx *fasthttp.RequestCtx, c *caller) {
 	}
 	if err != nil {
 		httpx.Error(ctx, err)
+		return
+	}
+	if !found && a.Orders.Minted(*body.OrderID, c.Channel.ID) {
+		// Made for this channel, known nowhere: lost with Redis' state or
+		// aged out after it expired. Either way it can never be paid.
+		// Its amount is not known any more.
+		httpx.OK(ctx, map[string]any{"orderId": *body.OrderID, "status": orders.StatusFailed, "currency": "USD"})
 		return
 	}
 	// A session sees only the orders it reserved; a key, its channel's.

@@ -76,7 +76,7 @@ func Error(ctx *fasthttp.RequestCtx, err error) {
 
 // Unavailable is the answer when a backing store fails: retry later.
 func Unavailable() *apierr.Error {
-	return apierr.New(fasthttp.StatusServiceUnavailable, "SERVICE_UNAVAILABLE", "temporarily unavailable, retry")
+	return apierr.Unavailable("temporarily unavailable, retry")
 }
 
 // Internal is the answer to a defect in the service itself.

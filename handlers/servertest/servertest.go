@@ -29,11 +29,13 @@ import (
 	"github.com/ticketd/ticketd/inventory/catalogstore"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/sync/catalogdb"
 	"github.com/ticketd/ticketd/sync/orderdb"
 	"github.com/ticketd/ticketd/sync/pgtest"
+	"github.com/ticketd/ticketd/sync/rebuild"
 	"github.com/ticketd/ticketd/sync/worker"
 )
 
@@ -46,18 +48,25 @@ type Options struct {
 	SeatHoldTTL time.Duration
 	// Trusted proxies (CIDRs) whose X-Forwarded-For is believed.
 	Trusted string
+	// ManualRecovery leaves a lost Redis state to the test (Rebuilder.Run),
+	// as TICKETD_RECOVERY=manual does.
+	ManualRecovery bool
 }
 
 // Server is a running test stack.
 type Server struct {
-	URL      string
-	Redis    rueidis.Client
-	Space    keys.Space
-	Pool     *pgxpool.Pool
-	Catalog  *catalogstore.Store
-	Worker   *worker.Worker
-	Sessions *channel.Sessions
-	Client   *fasthttp.Client
+	URL     string
+	Redis   rueidis.Client
+	Space   keys.Space
+	Pool    *pgxpool.Pool
+	Catalog *catalogstore.Store
+	// Monitor checks the Redis state every 50 ms and keeps the gate;
+	// Rebuilder restores it from Postgres (by itself unless ManualRecovery).
+	Monitor   *redisstate.Monitor
+	Rebuilder *rebuild.Rebuilder
+	Worker    *worker.Worker
+	Sessions  *channel.Sessions
+	Client    *fasthttp.Client
 	// Handler is the root handler, for benchmarks that skip the network.
 	Handler fasthttp.RequestHandler
 }
@@ -70,9 +79,24 @@ func Start(t testing.TB, opt Options) *Server {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	store := &catalogstore.Store{Redis: rc, Space: space, Sealer: catalog.NewSealer("test"), Record: &catalogdb.Store{Pool: pool}, Logger: log}
 	ctx := context.Background()
-	if err := store.Bootstrap(ctx); err != nil {
+	if err := store.Refresh(ctx); err != nil {
 		t.Fatalf("servertest: bootstrap: %v", err)
 	}
+	rb := &rebuild.Rebuilder{Redis: rc, Space: space, Pool: pool, Catalog: store, Logger: log}
+	mon := &redisstate.Monitor{Redis: rc, Space: space, Record: &rebuild.Generations{Pool: pool, Prefix: space.Prefix}, Logger: log,
+		OnCurrent: func(ctx context.Context, v int64) { _ = store.Sync(ctx, v) }}
+	if !opt.ManualRecovery {
+		mon.Recover = func(ctx context.Context, bad string) error {
+			_, _, err := rb.Recover(ctx, bad)
+			return err
+		}
+	}
+	if v := mon.Check(ctx); v.Status != redisstate.Current {
+		t.Fatalf("servertest: Redis state is %s: %s", v.Status, v.Reason)
+	}
+	monCtx, stopMon := context.WithCancel(context.Background())
+	t.Cleanup(stopMon)
+	go mon.Run(monCtx, 50*time.Millisecond)
 	trusted, err := clientip.ParsePrefixes(opt.Trusted)
 	if err != nil {
 		t.Fatalf("servertest: %v", err)
@@ -80,15 +104,16 @@ func Start(t testing.TB, opt Options) *Server {
 	sessions := &channel.Sessions{Secret: []byte("test-session-secret")}
 	api := &channel.API{
 		Catalog:  store.Current,
-		Orders:   &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL},
+		Orders:   &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL, IDKey: []byte("test-order-ids")},
 		Seats:    &seats.Engine{Redis: rc, Space: space, TTL: opt.SeatHoldTTL},
 		Limiter:  &ratelimit.Limiter{Redis: rc, Space: space},
 		ClientIP: &clientip.Resolver{Trusted: trusted},
 		Sessions: sessions,
+		Gate:     mon.Gate,
 		Logger:   log,
 		Archive:  orderdb.Store{Pool: pool},
 	}
-	handler := server.Handler(nil, api, &admin.API{Token: AdminToken, Catalog: store})
+	handler := server.Handler(nil, api, &admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate})
 	srv := server.New(handler)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -102,7 +127,7 @@ func Start(t testing.TB, opt Options) *Server {
 	}
 	return &Server{
 		URL: "http://" + ln.Addr().String(), Redis: rc, Space: space, Pool: pool, Catalog: store,
-		Worker: w, Sessions: sessions, Handler: handler,
+		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: sessions, Handler: handler,
 		Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second},
 	}
 }

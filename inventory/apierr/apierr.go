@@ -46,3 +46,9 @@ func BadRequest(code, format string, args ...any) *Error {
 func Invalid(format string, args ...any) *Error {
 	return New(400, "INVALID_REQUEST", format, args...)
 }
+
+// Unavailable is a 503 SERVICE_UNAVAILABLE: a backing store cannot serve
+// the request now; a retry later may succeed.
+func Unavailable(format string, args ...any) *Error {
+	return New(503, "SERVICE_UNAVAILABLE", format, args...)
+}

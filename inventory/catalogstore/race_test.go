@@ -21,7 +21,7 @@ func setupRecorded(t *testing.T) (*catalogstore.Store, *catalogdb.Store, *orders
 	rc, space := redistest.New(t)
 	rec := &catalogdb.Store{Pool: pgtest.New(t)}
 	s := &catalogstore.Store{Redis: rc, Space: space, Sealer: catalog.NewSealer("test"), Record: rec}
-	if err := s.Bootstrap(context.Background()); err != nil {
+	if err := s.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return s, rec, &orders.Service{Redis: rc, Space: space, OrderTTL: time.Minute}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/lua"
 )
 
@@ -69,14 +70,23 @@ func (s *Store) Refresh(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("catalog: read version: %w", err)
 	}
-	if cur := s.snap.Load(); cur != nil && cur.Version == v {
+	return s.Sync(ctx, v)
+}
+
+// Sync reloads the snapshot when version (the projection's, as just read
+// from Redis) is not the one served. Nodes call it after each check that
+// found the Redis state current (redisstate.Monitor), never while it is
+// lost: a lost projection reads as an empty catalog, and serving that
+// would turn every valid credential into a 401.
+func (s *Store) Sync(ctx context.Context, version int64) error {
+	if cur := s.snap.Load(); cur != nil && cur.Version == version {
 		return nil
 	}
 	p, err := s.readProjection(ctx)
 	if err != nil {
 		return err
 	}
-	return s.install(v, p)
+	return s.install(version, p)
 }
 
 // install compiles p as version v and serves it.
@@ -108,63 +118,11 @@ func decodeProjection(b []byte) (projected, error) {
 	return p, nil
 }
 
-// Watch refreshes the snapshot every interval until ctx ends; the interval
-// bounds how stale a node's catalog can be.
-func (s *Store) Watch(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			if err := s.Refresh(rctx); err != nil && ctx.Err() == nil {
-				s.logger().Warn("catalog refresh failed", "err", err)
-			}
-			cancel()
-		}
-	}
-}
-
 func (s *Store) logger() *slog.Logger {
 	if s.Logger != nil {
 		return s.Logger
 	}
 	return slog.Default()
-}
-
-// Bootstrap makes sure Redis holds the projection: when Redis has none (a
-// new or flushed Redis) and the record has a catalog, it is projected
-// again. Then the snapshot is loaded.
-func (s *Store) Bootstrap(ctx context.Context) error {
-	n, err := s.Redis.Do(ctx, s.Redis.B().Exists().Key(s.Space.CatalogDoc()).Build()).AsInt64()
-	if err != nil {
-		return fmt.Errorf("catalog: %w", err)
-	}
-	if n == 0 && s.Record != nil {
-		tenants, channels, err := s.Record.Load(ctx)
-		if err != nil {
-			return fmt.Errorf("catalog: load record: %w", err)
-		}
-		if len(tenants)+len(channels) > 0 {
-			if err := s.project(ctx, projected{Tenants: tenants, Channels: channels}, allEvents(tenants)); err != nil {
-				return err
-			}
-			s.logger().Info("catalog projected into Redis from Postgres", "tenants", len(tenants), "channels", len(channels))
-		}
-	}
-	return s.Refresh(ctx)
-}
-
-func allEvents(tenants []catalog.Tenant) []*catalog.Event {
-	var out []*catalog.Event
-	for i := range tenants {
-		for j := range tenants[i].Events {
-			out = append(out, &tenants[i].Events[j])
-		}
-	}
-	return out
 }
 
 // Applied counts the objects of an applied document.
@@ -407,22 +365,11 @@ func mergeEvents(old, applied []catalog.Event) []catalog.Event {
 	return out
 }
 
-// project writes the changed events' capacities and the whole projection,
-// then bumps the version so every node reloads.
-func (s *Store) project(ctx context.Context, p projected, changed []*catalog.Event) error {
-	if _, err := s.projectCaps(ctx, changed, nil); err != nil {
-		return err
-	}
-	_, _, err := s.writeProjection(ctx, p)
-	return err
-}
-
 // projectCaps replaces the capacities of the changed events, one atomic
 // script each. When one refuses, those already replaced get their previous
 // capacities back and the refusal is returned; on success undo does the
 // same for all of them (the record could not be written). A refusal's path
-// starts at paths[i], the event's place in the applied document ("events.<id>"
-// when paths is nil).
+// starts at paths[i], the event's place in the applied document.
 func (s *Store) projectCaps(ctx context.Context, changed []*catalog.Event, paths []string) (undo func(context.Context), err error) {
 	prev := make([]map[string]int64, len(changed))
 	caps := make([]map[string]int64, len(changed))
@@ -442,11 +389,7 @@ func (s *Store) projectCaps(ctx context.Context, changed []*catalog.Event, paths
 		if err := s.replaceCaps(ctx, ev, caps[i], uncappedFields(ev)); err != nil {
 			s.restoreCaps(context.WithoutCancel(ctx), changed[:i], caps[:i], prev[:i])
 			if ve, ok := err.(*catalog.ValidationError); ok {
-				if paths != nil {
-					ve.Path = paths[i] + ve.Path
-				} else {
-					ve.Path = "events." + ev.ID + ve.Path
-				}
+				ve.Path = paths[i] + ve.Path
 			}
 			return nil, err
 		}
@@ -470,11 +413,14 @@ func (s *Store) replaceCaps(ctx context.Context, ev *catalog.Event, caps map[str
 	}
 	args = append(args, strconv.Itoa(len(uncapped)))
 	args = append(args, uncapped...)
-	arr, err := lua.Array(ctx, s.Redis, capsScript, []string{s.Space.Caps(ev.ID), s.Space.Sold(ev.ID)}, args)
+	arr, err := lua.Array(ctx, s.Redis, capsScript,
+		[]string{s.Space.Caps(ev.ID), s.Space.Sold(ev.ID), s.Space.Live(keys.Partition(ev.ID))}, args)
 	if err != nil {
 		return fmt.Errorf("catalog: project capacities of %s: %w", ev.ID, err)
 	}
 	switch c, _ := lua.Int(arr, 0); c {
+	case 2:
+		return redisstate.ErrSalesStopped
 	case 1:
 		f, _ := lua.Str(arr, 1)
 		n, _ := lua.Int(arr, 2)

@@ -21,7 +21,7 @@ func setup(t *testing.T) (*catalogstore.Store, *orders.Service) {
 	t.Helper()
 	rc, space := redistest.New(t)
 	store := &catalogstore.Store{Redis: rc, Space: space, Sealer: catalog.NewSealer("test")}
-	if err := store.Bootstrap(context.Background()); err != nil {
+	if err := store.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return store, &orders.Service{Redis: rc, Space: space, OrderTTL: time.Minute}

@@ -99,6 +99,19 @@ func (s Space) Order(orderID string) (string, bool) {
 // Paid is the stream of paid orders of partition p, read by the sync worker.
 func (s Space) Paid(p int) string { return s.Prefix + Tag(p) + ":paid" }
 
+// Live is partition p's generation marker: it holds the generation id of
+// the Redis state while that state is current (rebuilt from, or consistent
+// with, Postgres). Every script that sells checks it first, so a Redis that
+// lost its data (the marker with it) or is being rebuilt (the marker
+// deleted) sells nothing, at once and on every node.
+func (s Space) Live(p int) string { return s.Prefix + Tag(p) + ":live" }
+
+// State is the hash that says which generation of the Redis state is in
+// force: gen (its id), seq (a counter every node advances while the state
+// is current, so a Redis restored from an older snapshot shows a lower
+// one) and status ("live" or "rebuilding").
+func (s Space) State() string { return s.Prefix + "{catalog}:state" }
+
 // Idempotency is the record of one Idempotency-Key. Keys are spread over
 // their own partitions, apart from events, because one key may be (wrongly)
 // reused against any event by any caller and must still be found.
@@ -111,6 +124,10 @@ func (s Space) RateLimit(bucket string) string { return s.Prefix + "rl:{" + buck
 
 // CatalogVersion is bumped on every catalog apply; nodes reload when it moves.
 func (s Space) CatalogVersion() string { return s.Prefix + "{catalog}:version" }
+
+// CatalogLock is the lease (inventory/lease) held by whoever writes the
+// catalog: an apply, or a rebuild of Redis from Postgres.
+func (s Space) CatalogLock() string { return s.Prefix + "{catalog}:version:lock" }
 
 // CatalogDoc is the hash of the projected catalog: "tenants", "channels" and
 // "events" fields hold JSON arrays of the objects as applied.

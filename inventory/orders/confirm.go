@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/lua"
 )
 
@@ -41,6 +42,7 @@ func ConfirmFailed(reason string) *apierr.Error {
 		"sold_out":     "the inventory of this order sold out meanwhile",
 		"seat_lost":    "a seat of this order was lost",
 		"already_paid": "the order was already paid under another partnerReference; this charge is not needed",
+		"lost":         "ticketd no longer knows this order: it was lost with Redis' state, or expired long ago",
 	}[reason]
 	if msg == "" {
 		msg = "the order cannot be confirmed"
@@ -103,6 +105,8 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 			seats, _ = lua.Str(arr, 1)
 			dc, _ = lua.Str(arr, 2)
 			continue
+		case 5:
+			return Confirmation{}, redisstate.ErrSalesStopped
 		}
 		return Confirmation{}, fmt.Errorf("confirm: %w: code %d", lua.ErrReply, code)
 	}
@@ -114,9 +118,10 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest, seats, dc string) ([]rueidis.RedisMessage, error) {
 	okey, _ := s.Space.Order(req.OrderID)
 	labels := strings.Fields(seats)
-	ks := make([]string, 0, 7+len(labels))
+	p := keys.Partition(ev)
+	ks := make([]string, 0, 8+len(labels))
 	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.discountHolds(ev, dc),
-		s.Space.DiscountUsed(ev), s.Space.Paid(keys.Partition(ev)))
+		s.Space.DiscountUsed(ev), s.Space.Paid(p), s.Space.Live(p))
 	for _, l := range labels {
 		ks = append(ks, s.Space.Seat(ev, l))
 	}
@@ -143,7 +148,7 @@ type State struct {
 	Amount    money.Cents
 	ChannelID string
 	// Caller is who reserved it ("ch:<channel>" or "ss:<session>"); empty
-	// for orders read back from Postgres.
+	// for orders Postgres holds from before it kept it.
 	Caller    string
 	ExpiresAt time.Time
 	// PartnerReference is the charge a paid order was confirmed with; set

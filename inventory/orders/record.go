@@ -36,6 +36,13 @@ type Record struct {
 	Lines              []Line      `json:"lines"`
 	Tickets            []Ticket    `json:"tickets"`
 	CreatedAtMs        int64       `json:"createdAtMs"`
+	// Caller, IdempotencyKey and Fingerprint are the reserve's idempotency
+	// record: kept with the paid order so that a rebuild of Redis restores
+	// it, and a retried reserve replays the paid order instead of making a
+	// second one.
+	Caller         string `json:"caller,omitempty"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	Fingerprint    string `json:"fingerprint,omitempty"`
 	// Set from the stream entry, not stored at reserve.
 	PartnerReference string `json:"partnerReference,omitempty"`
 	PaidAtMs         int64  `json:"paidAtMs,omitempty"`

@@ -2,12 +2,12 @@ package orders
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base32"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -16,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/lua"
 )
@@ -37,8 +38,14 @@ type Service struct {
 	// StreamCap bounds each paid stream (approximately) when no sync worker
 	// drains it (write-through off); 0 leaves it unbounded.
 	StreamCap int64
+	// IDKey keys the MAC inside order ids (see Minted); every node of a
+	// deployment must have the same. Without it order ids are all random
+	// and an order ticketd no longer knows is not found.
+	IDKey []byte
 
-	sold soldOut
+	sold    soldOut
+	macOnce sync.Once
+	macs    sync.Pool // of HMACs keyed with IDKey (hmac.New hashes the key each time)
 }
 
 func (s *Service) orderTTL() time.Duration  { return orDefault(s.OrderTTL, 30*time.Minute) }
@@ -53,13 +60,6 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 var lowerB32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
-// NewOrderID returns a fresh order id in the event's partition.
-func NewOrderID(eventID string) string {
-	b := make([]byte, 15)
-	_, _ = rand.Read(b)
-	return keys.OrderID(eventID, lowerB32.EncodeToString(b))
-}
 
 // ReserveRequest is a priced, validated cart ready to become a pending order.
 type ReserveRequest struct {
@@ -113,6 +113,12 @@ var (
 // in a caller id, a hex fingerprint or an order id.
 const idemSep = "\x1f"
 
+// IdempotencyRecord is what an Idempotency-Key's key holds once claimed:
+// who claimed it, the request's fingerprint and the order it creates.
+func IdempotencyRecord(caller, fingerprint, orderID string) string {
+	return caller + idemSep + fingerprint + idemSep + orderID
+}
+
 // Reserve creates a pending order, or returns the order an earlier request
 // with the same Idempotency-Key created.
 //
@@ -124,8 +130,8 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	if field, ok := s.sold.first(req.EventID, req.Claims, req.CatalogVersion); ok {
 		return s.answerSoldOut(ctx, req, idem, field)
 	}
-	orderID := NewOrderID(req.EventID)
-	record := req.Caller + idemSep + req.Fingerprint + idemSep + orderID
+	orderID := s.newOrderID(req.EventID, req.ChannelID)
+	record := IdempotencyRecord(req.Caller, req.Fingerprint, orderID)
 	claim := s.Redis.B().Set().Key(idem).Value(record).Nx().Get().Px(s.idemTTL()).Build()
 	if len(req.SeatLabels) == 0 && (req.DiscountCode == "" || req.DiscountMaxUses <= 0) {
 		return s.reserveHoldingNothing(ctx, req, orderID, idem, record, claim)
@@ -248,6 +254,7 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	rec := req.Record
 	rec.OrderID = orderID
 	rec.CreatedAtMs = now.UnixMilli()
+	rec.Caller, rec.IdempotencyKey, rec.Fingerprint = req.Caller, req.IdempotencyKey, req.Fingerprint
 	for i := range rec.Tickets {
 		rec.Tickets[i].TicketID = orderID + "-" + strconv.Itoa(i+1)
 	}
@@ -268,9 +275,9 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	if req.HoldToken != "" {
 		hold = s.Space.Hold(ev, req.HoldToken)
 	}
-	ks = make([]string, 0, 7+len(req.SeatLabels))
+	ks = make([]string, 0, 8+len(req.SeatLabels))
 	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
-		s.discountHolds(ev, req.DiscountCode), s.Space.DiscountUsed(ev))
+		s.discountHolds(ev, req.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(keys.Partition(ev)))
 	for _, l := range req.SeatLabels {
 		ks = append(ks, s.Space.Seat(ev, l))
 	}
@@ -339,6 +346,8 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 			Data:    map[string]any{"seats": labels}}
 	case 6:
 		return Reservation{}, ErrDiscountUsedUp
+	case 7:
+		return Reservation{}, redisstate.ErrSalesStopped
 	}
 	return Reservation{}, fmt.Errorf("reserve: %w: code %d", lua.ErrReply, code)
 }

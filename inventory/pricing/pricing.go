@@ -123,7 +123,7 @@ func validQuantity(q int64) bool { return q >= 1 && q <= MaxQuantity }
 
 // Price checks and prices cart against ev.
 func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
-	q := Quote{Claims: map[string]int64{}}
+	var q Quote
 	lines, e := ticketLines(cart)
 	if e != nil {
 		return q, e
@@ -162,7 +162,6 @@ func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
 		amount := t.Price * money.Cents(l.Quantity)
 		q.Subtotal += amount
 		q.Lines = append(q.Lines, orders.Line{Kind: orders.LineTicket, RefID: t.ID, Quantity: l.Quantity, UnitPrice: t.Price, Amount: amount})
-		q.Claims["t:"+t.ID] += l.Quantity
 		for range l.Quantity {
 			q.admit(AdmitTicket, t.ID, t.Name, t.Price)
 		}
@@ -187,10 +186,7 @@ func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
 	if admissions > MaxQuantity {
 		return q, apierr.BadRequest("INVALID_QUANTITY", "a cart admits at most %d people, this one %d", MaxQuantity, admissions).With("quantity", admissions)
 	}
-	q.Claims["ev"] = admissions
-	if cart.ShowingID != "" {
-		q.Claims["sh:"+cart.ShowingID] = admissions
-	}
+	q.Claims = orders.ClaimsOf(q.Lines, cart.ShowingID)
 
 	p := ev.Pricing
 	net := q.Subtotal - q.Discount
@@ -325,7 +321,6 @@ func (q *Quote) areas(ev *catalog.CompiledEvent, sel []AreaLine) *apierr.Error {
 		amount := price * money.Cents(n)
 		q.Subtotal += amount
 		q.Lines = append(q.Lines, orders.Line{Kind: orders.LineArea, RefID: id, Quantity: n, UnitPrice: price, Amount: amount})
-		q.Claims["a:"+id] += n
 		for range n {
 			q.admit(AdmitArea, id, a.Name, price)
 		}
@@ -359,7 +354,6 @@ func (q *Quote) tables(ev *catalog.CompiledEvent, sel []TableLine) *apierr.Error
 		amount := price * money.Cents(t.Seats)
 		q.Subtotal += amount
 		q.Lines = append(q.Lines, orders.Line{Kind: orders.LineTable, RefID: id, Quantity: int64(t.Seats), UnitPrice: price, Amount: amount})
-		q.Claims["tb:"+id] = 1
 		for n := 1; n <= t.Seats; n++ {
 			q.admit(AdmitTable, id, id+" seat "+strconv.Itoa(n), price)
 		}
@@ -390,7 +384,6 @@ func (q *Quote) extras(ev *catalog.CompiledEvent, sel []ExtraLine) *apierr.Error
 		q.ExtrasTotal += amount
 		q.Extras = append(q.Extras, ExtraAmount{ExtraID: id, Quantity: n, Amount: amount})
 		q.Lines = append(q.Lines, orders.Line{Kind: orders.LineExtra, RefID: id, Quantity: n, UnitPrice: x.Price, Amount: amount})
-		q.Claims["x:"+id] += n
 	}
 	return nil
 }

@@ -9,7 +9,9 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/lua"
 )
 
@@ -41,7 +43,7 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 	if err != nil {
 		return HoldResult{}, err
 	}
-	ks := e.seatKeys(ev.ID, labels, e.Space.Hold(ev.ID, token), e.Space.Booked(ev.ID))
+	ks := e.seatKeys(ev.ID, labels, e.Space.Hold(ev.ID, token), e.Space.Booked(ev.ID), e.Space.Live(keys.Partition(ev.ID)))
 	args := make([]string, 0, 2+len(labels))
 	args = append(args, token, strconv.Itoa(MaxLabels))
 	args = append(args, labels...)
@@ -75,6 +77,8 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 		return HoldResult{}, ConflictError(conflicts)
 	case 3:
 		return HoldResult{}, apierr.Invalid("a hold token holds at most %d seats; release some first", MaxLabels)
+	case 4:
+		return HoldResult{}, redisstate.ErrSalesStopped
 	}
 	return HoldResult{}, unexpected("hold", code)
 }

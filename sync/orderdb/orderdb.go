@@ -24,7 +24,7 @@ type Store struct {
 var _ orders.Archive = Store{}
 
 // Order returns the order with id orderID; ok is false when there is none.
-// Caller is empty: Postgres does not keep which session reserved it. An id
+// Caller is empty for orders written before ticketd kept it. An id
 // that is not an order id is not found without a query: client junk (a NUL
 // above all, which Postgres refuses) never reaches the database.
 func (s Store) Order(ctx context.Context, orderID string) (orders.State, bool, error) {
@@ -33,9 +33,9 @@ func (s Store) Order(ctx context.Context, orderID string) (orders.State, bool, e
 	}
 	var o orders.State
 	var total int64
-	err := s.Pool.QueryRow(ctx, `SELECT id, status, coalesce(channel_id, ''), total_cents, coalesce(partner_reference, '')
-		FROM orders WHERE id = $1`, orderID).
-		Scan(&o.OrderID, &o.Status, &o.ChannelID, &total, &o.PartnerReference)
+	err := s.Pool.QueryRow(ctx, `SELECT id, status, coalesce(channel_id, ''), total_cents, coalesce(partner_reference, ''),
+		coalesce(caller, '') FROM orders WHERE id = $1`, orderID).
+		Scan(&o.OrderID, &o.Status, &o.ChannelID, &total, &o.PartnerReference, &o.Caller)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return orders.State{}, false, nil
 	}

@@ -52,7 +52,7 @@ func TestConcurrentMigrateAppliesEachVersionOnce(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t) // already migrated once
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `DROP TABLE dead_letters, outbox, tickets, order_lines, orders, channels, events, tenants, schema_migrations`); err != nil {
+	if _, err := pool.Exec(ctx, `DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -81,40 +80,8 @@ func (w *Worker) write(ctx context.Context, es []entry) (int, error) {
 	return n, nil
 }
 
-// decode checks an entry against what order_confirm.lua writes:
-// order <id> rec <Record JSON> ref <partner reference> paidAt <ms>.
-func decode(e entry) (orders.Record, error) {
-	var rec orders.Record
-	for _, f := range []string{orders.StreamOrderID, orders.StreamRecord, orders.StreamRef, orders.StreamPaidAt} {
-		if _, ok := e.fields[f]; !ok {
-			return rec, fmt.Errorf("missing field %q", f)
-		}
-	}
-	if err := json.Unmarshal([]byte(e.fields[orders.StreamRecord]), &rec); err != nil {
-		return rec, fmt.Errorf("field %q is not an order record: %w", orders.StreamRecord, err)
-	}
-	if tix, ok := e.fields[orders.StreamTickets]; ok && len(rec.Tickets) == 0 {
-		if err := json.Unmarshal([]byte(tix), &rec.Tickets); err != nil {
-			return rec, fmt.Errorf("field %q is not a ticket list: %w", orders.StreamTickets, err)
-		}
-	}
-	if id := e.fields[orders.StreamOrderID]; rec.OrderID != id || id == "" {
-		return rec, fmt.Errorf("record orderId %q does not match field %q = %q", rec.OrderID, orders.StreamOrderID, id)
-	}
-	if rec.EventID == "" || rec.TenantID == "" {
-		return rec, errors.New("record has no eventId or tenantId")
-	}
-	paidAt, err := strconv.ParseInt(e.fields[orders.StreamPaidAt], 10, 64)
-	if err != nil || paidAt <= 0 {
-		return rec, fmt.Errorf("field %q = %q is not a time in milliseconds", orders.StreamPaidAt, e.fields[orders.StreamPaidAt])
-	}
-	rec.PaidAtMs = paidAt
-	rec.PartnerReference = e.fields[orders.StreamRef]
-	if rec.CreatedAtMs <= 0 {
-		rec.CreatedAtMs = paidAt
-	}
-	return rec, nil
-}
+// decode reads an entry as the paid order it carries.
+func decode(e entry) (orders.Record, error) { return orders.DecodePaid(e.fields) }
 
 // isDataError reports whether Postgres refused the values themselves (SQL
 // state classes 22, data exception, and 23, integrity constraint
@@ -136,6 +103,7 @@ func TicketID(orderID string, i int) string {
 type rows struct {
 	id, eventID, tenantID, channelID, source, buyerName, buyerEmail, buyerPhone []string
 	showingID, discountCode, currency, ref, streamID                            []string
+	caller, idemKey, fingerprint                                                []string
 	subtotal, discount, extras, fee, vat, refundProtection, total               []int64
 	createdAt, paidAt                                                           []time.Time
 
@@ -168,6 +136,9 @@ func (r *rows) addOrder(o paid) {
 	r.currency = append(r.currency, rec.Currency)
 	r.ref = append(r.ref, rec.PartnerReference)
 	r.streamID = append(r.streamID, o.e.id)
+	r.caller = append(r.caller, rec.Caller)
+	r.idemKey = append(r.idemKey, rec.IdempotencyKey)
+	r.fingerprint = append(r.fingerprint, rec.Fingerprint)
 	r.subtotal = append(r.subtotal, int64(rec.Subtotal))
 	r.discount = append(r.discount, int64(rec.Discount))
 	r.extras = append(r.extras, int64(rec.Extras))
@@ -239,16 +210,19 @@ func storable(s string) string {
 const (
 	insertOrders = `INSERT INTO orders (id, event_id, tenant_id, channel_id, source, status, buyer_name, buyer_email,
 	buyer_phone, showing_id, discount_code, currency, subtotal_cents, discount_cents, extras_cents, fee_cents, vat_cents,
-	refund_protection_cents, total_cents, partner_reference, created_at, paid_at, stream_id)
+	refund_protection_cents, total_cents, partner_reference, created_at, paid_at, stream_id,
+	caller, idempotency_key, fingerprint)
 SELECT id, event_id, tenant_id, NULLIF(channel_id, ''), source, '` + StatusPaid + `', buyer_name, buyer_email,
 	NULLIF(buyer_phone, ''), NULLIF(showing_id, ''), NULLIF(discount_code, ''), currency, subtotal, discount, extras, fee, vat,
-	refund_protection, total, NULLIF(ref, ''), created_at, paid_at, stream_id
+	refund_protection, total, NULLIF(ref, ''), created_at, paid_at, stream_id,
+	NULLIF(caller, ''), NULLIF(idem_key, ''), NULLIF(fingerprint, '')
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 	$9::text[], $10::text[], $11::text[], $12::int8[], $13::int8[], $14::int8[], $15::int8[], $16::int8[],
-	$17::int8[], $18::int8[], $19::text[], $20::timestamptz[], $21::timestamptz[], $22::text[])
+	$17::int8[], $18::int8[], $19::text[], $20::timestamptz[], $21::timestamptz[], $22::text[],
+	$23::text[], $24::text[], $25::text[])
 	AS u(id, event_id, tenant_id, channel_id, source, buyer_name, buyer_email, buyer_phone,
 	showing_id, discount_code, currency, subtotal, discount, extras, fee, vat,
-	refund_protection, total, ref, created_at, paid_at, stream_id)
+	refund_protection, total, ref, created_at, paid_at, stream_id, caller, idem_key, fingerprint)
 ON CONFLICT (id) DO NOTHING`
 
 	insertLines = `INSERT INTO order_lines (order_id, line_no, kind, ref_id, quantity, unit_price_cents, amount_cents)
@@ -288,7 +262,7 @@ func (w *Worker) commit(ctx context.Context, good []paid, dead []deadLetter) err
 	if len(r.id) > 0 {
 		b.Queue(insertOrders, r.id, r.eventID, r.tenantID, r.channelID, r.source, r.buyerName, r.buyerEmail,
 			r.buyerPhone, r.showingID, r.discountCode, r.currency, r.subtotal, r.discount, r.extras, r.fee, r.vat,
-			r.refundProtection, r.total, r.ref, r.createdAt, r.paidAt, r.streamID)
+			r.refundProtection, r.total, r.ref, r.createdAt, r.paidAt, r.streamID, r.caller, r.idemKey, r.fingerprint)
 	}
 	if len(r.lineOrder) > 0 {
 		b.Queue(insertLines, r.lineOrder, r.lineNo, r.lineKind, r.lineRef, r.lineQty, r.lineUnit, r.lineAmount)

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+	"net/url"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/sync/rebuild"
+)
+
+// TICKETD_RECOVERY values.
+const (
+	recoveryAuto   = "auto"   // rebuild Redis from Postgres by itself after a loss
+	recoveryManual = "manual" // stop sales and wait for `ticketctl rebuild`
+)
+
+// stateMonitor builds the monitor of the Redis state and, with Postgres,
+// the rebuilder that restores it.
+func stateMonitor(rc rueidis.Client, space keys.Space, pool *pgxpool.Pool, store *catalogstore.Store, embedded bool,
+	log *slog.Logger) (*redisstate.Monitor, *rebuild.Rebuilder) {
+	mon := &redisstate.Monitor{Redis: rc, Space: space, Logger: log}
+	mon.OnCurrent = func(ctx context.Context, version int64) {
+		if err := store.Sync(ctx, version); err != nil {
+			log.Warn("catalog refresh failed", "err", err)
+		}
+	}
+	if embedded {
+		mon.FixedDurability = &redisstate.Durability{Loses: redisstate.LosesEverything, Settings: "embedded in-process Redis"}
+	}
+	if pool == nil {
+		return mon, nil
+	}
+	mon.Record = &rebuild.Generations{Pool: pool, Prefix: space.Prefix}
+	return mon, &rebuild.Rebuilder{Redis: rc, Space: space, Pool: pool, Catalog: store, Logger: log}
+}
+
+// startState checks the Redis state once before ticketd serves. A state
+// that is lost or stale (a new deployment, a Redis that lost its data, or
+// one older than Postgres' record) is rebuilt from Postgres at once when
+// recovery is automatic; without Postgres there is nothing to rebuild
+// from, and a Redis without a generation starts a new one as it is. In
+// every other case ticketd starts with sales stopped and the monitor takes
+// over.
+func startState(ctx context.Context, cfg config, mon *redisstate.Monitor, rebuilder *rebuild.Rebuilder, log *slog.Logger) error {
+	v := mon.Check(ctx)
+	if v.Status != redisstate.Lost && v.Status != redisstate.Stale {
+		if v.Status != redisstate.Current {
+			log.Warn("ticketd starts with sales stopped", "status", string(v.Status), "reason", v.Reason)
+		}
+		return nil
+	}
+	switch {
+	case rebuilder == nil:
+		if v.Status == redisstate.Lost {
+			log.Warn("redis state: no generation marker and no Postgres to rebuild from: starting a new generation on Redis as it is")
+			if err := redisstate.Publish(ctx, mon.Redis, mon.Space, redisstate.NewGeneration()); err != nil {
+				return err
+			}
+		}
+	case cfg.Recovery == recoveryManual:
+		log.Error("redis state is not current and TICKETD_RECOVERY=manual: sales stay stopped until `ticketctl rebuild` restores it",
+			"status", string(v.Status), "reason", v.Reason)
+		return nil
+	default:
+		if _, _, err := rebuilder.Recover(ctx, v.Gen); err != nil {
+			return fmt.Errorf("rebuild Redis from Postgres: %w", err)
+		}
+	}
+	mon.Check(ctx)
+	return nil
+}
+
+// derive returns a key for one purpose from TICKETD_SECRETS_KEY, so every
+// node of a deployment has the same without storing it anywhere (a Redis
+// that loses its data must not lose it).
+func derive(secretsKey, purpose string) []byte {
+	m := hmac.New(sha256.New, []byte(secretsKey))
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+// redisHost is a Redis URL without its credentials, for messages.
+func redisHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable REDIS_URL)"
+	}
+	return u.Host
+}

@@ -1,0 +1,39 @@
+package orders
+
+// ClaimsOf returns the capacity counters a sale of lines takes (field ->
+// quantity), as confirm claims them and a rebuild from Postgres counts them
+// again: "t:<ticket>", "a:<area>", "tb:<table>" (a table is sold whole: 1),
+// "x:<extra>", and every admission (a ticket, a seat, an area place, a
+// table's seat) once for "ev" and, with a showing, once for "sh:<showing>".
+// This is the one definition of what an order counts against; pricing uses
+// it for the claims of a quote.
+func ClaimsOf(lines []Line, showingID string) map[string]int64 {
+	claims := make(map[string]int64, 2+len(lines))
+	for _, l := range lines {
+		AddClaims(claims, l, showingID)
+	}
+	return claims
+}
+
+// AddClaims adds one line's claims to claims.
+func AddClaims(claims map[string]int64, l Line, showingID string) {
+	admissions := l.Quantity
+	switch l.Kind {
+	case LineTicket:
+		claims["t:"+l.RefID] += l.Quantity
+	case LineArea:
+		claims["a:"+l.RefID] += l.Quantity
+	case LineTable:
+		claims["tb:"+l.RefID]++
+	case LineSeat:
+	case LineExtra:
+		claims["x:"+l.RefID] += l.Quantity
+		return // an extra admits nobody
+	default:
+		return
+	}
+	claims["ev"] += admissions
+	if showingID != "" {
+		claims["sh:"+showingID] += admissions
+	}
+}

@@ -1,0 +1,73 @@
+package orders
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"hash"
+	"strings"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+)
+
+// An order id's random part is 15 bytes in lowercase base32 (24
+// characters): 9 random bytes and the first 6 bytes of an HMAC, keyed with
+// Service.IDKey, of those bytes, the channel and the event. So ticketd can
+// tell, without any stored state, that it made an order id for a channel:
+// an order it no longer knows (lost with Redis' state, or aged out long
+// after it expired) is then answered as failed, never as "no such order".
+const (
+	idRandom = 9
+	idMAC    = 6
+)
+
+// NewOrderID returns a fresh order id in the event's partition, all random
+// (not minted: Minted never recognises it).
+func NewOrderID(eventID string) string {
+	b := make([]byte, idRandom+idMAC)
+	_, _ = rand.Read(b)
+	return keys.OrderID(eventID, lowerB32.EncodeToString(b))
+}
+
+// newOrderID mints an order id of channelID for the event; without an
+// IDKey it is all random.
+func (s *Service) newOrderID(eventID, channelID string) string {
+	if len(s.IDKey) == 0 {
+		return NewOrderID(eventID)
+	}
+	b := make([]byte, idRandom, idRandom+sha256.Size)
+	_, _ = rand.Read(b)
+	b = s.idMAC(b, channelID, eventID)
+	return keys.OrderID(eventID, lowerB32.EncodeToString(b[:idRandom+idMAC]))
+}
+
+// Minted reports whether orderID was made by a reserve for channelID under
+// this service's IDKey.
+func (s *Service) Minted(orderID, channelID string) bool {
+	ev, ok := keys.OrderEvent(orderID)
+	if !ok || len(s.IDKey) == 0 {
+		return false
+	}
+	random := orderID[1:strings.IndexByte(orderID, '.')]
+	raw, err := lowerB32.DecodeString(random)
+	if err != nil || len(raw) != idRandom+idMAC {
+		return false
+	}
+	want := s.idMAC(append(make([]byte, 0, idRandom+sha256.Size), raw[:idRandom]...), channelID, ev)
+	return hmac.Equal(raw[idRandom:], want[idRandom:idRandom+idMAC])
+}
+
+// idMAC appends HMAC(IDKey, random ‖ 0 ‖ channel ‖ 0 ‖ event) to b, which
+// holds the random bytes.
+func (s *Service) idMAC(b []byte, channelID, eventID string) []byte {
+	s.macOnce.Do(func() { s.macs.New = func() any { return hmac.New(sha256.New, s.IDKey) } })
+	m := s.macs.Get().(hash.Hash)
+	defer s.macs.Put(m)
+	m.Reset()
+	m.Write(b)
+	m.Write([]byte{0})
+	m.Write([]byte(channelID))
+	m.Write([]byte{0})
+	m.Write([]byte(eventID))
+	return m.Sum(b)
+}

@@ -1,0 +1,110 @@
+package redisstate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/rueidis"
+)
+
+// What a Redis crash would lose of acknowledged sales.
+const (
+	LosesNothing    = "nothing"    // AOF with appendfsync always
+	LosesSecond     = "second"     // AOF with appendfsync everysec: up to a second
+	LosesEverything = "everything" // no AOF (at best back to the last snapshot), or appendfsync no
+	LosesUnknown    = "unknown"    // the settings could not be read
+)
+
+// Durability is what the Redis server's persistence settings promise.
+type Durability struct {
+	Loses string // one of the Loses* levels
+	// Settings describes what it was read from, for the log
+	// ("appendonly yes, appendfsync always").
+	Settings string
+}
+
+// Describe says in words what a crash would lose.
+func (d Durability) Describe() string {
+	switch d.Loses {
+	case LosesNothing:
+		return "a Redis crash loses no acknowledged sale"
+	case LosesSecond:
+		return "a Redis crash loses up to one second of acknowledged sales"
+	case LosesEverything:
+		return "a Redis crash loses every sale since its last snapshot, or all of them"
+	}
+	return "what a Redis crash would lose is unknown"
+}
+
+// ReadDurability reads the server's persistence settings. CONFIG GET says
+// everything; where CONFIG is not allowed (managed Redis often renames
+// it), INFO persistence still tells whether AOF is on.
+func ReadDurability(ctx context.Context, rc rueidis.Client) (Durability, error) {
+	res := rc.DoMulti(ctx,
+		rc.B().ConfigGet().Parameter("appendonly").Build(),
+		rc.B().ConfigGet().Parameter("appendfsync").Build())
+	aof, err1 := configValue(res[0])
+	fsync, err2 := configValue(res[1])
+	if err1 == nil && err2 == nil {
+		return durabilityOf(aof == "yes", fsync), nil
+	}
+	if _, ok := rueidis.IsRedisErr(firstErr(err1, err2)); !ok {
+		return Durability{Loses: LosesUnknown}, fmt.Errorf("redisstate: read persistence settings: %w", firstErr(err1, err2))
+	}
+	info, err := rc.Do(ctx, rc.B().Info().Section("persistence").Build()).ToString()
+	if err != nil {
+		return Durability{Loses: LosesUnknown}, fmt.Errorf("redisstate: read persistence settings: %w", err)
+	}
+	if infoField(info, "aof_enabled") == "1" {
+		return Durability{Loses: LosesUnknown, Settings: "appendonly yes, appendfsync not readable (CONFIG is not allowed)"}, nil
+	}
+	return durabilityOf(false, ""), nil
+}
+
+func durabilityOf(aof bool, fsync string) Durability {
+	if !aof {
+		return Durability{Loses: LosesEverything, Settings: "appendonly no"}
+	}
+	d := Durability{Settings: "appendonly yes, appendfsync " + fsync}
+	switch fsync {
+	case "always":
+		d.Loses = LosesNothing
+	case "everysec":
+		d.Loses = LosesSecond
+	default: // "no": the kernel writes when it likes, typically within 30 s
+		d.Loses = LosesEverything
+	}
+	return d
+}
+
+// configValue reads a CONFIG GET reply (a map in RESP3, a pair list in RESP2).
+func configValue(r rueidis.RedisResult) (string, error) {
+	m, err := r.AsStrMap()
+	if err != nil {
+		return "", err
+	}
+	for _, v := range m {
+		return v, nil
+	}
+	return "", fmt.Errorf("empty CONFIG GET reply")
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// infoField returns one "name:value" line of an INFO reply.
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,374 @@
+package redisstate
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/lua"
+)
+
+// Status is the Redis state as one node sees it.
+type Status string
+
+// Statuses. Sales run only while Current.
+const (
+	Starting    Status = "starting"    // not checked yet
+	Current     Status = "current"     // reachable, and the generation is the one in force
+	Unreachable Status = "unreachable" // Redis does not answer
+	Loading     Status = "loading"     // Redis is loading its data set
+	Lost        Status = "lost"        // Redis lost its state (no marker, or a partition's is gone)
+	Stale       Status = "stale"       // Redis went back to an older snapshot
+	Rebuilding  Status = "rebuilding"  // a rebuild from Postgres is running
+)
+
+// ErrSalesStopped is what a script's wrapper returns when the script found
+// its partition's marker missing: Redis lost its state or a rebuild is
+// running, and the script changed nothing.
+var ErrSalesStopped = apierr.Unavailable("sales are stopped: the Redis state is being restored from Postgres; retry shortly")
+
+// gates are the answers of a node whose sales are stopped, by status.
+var gates = map[Status]*apierr.Error{
+	Starting:    apierr.Unavailable("ticketd is starting; retry shortly"),
+	Unreachable: apierr.Unavailable("sales are stopped: Redis is unreachable; retry shortly"),
+	Loading:     apierr.Unavailable("sales are stopped: Redis is loading its data; retry shortly"),
+	Lost:        apierr.Unavailable("sales are stopped: Redis lost its state; they resume once it is rebuilt from Postgres"),
+	Stale:       apierr.Unavailable("sales are stopped: Redis came back from an older snapshot; they resume once it is rebuilt from Postgres"),
+	Rebuilding:  apierr.Unavailable("sales are stopped: Redis is being rebuilt from Postgres; retry shortly"),
+}
+
+// Mark is a generation and how far its sequence number got.
+type Mark struct {
+	Gen string
+	Seq int64
+}
+
+// Record is where Postgres keeps the generation in force, so that a node
+// starting cold can tell an older Redis snapshot from the current state.
+type Record interface {
+	// Load returns the recorded generation; ok is false when none is.
+	Load(ctx context.Context) (m Mark, ok bool, err error)
+	// Save records how far m's sequence got: it inserts m when no
+	// generation is recorded, raises the sequence of the same generation,
+	// and leaves another generation alone.
+	Save(ctx context.Context, m Mark) error
+}
+
+// View is what a node knows of the Redis state.
+type View struct {
+	Status Status
+	// Reason says why sales are stopped; empty while Current. It names no
+	// host, user or database.
+	Reason     string
+	Gen        string
+	Durability Durability
+	Since      time.Time // when Status began
+}
+
+// Monitor checks the Redis state a few times a second and keeps the node's
+// gate: sales run only while the state is current. Check must be called
+// from one goroutine at a time (Run does so); View and Gate from any.
+type Monitor struct {
+	Redis  rueidis.Client
+	Space  keys.Space
+	Record Record // nil when ticketd runs without Postgres
+	Logger *slog.Logger
+
+	// Recover, when set, rebuilds Redis from Postgres after a loss or a
+	// rollback; bad is the generation found lost or stale ("" when there
+	// was none), so a rebuild another node finished meanwhile is not run
+	// twice. It runs in its own goroutine, one at a time.
+	Recover func(ctx context.Context, bad string) error
+	// OnCurrent, when set, is called after each check that found the state
+	// current, with the catalog version (nodes reload the catalog then).
+	OnCurrent func(ctx context.Context, catalogVersion int64)
+	// OnRTT, when set, receives the round-trip time of each check.
+	OnRTT func(time.Duration)
+	// OnChange, when set, is called with the new view whenever the status
+	// or the durability changes.
+	OnChange func(View)
+	// FixedDurability, when set, is reported instead of the server's
+	// settings (an embedded in-process Redis keeps nothing).
+	FixedDurability *Durability
+	// Timeout bounds one check (default 1s); a check that times out counts
+	// as unreachable.
+	Timeout time.Duration
+
+	view atomic.Pointer[View]
+
+	// Check's own state.
+	gen     string // generation adopted
+	seq     int64  // highest sequence number seen of gen
+	bad     View   // the generation found lost or stale: it stays so until a rebuild replaces it
+	durAt   time.Time
+	savedAt time.Time
+	saving  atomic.Bool
+	fixing  atomic.Bool
+	fixedAt atomic.Int64 // unix ns of the last recovery start
+}
+
+// How often durability is read again, the sequence saved to Postgres, and
+// a failed recovery retried.
+const (
+	durabilityEvery = 10 * time.Second
+	saveEvery       = time.Second
+	recoverEvery    = 5 * time.Second
+)
+
+var tickScript = lua.Load("state_tick")
+
+// View returns what this node knows now.
+func (m *Monitor) View() View {
+	if v := m.view.Load(); v != nil {
+		return *v
+	}
+	return View{Status: Starting, Reason: gates[Starting].Message}
+}
+
+// Gate returns nil while sales may run, else the 503 to answer.
+func (m *Monitor) Gate() *apierr.Error {
+	v := m.view.Load()
+	if v == nil {
+		return gates[Starting]
+	}
+	if v.Status == Current {
+		return nil
+	}
+	return gates[v.Status]
+}
+
+func (m *Monitor) logger() *slog.Logger {
+	if m.Logger != nil {
+		return m.Logger
+	}
+	return slog.Default()
+}
+
+// Run checks every interval until ctx ends.
+func (m *Monitor) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.Check(ctx)
+		}
+	}
+}
+
+// Check reads the state once (one round trip: the tick script and every
+// partition's marker), updates the view and the gate, and starts a
+// recovery when the state is lost or stale.
+func (m *Monitor) Check(ctx context.Context) View {
+	cctx, cancel := context.WithTimeout(ctx, m.timeout())
+	defer cancel()
+	cmds := make(rueidis.Commands, 0, 1+keys.Partitions)
+	tickKeys := []string{m.Space.State(), m.Space.CatalogVersion()}
+	cmds = append(cmds, lua.Evalsha(m.Redis, "state_tick", tickKeys, nil))
+	for p := range keys.Partitions {
+		cmds = append(cmds, m.Redis.B().Get().Key(m.Space.Live(p)).Build())
+	}
+	start := time.Now()
+	res := m.Redis.DoMulti(cctx, cmds...)
+	arr, err := lua.Reply(res[0])
+	if lua.IsNoScript(err) {
+		arr, err = lua.Reply(tickScript.Exec(cctx, m.Redis, tickKeys, nil))
+	}
+	if err != nil {
+		return m.unreachable(err)
+	}
+	if m.OnRTT != nil {
+		m.OnRTT(time.Since(start))
+	}
+	status, _ := lua.Str(arr, 0)
+	gen, _ := lua.Str(arr, 1)
+	seq, _ := lua.Int(arr, 2)
+	version, _ := lua.Int(arr, 3)
+	prev := m.View()
+	dur := m.durability(cctx, prev)
+
+	var next View
+	switch {
+	case status == "":
+		next = View{Status: Lost, Reason: "Redis holds no generation marker: it lost its state"}
+		m.gen = ""
+	case status == statusRebuilding:
+		next = View{Status: Rebuilding, Reason: "a rebuild from Postgres is running"}
+	case gen != "" && gen == m.bad.Gen:
+		next = m.bad
+	case gen != m.gen:
+		next = m.adopt(cctx, gen, seq)
+	case seq < m.seq:
+		next = View{Status: Stale, Reason: fmt.Sprintf("the state's sequence number went back from %d to %d", m.seq, seq)}
+	default:
+		next = View{Status: Current}
+		m.seq = seq
+	}
+	if next.Status == Current {
+		if p := missingMarker(res[1:], gen); p >= 0 {
+			next = View{Status: Lost, Reason: fmt.Sprintf("partition %d lost its generation marker", p)}
+		}
+	}
+	next.Gen = gen
+	next.Durability = dur
+	if next.Status == Lost || next.Status == Stale {
+		m.bad = next
+	}
+	m.set(prev, next)
+	switch next.Status {
+	case Current:
+		m.save(ctx, Mark{Gen: gen, Seq: seq})
+		if m.OnCurrent != nil {
+			m.OnCurrent(ctx, version)
+		}
+	case Lost, Stale:
+		m.recover(ctx, gen)
+	}
+	return m.View()
+}
+
+// adopt takes gen as the generation in force when Postgres agrees: a node
+// starting cold, or one that sees a rebuild's new generation. Without the
+// record (no Postgres, or unreachable) it is adopted as it is.
+func (m *Monitor) adopt(ctx context.Context, gen string, seq int64) View {
+	if m.Record != nil {
+		rec, ok, err := m.Record.Load(ctx)
+		switch {
+		case err != nil:
+			m.logger().Warn("redis state: could not check the generation against Postgres; adopting it", "err", err)
+		case ok && rec.Gen != gen:
+			return View{Status: Stale, Reason: "Redis holds a generation Postgres does not record as current: it came back from an older state"}
+		case ok && seq < rec.Seq:
+			return View{Status: Stale, Reason: fmt.Sprintf("the state's sequence number %d is below the %d Postgres recorded: Redis came back from an older snapshot", seq, rec.Seq)}
+		}
+	}
+	m.gen, m.seq = gen, seq
+	return View{Status: Current}
+}
+
+// missingMarker returns the first partition whose marker is not gen, or -1.
+func missingMarker(res []rueidis.RedisResult, gen string) int {
+	for p, r := range res {
+		if v, err := r.ToString(); err != nil || v != gen {
+			return p
+		}
+	}
+	return -1
+}
+
+func (m *Monitor) unreachable(err error) View {
+	prev := m.View()
+	next := View{Status: Unreachable, Reason: "Redis does not answer", Gen: prev.Gen, Durability: prev.Durability}
+	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "LOADING") {
+		next.Status, next.Reason = Loading, "Redis is loading its data set"
+	}
+	m.set(prev, next)
+	return next
+}
+
+// durability reads the server's persistence settings when due: at the
+// first check, after Redis was unreachable (it may be another process now),
+// and every durabilityEvery.
+func (m *Monitor) durability(ctx context.Context, prev View) Durability {
+	if m.FixedDurability != nil {
+		return *m.FixedDurability
+	}
+	if prev.Durability.Loses != "" && prev.Status != Unreachable && prev.Status != Loading && time.Since(m.durAt) < durabilityEvery {
+		return prev.Durability
+	}
+	d, err := ReadDurability(ctx, m.Redis)
+	if err != nil {
+		m.logger().Warn("redis state: could not read Redis' persistence settings", "err", err)
+	}
+	m.durAt = time.Now()
+	return d
+}
+
+// set installs next and logs what changed.
+func (m *Monitor) set(prev, next View) {
+	if next.Status != Current && next.Reason == "" {
+		next.Reason = gates[next.Status].Message
+	}
+	changed := prev.Status != next.Status || prev.Durability != next.Durability
+	if prev.Status == next.Status {
+		next.Since = prev.Since
+	} else {
+		next.Since = time.Now()
+	}
+	m.view.Store(&next)
+	if !changed {
+		return
+	}
+	log := m.logger()
+	if prev.Status != next.Status {
+		switch next.Status {
+		case Current:
+			log.Info("redis state is current: sales run", "generation", next.Gen, "was", string(prev.Status))
+		case Lost, Stale:
+			log.Error("redis state is not current: sales stop", "status", string(next.Status), "reason", next.Reason, "generation", next.Gen)
+		default:
+			log.Warn("redis state: sales stop", "status", string(next.Status), "reason", next.Reason)
+		}
+	}
+	if prev.Durability != next.Durability && next.Durability.Loses != "" {
+		level := slog.LevelWarn
+		if next.Durability.Loses == LosesNothing {
+			level = slog.LevelInfo
+		}
+		log.Log(context.Background(), level, "redis durability: "+next.Durability.Describe(),
+			"loses", next.Durability.Loses, "settings", next.Durability.Settings)
+	}
+	if m.OnChange != nil {
+		m.OnChange(next)
+	}
+}
+
+// save records the sequence number in Postgres about once a second, off
+// the check's path (a slow Postgres must not slow the checks).
+func (m *Monitor) save(ctx context.Context, mark Mark) {
+	if m.Record == nil || time.Since(m.savedAt) < saveEvery || !m.saving.CompareAndSwap(false, true) {
+		return
+	}
+	m.savedAt = time.Now()
+	go func() {
+		defer m.saving.Store(false)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if err := m.Record.Save(sctx, mark); err != nil {
+			m.logger().Debug("redis state: could not record the sequence number in Postgres", "err", err)
+		}
+	}()
+}
+
+// recover starts Recover unless one runs or one started recoverEvery ago.
+func (m *Monitor) recover(ctx context.Context, bad string) {
+	if m.Recover == nil || time.Since(time.Unix(0, m.fixedAt.Load())) < recoverEvery || !m.fixing.CompareAndSwap(false, true) {
+		return
+	}
+	m.fixedAt.Store(time.Now().UnixNano())
+	go func() {
+		defer m.fixing.Store(false)
+		if err := m.Recover(context.WithoutCancel(ctx), bad); err != nil {
+			m.logger().Error("redis state: rebuild from Postgres failed; retrying", "err", err, "retry_in", recoverEvery)
+		}
+	}()
+}
+
+// Recovering reports whether a recovery started by this monitor runs.
+func (m *Monitor) Recovering() bool { return m.fixing.Load() }
+
+func (m *Monitor) timeout() time.Duration {
+	if m.Timeout > 0 {
+		return m.Timeout
+	}
+	return time.Second
+}

@@ -1,0 +1,161 @@
+package redistest
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Server is a redis-server process of one test's own, for tests that kill,
+// pause, restart or wipe Redis: the shared server is never touched.
+type Server struct {
+	// Addr is host:port; URL is redis://Addr.
+	Addr string
+	URL  string
+	// Dir holds the server's data files (AOF, RDB) and its log.
+	Dir string
+
+	t    testing.TB
+	args []string
+	cmd  *exec.Cmd
+}
+
+// StartServer starts redis-server on a free loopback port with nothing
+// persisted, then args (later arguments win: "--appendonly", "yes" turns
+// AOF on). The process is killed when t ends.
+func StartServer(t testing.TB, args ...string) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redistest: redis-server is not installed (make services installs it): %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir := t.TempDir()
+	s := &Server{
+		Addr: "127.0.0.1:" + strconv.Itoa(port),
+		Dir:  dir,
+		t:    t,
+		args: append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+			"--save", "", "--appendonly", "no", "--daemonize", "no",
+			"--logfile", filepath.Join(dir, "redis.log")}, args...),
+	}
+	s.URL = "redis://" + s.Addr
+	s.args = append([]string{bin}, s.args...)
+	t.Cleanup(func() { s.kill() })
+	s.Start()
+	return s
+}
+
+// Start starts the server again (after Kill) with the same port, data
+// directory and arguments, and waits until it answers PING with PONG, i.e.
+// has loaded its data.
+func (s *Server) Start() {
+	s.t.Helper()
+	s.cmd = &exec.Cmd{Path: s.args[0], Args: s.args}
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("redistest: start redis-server: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if s.ping() == "+PONG" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+	s.t.Fatalf("redistest: redis-server on %s did not answer in 30s; its log:\n%s", s.Addr, log)
+}
+
+// ping sends PING and returns the reply line ("" when there is none).
+func (s *Server) ping() string {
+	c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return ""
+	}
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimSpace(line)
+}
+
+// Kill ends the server with SIGKILL, as a crash would, and waits for it.
+func (s *Server) Kill() {
+	s.t.Helper()
+	s.kill()
+}
+
+func (s *Server) kill() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused process must run to die
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Pause stops the process (SIGSTOP): it keeps its connections open and
+// answers nothing, like a hung server. Resume continues it.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	if s.cmd == nil || s.cmd.Process == nil {
+		s.t.Fatal("redistest: the server is not running")
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("redistest: signal %v: %v", sig, err)
+	}
+}
+
+// Wipe deletes the server's data files, so the next Start comes up empty,
+// as a Redis that lost its disk would. The server must be killed first.
+func (s *Server) Wipe() {
+	s.t.Helper()
+	if s.cmd != nil {
+		s.t.Fatal("redistest: Wipe needs a killed server")
+	}
+	entries, err := os.ReadDir(s.Dir)
+	if err != nil {
+		s.t.Fatalf("redistest: %v", err)
+	}
+	for _, e := range entries {
+		if e.Name() == "redis.log" {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(s.Dir, e.Name())); err != nil {
+			s.t.Fatalf("redistest: %v", err)
+		}
+	}
+}
+
+// Client returns a client of the server, closed with the test.
+func (s *Server) Client(t testing.TB) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatalf("redistest: connect to %s: %v", s.Addr, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}

@@ -1,0 +1,41 @@
+-- event_restore: replace an event's capacity, sold, booked-seat and
+-- discount-use hashes with what a rebuild counted from Postgres (and the
+-- paid orders still on the streams). Sales are stopped while it runs (the
+-- partition's marker is gone), so nothing races it; it is one script so an
+-- event is never seen half restored.
+--
+-- KEYS[1] -> capacities hash     {pN}:ev:<id>:cap    (field -> capacity)
+-- KEYS[2] -> sold hash           {pN}:ev:<id>:sold   (field -> count)
+-- KEYS[3] -> booked seats hash   {pN}:ev:<id>:booked (label -> order id)
+-- KEYS[4] -> discount used hash  {pN}:ev:<id>:dcused (code -> uses)
+--
+-- ARGV: four lists, one per key in that order, each a count N followed by
+-- N field, value pairs.
+--
+-- Output: {0, caps, sold, booked, discount} the number of fields written
+-- to each hash
+local lists = {}
+local i = 1
+for k = 1, 4 do
+  local n = tonumber(ARGV[i])
+  lists[k] = {from = i + 1, to = i + 2 * n}
+  i = i + 1 + 2 * n
+end
+if i - 1 ~= #ARGV then
+  return redis.error_reply('event_restore: argument count does not match the lists')
+end
+
+-- writes: HSET in chunks, as unpack has a stack limit
+local written = {}
+for k = 1, 4 do
+  redis.call('DEL', KEYS[k])
+  local from, to = lists[k].from, lists[k].to
+  local s = from
+  while s <= to do
+    local e = math.min(s + 999, to)
+    redis.call('HSET', KEYS[k], unpack(ARGV, s, e))
+    s = e + 1
+  end
+  written[k] = (to - from + 1) / 2
+end
+return {0, written[1], written[2], written[3], written[4]}

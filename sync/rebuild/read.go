@@ -1,0 +1,239 @@
+package rebuild
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/sync/catalogdb"
+)
+
+// state is what a rebuild writes back, counted from the record and the
+// streams.
+type state struct {
+	tenants  []catalog.Tenant
+	channels []catalog.StoredChannel
+
+	sold   map[string]map[string]int64  // event -> counter field -> sold
+	booked map[string]map[string]string // event -> seat label -> order id
+	used   map[string]map[string]int64  // event -> discount code -> uses
+
+	recent     []paidCopy // Redis copies of orders paid within the retention
+	paidOrders int64
+	streamOnly int
+}
+
+// paidCopy is what the Redis copy of a paid order holds (see
+// order_confirm.lua) and its reserve's idempotency record.
+type paidCopy struct {
+	orderID, channelID, caller, ref string
+	total                           int64
+	tickets                         []orders.Ticket
+	paidAt, createdAt               time.Time
+	idemKey, fingerprint            string
+}
+
+func (st *state) count(eventID, showingID, orderID string, l orders.Line) {
+	sold := st.sold[eventID]
+	if sold == nil {
+		sold = map[string]int64{}
+		st.sold[eventID] = sold
+	}
+	orders.AddClaims(sold, l, showingID)
+	if l.Kind == orders.LineSeat {
+		b := st.booked[eventID]
+		if b == nil {
+			b = map[string]string{}
+			st.booked[eventID] = b
+		}
+		b[l.RefID] = orderID
+	}
+}
+
+func (st *state) use(eventID, code string, n int64) {
+	u := st.used[eventID]
+	if u == nil {
+		u = map[string]int64{}
+		st.used[eventID] = u
+	}
+	u[code] += n
+}
+
+// streamPage is how many entries one XRANGE reads.
+const streamPage = 1000
+
+// readStreams returns the paid orders on the paid streams, by id. An entry
+// that does not decode is left to the sync worker (it dead-letters it).
+func (r *Rebuilder) readStreams(ctx context.Context) (map[string]orders.Record, error) {
+	out := map[string]orders.Record{}
+	from := map[int]string{}
+	for p := range keys.Partitions {
+		from[p] = "-"
+	}
+	bad := 0
+	for len(from) > 0 {
+		parts := make([]int, 0, len(from))
+		cmds := make(rueidis.Commands, 0, len(from))
+		for p, f := range from {
+			parts = append(parts, p)
+			cmds = append(cmds, r.Redis.B().Xrange().Key(r.Space.Paid(p)).Start(f).End("+").Count(streamPage).Build())
+		}
+		next := map[int]string{}
+		for i, res := range r.Redis.DoMulti(ctx, cmds...) {
+			es, err := res.AsXRange()
+			if err != nil {
+				return nil, fmt.Errorf("rebuild: read %s: %w", r.Space.Paid(parts[i]), err)
+			}
+			for _, e := range es {
+				rec, err := orders.DecodePaid(e.FieldValues)
+				if err != nil {
+					bad++
+					continue
+				}
+				out[rec.OrderID] = rec
+			}
+			if len(es) == streamPage {
+				next[parts[i]] = "(" + es[len(es)-1].ID
+			}
+		}
+		from = next
+	}
+	if bad > 0 {
+		r.logger().Warn("rebuild: paid-stream entries that are not paid orders were skipped (the sync worker dead-letters them)", "entries", bad)
+	}
+	return out, nil
+}
+
+// readRecord counts, from one snapshot of Postgres, everything capacity
+// depends on, adds the paid orders only the streams hold, and collects the
+// recently paid orders whose Redis copies come back.
+func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]orders.Record) (*state, error) {
+	st := &state{sold: map[string]map[string]int64{}, booked: map[string]map[string]string{}, used: map[string]map[string]int64{}}
+	var err error
+	if st.tenants, st.channels, err = (&catalogdb.Store{Pool: r.Pool}).Load(ctx); err != nil {
+		return nil, fmt.Errorf("rebuild: %w", err)
+	}
+	now := time.Now()
+	since := now.Add(-orDefault(r.Retention, 24*time.Hour))
+	ids := make([]string, 0, len(streamed))
+	for id := range streamed {
+		ids = append(ids, id)
+	}
+	err = pgx.BeginTxFunc(ctx, r.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT id FROM orders WHERE id = ANY($1)`, ids)
+		if err != nil {
+			return err
+		}
+		known, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		for _, id := range known {
+			delete(streamed, id) // Postgres counts it
+		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM orders WHERE status = 'paid'`).Scan(&st.paidOrders); err != nil {
+			return err
+		}
+		if err := readLines(ctx, tx, st); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT event_id, discount_code, count(*) FROM orders
+			WHERE status = 'paid' AND discount_code IS NOT NULL GROUP BY event_id, discount_code`)
+		if err != nil {
+			return err
+		}
+		var ev, code string
+		var n int64
+		if _, err := pgx.ForEachRow(rows, []any{&ev, &code, &n}, func() error { st.use(ev, code, n); return nil }); err != nil {
+			return err
+		}
+		return readRecent(ctx, tx, st, since)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: read the record: %w", err)
+	}
+	for _, rec := range streamed {
+		for _, l := range rec.Lines {
+			st.count(rec.EventID, rec.ShowingID, rec.OrderID, l)
+		}
+		if rec.DiscountCode != "" {
+			st.use(rec.EventID, rec.DiscountCode, 1)
+		}
+		st.paidOrders++
+		st.streamOnly++
+		if paid := time.UnixMilli(rec.PaidAtMs); paid.After(since) {
+			st.recent = append(st.recent, paidCopy{orderID: rec.OrderID, channelID: rec.ChannelID, caller: rec.Caller,
+				ref: rec.PartnerReference, total: int64(rec.Total), tickets: rec.Tickets, paidAt: paid,
+				createdAt: time.UnixMilli(rec.CreatedAtMs), idemKey: rec.IdempotencyKey, fingerprint: rec.Fingerprint})
+		}
+	}
+	return st, nil
+}
+
+// readLines counts every line of every paid order, streaming the rows.
+func readLines(ctx context.Context, tx pgx.Tx, st *state) error {
+	rows, err := tx.Query(ctx, `SELECT o.id, o.event_id, coalesce(o.showing_id, ''), l.kind, l.ref_id, l.quantity
+		FROM order_lines l JOIN orders o ON o.id = l.order_id WHERE o.status = 'paid'`)
+	if err != nil {
+		return err
+	}
+	var id, ev, showing string
+	var l orders.Line
+	_, err = pgx.ForEachRow(rows, []any{&id, &ev, &showing, &l.Kind, &l.RefID, &l.Quantity}, func() error {
+		st.count(ev, showing, id, l)
+		return nil
+	})
+	return err
+}
+
+// readRecent collects the orders paid since since, with their tickets.
+func readRecent(ctx context.Context, tx pgx.Tx, st *state, since time.Time) error {
+	rows, err := tx.Query(ctx, `SELECT id, coalesce(channel_id, ''), coalesce(caller, ''), total_cents,
+		coalesce(partner_reference, ''), paid_at, created_at, coalesce(idempotency_key, ''), coalesce(fingerprint, '')
+		FROM orders WHERE status = 'paid' AND paid_at > $1 ORDER BY id`, since)
+	if err != nil {
+		return err
+	}
+	at := map[string]int{}
+	var c paidCopy
+	_, err = pgx.ForEachRow(rows, []any{&c.orderID, &c.channelID, &c.caller, &c.total, &c.ref, &c.paidAt, &c.createdAt,
+		&c.idemKey, &c.fingerprint}, func() error {
+		at[c.orderID] = len(st.recent)
+		st.recent = append(st.recent, c)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	rows, err = tx.Query(ctx, `SELECT t.order_id, t.id, t.label, t.kind, coalesce(t.ref_id, '')
+		FROM tickets t JOIN orders o ON o.id = t.order_id
+		WHERE o.status = 'paid' AND o.paid_at > $1 ORDER BY t.order_id, length(t.id), t.id`, since)
+	if err != nil {
+		return err
+	}
+	var order string
+	var t orders.Ticket
+	_, err = pgx.ForEachRow(rows, []any{&order, &t.TicketID, &t.Label, &t.Kind, &t.RefID}, func() error {
+		if i, ok := at[order]; ok {
+			st.recent[i].tickets = append(st.recent[i].tickets, t)
+		}
+		return nil
+	})
+	return err
+}
+
+// ticketsJSON is the tickets as the order hash keeps them ("tix").
+func ticketsJSON(tix []orders.Ticket) (string, error) {
+	if tix == nil {
+		tix = []orders.Ticket{}
+	}
+	b, err := json.Marshal(tix)
+	return string(b), err
+}

@@ -1,0 +1,206 @@
+// Package rebuild restores the Redis state ticketd sells from out of
+// Postgres, the record: after Redis lost its data or came back from an
+// older snapshot (ticketd's automatic recovery), and whenever an operator
+// asks (ticketctl rebuild).
+//
+// A rebuild stops every sale first (redisstate.MarkRebuilding: the scripts
+// that sell refuse at once, nodes close their gates within a check), reads
+// the paid orders still on the paid streams, then Postgres (streams first:
+// the sync worker deletes an entry only after Postgres holds it, so every
+// paid order is seen at least once, and each is counted once, by id), and
+// writes back everything capacity depends on: the catalog projection, each
+// event's capacities, sold counts, booked seats and used discount codes,
+// and the Redis copies of recently paid orders with their idempotency
+// records. It ends by publishing a new generation, recorded in Postgres
+// before Redis shows it; sales resume then. Pending orders, seat holds and
+// rate windows are not in Postgres and are not restored: a lost pending
+// order is failed (its confirm answers CONFIRM_FAILED, refund).
+//
+// A rebuild is idempotent and holds the catalog lock, so it never runs
+// beside a catalog apply or another rebuild.
+package rebuild
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/lease"
+	"github.com/ticketd/ticketd/inventory/redisstate"
+)
+
+// Rebuilder rebuilds one key space's Redis state from one database.
+type Rebuilder struct {
+	Redis   rueidis.Client
+	Space   keys.Space
+	Pool    *pgxpool.Pool
+	Catalog *catalogstore.Store // writes the projection (same Redis and Space)
+	Logger  *slog.Logger
+
+	// Retention is how long a paid order stays in Redis after its payment
+	// (orders.Service.Retention, default 24h): orders paid within it get
+	// their Redis copy back for the rest of it.
+	Retention time.Duration
+	// IdempotencyTTL is how long an Idempotency-Key is kept (default 24h).
+	IdempotencyTTL time.Duration
+	// LockTTL is the catalog lock's lease (default 30s, kept alive while
+	// the rebuild runs).
+	LockTTL time.Duration
+}
+
+// Report says what a rebuild restored.
+type Report struct {
+	Generation string `json:"generation"`
+	// Events is how many events got their counters back.
+	Events int `json:"events"`
+	// SoldCounters is the number of sold counters written over all events
+	// (ticket types, the events themselves, showings, areas, tables, extras).
+	SoldCounters int `json:"soldCounters"`
+	// Admissions is the sum of the events' sold counts ("ev").
+	Admissions  int64 `json:"admissions"`
+	BookedSeats int   `json:"bookedSeats"`
+	// DiscountCodes is the number of codes with used counts.
+	DiscountCodes int `json:"discountCodes"`
+	// PaidOrders counts every paid order once: Postgres' and those found
+	// only on the paid streams (StreamOnly of them).
+	PaidOrders int64 `json:"paidOrders"`
+	StreamOnly int   `json:"streamOnly"`
+	// Orders and IdempotencyKeys are the Redis copies of recently paid
+	// orders, and their reserves' keys, put back.
+	Orders          int `json:"orders"`
+	IdempotencyKeys int `json:"idempotencyKeys"`
+	// CatalogVersion is the version the projection was restored under.
+	CatalogVersion int64         `json:"catalogVersion"`
+	Took           time.Duration `json:"took"`
+}
+
+func (r *Rebuilder) logger() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.Default()
+}
+
+func (r *Rebuilder) generations() *Generations {
+	return &Generations{Pool: r.Pool, Prefix: r.Space.Prefix}
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Run rebuilds, whatever state Redis is in (ticketctl rebuild).
+func (r *Rebuilder) Run(ctx context.Context) (Report, error) {
+	l, err := r.lock(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	defer l.Release(context.WithoutCancel(ctx))
+	return r.rebuild(ctx, l)
+}
+
+// Recover rebuilds after a node found the state lost or stale, unless,
+// once it holds the lock, Redis holds a live generation other than bad
+// with every partition's marker: another node or an operator rebuilt
+// meanwhile. rebuilt says whether this call rebuilt.
+func (r *Rebuilder) Recover(ctx context.Context, bad string) (rep Report, rebuilt bool, err error) {
+	l, err := r.lock(ctx)
+	if err != nil {
+		return Report{}, false, err
+	}
+	defer l.Release(context.WithoutCancel(ctx))
+	if done, err := r.liveOtherThan(ctx, bad); err != nil || done {
+		return Report{}, false, err
+	}
+	rep, err = r.rebuild(ctx, l)
+	return rep, err == nil, err
+}
+
+// liveOtherThan reports whether Redis holds a live generation other than
+// bad, every partition marked with it.
+func (r *Rebuilder) liveOtherThan(ctx context.Context, bad string) (bool, error) {
+	st, err := r.Redis.Do(ctx, r.Redis.B().Hmget().Key(r.Space.State()).Field("status", "gen").Build()).ToArray()
+	if err != nil {
+		return false, fmt.Errorf("rebuild: read state: %w", err)
+	}
+	status, _ := st[0].ToString()
+	gen, _ := st[1].ToString()
+	if status != "live" || gen == "" || gen == bad {
+		return false, nil
+	}
+	cmds := make(rueidis.Commands, keys.Partitions)
+	for p := range cmds {
+		cmds[p] = r.Redis.B().Get().Key(r.Space.Live(p)).Build()
+	}
+	for _, res := range r.Redis.DoMulti(ctx, cmds...) {
+		if v, err := res.ToString(); err != nil || v != gen {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error) {
+	start := time.Now()
+	log := r.logger()
+	log.Warn("rebuild: restoring the Redis state from Postgres; sales are stopped until it ends")
+	if err := redisstate.MarkRebuilding(ctx, r.Redis, r.Space); err != nil {
+		return Report{}, err
+	}
+	streamed, err := r.readStreams(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	st, err := r.readRecord(ctx, streamed)
+	if err != nil {
+		return Report{}, err
+	}
+	var rep Report
+	if err := r.writeEvents(ctx, st, &rep); err != nil {
+		return Report{}, err
+	}
+	if err := r.writeOrders(ctx, st, &rep); err != nil {
+		return Report{}, err
+	}
+	if rep.CatalogVersion, err = r.Catalog.Restore(ctx, st.tenants, st.channels); err != nil {
+		return Report{}, err
+	}
+	// Whoever took the lock after a lost lease may be writing too: only the
+	// holder publishes.
+	if err := l.Err(); err != nil {
+		return Report{}, fmt.Errorf("rebuild: %w", err)
+	}
+	rep.Generation = redisstate.NewGeneration()
+	if err := r.generations().publish(ctx, rep.Generation); err != nil {
+		return Report{}, err
+	}
+	if err := redisstate.Publish(ctx, r.Redis, r.Space, rep.Generation); err != nil {
+		return Report{}, err
+	}
+	rep.PaidOrders, rep.StreamOnly = st.paidOrders, st.streamOnly
+	rep.Took = time.Since(start)
+	log.Warn("rebuild: the Redis state is restored from Postgres; sales resume",
+		"generation", rep.Generation, "events", rep.Events, "admissions", rep.Admissions,
+		"booked_seats", rep.BookedSeats, "paid_orders", rep.PaidOrders, "stream_only", rep.StreamOnly,
+		"orders", rep.Orders, "idempotency_keys", rep.IdempotencyKeys, "took", rep.Took.Round(time.Millisecond))
+	return rep, nil
+}
+
+// lock takes the catalog lock (waiting while an apply or another rebuild
+// holds it) and returns its lease; the caller releases it.
+func (r *Rebuilder) lock(ctx context.Context) (*lease.Lease, error) {
+	l, err := lease.AcquireWait(ctx, r.Redis, r.Space.CatalogLock(), orDefault(r.LockTTL, 30*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: take the catalog lock: %w", err)
+	}
+	return l, nil
+}

@@ -1,0 +1,154 @@
+package rebuild
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/lua"
+)
+
+var restoreScript = lua.Load("event_restore")
+
+// writeEvents gives every event its counters back: the catalog's events
+// and any other event a paid order names (its event never reached the
+// catalog of record: counted, but nothing sells it).
+func (r *Rebuilder) writeEvents(ctx context.Context, st *state, rep *Report) error {
+	caps := map[string]map[string]int64{}
+	for ti := range st.tenants {
+		for ei := range st.tenants[ti].Events {
+			ev := &st.tenants[ti].Events[ei]
+			ev.TenantID = st.tenants[ti].ID
+			c, uncapped := catalogstore.EventCaps(ev)
+			// A sold counter of an object no longer in the event is frozen
+			// at its count, as a catalog apply freezes it (catalog_caps.lua):
+			// nothing more of it sells.
+			live := map[string]bool{}
+			for _, f := range uncapped {
+				live[f] = true
+			}
+			for f, n := range st.sold[ev.ID] {
+				if _, ok := c[f]; !ok && !live[f] {
+					c[f] = n
+				}
+			}
+			caps[ev.ID] = c
+		}
+	}
+	events := map[string]bool{}
+	for _, m := range []map[string]int{keysOf(caps), keysOf(st.sold), keysOf(st.booked), keysOf(st.used)} {
+		for ev := range m {
+			events[ev] = true
+		}
+	}
+	for ev := range events {
+		args := pairs(nil, caps[ev])
+		args = pairs(args, st.sold[ev])
+		args = pairs(args, st.booked[ev])
+		args = pairs(args, st.used[ev])
+		ks := []string{r.Space.Caps(ev), r.Space.Sold(ev), r.Space.Booked(ev), r.Space.DiscountUsed(ev)}
+		arr, err := lua.Array(ctx, r.Redis, restoreScript, ks, args)
+		if err != nil {
+			return fmt.Errorf("rebuild: restore event %s: %w", ev, err)
+		}
+		if c, err := lua.Int(arr, 0); err != nil || c != 0 {
+			return fmt.Errorf("rebuild: restore event %s: %w", ev, lua.ErrReply)
+		}
+		rep.Events++
+		rep.SoldCounters += len(st.sold[ev])
+		rep.Admissions += st.sold[ev]["ev"]
+		rep.BookedSeats += len(st.booked[ev])
+		rep.DiscountCodes += len(st.used[ev])
+	}
+	return nil
+}
+
+func keysOf[V any](m map[string]V) map[string]int {
+	out := make(map[string]int, len(m))
+	for k := range m {
+		out[k] = 0
+	}
+	return out
+}
+
+// pairs appends a count and the field, value pairs of m, by field.
+func pairs[V int64 | string](args []string, m map[string]V) []string {
+	fields := make([]string, 0, len(m))
+	for f := range m {
+		fields = append(fields, f)
+	}
+	sort.Strings(fields)
+	args = append(args, strconv.Itoa(len(fields)))
+	for _, f := range fields {
+		var v string
+		switch x := any(m[f]).(type) {
+		case int64:
+			v = strconv.FormatInt(x, 10)
+		case string:
+			v = x
+		}
+		args = append(args, f, v)
+	}
+	return args
+}
+
+// batch is how many commands one pipelined round trip carries.
+const batch = 3000
+
+// writeOrders puts back the Redis copies of recently paid orders (status
+// and confirm replays answer from them, as before the loss) and their
+// reserves' idempotency records, so a retried reserve replays the paid
+// order instead of making a second one. A key whose 24 hours are over is
+// not restored.
+func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) error {
+	retention := orDefault(r.Retention, 24*time.Hour)
+	idemTTL := orDefault(r.IdempotencyTTL, 24*time.Hour)
+	now := time.Now()
+	cmds := make(rueidis.Commands, 0, batch)
+	flush := func() error {
+		for _, res := range r.Redis.DoMulti(ctx, cmds...) {
+			if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
+				return fmt.Errorf("rebuild: restore paid orders: %w", err)
+			}
+		}
+		cmds = cmds[:0]
+		return nil
+	}
+	for _, o := range st.recent {
+		okey, ok := r.Space.Order(o.orderID)
+		if !ok {
+			continue
+		}
+		tix, err := ticketsJSON(o.tickets)
+		if err != nil {
+			return fmt.Errorf("rebuild: encode tickets of %s: %w", o.orderID, err)
+		}
+		paid := strconv.FormatInt(o.paidAt.UnixMilli(), 10)
+		cmds = append(cmds,
+			r.Redis.B().Hset().Key(okey).FieldValue().FieldValue("st", orders.StatusPaid).
+				FieldValue("total", strconv.FormatInt(o.total, 10)).FieldValue("ch", o.channelID).
+				FieldValue("by", o.caller).FieldValue("ref", o.ref).FieldValue("tix", tix).
+				FieldValue("paid", paid).FieldValue("exp", paid).Build(),
+			r.Redis.B().Hdel().Key(okey).Field("rec").Build(),
+			r.Redis.B().Pexpireat().Key(okey).MillisecondsTimestamp(o.paidAt.Add(retention).UnixMilli()).Build())
+		rep.Orders++
+		if until := o.createdAt.Add(idemTTL); o.idemKey != "" && until.After(now) {
+			cmds = append(cmds, r.Redis.B().Set().Key(r.Space.Idempotency(o.idemKey)).
+				Value(orders.IdempotencyRecord(o.caller, o.fingerprint, o.orderID)).Nx().
+				Pxat(until).Build())
+			rep.IdempotencyKeys++
+		}
+		if len(cmds) >= batch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
