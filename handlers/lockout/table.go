@@ -38,8 +38,9 @@ func (t *table[K]) wait(k K, now int64) time.Duration {
 // lock locks k until the clock reaches until (now is the clock). A new
 // lock is always kept: a full table is brought down to seven eighths,
 // expired locks first, then arbitrary ones, so the cost of the scan is
-// shared by many locks. A lock dropped early costs one Redis call: the
-// caller's next failure finds its bucket still empty and locks it again.
+// shared by many locks. A lock dropped early lets one more attempt of its
+// caller be checked: if it fails, its bucket in Redis is still empty and
+// locks the caller again.
 func (t *table[K]) lock(k K, until, now int64, max int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
