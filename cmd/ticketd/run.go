@@ -20,6 +20,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/admin"
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/lockout"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/catalog"
@@ -124,12 +125,18 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		// Nothing will drain the paid streams: keep the newest entries only.
 		ord.StreamCap = 100_000
 	}
+	limiter := &ratelimit.Limiter{Redis: rc, Space: space}
+	resolver := &clientip.Resolver{Trusted: trusted}
+	// One lockout for both surfaces: an IP guessing admin tokens is as
+	// locked out of the partner surface as one guessing channel secrets.
+	locks := &lockout.Guard{Limiter: limiter, Logger: log}
 	api := &channel.API{
 		Catalog:  store.Current,
 		Orders:   ord,
 		Seats:    &seats.Engine{Redis: rc, Space: space, TTL: cfg.SeatHoldTTL},
-		Limiter:  &ratelimit.Limiter{Redis: rc, Space: space},
-		ClientIP: &clientip.Resolver{Trusted: trusted},
+		Limiter:  limiter,
+		ClientIP: resolver,
+		Lockout:  locks,
 		Sessions: sessions,
 		Gate:     mon.Gate,
 		Logger:   log,
@@ -146,7 +153,8 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if cfg.AdminToken == "" {
 		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
 	}
-	srv := server.New(server.Handler(probes, api, &admin.API{Token: cfg.AdminToken, Catalog: store, Gate: mon.Gate}))
+	srv := server.New(server.Handler(probes, api,
+		&admin.API{Token: cfg.AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}))
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

@@ -6,12 +6,16 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"net/netip"
 	"time"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/handlers/lockout"
+	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
@@ -25,6 +29,12 @@ type API struct {
 	// current: capacities must not be written into a Redis that lost its
 	// sold counts.
 	Gate func() *apierr.Error
+	// ClientIP finds the caller's address for Lockout; nil means the peer.
+	ClientIP *clientip.Resolver
+	// Lockout throttles wrong tokens per client IP (an admin token has no
+	// key to count by, and one lock for everyone would lock the operator
+	// out); nil throttles none.
+	Lockout *lockout.Guard
 }
 
 // MaxCatalogBody is the largest catalog document accepted. Catalogs are an
@@ -52,9 +62,42 @@ func (a *API) authorized(ctx *fasthttp.RequestCtx) bool {
 	return subtle.ConstantTimeCompare(h[len(p):], []byte(a.Token)) == 1
 }
 
+// authenticate answers false, having written the failure, unless the
+// caller presents the token. An IP locked out after failed attempts is
+// refused before the token is compared; a wrong token counts, a missing
+// one is no guess and does not.
+func (a *API) authenticate(ctx *fasthttp.RequestCtx) bool {
+	var ip netip.Addr
+	if a.Lockout != nil {
+		ip = a.clientIP(ctx)
+		if wait := a.Lockout.IPLocked(ip); wait > 0 {
+			httpx.Fail(ctx, ratelimit.Refuse(ctx, wait))
+			return false
+		}
+	}
+	if a.authorized(ctx) {
+		return true
+	}
+	if len(ctx.Request.Header.Peek("Authorization")) > 0 {
+		if wait := a.Lockout.Failed(ip, ""); wait > 0 {
+			httpx.Fail(ctx, ratelimit.Refuse(ctx, wait))
+			return false
+		}
+	}
+	httpx.Fail(ctx, errUnauthorized)
+	return false
+}
+
+func (a *API) clientIP(ctx *fasthttp.RequestCtx) netip.Addr {
+	if a.ClientIP == nil {
+		var peer clientip.Resolver
+		return peer.ClientIP(ctx)
+	}
+	return a.ClientIP.ClientIP(ctx)
+}
+
 func (a *API) applyCatalog(ctx *fasthttp.RequestCtx) {
-	if !a.authorized(ctx) {
-		httpx.Fail(ctx, errUnauthorized)
+	if !a.authenticate(ctx) {
 		return
 	}
 	if a.Gate != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/fasthttp/router"
 
 	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/lockout"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
@@ -25,6 +26,8 @@ type API struct {
 	Seats    *seats.Engine
 	Limiter  *ratelimit.Limiter
 	ClientIP *clientip.Resolver
+	// Lockout throttles failed authentications; nil throttles none.
+	Lockout  *lockout.Guard
 	Sessions *Sessions
 	// Archive answers status and confirm replays for orders that aged out
 	// of Redis (Postgres); nil when ticketd runs without Postgres.

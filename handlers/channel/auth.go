@@ -2,11 +2,11 @@ package channel
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 )
@@ -141,19 +141,22 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 			return
 		}
 		if !res.Allowed {
-			secs := int64(res.RetryAfter.Seconds() + 0.999)
-			if secs < 1 {
-				secs = 1
-			}
-			ctx.Response.Header.Set("Retry-After", strconv.FormatInt(secs, 10))
-			httpx.Fail(ctx, apierr.New(429, "RATE_LIMITED", "rate limit exceeded; retry after %d s", secs).With("retryAfter", secs))
+			httpx.Fail(ctx, ratelimit.Refuse(ctx, res.RetryAfter))
 			return
 		}
 		h(ctx, c)
 	}
 }
 
+// authenticate finds the caller. A client IP locked out after failed
+// authentications is refused first, and a channel key locked out is
+// refused to callers off the channel's allowlist, before any secret is
+// checked; failures are counted (lockout.go). Success costs no Redis call.
 func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string) (*caller, *apierr.Error) {
+	ip := a.ClientIP.ClientIP(ctx)
+	if wait := a.Lockout.IPLocked(ip); wait > 0 {
+		return nil, ratelimit.Refuse(ctx, wait)
+	}
 	snap := a.Catalog()
 	key := ctx.Request.Header.Peek("x-service-key")
 	secret := ctx.Request.Header.Peek("x-service-secret")
@@ -168,7 +171,7 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 		}
 		s, ok := a.Sessions.Parse(tok, a.now())
 		if !ok {
-			return nil, errInvalidSession
+			return nil, a.failedSession(ctx, ip, tok)
 		}
 		ch := snap.Channels[s.ChannelID]
 		if ch == nil {
@@ -185,10 +188,20 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 		return nil, errMissingCredentials
 	}
 	ch := snap.ByKey[string(key)]
-	if ch == nil || !ch.SecretMatches(secret) {
-		return nil, errInvalidCredentials
+	allowed := ch != nil && ch.Allowed(ip)
+	// A known key is locked out and counted for strangers only, so that
+	// spraying it cannot lock the channel out of its own servers.
+	var keyID string
+	if ch != nil && !allowed {
+		keyID = ch.ID
+		if wait := a.Lockout.KeyLocked(keyID); wait > 0 {
+			return nil, ratelimit.Refuse(ctx, wait)
+		}
 	}
-	if !ch.Allowed(a.ClientIP.ClientIP(ctx)) {
+	if ch == nil || !ch.SecretMatches(secret) {
+		return nil, a.failed(ctx, ip, keyID, errInvalidCredentials)
+	}
+	if !allowed {
 		return nil, errIPNotAllowed
 	}
 	if scope != "" && !ch.Scopes[scope] {

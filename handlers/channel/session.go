@@ -54,15 +54,10 @@ func (s *Sessions) Mint(channelID, name, email, phone string, now time.Time) (st
 
 // Parse checks a token's signature and expiry.
 func (s *Sessions) Parse(tok string, now time.Time) (*Session, bool) {
-	i := strings.IndexByte(tok, '.')
-	if i <= 0 || len(tok) > 2048 {
+	if !s.signed(tok) {
 		return nil, false
 	}
-	sig, err := b64.DecodeString(tok[i+1:])
-	if err != nil || !hmac.Equal(sig, s.mac([]byte(tok[:i]))) {
-		return nil, false
-	}
-	payload, err := b64.DecodeString(tok[:i])
+	payload, err := b64.DecodeString(tok[:strings.IndexByte(tok, '.')])
 	if err != nil {
 		return nil, false
 	}
@@ -71,6 +66,17 @@ func (s *Sessions) Parse(tok string, now time.Time) (*Session, bool) {
 		return nil, false
 	}
 	return &sess, true
+}
+
+// signed reports whether tok carries this secret's signature, expired or
+// not.
+func (s *Sessions) signed(tok string) bool {
+	i := strings.IndexByte(tok, '.')
+	if i <= 0 || len(tok) > 2048 {
+		return false
+	}
+	sig, err := b64.DecodeString(tok[i+1:])
+	return err == nil && hmac.Equal(sig, s.mac([]byte(tok[:i])))
 }
 
 // HoldToken is the seat-hold token a session owns for an event: derived, so

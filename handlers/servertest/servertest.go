@@ -23,6 +23,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/admin"
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/lockout"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/catalog"
@@ -102,18 +103,22 @@ func Start(t testing.TB, opt Options) *Server {
 		t.Fatalf("servertest: %v", err)
 	}
 	sessions := &channel.Sessions{Secret: []byte("test-session-secret")}
+	limiter := &ratelimit.Limiter{Redis: rc, Space: space}
+	resolver := &clientip.Resolver{Trusted: trusted}
+	locks := &lockout.Guard{Limiter: limiter, Logger: log}
 	api := &channel.API{
 		Catalog:  store.Current,
 		Orders:   &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL, IDKey: []byte("test-order-ids")},
 		Seats:    &seats.Engine{Redis: rc, Space: space, TTL: opt.SeatHoldTTL},
-		Limiter:  &ratelimit.Limiter{Redis: rc, Space: space},
-		ClientIP: &clientip.Resolver{Trusted: trusted},
+		Limiter:  limiter,
+		ClientIP: resolver,
+		Lockout:  locks,
 		Sessions: sessions,
 		Gate:     mon.Gate,
 		Logger:   log,
 		Archive:  orderdb.Store{Pool: pool},
 	}
-	handler := server.Handler(nil, api, &admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate})
+	handler := server.Handler(nil, api, &admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks})
 	srv := server.New(handler)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
