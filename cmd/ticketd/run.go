@@ -21,6 +21,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/handlers/lockout"
+	"github.com/ticketd/ticketd/handlers/metrics"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/catalog"
@@ -144,17 +145,18 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if pool != nil {
 		api.Archive = orderdb.Store{Pool: pool}
 	}
-	probes := []server.Probe{{Name: "redis", Check: func(ctx context.Context) error {
-		return rc.Do(ctx, rc.B().Ping().Build()).Error()
-	}}}
+	var pgPing func(context.Context) error
 	if pool != nil {
-		probes = append(probes, server.Probe{Name: "postgres", Check: pool.Ping})
+		pgPing = pool.Ping
 	}
+	health := server.PingHealth(func(ctx context.Context) error { return rc.Do(ctx, rc.B().Ping().Build()).Error() }, pgPing)
 	if cfg.AdminToken == "" {
 		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
 	}
-	srv := server.New(server.Handler(probes, api,
-		&admin.API{Token: cfg.AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}))
+	m := metrics.New()
+	root := server.Handler(health, api,
+		&admin.API{Token: cfg.AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m)
+	srv := server.New(m.Instrument(root), server.AdminToken(cfg.AdminToken), server.Logger(log))
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

@@ -138,7 +138,7 @@ func jsonKind(t reflect.Type) string {
 // an oversized body is 413 PAYLOAD_TOO_LARGE, anything else malformed 400.
 func ServerErrorHandler(ctx *fasthttp.RequestCtx, err error) {
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		Fail(ctx, apierr.New(fasthttp.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body is larger than 64 KB"))
+		Fail(ctx, apierr.New(fasthttp.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body is too large: 64 KB at most (8 MB for the operator's authenticated catalog)"))
 		return
 	}
 	var small *fasthttp.ErrSmallBuffer

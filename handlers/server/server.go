@@ -1,11 +1,14 @@
 // Package server assembles ticketd's HTTP surfaces into one fasthttp server:
-// routes, the body limit, health probes and the envelope for everything
-// fasthttp itself rejects.
+// routes, the body limit, health probes, fasthttp's own log lines (through
+// slog, with nothing a client sent) and the envelope for everything fasthttp
+// itself rejects.
 package server
 
 import (
 	"bytes"
-	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"log/slog"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -13,7 +16,6 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/admin"
 	"github.com/ticketd/ticketd/handlers/httpx"
-	"github.com/ticketd/ticketd/inventory/apierr"
 )
 
 // Surface is a group of routes.
@@ -21,14 +23,10 @@ type Surface interface {
 	Register(r *router.Router)
 }
 
-// Probe checks one dependency for /readyz.
-type Probe struct {
-	Name  string
-	Check func(ctx context.Context) error
-}
-
-// Handler builds the root handler of all surfaces.
-func Handler(probes []Probe, surfaces ...Surface) fasthttp.RequestHandler {
+// Handler builds the root handler of all surfaces. health is the source of
+// /readyz; nil answers 200 whenever the server is up. The router records
+// the matched route template (SaveMatchedRoutePath) for metrics.Instrument.
+func Handler(health HealthFunc, surfaces ...Surface) fasthttp.RequestHandler {
 	r := router.New()
 	r.NotFound = httpx.NotFound
 	r.MethodNotAllowed = httpx.MethodNotAllowed
@@ -36,59 +34,52 @@ func Handler(probes []Probe, surfaces ...Surface) fasthttp.RequestHandler {
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.HandleOPTIONS = false
+	r.SaveMatchedRoutePath = true
 	r.GET("/healthz", func(ctx *fasthttp.RequestCtx) { httpx.OK(ctx, map[string]string{"status": "ok"}) })
-	r.GET("/readyz", readyz(probes))
+	r.GET("/readyz", readyz(health))
 	for _, s := range surfaces {
 		s.Register(r)
 	}
 	return r.Handler
 }
 
-var adminPrefix = []byte("/v1/admin/")
+// Option configures New.
+type Option func(*settings)
 
-// bodyLimit gives every client surface the 64 KB limit and the operator's
-// catalog its larger one, decided from the header alone so that fasthttp
-// stops reading an oversized body instead of buffering it.
-func bodyLimit(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	if bytes.HasPrefix(h.RequestURI(), adminPrefix) {
-		return fasthttp.RequestConfig{MaxRequestBodySize: admin.MaxCatalogBody}
-	}
-	return fasthttp.RequestConfig{MaxRequestBodySize: httpx.MaxBody}
+type settings struct {
+	adminToken string
+	logger     *slog.Logger
 }
 
-func readyz(probes []Probe) fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) {
-		c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		status := map[string]string{}
-		ok := true
-		for _, p := range probes {
-			if err := p.Check(c); err != nil {
-				status[p.Name] = err.Error()
-				ok = false
-			} else {
-				status[p.Name] = "ok"
-			}
-		}
-		if !ok {
-			httpx.Fail(ctx, &apierr.Error{Status: 503, Code: "NOT_READY", Message: "a dependency is not reachable", Data: status})
-			return
-		}
-		httpx.OK(ctx, status)
-	}
-}
+// AdminToken is the operator's bearer token: a PUT of the catalog that
+// carries it may send a body up to admin.MaxCatalogBody. Without it (or
+// with "") every request is held to the 64 KB client limit.
+func AdminToken(token string) Option { return func(s *settings) { s.adminToken = token } }
 
-// New returns a fasthttp server with ticketd's limits and error envelope.
-func New(h fasthttp.RequestHandler) *fasthttp.Server {
+// Logger receives fasthttp's own log lines (malformed requests, accept
+// errors); nil or absent means slog.Default() at the time of the line.
+func Logger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
+
+// New returns a fasthttp server with ticketd's limits, error envelope and
+// logger.
+func New(h fasthttp.RequestHandler, opts ...Option) *fasthttp.Server {
+	var st settings
+	for _, o := range opts {
+		o(&st)
+	}
 	return &fasthttp.Server{
 		Handler:            h,
 		Name:               "ticketd",
 		MaxRequestBodySize: httpx.MaxBody,
-		HeaderReceived:     bodyLimit,
+		HeaderReceived:     newBodyLimit(st.adminToken).config,
 		// Room for long headers (an Idempotency-Key of up to 255
 		// characters and more); beyond it the request is a 431.
-		ReadBufferSize:        8 << 10,
-		ErrorHandler:          httpx.ServerErrorHandler,
+		ReadBufferSize: 8 << 10,
+		ErrorHandler:   httpx.ServerErrorHandler,
+		Logger:         &logger{log: st.logger},
+		// Keeps fasthttp from copying the request into its error values;
+		// the logger prints none of their text either way.
+		SecureErrorLogMessage: true,
 		ReadTimeout:           30 * time.Second,
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           2 * time.Minute,
@@ -96,4 +87,51 @@ func New(h fasthttp.RequestHandler) *fasthttp.Server {
 		NoDefaultContentType:  false,
 		CloseOnShutdown:       true,
 	}
+}
+
+// catalogPath is the one route that takes the admin body limit
+// (handlers/admin registers it).
+const catalogPath = "/v1/admin/catalog"
+
+// bodyLimit picks each request's body limit from its header alone, before
+// fasthttp reads the body, so an oversized body is refused unread. Only
+// the operator's catalog, sent with the valid admin token, may exceed the
+// 64 KB client limit: a larger body is never buffered for a caller who has
+// not authenticated (a path prefix alone let anyone make ticketd hold 8 MB
+// per connection).
+type bodyLimit struct {
+	// bearerSum is the SHA-256 of "Bearer <token>"; comparing digests in
+	// constant time tells nothing of the token, not even its length.
+	bearerSum [sha256.Size]byte
+	on        bool
+}
+
+func newBodyLimit(adminToken string) *bodyLimit {
+	if adminToken == "" {
+		return &bodyLimit{}
+	}
+	return &bodyLimit{bearerSum: sha256.Sum256([]byte("Bearer " + adminToken)), on: true}
+}
+
+var (
+	clientLimit  = fasthttp.RequestConfig{MaxRequestBodySize: httpx.MaxBody}
+	catalogLimit = fasthttp.RequestConfig{MaxRequestBodySize: admin.MaxCatalogBody}
+)
+
+func (b *bodyLimit) config(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if !b.on || !h.IsPut() {
+		return clientLimit
+	}
+	path := h.RequestURI()
+	if i := bytes.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if string(path) != catalogPath {
+		return clientLimit
+	}
+	sum := sha256.Sum256(h.Peek(fasthttp.HeaderAuthorization))
+	if subtle.ConstantTimeCompare(sum[:], b.bearerSum[:]) != 1 {
+		return clientLimit
+	}
+	return catalogLimit
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/handlers/lockout"
+	"github.com/ticketd/ticketd/handlers/metrics"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/catalog"
@@ -68,6 +69,8 @@ type Server struct {
 	Worker    *worker.Worker
 	Sessions  *channel.Sessions
 	Client    *fasthttp.Client
+	// Metrics is the server's metric set (also served at /metrics).
+	Metrics *metrics.Metrics
 	// Handler is the root handler, for benchmarks that skip the network.
 	Handler fasthttp.RequestHandler
 }
@@ -118,8 +121,11 @@ func Start(t testing.TB, opt Options) *Server {
 		Logger:   log,
 		Archive:  orderdb.Store{Pool: pool},
 	}
-	handler := server.Handler(nil, api, &admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks})
-	srv := server.New(handler)
+	m := metrics.New()
+	health := server.PingHealth(func(ctx context.Context) error { return rc.Do(ctx, rc.B().Ping().Build()).Error() }, pool.Ping)
+	handler := m.Instrument(server.Handler(health, api,
+		&admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m))
+	srv := server.New(handler, server.AdminToken(AdminToken), server.Logger(log))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("servertest: listen: %v", err)
@@ -132,7 +138,7 @@ func Start(t testing.TB, opt Options) *Server {
 	}
 	return &Server{
 		URL: "http://" + ln.Addr().String(), Redis: rc, Space: space, Pool: pool, Catalog: store,
-		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: sessions, Handler: handler,
+		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: sessions, Handler: handler, Metrics: m,
 		Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second},
 	}
 }

@@ -1,0 +1,211 @@
+// Package metrics holds ticketd's Prometheus metrics in a registry of its
+// own and serves them at GET /metrics in the text exposition format: HTTP
+// requests by route and code with their latency, and the figures an operator
+// watches in a flash sale (Redis round trip, state and durability, sync
+// backlog, paid orders, rebuilds), set by the code that knows them.
+package metrics
+
+import (
+	"bytes"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/expfmt"
+	"github.com/valyala/fasthttp"
+)
+
+// Durability levels: what a Redis crash would lose (the value of the level
+// label of ticketd_redis_durability).
+const (
+	DurabilityNothing    = "nothing"
+	DurabilitySecond     = "second"
+	DurabilityEverything = "everything"
+	DurabilityUnknown    = "unknown"
+)
+
+// Rebuild results pre-declared on ticketd_rebuilds_total, so that a rate
+// over them exists before the first rebuild.
+const (
+	RebuildOK     = "ok"
+	RebuildFailed = "failed"
+)
+
+// redisStates are the states pre-declared on ticketd_redis_state; another
+// state passed to SetRedisState is added when first set.
+var redisStates = []string{"current", "unreachable", "loading", "lost", "rebuilding"}
+
+// Metrics is ticketd's metric set. A nil *Metrics is valid: every method
+// does nothing, so code that reports may run without it (tests, tools).
+type Metrics struct {
+	reg *prometheus.Registry
+
+	http *httpMetrics
+
+	redisRTT      prometheus.Histogram
+	backlog       prometheus.Gauge
+	backlogOldest prometheus.Gauge
+	paidOrders    prometheus.Counter
+	rebuilds      *prometheus.CounterVec
+	durability    *oneOf
+	redisState    *oneOf
+}
+
+// New builds the metric set in a registry of its own (never the global one,
+// so that nothing a library registers leaks in and tests can build many),
+// with the Go runtime and process collectors beside ticketd's metrics.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		reg:  reg,
+		http: newHTTPMetrics(),
+		redisRTT: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "ticketd_redis_rtt_seconds",
+			Help: "Round-trip time of the Redis state monitor's probe.",
+			// From a loopback round trip (~100us) to a stalled server.
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}),
+		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketd_sync_backlog_entries",
+			Help: "Paid orders on the Redis streams not yet written to Postgres.",
+		}),
+		backlogOldest: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ticketd_sync_backlog_oldest_seconds",
+			Help: "Age of the oldest paid order not yet written to Postgres (sync lag); 0 when none waits.",
+		}),
+		paidOrders: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ticketd_paid_orders_total",
+			Help: "Orders this process saw become paid (a replayed confirm is not counted again).",
+		}),
+		rebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketd_rebuilds_total",
+			Help: "Rebuilds of Redis state from Postgres, by result.",
+		}, []string{"result"}),
+		durability: newOneOf(prometheus.GaugeOpts{
+			Name: "ticketd_redis_durability",
+			Help: "What a Redis crash would lose: 1 for the current level (nothing, second, everything, unknown), 0 for the others.",
+		}, "level", DurabilityNothing, DurabilitySecond, DurabilityEverything, DurabilityUnknown),
+		redisState: newOneOf(prometheus.GaugeOpts{
+			Name: "ticketd_redis_state",
+			Help: "State of ticketd's Redis data: 1 for the current state, 0 for the others.",
+		}, "state", redisStates...),
+	}
+	m.rebuilds.WithLabelValues(RebuildOK)
+	m.rebuilds.WithLabelValues(RebuildFailed)
+	m.durability.set(DurabilityUnknown)
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.http.requests, m.http.duration,
+		m.redisRTT, m.backlog, m.backlogOldest, m.paidOrders, m.rebuilds,
+		m.durability.vec, m.redisState.vec,
+	)
+	return m
+}
+
+// Registry is the registry the metrics live in, for tests and for adding
+// collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// ObserveRedisRTT records one round trip to Redis (the state monitor's probe).
+func (m *Metrics) ObserveRedisRTT(d time.Duration) {
+	if m != nil {
+		m.redisRTT.Observe(d.Seconds())
+	}
+}
+
+// PaidOrder counts one order newly paid by this process.
+func (m *Metrics) PaidOrder() {
+	if m != nil {
+		m.paidOrders.Inc()
+	}
+}
+
+// Rebuild counts one rebuild with its result (RebuildOK, RebuildFailed;
+// keep the set small, each value is a series).
+func (m *Metrics) Rebuild(result string) {
+	if m != nil {
+		m.rebuilds.WithLabelValues(result).Inc()
+	}
+}
+
+// SetDurability records what a Redis crash would lose now: one of the
+// Durability constants.
+func (m *Metrics) SetDurability(level string) {
+	if m != nil {
+		m.durability.set(level)
+	}
+}
+
+// SetRedisState records the state of ticketd's Redis data ("current",
+// "unreachable", "loading", "lost", "rebuilding", ...).
+func (m *Metrics) SetRedisState(state string) {
+	if m != nil {
+		m.redisState.set(state)
+	}
+}
+
+// SetSyncBacklog records the paid orders waiting for Postgres and the age
+// of the oldest (0 when none waits).
+func (m *Metrics) SetSyncBacklog(entries int64, oldest time.Duration) {
+	if m != nil {
+		m.backlog.Set(float64(entries))
+		m.backlogOldest.Set(oldest.Seconds())
+	}
+}
+
+// Register mounts GET /metrics (server.Surface), outside any
+// authentication: it shows counts and timings, no secret and no
+// connection detail.
+func (m *Metrics) Register(r *router.Router) {
+	r.GET("/metrics", m.serve)
+}
+
+var textFormat = expfmt.NewFormat(expfmt.TypeTextPlain)
+
+func (m *Metrics) serve(ctx *fasthttp.RequestCtx) {
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		// A collector failed; what was gathered is still worth serving.
+		slog.Error("metrics: gather", "err", err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, textFormat)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			slog.Error("metrics: encode", "err", err)
+			break
+		}
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType(string(textFormat))
+	ctx.SetBody(buf.Bytes())
+}
+
+// oneOf is a gauge vector of which exactly one label value is 1.
+type oneOf struct {
+	vec *prometheus.GaugeVec
+	mu  sync.Mutex
+	on  string
+}
+
+func newOneOf(opts prometheus.GaugeOpts, label string, values ...string) *oneOf {
+	o := &oneOf{vec: prometheus.NewGaugeVec(opts, []string{label})}
+	for _, v := range values {
+		o.vec.WithLabelValues(v).Set(0)
+	}
+	return o
+}
+
+func (o *oneOf) set(v string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.on != "" && o.on != v {
+		o.vec.WithLabelValues(o.on).Set(0)
+	}
+	o.vec.WithLabelValues(v).Set(1)
+	o.on = v
+}

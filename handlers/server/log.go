@@ -1,0 +1,105 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/valyala/fasthttp"
+)
+
+// logger is fasthttp's Logger, written through slog. fasthttp formats the
+// request into its messages: the error of a malformed request carries the
+// raw header block ("contents: ..." or the first line "in %q", headers
+// included, whatever SecureErrorLogMessage says), and RequestCtx.Logger
+// prefixes the full URI. So no argument is ever formatted: the message is
+// fasthttp's format string (constant text from its source) or a fixed
+// sentence, errors are reduced to a kind, addresses and numbers are kept,
+// and every string is dropped.
+type logger struct {
+	log *slog.Logger // nil: slog.Default()
+}
+
+// fasthttp v1.74.0's Printf sites that a server reaches (workerpool.go,
+// server.go), by the start of their format.
+var logFormats = []struct {
+	prefix, msg string
+	level       slog.Level
+}{
+	{"error when serving connection", "http: request refused or connection failed", slog.LevelWarn},
+	{"The incoming connection cannot be served", "http: connection refused: too many concurrent connections", slog.LevelWarn},
+	{"The number of connections from", "http: connection refused: too many connections from one IP", slog.LevelWarn},
+	{"Timeout error when accepting", "http: accept timed out", slog.LevelError},
+	{"Permanent error when accepting", "http: accept failed", slog.LevelError},
+}
+
+func (l *logger) Printf(format string, args ...any) {
+	msg, level := "http: "+format, slog.LevelWarn
+	for _, f := range logFormats {
+		if strings.HasPrefix(format, f.prefix) {
+			msg, level = f.msg, f.level
+			break
+		}
+	}
+	attrs := make([]slog.Attr, 0, len(args))
+	addrs := 0
+	for _, a := range args {
+		switch v := a.(type) {
+		case error:
+			attrs = append(attrs, slog.String("kind", errorKind(v)))
+		case net.Addr:
+			// The connection's local then remote address.
+			if addrs++; addrs == 2 {
+				attrs = append(attrs, slog.String("remote", v.String()))
+			}
+		case int:
+			attrs = append(attrs, slog.Int("n", v))
+		}
+	}
+	log := l.log
+	if log == nil {
+		log = slog.Default()
+	}
+	log.LogAttrs(context.Background(), level, msg, attrs...)
+}
+
+// errorKind names what went wrong without the error's text, which may
+// hold the request's bytes.
+func errorKind(err error) string {
+	var small *fasthttp.ErrSmallBuffer
+	var chunk *fasthttp.ErrBrokenChunk
+	var ne net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return "body too large"
+	case errors.As(err, &small):
+		return "headers too large"
+	case errors.Is(err, fasthttp.ErrDuplicateContentLength):
+		return "duplicate content-length"
+	case errors.Is(err, fasthttp.ErrUnsupportedTransferEncoding):
+		return "unsupported transfer-encoding"
+	case errors.Is(err, fasthttp.ErrMissingRequestMethod), errors.Is(err, fasthttp.ErrUnsupportedRequestMethod):
+		return "bad method"
+	case errors.Is(err, fasthttp.ErrEmptyRequestURI), errors.Is(err, fasthttp.ErrExtraWhitespaceInRequestLine):
+		return "bad request line"
+	case errors.As(err, &chunk):
+		return "broken chunked body"
+	case errors.Is(err, fasthttp.ErrBadTrailer):
+		return "bad trailer"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, syscall.EPIPE):
+		return "broken pipe"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected EOF"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case strings.HasPrefix(err.Error(), "error when reading request headers"):
+		return "malformed request headers"
+	}
+	return "malformed request or connection error"
+}

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/inventory/apierr"
+)
+
+// Health is what /readyz reports. Every field is a fixed word or a count:
+// none may carry an address, a host, a user or a database name (raw
+// driver errors do, so they never go here).
+type Health struct {
+	// Sales is true while sales work: Redis reachable and its state
+	// current. /readyz is 200 exactly when it is true.
+	Sales bool
+	// Reason says why sales are stopped (when !Sales), for the operator:
+	// "Redis is not reachable", "Redis lost ticketd's state: rebuilding".
+	Reason string
+	// Redis is the state of ticketd's Redis data: "current",
+	// "unreachable", "loading", "lost", "rebuilding", ...
+	Redis string
+	// Durability is what a Redis crash would lose: "nothing", "second",
+	// "everything" or "unknown".
+	Durability string
+	// Postgres is "ok", "unreachable", or "off" (ticketd runs without
+	// Postgres, a configuration: it does not make /readyz degraded).
+	Postgres string
+	// Backlog is the sync backlog when known.
+	Backlog *Backlog
+}
+
+// Backlog is the paid orders on the Redis streams not yet in Postgres.
+type Backlog struct {
+	Entries int64
+	// Oldest is the age of the oldest waiting entry (0 when none waits).
+	Oldest time.Duration
+}
+
+// HealthFunc reports health within ctx's deadline (ReadyTimeout).
+type HealthFunc func(ctx context.Context) Health
+
+// ReadyTimeout bounds one /readyz answer: a probe that hangs on a stalled
+// dependency would be as bad as no probe.
+const ReadyTimeout = time.Second
+
+// Postgres states of Health.Postgres.
+const (
+	PostgresOK          = "ok"
+	PostgresUnreachable = "unreachable"
+	PostgresOff         = "off"
+)
+
+// Ready statuses in /readyz's data.status.
+const (
+	StatusOK          = "ok"
+	StatusDegraded    = "degraded" // sales work, Postgres does not: the sync backlog grows
+	StatusUnavailable = "unavailable"
+)
+
+type readyData struct {
+	Status      string       `json:"status"`
+	Redis       string       `json:"redis,omitempty"`
+	Durability  string       `json:"durability,omitempty"`
+	Postgres    string       `json:"postgres,omitempty"`
+	SyncBacklog *backlogData `json:"syncBacklog,omitempty"`
+}
+
+type backlogData struct {
+	Entries       int64   `json:"entries"`
+	OldestSeconds float64 `json:"oldestSeconds"`
+}
+
+// readyz answers 200 {status: ok|degraded, ...} while sales work and 503
+// NOT_READY with the reason and the same data when they do not.
+func readyz(health HealthFunc) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if health == nil {
+			httpx.OK(ctx, readyData{Status: StatusOK})
+			return
+		}
+		c, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
+		h := health(c)
+		cancel()
+		d := readyData{Status: StatusOK, Redis: h.Redis, Durability: h.Durability, Postgres: h.Postgres}
+		if h.Backlog != nil {
+			// Milliseconds are precision enough for a lag.
+			d.SyncBacklog = &backlogData{Entries: h.Backlog.Entries, OldestSeconds: math.Round(h.Backlog.Oldest.Seconds()*1000) / 1000}
+		}
+		if !h.Sales {
+			d.Status = StatusUnavailable
+			msg := h.Reason
+			if msg == "" {
+				msg = "sales are stopped"
+			}
+			httpx.Fail(ctx, &apierr.Error{Status: fasthttp.StatusServiceUnavailable, Code: "NOT_READY", Message: msg, Data: d})
+			return
+		}
+		if h.Postgres != PostgresOK && h.Postgres != PostgresOff {
+			d.Status = StatusDegraded
+		}
+		httpx.OK(ctx, d)
+	}
+}
+
+// PingHealth is a plain health source: Redis and Postgres each answer a
+// ping (both at once, within ctx). Sales count as working while Redis
+// answers; whether its state is current needs ticketd's state monitor, so
+// Redis is "reachable", never "current", and durability "unknown". A nil
+// postgres means ticketd runs without it ("off"). Errors are reduced to a
+// word: their text may name hosts.
+func PingHealth(redis, postgres func(context.Context) error) HealthFunc {
+	return func(ctx context.Context) Health {
+		h := Health{Sales: true, Redis: "reachable", Durability: "unknown", Postgres: PostgresOff}
+		var wg sync.WaitGroup
+		if postgres != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if postgres(ctx) != nil {
+					h.Postgres = PostgresUnreachable
+				} else {
+					h.Postgres = PostgresOK
+				}
+			}()
+		}
+		if redis(ctx) != nil {
+			h.Sales, h.Reason, h.Redis = false, "Redis is not reachable", "unreachable"
+		}
+		wg.Wait()
+		return h
+	}
+}

@@ -1,0 +1,148 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"github.com/valyala/fasthttp"
+)
+
+type readyEnvelope struct {
+	Success bool   `json:"success"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Data    struct {
+		Status      string `json:"status"`
+		Redis       string `json:"redis"`
+		Durability  string `json:"durability"`
+		Postgres    string `json:"postgres"`
+		SyncBacklog *struct {
+			Entries       int64   `json:"entries"`
+			OldestSeconds float64 `json:"oldestSeconds"`
+		} `json:"syncBacklog"`
+	} `json:"data"`
+}
+
+func getReadyz(t *testing.T, health HealthFunc) (int, readyEnvelope, string) {
+	t.Helper()
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod("GET")
+	ctx.Request.SetRequestURI("/readyz")
+	Handler(health)(&ctx)
+	var env readyEnvelope
+	if err := json.Unmarshal(ctx.Response.Body(), &env); err != nil {
+		t.Fatalf("readyz: not JSON: %q", ctx.Response.Body())
+	}
+	return ctx.Response.StatusCode(), env, string(ctx.Response.Body())
+}
+
+func fixed(h Health) HealthFunc { return func(context.Context) Health { return h } }
+
+// A load balancer keeps a node while sales work, Postgres or not: the
+// status says degraded and shows the backlog the sync worker owes.
+func TestReadyzIsOKWhileSalesWork(t *testing.T) {
+	st, env, body := getReadyz(t, fixed(Health{Sales: true, Redis: "current", Durability: "nothing", Postgres: PostgresOK,
+		Backlog: &Backlog{Entries: 0}}))
+	if st != 200 || !env.Success || env.Data.Status != "ok" || env.Data.Redis != "current" || env.Data.Durability != "nothing" ||
+		env.Data.Postgres != "ok" || env.Data.SyncBacklog == nil {
+		t.Fatalf("healthy: %d %s", st, body)
+	}
+
+	st, env, body = getReadyz(t, fixed(Health{Sales: true, Redis: "current", Durability: "second", Postgres: PostgresUnreachable,
+		Backlog: &Backlog{Entries: 1234, Oldest: 4500 * time.Millisecond}}))
+	if st != 200 || env.Data.Status != "degraded" || env.Data.Postgres != "unreachable" || env.Data.SyncBacklog == nil ||
+		env.Data.SyncBacklog.Entries != 1234 || env.Data.SyncBacklog.OldestSeconds != 4.5 {
+		t.Fatalf("Postgres down: %d %s, want 200 degraded with the backlog", st, body)
+	}
+
+	// Running without Postgres is a configuration, not a fault.
+	st, env, body = getReadyz(t, fixed(Health{Sales: true, Redis: "current", Durability: "everything", Postgres: PostgresOff}))
+	if st != 200 || env.Data.Status != "ok" || env.Data.Postgres != "off" || env.Data.SyncBacklog != nil {
+		t.Fatalf("Postgres off: %d %s", st, body)
+	}
+}
+
+// When sales stop the probe fails with the reason, in the envelope.
+func TestReadyzIs503WhenSalesStop(t *testing.T) {
+	st, env, body := getReadyz(t, fixed(Health{Sales: false, Reason: "Redis lost ticketd's state: rebuilding", Redis: "rebuilding",
+		Durability: "unknown", Postgres: PostgresOK}))
+	if st != 503 || env.Success || env.Code != "NOT_READY" || env.Message != "Redis lost ticketd's state: rebuilding" ||
+		env.Data.Status != "unavailable" || env.Data.Redis != "rebuilding" || env.Data.Postgres != "ok" {
+		t.Fatalf("sales stopped: %d %s", st, body)
+	}
+	if st, env, body := getReadyz(t, fixed(Health{Redis: "unreachable"})); st != 503 || env.Code != "NOT_READY" || env.Message == "" {
+		t.Fatalf("sales stopped without a reason: %d %s, want 503 with a message", st, body)
+	}
+}
+
+// The probe is public: driver errors name hosts, users and databases, and
+// none of that may show.
+func TestReadyzShowsNoConnectionDetails(t *testing.T) {
+	leak := errors.New(`dial tcp 10.20.30.40:6379: connect: refused; failed to connect to user=ticketd database=prod_tickets host=db.internal`)
+	fail := func(context.Context) error { return leak }
+	for _, tc := range []struct {
+		name            string
+		redis, postgres func(context.Context) error
+		status          int
+	}{
+		{"both down", fail, fail, 503},
+		{"Postgres down", func(context.Context) error { return nil }, fail, 200},
+	} {
+		st, _, body := getReadyz(t, PingHealth(tc.redis, tc.postgres))
+		if st != tc.status {
+			t.Errorf("%s: status %d, want %d: %s", tc.name, st, tc.status, body)
+		}
+		for _, s := range []string{"10.20.30.40", "6379", "ticketd", "prod_tickets", "db.internal", "dial", "refused"} {
+			if strings.Contains(body, s) {
+				t.Errorf("%s: /readyz shows %q: %s", tc.name, s, body)
+			}
+		}
+	}
+}
+
+func TestPingHealth(t *testing.T) {
+	ok := func(context.Context) error { return nil }
+	down := func(context.Context) error { return errors.New("down") }
+	ctx := context.Background()
+	if h := PingHealth(ok, ok)(ctx); !h.Sales || h.Redis != "reachable" || h.Postgres != PostgresOK {
+		t.Errorf("both up: %+v", h)
+	}
+	if h := PingHealth(ok, nil)(ctx); !h.Sales || h.Postgres != PostgresOff {
+		t.Errorf("no Postgres configured: %+v", h)
+	}
+	if h := PingHealth(ok, down)(ctx); !h.Sales || h.Postgres != PostgresUnreachable {
+		t.Errorf("Postgres down: %+v, want sales on", h)
+	}
+	if h := PingHealth(down, ok)(ctx); h.Sales || h.Reason == "" || h.Redis != "unreachable" {
+		t.Errorf("Redis down: %+v, want sales off with a reason", h)
+	}
+}
+
+// A stalled dependency must not hang the probe: the health source gets a
+// deadline.
+func TestReadyzGivesTheHealthSourceADeadline(t *testing.T) {
+	var left time.Duration
+	getReadyz(t, func(ctx context.Context) Health {
+		d, ok := ctx.Deadline()
+		if !ok {
+			t.Fatal("health source called without a deadline")
+		}
+		left = time.Until(d)
+		return Health{Sales: true}
+	})
+	if left <= 0 || left > ReadyTimeout {
+		t.Fatalf("deadline %v away, want within %v", left, ReadyTimeout)
+	}
+}
+
+// Without a health source (the bench's baseline) /readyz answers while the
+// server is up.
+func TestReadyzWithoutHealthSource(t *testing.T) {
+	if st, _, body := getReadyz(t, nil); st != 200 || body != `{"success":true,"data":{"status":"ok"}}` {
+		t.Fatalf("no health source: %d %s", st, body)
+	}
+}
