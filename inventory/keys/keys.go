@@ -112,6 +112,11 @@ func (s Space) Live(p int) string { return s.Prefix + Tag(p) + ":live" }
 // one) and status ("live" or "rebuilding").
 func (s Space) State() string { return s.Prefix + "{catalog}:state" }
 
+// WorkerAlive is a sync worker's liveness key, set with a short expiry and
+// kept fresh while the worker runs: a consumer of the paid streams without
+// one has stopped, and its pending entries are taken over at once.
+func (s Space) WorkerAlive(consumer string) string { return s.Prefix + "{worker}:alive:" + consumer }
+
 // Idempotency is the record of one Idempotency-Key. Keys are spread over
 // their own partitions, apart from events, because one key may be (wrongly)
 // reused against any event by any caller and must still be found.

@@ -45,6 +45,9 @@ func (w *Worker) pass(ctx context.Context, m mode) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return total, err
 		}
+		if err := w.ensureAlive(ctx); err != nil {
+			return total, err
+		}
 		n, next, err := w.round(context.WithoutCancel(ctx), m, from)
 		total += n
 		if err != nil {
@@ -104,20 +107,29 @@ func (w *Worker) round(ctx context.Context, m mode, from map[int]string) (int, m
 	if len(all) == 0 {
 		return 0, next, nil
 	}
-	if err := w.hook("read"); err != nil {
-		return 0, nil, err
-	}
-	n, err := w.write(ctx, all)
+	n, err := w.settle(ctx, all)
 	if err != nil {
-		return 0, nil, err
-	}
-	if err := w.hook("written"); err != nil {
-		return 0, nil, err
-	}
-	if err := w.ack(ctx, all); err != nil {
 		return n, nil, err
 	}
 	return n, next, nil
+}
+
+// settle writes entries this consumer holds and then acknowledges them.
+func (w *Worker) settle(ctx context.Context, all []entry) (int, error) {
+	if err := w.hook("read"); err != nil {
+		return 0, err
+	}
+	n, err := w.write(ctx, all)
+	if err != nil {
+		return 0, err
+	}
+	if err := w.hook("written"); err != nil {
+		return 0, err
+	}
+	if err := w.ack(ctx, all); err != nil {
+		return n, err
+	}
+	return n, nil
 }
 
 func (w *Worker) readCmd(m mode, p int, from string) rueidis.Completed {

@@ -4,11 +4,26 @@
 //
 // Delivery is at least once. A batch is written in one transaction whose
 // inserts all do nothing on conflict, and only then acknowledged and
-// deleted from its stream; a worker that dies in between leaves the entries
-// pending, another worker reclaims them (XAUTOCLAIM) once they have been
-// idle for ClaimIdle, and writing them again changes nothing. Entries that
-// can never be written (bad JSON, missing fields, values Postgres refuses)
-// are kept in dead_letters and acknowledged, so they never block a stream.
+// deleted from its stream; writing an entry again changes nothing. Entries
+// that can never be written (bad JSON, missing fields, values Postgres
+// refuses) are kept in dead_letters and acknowledged, so they never block a
+// stream.
+//
+// A worker that dies between reading and acknowledging leaves its entries
+// pending under its consumer name. While a worker runs it keeps a liveness
+// key (keys.Space.WorkerAlive) that lives 5 s and is refreshed every second
+// by a goroutine of its own, so a slow round never lets it lapse; a worker
+// that stops deletes it. On start and every ClaimEvery, each worker lists
+// the consumers of the groups (XINFO CONSUMERS) and takes over, at once,
+// the pending entries of every consumer without a liveness key: one script
+// (lua/worker_takeover.lua) moves them to itself, and on the next call,
+// finding the consumer empty, removes it from the group; the entries are
+// written and acknowledged like any others, and a log line names the
+// consumer and the count. So the entries of a worker that stopped are
+// written at its successor's start, and those of a killed one within about
+// 5 s (its key's expiry: the next look is timed for it), not after
+// ClaimIdle. XAUTOCLAIM after ClaimIdle stays as the backstop for a worker
+// that is alive but stuck.
 package worker
 
 import (
@@ -19,6 +34,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -64,20 +80,29 @@ type Worker struct {
 	Batch        int
 	PollInterval time.Duration
 	// ClaimIdle is how long an entry must have been pending with another
-	// consumer before this one takes it over. Keep it well above the time a
-	// round takes, or live workers will write each other's batches twice
-	// (harmless, but wasted).
+	// consumer that is alive (has its liveness key) before this one takes
+	// it over: the backstop for a worker stuck mid-round. Keep it well
+	// above the time a round takes, or live workers will write each
+	// other's batches twice (harmless, but wasted).
 	ClaimIdle time.Duration
-	// ClaimEvery is how often Run looks for entries to take over.
+	// ClaimEvery is how often Run looks for entries to take over: those of
+	// stopped consumers and those idle for ClaimIdle.
 	ClaimEvery time.Duration
 	Logger     *slog.Logger
 
 	consumerOnce sync.Once
 	consumer     string
 
+	// aliveUntil is when the liveness key expires at the earliest (Unix
+	// ns; 0 when not set). aliveTTL and aliveEvery, when set, replace the
+	// key's TTL and refresh interval (tests).
+	aliveUntil           atomic.Int64
+	aliveTTL, aliveEvery time.Duration
+
 	// testHook, when set, runs at each stage of a round ("read": entries
-	// read, nothing written; "written": committed, not acknowledged). An
-	// error ends the round there, as a crash would.
+	// read, nothing written; "written": committed, not acknowledged) and
+	// after each look for stopped consumers ("takeover"). An error ends the
+	// round there, as a crash would.
 	testHook func(stage string) error
 }
 
@@ -148,13 +173,25 @@ func (w *Worker) createGroups(ctx context.Context, parts []int, verb string) err
 }
 
 // DrainOnce writes everything the paid streams hold for this worker now:
-// entries still pending with this consumer, entries other consumers left
-// pending for at least ClaimIdle, then new entries until none are left. It
-// returns how many entries it wrote or dead-lettered. When ctx ends it
-// stops after the round in progress and returns ctx's error.
+// entries still pending with this consumer, entries of stopped consumers
+// (which it then removes), entries other consumers left pending for at
+// least ClaimIdle, then new entries until none are left. It returns how
+// many entries it wrote or dead-lettered. When ctx ends it stops after the
+// round in progress and returns ctx's error. It keeps the liveness key
+// while it runs and deletes it on return; do not run it and Run on one
+// Worker at the same time.
 func (w *Worker) DrainOnce(ctx context.Context) (int, error) {
-	total := 0
-	for _, m := range []mode{modeOwn, modeClaim, modeNew} {
+	defer w.keepAlive(ctx)()
+	total, err := w.pass(ctx, modeOwn)
+	if err != nil {
+		return total, err
+	}
+	n, _, err := w.takeOver(ctx)
+	total += n
+	if err != nil {
+		return total, err
+	}
+	for _, m := range []mode{modeClaim, modeNew} {
 		n, err := w.pass(ctx, m)
 		total += n
 		if err != nil {
@@ -165,12 +202,15 @@ func (w *Worker) DrainOnce(ctx context.Context) (int, error) {
 }
 
 // Run drains the streams until ctx ends: new entries every PollInterval
-// while idle, entries of dead consumers every ClaimEvery. When ctx ends it
-// finishes the batch in progress (written and acknowledged) and returns
-// nil. Redis or Postgres failures are logged and retried with backoff; the
-// entries of a failed round are retried first.
+// while idle; at start and every ClaimEvery, entries of stopped consumers
+// and entries idle for ClaimIdle. It keeps the liveness key while it runs.
+// When ctx ends it finishes the batch in progress (written and
+// acknowledged), deletes the liveness key and returns nil. Redis or
+// Postgres failures are logged and retried with backoff; the entries of a
+// failed round are retried first.
 func (w *Worker) Run(ctx context.Context) error {
-	var claimDue time.Time
+	defer w.keepAlive(ctx)()
+	var claimDue, takeoverDue time.Time
 	retryOwn := true // a restart under the same consumer name resumes its own pending entries
 	backoff := w.pollInterval()
 	for ctx.Err() == nil {
@@ -179,6 +219,21 @@ func (w *Worker) Run(ctx context.Context) error {
 		if retryOwn {
 			n, err = w.pass(ctx, modeOwn)
 			retryOwn = err != nil
+		}
+		if err == nil && !time.Now().Before(takeoverDue) {
+			var c int
+			var recheck time.Duration
+			c, recheck, err = w.takeOver(ctx)
+			n += c
+			next := w.claimEvery()
+			if recheck > 0 {
+				// A consumer holding entries could be found stopped as
+				// soon as its key expires: look again then.
+				next = min(next, recheck)
+			}
+			if err == nil {
+				takeoverDue = time.Now().Add(next)
+			}
 		}
 		if err == nil && !time.Now().Before(claimDue) {
 			var c int

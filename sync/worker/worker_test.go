@@ -36,8 +36,9 @@ func setup(t *testing.T) *bundle {
 	return b
 }
 
-// worker returns a worker that never takes over entries unless a test
-// lowers ClaimIdle.
+// worker returns a worker that takes over the entries of stopped consumers
+// only: those of a live one wait for ClaimIdle, an hour unless a test
+// lowers it.
 func (b *bundle) worker(consumer string) *Worker {
 	return &Worker{Redis: b.rc, Space: b.space, Pool: b.pool, Consumer: consumer, ClaimIdle: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -410,11 +411,15 @@ func (b *bundle) crashA(t *testing.T, stage string) {
 	}
 }
 
-func TestEntriesOfAWorkerKilledBeforeCommitAreReclaimed(t *testing.T) {
+// A worker that is alive (its liveness key is set) but stuck mid-round
+// keeps its entries until they have been idle for ClaimIdle; then XAUTOCLAIM
+// hands them to another worker, and the stuck one stays a consumer.
+func TestEntriesOfAStuckWorkerAreReclaimedAfterClaimIdle(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	recs := b.confirmEach(t, 5, 2, "ev_kill_", 1)
 	b.crashA(t, "read")
+	b.setAlive(t, "A", time.Minute) // A is alive, stuck in its round
 	if n := b.count(t, `SELECT count(*) FROM orders`); n != 0 {
 		t.Fatalf("worker A wrote %d orders before its crash", n)
 	}
@@ -436,9 +441,15 @@ func TestEntriesOfAWorkerKilledBeforeCommitAreReclaimed(t *testing.T) {
 		t.Fatalf("B reclaimed %d, want 5", n)
 	}
 	b.assertAllWritten(t, recs...)
+	if parts := b.consumerParts(t, "A"); len(parts) == 0 {
+		t.Fatal("A, alive, was removed from the groups")
+	}
 }
 
-func TestEntriesOfAWorkerKilledAfterCommitAreWrittenOnce(t *testing.T) {
+// A worker that stopped (its liveness key is gone) after committing a
+// batch but before acknowledging it: the next worker takes the batch over
+// at once, not after ClaimIdle, writes nothing twice, and removes A.
+func TestEntriesOfAWorkerStoppedAfterCommitAreTakenOverAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	recs := b.confirmEach(t, 5, 3, "ev_commit_", 2)
@@ -448,13 +459,14 @@ func TestEntriesOfAWorkerKilledAfterCommitAreWrittenOnce(t *testing.T) {
 		t.Fatalf("%d entries pending with A, want 5 (not acknowledged)", pending)
 	}
 
-	w := b.worker("B")
-	w.ClaimIdle = 100 * time.Millisecond
-	time.Sleep(150 * time.Millisecond)
+	w := b.worker("B") // ClaimIdle an hour
 	if n := drain(t, w); n != 5 {
-		t.Fatalf("B reclaimed %d, want 5", n)
+		t.Fatalf("B took over %d, want 5", n)
 	}
 	b.assertAllWritten(t, recs...)
+	if parts := b.consumerParts(t, "A"); len(parts) != 0 {
+		t.Fatalf("stopped consumer A is still in the groups of partitions %v", parts)
+	}
 }
 
 // A worker restarted under the same consumer name writes what it had read
