@@ -23,6 +23,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/lockout"
 	"github.com/ticketd/ticketd/handlers/metrics"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/handlers/readiness"
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
@@ -69,22 +70,20 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if pool != nil {
 		store.Record = &catalogdb.Store{Pool: pool}
 	}
-	mon, rebuilder := stateMonitor(rc, space, pool, store, embedded, log)
+	m := metrics.New()
+	mon, rebuilder := stateMonitor(rc, space, pool, store, embedded, m, log)
 	if err := startState(ctx, cfg, mon, rebuilder, log); err != nil {
 		return err
 	}
 	if rebuilder != nil && cfg.Recovery == recoveryAuto {
-		mon.Recover = func(ctx context.Context, bad string) error {
-			_, _, err := rebuilder.Recover(ctx, bad)
-			return err
-		}
+		mon.Recover = recoverWith(rebuilder, m)
 	}
 	if err := store.Refresh(ctx); err != nil {
 		return err
 	}
-	monCtx, stopMon := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopMon()
-	go mon.Run(monCtx, 250*time.Millisecond)
+	bgCtx, stopBg := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBg()
+	go mon.Run(bgCtx, 250*time.Millisecond)
 	if opts.Demo {
 		if err := applyDemo(ctx, store, cfg, log); err != nil {
 			return err
@@ -140,20 +139,18 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		Lockout:  locks,
 		Sessions: sessions,
 		Gate:     mon.Gate,
+		Metrics:  m,
 		Logger:   log,
 	}
 	if pool != nil {
 		api.Archive = orderdb.Store{Pool: pool}
 	}
-	var pgPing func(context.Context) error
-	if pool != nil {
-		pgPing = pool.Ping
-	}
-	health := server.PingHealth(func(ctx context.Context) error { return rc.Do(ctx, rc.B().Ping().Build()).Error() }, pgPing)
+	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
+	go backlog.Run(bgCtx, 2*time.Second)
+	health := readiness.Health(mon, pool, backlog)
 	if cfg.AdminToken == "" {
 		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
 	}
-	m := metrics.New()
 	root := server.Handler(health, api,
 		&admin.API{Token: cfg.AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m)
 	srv := server.New(m.Instrument(root), server.AdminToken(cfg.AdminToken), server.Logger(log))

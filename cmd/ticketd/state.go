@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/handlers/metrics"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
@@ -26,8 +27,12 @@ const (
 // stateMonitor builds the monitor of the Redis state and, with Postgres,
 // the rebuilder that restores it.
 func stateMonitor(rc rueidis.Client, space keys.Space, pool *pgxpool.Pool, store *catalogstore.Store, embedded bool,
-	log *slog.Logger) (*redisstate.Monitor, *rebuild.Rebuilder) {
-	mon := &redisstate.Monitor{Redis: rc, Space: space, Logger: log}
+	m *metrics.Metrics, log *slog.Logger) (*redisstate.Monitor, *rebuild.Rebuilder) {
+	mon := &redisstate.Monitor{Redis: rc, Space: space, Logger: log, OnRTT: m.ObserveRedisRTT,
+		OnChange: func(v redisstate.View) {
+			m.SetRedisState(string(v.Status))
+			m.SetDurability(v.Durability.Loses)
+		}}
 	mon.OnCurrent = func(ctx context.Context, version int64) {
 		if err := store.Sync(ctx, version); err != nil {
 			log.Warn("catalog refresh failed", "err", err)
@@ -41,6 +46,21 @@ func stateMonitor(rc rueidis.Client, space keys.Space, pool *pgxpool.Pool, store
 	}
 	mon.Record = &rebuild.Generations{Pool: pool, Prefix: space.Prefix}
 	return mon, &rebuild.Rebuilder{Redis: rc, Space: space, Pool: pool, Catalog: store, Logger: log}
+}
+
+// recoverWith is the monitor's recovery: a rebuild from Postgres, unless
+// another node rebuilt meanwhile, counted in the metrics.
+func recoverWith(rebuilder *rebuild.Rebuilder, m *metrics.Metrics) func(context.Context, string) error {
+	return func(ctx context.Context, bad string) error {
+		_, rebuilt, err := rebuilder.Recover(ctx, bad)
+		switch {
+		case err != nil:
+			m.Rebuild(metrics.RebuildFailed)
+		case rebuilt:
+			m.Rebuild(metrics.RebuildOK)
+		}
+		return err
+	}
 }
 
 // startState checks the Redis state once before ticketd serves. A state

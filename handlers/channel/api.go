@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/handlers/lockout"
+	"github.com/ticketd/ticketd/handlers/metrics"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
@@ -36,6 +37,8 @@ type API struct {
 	// (redisstate.Monitor.Gate: Redis unreachable, lost or being rebuilt).
 	// It is checked before anything else, so a stopped node answers at once.
 	Gate func() *apierr.Error
+	// Metrics counts newly paid orders; nil counts nothing.
+	Metrics *metrics.Metrics
 	// Timeout bounds each request's Redis work; fasthttp contexts are not
 	// cancelled per request.
 	Timeout time.Duration

@@ -159,6 +159,9 @@ func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, errAccrualRetry)
 		return
 	}
+	if !res.Duplicate {
+		a.Metrics.PaidOrder()
+	}
 	httpx.OK(ctx, res)
 }
 

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -108,31 +107,3 @@ func readyz(health HealthFunc) fasthttp.RequestHandler {
 	}
 }
 
-// PingHealth is a plain health source: Redis and Postgres each answer a
-// ping (both at once, within ctx). Sales count as working while Redis
-// answers; whether its state is current needs ticketd's state monitor, so
-// Redis is "reachable", never "current", and durability "unknown". A nil
-// postgres means ticketd runs without it ("off"). Errors are reduced to a
-// word: their text may name hosts.
-func PingHealth(redis, postgres func(context.Context) error) HealthFunc {
-	return func(ctx context.Context) Health {
-		h := Health{Sales: true, Redis: "reachable", Durability: "unknown", Postgres: PostgresOff}
-		var wg sync.WaitGroup
-		if postgres != nil {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if postgres(ctx) != nil {
-					h.Postgres = PostgresUnreachable
-				} else {
-					h.Postgres = PostgresOK
-				}
-			}()
-		}
-		if redis(ctx) != nil {
-			h.Sales, h.Reason, h.Redis = false, "Redis is not reachable", "unreachable"
-		}
-		wg.Wait()
-		return h
-	}
-}

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -76,49 +74,6 @@ func TestReadyzIs503WhenSalesStop(t *testing.T) {
 	}
 	if st, env, body := getReadyz(t, fixed(Health{Redis: "unreachable"})); st != 503 || env.Code != "NOT_READY" || env.Message == "" {
 		t.Fatalf("sales stopped without a reason: %d %s, want 503 with a message", st, body)
-	}
-}
-
-// The probe is public: driver errors name hosts, users and databases, and
-// none of that may show.
-func TestReadyzShowsNoConnectionDetails(t *testing.T) {
-	leak := errors.New(`dial tcp 10.20.30.40:6379: connect: refused; failed to connect to user=ticketd database=prod_tickets host=db.internal`)
-	fail := func(context.Context) error { return leak }
-	for _, tc := range []struct {
-		name            string
-		redis, postgres func(context.Context) error
-		status          int
-	}{
-		{"both down", fail, fail, 503},
-		{"Postgres down", func(context.Context) error { return nil }, fail, 200},
-	} {
-		st, _, body := getReadyz(t, PingHealth(tc.redis, tc.postgres))
-		if st != tc.status {
-			t.Errorf("%s: status %d, want %d: %s", tc.name, st, tc.status, body)
-		}
-		for _, s := range []string{"10.20.30.40", "6379", "ticketd", "prod_tickets", "db.internal", "dial", "refused"} {
-			if strings.Contains(body, s) {
-				t.Errorf("%s: /readyz shows %q: %s", tc.name, s, body)
-			}
-		}
-	}
-}
-
-func TestPingHealth(t *testing.T) {
-	ok := func(context.Context) error { return nil }
-	down := func(context.Context) error { return errors.New("down") }
-	ctx := context.Background()
-	if h := PingHealth(ok, ok)(ctx); !h.Sales || h.Redis != "reachable" || h.Postgres != PostgresOK {
-		t.Errorf("both up: %+v", h)
-	}
-	if h := PingHealth(ok, nil)(ctx); !h.Sales || h.Postgres != PostgresOff {
-		t.Errorf("no Postgres configured: %+v", h)
-	}
-	if h := PingHealth(ok, down)(ctx); !h.Sales || h.Postgres != PostgresUnreachable {
-		t.Errorf("Postgres down: %+v, want sales on", h)
-	}
-	if h := PingHealth(down, ok)(ctx); h.Sales || h.Reason == "" || h.Redis != "unreachable" {
-		t.Errorf("Redis down: %+v, want sales off with a reason", h)
 	}
 }
 

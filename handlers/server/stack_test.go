@@ -19,7 +19,7 @@ func TestReadyzAndMetricsThroughTheStack(t *testing.T) {
 
 	r := s.Do(t, "GET", "/readyz", nil, nil)
 	if r.Status != 200 || !strings.Contains(string(r.Data), `"status":"ok"`) || !strings.Contains(string(r.Data), `"postgres":"ok"`) ||
-		!strings.Contains(string(r.Data), `"redis":"reachable"`) {
+		!strings.Contains(string(r.Data), `"redis":"current"`) || !strings.Contains(string(r.Data), `"durability":"everything"`) {
 		t.Fatalf("readyz: %s", r)
 	}
 	for i := 0; i < 3; i++ {
@@ -65,5 +65,23 @@ func TestReadyzAndMetricsThroughTheStack(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Fatalf("not in /metrics: %v\n%s", want, resp.Body())
+	}
+	// The state monitor feeds the state and durability gauges (the shared
+	// test Redis keeps nothing on disk).
+	for family, label := range map[string][2]string{
+		"ticketd_redis_state":      {"state", "current"},
+		"ticketd_redis_durability": {"level", "everything"},
+	} {
+		found := false
+		for _, m := range mfs[family].GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label[0] && lp.GetValue() == label[1] && m.GetGauge().GetValue() == 1 {
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s{%s=%q} is not 1 in /metrics:\n%s", family, label[0], label[1], resp.Body())
+		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/lockout"
 	"github.com/ticketd/ticketd/handlers/metrics"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/handlers/readiness"
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
@@ -86,9 +87,15 @@ func Start(t testing.TB, opt Options) *Server {
 	if err := store.Refresh(ctx); err != nil {
 		t.Fatalf("servertest: bootstrap: %v", err)
 	}
+	m := metrics.New()
 	rb := &rebuild.Rebuilder{Redis: rc, Space: space, Pool: pool, Catalog: store, Logger: log}
 	mon := &redisstate.Monitor{Redis: rc, Space: space, Record: &rebuild.Generations{Pool: pool, Prefix: space.Prefix}, Logger: log,
-		OnCurrent: func(ctx context.Context, v int64) { _ = store.Sync(ctx, v) }}
+		OnCurrent: func(ctx context.Context, v int64) { _ = store.Sync(ctx, v) },
+		OnRTT:     m.ObserveRedisRTT,
+		OnChange: func(v redisstate.View) {
+			m.SetRedisState(string(v.Status))
+			m.SetDurability(v.Durability.Loses)
+		}}
 	if !opt.ManualRecovery {
 		mon.Recover = func(ctx context.Context, bad string) error {
 			_, _, err := rb.Recover(ctx, bad)
@@ -118,11 +125,13 @@ func Start(t testing.TB, opt Options) *Server {
 		Lockout:  locks,
 		Sessions: sessions,
 		Gate:     mon.Gate,
+		Metrics:  m,
 		Logger:   log,
 		Archive:  orderdb.Store{Pool: pool},
 	}
-	m := metrics.New()
-	health := server.PingHealth(func(ctx context.Context) error { return rc.Do(ctx, rc.B().Ping().Build()).Error() }, pool.Ping)
+	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
+	go backlog.Run(monCtx, time.Second)
+	health := readiness.Health(mon, pool, backlog)
 	handler := m.Instrument(server.Handler(health, api,
 		&admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m))
 	srv := server.New(handler, server.AdminToken(AdminToken), server.Logger(log))

@@ -1,0 +1,84 @@
+// Package readiness builds what /readyz reports from the Redis state
+// monitor, a Postgres ping and the sync backlog, which it reads every few
+// seconds (also for the metrics).
+package readiness
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/handlers/metrics"
+	"github.com/ticketd/ticketd/handlers/server"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/sync/worker"
+)
+
+// Health is /readyz's source: sales run while the monitor says the
+// Redis state is current; Postgres is pinged (degraded when away, with the
+// sync backlog that waits for it). Nothing in it names a host.
+func Health(mon *redisstate.Monitor, pool *pgxpool.Pool, backlog *Backlog) server.HealthFunc {
+	return func(ctx context.Context) server.Health {
+		v := mon.View()
+		h := server.Health{Sales: v.Status == redisstate.Current, Reason: v.Reason, Redis: string(v.Status),
+			Durability: v.Durability.Loses}
+		if h.Durability == "" {
+			h.Durability = redisstate.LosesUnknown
+		}
+		switch {
+		case pool == nil:
+			h.Postgres = server.PostgresOff
+		case pool.Ping(ctx) != nil:
+			h.Postgres = server.PostgresUnreachable
+		default:
+			h.Postgres = server.PostgresOK
+		}
+		if b, ok := backlog.Last(); ok {
+			h.Backlog = &server.Backlog{Entries: b.Entries, Oldest: b.Age(time.Now())}
+		}
+		return h
+	}
+}
+
+// Backlog reads the sync backlog (paid orders on the streams, not yet
+// in Postgres) every few seconds for /readyz and the metrics, so neither
+// costs a Redis round trip per call.
+type Backlog struct {
+	Redis   rueidis.Client
+	Space   keys.Space
+	Metrics *metrics.Metrics
+
+	last atomic.Pointer[worker.BacklogStats]
+}
+
+// Run reads the backlog every interval until ctx ends.
+func (b *Backlog) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		st, err := worker.Backlog(rctx, b.Redis, b.Space)
+		cancel()
+		if err == nil {
+			b.last.Store(&st)
+			b.Metrics.SetSyncBacklog(st.Entries, st.Age(time.Now()))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Last returns the last backlog read; ok is false before the first.
+func (b *Backlog) Last() (worker.BacklogStats, bool) {
+	if p := b.last.Load(); p != nil {
+		return *p, true
+	}
+	return worker.BacklogStats{}, false
+}
