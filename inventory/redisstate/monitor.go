@@ -207,7 +207,9 @@ func (m *Monitor) Check(ctx context.Context) View {
 		next = m.bad
 	case gen != m.gen:
 		next = m.adopt(cctx, gen, seq)
-	case seq < m.seq:
+	case seq <= m.seq:
+		// Every check advances the number, so a healthy Redis always
+		// answers more than this node saw last.
 		next = View{Status: Stale, Reason: fmt.Sprintf("the state's sequence number went back from %d to %d", m.seq, seq)}
 	default:
 		next = View{Status: Current}
@@ -247,7 +249,7 @@ func (m *Monitor) adopt(ctx context.Context, gen string, seq int64) View {
 			m.logger().Warn("redis state: could not check the generation against Postgres; adopting it", "err", err)
 		case ok && rec.Gen != gen:
 			return View{Status: Stale, Reason: "Redis holds a generation Postgres does not record as current: it came back from an older state"}
-		case ok && seq < rec.Seq:
+		case ok && seq <= rec.Seq:
 			return View{Status: Stale, Reason: fmt.Sprintf("the state's sequence number %d is below the %d Postgres recorded: Redis came back from an older snapshot", seq, rec.Seq)}
 		}
 	}
