@@ -112,6 +112,10 @@ func (s Space) RateLimit(bucket string) string { return s.Prefix + "rl:{" + buck
 // CatalogVersion is bumped on every catalog apply; nodes reload when it moves.
 func (s Space) CatalogVersion() string { return s.Prefix + "{catalog}:version" }
 
+// CatalogLock is the lease (inventory/lease) held by whoever writes the
+// catalog: an apply, or a rebuild of Redis from Postgres.
+func (s Space) CatalogLock() string { return s.Prefix + "{catalog}:version:lock" }
+
 // CatalogDoc is the hash of the projected catalog: "tenants", "channels" and
 // "events" fields hold JSON arrays of the objects as applied.
 func (s Space) CatalogDoc() string { return s.Prefix + "{catalog}:doc" }
