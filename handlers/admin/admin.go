@@ -121,7 +121,7 @@ func (a *API) applyCatalog(ctx *fasthttp.RequestCtx) {
 	case err == nil:
 		httpx.OK(ctx, map[string]any{"applied": applied})
 	case errors.Is(err, catalogstore.ErrBusy):
-		httpx.Fail(ctx, apierr.New(409, "CATALOG_BUSY", "another catalog apply is in progress; retry"))
+		httpx.Fail(ctx, apierr.New(409, "CATALOG_BUSY", "another catalog apply or a rebuild holds the catalog; apply the document again"))
 	default:
 		failInvalid(ctx, err)
 	}

@@ -184,3 +184,22 @@ func TestApplyRefusesMaxUsesZero(t *testing.T) {
 		t.Fatalf("maxUses 1: %s", r)
 	}
 }
+
+// A channel key another channel already has is the operator's mistake, not
+// a server fault: 400 INVALID_CATALOG naming the field (it was a 503 from
+// the record's unique constraint), and nothing of the document is applied.
+func TestApplyRefusesAChannelKeyInUse(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{})
+	if r := put(t, s, servertest.AdminToken, []byte(doc)); r.Status != 200 {
+		t.Fatalf("apply: %s", r)
+	}
+	taken := `{"tenants": [], "channels": [{"id": "ch2", "name": "C2", "key": "ck1", "secret": "cs2_secret",
+	  "scopes": ["catalog:read"], "ipAllowlist": ["127.0.0.1"], "settlement": "invoice"}]}`
+	r := put(t, s, servertest.AdminToken, []byte(taken))
+	if r.Status != 400 || r.Code != "INVALID_CATALOG" || r.Raw["path"] != "channels[0].key" {
+		t.Fatalf("channel key of another channel: %s, want 400 INVALID_CATALOG at channels[0].key", r)
+	}
+	if s.Catalog.Current().Channels["ch2"] != nil {
+		t.Fatal("the refused channel was applied")
+	}
+}

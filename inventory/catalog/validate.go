@@ -15,13 +15,6 @@ import (
 	"github.com/ticketd/ticketd/inventory/money"
 )
 
-// Limits of a catalog document.
-const (
-	maxRowSeats   = 1000
-	maxTableSeats = 100
-	minSecretLen  = 8
-)
-
 var (
 	// rowPattern keeps '-' out of row labels: a seat label is "<row>-<n>".
 	rowPattern = regexp.MustCompile(`^[A-Za-z0-9]{1,8}$`)
@@ -54,14 +47,67 @@ func Validate(doc *Document) error {
 		channels: seen{},
 		chKeys:   seen{},
 	}
+	if ve := checkLen(len(doc.Tenants), MaxTenants, "tenants", "tenants"); ve != nil {
+		return ve
+	}
 	for i := range doc.Tenants {
 		if ve := v.tenant(&doc.Tenants[i], fmt.Sprintf("tenants[%d]", i)); ve != nil {
 			return ve
 		}
 	}
+	if ve := checkLen(len(doc.Channels), MaxChannels, "channels", "channels"); ve != nil {
+		return ve
+	}
 	for i := range doc.Channels {
 		if ve := v.channel(&doc.Channels[i], fmt.Sprintf("channels[%d]", i)); ve != nil {
 			return ve
+		}
+	}
+	return nil
+}
+
+// ValidateAgainst checks a document that passed Validate against the
+// catalog it is merged into (tenants and channels already applied): a
+// channel key, or a tenant's publishable key, must not be the key of an
+// applied object that the document leaves in place. Keys move freely among
+// the objects the document replaces, so one apply may swap two channels'
+// keys; the check is on the merged result. It returns the first problem in
+// document order as a *ValidationError, nil when there is none.
+func ValidateAgainst(doc *Document, tenants []Tenant, channels []StoredChannel) error {
+	inDoc := map[string]bool{}
+	for _, t := range doc.Tenants {
+		inDoc[t.ID] = true
+	}
+	pkOwner := map[string]string{} // key -> tenant id, of tenants the document leaves alone
+	for _, t := range tenants {
+		if !inDoc[t.ID] {
+			for _, pk := range t.PublishableKeys {
+				pkOwner[pk.Key] = t.ID
+			}
+		}
+	}
+	for i, t := range doc.Tenants {
+		for j, pk := range t.PublishableKeys {
+			if other, ok := pkOwner[pk.Key]; ok {
+				return fail(fmt.Sprintf("tenants[%d].publishableKeys[%d].key", i, j),
+					"%q is already a publishable key of tenant %q; give each key to one tenant", pk.Key, other)
+			}
+		}
+	}
+	clear(inDoc)
+	for _, c := range doc.Channels {
+		inDoc[c.ID] = true
+	}
+	chOwner := map[string]string{} // key -> channel id, of channels the document leaves alone
+	for _, c := range channels {
+		if !inDoc[c.ID] {
+			chOwner[c.Key] = c.ID
+		}
+	}
+	for i, c := range doc.Channels {
+		if other, ok := chOwner[c.Key]; ok {
+			return fail(fmt.Sprintf("channels[%d].key", i),
+				"%q is already the key of channel %q; give each channel its own key", c.Key, other)
 		}
 	}
 	return nil
@@ -146,6 +192,14 @@ func checkCount(n, least int64, path string) *ValidationError {
 	return nil
 }
 
+// checkLen refuses a list longer than limit (limits.go).
+func checkLen(n, limit int, path, what string) *ValidationError {
+	if n > limit {
+		return fail(path, "has %d %s; at most %d are allowed", n, what, limit)
+	}
+	return nil
+}
+
 func (v *validator) tenant(t *Tenant, path string) *ValidationError {
 	if ve := checkUniqueID(v.tenants, t.ID, path+".id", "tenant id"); ve != nil {
 		return ve
@@ -158,9 +212,15 @@ func (v *validator) tenant(t *Tenant, path string) *ValidationError {
 			return fail(path+".notifyEmail", "%q is not an e-mail address", t.NotifyEmail)
 		}
 	}
+	if ve := checkLen(len(t.PublishableKeys), MaxPublishableKeys, path+".publishableKeys", "publishable keys"); ve != nil {
+		return ve
+	}
 	for i, pk := range t.PublishableKeys {
 		p := fmt.Sprintf("%s.publishableKeys[%d]", path, i)
 		if ve := checkUniqueID(v.pubKeys, pk.Key, p+".key", "publishable key"); ve != nil {
+			return ve
+		}
+		if ve := checkLen(len(pk.Domains), MaxKeyDomains, p+".domains", "domains"); ve != nil {
 			return ve
 		}
 		for j, d := range pk.Domains {
@@ -168,6 +228,9 @@ func (v *validator) tenant(t *Tenant, path string) *ValidationError {
 				return ve
 			}
 		}
+	}
+	if ve := checkLen(len(t.Events), MaxEventsPerTenant, path+".events", "events"); ve != nil {
+		return ve
 	}
 	for i := range t.Events {
 		if ve := v.event(t.ID, &t.Events[i], fmt.Sprintf("%s.events[%d]", path, i)); ve != nil {
@@ -218,6 +281,9 @@ func (v *validator) event(tenantID string, e *Event, path string) *ValidationErr
 			return fail(path+".onSaleAt", "must be before startsAt (%s)", e.StartsAt)
 		}
 	}
+	if ve := checkLen(len(e.Channels), MaxEventChannels, path+".channels", "channels"); ve != nil {
+		return ve
+	}
 	chans := seen{}
 	for i, ch := range e.Channels {
 		if ve := checkUniqueID(chans, ch, fmt.Sprintf("%s.channels[%d]", path, i), "channel"); ve != nil {
@@ -233,6 +299,9 @@ func (v *validator) event(tenantID string, e *Event, path string) *ValidationErr
 		// Seats are booked once per event: one seat map cannot serve
 		// several performances.
 		return fail(path+".showings", "an event with a seat map cannot have showings (seats are booked per event, not per showing); make one event per showing")
+	}
+	if ve := checkLen(len(e.Showings), MaxShowings, path+".showings", "showings"); ve != nil {
+		return ve
 	}
 	showings := seen{}
 	for i, sh := range e.Showings {
@@ -266,11 +335,17 @@ func (v *validator) event(tenantID string, e *Event, path string) *ValidationErr
 	if len(e.Tickets) == 0 && e.SeatMap == nil {
 		return fail(path+".tickets", "an event needs at least one ticket type or a seat map")
 	}
+	if ve := checkLen(len(e.Tickets), MaxTickets, path+".tickets", "ticket types"); ve != nil {
+		return ve
+	}
 	tickets := seen{}
 	for i := range e.Tickets {
 		if ve := ticket(tickets, &e.Tickets[i], fmt.Sprintf("%s.tickets[%d]", path, i)); ve != nil {
 			return ve
 		}
+	}
+	if ve := checkLen(len(e.Extras), MaxExtras, path+".extras", "extras"); ve != nil {
+		return ve
 	}
 	extras := seen{}
 	for i, x := range e.Extras {
@@ -289,6 +364,9 @@ func (v *validator) event(tenantID string, e *Event, path string) *ValidationErr
 				return ve
 			}
 		}
+	}
+	if ve := checkLen(len(e.DiscountCodes), MaxDiscountCodes, path+".discountCodes", "discount codes"); ve != nil {
+		return ve
 	}
 	codes := seen{}
 	for i := range e.DiscountCodes {
@@ -358,6 +436,9 @@ func seatMap(sm *SeatMap, path string) *ValidationError {
 	if len(sm.Rows)+len(sm.GAAreas)+len(sm.Tables) == 0 {
 		return fail(path, "needs at least one row, GA area or table")
 	}
+	if ve := checkLen(len(sm.Categories), MaxCategories, path+".categories", "categories"); ve != nil {
+		return ve
+	}
 	cats := seen{}
 	for i, c := range sm.Categories {
 		p := fmt.Sprintf("%s.categories[%d]", path, i)
@@ -379,6 +460,14 @@ func seatMap(sm *SeatMap, path string) *ValidationError {
 		}
 		return nil
 	}
+	if ve := checkLen(len(sm.Rows), MaxRows, path+".rows", "rows"); ve != nil {
+		return ve
+	}
+	// seats counts the seats so far: the one that passes MaxEventSeats is named.
+	seats := 0
+	tooMany := func(p string) *ValidationError {
+		return fail(p, "brings the seat map to %d seats (rows and tables); at most %d are allowed in one event", seats, MaxEventSeats)
+	}
 	rows := map[string]int{}
 	rowAt := seen{}
 	for i, r := range sm.Rows {
@@ -389,13 +478,19 @@ func seatMap(sm *SeatMap, path string) *ValidationError {
 		if ve := rowAt.add(r.Label, p+".label", "row label"); ve != nil {
 			return ve
 		}
-		if r.Seats < 1 || r.Seats > maxRowSeats {
-			return fail(p+".seats", "must be between 1 and %d, got %d", maxRowSeats, r.Seats)
+		if r.Seats < 1 || r.Seats > MaxRowSeats {
+			return fail(p+".seats", "must be between 1 and %d, got %d", MaxRowSeats, r.Seats)
+		}
+		if seats += r.Seats; seats > MaxEventSeats {
+			return tooMany(p + ".seats")
 		}
 		if ve := category(r.Category, p+".category"); ve != nil {
 			return ve
 		}
 		rows[r.Label] = r.Seats
+	}
+	if ve := checkLen(len(sm.GAAreas), MaxGAAreas, path+".gaAreas", "GA areas"); ve != nil {
+		return ve
 	}
 	areas := seen{}
 	for i, a := range sm.GAAreas {
@@ -413,6 +508,9 @@ func seatMap(sm *SeatMap, path string) *ValidationError {
 			return ve
 		}
 	}
+	if ve := checkLen(len(sm.Tables), MaxTables, path+".tables", "tables"); ve != nil {
+		return ve
+	}
 	tables := seen{}
 	for i, t := range sm.Tables {
 		p := fmt.Sprintf("%s.tables[%d]", path, i)
@@ -425,8 +523,11 @@ func seatMap(sm *SeatMap, path string) *ValidationError {
 				return fail(p+".id", "%q is also the label of a seat in row %s", t.ID, row)
 			}
 		}
-		if t.Seats < 1 || t.Seats > maxTableSeats {
-			return fail(p+".seats", "must be between 1 and %d, got %d", maxTableSeats, t.Seats)
+		if t.Seats < 1 || t.Seats > MaxTableSeats {
+			return fail(p+".seats", "must be between 1 and %d, got %d", MaxTableSeats, t.Seats)
+		}
+		if seats += t.Seats; seats > MaxEventSeats {
+			return tooMany(p + ".seats")
 		}
 		if ve := category(t.Category, p+".category"); ve != nil {
 			return ve
@@ -454,6 +555,9 @@ func (v *validator) channel(c *Channel, path string) *ValidationError {
 			return fail(fmt.Sprintf("%s.scopes[%d]", path, i), "%q must be one of %s, %s, %s, %s, %s", s,
 				ScopeCatalogRead, ScopeOrdersWrite, ScopeOrdersConfirm, ScopeOrdersRead, ScopeSessionsWrite)
 		}
+	}
+	if ve := checkLen(len(c.IPAllowlist), MaxAllowlist, path+".ipAllowlist", "entries"); ve != nil {
+		return ve
 	}
 	if len(c.IPAllowlist) == 0 {
 		return fail(path+".ipAllowlist", "needs at least one IP address or CIDR (such as 203.0.113.7 or 203.0.113.0/24)")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/lease"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/lua"
 )
@@ -37,6 +38,9 @@ type Store struct {
 	Sealer *catalog.Sealer
 	Record Record
 	Logger *slog.Logger
+	// LockTTL is how long the apply lock outlives an apply that stopped
+	// extending it (a crashed node); 0 means DefaultLockTTL.
+	LockTTL time.Duration
 
 	snap atomic.Pointer[catalog.Snapshot]
 
@@ -132,33 +136,66 @@ type Applied struct {
 	Events   int `json:"events"`
 }
 
-// ErrBusy means another apply holds the catalog lock.
-var ErrBusy = errors.New("catalog: another apply is in progress")
+// ErrBusy means another apply (or a rebuild of Redis) holds the catalog
+// lock.
+var ErrBusy = errors.New("catalog: another apply or a rebuild holds the catalog lock")
+
+// ErrLockLost means an apply lost the catalog lock before it had written
+// the document (it could not extend the lock for a TTL, so another apply or
+// a rebuild may hold it now) and stopped there: the record, or the
+// projection, does not hold the document, though capacities may already
+// carry it. Applying the document again completes it. It is an ErrBusy.
+var ErrLockLost = fmt.Errorf("%w: this apply lost the catalog lock before it wrote the document; apply it again", ErrBusy)
+
+// DefaultLockTTL is the apply lock's TTL. The lock is extended every third
+// of it while the apply runs.
+const DefaultLockTTL = 30 * time.Second
 
 var capsScript = lua.Load("catalog_caps")
 
 // Apply merges a validated document into the catalog: every object is
-// created or replaced by id, absent objects stay. Capacities below what is
-// sold and booked seats missing from a new seat map are refused as a
-// *catalog.ValidationError before anything is written, also when a sale
+// created or replaced by id, absent objects stay. A channel or publishable
+// key that an applied object left in place already has, capacities below
+// what is sold and booked seats missing from a new seat map are refused as
+// a *catalog.ValidationError before anything is written, also when a sale
 // lands between those checks and the capacity scripts: the capacities
 // already replaced are put back, and the record is written only after all
 // of them took. A capped object removed from an applied event keeps its
 // sold count as its capacity (catalog_caps), so its pending orders cannot
 // confirm past it.
+//
+// The apply holds the catalog lock (Space.CatalogLock, a lease kept alive
+// while it runs; ErrBusy while another holds it) and confirms it still
+// holds it right before writing the record and the projection; a lost lock
+// stops it there with ErrLockLost, so an apply that stalled past its lock
+// never overwrites a later apply's merge.
 func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, error) {
-	lock := s.Space.CatalogVersion() + ":lock"
-	ok, err := s.Redis.Do(ctx, s.Redis.B().Set().Key(lock).Value("1").Nx().Px(30*time.Second).Build()).AsBool()
-	if err != nil && !rueidis.IsRedisNil(err) {
-		return Applied{}, fmt.Errorf("catalog: lock: %w", err)
+	ttl := s.LockTTL
+	if ttl == 0 {
+		ttl = DefaultLockTTL
 	}
-	if !ok {
+	lock, err := lease.Acquire(ctx, s.Redis, s.Space.CatalogLock(), ttl)
+	if errors.Is(err, lease.ErrHeld) {
 		return Applied{}, ErrBusy
 	}
-	defer s.Redis.Do(context.WithoutCancel(ctx), s.Redis.B().Del().Key(lock).Build())
+	if err != nil {
+		return Applied{}, fmt.Errorf("catalog: lock: %w", err)
+	}
+	defer func() {
+		// Also the one log line of a lost lock (lease.ErrLost).
+		if err := lock.Release(context.WithoutCancel(ctx)); err != nil {
+			s.logger().Warn("catalog apply lock", "err", err)
+		}
+	}()
 
 	cur, err := s.readProjection(ctx)
 	if err != nil {
+		return Applied{}, err
+	}
+	// Keys already taken in the merged result; checked here, not left to
+	// the record's unique constraint, so the answer names the field and
+	// holds without Postgres too.
+	if err := catalog.ValidateAgainst(doc, cur.Tenants, cur.Channels); err != nil {
 		return Applied{}, err
 	}
 	var changed []*catalog.Event
@@ -190,11 +227,22 @@ func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, erro
 	if err != nil {
 		return Applied{}, err
 	}
+	if err := s.stillLocked(ctx, lock); err != nil {
+		if !errors.Is(err, ErrLockLost) {
+			undo(context.WithoutCancel(ctx))
+		}
+		// A lost lock may be another apply's now: putting capacities
+		// back could undo its work, so they stay.
+		return Applied{}, err
+	}
 	if s.Record != nil {
 		if err := s.Record.Apply(ctx, doc.Tenants, stored); err != nil {
 			undo(context.WithoutCancel(ctx))
 			return Applied{}, fmt.Errorf("catalog: write record: %w", err)
 		}
+	}
+	if err := s.stillLocked(ctx, lock); err != nil {
+		return Applied{}, err
 	}
 	v, b, err := s.writeProjection(ctx, next)
 	if err != nil {
@@ -208,6 +256,19 @@ func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, erro
 	}
 	applied := Applied{Tenants: len(doc.Tenants), Channels: len(doc.Channels), Events: len(changed)}
 	return applied, s.install(v, p)
+}
+
+// stillLocked extends the apply lock and confirms it is still this apply's,
+// right before a write it guards.
+func (s *Store) stillLocked(ctx context.Context, lock *lease.Lease) error {
+	err := lock.Extend(ctx)
+	if errors.Is(err, lease.ErrLost) {
+		return ErrLockLost
+	}
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return nil
 }
 
 // checkSold refuses an event whose new capacities or seat map would undo a sale.

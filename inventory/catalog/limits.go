@@ -1,0 +1,41 @@
+package catalog
+
+// Limits of a catalog document, all in one place (README, Provisioning;
+// docs/decisions.md). A document beyond one is refused as INVALID_CATALOG
+// naming the list or field. They are generous for real venues and sales and
+// keep every endpoint fast on the largest event they allow: the seat
+// availability of a 100,000-seat event with every seat held is one 1 MB
+// answer read and encoded in 50-200 ms on a busy 2-core machine, and that
+// event decodes, validates and compiles in a few milliseconds
+// (limits_bench_test.go).
+const (
+	// Per document.
+	MaxTenants  = 1000
+	MaxChannels = 1000
+
+	// Per tenant.
+	MaxEventsPerTenant = 1000
+	MaxPublishableKeys = 100
+	MaxKeyDomains      = 100 // Origin domains of one publishable key
+
+	// Per event.
+	MaxEventChannels = 1000 // channels the event is sold through
+	MaxTickets       = 100  // ticket types
+	MaxExtras        = 100
+	MaxShowings      = 1000
+	MaxDiscountCodes = 1000
+
+	// Per seat map (one per event). Seats are rows x seats plus table
+	// seats: each seat is a Redis key the availability endpoint reads.
+	MaxEventSeats = 100_000
+	MaxRows       = 10_000
+	MaxRowSeats   = 1000
+	MaxTables     = 1000
+	MaxTableSeats = 100
+	MaxGAAreas    = 100
+	MaxCategories = 100
+
+	// Per channel. The allowlist is scanned on every partner call.
+	MaxAllowlist = 100
+	minSecretLen = 8
+)

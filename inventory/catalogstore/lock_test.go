@@ -1,0 +1,117 @@
+package catalogstore_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/redistest"
+)
+
+// projectedEvents lists the event ids of the projection in Redis, as a new
+// node would load it.
+func projectedEvents(t *testing.T, s *catalogstore.Store) []string {
+	t.Helper()
+	fresh := &catalogstore.Store{Redis: s.Redis, Space: s.Space, Sealer: s.Sealer}
+	if err := fresh.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return slices.Sorted(maps.Keys(fresh.Current().Events))
+}
+
+// An apply that runs longer than its lock's TTL keeps the lock: a
+// concurrent apply is busy instead of merging into a stale catalog, and the
+// two applied one after the other keep both documents' events.
+func TestApplyKeepsItsLockPastTheTTL(t *testing.T) {
+	s, _ := setup(t)
+	const ttl = 150 * time.Millisecond
+	s.LockTTL = ttl
+	paused, resume := make(chan struct{}), make(chan struct{})
+	var pausedOnce atomic.Bool // only the first apply pauses
+	catalogstore.SetAfterCheck(s, func() {
+		if pausedOnce.CompareAndSwap(false, true) {
+			close(paused)
+			<-resume
+		}
+	})
+	a, b := event("ev_a"), event("ev_b")
+	a.Tickets = []catalog.Ticket{{ID: "tk", Name: "A", Price: 1000, Capacity: 10}}
+	b.Tickets = []catalog.Ticket{{ID: "tk", Name: "B", Price: 1000, Capacity: 10}}
+
+	first := make(chan error, 1)
+	go func() { first <- apply(t, s, a) }()
+	<-paused
+	time.Sleep(4 * ttl) // the first apply now runs 4 TTLs past taking its lock
+	if err := apply(t, s, b); !errors.Is(err, catalogstore.ErrBusy) {
+		close(resume)
+		t.Fatalf("apply while another ran past its lock's TTL: %v, want ErrBusy", err)
+	}
+	close(resume)
+	if err := <-first; err != nil {
+		t.Fatalf("the long apply: %v", err)
+	}
+	if err := apply(t, s, b); err != nil {
+		t.Fatalf("apply after the long one finished: %v", err)
+	}
+	if got := projectedEvents(t, s); !slices.Equal(got, []string{"ev_a", "ev_b"}) {
+		t.Fatalf("projected events after two applies: %v, want both", got)
+	}
+	if n := len(s.Current().Events); n != 2 {
+		t.Fatalf("served events: %d, want 2", n)
+	}
+	if keys := redistest.Keys(t, s.Redis, s.Space); slices.Contains(keys, s.Space.CatalogLock()) {
+		t.Fatal("the apply lock is still there after both applies finished")
+	}
+}
+
+// An apply whose lock was taken from it (it stalled past its TTL and
+// another owner took the lock) stops before writing: the record and the
+// projection do not change, and the other owner's lock stays.
+func TestApplyThatLostItsLockWritesNothing(t *testing.T) {
+	s, rec, _ := setupRecorded(t)
+	ctx := context.Background()
+	a := event("ev_a")
+	a.Tickets = []catalog.Ticket{{ID: "tk", Name: "A", Price: 1000, Capacity: 10}}
+	if err := apply(t, s, a); err != nil {
+		t.Fatal(err)
+	}
+	version := s.Current().Version
+
+	b := event("ev_b")
+	b.Tickets = []catalog.Ticket{{ID: "tk", Name: "B", Price: 1000, Capacity: 10}}
+	catalogstore.SetAfterCheck(s, func() {
+		if err := s.Redis.Do(ctx, s.Redis.B().Set().Key(s.Space.CatalogLock()).Value("other-owner").Build()).Error(); err != nil {
+			t.Error(err)
+		}
+	})
+	err := apply(t, s, b)
+	if !errors.Is(err, catalogstore.ErrLockLost) || !errors.Is(err, catalogstore.ErrBusy) {
+		t.Fatalf("apply that lost its lock: %v, want ErrLockLost (an ErrBusy)", err)
+	}
+	if got := projectedEvents(t, s); !slices.Equal(got, []string{"ev_a"}) {
+		t.Errorf("projected events after the stopped apply: %v, want only ev_a", got)
+	}
+	if s.Current().Version != version || s.Current().Events["ev_b"] != nil {
+		t.Errorf("served catalog changed: version %d -> %d", version, s.Current().Version)
+	}
+	tenants, _, err := rec.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range tenants {
+		for _, ev := range tn.Events {
+			if ev.ID == "ev_b" {
+				t.Error("the record holds the document of the apply that lost its lock")
+			}
+		}
+	}
+	if v, _ := s.Redis.Do(ctx, s.Redis.B().Get().Key(s.Space.CatalogLock()).Build()).ToString(); v != "other-owner" {
+		t.Errorf("the other owner's lock after the stopped apply: %q", v)
+	}
+}
