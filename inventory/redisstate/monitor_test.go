@@ -1,0 +1,201 @@
+package redisstate_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/redistest"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func monitor(rc rueidis.Client, space keys.Space) *redisstate.Monitor {
+	return &redisstate.Monitor{Redis: rc, Space: space, Logger: quiet()}
+}
+
+func expectStatus(t *testing.T, v redisstate.View, want redisstate.Status) {
+	t.Helper()
+	if v.Status != want {
+		t.Fatalf("status %s (%s), want %s", v.Status, v.Reason, want)
+	}
+}
+
+// A live state sells; a Redis that lost it (restarted empty), or one
+// partition's marker, stops sales with a 503 until a new generation is
+// published, and recovery is asked for with the generation found bad.
+func TestLossStopsSalesUntilANewGenerationIsPublished(t *testing.T) {
+	rc, space := redistest.New(t)
+	ctx := context.Background()
+	m := monitor(rc, space)
+	var asked atomic.Value
+	m.Recover = func(_ context.Context, bad string) error { asked.Store(bad); return nil }
+
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+	if e := m.Gate(); e != nil {
+		t.Fatalf("gate while current: %v", e)
+	}
+
+	if err := rc.Do(ctx, rc.B().Del().Key(space.Live(17)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	v := m.Check(ctx)
+	expectStatus(t, v, redisstate.Lost)
+	if e := m.Gate(); e == nil || e.Status != 503 || e.Code != "SERVICE_UNAVAILABLE" {
+		t.Fatalf("gate after a lost partition: %v, want 503 SERVICE_UNAVAILABLE", e)
+	}
+	waitAsked(t, &asked, "test")
+
+	redistest.Flush(t, rc, space) // restarted empty
+	expectStatus(t, m.Check(ctx), redisstate.Lost)
+
+	if err := redisstate.Publish(ctx, rc, space, "g2"); err != nil {
+		t.Fatal(err)
+	}
+	v = m.Check(ctx)
+	expectStatus(t, v, redisstate.Current)
+	if v.Gen != "g2" || m.Gate() != nil {
+		t.Fatalf("after publishing g2: %+v, gate %v", v, m.Gate())
+	}
+}
+
+func waitAsked(t *testing.T, asked *atomic.Value, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if v, ok := asked.Load().(string); ok {
+			if v != want {
+				t.Fatalf("recovery asked for generation %q, want %q", v, want)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("recovery was not asked for")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A Redis that went back to an older snapshot of the same generation
+// shows a sequence number no higher than the node saw: stale, and it stays
+// stale however far the old snapshot counts on, until a rebuild publishes
+// a new generation.
+func TestRollbackIsStaleUntilRebuilt(t *testing.T) {
+	rc, space := redistest.New(t)
+	ctx := context.Background()
+	m := monitor(rc, space)
+	for range 5 {
+		expectStatus(t, m.Check(ctx), redisstate.Current)
+	}
+	if err := rc.Do(ctx, rc.B().Hset().Key(space.State()).FieldValue().FieldValue("seq", "2").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 { // the old snapshot's number passes the node's: still stale
+		expectStatus(t, m.Check(ctx), redisstate.Stale)
+	}
+	if m.Gate() == nil {
+		t.Fatal("gate open on a stale state")
+	}
+	if err := redisstate.MarkRebuilding(ctx, rc, space); err != nil {
+		t.Fatal(err)
+	}
+	expectStatus(t, m.Check(ctx), redisstate.Rebuilding)
+	if err := redisstate.Publish(ctx, rc, space, "g2"); err != nil {
+		t.Fatal(err)
+	}
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+}
+
+// A node starting cold compares with Postgres' record: a Redis that holds
+// another generation, or an older sequence number, is stale.
+func TestColdStartComparesWithTheRecord(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		rec  redisstate.Mark
+		want redisstate.Status
+	}{
+		{"same generation, behind Redis", redisstate.Mark{Gen: "test", Seq: 0}, redisstate.Current},
+		{"another generation", redisstate.Mark{Gen: "newer", Seq: 0}, redisstate.Stale},
+		{"Redis behind the record", redisstate.Mark{Gen: "test", Seq: 1000}, redisstate.Stale},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc, space := redistest.New(t)
+			m := monitor(rc, space)
+			m.Record = &record{m: tc.rec, ok: true}
+			expectStatus(t, m.Check(ctx), tc.want)
+		})
+	}
+}
+
+// record is a Record held in memory, for the monitor's own tests; the
+// Postgres one (sync/rebuild.Generations) is tested against Postgres.
+type record struct {
+	m  redisstate.Mark
+	ok bool
+}
+
+func (r *record) Load(context.Context) (redisstate.Mark, bool, error) { return r.m, r.ok, nil }
+func (r *record) Save(_ context.Context, m redisstate.Mark) error    { r.m, r.ok = m, true; return nil }
+
+// Durability comes from the server's persistence settings.
+func TestDurabilityFollowsPersistenceSettings(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, redisstate.LosesEverything},
+		{[]string{"--appendonly", "yes", "--appendfsync", "everysec"}, redisstate.LosesSecond},
+		{[]string{"--appendonly", "yes", "--appendfsync", "always"}, redisstate.LosesNothing},
+		{[]string{"--appendonly", "yes", "--appendfsync", "no"}, redisstate.LosesEverything},
+	} {
+		srv := redistest.StartServer(t, tc.args...)
+		d, err := redisstate.ReadDurability(ctx, srv.Client(t))
+		if err != nil || d.Loses != tc.want {
+			t.Errorf("%v: %+v, %v; want %s", tc.args, d, err, tc.want)
+		}
+	}
+}
+
+// A Redis that does not answer stops sales at once; one that answers
+// again resumes them by itself when its state survived (AOF).
+func TestUnreachableAndBack(t *testing.T) {
+	srv := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always")
+	rc := srv.Client(t)
+	ctx := context.Background()
+	space := keys.Space{Prefix: "t:"}
+	if err := redisstate.Publish(ctx, rc, space, "g1"); err != nil {
+		t.Fatal(err)
+	}
+	m := monitor(rc, space)
+	m.Timeout = 200 * time.Millisecond
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+
+	srv.Pause()
+	expectStatus(t, m.Check(ctx), redisstate.Unreachable)
+	if e := m.Gate(); e == nil || e.Status != 503 {
+		t.Fatalf("gate while Redis hangs: %v", e)
+	}
+	srv.Resume()
+	srv.Kill()
+	expectStatus(t, m.Check(ctx), redisstate.Unreachable)
+	srv.Start() // from its AOF
+	deadline := time.Now().Add(10 * time.Second)
+	for m.Check(ctx).Status != redisstate.Current {
+		if time.Now().After(deadline) {
+			t.Fatalf("not current 10s after Redis came back: %+v", m.View())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if m.View().Durability.Loses != redisstate.LosesNothing {
+		t.Fatalf("durability after the restart: %+v", m.View().Durability)
+	}
+}
