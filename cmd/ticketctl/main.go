@@ -1,6 +1,7 @@
-// Command ticketctl is the operator's tool for a running ticketd. It talks
-// to the admin surface over HTTP (TICKETD_URL) with the admin bearer token
-// (TICKETD_ADMIN_TOKEN).
+// Command ticketctl is the operator's tool for ticketd. apply talks to the
+// admin surface over HTTP (TICKETD_URL) with the admin bearer token
+// (TICKETD_ADMIN_TOKEN); rebuild talks to Redis and Postgres directly
+// (REDIS_URL, DATABASE_URL, TICKETD_KEY_PREFIX).
 package main
 
 import (
@@ -13,6 +14,7 @@ const usage = `ticketctl: the ticketd operator's tool
 
 Usage:
   ticketctl apply -f catalog.json   apply a catalog document (-f - reads stdin)
+  ticketctl rebuild                 rebuild the Redis state from Postgres
   ticketctl help                    show this text
 
 Apply flags:
@@ -23,7 +25,20 @@ Apply flags:
 Applying creates or updates every object of the document by id; applying it
 twice changes nothing. A bad document is rejected whole.
 
-Exit status: 0 applied, 1 the server or the connection failed, 2 bad usage.
+Rebuild restores from Postgres everything capacity depends on (the catalog,
+capacities, sold counts, booked seats, used discount codes, recently paid
+orders and their idempotency keys), counting paid orders still on the
+Redis streams once. It connects to $REDIS_URL (default
+redis://127.0.0.1:6379) and $DATABASE_URL (default the local "ticketd"
+database) under $TICKETD_KEY_PREFIX. ticketd may run meanwhile: its nodes
+stop selling until the rebuild ends. Running it twice changes nothing.
+
+Rebuild flags:
+  -json          print the report as JSON
+  -timeout d     give up after d (default 10m)
+
+Exit status: 0 done, 1 the server, a store or the connection failed,
+2 bad usage.
 `
 
 func main() {
@@ -46,6 +61,8 @@ func run(args []string, e env) int {
 	switch args[0] {
 	case "apply":
 		return apply(args[1:], e)
+	case "rebuild":
+		return rebuildCmd(args[1:], e)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(e.stdout, usage)
 		return 0

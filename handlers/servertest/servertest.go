@@ -58,11 +58,13 @@ type Options struct {
 
 // Server is a running test stack.
 type Server struct {
-	URL     string
-	Redis   rueidis.Client
-	Space   keys.Space
-	Pool    *pgxpool.Pool
-	Catalog *catalogstore.Store
+	URL   string
+	Redis rueidis.Client
+	Space keys.Space
+	Pool  *pgxpool.Pool
+	// DatabaseURL is the test database\'s URL, for code that connects by itself.
+	DatabaseURL string
+	Catalog     *catalogstore.Store
 	// Monitor checks the Redis state every 50 ms and keeps the gate;
 	// Rebuilder restores it from Postgres (by itself unless ManualRecovery).
 	Monitor   *redisstate.Monitor
@@ -146,7 +148,7 @@ func Start(t testing.TB, opt Options) *Server {
 		t.Fatalf("servertest: worker groups: %v", err)
 	}
 	return &Server{
-		URL: "http://" + ln.Addr().String(), Redis: rc, Space: space, Pool: pool, Catalog: store,
+		URL: "http://" + ln.Addr().String(), Redis: rc, Space: space, Pool: pool, DatabaseURL: pgtest.URLOf(t, pool), Catalog: store,
 		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: sessions, Handler: handler, Metrics: m,
 		Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second},
 	}

@@ -76,10 +76,15 @@ func New(t testing.TB) *pgxpool.Pool {
 // test): it returns the URL of a fresh migrated database, dropped with t.
 func NewURL(t testing.TB) string {
 	t.Helper()
-	pool := New(t)
+	return URLOf(t, New(t))
+}
+
+// URLOf returns the URL of the database a pool of New is connected to.
+func URLOf(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
 	u, err := url.Parse(URL())
 	if err != nil || u.Scheme == "" {
-		t.Fatalf("pgtest: NewURL needs a URL-form server address, got %q", URL())
+		t.Fatalf("pgtest: a URL-form server address is needed, got %q", URL())
 	}
 	u.Path = "/" + pool.Config().ConnConfig.Database
 	return u.String()
