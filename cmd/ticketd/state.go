@@ -66,10 +66,10 @@ func recoverWith(rebuilder *rebuild.Rebuilder, m *metrics.Metrics) func(context.
 // startState checks the Redis state once before ticketd serves. A state
 // that is lost or stale (a new deployment, a Redis that lost its data, or
 // one older than Postgres' record) is rebuilt from Postgres at once when
-// recovery is automatic; without Postgres there is nothing to rebuild
-// from, and a Redis without a generation starts a new one as it is. In
-// every other case ticketd starts with sales stopped and the monitor takes
-// over.
+// recovery is automatic, and on a deployment's first start whatever the
+// recovery; without Postgres there is nothing to rebuild from, and a Redis
+// without a generation starts a new one as it is. In every other case
+// ticketd starts with sales stopped and the monitor takes over.
 func startState(ctx context.Context, cfg config, mon *redisstate.Monitor, rebuilder *rebuild.Rebuilder, log *slog.Logger) error {
 	v := mon.Check(ctx)
 	if v.Status != redisstate.Lost && v.Status != redisstate.Stale {
@@ -86,7 +86,7 @@ func startState(ctx context.Context, cfg config, mon *redisstate.Monitor, rebuil
 				return err
 			}
 		}
-	case cfg.Recovery == recoveryManual:
+	case cfg.Recovery == recoveryManual && recorded(ctx, mon):
 		log.Error("redis state is not current and TICKETD_RECOVERY=manual: sales stay stopped until `ticketctl rebuild` restores it",
 			"status", string(v.Status), "reason", v.Reason)
 		return nil
@@ -97,6 +97,16 @@ func startState(ctx context.Context, cfg config, mon *redisstate.Monitor, rebuil
 	}
 	mon.Check(ctx)
 	return nil
+}
+
+// recorded reports whether Postgres records a generation: without one this
+// is the deployment's first start (or its first since generations were
+// kept), nothing is known to be lost, and even manual recovery builds the
+// first generation from Postgres. An unreadable record counts as recorded:
+// the operator decides.
+func recorded(ctx context.Context, mon *redisstate.Monitor) bool {
+	_, ok, err := mon.Record.Load(ctx)
+	return ok || err != nil
 }
 
 // derive returns a key for one purpose from TICKETD_SECRETS_KEY, so every

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/inventory/money"
@@ -157,4 +160,11 @@ func (s *Server) Confirm(t testing.TB, ch, orderID string, amount money.Cents, r
 func (s *Server) Status(t testing.TB, ch, orderID string) *Response {
 	t.Helper()
 	return s.Do(t, "POST", "/v1/channel/orders/status", Keyed(ch), map[string]string{"orderId": orderID})
+}
+
+// Remote returns a client of a ticketd running elsewhere (a whole ticketd
+// in a test, at base URL) with the helpers of Server: Do, Reserve, Confirm,
+// Status. Its other fields are empty.
+func Remote(base string) *Server {
+	return &Server{URL: base, Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}}
 }
