@@ -12,14 +12,15 @@ func TestUsageAndDeletePrefix(t *testing.T) {
 	rc, space := redistest.New(t)
 	ctx := context.Background()
 	var keys []string
+	prefix := space.Prefix + "k:" // apart from the markers redistest publishes
 	for i := range 1200 { // more than one pipelined chunk
-		k := space.Prefix + "k:" + strconv.Itoa(i)
+		k := prefix + strconv.Itoa(i)
 		keys = append(keys, k)
 		if err := rc.Do(ctx, rc.B().Set().Key(k).Value("0123456789").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := Scan(ctx, rc, Glob(space.Prefix)+"*")
+	got, err := Scan(ctx, rc, Glob(prefix)+"*")
 	if err != nil || len(got) != 1200 {
 		t.Fatalf("scan found %d keys, %v", len(got), err)
 	}
@@ -33,7 +34,7 @@ func TestUsageAndDeletePrefix(t *testing.T) {
 	if used, err := UsedMemory(ctx, rc); err != nil || used <= sum {
 		t.Fatalf("used_memory %d, %v; want more than the keys' %d", used, err, sum)
 	}
-	n, err := DeletePrefix(ctx, rc, space.Prefix)
+	n, err := DeletePrefix(ctx, rc, prefix)
 	if err != nil || n != 1200 {
 		t.Fatalf("deleted %d, %v", n, err)
 	}
