@@ -397,3 +397,48 @@ func testRebuilder(t *testing.T, redisURL string, db *pgxpool.Pool) *rebuild.Reb
 	return &rebuild.Rebuilder{Redis: rc, Pool: db, Catalog: &catalogstore.Store{Redis: rc},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
+
+// While Redis loads its data set after a restart (it answers LOADING),
+// sales stop with a 503 saying so, and resume by themselves once it has
+// loaded, the state intact.
+func TestLoadingRedisStopsSalesUntilLoaded(t *testing.T) {
+	st := startFaultStack(t, recoveryAuto, "--appendonly", "yes", "--appendfsync", "always", "--enable-debug-command", "yes")
+	ctx := context.Background()
+	if _, ok, code := st.buy(t, ctx, "ev_small"); !ok {
+		t.Fatalf("buy: %s", code)
+	}
+	// A data set that takes a few seconds to load: two million small keys
+	// beside ticketd's, in a rewritten AOF.
+	rc := st.redis.Client(t)
+	for _, cmd := range [][]string{{"DEBUG", "POPULATE", "2000000", "filler"}, {"BGREWRITEAOF"}} {
+		if err := rc.Do(ctx, rc.B().Arbitrary(cmd...).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 60*time.Second, "the AOF rewrite", func() bool {
+		info, _ := rc.Do(ctx, rc.B().Info().Section("persistence").Build()).ToString()
+		return strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0")
+	})
+	st.redis.Kill()
+	st.redis.Launch()
+	sawLoading := false
+	waitFor(t, 60*time.Second, "sales resumed after loading", func() bool {
+		r := st.api.Reserve(t, "a", "ev_small", map[string]any{"selectedTicketId": "tk", "quantity": 1})
+		switch {
+		case r.Status == 503 && strings.Contains(r.Message, "loading"):
+			sawLoading = true
+		case r.Status == 200:
+			return true
+		case r.Status != 503:
+			t.Fatalf("while Redis loads: %s, want 503", r)
+		}
+		return false
+	})
+	if !sawLoading {
+		t.Fatal("no answer said Redis is loading; the data set loaded too fast to see it")
+	}
+	r := st.api.Do(t, "GET", "/v1/channel/events/ev_small", servertest.Keyed("a"), nil)
+	if r.Status != 200 || !strings.Contains(string(r.Data), `"remaining":9`) {
+		t.Fatalf("event after loading: %s, want 9 left (the sale before the restart kept)", r)
+	}
+}

@@ -65,10 +65,23 @@ func StartServer(t testing.TB, args ...string) *Server {
 // has loaded its data.
 func (s *Server) Start() {
 	s.t.Helper()
+	s.Launch()
+	s.WaitLoaded()
+}
+
+// Launch starts the server again without waiting: it may still be
+// loading its data when Launch returns.
+func (s *Server) Launch() {
+	s.t.Helper()
 	s.cmd = &exec.Cmd{Path: s.args[0], Args: s.args}
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("redistest: start redis-server: %v", err)
 	}
+}
+
+// WaitLoaded waits until the server answers PING with PONG.
+func (s *Server) WaitLoaded() {
+	s.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if s.ping() == "+PONG" {
