@@ -12,10 +12,9 @@ import (
 const testCatalog = servertest.Catalog
 
 var (
-	keyed  = servertest.Keyed
-	with   = servertest.With
-	newKey = servertest.NewKey
-	buyer  = servertest.Buyer
+	keyed = servertest.Keyed
+	with  = servertest.With
+	buyer = servertest.Buyer
 )
 
 func reserve(t *testing.T, s *servertest.Server, ch, event string, body map[string]any) *servertest.Response {

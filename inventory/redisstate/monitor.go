@@ -365,9 +365,6 @@ func (m *Monitor) recover(ctx context.Context, bad string) {
 	}()
 }
 
-// Recovering reports whether a recovery started by this monitor runs.
-func (m *Monitor) Recovering() bool { return m.fixing.Load() }
-
 func (m *Monitor) timeout() time.Duration {
 	if m.Timeout > 0 {
 		return m.Timeout
