@@ -13,7 +13,7 @@ func TestUsageAndDeletePrefix(t *testing.T) {
 	ctx := context.Background()
 	var keys []string
 	prefix := space.Prefix + "k:" // apart from the markers redistest publishes
-	for i := range 1200 { // more than one pipelined chunk
+	for i := range 1200 {         // more than one pipelined chunk
 		k := prefix + strconv.Itoa(i)
 		keys = append(keys, k)
 		if err := rc.Do(ctx, rc.B().Set().Key(k).Value("0123456789").Build()).Error(); err != nil {

@@ -106,4 +106,3 @@ func readyz(health HealthFunc) fasthttp.RequestHandler {
 		httpx.OK(ctx, d)
 	}
 }
-

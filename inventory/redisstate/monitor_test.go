@@ -143,7 +143,7 @@ type record struct {
 }
 
 func (r *record) Load(context.Context) (redisstate.Mark, bool, error) { return r.m, r.ok, nil }
-func (r *record) Save(_ context.Context, m redisstate.Mark) error    { r.m, r.ok = m, true; return nil }
+func (r *record) Save(_ context.Context, m redisstate.Mark) error     { r.m, r.ok = m, true; return nil }
 
 // Durability comes from the server's persistence settings.
 func TestDurabilityFollowsPersistenceSettings(t *testing.T) {
