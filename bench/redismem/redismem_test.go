@@ -12,8 +12,10 @@ func TestUsageAndDeletePrefix(t *testing.T) {
 	rc, space := redistest.New(t)
 	ctx := context.Background()
 	var keys []string
-	prefix := space.Prefix + "k:" // apart from the markers redistest publishes
-	for i := range 1200 {         // more than one pipelined chunk
+	// Keys of their own, apart from the markers redistest publishes; more
+	// than one pipelined chunk of them.
+	prefix := space.Prefix + "k:"
+	for i := range 1200 {
 		k := prefix + strconv.Itoa(i)
 		keys = append(keys, k)
 		if err := rc.Do(ctx, rc.B().Set().Key(k).Value("0123456789").Build()).Error(); err != nil {
