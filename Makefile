@@ -28,7 +28,7 @@ lint: ## gofmt, go vet and staticcheck
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-bench: services ## run the bench suite, under 5 min (options: BENCH_FLAGS="-scenario flash"; README, Bench)
+bench: services ## run the bench suite (its length and options: README, Bench; e.g. BENCH_FLAGS="-scenario flash")
 	$(GO) run ./bench $(BENCH_FLAGS)
 
 clean: ## remove build output
