@@ -24,11 +24,18 @@ import (
 // startTicketd runs ticketd with the demo catalog and returns its base URL.
 func startTicketd(t *testing.T, cfg config) string {
 	t.Helper()
+	return startRun(t, cfg, options{API: true, Worker: true, Demo: true})
+}
+
+// startRun runs ticketd as opts says until the test ends and returns its
+// base URL.
+func startRun(t *testing.T, cfg config, opts options) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	go func() { done <- run(ctx, cfg, options{API: true, Worker: true, Demo: true}, log, ready) }()
+	go func() { done <- run(ctx, cfg, opts, log, ready) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
