@@ -168,7 +168,8 @@ var capsScript = lua.Load("catalog_caps")
 // while it runs; ErrBusy while another holds it) and confirms it still
 // holds it right before writing the record and the projection; a lost lock
 // stops it there with ErrLockLost, so an apply that stalled past its lock
-// never overwrites a later apply's merge.
+// never overwrites a later apply's merge. The record write runs under the
+// lock's context: one still in flight when the lock is lost is cancelled.
 func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, error) {
 	ttl := s.LockTTL
 	if ttl == 0 {
@@ -236,7 +237,15 @@ func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, erro
 		return Applied{}, err
 	}
 	if s.Record != nil {
-		if err := s.Record.Apply(ctx, doc.Tenants, stored); err != nil {
+		// Under the lock's context: a write still running when the lock
+		// is lost is cancelled, not committed.
+		rctx, cancel := lock.Context(ctx)
+		err := s.Record.Apply(rctx, doc.Tenants, stored)
+		cancel()
+		if err != nil {
+			if lock.Err() != nil {
+				return Applied{}, ErrLockLost // capacities stay, as above
+			}
 			undo(context.WithoutCancel(ctx))
 			return Applied{}, fmt.Errorf("catalog: write record: %w", err)
 		}
