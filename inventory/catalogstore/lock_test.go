@@ -72,8 +72,11 @@ func TestApplyKeepsItsLockPastTheTTL(t *testing.T) {
 }
 
 // An apply whose lock was taken from it (it stalled past its TTL and
-// another owner took the lock) stops before writing: the record and the
-// projection do not change, and the other owner's lock stays.
+// another owner took the lock) stops before writing: the capacities, the
+// record and the projection do not change, and the other owner's lock
+// stays. Capacities written by a stalled apply would overwrite those of
+// the apply that took the lock, and Redis would sell against a catalog
+// that neither the record nor the projection holds.
 func TestApplyThatLostItsLockWritesNothing(t *testing.T) {
 	s, rec, _ := setupRecorded(t)
 	ctx := context.Background()
@@ -94,6 +97,9 @@ func TestApplyThatLostItsLockWritesNothing(t *testing.T) {
 	err := apply(t, s, b)
 	if !errors.Is(err, catalogstore.ErrLockLost) || !errors.Is(err, catalogstore.ErrBusy) {
 		t.Fatalf("apply that lost its lock: %v, want ErrLockLost (an ErrBusy)", err)
+	}
+	if got := caps(t, s, "ev_b"); len(got) != 0 {
+		t.Errorf("capacities of ev_b after the stopped apply: %v, want none", got)
 	}
 	if got := projectedEvents(t, s); !slices.Equal(got, []string{"ev_a"}) {
 		t.Errorf("projected events after the stopped apply: %v, want only ev_a", got)

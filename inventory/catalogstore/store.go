@@ -166,8 +166,8 @@ var capsScript = lua.Load("catalog_caps")
 //
 // The apply holds the catalog lock (Space.CatalogLock, a lease kept alive
 // while it runs; ErrBusy while another holds it) and confirms it still
-// holds it right before writing the record and the projection; a lost lock
-// stops it there with ErrLockLost, so an apply that stalled past its lock
+// holds it right before writing the capacities, the record and the
+// projection; a lost lock stops it there with ErrLockLost, so an apply that stalled past its lock
 // never overwrites a later apply's merge. The record write runs under the
 // lock's context: one still in flight when the lock is lost is cancelled.
 func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, error) {
@@ -223,7 +223,12 @@ func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, erro
 	// Capacities first: their scripts are where a sale racing this apply
 	// can still refuse it (sold past a lowered capacity since the checks
 	// above). Only once every event's capacities took is the record
-	// written, so Postgres never keeps a document Redis refused.
+	// written, so Postgres never keeps a document Redis refused. They too
+	// are written only under the lock: a stalled apply's capacities would
+	// overwrite those of the apply that took the lock over.
+	if err := s.stillLocked(ctx, lock); err != nil {
+		return Applied{}, err
+	}
 	undo, err := s.projectCaps(ctx, changed, paths)
 	if err != nil {
 		return Applied{}, err
