@@ -515,13 +515,7 @@ func waitReturn(t *testing.T, done <-chan error) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitWithin(t, 10*time.Second, what, cond)
 }
 
 // Run writes new entries as they arrive, takes over those of a dead worker,
