@@ -184,6 +184,12 @@ func isNoGroup(err error) bool {
 	return ok && strings.HasPrefix(re.Error(), "NOGROUP")
 }
 
+// isNoKey reports XINFO's answer for a stream that does not exist.
+func isNoKey(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && strings.TrimPrefix(re.Error(), "ERR ") == "no such key"
+}
+
 // recreateGroups restores the group of streams that lost it (the stream was
 // deleted, or Redis restarted empty), from the stream's first entry.
 func (w *Worker) recreateGroups(ctx context.Context, parts []int) error {
