@@ -167,9 +167,10 @@ var capsScript = lua.Load("catalog_caps")
 // The apply holds the catalog lock (Space.CatalogLock, a lease kept alive
 // while it runs; ErrBusy while another holds it) and confirms it still
 // holds it right before writing the capacities, the record and the
-// projection; a lost lock stops it there with ErrLockLost, so an apply that stalled past its lock
-// never overwrites a later apply's merge. The record write runs under the
-// lock's context: one still in flight when the lock is lost is cancelled.
+// projection; a lost lock stops it there with ErrLockLost, so an apply
+// that stalled past its lock never overwrites a later apply's merge. The
+// record write runs under the lock's context: one still in flight when the
+// lock is lost is cancelled.
 func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, error) {
 	ttl := s.LockTTL
 	if ttl == 0 {
