@@ -424,9 +424,16 @@ func discount(codes, tickets seen, dc *DiscountCode, path string) *ValidationErr
 	if dc.MaxUses != nil && *dc.MaxUses < 1 {
 		return fail(path+".maxUses", "must be at least 1, got %d (omit maxUses for unlimited uses)", *dc.MaxUses)
 	}
+	// Each ticket once: pricing scans the list for every ticket line, and
+	// this bounds it by the event's ticket types.
+	named := seen{}
 	for i, id := range dc.TicketIDs {
+		p := fmt.Sprintf("%s.ticketIds[%d]", path, i)
 		if _, ok := tickets[id]; !ok {
-			return fail(fmt.Sprintf("%s.ticketIds[%d]", path, i), "%q is not a ticket of this event", id)
+			return fail(p, "%q is not a ticket of this event", id)
+		}
+		if ve := named.add(id, p, "ticket"); ve != nil {
+			return ve
 		}
 	}
 	return nil

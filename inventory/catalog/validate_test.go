@@ -227,6 +227,12 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 		{"discount for an unknown ticket", func(d *catalog.Document) {
 			dc(d, 0).TicketIDs = []string{"tk_ga", "tk_nope"}
 		}, ev0 + ".discountCodes[0].ticketIds[1]"},
+		// Pricing scans the list for each ticket line of every quote and
+		// reserve: a ticket named again and again (an 8 MB document holds a
+		// million) would make them slow. Each ticket once bounds the list.
+		{"discount naming a ticket twice", func(d *catalog.Document) {
+			dc(d, 0).TicketIDs = []string{"tk_ga", "tk_ga"}
+		}, ev0 + ".discountCodes[0].ticketIds[1]"},
 
 		// Seat map.
 		{"seat map with nothing to sell", func(d *catalog.Document) {

@@ -166,9 +166,11 @@ var capsScript = lua.Load("catalog_caps")
 //
 // The apply holds the catalog lock (Space.CatalogLock, a lease kept alive
 // while it runs; ErrBusy while another holds it) and confirms it still
-// holds it right before writing the record and the projection; a lost lock
-// stops it there with ErrLockLost, so an apply that stalled past its lock
-// never overwrites a later apply's merge.
+// holds it right before writing the capacities, the record and the
+// projection; a lost lock stops it there with ErrLockLost, so an apply
+// that stalled past its lock never overwrites a later apply's merge. The
+// record write runs under the lock's context: one still in flight when the
+// lock is lost is cancelled.
 func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, error) {
 	ttl := s.LockTTL
 	if ttl == 0 {
@@ -222,7 +224,12 @@ func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, erro
 	// Capacities first: their scripts are where a sale racing this apply
 	// can still refuse it (sold past a lowered capacity since the checks
 	// above). Only once every event's capacities took is the record
-	// written, so Postgres never keeps a document Redis refused.
+	// written, so Postgres never keeps a document Redis refused. They too
+	// are written only under the lock: a stalled apply's capacities would
+	// overwrite those of the apply that took the lock over.
+	if err := s.stillLocked(ctx, lock); err != nil {
+		return Applied{}, err
+	}
 	undo, err := s.projectCaps(ctx, changed, paths)
 	if err != nil {
 		return Applied{}, err
@@ -236,7 +243,15 @@ func (s *Store) Apply(ctx context.Context, doc *catalog.Document) (Applied, erro
 		return Applied{}, err
 	}
 	if s.Record != nil {
-		if err := s.Record.Apply(ctx, doc.Tenants, stored); err != nil {
+		// Under the lock's context: a write still running when the lock
+		// is lost is cancelled, not committed.
+		rctx, cancel := lock.Context(ctx)
+		err := s.Record.Apply(rctx, doc.Tenants, stored)
+		cancel()
+		if err != nil {
+			if lock.Err() != nil {
+				return Applied{}, ErrLockLost // capacities stay, as above
+			}
 			undo(context.WithoutCancel(ctx))
 			return Applied{}, fmt.Errorf("catalog: write record: %w", err)
 		}

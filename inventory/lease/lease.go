@@ -189,6 +189,40 @@ func (l *Lease) Err() error {
 // Lost is closed when the lease is found lost.
 func (l *Lease) Lost() <-chan struct{} { return l.lostCh }
 
+// Context returns a copy of parent that ends, with cause ErrLost, as soon
+// as the lease is lost: when the keepalive finds it taken, or when its TTL
+// has passed since the last confirmed extend. Work the lease guards runs
+// under it, so that a write still in flight (a slow Postgres) is cancelled
+// rather than completed by a holder that lost its lease. Call cancel when
+// the work is done.
+func (l *Lease) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	go func() {
+		t := time.NewTimer(time.Hour)
+		defer t.Stop()
+		for {
+			if l.Err() != nil {
+				cancel(ErrLost)
+				return
+			}
+			l.mu.Lock()
+			released, wait := l.released, time.Until(l.deadline)
+			l.mu.Unlock()
+			if released {
+				return // the holder is done with the lease, and with the work
+			}
+			t.Reset(wait) // the deadline moves with each extend: look again then
+			select {
+			case <-ctx.Done():
+				return
+			case <-l.lostCh:
+			case <-t.C:
+			}
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
+}
+
 func (l *Lease) loseLocked() {
 	if !l.lost {
 		l.lost = true

@@ -184,6 +184,62 @@ func TestLeaseUnconfirmedForATTLIsLost(t *testing.T) {
 	_ = l.Release(context.Background()) // the key expires by itself
 }
 
+// Work run under a lease's Context is cancelled, with cause ErrLost, once
+// the lease is lost: taken by another owner, or left unconfirmed for a TTL
+// (the holder cut off from Redis).
+func TestContextEndsWhenTheLeaseIsLost(t *testing.T) {
+	const ttl = 150 * time.Millisecond
+	wantLost := func(t *testing.T, ctx context.Context) {
+		t.Helper()
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the context of a lost lease did not end")
+		}
+		if cause := context.Cause(ctx); !errors.Is(cause, lease.ErrLost) {
+			t.Fatalf("cause: %v, want ErrLost", cause)
+		}
+	}
+	t.Run("taken", func(t *testing.T) {
+		c, key := setup(t)
+		l, err := lease.Acquire(context.Background(), c, key, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := l.Context(context.Background())
+		defer cancel()
+		if ctx.Err() != nil {
+			t.Fatalf("context of a held lease: %v", ctx.Err())
+		}
+		if err := c.Do(ctx, c.B().Set().Key(key).Value("someone-else").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		wantLost(t, ctx)
+		_ = l.Release(context.Background())
+	})
+	t.Run("unconfirmed", func(t *testing.T) {
+		_, key := setup(t)
+		opt, err := rueidis.ParseURL(redistest.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt.DisableCache = true
+		lc, err := rueidis.NewClient(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := lease.Acquire(context.Background(), lc, key, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := l.Context(context.Background())
+		defer cancel()
+		lc.Close()
+		wantLost(t, ctx)
+		_ = l.Release(context.Background())
+	})
+}
+
 // AcquireWait gets the lease once its holder releases it, and gives up
 // when its context ends.
 func TestAcquireWaitGetsTheLeaseWhenReleased(t *testing.T) {

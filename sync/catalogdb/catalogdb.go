@@ -57,10 +57,14 @@ func (s *Store) Apply(ctx context.Context, tenants []catalog.Tenant, channels []
 			ON CONFLICT (id) DO UPDATE SET key = excluded.key, doc = excluded.doc, updated_at = excluded.updated_at`,
 			c.ID, c.Key, string(doc))
 	}
-	// The batch runs in one implicit transaction: all of it or nothing, in
-	// one round trip. The channel key's deferred uniqueness is checked at its
-	// end.
-	if err := s.Pool.SendBatch(ctx, b).Close(); err != nil {
+	// An explicit transaction, not the batch's implicit one: when ctx ends
+	// while Postgres still runs the batch (the apply lost its catalog lock
+	// while a row it updates was locked), pgx drops the connection without
+	// stopping the statements, and an implicit transaction would commit once
+	// they ran; without a COMMIT it rolls back. The channel key's deferred
+	// uniqueness is checked at the commit.
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
+	if err != nil {
 		return fmt.Errorf("catalogdb: apply: %w", err)
 	}
 	return nil

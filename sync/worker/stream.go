@@ -184,6 +184,12 @@ func isNoGroup(err error) bool {
 	return ok && strings.HasPrefix(re.Error(), "NOGROUP")
 }
 
+// isNoKey reports XINFO's answer for a stream that does not exist.
+func isNoKey(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && strings.TrimPrefix(re.Error(), "ERR ") == "no such key"
+}
+
 // recreateGroups restores the group of streams that lost it (the stream was
 // deleted, or Redis restarted empty), from the stream's first entry.
 func (w *Worker) recreateGroups(ctx context.Context, parts []int) error {
@@ -197,9 +203,23 @@ func (w *Worker) recreateGroups(ctx context.Context, parts []int) error {
 	return nil
 }
 
-// ack acknowledges the entries and deletes them from their streams: once
+// ack deletes the entries from their streams and acknowledges them: once
 // in Postgres they are of no more use in Redis.
 func (w *Worker) ack(ctx context.Context, es []entry) error {
+	for _, r := range w.Redis.DoMulti(ctx, w.ackCmds(es)...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("worker: acknowledge: %w", err)
+		}
+	}
+	return nil
+}
+
+// ackCmds deletes each stream's entries before it acknowledges them. Redis
+// may apply only a prefix of the pipeline (it crashed, or the connection
+// was cut mid-write): an entry deleted but still pending is read again,
+// without fields, and acknowledged; one acknowledged but not deleted would
+// stay on its stream for good, counted in the backlog for ever.
+func (w *Worker) ackCmds(es []entry) rueidis.Commands {
 	ids := map[int][]string{}
 	for _, e := range es {
 		ids[e.part] = append(ids[e.part], e.id)
@@ -208,13 +228,8 @@ func (w *Worker) ack(ctx context.Context, es []entry) error {
 	for p, list := range ids {
 		key := w.Space.Paid(p)
 		cmds = append(cmds,
-			w.Redis.B().Xack().Key(key).Group(w.group()).Id(list...).Build(),
-			w.Redis.B().Xdel().Key(key).Id(list...).Build())
+			w.Redis.B().Xdel().Key(key).Id(list...).Build(),
+			w.Redis.B().Xack().Key(key).Group(w.group()).Id(list...).Build())
 	}
-	for _, r := range w.Redis.DoMulti(ctx, cmds...) {
-		if err := r.Error(); err != nil {
-			return fmt.Errorf("worker: acknowledge: %w", err)
-		}
-	}
-	return nil
+	return cmds
 }

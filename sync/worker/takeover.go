@@ -207,7 +207,7 @@ func (w *Worker) consumers(ctx context.Context) (map[string][]int, map[string]in
 	pending := map[string]int64{}
 	for p, r := range w.Redis.DoMulti(ctx, cmds...) {
 		list, err := r.ToArray()
-		if isNoGroup(err) {
+		if isNoGroup(err) || isNoKey(err) {
 			continue // recreated by the next read; it has no consumers
 		}
 		if err != nil {

@@ -254,3 +254,29 @@ func TestLiveWorkersEntriesAreNotTakenOver(t *testing.T) {
 		}
 	}
 }
+
+// A paid stream that is gone (Redis restarted empty, the stream not yet
+// recreated) has no consumers: the look for stopped ones goes on over the
+// other streams instead of failing the worker's round.
+func TestTakeoverSkipsAMissingStream(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	recs := b.confirmEach(t, 3, 1, "ev_missing_", 1)
+	b.crashA(t, "read")
+	gone := keys.Partition("ev_missing_other")
+	if gone == keys.Partition("ev_missing_0") {
+		t.Fatal("test events share a partition; pick others")
+	}
+	if err := b.rc.Do(context.Background(), b.rc.B().Del().Key(b.space.Paid(gone)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	w := b.worker("B")
+	n, _, err := w.takeOver(context.Background())
+	if err != nil {
+		t.Fatalf("takeover with a stream missing: %v", err)
+	}
+	if n != 3 {
+		t.Fatalf("took over %d entries, want 3", n)
+	}
+	b.assertOrders(t, recs...)
+}

@@ -3,8 +3,8 @@
 // lines, tickets and outbox row to Postgres.
 //
 // Delivery is at least once. A batch is written in one transaction whose
-// inserts all do nothing on conflict, and only then acknowledged and
-// deleted from its stream; writing an entry again changes nothing. Entries
+// inserts all do nothing on conflict, and only then deleted from its
+// stream and acknowledged; writing an entry again changes nothing. Entries
 // that can never be written (bad JSON, missing fields, values Postgres
 // refuses) are kept in dead_letters and acknowledged, so they never block a
 // stream.

@@ -515,13 +515,7 @@ func waitReturn(t *testing.T, done <-chan error) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitWithin(t, 10*time.Second, what, cond)
 }
 
 // Run writes new entries as they arrive, takes over those of a dead worker,
@@ -564,4 +558,56 @@ func TestRunFinishesItsBatchWhenCancelled(t *testing.T) {
 	go func() { done <- w.Run(ctx) }()
 	waitReturn(t, done)
 	b.assertAllWritten(t, recs...)
+}
+
+// A worker whose acknowledgement Redis applied only in part (Redis crashed,
+// or the connection was cut mid-pipeline, after the batch was committed)
+// leaves nothing behind once it, or another worker, has run again: every
+// prefix of the acknowledgement's commands leaves the streams empty after
+// the next drain, with every order written once. An entry acknowledged but
+// left on its stream would stay there for good, counted in the backlog.
+func TestAcknowledgementCutShortLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	const evA, evB = "ev_ackcut_a", "ev_ackcut_b"
+	if keys.Partition(evA) == keys.Partition(evB) {
+		t.Fatal("test events share a partition; pick others")
+	}
+	for k := 1; k < 4; k++ { // two streams: XDEL and XACK each
+		for _, next := range []string{"A", "B"} {
+			t.Run(strconv.Itoa(k)+" commands, then "+next, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				recs := []orders.Record{record(evA, 1), record(evA, 1), record(evB, 1), record(evB, 1)}
+				for _, r := range recs {
+					b.confirm(t, r, "r", 1_700_000_000_000)
+				}
+				b.crashA(t, "written") // in Postgres, pending with A
+				var es []entry
+				for _, ev := range []string{evA, evB} {
+					p := keys.Partition(ev)
+					raw, err := b.rc.Do(context.Background(), b.rc.B().Xrange().Key(b.space.Paid(p)).Start("-").End("+").Build()).AsXRange()
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, e := range raw {
+						es = append(es, entry{stream: b.space.Paid(p), part: p, id: e.ID})
+					}
+				}
+				cmds := b.worker("A").ackCmds(es)
+				if len(cmds) != 4 {
+					t.Fatalf("%d acknowledgement commands, want 4", len(cmds))
+				}
+				for _, r := range b.rc.DoMulti(context.Background(), cmds[:k]...) {
+					if err := r.Error(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				drain(t, b.worker(next))
+				b.assertAllWritten(t, recs...)
+				if s := b.backlog(t); s != (BacklogStats{}) {
+					t.Fatalf("backlog after the drain: %+v, want zero", s)
+				}
+			})
+		}
+	}
 }
