@@ -164,6 +164,12 @@ func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error)
 	if err != nil {
 		return Report{}, err
 	}
+	// Whoever took the lock after a lost lease may be writing too: only
+	// the holder writes, and it makes sure it still holds the lock before
+	// it starts and before it publishes.
+	if err := l.Extend(ctx); err != nil {
+		return Report{}, fmt.Errorf("rebuild: %w", err)
+	}
 	var rep Report
 	if err := r.writeEvents(ctx, st, &rep); err != nil {
 		return Report{}, err
@@ -174,9 +180,7 @@ func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error)
 	if rep.CatalogVersion, err = r.Catalog.Restore(ctx, st.tenants, st.channels); err != nil {
 		return Report{}, err
 	}
-	// Whoever took the lock after a lost lease may be writing too: only the
-	// holder publishes.
-	if err := l.Err(); err != nil {
+	if err := l.Extend(ctx); err != nil {
 		return Report{}, fmt.Errorf("rebuild: %w", err)
 	}
 	rep.Generation = redisstate.NewGeneration()

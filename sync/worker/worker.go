@@ -231,9 +231,13 @@ func (w *Worker) Run(ctx context.Context) error {
 				// soon as its key expires: look again then.
 				next = min(next, recheck)
 			}
-			if err == nil {
-				takeoverDue = time.Now().Add(next)
+			if err != nil {
+				// New entries must not wait on a takeover that keeps
+				// failing: try it again at the next look.
+				w.logger().Warn("sync worker: taking over stopped consumers' entries failed; trying again later", "err", err)
+				err = nil
 			}
+			takeoverDue = time.Now().Add(next)
 		}
 		if err == nil && !time.Now().Before(claimDue) {
 			var c int
