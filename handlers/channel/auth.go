@@ -137,6 +137,13 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 		c.ctx = rctx
 		res, err := a.Limiter.Allow(rctx, bucket, limit)
 		if err != nil {
+			if cl == classConfirm {
+				// Redis went away before the gate saw it: a confirm's
+				// transient failure has its own code, whatever step met it.
+				a.Logger.Error("confirm failed", "step", "rate limit", "err", err)
+				httpx.Fail(ctx, errAccrualRetry)
+				return
+			}
 			httpx.Error(ctx, err)
 			return
 		}
