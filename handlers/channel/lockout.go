@@ -2,12 +2,24 @@ package channel
 
 import (
 	"net/netip"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/inventory/apierr"
 )
+
+// ipLocked is how long the client at ip is locked out. A caller on the
+// allowlist of the key it presents is the channel's own server: only a
+// lock its own address earned holds it, since an IPv6 lock covers a /64
+// that a hosting provider may share with strangers.
+func (a *API) ipLocked(ip netip.Addr, allowlisted bool) time.Duration {
+	if allowlisted {
+		return a.Lockout.AddrLocked(ip)
+	}
+	return a.Lockout.IPLocked(ip)
+}
 
 // failed counts a failed authentication from ip (and for the channel key
 // keyID, "" for none) and returns e, or the 429 when this failure locked

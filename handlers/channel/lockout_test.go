@@ -195,3 +195,29 @@ func TestSuccessfulAuthenticationCountsNothingInRedis(t *testing.T) {
 		t.Fatalf("one failure of a known key from a stranger: keys %v, want its IP and its key", ks)
 	}
 }
+
+// TestNeighbourInTheSameSlash64DoesNotLockOutTheChannelsServer: an IPv6
+// client is locked by its /64, which a cloud may share among tenants. A
+// stranger there spending the /64's limit locks the /64 for strangers and
+// sessions, never the channel's server on its key's allowlist (ch_a: ::1);
+// that server's own failures still lock it.
+func TestNeighbourInTheSameSlash64DoesNotLockOutTheChannelsServer(t *testing.T) {
+	t.Parallel()
+	s := startBehindProxy(t)
+	const neighbour, server = "::2", "::1"
+	for i := 1; i <= lockout.DefaultPerIP+1; i++ {
+		junk := map[string]string{"x-service-key": fmt.Sprintf("ck_junk_%d", i), "x-service-secret": "x"}
+		if r := s.Do(t, "GET", "/v1/channel/events", from(neighbour, junk), nil); r.Status == 429 {
+			break
+		}
+	}
+	expectLocked(t, s.Do(t, "GET", "/v1/channel/events", from(neighbour, keyed("a")), nil))
+	expectLocked(t, s.Do(t, "GET", "/v1/channel/events", from("::3", keyed("b")), nil))
+	for i := 0; i < 3; i++ {
+		expect(t, s.Do(t, "GET", "/v1/channel/events", from(server, keyed("a")), nil), 200, "")
+	}
+	// The server's own wrong secret finds the /64's count spent: it is
+	// locked, the right secret too, while that lasts.
+	expectLocked(t, s.Do(t, "GET", "/v1/channel/events", from(server, wrongSecret("a")), nil))
+	expectLocked(t, s.Do(t, "GET", "/v1/channel/events", from(server, keyed("a")), nil))
+}

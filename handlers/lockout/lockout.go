@@ -8,6 +8,12 @@
 // expiring entries, so a locked caller is refused before its secret is even
 // checked and without a Redis call. A successful authentication never
 // touches Redis: only failures are counted.
+//
+// An IPv6 client is counted and locked by its /64, which a hosting
+// provider may share among tenants; so each IPv6 address that failed while
+// its /64 was locked is remembered too, and a channel's own server (on the
+// allowlist of the key it presents) is refused only for a lock its own
+// address earned (AddrLocked), never for a neighbour's.
 package lockout
 
 import (
@@ -26,7 +32,8 @@ import (
 const (
 	DefaultPerIP  = 30
 	DefaultPerKey = 20
-	// DefaultMaxLocked bounds each table of locks (IPs, keys): at about
+	// DefaultMaxLocked bounds each table of locks (clients, IPv6
+	// addresses, keys): at about
 	// 60 bytes an entry, 4 MB at most.
 	DefaultMaxLocked = 1 << 16
 	// DefaultTimeout bounds the Redis calls that count one failure.
@@ -48,9 +55,12 @@ type Guard struct {
 	Timeout time.Duration
 	Logger  *slog.Logger
 
-	ips  table[netip.Addr]
-	keys table[string]
-	logs logGate
+	ips table[netip.Addr] // by client (IPv6: the /64)
+	// addrs are the IPv6 addresses that failed while their /64 was
+	// locked (an IPv4 client is its address: ips holds it).
+	addrs table[netip.Addr]
+	keys  table[string]
+	logs  logGate
 }
 
 // IPLocked returns how long ip is still locked out, 0 when it is not. It
@@ -60,6 +70,21 @@ func (g *Guard) IPLocked(ip netip.Addr) time.Duration {
 		return 0
 	}
 	return g.ips.wait(clientOf(ip), clock())
+}
+
+// AddrLocked returns how long ip itself is still locked out, 0 when it
+// is not: the lock of its /64 counts only if this address failed while
+// it lasted. It is for callers on the allowlist of the key they present,
+// so that a neighbour in a shared /64 cannot lock a channel's server out.
+// It never calls Redis.
+func (g *Guard) AddrLocked(ip netip.Addr) time.Duration {
+	if g == nil {
+		return 0
+	}
+	if !ip.Is6() {
+		return g.ips.wait(ip, clock())
+	}
+	return g.addrs.wait(ip, clock())
 }
 
 // KeyLocked returns how long the key of the channel id is still locked
@@ -102,6 +127,9 @@ func (g *Guard) Failed(ip netip.Addr, keyID string) time.Duration {
 	if w := g.count(ctx, "authfail:ip:"+name, pick(g.PerIP, DefaultPerIP)); w > 0 {
 		now := clock()
 		g.ips.lock(c, now+int64(w), now, g.maxLocked())
+		if ip.Is6() {
+			g.addrs.lock(ip, now+int64(w), now, g.maxLocked())
+		}
 		g.warn("client IP locked after failed authentications", "ip", name, "retryAfter", w)
 		wait = max(wait, w)
 	}

@@ -65,6 +65,36 @@ func TestIPv6ClientsCountByTheirSlash64(t *testing.T) {
 	}
 }
 
+// A neighbour spending the /64's limit does not lock another address of
+// it for AddrLocked (a channel's server on its allowlist); an address that
+// fails while the /64 is locked is locked itself.
+func TestAddrLockedHoldsOnlyTheAddressesThatFailed(t *testing.T) {
+	t.Parallel()
+	g := newGuard(t)
+	g.PerIP = 3
+	neighbour, server := ip("2001:db8:0:9::bad"), ip("2001:db8:0:9::1")
+	for i := 1; i <= 4; i++ {
+		g.Failed(neighbour, "")
+	}
+	if g.IPLocked(server) == 0 || g.AddrLocked(neighbour) == 0 {
+		t.Fatal("the /64 or the failing address is not locked")
+	}
+	if w := g.AddrLocked(server); w != 0 {
+		t.Fatalf("an address that never failed is locked for %v by its neighbour", w)
+	}
+	if g.Failed(server, "") == 0 || g.AddrLocked(server) == 0 {
+		t.Fatal("an address failing while its /64 is locked is not locked itself")
+	}
+	// An IPv4 client is its address.
+	v4 := ip("192.0.2.44")
+	for i := 1; i <= 4; i++ {
+		g.Failed(v4, "")
+	}
+	if g.AddrLocked(v4) == 0 {
+		t.Fatal("a locked IPv4 client is not locked for AddrLocked")
+	}
+}
+
 func TestKeyIsLockedByFailuresFromManyIPs(t *testing.T) {
 	t.Parallel()
 	g := newGuard(t)
