@@ -115,7 +115,7 @@ func (g *Guard) Failed(ip netip.Addr, keyID string) time.Duration {
 		if w := g.count(ctx, "authfail:key:"+keyID, pick(g.PerKey, DefaultPerKey)); w > 0 {
 			now := clock()
 			g.keys.lock(keyID, now+int64(w), now, g.maxLocked())
-			g.warn("channel key locked after failed authentications", "channel", keyID, "retryAfter", w)
+			g.warn("channel key locked after failed authentications", "channel", keyID, "retryAfterSeconds", seconds(w))
 			wait = w
 		}
 	}
@@ -130,7 +130,7 @@ func (g *Guard) Failed(ip netip.Addr, keyID string) time.Duration {
 		if ip.Is6() {
 			g.addrs.lock(ip, now+int64(w), now, g.maxLocked())
 		}
-		g.warn("client IP locked after failed authentications", "ip", name, "retryAfter", w)
+		g.warn("client IP locked after failed authentications", "ip", name, "retryAfterSeconds", seconds(w))
 		wait = max(wait, w)
 	}
 	return wait
@@ -163,6 +163,10 @@ func (g *Guard) warn(msg string, args ...any) {
 	}
 	log.Warn("lockout: "+msg, append(args, "suppressed", left)...)
 }
+
+// seconds is d for a log line: a JSON handler would write a Duration as
+// nanoseconds, easily read as seconds.
+func seconds(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }
 
 func (g *Guard) timeout() time.Duration {
 	if g.Timeout > 0 {

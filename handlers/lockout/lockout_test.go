@@ -2,6 +2,7 @@ package lockout
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -221,5 +222,27 @@ func TestLockLogIsRateLimited(t *testing.T) {
 	}
 	if !strings.Contains(out, "ip=10.0.0.1 ") {
 		t.Fatalf("the first lock does not name its IP: %s", out)
+	}
+}
+
+// The lock's length is logged in seconds, whatever the log's format: a
+// JSON handler writes a Duration as nanoseconds.
+func TestLockLogSaysSeconds(t *testing.T) {
+	t.Parallel()
+	g := newGuard(t)
+	var logs syncBuffer
+	g.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	g.PerIP = 1
+	a := ip("192.0.2.77")
+	g.Failed(a, "")
+	if g.Failed(a, "") == 0 {
+		t.Fatal("two failures at 1 a minute did not lock")
+	}
+	var line struct {
+		RetryAfterSeconds *float64
+	}
+	if err := json.Unmarshal([]byte(logs.String()), &line); err != nil || line.RetryAfterSeconds == nil ||
+		*line.RetryAfterSeconds <= 0 || *line.RetryAfterSeconds > 60 {
+		t.Fatalf("want retryAfterSeconds in (0, 60]: %s", logs.String())
 	}
 }
