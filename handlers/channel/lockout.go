@@ -32,9 +32,10 @@ func (a *API) failed(ctx *fasthttp.RequestCtx, ip netip.Addr, keyID string, e *a
 }
 
 // failedSession answers a session token Parse refused. Only a token
-// ticketd did not sign is a guess worth counting: an expired session, or
-// one of a channel since removed, is a buyer's browser coming back late,
-// and buyers behind one NAT must not lock each other out.
+// ticketd did not sign is a guess worth counting: an expired session is a
+// buyer's browser coming back late (as is a session of a channel since
+// removed, which Parse accepts and authenticate refuses uncounted), and
+// buyers behind one NAT must not lock each other out.
 func (a *API) failedSession(ctx *fasthttp.RequestCtx, ip netip.Addr, tok string) *apierr.Error {
 	if a.Sessions.signed(tok) {
 		return errInvalidSession
