@@ -7,21 +7,15 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redistest"
-	"github.com/ticketd/ticketd/sync/pgtest"
 )
 
 // TestRebuildAtStartIsCounted: ticketd restarted on a Redis that lost its
 // state (the probe) rebuilds it before it serves; that rebuild is
 // in ticketd_rebuilds_total like one the monitor runs.
 func TestRebuildAtStartIsCounted(t *testing.T) {
+	cfg := localConfig(t)
 	rc, space := redistest.New(t)
-	cfg, err := loadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Addr, cfg.KeyPrefix, cfg.RedisURL, cfg.RedisURLSet = "127.0.0.1:0", space.Prefix, redistest.URL(), true
-	cfg.DatabaseURL, cfg.DatabaseURLSet = pgtest.NewURL(t), true
-	cfg.Recovery = recoveryAuto
+	cfg.KeyPrefix, cfg.Recovery = space.Prefix, recoveryAuto
 	t.Run("first start", func(t *testing.T) { demoFlow(t, startTicketd(t, cfg)) })
 
 	// Redis restarted empty: everything of the space is gone, the
