@@ -157,10 +157,10 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 
 // authenticate finds the caller. A client IP locked out after failed
 // authentications is refused first (a channel's server on its key's
-// allowlist only for its own address' failures), and a channel key locked
-// out is refused to callers off the channel's allowlist, before any secret
-// is checked; failures are counted (lockout.go). Success costs no Redis
-// call.
+// allowlist only for its own address' failures, lockout.go), and a
+// channel key locked out is refused to callers off the channel's
+// allowlist, before any secret is checked; failures are counted. Success
+// costs no Redis call.
 func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string) (*caller, *apierr.Error) {
 	ip := a.ClientIP.ClientIP(ctx)
 	snap := a.Catalog()
@@ -172,8 +172,7 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 	if !bySession {
 		ch = snap.ByKey[string(key)]
 	}
-	allowed := ch != nil && ch.Allowed(ip)
-	if wait := a.ipLocked(ip, allowed); wait > 0 {
+	if wait := a.ipLocked(ip, ch); wait > 0 {
 		return nil, ratelimit.Refuse(ctx, wait)
 	}
 	if bySession {
@@ -202,6 +201,7 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 	if len(key) == 0 || len(secret) == 0 {
 		return nil, errMissingCredentials
 	}
+	allowed := ch != nil && ch.Allowed(ip)
 	// A known key is locked out and counted for strangers only, so that
 	// spraying it cannot lock the channel out of its own servers.
 	var keyID string

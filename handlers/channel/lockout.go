@@ -8,17 +8,35 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
 )
 
-// ipLocked is how long the client at ip is locked out. A caller on the
-// allowlist of the key it presents is the channel's own server: only a
-// lock its own address earned holds it, since an IPv6 lock covers a /64
-// that a hosting provider may share with strangers.
-func (a *API) ipLocked(ip netip.Addr, allowlisted bool) time.Duration {
-	if allowlisted {
+// ipLocked is how long the client at ip is locked out; ch is the channel
+// of the key it presents, nil for none. An IPv6 lock covers a /64, which
+// a hosting provider may share with strangers: a caller on ch's allowlist,
+// the channel's own server, is held only by a lock its own address earned,
+// unless the allowlist claims the whole /64 (then every address there is
+// the channel's, by its own word, and the /64's lock holds them all, so
+// guesses from the range stay bounded however many addresses they use).
+func (a *API) ipLocked(ip netip.Addr, ch *catalog.CompiledChannel) time.Duration {
+	if ch != nil && ch.Allowed(ip) && !ownsSlash64(ch, ip) {
 		return a.Lockout.AddrLocked(ip)
 	}
 	return a.Lockout.IPLocked(ip)
+}
+
+// ownsSlash64 reports whether ch's allowlist holds the whole /64 of the
+// IPv6 address ip.
+func ownsSlash64(ch *catalog.CompiledChannel, ip netip.Addr) bool {
+	if !ip.Is6() {
+		return false
+	}
+	for _, p := range ch.Allow {
+		if p.Bits() <= 64 && p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // failed counts a failed authentication from ip (and for the channel key

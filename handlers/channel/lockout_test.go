@@ -233,3 +233,20 @@ func TestNeighbourInTheSameSlash64DoesNotLockOutTheChannelsServer(t *testing.T) 
 	expectLocked(t, s.Do(t, "GET", "/v1/channel/events", from(server, wrongSecret("a")), nil))
 	expectLocked(t, s.Do(t, "GET", "/v1/channel/events", from(server, keyed("a")), nil))
 }
+
+// TestChannelOwningItsWholeSlash64IsLockedWithIt: a channel that
+// allowlists a whole /64 says every address there is its own, so the
+// /64's lock holds all of them: an address inside cannot step around it by
+// presenting the key, and guesses of its secret from the range stay
+// bounded by the /64's count however many addresses they come from.
+func TestChannelOwningItsWholeSlash64IsLockedWithIt(t *testing.T) {
+	t.Parallel()
+	s := startLowLimits(t)
+	s.Apply(t, []byte(`{"channels": [{"id": "ch_wide", "name": "Wide", "key": "ck_wide", "secret": "cs_wide_secret",
+		"scopes": ["catalog:read"], "ipAllowlist": ["2001:db8:7::/64"], "settlement": "partner_remit"}]}`))
+	for i := 1; i <= perIP; i++ {
+		expect(t, s.Do(t, "GET", "/v1/channel/events", from(fmt.Sprintf("2001:db8:7::%x", i), wrongSecret("wide")), nil), 401, "INVALID_CREDENTIALS")
+	}
+	expectLocked(t, s.Do(t, "GET", "/v1/channel/events", from("2001:db8:7::ff", wrongSecret("wide")), nil))
+	expectLocked(t, s.Do(t, "GET", "/v1/channel/events", from("2001:db8:7::1:1", keyed("wide")), nil))
+}
