@@ -11,9 +11,10 @@
 //
 // An IPv6 client is counted and locked by its /64, which a hosting
 // provider may share among tenants; so each IPv6 address that failed while
-// its /64 was locked is remembered too, and a channel's own server (on the
-// allowlist of the key it presents) is refused only for a lock its own
-// address earned (AddrLocked), never for a neighbour's.
+// its /64 was locked is remembered too, and AddrLocked tells a lock the
+// address earned itself from its neighbours'. The partner surface holds a
+// channel's own server (on the allowlist of the key it presents) by the
+// former only, so a neighbour cannot lock it out.
 package lockout
 
 import (
@@ -33,8 +34,7 @@ const (
 	DefaultPerIP  = 30
 	DefaultPerKey = 20
 	// DefaultMaxLocked bounds each table of locks (clients, IPv6
-	// addresses, keys): at about
-	// 60 bytes an entry, 4 MB at most.
+	// addresses, keys): at about 60 bytes an entry, 4 MB each at most.
 	DefaultMaxLocked = 1 << 16
 	// DefaultTimeout bounds the Redis calls that count one failure.
 	DefaultTimeout = time.Second
