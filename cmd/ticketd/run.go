@@ -72,7 +72,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	}
 	m := metrics.New()
 	mon, rebuilder := stateMonitor(rc, space, pool, store, embedded, m, log)
-	if err := startState(ctx, cfg, mon, rebuilder, log); err != nil {
+	if err := startState(ctx, cfg, mon, rebuilder, m, log); err != nil {
 		return err
 	}
 	if rebuilder != nil && cfg.Recovery == recoveryAuto {

@@ -69,8 +69,10 @@ func recoverWith(rebuilder *rebuild.Rebuilder, m *metrics.Metrics) func(context.
 // recovery is automatic, and on a deployment's first start whatever the
 // recovery; without Postgres there is nothing to rebuild from, and a Redis
 // without a generation starts a new one as it is. In every other case
-// ticketd starts with sales stopped and the monitor takes over.
-func startState(ctx context.Context, cfg config, mon *redisstate.Monitor, rebuilder *rebuild.Rebuilder, log *slog.Logger) error {
+// ticketd starts with sales stopped and the monitor takes over. A rebuild
+// here is counted in m like the monitor's.
+func startState(ctx context.Context, cfg config, mon *redisstate.Monitor, rebuilder *rebuild.Rebuilder, m *metrics.Metrics,
+	log *slog.Logger) error {
 	v := mon.Check(ctx)
 	if v.Status != redisstate.Lost && v.Status != redisstate.Stale {
 		if v.Status != redisstate.Current {
@@ -91,7 +93,7 @@ func startState(ctx context.Context, cfg config, mon *redisstate.Monitor, rebuil
 			"status", string(v.Status), "reason", v.Reason)
 		return nil
 	default:
-		if _, _, err := rebuilder.Recover(ctx, v.Gen); err != nil {
+		if err := recoverWith(rebuilder, m)(ctx, v.Gen); err != nil {
 			return fmt.Errorf("rebuild Redis from Postgres: %w", err)
 		}
 	}

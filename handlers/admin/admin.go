@@ -39,7 +39,8 @@ type API struct {
 
 // MaxCatalogBody is the largest catalog document accepted. Catalogs are an
 // operator's, not a client's, so they may exceed the 64 KB client limit;
-// the server's body limit is raised for this path only (see Server).
+// the server raises its body limit for a PUT of this path that bears the
+// valid token only (server.AdminToken), decided from the headers.
 const MaxCatalogBody = 8 << 20
 
 // Register mounts the admin routes. Without a token it mounts none, so the

@@ -137,6 +137,13 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 		c.ctx = rctx
 		res, err := a.Limiter.Allow(rctx, bucket, limit)
 		if err != nil {
+			if cl == classConfirm {
+				// Redis went away before the gate saw it: a confirm's
+				// transient failure has its own code, whatever step met it.
+				a.Logger.Error("confirm failed", "step", "rate limit", "err", err)
+				httpx.Fail(ctx, errAccrualRetry)
+				return
+			}
 			httpx.Error(ctx, err)
 			return
 		}
@@ -149,19 +156,26 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 }
 
 // authenticate finds the caller. A client IP locked out after failed
-// authentications is refused first, and a channel key locked out is
-// refused to callers off the channel's allowlist, before any secret is
-// checked; failures are counted (lockout.go). Success costs no Redis call.
+// authentications is refused first (a channel's server on its key's
+// allowlist only for its own address' failures, lockout.go), and a
+// channel key locked out is refused to callers off the channel's
+// allowlist, before any secret is checked; failures are counted. Success
+// costs no Redis call.
 func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string) (*caller, *apierr.Error) {
 	ip := a.ClientIP.ClientIP(ctx)
-	if wait := a.Lockout.IPLocked(ip); wait > 0 {
-		return nil, ratelimit.Refuse(ctx, wait)
-	}
 	snap := a.Catalog()
 	key := ctx.Request.Header.Peek("x-service-key")
 	secret := ctx.Request.Header.Peek("x-service-secret")
 	keyed := len(key) > 0 || len(secret) > 0
-	if mode == authSession || (mode == authEither && !keyed) {
+	bySession := mode == authSession || (mode == authEither && !keyed)
+	var ch *catalog.CompiledChannel
+	if !bySession {
+		ch = snap.ByKey[string(key)]
+	}
+	if wait := a.ipLocked(ip, ch); wait > 0 {
+		return nil, ratelimit.Refuse(ctx, wait)
+	}
+	if bySession {
 		tok := sessionToken(ctx)
 		if tok == "" {
 			if mode == authSession {
@@ -173,7 +187,7 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 		if !ok {
 			return nil, a.failedSession(ctx, ip, tok)
 		}
-		ch := snap.Channels[s.ChannelID]
+		ch = snap.Channels[s.ChannelID]
 		if ch == nil {
 			return nil, errInvalidSession
 		}
@@ -187,7 +201,6 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 	if len(key) == 0 || len(secret) == 0 {
 		return nil, errMissingCredentials
 	}
-	ch := snap.ByKey[string(key)]
 	allowed := ch != nil && ch.Allowed(ip)
 	// A known key is locked out and counted for strangers only, so that
 	// spraying it cannot lock the channel out of its own servers.

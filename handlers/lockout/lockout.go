@@ -8,6 +8,13 @@
 // expiring entries, so a locked caller is refused before its secret is even
 // checked and without a Redis call. A successful authentication never
 // touches Redis: only failures are counted.
+//
+// An IPv6 client is counted and locked by its /64, which a hosting
+// provider may share among tenants; so each IPv6 address that failed while
+// its /64 was locked is remembered too, and AddrLocked tells a lock the
+// address earned itself from its neighbours'. The partner surface holds a
+// channel's own server (on the allowlist of the key it presents) by the
+// former only, so a neighbour cannot lock it out.
 package lockout
 
 import (
@@ -26,8 +33,8 @@ import (
 const (
 	DefaultPerIP  = 30
 	DefaultPerKey = 20
-	// DefaultMaxLocked bounds each table of locks (IPs, keys): at about
-	// 60 bytes an entry, 4 MB at most.
+	// DefaultMaxLocked bounds each table of locks (clients, IPv6
+	// addresses, keys): at about 60 bytes an entry, 4 MB each at most.
 	DefaultMaxLocked = 1 << 16
 	// DefaultTimeout bounds the Redis calls that count one failure.
 	DefaultTimeout = time.Second
@@ -48,9 +55,12 @@ type Guard struct {
 	Timeout time.Duration
 	Logger  *slog.Logger
 
-	ips  table[netip.Addr]
-	keys table[string]
-	logs logGate
+	ips table[netip.Addr] // by client (IPv6: the /64)
+	// addrs are the IPv6 addresses that failed while their /64 was
+	// locked (an IPv4 client is its address: ips holds it).
+	addrs table[netip.Addr]
+	keys  table[string]
+	logs  logGate
 }
 
 // IPLocked returns how long ip is still locked out, 0 when it is not. It
@@ -60,6 +70,21 @@ func (g *Guard) IPLocked(ip netip.Addr) time.Duration {
 		return 0
 	}
 	return g.ips.wait(clientOf(ip), clock())
+}
+
+// AddrLocked returns how long ip itself is still locked out, 0 when it
+// is not: the lock of its /64 counts only if this address failed while
+// it lasted. It is for callers on the allowlist of the key they present,
+// so that a neighbour in a shared /64 cannot lock a channel's server out.
+// It never calls Redis.
+func (g *Guard) AddrLocked(ip netip.Addr) time.Duration {
+	if g == nil {
+		return 0
+	}
+	if !ip.Is6() {
+		return g.ips.wait(ip, clock())
+	}
+	return g.addrs.wait(ip, clock())
 }
 
 // KeyLocked returns how long the key of the channel id is still locked
@@ -90,7 +115,7 @@ func (g *Guard) Failed(ip netip.Addr, keyID string) time.Duration {
 		if w := g.count(ctx, "authfail:key:"+keyID, pick(g.PerKey, DefaultPerKey)); w > 0 {
 			now := clock()
 			g.keys.lock(keyID, now+int64(w), now, g.maxLocked())
-			g.warn("channel key locked after failed authentications", "channel", keyID, "retryAfter", w)
+			g.warn("channel key locked after failed authentications", "channel", keyID, "retryAfterSeconds", seconds(w))
 			wait = w
 		}
 	}
@@ -102,7 +127,10 @@ func (g *Guard) Failed(ip netip.Addr, keyID string) time.Duration {
 	if w := g.count(ctx, "authfail:ip:"+name, pick(g.PerIP, DefaultPerIP)); w > 0 {
 		now := clock()
 		g.ips.lock(c, now+int64(w), now, g.maxLocked())
-		g.warn("client IP locked after failed authentications", "ip", name, "retryAfter", w)
+		if ip.Is6() {
+			g.addrs.lock(ip, now+int64(w), now, g.maxLocked())
+		}
+		g.warn("client IP locked after failed authentications", "ip", name, "retryAfterSeconds", seconds(w))
 		wait = max(wait, w)
 	}
 	return wait
@@ -135,6 +163,10 @@ func (g *Guard) warn(msg string, args ...any) {
 	}
 	log.Warn("lockout: "+msg, append(args, "suppressed", left)...)
 }
+
+// seconds is d for a log line: a JSON handler would write a Duration as
+// nanoseconds, easily read as seconds.
+func seconds(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }
 
 func (g *Guard) timeout() time.Duration {
 	if g.Timeout > 0 {

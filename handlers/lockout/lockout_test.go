@@ -2,6 +2,7 @@ package lockout
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -62,6 +63,36 @@ func TestIPv6ClientsCountByTheirSlash64(t *testing.T) {
 	}
 	if w := g.IPLocked(ip("2001:db8:0:8::1")); w != 0 {
 		t.Fatalf("the next /64 is locked for %v", w)
+	}
+}
+
+// A neighbour spending the /64's limit does not lock another address of
+// it for AddrLocked (a channel's server on its allowlist); an address that
+// fails while the /64 is locked is locked itself.
+func TestAddrLockedHoldsOnlyTheAddressesThatFailed(t *testing.T) {
+	t.Parallel()
+	g := newGuard(t)
+	g.PerIP = 3
+	neighbour, server := ip("2001:db8:0:9::bad"), ip("2001:db8:0:9::1")
+	for i := 1; i <= 4; i++ {
+		g.Failed(neighbour, "")
+	}
+	if g.IPLocked(server) == 0 || g.AddrLocked(neighbour) == 0 {
+		t.Fatal("the /64 or the failing address is not locked")
+	}
+	if w := g.AddrLocked(server); w != 0 {
+		t.Fatalf("an address that never failed is locked for %v by its neighbour", w)
+	}
+	if g.Failed(server, "") == 0 || g.AddrLocked(server) == 0 {
+		t.Fatal("an address failing while its /64 is locked is not locked itself")
+	}
+	// An IPv4 client is its address.
+	v4 := ip("192.0.2.44")
+	for i := 1; i <= 4; i++ {
+		g.Failed(v4, "")
+	}
+	if g.AddrLocked(v4) == 0 {
+		t.Fatal("a locked IPv4 client is not locked for AddrLocked")
 	}
 }
 
@@ -191,5 +222,27 @@ func TestLockLogIsRateLimited(t *testing.T) {
 	}
 	if !strings.Contains(out, "ip=10.0.0.1 ") {
 		t.Fatalf("the first lock does not name its IP: %s", out)
+	}
+}
+
+// The lock's length is logged in seconds, whatever the log's format: a
+// JSON handler writes a Duration as nanoseconds.
+func TestLockLogSaysSeconds(t *testing.T) {
+	t.Parallel()
+	g := newGuard(t)
+	var logs syncBuffer
+	g.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	g.PerIP = 1
+	a := ip("192.0.2.77")
+	g.Failed(a, "")
+	if g.Failed(a, "") == 0 {
+		t.Fatal("two failures at 1 a minute did not lock")
+	}
+	var line struct {
+		RetryAfterSeconds *float64
+	}
+	if err := json.Unmarshal([]byte(logs.String()), &line); err != nil || line.RetryAfterSeconds == nil ||
+		*line.RetryAfterSeconds <= 0 || *line.RetryAfterSeconds > 60 {
+		t.Fatalf("want retryAfterSeconds in (0, 60]: %s", logs.String())
 	}
 }

@@ -16,15 +16,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/expfmt"
 	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/inventory/redisstate"
 )
 
 // Durability levels: what a Redis crash would lose (the value of the level
-// label of ticketd_redis_durability).
+// label of ticketd_redis_durability), the words the state monitor reports.
 const (
-	DurabilityNothing    = "nothing"
-	DurabilitySecond     = "second"
-	DurabilityEverything = "everything"
-	DurabilityUnknown    = "unknown"
+	DurabilityNothing    = redisstate.LosesNothing
+	DurabilitySecond     = redisstate.LosesSecond
+	DurabilityEverything = redisstate.LosesEverything
+	DurabilityUnknown    = redisstate.LosesUnknown
 )
 
 // Rebuild results pre-declared on ticketd_rebuilds_total, so that a rate
@@ -34,9 +36,11 @@ const (
 	RebuildFailed = "failed"
 )
 
-// redisStates are the states pre-declared on ticketd_redis_state; another
-// state passed to SetRedisState is added when first set.
-var redisStates = []string{"current", "unreachable", "loading", "lost", "rebuilding"}
+// redisStates are the states pre-declared on ticketd_redis_state: every
+// one the state monitor reports. Another state passed to SetRedisState is
+// added when first set.
+var redisStates = []string{string(redisstate.Starting), string(redisstate.Current), string(redisstate.Unreachable),
+	string(redisstate.Loading), string(redisstate.Lost), string(redisstate.Stale), string(redisstate.Rebuilding)}
 
 // Metrics is ticketd's metric set. A nil *Metrics is valid: every method
 // does nothing, so code that reports may run without it (tests, tools).

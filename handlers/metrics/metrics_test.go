@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/inventory/redisstate"
 )
 
 // testRouter is set up as server.Handler sets up its router.
@@ -179,6 +181,24 @@ func TestDurabilityStartsUnknown(t *testing.T) {
 	mfs := scrape(t, testRouter(m))
 	if s := find(mfs, "ticketd_redis_durability", map[string]string{"level": DurabilityUnknown}); s == nil || s.GetGauge().GetValue() != 1 {
 		t.Fatalf("durability at start: %v, want unknown = 1", s)
+	}
+}
+
+// Every state and durability the monitor reports has its series from the
+// start, at 0, so that a dashboard or an alert on "stale" finds it before
+// the first rollback.
+func TestEveryRedisStateAndLevelIsDeclared(t *testing.T) {
+	mfs := scrape(t, testRouter(New()))
+	for _, st := range []redisstate.Status{redisstate.Starting, redisstate.Current, redisstate.Unreachable, redisstate.Loading,
+		redisstate.Lost, redisstate.Stale, redisstate.Rebuilding} {
+		if find(mfs, "ticketd_redis_state", map[string]string{"state": string(st)}) == nil {
+			t.Errorf("ticketd_redis_state{state=%q} is not declared", st)
+		}
+	}
+	for _, level := range []string{redisstate.LosesNothing, redisstate.LosesSecond, redisstate.LosesEverything, redisstate.LosesUnknown} {
+		if find(mfs, "ticketd_redis_durability", map[string]string{"level": level}) == nil {
+			t.Errorf("ticketd_redis_durability{level=%q} is not declared", level)
+		}
 	}
 }
 

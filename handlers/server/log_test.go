@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
-	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -62,7 +60,7 @@ func TestMalformedRequestsLogNoHeaderValue(t *testing.T) {
 		{"body too large", "POST /v1/channel/orders/confirm HTTP/1.1\r\nHost: t\r\n" + creds + "Content-Length: 100000\r\n\r\n", "body too large"},
 	} {
 		before := strings.Count(out.String(), "\n")
-		status := sendRaw(t, addr, tc.raw)
+		status := roundTrip(t, addr, tc.raw, nil).Status
 		if status < 400 || status >= 500 {
 			t.Errorf("%s: answered %d, want a 4xx", tc.name, status)
 		}
@@ -93,26 +91,6 @@ func TestMalformedRequestsLogNoHeaderValue(t *testing.T) {
 			t.Errorf("the log shows %q:\n%s", s, logged)
 		}
 	}
-}
-
-// sendRaw writes raw on a fresh connection and returns the status of the
-// answer.
-func sendRaw(t *testing.T, addr, raw string) int {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
-	var resp fasthttp.Response
-	if err := resp.Read(bufio.NewReader(c)); err != nil {
-		t.Fatalf("reading the answer: %v", err)
-	}
-	return resp.StatusCode()
 }
 
 // Whatever fasthttp passes the logger, strings (a formatted request, a

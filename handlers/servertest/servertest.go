@@ -54,6 +54,10 @@ type Options struct {
 	// ManualRecovery leaves a lost Redis state to the test (Rebuilder.Run),
 	// as TICKETD_RECOVERY=manual does.
 	ManualRecovery bool
+	// LockoutPerIP and LockoutPerKey are the failed authentications a
+	// minute the lockout allows (0: its defaults). Low figures make a lock
+	// outlast a test's requests however slow the machine.
+	LockoutPerIP, LockoutPerKey int64
 }
 
 // Server is a running test stack.
@@ -117,7 +121,7 @@ func Start(t testing.TB, opt Options) *Server {
 	sessions := &channel.Sessions{Secret: []byte("test-session-secret")}
 	limiter := &ratelimit.Limiter{Redis: rc, Space: space}
 	resolver := &clientip.Resolver{Trusted: trusted}
-	locks := &lockout.Guard{Limiter: limiter, Logger: log}
+	locks := &lockout.Guard{Limiter: limiter, Logger: log, PerIP: opt.LockoutPerIP, PerKey: opt.LockoutPerKey}
 	api := &channel.API{
 		Catalog:  store.Current,
 		Orders:   &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL, IDKey: []byte("test-order-ids")},
