@@ -5,6 +5,7 @@ package readiness
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 // Redis state is current; Postgres is pinged (degraded when away, with the
 // sync backlog that waits for it). Nothing in it names a host.
 func Health(mon *redisstate.Monitor, pool *pgxpool.Pool, backlog *Backlog) server.HealthFunc {
+	pg := &pinger{pool: pool}
 	return func(ctx context.Context) server.Health {
 		v := mon.View()
 		h := server.Health{Sales: v.Status == redisstate.Current, Reason: v.Reason, Redis: string(v.Status),
@@ -29,19 +31,43 @@ func Health(mon *redisstate.Monitor, pool *pgxpool.Pool, backlog *Backlog) serve
 		if h.Durability == "" {
 			h.Durability = redisstate.LosesUnknown
 		}
-		switch {
-		case pool == nil:
-			h.Postgres = server.PostgresOff
-		case pool.Ping(ctx) != nil:
-			h.Postgres = server.PostgresUnreachable
-		default:
-			h.Postgres = server.PostgresOK
-		}
+		h.Postgres = pg.state(ctx)
 		if b, ok := backlog.Last(); ok {
 			h.Backlog = &server.Backlog{Entries: b.Entries, Oldest: b.Age(time.Now())}
 		}
 		return h
 	}
+}
+
+// pingEvery is how long a Postgres ping's answer serves /readyz: the
+// endpoint is unauthenticated, and a flood of it must not take the pool's
+// connections from the sync worker.
+const pingEvery = time.Second
+
+// pinger pings Postgres at most once per pingEvery; concurrent callers
+// share the answer.
+type pinger struct {
+	pool *pgxpool.Pool
+
+	mu   sync.Mutex
+	at   time.Time
+	last string
+}
+
+func (p *pinger) state(ctx context.Context) string {
+	if p.pool == nil {
+		return server.PostgresOff
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == "" || time.Since(p.at) >= pingEvery {
+		p.last = server.PostgresOK
+		if p.pool.Ping(ctx) != nil {
+			p.last = server.PostgresUnreachable
+		}
+		p.at = time.Now()
+	}
+	return p.last
 }
 
 // Backlog reads the sync backlog (paid orders on the streams, not yet

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -20,8 +22,38 @@ import (
 // fasthttp's format string (constant text from its source) or a fixed
 // sentence, errors are reduced to a kind, addresses and numbers are kept,
 // and every string is dropped.
+//
+// Anyone can make fasthttp log (a malformed request a line), so at most
+// logPerSecond lines a second are written; the next line written says how
+// many were left out.
 type logger struct {
 	log *slog.Logger // nil: slog.Default()
+
+	mu      sync.Mutex
+	second  int64 // unix second of the current window
+	written int
+	dropped int
+}
+
+// logPerSecond bounds fasthttp's log lines.
+const logPerSecond = 20
+
+// allow reports whether a line may be written now, and how many lines
+// were left out before it.
+func (l *logger) allow() (ok bool, dropped int) {
+	now := time.Now().Unix()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now != l.second {
+		l.second, l.written = now, 0
+	}
+	if l.written >= logPerSecond {
+		l.dropped++
+		return false, 0
+	}
+	l.written++
+	dropped, l.dropped = l.dropped, 0
+	return true, dropped
 }
 
 // fasthttp v1.74.0's Printf sites that a server reaches (workerpool.go,
@@ -38,6 +70,10 @@ var logFormats = []struct {
 }
 
 func (l *logger) Printf(format string, args ...any) {
+	ok, dropped := l.allow()
+	if !ok {
+		return
+	}
 	msg, level := "http: "+format, slog.LevelWarn
 	for _, f := range logFormats {
 		if strings.HasPrefix(format, f.prefix) {
@@ -59,6 +95,9 @@ func (l *logger) Printf(format string, args ...any) {
 		case int:
 			attrs = append(attrs, slog.Int("n", v))
 		}
+	}
+	if dropped > 0 {
+		attrs = append(attrs, slog.Int("dropped_before", dropped))
 	}
 	log := l.log
 	if log == nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"net"
 	"strings"
@@ -107,5 +108,25 @@ func TestLoggerDropsStringArguments(t *testing.T) {
 	}
 	if !strings.Contains(got, `"remote":"10.0.0.9:4242"`) || !strings.Contains(got, `"kind":"body too large"`) || strings.Count(got, "\n") != 2 {
 		t.Fatalf("want two lines, the second with the remote address and kind: %s", got)
+	}
+}
+
+// A flood of malformed requests cannot flood the log: at most
+// logPerSecond lines a second, and the next line says how many it left out.
+func TestLoggerIsRateLimited(t *testing.T) {
+	var out bytes.Buffer
+	l := &logger{log: slog.New(slog.NewJSONHandler(&out, nil))}
+	for range 3 * logPerSecond {
+		l.Printf("error when serving connection %q<->%q: %v", "a", "b", errors.New("x"))
+	}
+	lines := strings.Count(out.String(), "\n")
+	if lines > 2*logPerSecond { // the burst may straddle two seconds
+		t.Fatalf("%d lines for %d calls in a burst", lines, 3*logPerSecond)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	out.Reset()
+	l.Printf("error when serving connection %q<->%q: %v", "a", "b", errors.New("x"))
+	if !strings.Contains(out.String(), `"dropped_before":`) {
+		t.Fatalf("the line after the burst does not count what was left out: %s", out.String())
 	}
 }

@@ -316,7 +316,14 @@ func (m *Monitor) set(prev, next View) {
 		case Current:
 			log.Info("redis state is current: sales run", "generation", next.Gen, "was", string(prev.Status))
 		case Lost, Stale:
-			log.Error("redis state is not current: sales stop", "status", string(next.Status), "reason", next.Reason, "generation", next.Gen)
+			level := slog.LevelError
+			if prev.Status == Starting {
+				// At start this is also a new deployment's empty Redis;
+				// the rebuild that follows says what it restored.
+				level = slog.LevelWarn
+			}
+			log.Log(context.Background(), level, "redis state is not current: sales stop",
+				"status", string(next.Status), "reason", next.Reason, "generation", next.Gen)
 		default:
 			log.Warn("redis state: sales stop", "status", string(next.Status), "reason", next.Reason)
 		}
