@@ -82,9 +82,10 @@ type Monitor struct {
 	Logger *slog.Logger
 
 	// Recover, when set, rebuilds Redis from Postgres after a loss or a
-	// rollback; bad is the generation found lost or stale ("" when there
-	// was none), so a rebuild another node finished meanwhile is not run
-	// twice. It runs in its own goroutine, one at a time.
+	// rollback, or while the state says a rebuild runs (it may have died);
+	// bad is the generation found lost, stale or being rebuilt ("" when
+	// there was none), so a rebuild another node finished meanwhile is not
+	// run twice. It runs in its own goroutine, one at a time.
 	Recover func(ctx context.Context, bad string) error
 	// OnCurrent, when set, is called after each check that found the state
 	// current, with the catalog version (nodes reload the catalog then).
@@ -232,7 +233,10 @@ func (m *Monitor) Check(ctx context.Context) View {
 		if m.OnCurrent != nil {
 			m.OnCurrent(ctx, version)
 		}
-	case Lost, Stale:
+	case Lost, Stale, Rebuilding:
+		// Rebuilding too: a rebuild that died after stopping sales leaves
+		// that status behind for good. Recover waits while a live rebuild
+		// holds the lock and does nothing once it has published.
 		m.recover(ctx, gen)
 	}
 	return m.View()
