@@ -173,7 +173,7 @@ func (m *Monitor) Check(ctx context.Context) View {
 	cctx, cancel := context.WithTimeout(ctx, m.timeout())
 	defer cancel()
 	cmds := make(rueidis.Commands, 0, 1+keys.Partitions)
-	tickKeys := []string{m.Space.State(), m.Space.CatalogVersion()}
+	tickKeys := m.tickKeys()
 	cmds = append(cmds, lua.Evalsha(m.Redis, "state_tick", tickKeys, nil))
 	for p := range keys.Partitions {
 		cmds = append(cmds, m.Redis.B().Get().Key(m.Space.Live(p)).Build())
@@ -254,11 +254,40 @@ func (m *Monitor) adopt(ctx context.Context, gen string, seq int64) View {
 		case ok && rec.Gen != gen:
 			return View{Status: Stale, Reason: "Redis holds a generation Postgres does not record as current: it came back from an older state"}
 		case ok && seq <= rec.Seq:
-			return View{Status: Stale, Reason: fmt.Sprintf("the state's sequence number %d is below the %d Postgres recorded: Redis came back from an older snapshot", seq, rec.Seq)}
+			// Another node may have advanced the number and recorded it
+			// after this check read it: read it again, now that the
+			// record is read. A healthy Redis answers more.
+			again, err := m.tickAgain(ctx, gen)
+			if err != nil {
+				return View{Status: Unreachable, Reason: "Redis does not answer"}
+			}
+			if again <= rec.Seq {
+				return View{Status: Stale, Reason: fmt.Sprintf("the state's sequence number %d is below the %d Postgres recorded: Redis came back from an older snapshot", again, rec.Seq)}
+			}
+			seq = again
 		}
 	}
 	m.gen, m.seq = gen, seq
 	return View{Status: Current}
+}
+
+// tickKeys are state_tick.lua's keys.
+func (m *Monitor) tickKeys() []string { return []string{m.Space.State(), m.Space.CatalogVersion()} }
+
+// tickAgain runs the tick script alone and returns the sequence number it
+// advanced gen to; 0 when gen is no longer the live generation.
+func (m *Monitor) tickAgain(ctx context.Context, gen string) (int64, error) {
+	arr, err := lua.Reply(tickScript.Exec(ctx, m.Redis, m.tickKeys(), nil))
+	if err != nil {
+		return 0, err
+	}
+	status, _ := lua.Str(arr, 0)
+	g, _ := lua.Str(arr, 1)
+	seq, _ := lua.Int(arr, 2)
+	if status != statusLive || g != gen {
+		return 0, nil
+	}
+	return seq, nil
 }
 
 // missingMarker returns the first partition whose marker is not gen, or -1.

@@ -135,6 +135,39 @@ func TestColdStartComparesWithTheRecord(t *testing.T) {
 	}
 }
 
+// A node that adopts a generation (starting cold, or after a rebuild) and
+// reads the record just after another node advanced the sequence number
+// and recorded it is looking at a healthy Redis: current, not stale (a
+// stale verdict would rebuild a healthy Redis, or stop this node for good
+// under manual recovery).
+func TestAdoptingWhileAnotherNodeRecordsIsCurrent(t *testing.T) {
+	rc, space := redistest.New(t)
+	ctx := context.Background()
+	m := monitor(rc, space)
+	m.Record = &racingRecord{rc: rc, space: space}
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+}
+
+// racingRecord is Postgres' record while another node checks the state
+// and records its sequence number between this node's check and its read
+// of the record.
+type racingRecord struct {
+	rc    rueidis.Client
+	space keys.Space
+}
+
+func (r *racingRecord) Load(ctx context.Context) (redisstate.Mark, bool, error) {
+	seq, err := r.rc.Do(ctx, r.rc.B().Hincrby().Key(r.space.State()).Field("seq").Increment(1).Build()).AsInt64()
+	if err != nil {
+		return redisstate.Mark{}, false, err
+	}
+	gen, err := r.rc.Do(ctx, r.rc.B().Hget().Key(r.space.State()).Field("gen").Build()).ToString()
+	return redisstate.Mark{Gen: gen, Seq: seq}, true, err
+}
+
+func (r *racingRecord) Save(context.Context, redisstate.Mark) error { return nil }
+
 // record is a Record held in memory, for the monitor's own tests; the
 // Postgres one (sync/rebuild.Generations) is tested against Postgres.
 type record struct {
