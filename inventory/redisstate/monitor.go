@@ -173,8 +173,8 @@ func (m *Monitor) Check(ctx context.Context) View {
 	cctx, cancel := context.WithTimeout(ctx, m.timeout())
 	defer cancel()
 	cmds := make(rueidis.Commands, 0, 1+keys.Partitions)
-	tickKeys := m.tickKeys()
-	cmds = append(cmds, lua.Evalsha(m.Redis, "state_tick", tickKeys, nil))
+	tickKeys, tickArgs := m.tickKeys(), m.tickArgs()
+	cmds = append(cmds, lua.Evalsha(m.Redis, "state_tick", tickKeys, tickArgs))
 	for p := range keys.Partitions {
 		cmds = append(cmds, m.Redis.B().Get().Key(m.Space.Live(p)).Build())
 	}
@@ -182,7 +182,7 @@ func (m *Monitor) Check(ctx context.Context) View {
 	res := m.Redis.DoMulti(cctx, cmds...)
 	arr, err := lua.Reply(res[0])
 	if lua.IsNoScript(err) {
-		arr, err = lua.Reply(tickScript.Exec(cctx, m.Redis, tickKeys, nil))
+		arr, err = lua.Reply(tickScript.Exec(cctx, m.Redis, tickKeys, tickArgs))
 	}
 	if err != nil {
 		return m.unreachable(err)
@@ -204,6 +204,8 @@ func (m *Monitor) Check(ctx context.Context) View {
 		m.gen = ""
 	case status == statusRebuilding:
 		next = View{Status: Rebuilding, Reason: "a rebuild from Postgres is running"}
+	case status == statusStale:
+		next = View{Status: Stale, Reason: "Redis came back from an older snapshot (a node found its sequence number gone back)"}
 	case gen != "" && gen == m.bad.Gen:
 		next = m.bad
 	case gen != m.gen:
@@ -274,10 +276,19 @@ func (m *Monitor) adopt(ctx context.Context, gen string, seq int64) View {
 // tickKeys are state_tick.lua's keys.
 func (m *Monitor) tickKeys() []string { return []string{m.Space.State(), m.Space.CatalogVersion()} }
 
+// tickArgs are state_tick.lua's arguments: the generation this node found
+// stale, which the script marks stale for every node.
+func (m *Monitor) tickArgs() []string {
+	if m.bad.Status == Stale {
+		return []string{m.bad.Gen}
+	}
+	return []string{""}
+}
+
 // tickAgain runs the tick script alone and returns the sequence number it
 // advanced gen to; 0 when gen is no longer the live generation.
 func (m *Monitor) tickAgain(ctx context.Context, gen string) (int64, error) {
-	arr, err := lua.Reply(tickScript.Exec(ctx, m.Redis, m.tickKeys(), nil))
+	arr, err := lua.Reply(tickScript.Exec(ctx, m.Redis, m.tickKeys(), m.tickArgs()))
 	if err != nil {
 		return 0, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -171,12 +172,52 @@ func (r *racingRecord) Save(context.Context, redisstate.Mark) error { return nil
 // record is a Record held in memory, for the monitor's own tests; the
 // Postgres one (sync/rebuild.Generations) is tested against Postgres.
 type record struct {
+	mu sync.Mutex
 	m  redisstate.Mark
 	ok bool
 }
 
-func (r *record) Load(context.Context) (redisstate.Mark, bool, error) { return r.m, r.ok, nil }
-func (r *record) Save(_ context.Context, m redisstate.Mark) error     { r.m, r.ok = m, true; return nil }
+func (r *record) Load(context.Context) (redisstate.Mark, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m, r.ok, nil
+}
+
+// Save raises the sequence of the recorded generation, as Postgres' does.
+func (r *record) Save(_ context.Context, m redisstate.Mark) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.ok || (r.m.Gen == m.Gen && m.Seq > r.m.Seq) {
+		r.m, r.ok = m, true
+	}
+	return nil
+}
+
+// A Redis that went back to an older snapshot stays stale for every node:
+// also for one that starts after the running nodes' checks went on
+// counting from the old snapshot's number, past what Postgres recorded.
+func TestRollbackIsStaleForANodeStartingLater(t *testing.T) {
+	rc, space := redistest.New(t)
+	ctx := context.Background()
+	rec := &record{}
+	running := monitor(rc, space)
+	running.Record = rec
+	for range 5 {
+		expectStatus(t, running.Check(ctx), redisstate.Current)
+	}
+	if err := rec.Save(ctx, redisstate.Mark{Gen: "test", Seq: 5}); err != nil { // its save of the last second
+		t.Fatal(err)
+	}
+	if err := rc.Do(ctx, rc.B().Hset().Key(space.State()).FieldValue().FieldValue("seq", "2").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		expectStatus(t, running.Check(ctx), redisstate.Stale)
+	}
+	starting := monitor(rc, space)
+	starting.Record = rec
+	expectStatus(t, starting.Check(ctx), redisstate.Stale)
+}
 
 // Durability comes from the server's persistence settings.
 func TestDurabilityFollowsPersistenceSettings(t *testing.T) {
