@@ -87,8 +87,9 @@ type Monitor struct {
 	// there was none), so a rebuild another node finished meanwhile is not
 	// run twice. It runs in its own goroutine, one at a time.
 	Recover func(ctx context.Context, bad string) error
-	// OnCurrent, when set, is called after each check that found the state
-	// current, with the catalog version (nodes reload the catalog then).
+	// OnCurrent, when set, is called on each check that found the state
+	// current, with the catalog version (nodes reload the catalog then),
+	// before the gate opens.
 	OnCurrent func(ctx context.Context, catalogVersion int64)
 	// OnRTT, when set, receives the round-trip time of each check.
 	OnRTT func(time.Duration)
@@ -228,13 +229,15 @@ func (m *Monitor) Check(ctx context.Context) View {
 	if next.Status == Lost || next.Status == Stale {
 		m.bad = next
 	}
+	if next.Status == Current && m.OnCurrent != nil {
+		// Before the gate opens: the first request let through finds the
+		// catalog of this state, never an empty or older one.
+		m.OnCurrent(ctx, version)
+	}
 	m.set(prev, next)
 	switch next.Status {
 	case Current:
 		m.save(ctx, Mark{Gen: gen, Seq: seq})
-		if m.OnCurrent != nil {
-			m.OnCurrent(ctx, version)
-		}
 	case Lost, Stale, Rebuilding:
 		// Rebuilding too: a rebuild that died after stopping sales leaves
 		// that status behind for good. Recover waits while a live rebuild

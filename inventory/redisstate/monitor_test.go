@@ -273,3 +273,24 @@ func TestUnreachableAndBack(t *testing.T) {
 		t.Fatalf("durability after the restart: %+v", m.View().Durability)
 	}
 }
+
+// A node whose state turns current loads that state's catalog before its
+// gate opens: no request gets through to an empty catalog (a node that
+// started while Redis had lost its state) or an older one, where valid
+// credentials would be a 401.
+func TestCatalogLoadsBeforeTheGateOpens(t *testing.T) {
+	rc, space := redistest.New(t)
+	ctx := context.Background()
+	m := monitor(rc, space)
+	var openAtLoad []bool
+	m.OnCurrent = func(context.Context, int64) { openAtLoad = append(openAtLoad, m.Gate() == nil) }
+	redistest.Flush(t, rc, space)
+	expectStatus(t, m.Check(ctx), redisstate.Lost)
+	if err := redisstate.Publish(ctx, rc, space, "g2"); err != nil {
+		t.Fatal(err)
+	}
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+	if len(openAtLoad) != 1 || openAtLoad[0] {
+		t.Fatalf("gate open when the catalog loaded: %v, want [false]", openAtLoad)
+	}
+}
