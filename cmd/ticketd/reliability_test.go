@@ -56,33 +56,8 @@ func startFaultStack(t *testing.T, recovery string, redisArgs ...string) *faultS
 	dbURL := pgtest.NewURL(t)
 	cfg.Addr, cfg.RedisURL, cfg.RedisURLSet, cfg.DatabaseURL, cfg.DatabaseURLSet = "127.0.0.1:0", srv.URL, true, dbURL, true
 	cfg.KeyPrefix, cfg.AdminToken, cfg.Recovery = "", "fault-admin", recovery
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, cfg, options{API: true, Worker: true}, slog.New(slog.NewTextHandler(io.Discard, nil)), ready)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("ticketd stopped with %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("ticketd did not shut down in 30s")
-		}
-	})
-	var base string
-	select {
-	case addr := <-ready:
-		base = "http://" + addr
-	case err := <-done:
-		t.Fatalf("ticketd did not start: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("ticketd did not start in 30s")
-	}
-	db, err := pgxpool.New(ctx, dbURL)
+	base := runTicketd(t, cfg, options{API: true, Worker: true})
+	db, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

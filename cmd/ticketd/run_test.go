@@ -24,11 +24,18 @@ import (
 // startTicketd runs ticketd with the demo catalog and returns its base URL.
 func startTicketd(t *testing.T, cfg config) string {
 	t.Helper()
+	return runTicketd(t, cfg, options{API: true, Worker: true, Demo: true})
+}
+
+// runTicketd runs ticketd as opts asks until the test ends and returns its
+// base URL once it listens.
+func runTicketd(t *testing.T, cfg config, opts options) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	go func() { done <- run(ctx, cfg, options{API: true, Worker: true, Demo: true}, log, ready) }()
+	go func() { done <- run(ctx, cfg, opts, log, ready) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -44,6 +51,7 @@ func startTicketd(t *testing.T, cfg config) string {
 	case addr := <-ready:
 		return "http://" + addr
 	case err := <-done:
+		done <- err // for the cleanup
 		t.Fatalf("ticketd did not start: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("ticketd did not start in 30s")
