@@ -169,7 +169,7 @@ func (m *Monitor) Run(ctx context.Context, every time.Duration) {
 
 // Check reads the state once (one round trip: the tick script and every
 // partition's marker), updates the view and the gate, and starts a
-// recovery when the state is lost or stale.
+// recovery when the state is lost, stale or left rebuilding.
 func (m *Monitor) Check(ctx context.Context) View {
 	cctx, cancel := context.WithTimeout(ctx, m.timeout())
 	defer cancel()
