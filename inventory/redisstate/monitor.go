@@ -220,7 +220,11 @@ func (m *Monitor) Check(ctx context.Context) View {
 		m.seq = seq
 	}
 	if next.Status == Current {
-		if p := missingMarker(res[1:], gen); p >= 0 {
+		p, err := missingMarker(res[1:], gen)
+		if err != nil {
+			return m.unreachable(err)
+		}
+		if p >= 0 {
 			next = View{Status: Lost, Reason: fmt.Sprintf("partition %d lost its generation marker", p)}
 		}
 	}
@@ -304,14 +308,20 @@ func (m *Monitor) tickAgain(ctx context.Context, gen string) (int64, error) {
 	return seq, nil
 }
 
-// missingMarker returns the first partition whose marker is not gen, or -1.
-func missingMarker(res []rueidis.RedisResult, gen string) int {
+// missingMarker returns the first partition whose marker is not gen, or
+// -1; err when a marker could not be read (no answer from Redis, which
+// tells nothing of the marker).
+func missingMarker(res []rueidis.RedisResult, gen string) (int, error) {
 	for p, r := range res {
-		if v, err := r.ToString(); err != nil || v != gen {
-			return p
+		v, err := r.ToString()
+		if _, isReply := rueidis.IsRedisErr(err); err != nil && !isReply && !rueidis.IsRedisNil(err) {
+			return -1, err
+		}
+		if err != nil || v != gen {
+			return p, nil
 		}
 	}
-	return -1
+	return -1, nil
 }
 
 func (m *Monitor) unreachable(err error) View {

@@ -294,3 +294,40 @@ func TestCatalogLoadsBeforeTheGateOpens(t *testing.T) {
 		t.Fatalf("gate open when the catalog loaded: %v, want [false]", openAtLoad)
 	}
 }
+
+// A marker that could not be read (the check timed out halfway through
+// its replies, or one node of a cluster is down) is not a lost marker: the
+// node stops as for an unreachable Redis and resumes at the next check
+// that reads them all, without latching a loss that would rebuild a
+// healthy Redis (or, under manual recovery, stop the node for good).
+func TestUnreadableMarkerIsNotALoss(t *testing.T) {
+	rc, space := redistest.New(t)
+	ctx := context.Background()
+	flaky := &failingMarker{Client: rc}
+	m := monitor(flaky, space)
+	var asked atomic.Value
+	m.Recover = func(_ context.Context, bad string) error { asked.Store(bad); return nil }
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+	flaky.fail.Store(true)
+	expectStatus(t, m.Check(ctx), redisstate.Unreachable)
+	flaky.fail.Store(false)
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+	if v := asked.Load(); v != nil {
+		t.Fatalf("recovery asked for generation %q of a healthy Redis", v)
+	}
+}
+
+// failingMarker is a client whose checks, while fail is set, get partition
+// 17's marker back as an error that is not Redis' answer.
+type failingMarker struct {
+	rueidis.Client
+	fail atomic.Bool
+}
+
+func (c *failingMarker) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	res := c.Client.DoMulti(ctx, cmds...)
+	if c.fail.Load() && len(res) == 1+keys.Partitions {
+		res[1+17] = rueidis.NewErrorResult(context.DeadlineExceeded)
+	}
+	return res
+}
