@@ -11,6 +11,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/servertest"
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
 )
@@ -323,5 +324,49 @@ func TestRebuildThatDiedIsFinishedByRecovery(t *testing.T) {
 	equalCounters(t, counters(t, s, "ev_ga"), before)
 	if c := s.Confirm(t, "a", o.OrderID, o.Amount, "psp-1"); c.Status != 200 {
 		t.Fatalf("confirm replay after the recovery: %s", c)
+	}
+}
+
+// A Redis that came back from a snapshot taken while an Idempotency-Key
+// was claimed by an earlier attempt (one that then failed and gave it
+// back) still holds that claim; the key's paid order is in Postgres. The
+// rebuild points the key at the paid order, so a retried reserve replays
+// it instead of making a second order.
+func TestRebuildPointsAKeyAtItsPaidOrder(t *testing.T) {
+	s := servertest.StartWithCatalog(t, servertest.Options{ManualRecovery: true})
+	ctx := context.Background()
+	key := servertest.NewKey()
+	body := map[string]any{"selectedTicketId": "tk_a", "quantity": 1}
+	r := s.ReserveWithKey(t, "a", "ev_ga", key, body)
+	var paid servertest.Reserved
+	r.Decode(t, &paid)
+	if c := s.Confirm(t, "a", paid.OrderID, paid.Amount, "psp-1"); c.Status != 200 {
+		t.Fatalf("confirm: %s", c)
+	}
+	s.Drain(t)
+
+	// The old snapshot's claim: the same caller and request, an order of
+	// the attempt that failed.
+	idem := s.Space.Idempotency(key)
+	rec, err := s.Redis.Do(ctx, s.Redis.B().Get().Key(idem).Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := orders.NewOrderID("ev_ga")
+	stale := strings.TrimSuffix(rec, paid.OrderID) + earlier
+	if err := s.Redis.Do(ctx, s.Redis.B().Set().Key(idem).Value(stale).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Rebuilder.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, redisstate.Current)
+	r = s.ReserveWithKey(t, "a", "ev_ga", key, body)
+	var again servertest.Reserved
+	if r.Status == 200 {
+		r.Decode(t, &again)
+	}
+	if r.Status != 200 || !again.Duplicate || again.OrderID != paid.OrderID {
+		t.Fatalf("retried reserve after the rebuild: %s, want a replay of %s", r, paid.OrderID)
 	}
 }

@@ -114,7 +114,9 @@ const batch = 3000
 // writeOrders puts back the Redis copies of recently paid orders (status
 // and confirm replays answer from them, as before the loss) and their
 // reserves' idempotency records, so a retried reserve replays the paid
-// order instead of making a second one. A key whose 24 hours are over is
+// order instead of making a second one. A key's record is replaced
+// whatever Redis holds: once its order is paid, a claim by any other
+// attempt (an older snapshot's) is stale. A key whose 24 hours are over is
 // not restored.
 func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) error {
 	retention := orDefault(r.Retention, 24*time.Hour)
@@ -123,7 +125,7 @@ func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) err
 	cmds := make(rueidis.Commands, 0, batch)
 	flush := func() error {
 		for _, res := range r.Redis.DoMulti(ctx, cmds...) {
-			if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
+			if err := res.Error(); err != nil {
 				return fmt.Errorf("rebuild: restore paid orders: %w", err)
 			}
 		}
@@ -150,7 +152,7 @@ func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) err
 		rep.Orders++
 		if until := o.createdAt.Add(idemTTL); o.idemKey != "" && until.After(now) {
 			cmds = append(cmds, r.Redis.B().Set().Key(r.Space.Idempotency(o.idemKey)).
-				Value(orders.IdempotencyRecord(o.caller, o.fingerprint, o.orderID)).Nx().
+				Value(orders.IdempotencyRecord(o.caller, o.fingerprint, o.orderID)).
 				Pxat(until).Build())
 			rep.IdempotencyKeys++
 		}
