@@ -1,19 +1,26 @@
 -- event_restore: replace an event's capacity, sold, booked-seat and
 -- discount-use hashes with what a rebuild counted from Postgres (and the
--- paid orders still on the streams). Sales are stopped while it runs (the
--- partition's marker is gone), so nothing races it; it is one script so an
--- event is never seen half restored.
+-- paid orders still on the streams). It runs only while sales are stopped
+-- (the partition's marker is gone), so nothing races it: a rebuild that
+-- lost its lock to another that has published since must not put older
+-- counts under sales that run again. It is one script so an event is
+-- never seen half restored.
 --
 -- KEYS[1] -> capacities hash     {pN}:ev:<id>:cap    (field -> capacity)
 -- KEYS[2] -> sold hash           {pN}:ev:<id>:sold   (field -> count)
 -- KEYS[3] -> booked seats hash   {pN}:ev:<id>:booked (label -> order id)
 -- KEYS[4] -> discount used hash  {pN}:ev:<id>:dcused (code -> uses)
+-- KEYS[5] -> partition marker    {pN}:live
 --
 -- ARGV: four lists, one per key in that order, each a count N followed by
 -- N field, value pairs.
 --
 -- Output: {0, caps, sold, booked, discount} the number of fields written
--- to each hash
+-- to each hash; {1} the partition's marker is there: sales run (nothing
+-- written)
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  return {1}
+end
 local lists = {}
 local i = 1
 for k = 1, 4 do

@@ -56,7 +56,7 @@ func startFaultStack(t *testing.T, recovery string, redisArgs ...string) *faultS
 	dbURL := pgtest.NewURL(t)
 	cfg.Addr, cfg.RedisURL, cfg.RedisURLSet, cfg.DatabaseURL, cfg.DatabaseURLSet = "127.0.0.1:0", srv.URL, true, dbURL, true
 	cfg.KeyPrefix, cfg.AdminToken, cfg.Recovery = "", "fault-admin", recovery
-	base := startRun(t, cfg, options{API: true, Worker: true})
+	base := runTicketd(t, cfg, options{API: true, Worker: true})
 	db, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)

@@ -24,12 +24,12 @@ import (
 // startTicketd runs ticketd with the demo catalog and returns its base URL.
 func startTicketd(t *testing.T, cfg config) string {
 	t.Helper()
-	return startRun(t, cfg, options{API: true, Worker: true, Demo: true})
+	return runTicketd(t, cfg, options{API: true, Worker: true, Demo: true})
 }
 
-// startRun runs ticketd as opts says until the test ends and returns its
-// base URL.
-func startRun(t *testing.T, cfg config, opts options) string {
+// runTicketd runs ticketd as opts asks until the test ends and returns its
+// base URL once it listens.
+func runTicketd(t *testing.T, cfg config, opts options) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
@@ -51,6 +51,7 @@ func startRun(t *testing.T, cfg config, opts options) string {
 	case addr := <-ready:
 		return "http://" + addr
 	case err := <-done:
+		done <- err // for the cleanup
 		t.Fatalf("ticketd did not start: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("ticketd did not start in 30s")

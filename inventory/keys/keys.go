@@ -134,13 +134,9 @@ func (s Space) CatalogVersion() string { return s.Prefix + "{catalog}:version" }
 // catalog: an apply, or a rebuild of Redis from Postgres.
 func (s Space) CatalogLock() string { return s.Prefix + "{catalog}:version:lock" }
 
-// CatalogDoc is the hash of the projected catalog: "tenants", "channels" and
-// "events" fields hold JSON arrays of the objects as applied.
+// CatalogDoc is the projected catalog: one JSON document of the tenants
+// (with their events) and the stored channels, as applied.
 func (s Space) CatalogDoc() string { return s.Prefix + "{catalog}:doc" }
-
-// Secret is where process-wide random secrets shared by every node live
-// (session signing).
-func (s Space) Secret(name string) string { return s.Prefix + "{secret}:" + name }
 
 // OrderID builds an order id for an event: "o" + random + "." + event id.
 // Carrying the event lets confirm name every key of its script without

@@ -15,7 +15,7 @@
 //   - the state hash holds the id, a sequence number every node advances
 //     while the state is live, and the status; a node that reads a lower
 //     number than it saw before, or than Postgres recorded, is looking at an
-//     older snapshot.
+//     older snapshot, and marks the state stale for every node.
 package redisstate
 
 import (
@@ -32,6 +32,7 @@ import (
 // Statuses of the state hash.
 const (
 	statusLive       = "live"
+	statusStale      = "stale" // a node found the live generation stale
 	statusRebuilding = "rebuilding"
 )
 

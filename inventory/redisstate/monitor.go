@@ -82,12 +82,14 @@ type Monitor struct {
 	Logger *slog.Logger
 
 	// Recover, when set, rebuilds Redis from Postgres after a loss or a
-	// rollback; bad is the generation found lost or stale ("" when there
-	// was none), so a rebuild another node finished meanwhile is not run
-	// twice. It runs in its own goroutine, one at a time.
+	// rollback, or while the state says a rebuild runs (it may have died);
+	// bad is the generation found lost, stale or being rebuilt ("" when
+	// there was none), so a rebuild another node finished meanwhile is not
+	// run twice. It runs in its own goroutine, one at a time.
 	Recover func(ctx context.Context, bad string) error
-	// OnCurrent, when set, is called after each check that found the state
-	// current, with the catalog version (nodes reload the catalog then).
+	// OnCurrent, when set, is called on each check that found the state
+	// current, with the catalog version (nodes reload the catalog then),
+	// before the gate opens.
 	OnCurrent func(ctx context.Context, catalogVersion int64)
 	// OnRTT, when set, receives the round-trip time of each check.
 	OnRTT func(time.Duration)
@@ -167,13 +169,13 @@ func (m *Monitor) Run(ctx context.Context, every time.Duration) {
 
 // Check reads the state once (one round trip: the tick script and every
 // partition's marker), updates the view and the gate, and starts a
-// recovery when the state is lost or stale.
+// recovery when the state is lost, stale or left rebuilding.
 func (m *Monitor) Check(ctx context.Context) View {
 	cctx, cancel := context.WithTimeout(ctx, m.timeout())
 	defer cancel()
 	cmds := make(rueidis.Commands, 0, 1+keys.Partitions)
-	tickKeys := []string{m.Space.State(), m.Space.CatalogVersion()}
-	cmds = append(cmds, lua.Evalsha(m.Redis, "state_tick", tickKeys, nil))
+	tickKeys, tickArgs := m.tickKeys(), m.tickArgs()
+	cmds = append(cmds, lua.Evalsha(m.Redis, "state_tick", tickKeys, tickArgs))
 	for p := range keys.Partitions {
 		cmds = append(cmds, m.Redis.B().Get().Key(m.Space.Live(p)).Build())
 	}
@@ -181,7 +183,7 @@ func (m *Monitor) Check(ctx context.Context) View {
 	res := m.Redis.DoMulti(cctx, cmds...)
 	arr, err := lua.Reply(res[0])
 	if lua.IsNoScript(err) {
-		arr, err = lua.Reply(tickScript.Exec(cctx, m.Redis, tickKeys, nil))
+		arr, err = lua.Reply(tickScript.Exec(cctx, m.Redis, tickKeys, tickArgs))
 	}
 	if err != nil {
 		return m.unreachable(err)
@@ -203,6 +205,8 @@ func (m *Monitor) Check(ctx context.Context) View {
 		m.gen = ""
 	case status == statusRebuilding:
 		next = View{Status: Rebuilding, Reason: "a rebuild from Postgres is running"}
+	case status == statusStale:
+		next = View{Status: Stale, Reason: "Redis came back from an older snapshot (a node found its sequence number gone back)"}
 	case gen != "" && gen == m.bad.Gen:
 		next = m.bad
 	case gen != m.gen:
@@ -216,7 +220,11 @@ func (m *Monitor) Check(ctx context.Context) View {
 		m.seq = seq
 	}
 	if next.Status == Current {
-		if p := missingMarker(res[1:], gen); p >= 0 {
+		p, err := missingMarker(res[1:], gen)
+		if err != nil {
+			return m.unreachable(err)
+		}
+		if p >= 0 {
 			next = View{Status: Lost, Reason: fmt.Sprintf("partition %d lost its generation marker", p)}
 		}
 	}
@@ -225,14 +233,19 @@ func (m *Monitor) Check(ctx context.Context) View {
 	if next.Status == Lost || next.Status == Stale {
 		m.bad = next
 	}
+	if next.Status == Current && m.OnCurrent != nil {
+		// Before the gate opens: the first request let through finds the
+		// catalog of this state, never an empty or older one.
+		m.OnCurrent(ctx, version)
+	}
 	m.set(prev, next)
 	switch next.Status {
 	case Current:
 		m.save(ctx, Mark{Gen: gen, Seq: seq})
-		if m.OnCurrent != nil {
-			m.OnCurrent(ctx, version)
-		}
-	case Lost, Stale:
+	case Lost, Stale, Rebuilding:
+		// Rebuilding too: a rebuild that died after stopping sales leaves
+		// that status behind for good. Recover waits while a live rebuild
+		// holds the lock and does nothing once it has published.
 		m.recover(ctx, gen)
 	}
 	return m.View()
@@ -250,21 +263,65 @@ func (m *Monitor) adopt(ctx context.Context, gen string, seq int64) View {
 		case ok && rec.Gen != gen:
 			return View{Status: Stale, Reason: "Redis holds a generation Postgres does not record as current: it came back from an older state"}
 		case ok && seq <= rec.Seq:
-			return View{Status: Stale, Reason: fmt.Sprintf("the state's sequence number %d is below the %d Postgres recorded: Redis came back from an older snapshot", seq, rec.Seq)}
+			// Another node may have advanced the number and recorded it
+			// after this check read it: read it again, now that the
+			// record is read. A healthy Redis answers more.
+			again, err := m.tickAgain(ctx, gen)
+			if err != nil {
+				return View{Status: Unreachable, Reason: "Redis does not answer"}
+			}
+			if again <= rec.Seq {
+				return View{Status: Stale, Reason: fmt.Sprintf("the state's sequence number %d is below the %d Postgres recorded: Redis came back from an older snapshot", again, rec.Seq)}
+			}
+			seq = again
 		}
 	}
 	m.gen, m.seq = gen, seq
 	return View{Status: Current}
 }
 
-// missingMarker returns the first partition whose marker is not gen, or -1.
-func missingMarker(res []rueidis.RedisResult, gen string) int {
+// tickKeys are state_tick.lua's keys.
+func (m *Monitor) tickKeys() []string { return []string{m.Space.State(), m.Space.CatalogVersion()} }
+
+// tickArgs are state_tick.lua's arguments: the generation this node found
+// stale, which the script marks stale for every node.
+func (m *Monitor) tickArgs() []string {
+	if m.bad.Status == Stale {
+		return []string{m.bad.Gen}
+	}
+	return []string{""}
+}
+
+// tickAgain runs the tick script alone and returns the sequence number it
+// advanced gen to; 0 when gen is no longer the live generation.
+func (m *Monitor) tickAgain(ctx context.Context, gen string) (int64, error) {
+	arr, err := lua.Reply(tickScript.Exec(ctx, m.Redis, m.tickKeys(), m.tickArgs()))
+	if err != nil {
+		return 0, err
+	}
+	status, _ := lua.Str(arr, 0)
+	g, _ := lua.Str(arr, 1)
+	seq, _ := lua.Int(arr, 2)
+	if status != statusLive || g != gen {
+		return 0, nil
+	}
+	return seq, nil
+}
+
+// missingMarker returns the first partition whose marker is not gen, or
+// -1; err when a marker could not be read (no answer from Redis, which
+// tells nothing of the marker).
+func missingMarker(res []rueidis.RedisResult, gen string) (int, error) {
 	for p, r := range res {
-		if v, err := r.ToString(); err != nil || v != gen {
-			return p
+		v, err := r.ToString()
+		if _, isReply := rueidis.IsRedisErr(err); err != nil && !isReply && !rueidis.IsRedisNil(err) {
+			return -1, err
+		}
+		if err != nil || v != gen {
+			return p, nil
 		}
 	}
-	return -1
+	return -1, nil
 }
 
 func (m *Monitor) unreachable(err error) View {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -135,15 +136,88 @@ func TestColdStartComparesWithTheRecord(t *testing.T) {
 	}
 }
 
+// A node that adopts a generation (starting cold, or after a rebuild) and
+// reads the record just after another node advanced the sequence number
+// and recorded it is looking at a healthy Redis: current, not stale (a
+// stale verdict would rebuild a healthy Redis, or stop this node for good
+// under manual recovery).
+func TestAdoptingWhileAnotherNodeRecordsIsCurrent(t *testing.T) {
+	rc, space := redistest.New(t)
+	ctx := context.Background()
+	m := monitor(rc, space)
+	m.Record = &racingRecord{rc: rc, space: space}
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+}
+
+// racingRecord is Postgres' record while another node checks the state
+// and records its sequence number between this node's check and its read
+// of the record.
+type racingRecord struct {
+	rc    rueidis.Client
+	space keys.Space
+}
+
+func (r *racingRecord) Load(ctx context.Context) (redisstate.Mark, bool, error) {
+	seq, err := r.rc.Do(ctx, r.rc.B().Hincrby().Key(r.space.State()).Field("seq").Increment(1).Build()).AsInt64()
+	if err != nil {
+		return redisstate.Mark{}, false, err
+	}
+	gen, err := r.rc.Do(ctx, r.rc.B().Hget().Key(r.space.State()).Field("gen").Build()).ToString()
+	return redisstate.Mark{Gen: gen, Seq: seq}, true, err
+}
+
+func (r *racingRecord) Save(context.Context, redisstate.Mark) error { return nil }
+
 // record is a Record held in memory, for the monitor's own tests; the
 // Postgres one (sync/rebuild.Generations) is tested against Postgres.
 type record struct {
+	mu sync.Mutex
 	m  redisstate.Mark
 	ok bool
 }
 
-func (r *record) Load(context.Context) (redisstate.Mark, bool, error) { return r.m, r.ok, nil }
-func (r *record) Save(_ context.Context, m redisstate.Mark) error     { r.m, r.ok = m, true; return nil }
+func (r *record) Load(context.Context) (redisstate.Mark, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m, r.ok, nil
+}
+
+// Save raises the sequence of the recorded generation, as Postgres' does.
+func (r *record) Save(_ context.Context, m redisstate.Mark) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.ok || (r.m.Gen == m.Gen && m.Seq > r.m.Seq) {
+		r.m, r.ok = m, true
+	}
+	return nil
+}
+
+// A Redis that went back to an older snapshot stays stale for every node:
+// also for one that starts after the running nodes' checks went on
+// counting from the old snapshot's number, past what Postgres recorded.
+func TestRollbackIsStaleForANodeStartingLater(t *testing.T) {
+	rc, space := redistest.New(t)
+	ctx := context.Background()
+	rec := &record{}
+	running := monitor(rc, space)
+	running.Record = rec
+	for range 5 {
+		expectStatus(t, running.Check(ctx), redisstate.Current)
+	}
+	if err := rec.Save(ctx, redisstate.Mark{Gen: "test", Seq: 5}); err != nil { // its save of the last second
+		t.Fatal(err)
+	}
+	if err := rc.Do(ctx, rc.B().Hset().Key(space.State()).FieldValue().FieldValue("seq", "2").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		expectStatus(t, running.Check(ctx), redisstate.Stale)
+	}
+	starting := monitor(rc, space)
+	starting.Record = rec
+	expectStatus(t, starting.Check(ctx), redisstate.Stale)
+}
 
 // Durability comes from the server's persistence settings.
 func TestDurabilityFollowsPersistenceSettings(t *testing.T) {
@@ -198,4 +272,62 @@ func TestUnreachableAndBack(t *testing.T) {
 	if m.View().Durability.Loses != redisstate.LosesNothing {
 		t.Fatalf("durability after the restart: %+v", m.View().Durability)
 	}
+}
+
+// A node whose state turns current loads that state's catalog before its
+// gate opens: no request gets through to an empty catalog (a node that
+// started while Redis had lost its state) or an older one, where valid
+// credentials would be a 401.
+func TestCatalogLoadsBeforeTheGateOpens(t *testing.T) {
+	rc, space := redistest.New(t)
+	ctx := context.Background()
+	m := monitor(rc, space)
+	var openAtLoad []bool
+	m.OnCurrent = func(context.Context, int64) { openAtLoad = append(openAtLoad, m.Gate() == nil) }
+	redistest.Flush(t, rc, space)
+	expectStatus(t, m.Check(ctx), redisstate.Lost)
+	if err := redisstate.Publish(ctx, rc, space, "g2"); err != nil {
+		t.Fatal(err)
+	}
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+	if len(openAtLoad) != 1 || openAtLoad[0] {
+		t.Fatalf("gate open when the catalog loaded: %v, want [false]", openAtLoad)
+	}
+}
+
+// A marker that could not be read (the check timed out halfway through
+// its replies, or one node of a cluster is down) is not a lost marker: the
+// node stops as for an unreachable Redis and resumes at the next check
+// that reads them all, without latching a loss that would rebuild a
+// healthy Redis (or, under manual recovery, stop the node for good).
+func TestUnreadableMarkerIsNotALoss(t *testing.T) {
+	rc, space := redistest.New(t)
+	ctx := context.Background()
+	flaky := &failingMarker{Client: rc}
+	m := monitor(flaky, space)
+	var asked atomic.Value
+	m.Recover = func(_ context.Context, bad string) error { asked.Store(bad); return nil }
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+	flaky.fail.Store(true)
+	expectStatus(t, m.Check(ctx), redisstate.Unreachable)
+	flaky.fail.Store(false)
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+	if v := asked.Load(); v != nil {
+		t.Fatalf("recovery asked for generation %q of a healthy Redis", v)
+	}
+}
+
+// failingMarker is a client whose checks, while fail is set, get partition
+// 17's marker back as an error that is not Redis' answer.
+type failingMarker struct {
+	rueidis.Client
+	fail atomic.Bool
+}
+
+func (c *failingMarker) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	res := c.Client.DoMulti(ctx, cmds...)
+	if c.fail.Load() && len(res) == 1+keys.Partitions {
+		res[1+17] = rueidis.NewErrorResult(context.DeadlineExceeded)
+	}
+	return res
 }

@@ -52,6 +52,8 @@ type Rebuilder struct {
 	// LockTTL is the catalog lock's lease (default 30s, kept alive while
 	// the rebuild runs).
 	LockTTL time.Duration
+
+	afterRead func() // tests: runs between the reads and the writes
 }
 
 // Report says what a rebuild restored.
@@ -164,11 +166,14 @@ func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error)
 	if err != nil {
 		return Report{}, err
 	}
-	// Whoever took the lock after a lost lease may be writing too: only
-	// the holder writes, and it makes sure it still holds the lock before
-	// it starts and before it publishes.
-	if err := l.Extend(ctx); err != nil {
-		return Report{}, fmt.Errorf("rebuild: %w", err)
+	if r.afterRead != nil {
+		r.afterRead()
+	}
+	// Whoever took the lock after a lost lease may have published and
+	// sold since: only the holder writes and publishes (confirmed with
+	// Redis, not just by the lease's own clock).
+	if err := stillHeld(ctx, l); err != nil {
+		return Report{}, err
 	}
 	var rep Report
 	if err := r.writeEvents(ctx, st, &rep); err != nil {
@@ -180,8 +185,8 @@ func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error)
 	if rep.CatalogVersion, err = r.Catalog.Restore(ctx, st.tenants, st.channels); err != nil {
 		return Report{}, err
 	}
-	if err := l.Extend(ctx); err != nil {
-		return Report{}, fmt.Errorf("rebuild: %w", err)
+	if err := stillHeld(ctx, l); err != nil {
+		return Report{}, err
 	}
 	rep.Generation = redisstate.NewGeneration()
 	if err := r.generations().publish(ctx, rep.Generation); err != nil {
@@ -197,6 +202,14 @@ func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error)
 		"booked_seats", rep.BookedSeats, "paid_orders", rep.PaidOrders, "stream_only", rep.StreamOnly,
 		"orders", rep.Orders, "idempotency_keys", rep.IdempotencyKeys, "took", rep.Took.Round(time.Millisecond))
 	return rep, nil
+}
+
+// stillHeld extends the lock and confirms it is still this rebuild's.
+func stillHeld(ctx context.Context, l *lease.Lease) error {
+	if err := l.Extend(ctx); err != nil {
+		return fmt.Errorf("rebuild: %w", err)
+	}
+	return nil
 }
 
 // lock takes the catalog lock (waiting while an apply or another rebuild

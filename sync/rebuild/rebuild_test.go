@@ -11,6 +11,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/servertest"
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
 )
@@ -282,4 +283,90 @@ func TestRolledBackRedisIsRebuiltByItself(t *testing.T) {
 		t.Fatalf("reserve past tk_a's capacity: %s, want TICKET_SOLD_OUT", r)
 	}
 
+}
+
+// waitNewGeneration waits until the node's state is current under a
+// generation other than gen: a rebuild ran and published.
+func waitNewGeneration(t *testing.T, s *servertest.Server, gen string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		v := s.Monitor.View()
+		if v.Status == redisstate.Current && v.Gen != gen {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new generation within 15s: state %+v", v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A rebuild that stopped sales and then died (ticketctl killed, Postgres
+// gone in the middle of the read) leaves the state "rebuilding" with
+// nobody at work: automatic recovery finishes it once the dead rebuild's
+// lock is gone, and sales resume with the counts intact.
+func TestRebuildThatDiedIsFinishedByRecovery(t *testing.T) {
+	s := servertest.StartWithCatalog(t, servertest.Options{})
+	ctx := context.Background()
+	o := s.MustReserve(t, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_a", "quantity": 2})
+	if c := s.Confirm(t, "a", o.OrderID, o.Amount, "psp-1"); c.Status != 200 {
+		t.Fatalf("confirm: %s", c)
+	}
+	before := counters(t, s, "ev_ga")
+	gen := s.Monitor.View().Gen
+
+	// What a rebuild does first, and then nothing more.
+	if err := redisstate.MarkRebuilding(ctx, s.Redis, s.Space); err != nil {
+		t.Fatal(err)
+	}
+	waitNewGeneration(t, s, gen)
+	equalCounters(t, counters(t, s, "ev_ga"), before)
+	if c := s.Confirm(t, "a", o.OrderID, o.Amount, "psp-1"); c.Status != 200 {
+		t.Fatalf("confirm replay after the recovery: %s", c)
+	}
+}
+
+// A Redis that came back from a snapshot taken while an Idempotency-Key
+// was claimed by an earlier attempt (one that then failed and gave it
+// back) still holds that claim; the key's paid order is in Postgres. The
+// rebuild points the key at the paid order, so a retried reserve replays
+// it instead of making a second order.
+func TestRebuildPointsAKeyAtItsPaidOrder(t *testing.T) {
+	s := servertest.StartWithCatalog(t, servertest.Options{ManualRecovery: true})
+	ctx := context.Background()
+	key := servertest.NewKey()
+	body := map[string]any{"selectedTicketId": "tk_a", "quantity": 1}
+	r := s.ReserveWithKey(t, "a", "ev_ga", key, body)
+	var paid servertest.Reserved
+	r.Decode(t, &paid)
+	if c := s.Confirm(t, "a", paid.OrderID, paid.Amount, "psp-1"); c.Status != 200 {
+		t.Fatalf("confirm: %s", c)
+	}
+	s.Drain(t)
+
+	// The old snapshot's claim: the same caller and request, an order of
+	// the attempt that failed.
+	idem := s.Space.Idempotency(key)
+	rec, err := s.Redis.Do(ctx, s.Redis.B().Get().Key(idem).Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := orders.NewOrderID("ev_ga")
+	stale := strings.TrimSuffix(rec, paid.OrderID) + earlier
+	if err := s.Redis.Do(ctx, s.Redis.B().Set().Key(idem).Value(stale).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Rebuilder.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, s, redisstate.Current)
+	r = s.ReserveWithKey(t, "a", "ev_ga", key, body)
+	var again servertest.Reserved
+	if r.Status == 200 {
+		r.Decode(t, &again)
+	}
+	if r.Status != 200 || !again.Duplicate || again.OrderID != paid.OrderID {
+		t.Fatalf("retried reserve after the rebuild: %s, want a replay of %s", r, paid.OrderID)
+	}
 }

@@ -2,6 +2,7 @@ package rebuild
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,11 +11,16 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/lua"
 )
 
 var restoreScript = lua.Load("event_restore")
+
+// errSalesRun means a partition's marker is back while this rebuild
+// writes: another rebuild took the lock and published.
+var errSalesRun = errors.New("sales run again: another rebuild published meanwhile")
 
 // writeEvents gives every event its counters back: the catalog's events
 // and any other event a paid order names (its event never reached the
@@ -52,12 +58,16 @@ func (r *Rebuilder) writeEvents(ctx context.Context, st *state, rep *Report) err
 		args = pairs(args, st.sold[ev])
 		args = pairs(args, st.booked[ev])
 		args = pairs(args, st.used[ev])
-		ks := []string{r.Space.Caps(ev), r.Space.Sold(ev), r.Space.Booked(ev), r.Space.DiscountUsed(ev)}
+		ks := []string{r.Space.Caps(ev), r.Space.Sold(ev), r.Space.Booked(ev), r.Space.DiscountUsed(ev),
+			r.Space.Live(keys.Partition(ev))}
 		arr, err := lua.Array(ctx, r.Redis, restoreScript, ks, args)
 		if err != nil {
 			return fmt.Errorf("rebuild: restore event %s: %w", ev, err)
 		}
-		if c, err := lua.Int(arr, 0); err != nil || c != 0 {
+		switch c, err := lua.Int(arr, 0); {
+		case err == nil && c == 1:
+			return fmt.Errorf("rebuild: restore event %s: %w", ev, errSalesRun)
+		case err != nil || c != 0:
 			return fmt.Errorf("rebuild: restore event %s: %w", ev, lua.ErrReply)
 		}
 		rep.Events++
@@ -104,7 +114,9 @@ const batch = 3000
 // writeOrders puts back the Redis copies of recently paid orders (status
 // and confirm replays answer from them, as before the loss) and their
 // reserves' idempotency records, so a retried reserve replays the paid
-// order instead of making a second one. A key whose 24 hours are over is
+// order instead of making a second one. A key's record is replaced
+// whatever Redis holds: once its order is paid, a claim by any other
+// attempt (an older snapshot's) is stale. A key whose 24 hours are over is
 // not restored.
 func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) error {
 	retention := orDefault(r.Retention, 24*time.Hour)
@@ -113,7 +125,7 @@ func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) err
 	cmds := make(rueidis.Commands, 0, batch)
 	flush := func() error {
 		for _, res := range r.Redis.DoMulti(ctx, cmds...) {
-			if err := res.Error(); err != nil && !rueidis.IsRedisNil(err) {
+			if err := res.Error(); err != nil {
 				return fmt.Errorf("rebuild: restore paid orders: %w", err)
 			}
 		}
@@ -140,7 +152,7 @@ func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) err
 		rep.Orders++
 		if until := o.createdAt.Add(idemTTL); o.idemKey != "" && until.After(now) {
 			cmds = append(cmds, r.Redis.B().Set().Key(r.Space.Idempotency(o.idemKey)).
-				Value(orders.IdempotencyRecord(o.caller, o.fingerprint, o.orderID)).Nx().
+				Value(orders.IdempotencyRecord(o.caller, o.fingerprint, o.orderID)).
 				Pxat(until).Build())
 			rep.IdempotencyKeys++
 		}
