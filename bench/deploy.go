@@ -45,6 +45,7 @@ type deployment struct {
 	recordWhy   string
 	root        string // the module, to build ticketd and the baseline
 	tmp         string // built binaries
+	ticketdBin  string // the built ticketd; empty with -target
 	dbServer    string // where the baseline's database is created
 	outDir      string // logs
 	stamp       string
@@ -137,26 +138,36 @@ func (d *deployment) startLocal(ctx context.Context, c config, stack *procs.Stac
 	}
 	d.redis = rc
 	stack.Push("close redis", func(context.Context) error { rc.Close(); return nil })
-	d.prefix, d.prefixKnown = "bench:"+randomHex(6)+":", true
-	d.benchPrefix = d.prefix
-	stack.Push("delete the bench's redis keys", func(ctx context.Context) error {
-		n, err := redismem.DeletePrefix(ctx, rc, d.prefix)
-		if err == nil {
-			fmt.Fprintf(os.Stderr, "bench: deleted %d redis keys under %s\n", n, d.prefix)
-		}
-		return err
-	})
 
 	fmt.Fprintln(os.Stderr, "bench: building ticketd (go build ./cmd/ticketd)")
-	bin := filepath.Join(d.tmp, "ticketd")
-	if err := procs.Build(ctx, d.root, "./cmd/ticketd", bin); err != nil {
+	d.ticketdBin = filepath.Join(d.tmp, "ticketd")
+	if err := procs.Build(ctx, d.root, "./cmd/ticketd", d.ticketdBin); err != nil {
 		return err
+	}
+	return d.startTicketd(ctx, stack, "ticketd", true)
+}
+
+// startTicketd starts the built ticketd on d's Redis with a fresh key
+// prefix, database and admin token; its clean-up goes on stack. sharedRedis
+// deletes its keys at the end (a Redis the bench owns is removed whole).
+func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name string, sharedRedis bool) error {
+	d.prefix, d.prefixKnown = "bench:"+randomHex(6)+":", true
+	d.benchPrefix = d.prefix
+	if sharedRedis {
+		rc, prefix := d.redis, d.prefix
+		stack.Push("delete the bench's redis keys", func(ctx context.Context) error {
+			n, err := redismem.DeletePrefix(ctx, rc, prefix)
+			if err == nil {
+				fmt.Fprintf(os.Stderr, "bench: deleted %d redis keys under %s\n", n, prefix)
+			}
+			return err
+		})
 	}
 	dbURL, drop, err := procs.CreateDatabase(ctx, d.dbServer, "ticketd_bench_")
 	if err != nil {
 		return err
 	}
-	stack.Push("drop ticketd's database", drop)
+	stack.Push("drop "+name+"'s database", drop)
 	addr, err := procs.FreeAddr()
 	if err != nil {
 		return err
@@ -164,11 +175,11 @@ func (d *deployment) startLocal(ctx context.Context, c config, stack *procs.Stac
 	token := randomHex(16)
 	env := []string{"TICKETD_ADDR=" + addr, "REDIS_URL=" + d.redisURL, "DATABASE_URL=" + dbURL, "TICKETD_ADMIN_TOKEN=" + token,
 		"TICKETD_KEY_PREFIX=" + d.prefix, "TICKETD_SECRETS_KEY=" + randomHex(16), "TICKETD_LOG_FORMAT=text"}
-	p, err := procs.Start("ticketd", bin, nil, env, filepath.Join(d.outDir, "ticketd-"+d.stamp+".log"))
+	p, err := procs.Start(name, d.ticketdBin, nil, env, filepath.Join(d.outDir, name+"-"+d.stamp+".log"))
 	if err != nil {
 		return err
 	}
-	stack.Push("stop ticketd", func(context.Context) error { return p.Stop(30 * time.Second) })
+	stack.Push("stop "+name, func(context.Context) error { return p.Stop(30 * time.Second) })
 	d.addr = addr
 	d.api = &api.Client{Base: "http://" + addr, AdminToken: token}
 	if err := waitUp(ctx, d.api, p, "/readyz", time.Minute); err != nil {
@@ -178,12 +189,12 @@ func (d *deployment) startLocal(ctx context.Context, c config, stack *procs.Stac
 	if err != nil {
 		return err
 	}
-	stack.Push("close the record's pool", func(context.Context) error { pool.Close(); return nil })
+	stack.Push("close "+name+"'s record pool", func(context.Context) error { pool.Close(); return nil })
 	d.record = integrity.Postgres{Pool: pool}
 	d.cpu = d.meter(ctx, d.dbServer, cpuuse.Process("ticketd", p.PID()))
-	d.describe = fmt.Sprintf("ticketd started by the bench on %s (own process; Redis %s prefix %s; fresh Postgres database; log %s)",
-		addr, d.redisURL, d.prefix, p.Log)
-	fmt.Fprintf(os.Stderr, "bench: ticketd up on %s (log %s)\n", addr, p.Log)
+	d.describe = fmt.Sprintf("%s started by the bench on %s (own process; Redis %s prefix %s; fresh Postgres database; log %s)",
+		name, addr, d.redisURL, d.prefix, p.Log)
+	fmt.Fprintf(os.Stderr, "bench: %s up on %s (log %s)\n", name, addr, p.Log)
 	return nil
 }
 

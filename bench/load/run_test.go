@@ -1,8 +1,10 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -165,5 +167,60 @@ func TestTransportErrorsHaveTheirOwnCode(t *testing.T) {
 	}
 	if res.Errors["conn_refused"] != 5 {
 		t.Fatalf("errors %v, want 5 conn_refused", res.Errors)
+	}
+}
+
+// TestOpenLoopReportsTheRateItKept: a server that keeps up gets its
+// arrivals on schedule; one whose every worker is stuck makes the run
+// report fewer arrivals begun than intended, and that the workers were
+// all busy (the target, not the generator, fell behind).
+func TestOpenLoopReportsTheRateItKept(t *testing.T) {
+	addr := serve(t, func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(200) })
+	res, err := Run(context.Background(), addr, Plan{
+		Name: "kept", Unit: "req", Ops: []string{"get"}, Open: true, Rate: 500,
+		Duration: time.Second, Workers: 16, NewActor: newGet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.AchievedRate < 0.9*500 || res.AchievedRate > 1.1*500 || res.Saturated {
+		t.Fatalf("achieved %.0f/s of 500/s, saturated %v: want on schedule", res.AchievedRate, res.Saturated)
+	}
+
+	release := make(chan struct{})
+	stuck := serve(t, func(ctx *fasthttp.RequestCtx) { <-release })
+	t.Cleanup(func() { close(release) })
+	res, err = Run(context.Background(), stuck, Plan{
+		Name: "stuck", Unit: "req", Ops: []string{"get"}, Open: true, Rate: 200, Duration: 250 * time.Millisecond,
+		Workers: 2, Drain: 100 * time.Millisecond, Timeout: 500 * time.Millisecond, NewActor: newGet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Saturated || res.AchievedRate >= 0.5*200 {
+		t.Fatalf("achieved %.0f/s of 200/s, saturated %v: want far behind, every worker busy", res.AchievedRate, res.Saturated)
+	}
+}
+
+// TestProgressLinesNameTheirRun: the ceiling and the baseline run the flash
+// workload too; their progress lines must say which run they belong to.
+func TestProgressLinesNameTheirRun(t *testing.T) {
+	addr := serve(t, func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(200) })
+	var buf bytes.Buffer
+	_, err := Run(context.Background(), addr, Plan{
+		Name: "ceiling-http", Unit: "pairs", Ops: []string{"get"}, Duration: 1200 * time.Millisecond, Workers: 2,
+		Progress: &Progress{W: &buf, Every: 1}, NewActor: newGet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) == 0 || lines[0] == "" {
+		t.Fatal("no progress line")
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(strings.TrimSpace(l), "ceiling-http ") {
+			t.Errorf("progress line does not name its run: %q", l)
+		}
 	}
 }

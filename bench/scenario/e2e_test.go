@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/ticketd/ticketd/bench/api"
 	"github.com/ticketd/ticketd/bench/cpuuse"
 	"github.com/ticketd/ticketd/bench/integrity"
+	"github.com/ticketd/ticketd/bench/load"
 	"github.com/ticketd/ticketd/handlers/servertest"
 )
 
@@ -143,5 +145,39 @@ func TestSeatRushSellsNoSeatTwice(t *testing.T) {
 	}
 	if seatChecks < 3 {
 		t.Fatalf("seat checks not all made: %+v", out.Checks)
+	}
+}
+
+// TestSelloutReportsTheRateOfTheSale sells 100 tickets to 300 buyers
+// arriving at 600 a second against ticketd: it sells out exactly, and its
+// sale rate is the tickets over the sell-out time, faster than over the
+// whole run, whose tail only answers sold out. The progress line carries
+// the label it was given.
+func TestSelloutReportsTheRateOfTheSale(t *testing.T) {
+	t.Parallel()
+	_, env := ticketd(t)
+	var progress bytes.Buffer
+	out, err := Sellout.Run(context.Background(), env, Options{Rate: 600, Arrivals: 300, Capacity: 100, Workers: 64,
+		Progress: &load.Progress{W: &progress, Every: 1}, Label: "sellout-small"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failedChecks(out.Checks); len(f) > 0 {
+		t.Fatalf("integrity failed:\n%s", strings.Join(f, "\n"))
+	}
+	sold, _ := out.Figure(FigSold)
+	took, ok := out.Figure(FigSelloutTime)
+	rate, rateOK := out.Figure(FigSaleRate)
+	if sold != 100 || !ok || !rateOK {
+		t.Fatalf("sold %.0f, sell-out time %v, sale rate %v: want 100 sold and both reported", sold, ok, rateOK)
+	}
+	if diff := rate - sold/took; diff > 0.01 || diff < -0.01 {
+		t.Fatalf("sale rate %.2f, want tickets / sell-out time = %.2f", rate, sold/took)
+	}
+	if whole := out.Result.UnitsPerSec(); rate <= whole {
+		t.Fatalf("sale rate %.1f/s not above the whole run's %.1f/s", rate, whole)
+	}
+	if !strings.Contains(progress.String(), "sellout-small") {
+		t.Fatalf("progress lines do not name the run: %q", progress.String())
 	}
 }

@@ -85,8 +85,12 @@ func runParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Opt
 	if err := env.API.ApplyCatalog(ctx, b.doc(env.Run)); err != nil {
 		return nil, fmt.Errorf("%s: provision the catalog: %w", name, err)
 	}
+	label := name
+	if o.Label != "" {
+		label = o.Label
+	}
 	plan := load.Plan{
-		Name: name, Unit: unit, Ops: ops.names, Primary: ops.add(latencyOp),
+		Name: label, Unit: unit, Ops: ops.names, Primary: ops.add(latencyOp),
 		Open: o.Rate > 0, Rate: o.Rate, Duration: o.Duration, Arrivals: o.Arrivals, Workers: o.Workers,
 		Progress: o.Progress, NewActor: mixer(parts),
 	}
