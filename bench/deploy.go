@@ -43,11 +43,12 @@ type deployment struct {
 	benchPrefix string // keys the bench itself writes (redis-benchmark)
 	record      scenario.Record
 	recordWhy   string
-	root        string // the module, to build ticketd and the baseline
-	tmp         string // built binaries
-	ticketdBin  string // the built ticketd; empty with -target
-	dbServer    string // where the baseline's database is created
-	outDir      string // logs
+	root        string   // the module, to build ticketd and the baseline
+	tmp         string   // built binaries
+	ticketdBin  string   // the built ticketd; empty with -target
+	ticketdEnv  []string // -ticketd-env
+	dbServer    string   // where the baseline's database is created
+	outDir      string   // logs
 	stamp       string
 	allow       []string
 	drain       time.Duration
@@ -80,7 +81,7 @@ func first(vals ...string) string {
 
 // deploy starts ticketd (or, with -target, connects to a running one).
 func deploy(ctx context.Context, c config, stack *procs.Stack) (*deployment, error) {
-	d := &deployment{stamp: time.Now().Format("20060102-150405"), drain: c.DrainTimeout}
+	d := &deployment{stamp: time.Now().Format("20060102-150405"), drain: c.DrainTimeout, ticketdEnv: c.TicketdEnv}
 	for _, a := range strings.Split(c.Allow, ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			d.allow = append(d.allow, a)
@@ -175,6 +176,7 @@ func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name 
 	token := randomHex(16)
 	env := []string{"TICKETD_ADDR=" + addr, "REDIS_URL=" + d.redisURL, "DATABASE_URL=" + dbURL, "TICKETD_ADMIN_TOKEN=" + token,
 		"TICKETD_KEY_PREFIX=" + d.prefix, "TICKETD_SECRETS_KEY=" + randomHex(16), "TICKETD_LOG_FORMAT=text"}
+	env = append(env, d.ticketdEnv...) // later entries win
 	p, err := procs.Start(name, d.ticketdBin, nil, env, filepath.Join(d.outDir, name+"-"+d.stamp+".log"))
 	if err != nil {
 		return err
@@ -194,6 +196,9 @@ func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name 
 	d.cpu = d.meter(ctx, d.dbServer, cpuuse.Process("ticketd", p.PID()))
 	d.describe = fmt.Sprintf("%s started by the bench on %s (own process; Redis %s prefix %s; fresh Postgres database; log %s)",
 		name, addr, d.redisURL, d.prefix, p.Log)
+	if len(d.ticketdEnv) > 0 {
+		d.describe += "; extra environment " + strings.Join(d.ticketdEnv, " ")
+	}
 	fmt.Fprintf(os.Stderr, "bench: %s up on %s (log %s)\n", name, addr, p.Log)
 	return nil
 }

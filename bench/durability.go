@@ -42,7 +42,7 @@ func (d *deployment) startDurable(ctx context.Context, stack *procs.Stack) (*dep
 	}
 	stack.Push("stop the durable redis-server and remove its files", func(context.Context) error { return rs.Stop(30 * time.Second) })
 	dd := &deployment{stamp: d.stamp, drain: d.drain, allow: d.allow, root: d.root, tmp: d.tmp, ticketdBin: d.ticketdBin,
-		dbServer: d.dbServer, outDir: d.outDir, redisURL: rs.URL()}
+		ticketdEnv: d.ticketdEnv, dbServer: d.dbServer, outDir: d.outDir, redisURL: rs.URL()}
 	rc, err := connectRedis(ctx, dd.redisURL)
 	if err != nil {
 		return nil, nil, err
@@ -87,6 +87,14 @@ func runDurable(ctx context.Context, d *deployment, sc scenario.Scenario, o scen
 	}
 	if statErr == nil {
 		figs, note, err := redisCost(ctx, dd, before, r.Units)
+		if a, aofErr := durable.ReadAOF(rs.Dir); aofErr == nil && a.Calls["xadd"] > 0 {
+			// One XADD per paid pair: the pairs of the AOF since its last rewrite.
+			paid := a.Calls["xadd"]
+			figs = append(figs, report.Figure{Name: "durable Redis: AOF bytes per paid pair (since its last rewrite)",
+				Value: float64(a.Total) / float64(paid), Unit: "B"})
+			r.Notes = append(r.Notes, "durable Redis, AOF bytes per paid pair by command (calls per pair; every key carries the bench's "+
+				strconv.Itoa(len(dd.prefix))+"-byte key prefix): "+a.Breakdown(paid))
+		}
 		if err == nil {
 			r.Figures = append(r.Figures, figs...)
 			r.Notes = append(r.Notes, note)
@@ -115,7 +123,7 @@ func redisCost(ctx context.Context, dd *deployment, before durable.Snapshot, pai
 	}
 	c := durable.Compare(before, after, pairs, func(cmd string) bool { return writes[cmd] })
 	figs := []report.Figure{
-		{Name: "durable Redis: commands per pair as sent (a script counts once; reserve, confirm, sync worker)", Value: c.CommandsPerUnit},
+		{Name: "durable Redis: commands per pair (those inside scripts included; reserve, confirm, sync worker)", Value: c.CommandsPerUnit},
 		{Name: "durable Redis: scripts per pair", Value: c.ScriptsPerUnit},
 		{Name: "durable Redis: write commands per pair (those inside scripts included)", Value: c.WritesPerUnit},
 		{Name: "durable Redis: AOF rewrites during the run", Value: float64(c.AOFRewrites)},

@@ -56,6 +56,7 @@ type config struct {
 	Strict        bool
 	Allow         string
 	DrainTimeout  time.Duration
+	TicketdEnv    []string
 }
 
 func main() { os.Exit(run()) }
@@ -79,12 +80,20 @@ func run() int {
 	flag.BoolVar(&c.Strict, "strict", false, "exit non-zero when a target is missed, not only when integrity fails")
 	flag.StringVar(&c.Allow, "allow", "127.0.0.1/32,::1/128", "IP allowlist (CIDRs) of the bench channels: where the load comes from")
 	flag.DurationVar(&c.DrainTimeout, "drain-timeout", 2*time.Minute, "how long the integrity check waits for the sync worker to write everything to Postgres")
+	ticketdEnv := flag.String("ticketd-env", "", "extra environment of the ticketd processes the bench starts, NAME=value words (\"TICKETD_REDIS_FLUSH_DELAY=200us GOGC=800\")")
 	serveCanned := flag.String("serve-canned", "", "internal: serve canned responses on this address (the HTTP ceiling)")
 	flag.Parse()
+	c.TicketdEnv = strings.Fields(*ticketdEnv)
 	flag.Visit(func(f *flag.Flag) { c.prefixSet = c.prefixSet || f.Name == "key-prefix" })
 
 	if *serveCanned != "" {
 		return serveCannedMain(*serveCanned)
+	}
+	for _, kv := range c.TicketdEnv {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			fmt.Fprintf(os.Stderr, "bench: -ticketd-env: %q is not NAME=value\n", kv)
+			return 2
+		}
 	}
 	selected, err := selection(c.Scenario)
 	if err != nil {

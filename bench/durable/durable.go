@@ -22,7 +22,7 @@ type Snapshot struct {
 	// Calls counts each command's calls ("hset", "xinfo|groups"), those
 	// made by scripts included.
 	Calls       map[string]int64
-	Commands    int64 // total_commands_processed: client calls, a script counts once
+	Commands    int64 // total_commands_processed: those inside scripts included
 	AOFRewrites int64
 	// AOFDelayedFsync counts fsyncs Redis postponed (everysec only).
 	AOFDelayedFsync int64
@@ -81,7 +81,7 @@ type CommandCost struct {
 // Cost is what a Redis did between two snapshots, per unit of work.
 type Cost struct {
 	Units           int64
-	CommandsPerUnit float64 // as clients sent them: a script is one
+	CommandsPerUnit float64 // every command run, those inside scripts included
 	WritesPerUnit   float64 // commands flagged write, those in scripts included
 	ScriptsPerUnit  float64 // EVALSHA, EVAL, FCALL
 	PerCommand      []CommandCost

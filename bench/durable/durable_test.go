@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func ownRedis(t *testing.T) (*procs.Redis, rueidis.Client) {
 // script writing twice and one plain write costs one script and three
 // writes, as Redis counted them, whatever the script hides.
 func TestCostCountsTheWritesInsideScripts(t *testing.T) {
-	_, rc := ownRedis(t)
+	rs, rc := ownRedis(t)
 	ctx := context.Background()
 	before, err := Take(ctx, rc)
 	if err != nil {
@@ -76,11 +77,29 @@ func TestCostCountsTheWritesInsideScripts(t *testing.T) {
 	if c.ScriptsPerUnit != 1 || c.WritesPerUnit != 3 {
 		t.Fatalf("%.2f scripts and %.2f writes per unit, want 1 and 3 (%s)", c.ScriptsPerUnit, c.WritesPerUnit, c.Breakdown(0))
 	}
-	if c.CommandsPerUnit < 2 {
-		t.Fatalf("%.2f commands per unit as sent, want at least the script and the SET", c.CommandsPerUnit)
+	if c.CommandsPerUnit < 5 {
+		t.Fatalf("%.2f commands per unit, want at least the script, the three commands in it and the SET", c.CommandsPerUnit)
 	}
 	if _, _, err := FsyncStall(ctx, rc); err != nil {
 		t.Fatal(err)
+	}
+
+	// The AOF holds the script's writes (PEXPIRE as PEXPIREAT) in
+	// MULTI/EXEC, and the plain SET, each once per unit.
+	a, err := ReadAOF(rs.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]int64{"hset": units, "pexpireat": units, "set": units, "multi": units, "exec": units} {
+		if a.Calls[cmd] != want {
+			t.Errorf("AOF has %d %s, want %d (%v)", a.Calls[cmd], cmd, want, a.Calls)
+		}
+	}
+	if a.Calls["hget"] != 0 || a.Calls["eval"] != 0 {
+		t.Errorf("reads or the script itself in the AOF: %v", a.Calls)
+	}
+	if got := a.Breakdown(units); !strings.Contains(got, "hset ") || !strings.Contains(got, " B (1.00)") {
+		t.Errorf("breakdown %q", got)
 	}
 }
 
