@@ -138,14 +138,10 @@ func names() []string {
 	return out
 }
 
-// selection returns the scenarios a -scenario value names. flash-durable
-// brings flash along: its figure is the cost against that run.
+// selection returns the scenarios a -scenario value names.
 func selection(name string) ([]scenario.Scenario, error) {
-	switch name {
-	case "all":
+	if name == "all" {
 		return scenario.All, nil
-	case scenario.FlashDurable.Name():
-		return []scenario.Scenario{scenario.Flash, scenario.FlashDurable}, nil
 	}
 	for _, s := range scenario.All {
 		if s.Name() == name {
@@ -190,14 +186,15 @@ func runSuite(ctx context.Context, c config, selected []scenario.Scenario, stack
 		if ctx.Err() != nil {
 			break
 		}
-		r, skip := runScenario(ctx, c, d, sc, len(selected) == 1, progress)
+		runs, skip := runScenario(ctx, c, d, sc, len(selected) == 1, progress)
 		if skip != "" {
 			fmt.Fprintln(os.Stderr, "bench:", skip)
 			s.Notes = append(s.Notes, skip)
-			continue
 		}
-		cmp.attach(&r)
-		s.Runs = append(s.Runs, r)
+		for _, r := range runs {
+			cmp.attach(&r)
+			s.Runs = append(s.Runs, r)
+		}
 	}
 	costOfDurability(s)
 	s.IntegrityOK = true
@@ -213,9 +210,9 @@ func runSuite(ctx context.Context, c config, selected []scenario.Scenario, stack
 	return s, nil
 }
 
-// runScenario runs one scenario and turns its outcome into a report run;
-// skip says why a scenario did not run.
-func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scenario, alone bool, pr *load.Progress) (r report.Run, skip string) {
+// runScenario runs one scenario and turns its outcome into report runs
+// (flash-durable makes two); skip says why a scenario did not run.
+func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scenario, alone bool, pr *load.Progress) (runs []report.Run, skip string) {
 	o := scenario.Options{Duration: c.Duration, Workers: c.Concurrency, Progress: pr}
 	if c.Rate > 0 && (alone || sc.Name() == scenario.FlashOpen.Name()) {
 		o.Rate = c.Rate
@@ -225,13 +222,13 @@ func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scena
 	}
 	fmt.Fprintf(os.Stderr, "bench: %s\n", sc.Name())
 	if sc == scenario.FlashDurable {
-		return runDurable(ctx, d, sc, o)
+		return runDurable(ctx, d, o)
 	}
 	out, err := sc.Run(ctx, d.env(), o)
 	if err != nil {
-		return report.Run{Scenario: sc.Name(), Target: "ticketd", Integrity: failed(sc.Name(), err)}, ""
+		return []report.Run{{Scenario: sc.Name(), Target: "ticketd", Integrity: failed(sc.Name(), err)}}, ""
 	}
-	return toRun(sc.Name(), "ticketd", out), ""
+	return []report.Run{toRun(sc.Name(), "ticketd", out)}, ""
 }
 
 // toRun turns a scenario outcome into a report run.

@@ -379,3 +379,60 @@ type Progress struct {
 	Carriage bool
 	Every    int
 }
+
+// Merge joins the results of runs of one plan made one after another (the
+// slices of an alternating measurement) into one result, as if they were
+// one run: counts and histograms summed, elapsed times added, the series
+// laid end to end. Mode, name, unit, workers and start come from the first.
+func Merge(parts ...*Result) *Result {
+	if len(parts) == 0 {
+		return nil
+	}
+	first := parts[0]
+	m := &Result{Name: first.Name, Unit: first.Unit, Mode: first.Mode, Rate: first.Rate, Workers: first.Workers,
+		Started: first.Started, Errors: map[string]int64{}, Rejections: map[string]int64{}}
+	var begun float64 // open loops: arrivals begun, from each part's rate and length
+	for _, p := range parts {
+		offset := m.Elapsed.Seconds()
+		for _, s := range p.Series {
+			s.T += offset
+			s.Errors += sum(m.Errors)
+			m.Series = append(m.Series, s)
+		}
+		m.Elapsed += p.Elapsed
+		m.Arrivals += p.Arrivals
+		m.Abandoned += p.Abandoned
+		m.Units += p.Units
+		m.Requests += p.Requests
+		m.Saturated = m.Saturated || p.Saturated
+		m.Interrupted = m.Interrupted || p.Interrupted
+		begun += p.AchievedRate * p.Elapsed.Seconds()
+		for k, n := range p.Errors {
+			m.Errors[k] += n
+		}
+		for k, n := range p.Rejections {
+			m.Rejections[k] += n
+		}
+		for i, h := range p.Hists {
+			if i == len(m.Hists) {
+				m.Hists = append(m.Hists, newHist())
+			}
+			m.Hists[i].Merge(h)
+		}
+	}
+	if m.Elapsed > 0 {
+		m.AchievedRate = begun / m.Elapsed.Seconds()
+	}
+	for i, h := range m.Hists {
+		m.Ops = append(m.Ops, Stats(first.Ops[i].Name, h))
+	}
+	return m
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

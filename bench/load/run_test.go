@@ -224,3 +224,38 @@ func TestProgressLinesNameTheirRun(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeJoinsSlicesAsOneRun: two slices of a run merged count every
+// request, latency and code once, and their series run on in time.
+func TestMergeJoinsSlicesAsOneRun(t *testing.T) {
+	var n atomic.Int64
+	addr := serve(t, func(ctx *fasthttp.RequestCtx) {
+		if n.Add(1)%10 == 0 {
+			ctx.SetStatusCode(409)
+			ctx.SetBodyString(`{"success":false,"code":"TICKET_SOLD_OUT"}`)
+			return
+		}
+		ctx.SetStatusCode(200)
+	})
+	run := func(arrivals int64) *Result {
+		res, err := Run(context.Background(), addr, Plan{Name: "slice", Unit: "req", Ops: []string{"get"},
+			Duration: 1100 * time.Millisecond, Arrivals: arrivals, Workers: 2, NewActor: newGet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := run(100), run(50)
+	m := Merge(a, b)
+	if m.Requests != 150 || m.Units+m.Rejections["TICKET_SOLD_OUT"] != 150 || m.Op("get").Count != 150 {
+		t.Fatalf("merged requests %d, units %d, rejections %v, latencies %d: want all 150", m.Requests, m.Units, m.Rejections, m.Op("get").Count)
+	}
+	if m.Elapsed != a.Elapsed+b.Elapsed || m.Rejections["TICKET_SOLD_OUT"] != a.Rejections["TICKET_SOLD_OUT"]+b.Rejections["TICKET_SOLD_OUT"] {
+		t.Fatalf("elapsed %s (parts %s + %s), rejections %v", m.Elapsed, a.Elapsed, b.Elapsed, m.Rejections)
+	}
+	for i := 1; i < len(m.Series); i++ {
+		if m.Series[i].T <= m.Series[i-1].T {
+			t.Fatalf("series goes back in time: %+v", m.Series)
+		}
+	}
+}

@@ -181,3 +181,36 @@ func TestSelloutReportsTheRateOfTheSale(t *testing.T) {
 		t.Fatalf("progress lines do not name the run: %q", progress.String())
 	}
 }
+
+// TestAlternateMeasuresTwoDeploymentsInTurns runs the flash loop against
+// two ticketd stacks in turns (A B B A): each side's slices are merged into
+// one result whose sale checks pass, and the progress lines show the turns.
+func TestAlternateMeasuresTwoDeploymentsInTurns(t *testing.T) {
+	t.Parallel()
+	_, a := ticketd(t)
+	_, b := ticketd(t)
+	var progress bytes.Buffer
+	outs, err := Alternate(context.Background(), [2]*Env{a, b}, [2]string{"side-a", "side-b"},
+		Options{Duration: 800 * time.Millisecond, Workers: 8, Progress: &load.Progress{W: &progress, Every: 1}}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, out := range outs {
+		if f := failedChecks(out.Checks); len(f) > 0 || !out.Checks.OK() {
+			t.Fatalf("side %d: integrity failed:\n%s", i, strings.Join(f, "\n"))
+		}
+		if out.Result.Units == 0 || out.Result.Elapsed < 800*time.Millisecond {
+			t.Fatalf("side %d: %d pairs in %s: want both slices of 400ms merged", i, out.Result.Units, out.Result.Elapsed)
+		}
+	}
+	var turns []string
+	for _, l := range strings.Split(strings.TrimSpace(progress.String()), "\n") {
+		name := strings.Fields(l)[0]
+		if len(turns) == 0 || turns[len(turns)-1] != name {
+			turns = append(turns, name)
+		}
+	}
+	if strings.Join(turns, " ") != "side-a side-b side-a" { // A B B A: the two B slices run back to back
+		t.Fatalf("turns %v, want side-a, side-b (twice), side-a", turns)
+	}
+}

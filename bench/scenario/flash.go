@@ -13,17 +13,14 @@ import (
 // checkout) and confirms it with the signed request. As "flash" it runs a
 // closed loop at maximum throughput, and as "flash-open" an open loop at a
 // fixed rate, both with a capacity the run cannot sell out, so every pair
-// does the full claim. "flash-durable" is flash against a ticketd whose
-// Redis runs with the shipped durable settings (deploy/redis.conf): the
-// bench starts that deployment. Sellout (sellout.go) is the same flow with
+// does the full claim. FlashDurable (durable.go) measures it on Redis
+// with and without persistence. Sellout (sellout.go) is the same flow with
 // 10,000 tickets.
 var (
 	Flash = &single{name: "flash", unit: "pairs", latencyOp: "pair",
 		defaults: Options{Duration: 20 * time.Second, Workers: 128, Capacity: neverSoldOut},
 		newPart:  func(o Options) part { return &flash{capacity: o.Capacity} }}
-	FlashDurable = &single{name: "flash-durable", unit: "pairs", latencyOp: "pair",
-		defaults: Options{Duration: 20 * time.Second, Workers: 128, Capacity: neverSoldOut},
-		newPart:  func(o Options) part { return &flash{capacity: o.Capacity} }}
+
 	FlashOpen = &single{name: "flash-open", unit: "pairs", latencyOp: "pair",
 		defaults: Options{Duration: 20 * time.Second, Rate: 5000, Workers: 1024, Capacity: neverSoldOut},
 		newPart:  func(o Options) part { return &flash{capacity: o.Capacity} }}
