@@ -214,6 +214,10 @@ func runSuite(ctx context.Context, c config, selected []scenario.Scenario, stack
 // (flash-durable makes two); skip says why a scenario did not run.
 func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scenario, alone bool, pr *load.Progress) (runs []report.Run, skip string) {
 	o := scenario.Options{Duration: c.Duration, Workers: c.Concurrency, Progress: pr}
+	if sc == scenario.FlashDurable { // closed loops only: -rate does not apply
+		fmt.Fprintf(os.Stderr, "bench: %s\n", sc.Name())
+		return runDurable(ctx, d, o)
+	}
 	if c.Rate > 0 && (alone || sc.Name() == scenario.FlashOpen.Name()) {
 		o.Rate = c.Rate
 	}
@@ -221,9 +225,6 @@ func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scena
 		o.Workers = openInFlight
 	}
 	fmt.Fprintf(os.Stderr, "bench: %s\n", sc.Name())
-	if sc == scenario.FlashDurable {
-		return runDurable(ctx, d, o)
-	}
 	out, err := sc.Run(ctx, d.env(), o)
 	if err != nil {
 		return []report.Run{{Scenario: sc.Name(), Target: "ticketd", Integrity: failed(sc.Name(), err)}}, ""
