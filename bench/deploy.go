@@ -47,6 +47,7 @@ type deployment struct {
 	tmp         string   // built binaries
 	ticketdBin  string   // the built ticketd; empty with -target
 	ticketdEnv  []string // -ticketd-env
+	ticketdPID  int      // the ticketd the bench started; 0 with -target
 	dbServer    string   // where the baseline's database is created
 	outDir      string   // logs
 	stamp       string
@@ -182,7 +183,7 @@ func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name 
 		return err
 	}
 	stack.Push("stop "+name, func(context.Context) error { return p.Stop(30 * time.Second) })
-	d.addr = addr
+	d.addr, d.ticketdPID = addr, p.PID()
 	d.api = &api.Client{Base: "http://" + addr, AdminToken: token}
 	if err := waitUp(ctx, d.api, p, "/readyz", time.Minute); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ticketd/ticketd/bench/cpuuse"
 	"github.com/ticketd/ticketd/bench/durable"
 	"github.com/ticketd/ticketd/bench/procs"
 	"github.com/ticketd/ticketd/bench/report"
@@ -75,7 +76,11 @@ func runDurable(ctx context.Context, d *deployment, o scenario.Options) (runs []
 	// event loop that wrote can answer.
 	p50, p99, fsyncErr := durable.FsyncTime(rs.Dir, 200)
 	before, statErr := durable.Take(ctx, dd.redis)
-	durOut, plainOut, err := scenario.FlashDurable.Pair(ctx, dd.env(), d.env(), o)
+	durEnv, plainEnv := dd.env(), d.env()
+	if m := pairMeter(ctx, d, dd); m != nil {
+		durEnv.CPU, plainEnv.CPU = m, m
+	}
+	durOut, plainOut, err := scenario.FlashDurable.Pair(ctx, durEnv, plainEnv, o)
 	if err != nil {
 		return []report.Run{{Scenario: name, Target: "ticketd", Integrity: failed(name, err)}}, ""
 	}
@@ -111,6 +116,28 @@ func runDurable(ctx context.Context, d *deployment, o scenario.Options) (runs []
 		r.Notes = append(r.Notes, "the durable Redis's counters could not be read: "+statErr.Error())
 	}
 	return []report.Run{r, plain}, ""
+}
+
+// pairMeter meters the processes of both deployments in every slice of
+// the durable measurement, so that what one side leaves running into the
+// other's slice (its sync worker draining, an AOF rewrite: the durable
+// Redis counts with its ended children) shows in that slice's table.
+// nil off Linux.
+func pairMeter(ctx context.Context, plain, dur *deployment) *cpuuse.Meter {
+	if !cpuuse.Supported() {
+		return nil
+	}
+	srcs := []cpuuse.Source{cpuuse.Process("ticketd", plain.ticketdPID), cpuuse.Process("ticketd-durable", dur.ticketdPID)}
+	if pid, ok := localRedisPID(ctx, plain.redis, plain.redisURL); ok {
+		srcs = append(srcs, cpuuse.Process("redis", pid))
+	}
+	if pid, ok := localRedisPID(ctx, dur.redis, dur.redisURL); ok {
+		srcs = append(srcs, cpuuse.ProcessAndChildren("redis-durable (and its AOF rewrites)", pid))
+	}
+	if isLocalPostgres(plain.dbServer) {
+		srcs = append(srcs, cpuuse.Command("postgres", "postgres"))
+	}
+	return cpuuse.New(append(srcs, cpuuse.Self("load generator"))...)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -244,6 +244,9 @@ func toRun(name, target string, o *scenario.Outcome) report.Run {
 	}
 	r.RedisBytesPerHold, r.RedisBytesPerPendingOrder = o.BytesPerHold, o.BytesPerPendingOrder
 	r.CPU = cpuShares(o.CPU, r.ThroughputPerS) // CPU over the whole run, per unit over the whole run
+	if w := busyMachine(r.CPU, runtime.NumCPU()); w != "" {
+		r.Warnings = append(r.Warnings, w)
+	}
 	r.Notes = append(r.Notes, o.Notes...)
 	if _, ok := o.Figure(scenario.FigCapacity); ok && o.Result != nil {
 		saleRate(&r, o)

@@ -28,11 +28,22 @@ const Machine = "machine (all processes)"
 type Source struct {
 	Name string
 	pids func() []int
+	// children adds what the process's children spent once they ended
+	// (a Redis fork that rewrote the AOF).
+	children bool
 }
 
 // Process is one process by pid.
 func Process(name string, pid int) Source {
 	return Source{Name: name, pids: func() []int { return []int{pid} }}
+}
+
+// ProcessAndChildren is one process by pid with its children that ended
+// (and were waited for) within the window: Redis and its AOF rewrites.
+func ProcessAndChildren(name string, pid int) Source {
+	s := Process(name, pid)
+	s.children = true
+	return s
 }
 
 // Self is the calling process (the load generator).
@@ -84,7 +95,7 @@ func (m *Meter) Begin() {
 	defer m.mu.Unlock()
 	m.begin = make([]map[int]int64, len(m.sources))
 	for i, s := range m.sources {
-		m.begin[i] = ticks(s.pids())
+		m.begin[i] = ticks(s.pids(), s.children)
 	}
 	m.busy0, m.total0, _, _ = machineTicks()
 	m.t0 = time.Now()
@@ -109,7 +120,7 @@ func (m *Meter) End() {
 	m.shares = make([]Share, 0, len(m.sources)+1)
 	for i, s := range m.sources {
 		var spent int64
-		for pid, t := range ticks(s.pids()) {
+		for pid, t := range ticks(s.pids(), s.children) {
 			spent += t - m.begin[i][pid]
 		}
 		m.shares = append(m.shares, Share{Process: s.Name, Cores: float64(spent) / ticksPerSecond / secs})
@@ -129,43 +140,53 @@ func (m *Meter) Shares() []Share {
 	return append([]Share(nil), m.shares...)
 }
 
-// ticks reads user+system ticks of each pid still running.
-func ticks(pids []int) map[int]int64 {
+// ticks reads user+system ticks of each pid still running, with those
+// of its ended children when children is set.
+func ticks(pids []int, children bool) map[int]int64 {
 	out := make(map[int]int64, len(pids))
 	for _, pid := range pids {
-		if t, err := processTicks(pid); err == nil {
+		if t, err := processTicks(pid, children); err == nil {
 			out[pid] = t
 		}
 	}
 	return out
 }
 
-// processTicks reads utime+stime from /proc/<pid>/stat. The command name
-// in parentheses may hold spaces, so fields are counted after its last ')'.
-func processTicks(pid int) (int64, error) {
+// processTicks reads utime+stime (and cutime+cstime) from
+// /proc/<pid>/stat. The command name in parentheses may hold spaces, so
+// fields are counted after its last ')'.
+func processTicks(pid int, children bool) (int64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, err
 	}
-	return parseStat(b)
+	return parseStat(b, children)
 }
 
-func parseStat(b []byte) (int64, error) {
+func parseStat(b []byte, children bool) (int64, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return 0, fmt.Errorf("cpuuse: stat %.40q: no command name", b)
 	}
 	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
+	// f[0] is field 3 (state); utime, stime, cutime and cstime are
+	// fields 14 to 17.
+	if len(f) < 15 {
 		return 0, fmt.Errorf("cpuuse: stat %.40q: %d fields", b, len(f))
 	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("cpuuse: stat: utime %q stime %q", f[11], f[12])
+	last := 12
+	if children {
+		last = 14
 	}
-	return u + s, nil
+	var sum int64
+	for _, v := range f[11 : last+1] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("cpuuse: stat: times %q", f[11:last+1])
+		}
+		sum += n
+	}
+	return sum, nil
 }
 
 // machineTicks reads /proc/stat: busy (all but idle and iowait) and total
