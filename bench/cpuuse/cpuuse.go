@@ -24,6 +24,10 @@ const ticksPerSecond = 100
 // Machine is the name of the share that sums every CPU's busy time.
 const Machine = "machine (all processes)"
 
+// Interrupts is the name of the share of interrupt and softirq time (the
+// kernel's network and disk work that no process is charged with).
+const Interrupts = "kernel interrupts (irq, softirq: network, disk)"
+
 // Source is one process, or a set of processes counted together.
 type Source struct {
 	Name string
@@ -73,6 +77,7 @@ type Meter struct {
 	begin   []map[int]int64
 	busy0   int64
 	total0  int64
+	irq0    int64
 	shares  []Share
 	running bool
 }
@@ -97,7 +102,7 @@ func (m *Meter) Begin() {
 	for i, s := range m.sources {
 		m.begin[i] = ticks(s.pids(), s.children)
 	}
-	m.busy0, m.total0, _, _ = machineTicks()
+	m.busy0, m.total0, m.irq0, _, _ = machineTicks()
 	m.t0 = time.Now()
 	m.shares, m.running = nil, true
 }
@@ -125,8 +130,10 @@ func (m *Meter) End() {
 		}
 		m.shares = append(m.shares, Share{Process: s.Name, Cores: float64(spent) / ticksPerSecond / secs})
 	}
-	if busy, total, cpus, err := machineTicks(); err == nil && total > m.total0 {
-		m.shares = append(m.shares, Share{Process: Machine, Cores: float64(cpus) * float64(busy-m.busy0) / float64(total-m.total0)})
+	if busy, total, irq, cpus, err := machineTicks(); err == nil && total > m.total0 {
+		cores := func(ticks int64) float64 { return float64(cpus) * float64(ticks) / float64(total-m.total0) }
+		m.shares = append(m.shares, Share{Process: Interrupts, Cores: cores(irq - m.irq0)},
+			Share{Process: Machine, Cores: cores(busy - m.busy0)})
 	}
 }
 
@@ -189,13 +196,13 @@ func parseStat(b []byte, children bool) (int64, error) {
 	return sum, nil
 }
 
-// machineTicks reads /proc/stat: busy (all but idle and iowait) and total
-// ticks summed over every CPU (its first line), and how many CPUs it lists
-// (the machine's, whatever this process's affinity).
-func machineTicks() (busy, total int64, cpus int, err error) {
+// machineTicks reads /proc/stat: busy (all but idle and iowait), total,
+// and irq+softirq ticks summed over every CPU (its first line), and how
+// many CPUs it lists (the machine's, whatever this process's affinity).
+func machineTicks() (busy, total, irq int64, cpus int, err error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	line, rest, _ := bytes.Cut(b, []byte{'\n'})
 	for l := range bytes.Lines(rest) {
@@ -205,21 +212,24 @@ func machineTicks() (busy, total int64, cpus int, err error) {
 	}
 	f := strings.Fields(string(line))
 	if len(f) < 6 || f[0] != "cpu" || cpus == 0 {
-		return 0, 0, 0, fmt.Errorf("cpuuse: /proc/stat: unexpected first line %q or no cpuN lines", line)
+		return 0, 0, 0, 0, fmt.Errorf("cpuuse: /proc/stat: unexpected first line %q or no cpuN lines", line)
 	}
 	// user nice system idle iowait irq softirq steal (guest times are
 	// already inside user and nice).
 	for i, v := range f[1:min(len(f), 9)] {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return 0, 0, 0, fmt.Errorf("cpuuse: /proc/stat: %w", err)
+			return 0, 0, 0, 0, fmt.Errorf("cpuuse: /proc/stat: %w", err)
 		}
 		total += n
 		if i != 3 && i != 4 {
 			busy += n
 		}
+		if i == 5 || i == 6 {
+			irq += n
+		}
 	}
-	return busy, total, cpus, nil
+	return busy, total, irq, cpus, nil
 }
 
 // pidsOf lists the processes whose command name is comm.
