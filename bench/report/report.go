@@ -73,8 +73,8 @@ type Run struct {
 	CPU    []CPUShare    `json:"cpu"`
 	Series []load.Second `json:"series"`
 	Notes  []string      `json:"notes"`
-	// Warnings are what makes the run's figures doubtful (an open loop
-	// behind its schedule).
+	// Warnings are what makes the run's figures doubtful: a load generator
+	// behind its schedule, a machine busy with other work.
 	Warnings    []string `json:"warnings"`
 	Interrupted bool     `json:"interrupted"`
 	// Targets are the targets this run is judged on (single-scenario JSON).
