@@ -25,7 +25,7 @@ type comparisons struct {
 }
 
 // pairScenarios are the scenarios measured in reserve+confirm pairs.
-var pairScenarios = map[string]bool{"flash": true, "flash-open": true, "sellout": true, "mixed": true}
+var pairScenarios = map[string]bool{"flash": true, "flash-durable": true, "flash-open": true, "sellout": true, "mixed": true}
 
 func needsComparisons(selected []scenario.Scenario) bool {
 	for _, s := range selected {
@@ -36,11 +36,16 @@ func needsComparisons(selected []scenario.Scenario) bool {
 	return false
 }
 
-// attach gives a run the comparison figures and, for a closed-loop pairs
-// run of ticketd (the one measured like them), the ratios.
+// attach gives a run the comparison figures and, for a pairs run of
+// ticketd whose throughput is a capacity, the ratios; otherwise a note
+// says why it has none.
 func (cmp *comparisons) attach(r *report.Run) {
 	r.CeilingPerS, r.CeilingRedisPerS, r.BaselinePerS = cmp.ceilingHTTP, cmp.ceilingRedis, cmp.pg
-	if r.Target != "ticketd" || r.Unit != "pairs" || r.Mode != "closed" || r.Interrupted {
+	if r.Target != "ticketd" || r.Unit != "pairs" {
+		return
+	}
+	if why := cmp.noRatios(r); why != "" {
+		r.Notes = append(r.Notes, "no ratios to the ceiling and the baseline: "+why)
 		return
 	}
 	if cmp.ceilingHTTP != nil && *cmp.ceilingHTTP > 0 {
@@ -51,6 +56,30 @@ func (cmp *comparisons) attach(r *report.Run) {
 		v := r.ThroughputPerS / *cmp.pg
 		r.RatioToBaseline = &v
 	}
+	if r.Mode == "open" {
+		r.Notes = append(r.Notes, fmt.Sprintf("ratios of an open loop ticketd did not keep up with (%s arrivals/s offered, at most %d in flight), "+
+			"against the closed loops of the ceiling and the baseline", thousands(r.Rate), r.Concurrency))
+	}
+}
+
+// noRatios says why a pairs run of ticketd gets no ratios: they compare
+// capacities, so the run's throughput must be one. A closed loop's is; an
+// open loop's only when ticketd fell behind the arrivals (otherwise its
+// throughput is the rate asked for).
+func (cmp *comparisons) noRatios(r *report.Run) string {
+	switch {
+	case r.Interrupted:
+		return "the run was interrupted"
+	case (cmp.ceilingHTTP == nil || *cmp.ceilingHTTP <= 0) && (cmp.pg == nil || *cmp.pg <= 0):
+		return "neither the HTTP ceiling nor the baseline ran (see the notes)"
+	case r.Mode == "closed":
+		return ""
+	case r.GeneratorBehind():
+		return "the load generator fell behind its schedule, so the run measured less load than intended"
+	case !r.Saturated || r.ThroughputPerS >= report.BehindShare*r.Rate:
+		return fmt.Sprintf("ticketd kept up with the %s arrivals/s offered, so its throughput is the rate asked for, not a capacity", thousands(r.Rate))
+	}
+	return ""
 }
 
 // compare measures the ceilings and the baseline, each as long as its
@@ -124,7 +153,7 @@ func (cmp *comparisons) httpCeiling(ctx context.Context, c config, d *deployment
 	}
 	env := &scenario.Env{API: a, Addr: addr, Run: newRunID(), Allow: d.allow, Canned: true,
 		CPU: d.meter(ctx, "", cpuuse.Process("canned server", p.PID()))}
-	out, err := scenario.Flash.Run(ctx, env, scenario.Options{Duration: dur, Workers: c.Concurrency, Progress: pr})
+	out, err := scenario.Flash.Run(ctx, env, scenario.Options{Duration: dur, Workers: c.Concurrency, Progress: pr, Label: "ceiling-http"})
 	if err != nil {
 		cmp.notes = append(cmp.notes, "ceiling-http not run: "+err.Error())
 		return
@@ -182,7 +211,7 @@ func (cmp *comparisons) baseline(ctx context.Context, c config, d *deployment, p
 	}
 	env := &scenario.Env{API: a, Addr: addr, Run: newRunID(), Allow: d.allow, Record: scenario.BaselineRecord{API: a},
 		DrainTimeout: d.drain, CPU: d.meter(ctx, d.dbServer, cpuuse.Process("baseline server", p.PID()))}
-	out, err := scenario.Flash.Run(ctx, env, scenario.Options{Duration: dur, Workers: c.Concurrency, Progress: pr})
+	out, err := scenario.Flash.Run(ctx, env, scenario.Options{Duration: dur, Workers: c.Concurrency, Progress: pr, Label: "baseline"})
 	if err != nil {
 		fail(err.Error())
 		return

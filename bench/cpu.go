@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -82,16 +83,47 @@ func isLoopback(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// Other is the share of the machine neither the metered processes nor the
+// kernel's interrupt work explain: other users of a shared machine (and
+// the kernel's threads).
+const Other = "other (other users of the machine)"
+
+// otherWarnCores is how much of the machine other work may take before a
+// run is flagged as measured on a busy machine.
+const otherWarnCores = 0.3
+
 // cpuShares turns what a meter read into report shares per unit of r's
-// throughput.
+// throughput, with the share of the machine the listed processes do not
+// explain.
 func cpuShares(shares []cpuuse.Share, throughput float64) []report.CPUShare {
-	out := make([]report.CPUShare, 0, len(shares))
-	for _, s := range shares {
-		c := report.CPUShare{Process: s.Process, Cores: s.Cores}
+	out := make([]report.CPUShare, 0, len(shares)+1)
+	add := func(name string, cores float64) {
+		c := report.CPUShare{Process: name, Cores: cores}
 		if throughput > 0 {
-			c.MicrosPerUnit = s.Cores / throughput * 1e6
+			c.MicrosPerUnit = cores / throughput * 1e6
 		}
 		out = append(out, c)
 	}
+	var listed float64
+	for _, s := range shares {
+		add(s.Process, s.Cores)
+		if s.Process != cpuuse.Machine {
+			listed += s.Cores
+			continue
+		}
+		add(Other, max(s.Cores-listed, 0))
+	}
 	return out
+}
+
+// busyMachine is the warning of a run during which other work took a
+// good part of the machine; empty otherwise.
+func busyMachine(shares []report.CPUShare, cpus int) string {
+	for _, s := range shares {
+		if s.Process == Other && s.Cores > otherWarnCores {
+			return fmt.Sprintf("other work took %.2f of the machine's %d cores during this run (other users of a shared machine): "+
+				"the run had less CPU than the machine has, so its throughput is lower, and a comparison with another run is less sure", s.Cores, cpus)
+		}
+	}
+	return ""
 }

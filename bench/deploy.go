@@ -43,10 +43,13 @@ type deployment struct {
 	benchPrefix string // keys the bench itself writes (redis-benchmark)
 	record      scenario.Record
 	recordWhy   string
-	root        string // the module, to build ticketd and the baseline
-	tmp         string // built binaries
-	dbServer    string // where the baseline's database is created
-	outDir      string // logs
+	root        string   // the module, to build ticketd and the baseline
+	tmp         string   // built binaries
+	ticketdBin  string   // the built ticketd; empty with -target
+	ticketdEnv  []string // -ticketd-env
+	ticketdPID  int      // the ticketd the bench started; 0 with -target
+	dbServer    string   // where the baseline's database is created
+	outDir      string   // logs
 	stamp       string
 	allow       []string
 	drain       time.Duration
@@ -79,7 +82,7 @@ func first(vals ...string) string {
 
 // deploy starts ticketd (or, with -target, connects to a running one).
 func deploy(ctx context.Context, c config, stack *procs.Stack) (*deployment, error) {
-	d := &deployment{stamp: time.Now().Format("20060102-150405"), drain: c.DrainTimeout}
+	d := &deployment{stamp: time.Now().Format("20060102-150405"), drain: c.DrainTimeout, ticketdEnv: c.TicketdEnv}
 	for _, a := range strings.Split(c.Allow, ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			d.allow = append(d.allow, a)
@@ -137,26 +140,36 @@ func (d *deployment) startLocal(ctx context.Context, c config, stack *procs.Stac
 	}
 	d.redis = rc
 	stack.Push("close redis", func(context.Context) error { rc.Close(); return nil })
-	d.prefix, d.prefixKnown = "bench:"+randomHex(6)+":", true
-	d.benchPrefix = d.prefix
-	stack.Push("delete the bench's redis keys", func(ctx context.Context) error {
-		n, err := redismem.DeletePrefix(ctx, rc, d.prefix)
-		if err == nil {
-			fmt.Fprintf(os.Stderr, "bench: deleted %d redis keys under %s\n", n, d.prefix)
-		}
-		return err
-	})
 
 	fmt.Fprintln(os.Stderr, "bench: building ticketd (go build ./cmd/ticketd)")
-	bin := filepath.Join(d.tmp, "ticketd")
-	if err := procs.Build(ctx, d.root, "./cmd/ticketd", bin); err != nil {
+	d.ticketdBin = filepath.Join(d.tmp, "ticketd")
+	if err := procs.Build(ctx, d.root, "./cmd/ticketd", d.ticketdBin); err != nil {
 		return err
+	}
+	return d.startTicketd(ctx, stack, "ticketd", true)
+}
+
+// startTicketd starts the built ticketd on d's Redis with a fresh key
+// prefix, database and admin token; its clean-up goes on stack. sharedRedis
+// deletes its keys at the end (a Redis the bench owns is removed whole).
+func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name string, sharedRedis bool) error {
+	d.prefix, d.prefixKnown = "bench:"+randomHex(6)+":", true
+	d.benchPrefix = d.prefix
+	if sharedRedis {
+		rc, prefix := d.redis, d.prefix
+		stack.Push("delete the bench's redis keys", func(ctx context.Context) error {
+			n, err := redismem.DeletePrefix(ctx, rc, prefix)
+			if err == nil {
+				fmt.Fprintf(os.Stderr, "bench: deleted %d redis keys under %s\n", n, prefix)
+			}
+			return err
+		})
 	}
 	dbURL, drop, err := procs.CreateDatabase(ctx, d.dbServer, "ticketd_bench_")
 	if err != nil {
 		return err
 	}
-	stack.Push("drop ticketd's database", drop)
+	stack.Push("drop "+name+"'s database", drop)
 	addr, err := procs.FreeAddr()
 	if err != nil {
 		return err
@@ -164,12 +177,13 @@ func (d *deployment) startLocal(ctx context.Context, c config, stack *procs.Stac
 	token := randomHex(16)
 	env := []string{"TICKETD_ADDR=" + addr, "REDIS_URL=" + d.redisURL, "DATABASE_URL=" + dbURL, "TICKETD_ADMIN_TOKEN=" + token,
 		"TICKETD_KEY_PREFIX=" + d.prefix, "TICKETD_SECRETS_KEY=" + randomHex(16), "TICKETD_LOG_FORMAT=text"}
-	p, err := procs.Start("ticketd", bin, nil, env, filepath.Join(d.outDir, "ticketd-"+d.stamp+".log"))
+	env = append(env, d.ticketdEnv...) // later entries win
+	p, err := procs.Start(name, d.ticketdBin, nil, env, filepath.Join(d.outDir, name+"-"+d.stamp+".log"))
 	if err != nil {
 		return err
 	}
-	stack.Push("stop ticketd", func(context.Context) error { return p.Stop(30 * time.Second) })
-	d.addr = addr
+	stack.Push("stop "+name, func(context.Context) error { return p.Stop(30 * time.Second) })
+	d.addr, d.ticketdPID = addr, p.PID()
 	d.api = &api.Client{Base: "http://" + addr, AdminToken: token}
 	if err := waitUp(ctx, d.api, p, "/readyz", time.Minute); err != nil {
 		return err
@@ -178,12 +192,15 @@ func (d *deployment) startLocal(ctx context.Context, c config, stack *procs.Stac
 	if err != nil {
 		return err
 	}
-	stack.Push("close the record's pool", func(context.Context) error { pool.Close(); return nil })
+	stack.Push("close "+name+"'s record pool", func(context.Context) error { pool.Close(); return nil })
 	d.record = integrity.Postgres{Pool: pool}
 	d.cpu = d.meter(ctx, d.dbServer, cpuuse.Process("ticketd", p.PID()))
-	d.describe = fmt.Sprintf("ticketd started by the bench on %s (own process; Redis %s prefix %s; fresh Postgres database; log %s)",
-		addr, d.redisURL, d.prefix, p.Log)
-	fmt.Fprintf(os.Stderr, "bench: ticketd up on %s (log %s)\n", addr, p.Log)
+	d.describe = fmt.Sprintf("%s started by the bench on %s (own process; Redis %s prefix %s; fresh Postgres database; log %s)",
+		name, addr, d.redisURL, d.prefix, p.Log)
+	if len(d.ticketdEnv) > 0 {
+		d.describe += "; extra environment " + strings.Join(d.ticketdEnv, " ")
+	}
+	fmt.Fprintf(os.Stderr, "bench: %s up on %s (log %s)\n", name, addr, p.Log)
 	return nil
 }
 

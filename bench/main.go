@@ -56,6 +56,7 @@ type config struct {
 	Strict        bool
 	Allow         string
 	DrainTimeout  time.Duration
+	TicketdEnv    []string
 }
 
 func main() { os.Exit(run()) }
@@ -79,12 +80,20 @@ func run() int {
 	flag.BoolVar(&c.Strict, "strict", false, "exit non-zero when a target is missed, not only when integrity fails")
 	flag.StringVar(&c.Allow, "allow", "127.0.0.1/32,::1/128", "IP allowlist (CIDRs) of the bench channels: where the load comes from")
 	flag.DurationVar(&c.DrainTimeout, "drain-timeout", 2*time.Minute, "how long the integrity check waits for the sync worker to write everything to Postgres")
+	ticketdEnv := flag.String("ticketd-env", "", "extra environment of the ticketd processes the bench starts, NAME=value words (\"TICKETD_REDIS_FLUSH_DELAY=200us GOGC=800\")")
 	serveCanned := flag.String("serve-canned", "", "internal: serve canned responses on this address (the HTTP ceiling)")
 	flag.Parse()
+	c.TicketdEnv = strings.Fields(*ticketdEnv)
 	flag.Visit(func(f *flag.Flag) { c.prefixSet = c.prefixSet || f.Name == "key-prefix" })
 
 	if *serveCanned != "" {
 		return serveCannedMain(*serveCanned)
+	}
+	for _, kv := range c.TicketdEnv {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			fmt.Fprintf(os.Stderr, "bench: -ticketd-env: %q is not NAME=value\n", kv)
+			return 2
+		}
 	}
 	selected, err := selection(c.Scenario)
 	if err != nil {
@@ -177,10 +186,17 @@ func runSuite(ctx context.Context, c config, selected []scenario.Scenario, stack
 		if ctx.Err() != nil {
 			break
 		}
-		r := runScenario(ctx, c, d, sc, len(selected) == 1, progress)
-		cmp.attach(&r)
-		s.Runs = append(s.Runs, r)
+		runs, skip := runScenario(ctx, c, d, sc, len(selected) == 1, progress)
+		if skip != "" {
+			fmt.Fprintln(os.Stderr, "bench:", skip)
+			s.Notes = append(s.Notes, skip)
+		}
+		for _, r := range runs {
+			cmp.attach(&r)
+			s.Runs = append(s.Runs, r)
+		}
 	}
+	costOfDurability(s)
 	s.IntegrityOK = true
 	for i := range s.Runs {
 		s.Runs[i].Normalize()
@@ -194,9 +210,14 @@ func runSuite(ctx context.Context, c config, selected []scenario.Scenario, stack
 	return s, nil
 }
 
-// runScenario runs one scenario and turns its outcome into a report run.
-func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scenario, alone bool, pr *load.Progress) report.Run {
+// runScenario runs one scenario and turns its outcome into report runs
+// (flash-durable makes two); skip says why a scenario did not run.
+func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scenario, alone bool, pr *load.Progress) (runs []report.Run, skip string) {
 	o := scenario.Options{Duration: c.Duration, Workers: c.Concurrency, Progress: pr}
+	if sc == scenario.FlashDurable { // closed loops only: -rate does not apply
+		fmt.Fprintf(os.Stderr, "bench: %s\n", sc.Name())
+		return runDurable(ctx, d, o)
+	}
 	if c.Rate > 0 && (alone || sc.Name() == scenario.FlashOpen.Name()) {
 		o.Rate = c.Rate
 	}
@@ -204,12 +225,11 @@ func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scena
 		o.Workers = openInFlight
 	}
 	fmt.Fprintf(os.Stderr, "bench: %s\n", sc.Name())
-	env := d.env()
-	out, err := sc.Run(ctx, env, o)
+	out, err := sc.Run(ctx, d.env(), o)
 	if err != nil {
-		return report.Run{Scenario: sc.Name(), Target: "ticketd", Integrity: failed(sc.Name(), err)}
+		return []report.Run{{Scenario: sc.Name(), Target: "ticketd", Integrity: failed(sc.Name(), err)}}, ""
 	}
-	return toRun(sc.Name(), "ticketd", out)
+	return []report.Run{toRun(sc.Name(), "ticketd", out)}, ""
 }
 
 // toRun turns a scenario outcome into a report run.
@@ -223,9 +243,29 @@ func toRun(name, target string, o *scenario.Outcome) report.Run {
 		r.Figures = append(r.Figures, report.Figure{Name: f.Name, Value: f.Value, Unit: f.Unit})
 	}
 	r.RedisBytesPerHold, r.RedisBytesPerPendingOrder = o.BytesPerHold, o.BytesPerPendingOrder
-	r.CPU = cpuShares(o.CPU, r.ThroughputPerS)
+	r.CPU = cpuShares(o.CPU, r.ThroughputPerS) // CPU over the whole run, per unit over the whole run
+	if w := busyMachine(r.CPU, runtime.NumCPU()); w != "" {
+		r.Warnings = append(r.Warnings, w)
+	}
 	r.Notes = append(r.Notes, o.Notes...)
+	if _, ok := o.Figure(scenario.FigCapacity); ok && o.Result != nil {
+		saleRate(&r, o)
+	}
 	return r
+}
+
+// saleRate makes a sell-out's headline rate the rate of the sale, first
+// arrival to last paid confirm: after it the run only answers sold out.
+func saleRate(r *report.Run, o *scenario.Outcome) {
+	rate, ok := o.Figure(scenario.FigSaleRate)
+	if !ok {
+		r.Notes = append(r.Notes, "it did not sell out: throughput is over the whole run")
+		return
+	}
+	whole := r.ThroughputPerS
+	r.ThroughputPerS = rate
+	r.Figures = append(r.Figures, report.Figure{Name: "pairs/s over the whole run (the sale and the sold-out answers after it)", Value: whole, Unit: "pairs/s"})
+	r.Notes = append(r.Notes, "throughput is over the sale (first arrival to last paid confirm), not the whole run")
 }
 
 // serveCannedMain is the hidden -serve-canned mode: the HTTP ceiling's

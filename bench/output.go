@@ -16,7 +16,7 @@ func writeOutputs(c config, s *report.Suite) error {
 	if c.JSON != "" {
 		var v any = s
 		if c.Scenario != "all" {
-			v = single(s)
+			v = single(s, c.Scenario)
 		}
 		if err := report.WriteJSON(c.JSON, v); err != nil {
 			return fmt.Errorf("write %s: %w", c.JSON, err)
@@ -41,13 +41,14 @@ func writeOutputs(c config, s *report.Suite) error {
 	return nil
 }
 
-// single is the JSON of a one-scenario invocation: the scenario's run with
-// the targets and the comparison runs attached.
-func single(s *report.Suite) report.Run {
+// single is the JSON of a one-scenario invocation: the named scenario's
+// run with the targets and the other runs (ceilings, baseline, and the
+// flash run flash-durable compares with) attached.
+func single(s *report.Suite, name string) report.Run {
 	var main report.Run
 	var cmps []report.Run
 	for _, r := range s.Runs {
-		if r.Target == "ticketd" {
+		if r.Target == "ticketd" && r.Scenario == name {
 			main = r
 		} else {
 			cmps = append(cmps, r)

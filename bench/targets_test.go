@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/bench/cpuuse"
 	"github.com/ticketd/ticketd/bench/load"
@@ -35,13 +36,13 @@ func TestJudgeNeverPassesWhatWasNotMeasured(t *testing.T) {
 	s := &report.Suite{Runs: []report.Run{
 		{Scenario: "flash", Target: "ticketd", Mode: "closed", Unit: "pairs", ThroughputPerS: 16000, IntegrityOK: true,
 			RatioToBaseline: &ratio, BaselinePerS: &base, Ops: ops("pair")},
-		{Scenario: "flash-open", Target: "ticketd", Mode: "open", Rate: 5000, IntegrityOK: true, Ops: ops("confirm", "pair")},
+		{Scenario: "flash-open", Target: "ticketd", Mode: "open", Rate: 5000, AchievedRate: 4990, IntegrityOK: true, Ops: ops("confirm", "pair")},
 	}}
 	ts := judge(s, false)
 	for prefix, want := range map[string]string{
 		"flash, closed loop, capacity": report.Pass, "flash, closed loop: against": report.Pass,
 		"flash, open loop": report.Pass, "sell-out": report.NotMeasured, "memory": report.NotMeasured,
-		"integrity after": report.Pass, "the standard suite": "absent",
+		"flash-durable": report.NotMeasured, "integrity after": report.Pass, "the standard suite": "absent",
 	} {
 		if got := status(ts, prefix); got != want {
 			t.Errorf("%s: %s, want %s", prefix, got, want)
@@ -66,7 +67,7 @@ func TestJudgeNeverPassesWhatWasNotMeasured(t *testing.T) {
 // never be judged as the closed-loop maximum.
 func TestJudgeReadsAnOpenFlashRunAsTheOpenLoopTarget(t *testing.T) {
 	s := &report.Suite{Runs: []report.Run{
-		{Scenario: "flash", Target: "ticketd", Mode: "open", Rate: 5000, ThroughputPerS: 16000, IntegrityOK: true, Ops: ops("confirm", "pair")},
+		{Scenario: "flash", Target: "ticketd", Mode: "open", Rate: 5000, AchievedRate: 5000, ThroughputPerS: 16000, IntegrityOK: true, Ops: ops("confirm", "pair")},
 	}}
 	ts := judge(s, false)
 	for prefix, want := range map[string]string{
@@ -100,9 +101,13 @@ func TestTargetsSayWhenTheMachineWasTheLimit(t *testing.T) {
 func TestJudgeSellOutNeedsAnExactSellOut(t *testing.T) {
 	run := report.Run{Scenario: "sellout", Target: "ticketd", Mode: "open", Arrivals: 100_000, IntegrityOK: true, Ops: ops("pair"),
 		Figures: []report.Figure{{Name: scenario.FigSold, Value: 10_000}, {Name: scenario.FigCapacity, Value: 10_000},
-			{Name: scenario.FigSelloutTime, Value: 2.5}}}
-	if got := status(judge(&report.Suite{Runs: []report.Run{run}}, false), "sell-out"); got != report.Pass {
+			{Name: scenario.FigSelloutTime, Value: 2.5}, {Name: scenario.FigSaleRate, Value: 4000}}}
+	ts := judge(&report.Suite{Runs: []report.Run{run}}, false)
+	if got := status(ts, "sell-out"); got != report.Pass {
 		t.Fatalf("exact sell-out: %s", got)
+	}
+	if got := ts[3].Got; !strings.Contains(got, "in 2.50 s (4,000 pairs/s over the sale)") {
+		t.Fatalf("the sell-out target does not give the sale's rate: %q", got)
 	}
 	run.Figures[0].Value = 9_999
 	if got := status(judge(&report.Suite{Runs: []report.Run{run}}, false), "sell-out"); got != report.Fail {
@@ -113,9 +118,129 @@ func TestJudgeSellOutNeedsAnExactSellOut(t *testing.T) {
 func TestSingleJSONCarriesComparisonsAndTargets(t *testing.T) {
 	s := &report.Suite{Runs: []report.Run{{Scenario: "ceiling-http", Target: "canned fasthttp"}, {Scenario: "flash", Target: "ticketd"}},
 		Targets: []report.Target{{Name: "x"}}, Notes: []string{"n"}}
-	r := single(s)
+	r := single(s, "flash")
 	if r.Scenario != "flash" || len(r.Comparisons) != 1 || len(r.Targets) != 1 || len(r.Notes) != 1 {
 		t.Fatalf("single = %+v", r)
+	}
+	// flash-durable makes two runs: the JSON is the durable one, with the
+	// run without persistence among what it is compared with.
+	s = &report.Suite{Runs: []report.Run{{Scenario: "flash-durable", Target: "ticketd"}, {Scenario: "flash-nondurable", Target: "ticketd"}}}
+	r = single(s, "flash-durable")
+	if r.Scenario != "flash-durable" || len(r.Comparisons) != 1 || r.Comparisons[0].Scenario != "flash-nondurable" {
+		t.Fatalf("single = %+v", r)
+	}
+}
+
+// TestDurableTargetJudgesTheShareOfThroughputKept: the durable flash run
+// passes when it keeps 85% of the throughput of flash without persistence
+// it was measured in turns with, fails below, and is not measured without
+// both.
+func TestDurableTargetJudgesTheShareOfThroughputKept(t *testing.T) {
+	flash := report.Run{Scenario: "flash-nondurable", Target: "ticketd", Mode: "closed", Unit: "pairs", ThroughputPerS: 4000, P99Ms: 20,
+		LatencyOp: "pair", IntegrityOK: true, Ops: ops("pair")}
+	durable := flash
+	durable.Scenario, durable.ThroughputPerS, durable.P99Ms = "flash-durable", 3600, 30
+	s := &report.Suite{Runs: []report.Run{flash, durable}}
+	costOfDurability(s)
+	v := s.Runs[1].VsNonDurable
+	if v == nil || v.Run != "flash-nondurable" || v.ThroughputRatio != 0.9 || v.P99Ratio != 1.5 {
+		t.Fatalf("cost of durability %+v, want 0.9x throughput and 1.5x p99 against flash-nondurable", v)
+	}
+	ts := judge(s, false)
+	if got := status(ts, "flash-durable"); got != report.Pass {
+		t.Fatalf("90%% kept: %s", got)
+	}
+	for _, tg := range ts {
+		if strings.HasPrefix(tg.Name, "flash-durable") && !strings.Contains(tg.Got, "90% (3,600 vs 4,000 pairs/s); p99 pair 30.00 ms vs 20.00 ms (1.50x)") {
+			t.Fatalf("got %q", tg.Got)
+		}
+	}
+
+	s.Runs[1].ThroughputPerS = 3000
+	costOfDurability(s)
+	if got := status(judge(s, false), "flash-durable"); got != report.Fail {
+		t.Fatalf("75%% kept: %s", got)
+	}
+	s.Runs[1].IntegrityOK = false
+	s.Runs[1].ThroughputPerS = 4000
+	costOfDurability(s)
+	if got := status(judge(s, false), "flash-durable"); got != report.Fail {
+		t.Fatalf("fast but integrity failed: %s", got)
+	}
+
+	// Without the run it is compared with there is no cost to judge.
+	s = &report.Suite{Runs: []report.Run{durable}}
+	costOfDurability(s)
+	if got := status(judge(s, false), "flash-durable"); got != report.NotMeasured || s.Runs[0].VsNonDurable != nil {
+		t.Fatalf("no flash run: %s, %+v", got, s.Runs[0].VsNonDurable)
+	}
+	if !strings.Contains(strings.Join(s.Runs[0].Notes, " "), "without persistence (flash-nondurable) did not complete") {
+		t.Fatalf("notes %v do not say why there is no cost", s.Runs[0].Notes)
+	}
+}
+
+// TestJudgeOpenLoopNeedsTheRateOffered: an open loop whose generator fell
+// behind offered less than the target rate: not measured, never passed.
+// One where ticketd fell behind fails.
+func TestJudgeOpenLoopNeedsTheRateOffered(t *testing.T) {
+	run := report.Run{Scenario: "flash-open", Target: "ticketd", Mode: "open", Rate: 5000, AchievedRate: 4000, IntegrityOK: true, Ops: ops("confirm", "pair")}
+	ts := judge(&report.Suite{Runs: []report.Run{run}}, false)
+	if got := status(ts, "flash, open loop"); got != report.NotMeasured {
+		t.Fatalf("generator behind: %s", got)
+	}
+	if !strings.Contains(ts[2].Got, "the load generator fell behind: 4,000 arrivals/s begun") {
+		t.Fatalf("got %q", ts[2].Got)
+	}
+	run.Saturated = true
+	if got := status(judge(&report.Suite{Runs: []report.Run{run}}, false), "flash, open loop"); got != report.Fail {
+		t.Fatalf("ticketd behind: %s", got)
+	}
+}
+
+// TestSelloutHeadlineIsTheSaleRate: a sell-out's throughput is the pairs
+// paid over the sale, not over a run whose tail only answers sold out.
+func TestSelloutHeadlineIsTheSaleRate(t *testing.T) {
+	o := &scenario.Outcome{Result: &load.Result{Mode: "open", Unit: "pairs", Rate: 20000, Elapsed: 10 * time.Second, Units: 10_000},
+		LatencyOp: "pair", Figures: []scenario.Figure{{Name: scenario.FigCapacity, Value: 10_000}, {Name: scenario.FigSold, Value: 10_000},
+			{Name: scenario.FigSelloutTime, Value: 2.5}, {Name: scenario.FigSaleRate, Value: 4000}}}
+	r := toRun("sellout", "ticketd", o)
+	if r.ThroughputPerS != 4000 {
+		t.Fatalf("throughput %.0f, want 4,000 pairs/s over the sale (not 1,000 over the run)", r.ThroughputPerS)
+	}
+	if figure(&r, "pairs/s over the whole run (the sale and the sold-out answers after it)") != 1000 {
+		t.Fatalf("the whole run's rate is not kept: %+v", r.Figures)
+	}
+	o.Figures = o.Figures[:2] // not sold out
+	r = toRun("sellout", "ticketd", o)
+	if r.ThroughputPerS != 1000 || !strings.Contains(strings.Join(r.Notes, " "), "did not sell out") {
+		t.Fatalf("not sold out: throughput %.0f, notes %v", r.ThroughputPerS, r.Notes)
+	}
+}
+
+// TestRatiosOnlyForCapacities: a closed loop and an open loop that
+// ticketd could not keep up with (the sell-out) get ratios; an open loop
+// at a rate ticketd kept up with says why it has none.
+func TestRatiosOnlyForCapacities(t *testing.T) {
+	ceil, pg := 8000.0, 500.0
+	cmp := &comparisons{ceilingHTTP: &ceil, pg: &pg}
+	sell := report.Run{Scenario: "sellout", Target: "ticketd", Unit: "pairs", Mode: "open", Rate: 20000, AchievedRate: 4100,
+		Saturated: true, Concurrency: 1024, ThroughputPerS: 4000}
+	cmp.attach(&sell)
+	if sell.RatioToCeiling == nil || *sell.RatioToCeiling != 0.5 || sell.RatioToBaseline == nil || *sell.RatioToBaseline != 8 {
+		t.Fatalf("sell-out ratios %v %v, want 0.5 and 8", sell.RatioToCeiling, sell.RatioToBaseline)
+	}
+	if !strings.Contains(strings.Join(sell.Notes, " "), "open loop ticketd did not keep up with (20,000 arrivals/s offered") {
+		t.Fatalf("notes %v", sell.Notes)
+	}
+	open := report.Run{Scenario: "flash-open", Target: "ticketd", Unit: "pairs", Mode: "open", Rate: 5000, AchievedRate: 5000, ThroughputPerS: 4990}
+	cmp.attach(&open)
+	if open.RatioToCeiling != nil || !strings.Contains(strings.Join(open.Notes, " "), "ticketd kept up with the 5,000 arrivals/s offered") {
+		t.Fatalf("flash-open: ratio %v, notes %v", open.RatioToCeiling, open.Notes)
+	}
+	none := report.Run{Scenario: "sellout", Target: "ticketd", Unit: "pairs", Mode: "open", Rate: 20000, AchievedRate: 4100, Saturated: true}
+	(&comparisons{}).attach(&none)
+	if none.RatioToCeiling != nil || !strings.Contains(strings.Join(none.Notes, " "), "neither the HTTP ceiling nor the baseline ran") {
+		t.Fatalf("no comparisons: notes %v", none.Notes)
 	}
 }
 

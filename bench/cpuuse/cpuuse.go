@@ -24,15 +24,30 @@ const ticksPerSecond = 100
 // Machine is the name of the share that sums every CPU's busy time.
 const Machine = "machine (all processes)"
 
+// Interrupts is the name of the share of interrupt and softirq time (the
+// kernel's network and disk work that no process is charged with).
+const Interrupts = "kernel interrupts (irq, softirq: network, disk)"
+
 // Source is one process, or a set of processes counted together.
 type Source struct {
 	Name string
 	pids func() []int
+	// children adds what the process's children spent once they ended
+	// (a Redis fork that rewrote the AOF).
+	children bool
 }
 
 // Process is one process by pid.
 func Process(name string, pid int) Source {
 	return Source{Name: name, pids: func() []int { return []int{pid} }}
+}
+
+// ProcessAndChildren is one process by pid with its children that ended
+// (and were waited for) within the window: Redis and its AOF rewrites.
+func ProcessAndChildren(name string, pid int) Source {
+	s := Process(name, pid)
+	s.children = true
+	return s
 }
 
 // Self is the calling process (the load generator).
@@ -62,6 +77,7 @@ type Meter struct {
 	begin   []map[int]int64
 	busy0   int64
 	total0  int64
+	irq0    int64
 	shares  []Share
 	running bool
 }
@@ -84,9 +100,9 @@ func (m *Meter) Begin() {
 	defer m.mu.Unlock()
 	m.begin = make([]map[int]int64, len(m.sources))
 	for i, s := range m.sources {
-		m.begin[i] = ticks(s.pids())
+		m.begin[i] = ticks(s.pids(), s.children)
 	}
-	m.busy0, m.total0, _, _ = machineTicks()
+	m.busy0, m.total0, m.irq0, _, _ = machineTicks()
 	m.t0 = time.Now()
 	m.shares, m.running = nil, true
 }
@@ -109,13 +125,15 @@ func (m *Meter) End() {
 	m.shares = make([]Share, 0, len(m.sources)+1)
 	for i, s := range m.sources {
 		var spent int64
-		for pid, t := range ticks(s.pids()) {
+		for pid, t := range ticks(s.pids(), s.children) {
 			spent += t - m.begin[i][pid]
 		}
 		m.shares = append(m.shares, Share{Process: s.Name, Cores: float64(spent) / ticksPerSecond / secs})
 	}
-	if busy, total, cpus, err := machineTicks(); err == nil && total > m.total0 {
-		m.shares = append(m.shares, Share{Process: Machine, Cores: float64(cpus) * float64(busy-m.busy0) / float64(total-m.total0)})
+	if busy, total, irq, cpus, err := machineTicks(); err == nil && total > m.total0 {
+		cores := func(ticks int64) float64 { return float64(cpus) * float64(ticks) / float64(total-m.total0) }
+		m.shares = append(m.shares, Share{Process: Interrupts, Cores: cores(irq - m.irq0)},
+			Share{Process: Machine, Cores: cores(busy - m.busy0)})
 	}
 }
 
@@ -129,52 +147,62 @@ func (m *Meter) Shares() []Share {
 	return append([]Share(nil), m.shares...)
 }
 
-// ticks reads user+system ticks of each pid still running.
-func ticks(pids []int) map[int]int64 {
+// ticks reads user+system ticks of each pid still running, with those
+// of its ended children when children is set.
+func ticks(pids []int, children bool) map[int]int64 {
 	out := make(map[int]int64, len(pids))
 	for _, pid := range pids {
-		if t, err := processTicks(pid); err == nil {
+		if t, err := processTicks(pid, children); err == nil {
 			out[pid] = t
 		}
 	}
 	return out
 }
 
-// processTicks reads utime+stime from /proc/<pid>/stat. The command name
-// in parentheses may hold spaces, so fields are counted after its last ')'.
-func processTicks(pid int) (int64, error) {
+// processTicks reads utime+stime (and cutime+cstime) from
+// /proc/<pid>/stat. The command name in parentheses may hold spaces, so
+// fields are counted after its last ')'.
+func processTicks(pid int, children bool) (int64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, err
 	}
-	return parseStat(b)
+	return parseStat(b, children)
 }
 
-func parseStat(b []byte) (int64, error) {
+func parseStat(b []byte, children bool) (int64, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return 0, fmt.Errorf("cpuuse: stat %.40q: no command name", b)
 	}
 	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
+	// f[0] is field 3 (state); utime, stime, cutime and cstime are
+	// fields 14 to 17.
+	if len(f) < 15 {
 		return 0, fmt.Errorf("cpuuse: stat %.40q: %d fields", b, len(f))
 	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("cpuuse: stat: utime %q stime %q", f[11], f[12])
+	last := 12
+	if children {
+		last = 14
 	}
-	return u + s, nil
+	var sum int64
+	for _, v := range f[11 : last+1] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("cpuuse: stat: times %q", f[11:last+1])
+		}
+		sum += n
+	}
+	return sum, nil
 }
 
-// machineTicks reads /proc/stat: busy (all but idle and iowait) and total
-// ticks summed over every CPU (its first line), and how many CPUs it lists
-// (the machine's, whatever this process's affinity).
-func machineTicks() (busy, total int64, cpus int, err error) {
+// machineTicks reads /proc/stat: busy (all but idle and iowait), total,
+// and irq+softirq ticks summed over every CPU (its first line), and how
+// many CPUs it lists (the machine's, whatever this process's affinity).
+func machineTicks() (busy, total, irq int64, cpus int, err error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	line, rest, _ := bytes.Cut(b, []byte{'\n'})
 	for l := range bytes.Lines(rest) {
@@ -184,21 +212,24 @@ func machineTicks() (busy, total int64, cpus int, err error) {
 	}
 	f := strings.Fields(string(line))
 	if len(f) < 6 || f[0] != "cpu" || cpus == 0 {
-		return 0, 0, 0, fmt.Errorf("cpuuse: /proc/stat: unexpected first line %q or no cpuN lines", line)
+		return 0, 0, 0, 0, fmt.Errorf("cpuuse: /proc/stat: unexpected first line %q or no cpuN lines", line)
 	}
 	// user nice system idle iowait irq softirq steal (guest times are
 	// already inside user and nice).
 	for i, v := range f[1:min(len(f), 9)] {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return 0, 0, 0, fmt.Errorf("cpuuse: /proc/stat: %w", err)
+			return 0, 0, 0, 0, fmt.Errorf("cpuuse: /proc/stat: %w", err)
 		}
 		total += n
 		if i != 3 && i != 4 {
 			busy += n
 		}
+		if i == 5 || i == 6 {
+			irq += n
+		}
 	}
-	return busy, total, cpus, nil
+	return busy, total, irq, cpus, nil
 }
 
 // pidsOf lists the processes whose command name is comm.

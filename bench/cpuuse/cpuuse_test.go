@@ -2,6 +2,7 @@ package cpuuse
 
 import (
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -36,8 +37,8 @@ func TestMeterCountsWhatTheProcessSpent(t *testing.T) {
 	secs := time.Since(w0).Seconds()
 
 	sh := m.Shares()
-	if len(sh) != 3 || sh[0].Process != "self" || sh[1].Process != "gone" || sh[2].Process != Machine {
-		t.Fatalf("shares %+v: want self, gone, machine", sh)
+	if len(sh) != 4 || sh[0].Process != "self" || sh[1].Process != "gone" || sh[2].Process != Interrupts || sh[3].Process != Machine {
+		t.Fatalf("shares %+v: want self, gone, interrupts, machine", sh)
 	}
 	got := time.Duration(sh[0].Cores * secs * float64(time.Second))
 	// /proc counts in 10 ms ticks and the window edges differ by a little.
@@ -47,8 +48,8 @@ func TestMeterCountsWhatTheProcessSpent(t *testing.T) {
 	if sh[1].Cores != 0 {
 		t.Errorf("a process that does not exist spent %v cores", sh[1].Cores)
 	}
-	if sh[2].Cores < sh[0].Cores*0.8 {
-		t.Errorf("machine busy %.2f cores, less than this process alone (%.2f)", sh[2].Cores, sh[0].Cores)
+	if sh[3].Cores < sh[0].Cores*0.8 || sh[2].Cores < 0 || sh[2].Cores > sh[3].Cores {
+		t.Errorf("machine busy %.2f cores (interrupts %.2f), less than this process alone (%.2f)", sh[3].Cores, sh[2].Cores, sh[0].Cores)
 	}
 }
 
@@ -70,12 +71,16 @@ func TestCommandFindsProcessesByName(t *testing.T) {
 
 func TestParseStatCountsFieldsAfterTheCommandName(t *testing.T) {
 	// A command name may hold spaces and parentheses.
-	line := "4242 (we (i) rd) S 1 2 3 4 5 6 7 8 9 10 250 31 0 0 20 0 1 0 99 0 0\n"
-	got, err := parseStat([]byte(line))
+	line := "4242 (we (i) rd) S 1 2 3 4 5 6 7 8 9 10 250 31 400 19 20 0 1 0 99 0 0\n"
+	got, err := parseStat([]byte(line), false)
 	if err != nil || got != 281 {
 		t.Fatalf("parseStat: %d, %v; want 250+31", got, err)
 	}
-	if _, err := parseStat([]byte("4242 (x) S 1 2")); err == nil {
+	// With its ended children (a Redis AOF rewrite): 250+31+400+19.
+	if got, err := parseStat([]byte(line), true); err != nil || got != 700 {
+		t.Fatalf("parseStat with children: %d, %v; want 700", got, err)
+	}
+	if _, err := parseStat([]byte("4242 (x) S 1 2"), false); err == nil {
 		t.Fatal("a short line parsed")
 	}
 }
@@ -86,5 +91,30 @@ func TestNilMeterIsANoOp(t *testing.T) {
 	m.End()
 	if m.Shares() != nil {
 		t.Fatal("nil meter has shares")
+	}
+}
+
+// TestProcessAndChildrenCountsEndedChildren: what a child spent and ended
+// within the window (a Redis AOF rewrite) counts with its parent.
+func TestProcessAndChildrenCountsEndedChildren(t *testing.T) {
+	if !Supported() {
+		t.Skip("no /proc")
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	m := New(Process("alone", os.Getpid()), ProcessAndChildren("with children", os.Getpid()))
+	m.Begin()
+	start := time.Now()
+	// The child spins on the CPU for a while, then ends and is waited for.
+	if err := exec.Command(sh, "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done").Run(); err != nil {
+		t.Fatal(err)
+	}
+	m.End()
+	secs := time.Since(start).Seconds()
+	s := m.Shares()
+	if extra := (s[1].Cores - s[0].Cores) * secs; extra < 0.05 {
+		t.Fatalf("shares %+v over %.2fs: the child's CPU (%.2fs) is missing", s, secs, extra)
 	}
 }

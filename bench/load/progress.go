@@ -72,7 +72,7 @@ func (pr *Progress) line(p Plan, t float64, s Second, cur tick) {
 	if total > 0 {
 		of = fmt.Sprintf("/%.0fs", total)
 	}
-	msg := fmt.Sprintf("  %-12s %5.1fs%s  %8.0f %s/s  %8.0f req/s  p99 %s so far (last 1s %s)  errors %d",
+	msg := fmt.Sprintf("  %-14s %5.1fs%s  %8.0f %s/s  %8.0f req/s  p99 %s so far (last 1s %s)  errors %d",
 		p.Name, t, of, s.Units, p.Unit, s.Requests, fmtMs(cur.primaryP99), fmtMs(cur.windowP99), cur.errors)
 	if pr.Carriage {
 		fmt.Fprintf(pr.W, "\r%-120s", msg)

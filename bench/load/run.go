@@ -81,7 +81,15 @@ type Result struct {
 	Elapsed  time.Duration // from the first arrival to the last answer
 	Arrivals int64         // arrivals started (abandoned ones included)
 	// Abandoned arrivals were still queued at the drain deadline.
-	Abandoned  int64
+	Abandoned int64
+	// AchievedRate is, in an open loop, the arrivals a worker began per
+	// second, from the schedule's start to the last one begun: Rate when
+	// the generator kept its schedule.
+	AchievedRate float64
+	// Saturated is set when, in an open loop, an arrival fell due while
+	// every worker (the most arrivals in flight) was busy: the target did
+	// not keep up, and later arrivals began late, their wait counted.
+	Saturated  bool
 	Units      int64
 	Requests   int64
 	Ops        []OpStats
@@ -200,7 +208,8 @@ func Run(ctx context.Context, addr string, p Plan) (*Result, error) {
 		p.Window.Begin()
 	}
 	if p.Open {
-		runOpen(ctx, p, start, workers, actors, len(ops)-1, &arrivals, &abandoned)
+		k := runOpen(ctx, p, start, workers, actors, len(ops)-1, &arrivals, &abandoned)
+		res.AchievedRate, res.Saturated = k.rate(start), k.saturated
 	} else {
 		runClosed(ctx, p, start, workers, actors, &arrivals)
 	}
@@ -245,17 +254,54 @@ func runClosed(ctx context.Context, p Plan, start time.Time, workers []*Worker, 
 	wg.Wait()
 }
 
+// kept is how an open loop kept its schedule: how many arrivals workers
+// began, when the last began, and whether an arrival ever fell due while
+// every worker was busy.
+type kept struct {
+	busy      atomic.Int64 // workers inside an arrival
+	begun     atomic.Int64
+	last      atomic.Int64 // unix ns of the latest begin
+	interval  time.Duration
+	schedule  time.Duration // n intervals
+	saturated bool
+}
+
+func (k *kept) began(t time.Time) {
+	k.busy.Add(1)
+	k.begun.Add(1)
+	ns := t.UnixNano()
+	for {
+		cur := k.last.Load()
+		if ns <= cur || k.last.CompareAndSwap(cur, ns) {
+			return
+		}
+	}
+}
+
+// rate is the arrivals begun per second, over the schedule or, when
+// arrivals began after it ended, until the last began: n arrivals on
+// schedule take n intervals, the last beginning one interval before the end.
+func (k *kept) rate(start time.Time) float64 {
+	n := k.begun.Load()
+	if n == 0 {
+		return 0
+	}
+	span := max(time.Unix(0, k.last.Load()).Sub(start)+k.interval, k.schedule)
+	return float64(n) / span.Seconds()
+}
+
 // runOpen starts arrival i at start + i/rate, whether or not the server
 // kept up: an arrival that finds no free worker waits in the queue with its
 // clock running, so its latencies include the wait (coordinated omission
 // corrected). Arrivals still queued at the drain deadline are abandoned.
 func runOpen(ctx context.Context, p Plan, start time.Time, workers []*Worker, actors []Actor, delayOp int,
-	arrivals, abandoned *atomic.Int64) {
+	arrivals, abandoned *atomic.Int64) *kept {
 	n := p.Arrivals
 	if n <= 0 {
 		n = int64(p.Rate * p.Duration.Seconds())
 	}
 	interval := float64(time.Second) / p.Rate
+	k := &kept{interval: time.Duration(interval), schedule: time.Duration(float64(n) * interval)}
 	at := func(i int64) time.Time { return start.Add(time.Duration(float64(i) * interval)) }
 	drain := p.Drain
 	if drain <= 0 {
@@ -281,8 +327,10 @@ func runOpen(ctx context.Context, p Plan, start time.Time, workers []*Worker, ac
 					abandon(w, intended)
 					continue
 				}
+				k.began(now)
 				w.ObserveDuration(delayOp, now.Sub(intended))
 				a.Arrive(w, intended)
+				k.busy.Add(-1)
 			}
 		}(w, actors[i])
 	}
@@ -297,6 +345,9 @@ dispatch:
 		}
 		if d := time.Until(at(i)); d > 0 {
 			time.Sleep(d) // at most one interval: the schedule is dense
+		}
+		if k.busy.Load() >= int64(len(workers)) {
+			k.saturated = true // arrival i waits for a free worker
 		}
 		select {
 		case queue <- i:
@@ -317,6 +368,7 @@ dispatch:
 	}
 	close(queue)
 	wg.Wait()
+	return k
 }
 
 // Progress writes the progress line of runs.
@@ -326,4 +378,61 @@ type Progress struct {
 	// written every Every seconds.
 	Carriage bool
 	Every    int
+}
+
+// Merge joins the results of runs of one plan made one after another (the
+// slices of an alternating measurement) into one result, as if they were
+// one run: counts and histograms summed, elapsed times added, the series
+// laid end to end. Mode, name, unit, workers and start come from the first.
+func Merge(parts ...*Result) *Result {
+	if len(parts) == 0 {
+		return nil
+	}
+	first := parts[0]
+	m := &Result{Name: first.Name, Unit: first.Unit, Mode: first.Mode, Rate: first.Rate, Workers: first.Workers,
+		Started: first.Started, Errors: map[string]int64{}, Rejections: map[string]int64{}}
+	var begun float64 // open loops: arrivals begun, from each part's rate and length
+	for _, p := range parts {
+		offset := m.Elapsed.Seconds()
+		for _, s := range p.Series {
+			s.T += offset
+			s.Errors += sum(m.Errors)
+			m.Series = append(m.Series, s)
+		}
+		m.Elapsed += p.Elapsed
+		m.Arrivals += p.Arrivals
+		m.Abandoned += p.Abandoned
+		m.Units += p.Units
+		m.Requests += p.Requests
+		m.Saturated = m.Saturated || p.Saturated
+		m.Interrupted = m.Interrupted || p.Interrupted
+		begun += p.AchievedRate * p.Elapsed.Seconds()
+		for k, n := range p.Errors {
+			m.Errors[k] += n
+		}
+		for k, n := range p.Rejections {
+			m.Rejections[k] += n
+		}
+		for i, h := range p.Hists {
+			if i == len(m.Hists) {
+				m.Hists = append(m.Hists, newHist())
+			}
+			m.Hists[i].Merge(h)
+		}
+	}
+	if m.Elapsed > 0 {
+		m.AchievedRate = begun / m.Elapsed.Seconds()
+	}
+	for i, h := range m.Hists {
+		m.Ops = append(m.Ops, Stats(first.Ops[i].Name, h))
+	}
+	return m
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }

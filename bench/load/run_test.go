@@ -1,8 +1,10 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -165,5 +167,95 @@ func TestTransportErrorsHaveTheirOwnCode(t *testing.T) {
 	}
 	if res.Errors["conn_refused"] != 5 {
 		t.Fatalf("errors %v, want 5 conn_refused", res.Errors)
+	}
+}
+
+// TestOpenLoopReportsTheRateItKept: a server that keeps up gets its
+// arrivals on schedule; one whose every worker is stuck makes the run
+// report fewer arrivals begun than intended, and that the workers were
+// all busy (the target, not the generator, fell behind).
+func TestOpenLoopReportsTheRateItKept(t *testing.T) {
+	addr := serve(t, func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(200) })
+	res, err := Run(context.Background(), addr, Plan{
+		Name: "kept", Unit: "req", Ops: []string{"get"}, Open: true, Rate: 500,
+		Duration: time.Second, Workers: 16, NewActor: newGet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.AchievedRate < 0.9*500 || res.AchievedRate > 1.1*500 || res.Saturated {
+		t.Fatalf("achieved %.0f/s of 500/s, saturated %v: want on schedule", res.AchievedRate, res.Saturated)
+	}
+
+	release := make(chan struct{})
+	stuck := serve(t, func(ctx *fasthttp.RequestCtx) { <-release })
+	t.Cleanup(func() { close(release) })
+	res, err = Run(context.Background(), stuck, Plan{
+		Name: "stuck", Unit: "req", Ops: []string{"get"}, Open: true, Rate: 200, Duration: 250 * time.Millisecond,
+		Workers: 2, Drain: 100 * time.Millisecond, Timeout: 500 * time.Millisecond, NewActor: newGet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Saturated || res.AchievedRate >= 0.5*200 {
+		t.Fatalf("achieved %.0f/s of 200/s, saturated %v: want far behind, every worker busy", res.AchievedRate, res.Saturated)
+	}
+}
+
+// TestProgressLinesNameTheirRun: the ceiling and the baseline run the flash
+// workload too; their progress lines must say which run they belong to.
+func TestProgressLinesNameTheirRun(t *testing.T) {
+	addr := serve(t, func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(200) })
+	var buf bytes.Buffer
+	_, err := Run(context.Background(), addr, Plan{
+		Name: "ceiling-http", Unit: "pairs", Ops: []string{"get"}, Duration: 1200 * time.Millisecond, Workers: 2,
+		Progress: &Progress{W: &buf, Every: 1}, NewActor: newGet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) == 0 || lines[0] == "" {
+		t.Fatal("no progress line")
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(strings.TrimSpace(l), "ceiling-http ") {
+			t.Errorf("progress line does not name its run: %q", l)
+		}
+	}
+}
+
+// TestMergeJoinsSlicesAsOneRun: two slices of a run merged count every
+// request, latency and code once, and their series run on in time.
+func TestMergeJoinsSlicesAsOneRun(t *testing.T) {
+	var n atomic.Int64
+	addr := serve(t, func(ctx *fasthttp.RequestCtx) {
+		if n.Add(1)%10 == 0 {
+			ctx.SetStatusCode(409)
+			ctx.SetBodyString(`{"success":false,"code":"TICKET_SOLD_OUT"}`)
+			return
+		}
+		ctx.SetStatusCode(200)
+	})
+	run := func(arrivals int64) *Result {
+		res, err := Run(context.Background(), addr, Plan{Name: "slice", Unit: "req", Ops: []string{"get"},
+			Duration: 1100 * time.Millisecond, Arrivals: arrivals, Workers: 2, NewActor: newGet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := run(100), run(50)
+	m := Merge(a, b)
+	if m.Requests != 150 || m.Units+m.Rejections["TICKET_SOLD_OUT"] != 150 || m.Op("get").Count != 150 {
+		t.Fatalf("merged requests %d, units %d, rejections %v, latencies %d: want all 150", m.Requests, m.Units, m.Rejections, m.Op("get").Count)
+	}
+	if m.Elapsed != a.Elapsed+b.Elapsed || m.Rejections["TICKET_SOLD_OUT"] != a.Rejections["TICKET_SOLD_OUT"]+b.Rejections["TICKET_SOLD_OUT"] {
+		t.Fatalf("elapsed %s (parts %s + %s), rejections %v", m.Elapsed, a.Elapsed, b.Elapsed, m.Rejections)
+	}
+	for i := 1; i < len(m.Series); i++ {
+		if m.Series[i].T <= m.Series[i-1].T {
+			t.Fatalf("series goes back in time: %+v", m.Series)
+		}
 	}
 }

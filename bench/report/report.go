@@ -4,8 +4,10 @@
 package report
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -20,15 +22,20 @@ type Run struct {
 	Scenario string `json:"scenario"`
 	// Target is what was measured: ticketd, baseline (Postgres row locks),
 	// ceiling-http (canned fasthttp) or ceiling-redis (redis-benchmark).
-	Target      string  `json:"target"`
-	Mode        string  `json:"mode"` // open, closed, or redis-benchmark
-	Unit        string  `json:"unit"`
-	Rate        float64 `json:"rate_per_s,omitempty"` // open loop: the arrival rate asked for
-	Concurrency int     `json:"concurrency"`
-	DurationS   float64 `json:"duration_s"`
-	Arrivals    int64   `json:"arrivals"`
-	Units       int64   `json:"units"`
-	Requests    int64   `json:"requests"`
+	Target string  `json:"target"`
+	Mode   string  `json:"mode"` // open, closed, or redis-benchmark
+	Unit   string  `json:"unit"`
+	Rate   float64 `json:"rate_per_s,omitempty"` // open loop: the arrival rate asked for
+	// AchievedRate is, in an open loop, the arrivals begun per second;
+	// Saturated says every worker (the most arrivals in flight) was busy at
+	// times, so arrivals waited for one: the target did not keep up.
+	AchievedRate float64 `json:"achieved_rate_per_s,omitempty"`
+	Saturated    bool    `json:"saturated,omitempty"`
+	Concurrency  int     `json:"concurrency"`
+	DurationS    float64 `json:"duration_s"`
+	Arrivals     int64   `json:"arrivals"`
+	Units        int64   `json:"units"`
+	Requests     int64   `json:"requests"`
 
 	ThroughputPerS float64 `json:"throughput_per_s"`
 	RequestsPerS   float64 `json:"requests_per_s"`
@@ -51,6 +58,9 @@ type Run struct {
 	BaselinePerS     *float64 `json:"baseline_per_s"`
 	RatioToCeiling   *float64 `json:"ratio_to_ceiling"`
 	RatioToBaseline  *float64 `json:"ratio_to_baseline"`
+	// VsNonDurable compares a run on durable Redis (flash-durable) with the
+	// same load on Redis without persistence in the same invocation.
+	VsNonDurable *Versus `json:"vs_non_durable"`
 
 	RedisBytesPerHold         *float64 `json:"redis_bytes_per_hold"`
 	RedisBytesPerPendingOrder *float64 `json:"redis_bytes_per_pending_order"`
@@ -60,10 +70,13 @@ type Run struct {
 	// (from /proc; empty when not measured): their sum per unit is what
 	// caps throughput when the service, its stores and the load generator
 	// share the machine.
-	CPU         []CPUShare    `json:"cpu"`
-	Series      []load.Second `json:"series"`
-	Notes       []string      `json:"notes"`
-	Interrupted bool          `json:"interrupted"`
+	CPU    []CPUShare    `json:"cpu"`
+	Series []load.Second `json:"series"`
+	Notes  []string      `json:"notes"`
+	// Warnings are what makes the run's figures doubtful: a load generator
+	// behind its schedule, a machine busy with other work.
+	Warnings    []string `json:"warnings"`
+	Interrupted bool     `json:"interrupted"`
 	// Targets are the targets this run is judged on (single-scenario JSON).
 	Targets []Target `json:"targets,omitempty"`
 	// Comparisons are the ceiling and baseline runs behind the ratios
@@ -84,6 +97,58 @@ type Figure struct {
 	Name  string  `json:"name"`
 	Value float64 `json:"value"`
 	Unit  string  `json:"unit"`
+}
+
+// Versus is a run's throughput and p99 against another run's.
+type Versus struct {
+	Run            string  `json:"run"`
+	ThroughputPerS float64 `json:"throughput_per_s"`
+	P99Ms          float64 `json:"p99_ms"`
+	// ThroughputRatio and P99Ratio are this run's figure over the other's.
+	ThroughputRatio float64 `json:"throughput_ratio"`
+	P99Ratio        float64 `json:"p99_ratio"`
+}
+
+// Against compares r with other (nil when other has no throughput).
+func (r *Run) Against(other *Run) *Versus {
+	if other == nil || other.ThroughputPerS <= 0 {
+		return nil
+	}
+	v := &Versus{Run: other.Scenario, ThroughputPerS: other.ThroughputPerS, P99Ms: other.P99Ms,
+		ThroughputRatio: r.ThroughputPerS / other.ThroughputPerS}
+	if other.P99Ms > 0 {
+		v.P99Ratio = r.P99Ms / other.P99Ms
+	}
+	return v
+}
+
+// BehindShare is the share of its intended arrival rate below which an
+// open loop is reported as behind its schedule.
+const BehindShare = 0.95
+
+// Behind reports whether an open loop began its arrivals slower than
+// intended.
+func (r *Run) Behind() bool {
+	return r.Mode == "open" && r.Rate > 0 && r.AchievedRate < BehindShare*r.Rate
+}
+
+// GeneratorBehind reports whether the load generator itself fell behind:
+// an open loop behind its schedule while workers were free, so the target
+// got less load than asked.
+func (r *Run) GeneratorBehind() bool { return r.Behind() && !r.Saturated }
+
+// scheduleNote says why an open loop is behind its schedule: a warning
+// when the load generator fell behind, a note when the target did.
+func scheduleNote(r *Run) (warning, note string) {
+	if !r.Behind() {
+		return "", ""
+	}
+	got := fmt.Sprintf("began %s arrivals/s of the %s/s intended (%.0f%%)", num(r.AchievedRate), num(r.Rate), 100*r.AchievedRate/r.Rate)
+	if r.Saturated {
+		return "", "open loop " + got + ": all " + strconv.Itoa(r.Concurrency) +
+			" workers were busy at times, so arrivals waited for one (the target did not keep up); each arrival's latency counts from its intended start"
+	}
+	return "the load generator fell behind: it " + got + " while workers were free, so the target got less load than asked and its figures are for a lighter load than intended", ""
 }
 
 // Target statuses.
@@ -130,7 +195,12 @@ func FromResult(scenario, target string, res *load.Result, latencyOp string) Run
 		Ops: res.Ops, Errors: res.Errors, Rejections: res.Rejections, Series: res.Series, Interrupted: res.Interrupted,
 		IntegrityOK: true}
 	if res.Mode == "open" {
-		r.Rate = res.Rate
+		r.Rate, r.AchievedRate, r.Saturated = res.Rate, res.AchievedRate, res.Saturated
+		if warn, note := scheduleNote(&r); warn != "" {
+			r.Warnings = append(r.Warnings, warn)
+		} else if note != "" {
+			r.Notes = append(r.Notes, note)
+		}
 	}
 	h := res.Op(latencyOp)
 	r.P50Ms, r.P99Ms, r.P999Ms = h.P50, h.P99, h.P999
@@ -174,5 +244,8 @@ func (r *Run) Normalize() {
 	}
 	if r.Notes == nil {
 		r.Notes = []string{}
+	}
+	if r.Warnings == nil {
+		r.Warnings = []string{}
 	}
 }

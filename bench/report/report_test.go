@@ -98,3 +98,48 @@ func TestHTMLIsSelfContained(t *testing.T) {
 		}
 	}
 }
+
+// TestTableShowsTheCostOfDurabilityAndTheSchedule: the durable run is
+// printed against the run without persistence, and each open loop with
+// the arrivals it began against those intended, warned when behind.
+func TestTableShowsTheCostOfDurabilityAndTheSchedule(t *testing.T) {
+	s := sample()
+	durable := s.Runs[0]
+	durable.Scenario, durable.ThroughputPerS, durable.P99Ms = "flash-durable", 2400, 60
+	durable.VsNonDurable = durable.Against(&s.Runs[0])
+	behind := FromResult("flash-open", "ticketd", &load.Result{Mode: "open", Unit: "pairs", Rate: 5000, AchievedRate: 4000,
+		Workers: 1024, Elapsed: time.Second}, "pair")
+	saturated := FromResult("sellout", "ticketd", &load.Result{Mode: "open", Unit: "pairs", Rate: 20000, AchievedRate: 4000,
+		Saturated: true, Workers: 1024, Elapsed: time.Second}, "pair")
+	onTime := FromResult("flash-open", "ticketd", &load.Result{Mode: "open", Unit: "pairs", Rate: 5000, AchievedRate: 4990,
+		Workers: 1024, Elapsed: time.Second}, "pair")
+	// Only a generator that fell behind is a warning: a target that did not
+	// keep up is what an overload run (the sell-out) is for.
+	if len(onTime.Warnings) != 0 || len(behind.Warnings) != 1 || len(saturated.Warnings) != 0 || len(saturated.Notes) != 1 {
+		t.Fatalf("warnings: on time %v, behind %v, saturated %v (notes %v)", onTime.Warnings, behind.Warnings, saturated.Warnings, saturated.Notes)
+	}
+	s.Runs = append(s.Runs, durable, behind, saturated)
+	var b bytes.Buffer
+	Table(&b, s)
+	out := b.String()
+	for _, want := range []string{
+		"flash-durable vs flash: throughput 2,400 vs 3,000 pairs/s = 0.80x; p99 pair 60.0 vs 40.0 ms = 1.50x",
+		"achieved 4,000/s (80%)  BEHIND: the load generator fell behind",
+		"achieved 4,000/s (20%)  behind: ticketd did not keep up",
+		"WARNING flash-open: the load generator fell behind: it began 4,000 arrivals/s of the 5,000/s intended (80%) while workers were free",
+		"sellout        note: open loop began 4,000 arrivals/s of the 20,000/s intended (20%): all 1024 workers were busy",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	var h bytes.Buffer
+	if err := HTML(&h, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cost of durability against flash", "0.80x here", "4,000 arrivals/s begun of 5,000/s intended", "WARNING: the load generator fell behind"} {
+		if !strings.Contains(h.String(), want) {
+			t.Errorf("HTML report lacks %q", want)
+		}
+	}
+}

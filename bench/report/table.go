@@ -26,6 +26,13 @@ func Table(w io.Writer, s *Suite) {
 			ms(r.P50Ms), ms(r.P99Ms), ms(r.P999Ms), r.LatencyOp, total(r.Errors), integrityWord(r), ratio(r.RatioToCeiling), ratio(r.RatioToBaseline))
 	}
 	tw.Flush()
+	for _, r := range s.Runs {
+		for _, warn := range r.Warnings {
+			fmt.Fprintf(w, "  WARNING %s: %s\n", r.Scenario, warn)
+		}
+	}
+	openLoops(w, s)
+	durability(w, s)
 
 	section(w, "Latency by operation, ms (open loop: from the intended start; confirm: from its send)")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -88,6 +95,55 @@ func Table(w io.Writer, s *Suite) {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(w, "\nintegrity %s\n", verdict)
+}
+
+// openLoops writes, for each open loop, the arrivals it began per second
+// against the rate intended.
+func openLoops(w io.Writer, s *Suite) {
+	var open []Run
+	for _, r := range s.Runs {
+		if r.Mode == "open" && r.Rate > 0 {
+			open = append(open, r)
+		}
+	}
+	if len(open) == 0 {
+		return
+	}
+	section(w, "Open loops: arrivals begun per second against the schedule")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range open {
+		verdict := "on schedule"
+		switch {
+		case r.GeneratorBehind():
+			verdict = "BEHIND: the load generator fell behind"
+		case r.Behind():
+			verdict = "behind: ticketd did not keep up, arrivals waited for a worker"
+		}
+		fmt.Fprintf(tw, "  %s\tintended %s/s\tachieved %s/s (%.0f%%)\t%s\n", r.Scenario, num(r.Rate), num(r.AchievedRate),
+			100*r.AchievedRate/r.Rate, verdict)
+	}
+	tw.Flush()
+}
+
+// durability writes the cost of durability: each run on durable Redis
+// against the same load without persistence.
+func durability(w io.Writer, s *Suite) {
+	var rows []Run
+	for _, r := range s.Runs {
+		if r.VsNonDurable != nil {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	section(w, "Cost of durability (Redis with deploy/redis.conf: AOF, appendfsync always; against Redis without persistence, same invocation)")
+	for _, r := range rows {
+		v := r.VsNonDurable
+		fmt.Fprintf(w, "  %s vs %s: throughput %s vs %s %s/s = %sx; p99 %s %s vs %s ms = %sx\n", r.Scenario, v.Run,
+			num(r.ThroughputPerS), num(v.ThroughputPerS), r.Unit, strconv.FormatFloat(v.ThroughputRatio, 'f', 2, 64),
+			r.LatencyOp, ms(r.P99Ms), ms(v.P99Ms), strconv.FormatFloat(v.P99Ratio, 'f', 2, 64))
+	}
 }
 
 // perUnit formats microseconds of CPU per unit ("122 us/pair").

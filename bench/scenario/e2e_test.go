@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/ticketd/ticketd/bench/api"
 	"github.com/ticketd/ticketd/bench/cpuuse"
 	"github.com/ticketd/ticketd/bench/integrity"
+	"github.com/ticketd/ticketd/bench/load"
 	"github.com/ticketd/ticketd/handlers/servertest"
 )
 
@@ -58,8 +60,8 @@ func TestFlashSellsOutExactlyAgainstTicketd(t *testing.T) {
 	}
 	// ticketd runs in this process: the timed run cost it CPU, and the
 	// meter saw it (only over the run: it is read at the load's ends).
-	if cpuuse.Supported() && (len(out.CPU) != 2 || out.CPU[0].Cores <= 0) {
-		t.Errorf("CPU over the run: %+v, want this process busy and the machine", out.CPU)
+	if cpuuse.Supported() && (len(out.CPU) != 3 || out.CPU[0].Cores <= 0 || out.CPU[2].Process != cpuuse.Machine) {
+		t.Errorf("CPU over the run: %+v, want this process busy, the interrupts and the machine", out.CPU)
 	}
 	if f := failedChecks(out.Checks); len(f) > 0 || !out.Checks.OK() {
 		t.Fatalf("integrity failed:\n%s", strings.Join(f, "\n"))
@@ -143,5 +145,72 @@ func TestSeatRushSellsNoSeatTwice(t *testing.T) {
 	}
 	if seatChecks < 3 {
 		t.Fatalf("seat checks not all made: %+v", out.Checks)
+	}
+}
+
+// TestSelloutReportsTheRateOfTheSale sells 100 tickets to 300 buyers
+// arriving at 600 a second against ticketd: it sells out exactly, and its
+// sale rate is the tickets over the sell-out time, faster than over the
+// whole run, whose tail only answers sold out. The progress line carries
+// the label it was given.
+func TestSelloutReportsTheRateOfTheSale(t *testing.T) {
+	t.Parallel()
+	_, env := ticketd(t)
+	var progress bytes.Buffer
+	out, err := Sellout.Run(context.Background(), env, Options{Rate: 600, Arrivals: 300, Capacity: 100, Workers: 64,
+		Progress: &load.Progress{W: &progress, Every: 1}, Label: "sellout-small"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failedChecks(out.Checks); len(f) > 0 {
+		t.Fatalf("integrity failed:\n%s", strings.Join(f, "\n"))
+	}
+	sold, _ := out.Figure(FigSold)
+	took, ok := out.Figure(FigSelloutTime)
+	rate, rateOK := out.Figure(FigSaleRate)
+	if sold != 100 || !ok || !rateOK {
+		t.Fatalf("sold %.0f, sell-out time %v, sale rate %v: want 100 sold and both reported", sold, ok, rateOK)
+	}
+	if diff := rate - sold/took; diff > 0.01 || diff < -0.01 {
+		t.Fatalf("sale rate %.2f, want tickets / sell-out time = %.2f", rate, sold/took)
+	}
+	if whole := out.Result.UnitsPerSec(); rate <= whole {
+		t.Fatalf("sale rate %.1f/s not above the whole run's %.1f/s", rate, whole)
+	}
+	if !strings.Contains(progress.String(), "sellout-small") {
+		t.Fatalf("progress lines do not name the run: %q", progress.String())
+	}
+}
+
+// TestAlternateMeasuresTwoDeploymentsInTurns runs the flash loop against
+// two ticketd stacks in turns (A B B A): each side's slices are merged into
+// one result whose sale checks pass, and the progress lines show the turns.
+func TestAlternateMeasuresTwoDeploymentsInTurns(t *testing.T) {
+	t.Parallel()
+	_, a := ticketd(t)
+	_, b := ticketd(t)
+	var progress bytes.Buffer
+	outs, err := Alternate(context.Background(), [2]*Env{a, b}, [2]string{"side-a", "side-b"},
+		Options{Duration: 800 * time.Millisecond, Workers: 8, Progress: &load.Progress{W: &progress, Every: 1}}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, out := range outs {
+		if f := failedChecks(out.Checks); len(f) > 0 || !out.Checks.OK() {
+			t.Fatalf("side %d: integrity failed:\n%s", i, strings.Join(f, "\n"))
+		}
+		if out.Result.Units == 0 || out.Result.Elapsed < 800*time.Millisecond {
+			t.Fatalf("side %d: %d pairs in %s: want both slices of 400ms merged", i, out.Result.Units, out.Result.Elapsed)
+		}
+	}
+	var turns []string
+	for _, l := range strings.Split(strings.TrimSpace(progress.String()), "\n") {
+		name := strings.Fields(l)[0]
+		if len(turns) == 0 || turns[len(turns)-1] != name {
+			turns = append(turns, name)
+		}
+	}
+	if strings.Join(turns, " ") != "side-a side-b side-a" { // A B B A: the two B slices run back to back
+		t.Fatalf("turns %v, want side-a, side-b (twice), side-a", turns)
 	}
 }

@@ -85,8 +85,12 @@ func runParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Opt
 	if err := env.API.ApplyCatalog(ctx, b.doc(env.Run)); err != nil {
 		return nil, fmt.Errorf("%s: provision the catalog: %w", name, err)
 	}
+	label := name
+	if o.Label != "" {
+		label = o.Label
+	}
 	plan := load.Plan{
-		Name: name, Unit: unit, Ops: ops.names, Primary: ops.add(latencyOp),
+		Name: label, Unit: unit, Ops: ops.names, Primary: ops.add(latencyOp),
 		Open: o.Rate > 0, Rate: o.Rate, Duration: o.Duration, Arrivals: o.Arrivals, Workers: o.Workers,
 		Progress: o.Progress, NewActor: mixer(parts),
 	}
@@ -97,21 +101,26 @@ func runParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Opt
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	out := &Outcome{Result: res, LatencyOp: latencyOp, CPU: env.CPU.Shares()}
+	return finish(ctx, env, name, &Outcome{Result: res, LatencyOp: latencyOp, CPU: env.CPU.Shares()}, parts), nil
+}
+
+// finish adds the parts' figures and, unless the run was interrupted or
+// sold nothing, their integrity checks.
+func finish(ctx context.Context, env *Env, name string, out *Outcome, parts []weighted) *Outcome {
 	for _, w := range parts {
 		if f, ok := w.p.(figurer); ok {
-			out.Figures = append(out.Figures, f.figures(res)...)
+			out.Figures = append(out.Figures, f.figures(out.Result)...)
 		}
 	}
 	if env.Canned {
 		out.Notes = append(out.Notes, "canned answers: nothing was sold, so there is nothing to check")
-		return out, nil
+		return out
 	}
-	if res.Interrupted || ctx.Err() != nil {
+	if out.Result.Interrupted || ctx.Err() != nil {
 		// Stopped by the user: report what was measured, check nothing.
 		out.Checks = append(out.Checks, integrity.Check{Name: name + ": integrity", Status: integrity.NotChecked,
 			Detail: "interrupted before the end: the figures are partial and were not checked"})
-		return out, nil
+		return out
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), env.DrainTimeout+time.Minute)
 	defer cancel()
@@ -120,7 +129,7 @@ func runParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Opt
 		out.Checks = append(out.Checks, cs...)
 		out.Figures = append(out.Figures, figs...)
 	}
-	return out, nil
+	return out
 }
 
 // mixer makes, per worker, one actor per part and hands arrival k to the

@@ -66,6 +66,10 @@ type Options struct {
 	Arrivals int64
 	Capacity int64
 	Progress *load.Progress
+	// Label names the run in progress lines when it is not the
+	// scenario's own (the comparisons run flash as ceiling-http and
+	// baseline).
+	Label string
 }
 
 func (o Options) or(def Options) Options {
@@ -127,4 +131,4 @@ type Scenario interface {
 }
 
 // All are the scenarios, in the order of the standard suite.
-var All = []Scenario{Flash, FlashOpen, Sellout, Catalog, SeatRush, Mixed, Memory}
+var All = []Scenario{Flash, FlashDurable, FlashOpen, Sellout, Catalog, SeatRush, Mixed, Memory}

@@ -21,6 +21,10 @@ const (
 	FigSelloutTime  = "sell-out time (first arrival to last paid confirm)"
 	FigAfterRate    = "sold-out answers after sell-out, per second"
 	FigAfterAnswers = "sold-out answers"
+	// FigSaleRate is the run's headline rate: pairs paid per second over
+	// the sale (first arrival to last paid confirm), not over the whole
+	// run, whose tail only answers sold out.
+	FigSaleRate = "pairs/s over the sale (tickets sold / sell-out time)"
 )
 
 type sellout struct{ flash }
@@ -40,6 +44,9 @@ func (s *sellout) figures(res *load.Result) []Figure {
 	}
 	sellout := t.lastPaid.Sub(res.Started)
 	figs = append(figs, Figure{Name: FigSelloutTime, Value: sellout.Seconds(), Unit: "s"})
+	if sellout > 0 {
+		figs = append(figs, Figure{Name: FigSaleRate, Value: float64(t.tickets) / sellout.Seconds(), Unit: "pairs/s"})
+	}
 	if after := res.Elapsed - sellout; after > 100*time.Millisecond {
 		figs = append(figs, Figure{Name: FigAfterRate, Value: float64(t.soldOutReserves+t.soldOutConfirms) / after.Seconds()})
 	}

@@ -1,0 +1,126 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/bench/procs"
+)
+
+// shippedConf is deploy/redis.conf of this module.
+func shippedConf(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", "redis.conf")
+}
+
+// ownRedis starts a redis-server with the shipped settings for this test.
+func ownRedis(t *testing.T) (*procs.Redis, rueidis.Client) {
+	t.Helper()
+	rs, err := procs.StartRedis(context.Background(), shippedConf(t), filepath.Join(t.TempDir(), "redis.log"),
+		"--latency-monitor-threshold", "1")
+	if errors.Is(err, procs.ErrNoRedisServer) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rs.Stop(10 * time.Second) })
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{rs.Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	return rs, rc
+}
+
+// TestCostCountsTheWritesInsideScripts: a unit of work that runs one
+// script writing twice and one plain write costs one script and three
+// writes, as Redis counted them, whatever the script hides.
+func TestCostCountsTheWritesInsideScripts(t *testing.T) {
+	rs, rc := ownRedis(t)
+	ctx := context.Background()
+	before, err := Take(ctx, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const units = 10
+	for i := range units {
+		key := "{u}:order:" + string(rune('a'+i))
+		for _, r := range rc.DoMulti(ctx,
+			rc.B().Eval().Script("redis.call('HSET', KEYS[1], 'st', 'paid'); redis.call('PEXPIRE', KEYS[1], 60000); return redis.call('HGET', KEYS[1], 'st')").
+				Numkeys(1).Key(key).Build(),
+			rc.B().Set().Key("{u}:idem:"+key).Value("x").Build()) {
+			if err := r.Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	after, err := Take(ctx, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes, err := WriteFlags(ctx, rc, Names(before, after))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !writes["hset"] || !writes["set"] || writes["hget"] || writes["eval"] {
+		t.Fatalf("write flags %v: want hset and set, not hget or eval", writes)
+	}
+	c := Compare(before, after, units, func(cmd string) bool { return writes[cmd] })
+	if c.ScriptsPerUnit != 1 || c.WritesPerUnit != 3 {
+		t.Fatalf("%.2f scripts and %.2f writes per unit, want 1 and 3 (%s)", c.ScriptsPerUnit, c.WritesPerUnit, c.Breakdown(0))
+	}
+	if c.CommandsPerUnit < 5 {
+		t.Fatalf("%.2f commands per unit, want at least the script, the three commands in it and the SET", c.CommandsPerUnit)
+	}
+	if _, _, err := FsyncStall(ctx, rc); err != nil {
+		t.Fatal(err)
+	}
+
+	// The AOF holds the script's writes (PEXPIRE as PEXPIREAT) in
+	// MULTI/EXEC, and the plain SET, each once per unit.
+	a, err := ReadAOF(rs.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]int64{"hset": units, "pexpireat": units, "set": units, "multi": units, "exec": units} {
+		if a.Calls[cmd] != want {
+			t.Errorf("AOF has %d %s, want %d (%v)", a.Calls[cmd], cmd, want, a.Calls)
+		}
+	}
+	if a.Calls["hget"] != 0 || a.Calls["eval"] != 0 {
+		t.Errorf("reads or the script itself in the AOF: %v", a.Calls)
+	}
+	if got := a.Breakdown(units); !strings.Contains(got, "hset ") || !strings.Contains(got, " B (1.00)") {
+		t.Errorf("breakdown %q", got)
+	}
+}
+
+func TestParseInfo(t *testing.T) {
+	s := ParseInfo("# Commandstats\r\ncmdstat_hset:calls=12,usec=30,usec_per_call=2.50,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_xinfo|groups:calls=3,usec=22\r\n# Stats\r\ntotal_commands_processed:99\r\n# Persistence\r\naof_rewrites:2\r\naof_delayed_fsync:0\r\n")
+	if s.Calls["hset"] != 12 || s.Calls["xinfo|groups"] != 3 || s.Commands != 99 || s.AOFRewrites != 2 {
+		t.Fatalf("parsed %+v", s)
+	}
+	c := Compare(Snapshot{Calls: map[string]int64{"hset": 2}}, s, 10, func(cmd string) bool { return cmd == "hset" })
+	if got := c.Breakdown(0.2); got != "hset 1.00 (w), xinfo|groups 0.30" {
+		t.Fatalf("breakdown %q", got)
+	}
+}
+
+func TestFsyncTime(t *testing.T) {
+	p50, p99, err := FsyncTime(t.TempDir(), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p50 <= 0 || p99 < p50 {
+		t.Fatalf("p50 %s p99 %s", p50, p99)
+	}
+}
