@@ -28,9 +28,12 @@
 -- ARGV[6] -> declared seats: the order's 'seats' field as the caller knows it
 -- ARGV[7] -> declared discount code: the order's 'dc' field as the caller knows it
 -- ARGV[8] -> "1" when the event is cancelled, else "0"
--- ARGV[9] -> retention ms: how long a paid order stays in Redis for replays
--- ARGV[10] -> paid stream cap: 0 for none (a sync worker drains it); else
+-- ARGV[9] -> paid stream cap: 0 for none (a sync worker drains it); else
 --             MAXLEN ~ this many, when no worker ever will
+--
+-- A paid order keeps the expiry reserve gave its hash (the order's expiry
+-- plus the retention), which is after its payment plus the retention: no
+-- second PEXPIRE, one write less for every paid order.
 --
 -- Output:
 --   {0, duplicate 0|1, tickets JSON}  paid (duplicate = it already was, by
@@ -144,10 +147,9 @@ end
 -- keeps what replays and status need.
 redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
 redis.call('HDEL', order, 'rec')
-redis.call('PEXPIRE', order, ARGV[9])
-if ARGV[10] == '0' then
+if ARGV[9] == '0' then
   redis.call('XADD', KEYS[7], '*', 'order', oid, 'rec', o[9], 'tix', o[8], 'ref', ARGV[5], 'paidAt', now)
 else
-  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[10], '*', 'order', oid, 'rec', o[9], 'tix', o[8], 'ref', ARGV[5], 'paidAt', now)
+  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[9], '*', 'order', oid, 'rec', o[9], 'tix', o[8], 'ref', ARGV[5], 'paidAt', now)
 end
 return {0, 0, o[8]}

@@ -32,6 +32,10 @@ type config struct {
 	PprofAddr string
 	// RedisFlushDelay is rueidis' MaxFlushDelay (TICKETD_REDIS_FLUSH_DELAY).
 	RedisFlushDelay time.Duration
+	// RedisConnections is how many pipelined connections ticketd keeps to
+	// Redis (TICKETD_REDIS_CONNECTIONS, a power of two from 1 to 256); 0
+	// (unset) chooses by the server's durability (see connectRedis).
+	RedisConnections int
 }
 
 // defaultDatabaseURL is DATABASE_URL's default: database "ticketd" on the
@@ -73,6 +77,13 @@ func loadConfig() (config, error) {
 	c.TrustedProxies, _ = env("TICKETD_TRUSTED_PROXIES", "")
 	c.LogFormat, _ = env("TICKETD_LOG_FORMAT", "text")
 	c.PprofAddr, _ = env("TICKETD_PPROF_ADDR", "")
+	if conns, set := env("TICKETD_REDIS_CONNECTIONS", ""); set {
+		n, err := strconv.Atoi(conns)
+		if err != nil || n < 1 || n > 256 || n&(n-1) != 0 {
+			return c, fmt.Errorf("TICKETD_REDIS_CONNECTIONS=%q: want a power of two from 1 to 256", conns)
+		}
+		c.RedisConnections = n
+	}
 	c.Recovery, _ = env("TICKETD_RECOVERY", recoveryAuto)
 	if c.Recovery != recoveryAuto && c.Recovery != recoveryManual {
 		return c, fmt.Errorf("TICKETD_RECOVERY=%q: want auto or manual", c.Recovery)

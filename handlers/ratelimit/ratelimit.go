@@ -58,6 +58,10 @@ type lease struct {
 	// request again; until then Redis would refuse too, whatever other
 	// nodes do, so the node refuses without asking.
 	refusedUntil time.Time
+	// refilled is closed when the refill in flight ends (nil when none
+	// is): one goroutine asks Redis for the next slice, the others wait
+	// for it instead of each taking one (a script and a write apiece).
+	refilled chan struct{}
 }
 
 // Result is the outcome of one Allow.
@@ -95,38 +99,48 @@ func (l *Limiter) Allow(ctx context.Context, bucket string, perMinute int64) (Re
 		v, _ = l.leases.LoadOrStore(bucket, &lease{})
 	}
 	ls := v.(*lease)
-	now := time.Now()
-	ls.mu.Lock()
-	if ls.left > 0 && now.Before(ls.expires) {
-		ls.left--
-		left := ls.left
-		ls.mu.Unlock()
-		return Result{Allowed: true, Remaining: left}, nil
-	}
-	if wait := ls.refusedUntil.Sub(now); wait > 0 {
-		ls.mu.Unlock()
-		return Result{RetryAfter: wait}, nil
-	}
-	ls.mu.Unlock()
-	// Several goroutines may refill at once; each takes its own slice from
-	// Redis, so the sum stays within the bucket.
-	r, granted, err := l.take(ctx, bucket, perMinute, perMinute/600)
-	if err == nil && !r.Allowed {
+	for {
+		now := time.Now()
 		ls.mu.Lock()
-		ls.refusedUntil = now.Add(r.RetryAfter)
+		if ls.left > 0 && now.Before(ls.expires) {
+			ls.left--
+			left := ls.left
+			ls.mu.Unlock()
+			return Result{Allowed: true, Remaining: left}, nil
+		}
+		if wait := ls.refusedUntil.Sub(now); wait > 0 {
+			ls.mu.Unlock()
+			return Result{RetryAfter: wait}, nil
+		}
+		if ch := ls.refilled; ch != nil {
+			ls.mu.Unlock()
+			select {
+			case <-ch: // look again: the slice, a refusal, or a refill to do
+			case <-ctx.Done():
+				return Result{}, fmt.Errorf("ratelimit %s: %w", bucket, ctx.Err())
+			}
+			continue
+		}
+		ch := make(chan struct{})
+		ls.refilled = ch
 		ls.mu.Unlock()
-	}
-	if err != nil || !r.Allowed || granted <= 1 {
+		r, granted, err := l.take(ctx, bucket, perMinute, perMinute/600)
+		ls.mu.Lock()
+		switch {
+		case err == nil && !r.Allowed:
+			ls.refusedUntil = now.Add(r.RetryAfter)
+		case err == nil && granted > 1:
+			if !now.Before(ls.expires) {
+				ls.left = 0
+			}
+			ls.left += granted - 1
+			ls.expires = now.Add(LeaseLife)
+		}
+		ls.refilled = nil
+		close(ch)
+		ls.mu.Unlock()
 		return r, err
 	}
-	ls.mu.Lock()
-	if !now.Before(ls.expires) {
-		ls.left = 0
-	}
-	ls.left += granted - 1
-	ls.expires = now.Add(LeaseLife)
-	ls.mu.Unlock()
-	return r, nil
 }
 
 // take runs the script: up to n requests from bucket, at least one or none.

@@ -218,3 +218,34 @@ func BenchmarkAllow(b *testing.B) {
 		}
 	})
 }
+
+// Goroutines that find a node's lease empty at once wait for one refill
+// instead of each running the script (a Redis write apiece, fsynced on a
+// durable Redis): one script run serves them all.
+func TestOneRefillServesConcurrentCallers(t *testing.T) {
+	rc, space := redistest.New(t)
+	l := &Limiter{Redis: rc, Space: space}
+	const callers = 50 // a slice of a 60,000/min bucket is 100
+	var wg sync.WaitGroup
+	var allowed atomic.Int64
+	start := make(chan struct{})
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			r, err := l.Allow(context.Background(), "k:refill", 60000)
+			if err == nil && r.Allowed {
+				allowed.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if allowed.Load() != callers {
+		t.Fatalf("%d of %d allowed", allowed.Load(), callers)
+	}
+	if n := l.calls.Load(); n != 1 {
+		t.Fatalf("%d script runs for %d concurrent callers of an empty lease, want 1", n, callers)
+	}
+}

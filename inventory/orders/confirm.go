@@ -131,7 +131,7 @@ func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest,
 	}
 	return lua.Array(ctx, s.Redis, confirmScript, ks, []string{
 		req.OrderID, req.ChannelID, strconv.FormatInt(int64(req.Amount), 10), strconv.FormatInt(int64(Tolerance), 10),
-		req.Reference, seats, dc, cancelled, ms(s.retention()), strconv.FormatInt(s.StreamCap, 10)})
+		req.Reference, seats, dc, cancelled, strconv.FormatInt(s.StreamCap, 10)})
 }
 
 // Order states.

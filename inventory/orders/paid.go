@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/ticketd/ticketd/inventory/keys"
 )
 
 // DecodePaid reads a paid-stream entry (its fields) as the paid order it
@@ -26,11 +28,24 @@ func DecodePaid(fields map[string]string) (Record, error) {
 			return rec, fmt.Errorf("field %q is not a ticket list: %w", StreamTickets, err)
 		}
 	}
-	if id := fields[StreamOrderID]; rec.OrderID != id || id == "" {
-		return rec, fmt.Errorf("record orderId %q does not match field %q = %q", rec.OrderID, StreamOrderID, id)
+	// Reserve leaves the order and event ids out of the record: the
+	// entry's order id carries both. A record that names them must agree.
+	id := fields[StreamOrderID]
+	ev, ok := keys.OrderEvent(id)
+	if !ok {
+		return rec, fmt.Errorf("field %q = %q is not an order id", StreamOrderID, id)
 	}
-	if rec.EventID == "" || rec.TenantID == "" {
-		return rec, errors.New("record has no eventId or tenantId")
+	if rec.OrderID == "" {
+		rec.OrderID = id
+	}
+	if rec.EventID == "" {
+		rec.EventID = ev
+	}
+	if rec.OrderID != id || rec.EventID != ev {
+		return rec, fmt.Errorf("record orderId %q, eventId %q do not match field %q = %q", rec.OrderID, rec.EventID, StreamOrderID, id)
+	}
+	if rec.TenantID == "" {
+		return rec, errors.New("record has no tenantId")
 	}
 	paidAt, err := strconv.ParseInt(fields[StreamPaidAt], 10, 64)
 	if err != nil || paidAt <= 0 {

@@ -8,12 +8,14 @@ import "github.com/ticketd/ticketd/inventory/money"
 
 // Record is everything the sync worker writes to Postgres for a paid order.
 // It is computed at reserve, stored with the pending order as JSON without
-// its Tickets (those are kept once, as the order's "tix"), and copied by
-// the confirm script into the paid stream entry (fields "rec" and "tix";
-// "ref" and "paidAt" are added at confirm).
+// its Tickets (those are kept once, as the order's "tix") nor its order and
+// event ids (the entry's order id carries both), and copied by the confirm
+// script into the paid stream entry (fields "rec" and "tix"; "ref" and
+// "paidAt" are added at confirm). Every byte of it is written twice to a
+// durable Redis' append-only file, so zero amounts are left out too.
 type Record struct {
-	OrderID    string `json:"orderId"`
-	EventID    string `json:"eventId"`
+	OrderID    string `json:"orderId,omitempty"`
+	EventID    string `json:"eventId,omitempty"`
 	TenantID   string `json:"tenantId"`
 	ChannelID  string `json:"channelId,omitempty"` // "" for storefront orders
 	Source     string `json:"source"`              // "channel" or "storefront"
@@ -27,14 +29,14 @@ type Record struct {
 	DiscountCode       string      `json:"discountCode,omitempty"`
 	Currency           string      `json:"currency"`
 	Subtotal           money.Cents `json:"subtotal"`
-	Discount           money.Cents `json:"discount"`
-	Extras             money.Cents `json:"extras"`
-	Fee                money.Cents `json:"fee"`
-	VAT                money.Cents `json:"vat"`
-	RefundProtection   money.Cents `json:"refundProtection"`
+	Discount           money.Cents `json:"discount,omitempty"`
+	Extras             money.Cents `json:"extras,omitempty"`
+	Fee                money.Cents `json:"fee,omitempty"`
+	VAT                money.Cents `json:"vat,omitempty"`
+	RefundProtection   money.Cents `json:"refundProtection,omitempty"`
 	Total              money.Cents `json:"total"`
 	Lines              []Line      `json:"lines"`
-	Tickets            []Ticket    `json:"tickets"`
+	Tickets            []Ticket    `json:"tickets,omitempty"`
 	CreatedAtMs        int64       `json:"createdAtMs"`
 	// Caller, IdempotencyKey and Fingerprint are the reserve's idempotency
 	// record: kept with the paid order so that a rebuild of Redis restores

@@ -264,7 +264,7 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	if err != nil {
 		return nil, nil, fmt.Errorf("reserve: encode tickets: %w", err)
 	}
-	rec.Tickets = nil
+	rec.Tickets, rec.OrderID, rec.EventID = nil, "", ""
 	recJSON, err := json.Marshal(rec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reserve: encode record: %w", err)

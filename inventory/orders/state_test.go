@@ -123,9 +123,19 @@ func TestPaidEntryDecodesToTheRecord(t *testing.T) {
 	if err != nil || len(es) != 1 {
 		t.Fatalf("stream: %v %v", es, err)
 	}
+	// What the append-only file gets twice is lean: no ids the entry's
+	// order id carries, no zero amounts, no empty ticket list.
+	for _, left := range []string{`"orderId"`, `"eventId"`, `"discount"`, `"vat"`, `"tickets"`} {
+		if strings.Contains(es[0].FieldValues[StreamRecord], left) {
+			t.Errorf("the stream's record holds %s: %s", left, es[0].FieldValues[StreamRecord])
+		}
+	}
 	rec, err := DecodePaid(es[0].FieldValues)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rec.EventID != "ev" || rec.Discount != 0 {
+		t.Fatalf("decoded event %q, discount %v", rec.EventID, rec.Discount)
 	}
 	if rec.OrderID != res.OrderID || rec.Caller != r.Caller || rec.IdempotencyKey != r.IdempotencyKey ||
 		rec.Fingerprint != r.Fingerprint || rec.PartnerReference != "psp-9" || rec.PaidAtMs <= 0 ||
