@@ -31,9 +31,9 @@
 -- ARGV[9] -> paid stream cap: 0 for none (a sync worker drains it); else
 --             MAXLEN ~ this many, when no worker ever will
 --
--- A paid order keeps the expiry reserve gave its hash (the order's expiry
--- plus the retention), which is after its payment plus the retention: no
--- second PEXPIRE, one write less for every paid order.
+-- Without a worker, a paid order keeps the expiry reserve gave its hash
+-- (the order's expiry plus the retention, which is after its payment plus
+-- the retention).
 --
 -- Output:
 --   {0, duplicate 0|1, tickets JSON}  paid (duplicate = it already was, by
@@ -143,13 +143,17 @@ if code ~= '' then
   redis.call('ZREM', KEYS[5], oid)
   redis.call('HINCRBY', KEYS[6], code, 1)
 end
--- The record now lives on the stream (and then in Postgres); the order
--- keeps what replays and status need.
 redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
-redis.call('HDEL', order, 'rec')
+-- The entry names the order; its record and tickets stay in the order
+-- hash (written once, not copied: a durable Redis writes every byte to its
+-- append-only file), without expiry until the sync worker has written them
+-- to Postgres (paid_ack.lua then drops the record and sets the retention).
+-- Without a worker nothing will read the record: it goes.
 if ARGV[9] == '0' then
-  redis.call('XADD', KEYS[7], '*', 'order', oid, 'rec', o[9], 'tix', o[8], 'ref', ARGV[5], 'paidAt', now)
+  redis.call('PERSIST', order)
+  redis.call('XADD', KEYS[7], '*', 'order', oid, 'ref', ARGV[5], 'paidAt', now)
 else
-  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[9], '*', 'order', oid, 'rec', o[9], 'tix', o[8], 'ref', ARGV[5], 'paidAt', now)
+  redis.call('HDEL', order, 'rec')
+  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[9], '*', 'order', oid, 'ref', ARGV[5], 'paidAt', now)
 end
 return {0, 0, o[8]}

@@ -1,11 +1,13 @@
 package orders
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 
 	json "github.com/goccy/go-json"
+	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/keys"
 )
@@ -15,10 +17,13 @@ import (
 // order <id> rec <Record JSON> ref <partner reference> paidAt <ms>.
 func DecodePaid(fields map[string]string) (Record, error) {
 	var rec Record
-	for _, f := range []string{StreamOrderID, StreamRecord, StreamRef, StreamPaidAt} {
+	for _, f := range []string{StreamOrderID, StreamRef, StreamPaidAt} {
 		if _, ok := fields[f]; !ok {
 			return rec, fmt.Errorf("missing field %q", f)
 		}
+	}
+	if _, ok := fields[StreamRecord]; !ok {
+		return rec, errors.New("the order's record is neither in the entry nor in the order hash")
 	}
 	if err := json.Unmarshal([]byte(fields[StreamRecord]), &rec); err != nil {
 		return rec, fmt.Errorf("field %q is not an order record: %w", StreamRecord, err)
@@ -57,4 +62,44 @@ func DecodePaid(fields map[string]string) (Record, error) {
 		rec.CreatedAtMs = paidAt
 	}
 	return rec, nil
+}
+
+// FillRecords gives every paid-stream entry (its fields) that does not
+// carry its order's record the record and tickets its order hash holds,
+// reading all hashes in one round trip. An entry whose hash has lost them
+// stays without (DecodePaid then says so); so does one without an order id.
+func FillRecords(ctx context.Context, rc rueidis.Client, space keys.Space, entries []map[string]string) error {
+	var cmds rueidis.Commands
+	var at []map[string]string
+	for _, f := range entries {
+		if f == nil {
+			continue
+		}
+		if _, ok := f[StreamRecord]; ok {
+			continue
+		}
+		okey, ok := space.Order(f[StreamOrderID])
+		if !ok {
+			continue
+		}
+		cmds = append(cmds, rc.B().Hmget().Key(okey).Field(StreamRecord, StreamTickets).Build())
+		at = append(at, f)
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	for i, r := range rc.DoMulti(ctx, cmds...) {
+		vals, err := r.ToArray()
+		if err != nil {
+			return fmt.Errorf("orders: read paid records: %w", err)
+		}
+		for j, name := range []string{StreamRecord, StreamTickets} {
+			if j < len(vals) && !vals[j].IsNil() {
+				if v, err := vals[j].ToString(); err == nil {
+					at[i][name] = v
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -7,12 +7,14 @@ package orders
 import "github.com/ticketd/ticketd/inventory/money"
 
 // Record is everything the sync worker writes to Postgres for a paid order.
-// It is computed at reserve, stored with the pending order as JSON without
-// its Tickets (those are kept once, as the order's "tix") nor its order and
-// event ids (the entry's order id carries both), and copied by the confirm
-// script into the paid stream entry (fields "rec" and "tix"; "ref" and
-// "paidAt" are added at confirm). Every byte of it is written twice to a
-// durable Redis' append-only file, so zero amounts are left out too.
+// It is computed at reserve and stored with the pending order as JSON
+// ("rec") without its Tickets (those are kept once, as the order's "tix")
+// nor its order and event ids (the order id carries both); zero amounts
+// are left out too, as every byte goes to a durable Redis' append-only
+// file. The confirm script queues a paid-stream entry that names the
+// order ("order", "ref", "paidAt"); the sync worker reads "rec" and "tix"
+// from the order hash (FillRecords) and decodes them with the entry
+// (DecodePaid).
 type Record struct {
 	OrderID    string `json:"orderId,omitempty"`
 	EventID    string `json:"eventId,omitempty"`
@@ -76,7 +78,8 @@ type Ticket struct {
 	RefID    string `json:"refId,omitempty"` // ticket type, seat label, area or table id
 }
 
-// Stream entry fields of the paid stream.
+// Stream entry fields of the paid stream (and, for the record and the
+// tickets, of the order hash).
 const (
 	StreamRecord  = "rec"
 	StreamTickets = "tix"

@@ -105,8 +105,9 @@ func TestClaimsOfLines(t *testing.T) {
 	}
 }
 
-// What confirm queues decodes back into the record reserve stored, with
-// its idempotency record, tickets, reference and payment time.
+// What confirm queues, with the record its order hash keeps, decodes back
+// into the record reserve stored, with its idempotency record, tickets,
+// reference and payment time.
 func TestPaidEntryDecodesToTheRecord(t *testing.T) {
 	s, ctx := setup(t)
 	caps(t, s, "ev", "t:a", "10")
@@ -123,14 +124,26 @@ func TestPaidEntryDecodesToTheRecord(t *testing.T) {
 	if err != nil || len(es) != 1 {
 		t.Fatalf("stream: %v %v", es, err)
 	}
-	// What the append-only file gets twice is lean: no ids the entry's
-	// order id carries, no zero amounts, no empty ticket list.
+	// The entry names the order; the record stays in the order hash,
+	// written once, lean: no ids the order id carries, no zero amounts, no
+	// empty ticket list.
+	fields := es[0].FieldValues
+	if _, ok := fields[StreamRecord]; ok {
+		t.Fatalf("the entry copies the record: %v", fields)
+	}
+	if err := FillRecords(ctx, s.Redis, s.Space, []map[string]string{fields}); err != nil {
+		t.Fatal(err)
+	}
 	for _, left := range []string{`"orderId"`, `"eventId"`, `"discount"`, `"vat"`, `"tickets"`} {
-		if strings.Contains(es[0].FieldValues[StreamRecord], left) {
-			t.Errorf("the stream's record holds %s: %s", left, es[0].FieldValues[StreamRecord])
+		if strings.Contains(fields[StreamRecord], left) {
+			t.Errorf("the stored record holds %s: %s", left, fields[StreamRecord])
 		}
 	}
-	rec, err := DecodePaid(es[0].FieldValues)
+	okey, _ := s.Space.Order(res.OrderID)
+	if ttl, _ := s.Redis.Do(ctx, s.Redis.B().Pttl().Key(okey).Build()).AsInt64(); ttl != -1 {
+		t.Fatalf("a paid order waiting for the worker has a TTL (%d ms): its record could expire first", ttl)
+	}
+	rec, err := DecodePaid(fields)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -346,7 +346,12 @@ func (m *Monitor) durability(ctx context.Context, prev View) Durability {
 	}
 	d, err := ReadDurability(ctx, m.Redis)
 	if err != nil {
+		// Asked again at the next check; meanwhile what was known stays.
 		m.logger().Warn("redis state: could not read Redis' persistence settings", "err", err)
+		if prev.Durability.Loses != "" {
+			return prev.Durability
+		}
+		return d
 	}
 	m.durAt = time.Now()
 	return d

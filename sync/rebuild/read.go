@@ -38,6 +38,16 @@ type paidCopy struct {
 	tickets                         []orders.Ticket
 	paidAt, createdAt               time.Time
 	idemKey, fingerprint            string
+	// record is the order's record as reserve stored it, for an order
+	// only the streams hold: the sync worker still has to write it.
+	record string
+}
+
+// streamedOrder is a paid order found on a paid stream, with its record
+// as stored (from the entry, or the order hash it names).
+type streamedOrder struct {
+	rec orders.Record
+	raw string
 }
 
 func (st *state) count(eventID, showingID, orderID string, l orders.Line) {
@@ -71,8 +81,8 @@ const streamPage = 1000
 
 // readStreams returns the paid orders on the paid streams, by id. An entry
 // that does not decode is left to the sync worker (it dead-letters it).
-func (r *Rebuilder) readStreams(ctx context.Context) (map[string]orders.Record, error) {
-	out := map[string]orders.Record{}
+func (r *Rebuilder) readStreams(ctx context.Context) (map[string]streamedOrder, error) {
+	out := map[string]streamedOrder{}
 	from := map[int]string{}
 	for p := range keys.Partitions {
 		from[p] = "-"
@@ -86,22 +96,30 @@ func (r *Rebuilder) readStreams(ctx context.Context) (map[string]orders.Record, 
 			cmds = append(cmds, r.Redis.B().Xrange().Key(r.Space.Paid(p)).Start(f).End("+").Count(streamPage).Build())
 		}
 		next := map[int]string{}
+		var fields []map[string]string
 		for i, res := range r.Redis.DoMulti(ctx, cmds...) {
 			es, err := res.AsXRange()
 			if err != nil {
 				return nil, fmt.Errorf("rebuild: read %s: %w", r.Space.Paid(parts[i]), err)
 			}
 			for _, e := range es {
-				rec, err := orders.DecodePaid(e.FieldValues)
-				if err != nil {
-					bad++
-					continue
-				}
-				out[rec.OrderID] = rec
+				fields = append(fields, e.FieldValues)
 			}
 			if len(es) == streamPage {
 				next[parts[i]] = "(" + es[len(es)-1].ID
 			}
+		}
+		// Entries name their orders; the records are in the order hashes.
+		if err := orders.FillRecords(ctx, r.Redis, r.Space, fields); err != nil {
+			return nil, fmt.Errorf("rebuild: %w", err)
+		}
+		for _, f := range fields {
+			rec, err := orders.DecodePaid(f)
+			if err != nil {
+				bad++
+				continue
+			}
+			out[rec.OrderID] = streamedOrder{rec: rec, raw: f[orders.StreamRecord]}
 		}
 		from = next
 	}
@@ -114,7 +132,7 @@ func (r *Rebuilder) readStreams(ctx context.Context) (map[string]orders.Record, 
 // readRecord counts, from one snapshot of Postgres, everything capacity
 // depends on, adds the paid orders only the streams hold, and collects the
 // recently paid orders whose Redis copies come back.
-func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]orders.Record) (*state, error) {
+func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]streamedOrder) (*state, error) {
 	st := &state{sold: map[string]map[string]int64{}, booked: map[string]map[string]string{}, used: map[string]map[string]int64{}}
 	var err error
 	if st.tenants, st.channels, err = (&catalogdb.Store{Pool: r.Pool}).Load(ctx); err != nil {
@@ -159,7 +177,8 @@ func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]orders.R
 	if err != nil {
 		return nil, fmt.Errorf("rebuild: read the record: %w", err)
 	}
-	for _, rec := range streamed {
+	for _, so := range streamed {
+		rec := so.rec
 		for _, l := range rec.Lines {
 			st.count(rec.EventID, rec.ShowingID, rec.OrderID, l)
 		}
@@ -171,7 +190,8 @@ func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]orders.R
 		if paid := time.UnixMilli(rec.PaidAtMs); paid.After(since) {
 			st.recent = append(st.recent, paidCopy{orderID: rec.OrderID, channelID: rec.ChannelID, caller: rec.Caller,
 				ref: rec.PartnerReference, total: int64(rec.Total), tickets: rec.Tickets, paidAt: paid,
-				createdAt: time.UnixMilli(rec.CreatedAtMs), idemKey: rec.IdempotencyKey, fingerprint: rec.Fingerprint})
+				createdAt: time.UnixMilli(rec.CreatedAtMs), idemKey: rec.IdempotencyKey, fingerprint: rec.Fingerprint,
+				record: so.raw})
 		}
 	}
 	return st, nil

@@ -92,18 +92,30 @@ func sellEverything(t *testing.T, s *servertest.Server) (paid servertest.Reserve
 }
 
 // loseAllButStreams deletes every key of the server's space except the
-// paid streams: Redis lost its catalog, counters, orders and markers, and
-// a paid order that Postgres has not got yet is only on its stream (as
-// when Postgres was behind at the loss).
+// paid streams and the orders their entries name: Redis lost its catalog,
+// counters, other orders and markers, and a paid order that Postgres has
+// not got yet is only on its stream (as when Postgres was behind).
 func loseAllButStreams(t *testing.T, s *servertest.Server) {
 	t.Helper()
 	ctx := context.Background()
+	keep := map[string]bool{}
+	for p := range keys.Partitions {
+		es, err := s.Redis.Do(ctx, s.Redis.B().Xrange().Key(s.Space.Paid(p)).Start("-").End("+").Build()).AsXRange()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			if okey, ok := s.Space.Order(e.FieldValues["order"]); ok {
+				keep[okey] = true
+			}
+		}
+	}
 	ks := append(redistest.Keys(t, s.Redis, s.Space), s.Space.State())
 	for p := range keys.Partitions {
 		ks = append(ks, s.Space.Live(p))
 	}
 	for _, k := range ks {
-		if strings.HasSuffix(k, ":paid") {
+		if strings.HasSuffix(k, ":paid") || keep[k] {
 			continue
 		}
 		if err := s.Redis.Do(ctx, s.Redis.B().Del().Key(k).Build()).Error(); err != nil {

@@ -146,9 +146,18 @@ func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) err
 			r.Redis.B().Hset().Key(okey).FieldValue().FieldValue("st", orders.StatusPaid).
 				FieldValue("total", strconv.FormatInt(o.total, 10)).FieldValue("ch", o.channelID).
 				FieldValue("by", o.caller).FieldValue("ref", o.ref).FieldValue("tix", tix).
-				FieldValue("paid", paid).FieldValue("exp", paid).Build(),
-			r.Redis.B().Hdel().Key(okey).Field("rec").Build(),
-			r.Redis.B().Pexpireat().Key(okey).MillisecondsTimestamp(o.paidAt.Add(retention).UnixMilli()).Build())
+				FieldValue("paid", paid).FieldValue("exp", paid).Build())
+		if o.record != "" {
+			// Only the stream has it: its record stays, without expiry,
+			// until the sync worker has written it (as confirm leaves it).
+			cmds = append(cmds,
+				r.Redis.B().Hset().Key(okey).FieldValue().FieldValue(orders.StreamRecord, o.record).Build(),
+				r.Redis.B().Persist().Key(okey).Build())
+		} else {
+			cmds = append(cmds,
+				r.Redis.B().Hdel().Key(okey).Field(orders.StreamRecord).Build(),
+				r.Redis.B().Pexpireat().Key(okey).MillisecondsTimestamp(o.paidAt.Add(retention).UnixMilli()).Build())
+		}
 		rep.Orders++
 		if until := o.createdAt.Add(idemTTL); o.idemKey != "" && until.After(now) {
 			cmds = append(cmds, r.Redis.B().Set().Key(r.Space.Idempotency(o.idemKey)).

@@ -10,6 +10,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/lua"
 )
 
 // mode is what a pass reads from each stream.
@@ -119,6 +121,13 @@ func (w *Worker) settle(ctx context.Context, all []entry) (int, error) {
 	if err := w.hook("read"); err != nil {
 		return 0, err
 	}
+	fields := make([]map[string]string, len(all))
+	for i, e := range all {
+		fields[i] = e.fields
+	}
+	if err := orders.FillRecords(ctx, w.Redis, w.Space, fields); err != nil {
+		return 0, fmt.Errorf("worker: %w", err)
+	}
 	n, err := w.write(ctx, all)
 	if err != nil {
 		return 0, err
@@ -203,33 +212,42 @@ func (w *Worker) recreateGroups(ctx context.Context, parts []int) error {
 	return nil
 }
 
-// ack deletes the entries from their streams and acknowledges them: once
-// in Postgres they are of no more use in Redis.
+var ackScript = lua.Load("paid_ack")
+
+// ack settles the entries once Postgres has them: per stream, one script
+// deletes and acknowledges them and drops their orders' records from the
+// order hashes (paid_ack.lua), all at once, so no crash leaves an entry
+// acknowledged but on its stream, or a record gone while its entry waits.
+// The streams' scripts are pipelined.
 func (w *Worker) ack(ctx context.Context, es []entry) error {
-	for _, r := range w.Redis.DoMulti(ctx, w.ackCmds(es)...) {
-		if err := r.Error(); err != nil {
+	type batch struct{ ks, args []string }
+	byPart := map[int]*batch{}
+	var parts []int
+	for _, e := range es {
+		b := byPart[e.part]
+		if b == nil {
+			b = &batch{ks: []string{w.Space.Paid(e.part)}, args: []string{w.group(), strconv.FormatInt(w.retention().Milliseconds(), 10)}}
+			byPart[e.part] = b
+			parts = append(parts, e.part)
+		}
+		b.args = append(b.args, e.id)
+		if okey, ok := w.Space.Order(e.fields[orders.StreamOrderID]); ok {
+			b.ks = append(b.ks, okey)
+		}
+	}
+	cmds := make(rueidis.Commands, len(parts))
+	for i, p := range parts {
+		cmds[i] = lua.Evalsha(w.Redis, "paid_ack", byPart[p].ks, byPart[p].args)
+	}
+	for i, r := range w.Redis.DoMulti(ctx, cmds...) {
+		err := r.Error()
+		if lua.IsNoScript(err) {
+			// Redis has not seen the script yet: Exec loads it.
+			err = ackScript.Exec(ctx, w.Redis, byPart[parts[i]].ks, byPart[parts[i]].args).Error()
+		}
+		if err != nil {
 			return fmt.Errorf("worker: acknowledge: %w", err)
 		}
 	}
 	return nil
-}
-
-// ackCmds deletes each stream's entries before it acknowledges them. Redis
-// may apply only a prefix of the pipeline (it crashed, or the connection
-// was cut mid-write): an entry deleted but still pending is read again,
-// without fields, and acknowledged; one acknowledged but not deleted would
-// stay on its stream for good, counted in the backlog for ever.
-func (w *Worker) ackCmds(es []entry) rueidis.Commands {
-	ids := map[int][]string{}
-	for _, e := range es {
-		ids[e.part] = append(ids[e.part], e.id)
-	}
-	cmds := make(rueidis.Commands, 0, 2*len(ids))
-	for p, list := range ids {
-		key := w.Space.Paid(p)
-		cmds = append(cmds,
-			w.Redis.B().Xdel().Key(key).Id(list...).Build(),
-			w.Redis.B().Xack().Key(key).Group(w.group()).Id(list...).Build())
-	}
-	return cmds
 }

@@ -88,7 +88,10 @@ type Worker struct {
 	// ClaimEvery is how often Run looks for entries to take over: those of
 	// stopped consumers and those idle for ClaimIdle.
 	ClaimEvery time.Duration
-	Logger     *slog.Logger
+	// Retention is how long a paid order stays in Redis once Postgres has
+	// it, for confirm replays and status (orders.Service.Retention, 24h).
+	Retention time.Duration
+	Logger    *slog.Logger
 
 	consumerOnce sync.Once
 	consumer     string
@@ -131,6 +134,7 @@ func (w *Worker) batch() int                  { return orDefault(w.Batch, Defaul
 func (w *Worker) pollInterval() time.Duration { return orDefault(w.PollInterval, DefaultPollInterval) }
 func (w *Worker) claimIdle() time.Duration    { return orDefault(w.ClaimIdle, DefaultClaimIdle) }
 func (w *Worker) claimEvery() time.Duration   { return orDefault(w.ClaimEvery, DefaultClaimEvery) }
+func (w *Worker) retention() time.Duration    { return orDefault(w.Retention, 24*time.Hour) }
 
 func orDefault[T int | time.Duration](v, def T) T {
 	if v > 0 {

@@ -89,6 +89,29 @@ func (b *bundle) confirmEach(t *testing.T, n, events int, prefix string, tickets
 	return recs
 }
 
+// confirmHashed queues rec as order_confirm.lua does now: the record and
+// tickets in the order hash (as reserve stored them, without expiry), the
+// entry naming the order.
+func (b *bundle) confirmHashed(t *testing.T, rec orders.Record, ref string, paidAtMs int64) string {
+	t.Helper()
+	tix, err := json.Marshal(rec.Tickets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := rec
+	stored.Tickets, stored.OrderID, stored.EventID = nil, "", ""
+	js, err := json.Marshal(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	okey, _ := b.space.Order(rec.OrderID)
+	if err := b.rc.Do(context.Background(), b.rc.B().Hset().Key(okey).FieldValue().FieldValue("st", "paid").
+		FieldValue("rec", string(js)).FieldValue("tix", string(tix)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	return b.xadd(t, rec.EventID, "order", rec.OrderID, "ref", ref, "paidAt", strconv.FormatInt(paidAtMs, 10))
+}
+
 func (b *bundle) xadd(t *testing.T, eventID string, fv ...string) string {
 	t.Helper()
 	cmd := b.rc.B().Xadd().Key(b.space.Paid(keys.Partition(eventID))).Id("*").FieldValue()
@@ -560,54 +583,86 @@ func TestRunFinishesItsBatchWhenCancelled(t *testing.T) {
 	b.assertAllWritten(t, recs...)
 }
 
-// A worker whose acknowledgement Redis applied only in part (Redis crashed,
-// or the connection was cut mid-pipeline, after the batch was committed)
-// leaves nothing behind once it, or another worker, has run again: every
-// prefix of the acknowledgement's commands leaves the streams empty after
-// the next drain, with every order written once. An entry acknowledged but
-// left on its stream would stay there for good, counted in the backlog.
+// A worker whose acknowledgement reached only one of its streams (Redis
+// crashed, or the connection was cut mid-pipeline, after the batch was
+// committed) leaves nothing behind once it, or another worker, has run
+// again: every order written once, the streams empty. Each stream's
+// acknowledgement is one script, so within a stream it is all or nothing.
 func TestAcknowledgementCutShortLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
 	const evA, evB = "ev_ackcut_a", "ev_ackcut_b"
 	if keys.Partition(evA) == keys.Partition(evB) {
 		t.Fatal("test events share a partition; pick others")
 	}
-	for k := 1; k < 4; k++ { // two streams: XDEL and XACK each
-		for _, next := range []string{"A", "B"} {
-			t.Run(strconv.Itoa(k)+" commands, then "+next, func(t *testing.T) {
-				t.Parallel()
-				b := setup(t)
-				recs := []orders.Record{record(evA, 1), record(evA, 1), record(evB, 1), record(evB, 1)}
-				for _, r := range recs {
-					b.confirm(t, r, "r", 1_700_000_000_000)
-				}
-				b.crashA(t, "written") // in Postgres, pending with A
-				var es []entry
-				for _, ev := range []string{evA, evB} {
-					p := keys.Partition(ev)
-					raw, err := b.rc.Do(context.Background(), b.rc.B().Xrange().Key(b.space.Paid(p)).Start("-").End("+").Build()).AsXRange()
-					if err != nil {
-						t.Fatal(err)
-					}
-					for _, e := range raw {
-						es = append(es, entry{stream: b.space.Paid(p), part: p, id: e.ID})
-					}
-				}
-				cmds := b.worker("A").ackCmds(es)
-				if len(cmds) != 4 {
-					t.Fatalf("%d acknowledgement commands, want 4", len(cmds))
-				}
-				for _, r := range b.rc.DoMulti(context.Background(), cmds[:k]...) {
-					if err := r.Error(); err != nil {
-						t.Fatal(err)
-					}
-				}
-				drain(t, b.worker(next))
-				b.assertAllWritten(t, recs...)
-				if s := b.backlog(t); s != (BacklogStats{}) {
-					t.Fatalf("backlog after the drain: %+v, want zero", s)
-				}
-			})
-		}
+	for _, next := range []string{"A", "B"} {
+		t.Run("then "+next, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			recs := []orders.Record{record(evA, 1), record(evA, 1), record(evB, 1), record(evB, 1)}
+			for _, r := range recs {
+				b.confirmHashed(t, r, "r", 1_700_000_000_000)
+			}
+			b.crashA(t, "written") // in Postgres, pending with A
+			p := keys.Partition(evA)
+			raw, err := b.rc.Do(context.Background(), b.rc.B().Xrange().Key(b.space.Paid(p)).Start("-").End("+").Build()).AsXRange()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var es []entry
+			for _, e := range raw {
+				es = append(es, entry{stream: b.space.Paid(p), part: p, id: e.ID, fields: e.FieldValues})
+			}
+			if err := b.worker("A").ack(context.Background(), es); err != nil { // evA's stream only
+				t.Fatal(err)
+			}
+			drain(t, b.worker(next))
+			b.assertAllWritten(t, recs...)
+			if s := b.backlog(t); s != (BacklogStats{}) {
+				t.Fatalf("backlog after the drain: %+v, want zero", s)
+			}
+		})
+	}
+}
+
+// A paid order's entry names the order; the worker reads its record from
+// the order hash, writes it, and then drops the record from the hash and
+// gives the hash its retention (confirm kept it without expiry until then).
+func TestRecordIsReadFromTheOrderHashAndDroppedOnceWritten(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := record("ev_hashed", 2)
+	b.confirmHashed(t, rec, "psp-7", 1_700_000_000_000)
+	w := b.worker("A")
+	w.Retention = time.Hour
+	drain(t, w)
+	b.assertAllWritten(t, rec)
+	ctx := context.Background()
+	okey, _ := b.space.Order(rec.OrderID)
+	left, err := b.rc.Do(ctx, b.rc.B().Hexists().Key(okey).Field("rec").Build()).AsBool()
+	if err != nil || left {
+		t.Fatalf("record still in the order hash after the write: %v %v", left, err)
+	}
+	ttl, err := b.rc.Do(ctx, b.rc.B().Pttl().Key(okey).Build()).AsInt64()
+	if err != nil || ttl <= 0 || ttl > time.Hour.Milliseconds() {
+		t.Fatalf("order hash TTL %d ms after the write, want the retention (1h)", ttl)
+	}
+	if tix, _ := b.rc.Do(ctx, b.rc.B().Hget().Key(okey).Field("tix").Build()).ToString(); tix == "" {
+		t.Fatal("the tickets left the order hash: confirm replays need them")
+	}
+}
+
+// An entry whose order hash lost its record (it cannot be written) is a
+// dead letter, never a block on its stream.
+func TestEntryWithoutRecordIsADeadLetter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := record("ev_lostrec", 1)
+	b.xadd(t, rec.EventID, "order", rec.OrderID, "ref", "r", "paidAt", "1700000000000")
+	drain(t, b.worker("A"))
+	if n := b.count(t, `SELECT count(*) FROM dead_letters WHERE error LIKE '%record%'`); n != 1 {
+		t.Fatalf("%d dead letters naming the record, want 1", n)
+	}
+	if s := b.backlog(t); s != (BacklogStats{}) {
+		t.Fatalf("backlog: %+v, want zero", s)
 	}
 }
