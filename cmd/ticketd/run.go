@@ -78,7 +78,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		return err
 	}
 	if rebuilder != nil && cfg.Recovery == recoveryAuto {
-		mon.Recover = recoverWith(rebuilder, m)
+		mon.Recover = rebuilder.Recoverer(m.RebuildDone)
 	}
 	if err := store.Refresh(ctx); err != nil {
 		return err

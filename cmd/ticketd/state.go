@@ -28,16 +28,8 @@ const (
 // the rebuilder that restores it.
 func stateMonitor(rc rueidis.Client, space keys.Space, pool *pgxpool.Pool, store *catalogstore.Store, embedded bool,
 	m *metrics.Metrics, log *slog.Logger) (*redisstate.Monitor, *rebuild.Rebuilder) {
-	mon := &redisstate.Monitor{Redis: rc, Space: space, Logger: log, OnRTT: m.ObserveRedisRTT,
-		OnChange: func(v redisstate.View) {
-			m.SetRedisState(string(v.Status))
-			m.SetDurability(v.Durability.Loses)
-		}}
-	mon.OnCurrent = func(ctx context.Context, version int64) {
-		if err := store.Sync(ctx, version); err != nil {
-			log.Warn("catalog refresh failed", "err", err)
-		}
-	}
+	mon := &redisstate.Monitor{Redis: rc, Space: space, Logger: log,
+		OnCurrent: store.Sync, OnRTT: m.ObserveRedisRTT, OnChange: m.StateChanged}
 	if embedded {
 		mon.FixedDurability = &redisstate.Durability{Loses: redisstate.LosesEverything, Settings: "embedded in-process Redis"}
 	}
@@ -46,21 +38,6 @@ func stateMonitor(rc rueidis.Client, space keys.Space, pool *pgxpool.Pool, store
 	}
 	mon.Record = &rebuild.Generations{Pool: pool, Prefix: space.Prefix}
 	return mon, &rebuild.Rebuilder{Redis: rc, Space: space, Pool: pool, Catalog: store, Logger: log}
-}
-
-// recoverWith is the monitor's recovery: a rebuild from Postgres, unless
-// another node rebuilt meanwhile, counted in the metrics.
-func recoverWith(rebuilder *rebuild.Rebuilder, m *metrics.Metrics) func(context.Context, string) error {
-	return func(ctx context.Context, bad string) error {
-		_, rebuilt, err := rebuilder.Recover(ctx, bad)
-		switch {
-		case err != nil:
-			m.Rebuild(metrics.RebuildFailed)
-		case rebuilt:
-			m.Rebuild(metrics.RebuildOK)
-		}
-		return err
-	}
 }
 
 // startState checks the Redis state once before ticketd serves. A state
@@ -93,7 +70,7 @@ func startState(ctx context.Context, cfg config, mon *redisstate.Monitor, rebuil
 			"status", string(v.Status), "reason", v.Reason)
 		return nil
 	default:
-		if err := recoverWith(rebuilder, m)(ctx, v.Gen); err != nil {
+		if err := rebuilder.Recoverer(m.RebuildDone)(ctx, v.Gen); err != nil {
 			return fmt.Errorf("rebuild Redis from Postgres: %w", err)
 		}
 	}

@@ -152,6 +152,24 @@ func (m *Metrics) SetRedisState(state string) {
 	}
 }
 
+// StateChanged is redisstate.Monitor's OnChange: the state and durability
+// gauges follow the monitor's view.
+func (m *Metrics) StateChanged(v redisstate.View) {
+	m.SetRedisState(string(v.Status))
+	m.SetDurability(v.Durability.Loses)
+}
+
+// RebuildDone is what rebuild.Rebuilder.Recoverer tells: a recovery that
+// rebuilt, or failed, is counted; one another node had done already is not.
+func (m *Metrics) RebuildDone(rebuilt bool, err error) {
+	switch {
+	case err != nil:
+		m.Rebuild(RebuildFailed)
+	case rebuilt:
+		m.Rebuild(RebuildOK)
+	}
+}
+
 // SetSyncBacklog records the paid orders waiting for Postgres and the age
 // of the oldest (0 when none waits).
 func (m *Metrics) SetSyncBacklog(entries int64, oldest time.Duration) {

@@ -96,17 +96,9 @@ func Start(t testing.TB, opt Options) *Server {
 	m := metrics.New()
 	rb := &rebuild.Rebuilder{Redis: rc, Space: space, Pool: pool, Catalog: store, Logger: log}
 	mon := &redisstate.Monitor{Redis: rc, Space: space, Record: &rebuild.Generations{Pool: pool, Prefix: space.Prefix}, Logger: log,
-		OnCurrent: func(ctx context.Context, v int64) { _ = store.Sync(ctx, v) },
-		OnRTT:     m.ObserveRedisRTT,
-		OnChange: func(v redisstate.View) {
-			m.SetRedisState(string(v.Status))
-			m.SetDurability(v.Durability.Loses)
-		}}
+		OnCurrent: store.Sync, OnRTT: m.ObserveRedisRTT, OnChange: m.StateChanged}
 	if !opt.ManualRecovery {
-		mon.Recover = func(ctx context.Context, bad string) error {
-			_, _, err := rb.Recover(ctx, bad)
-			return err
-		}
+		mon.Recover = rb.Recoverer(m.RebuildDone)
 	}
 	if v := mon.Check(ctx); v.Status != redisstate.Current {
 		t.Fatalf("servertest: Redis state is %s: %s", v.Status, v.Reason)

@@ -90,7 +90,8 @@ type Monitor struct {
 	// OnCurrent, when set, is called on each check that found the state
 	// current, with the catalog version (nodes reload the catalog then),
 	// before the gate opens.
-	OnCurrent func(ctx context.Context, catalogVersion int64)
+	// A failure is logged; the next check calls it again.
+	OnCurrent func(ctx context.Context, catalogVersion int64) error
 	// OnRTT, when set, receives the round-trip time of each check.
 	OnRTT func(time.Duration)
 	// OnChange, when set, is called with the new view whenever the status
@@ -236,7 +237,9 @@ func (m *Monitor) Check(ctx context.Context) View {
 	if next.Status == Current && m.OnCurrent != nil {
 		// Before the gate opens: the first request let through finds the
 		// catalog of this state, never an empty or older one.
-		m.OnCurrent(ctx, version)
+		if err := m.OnCurrent(ctx, version); err != nil {
+			m.logger().Warn("catalog refresh failed", "err", err)
+		}
 	}
 	m.set(prev, next)
 	switch next.Status {

@@ -283,7 +283,10 @@ func TestCatalogLoadsBeforeTheGateOpens(t *testing.T) {
 	ctx := context.Background()
 	m := monitor(rc, space)
 	var openAtLoad []bool
-	m.OnCurrent = func(context.Context, int64) { openAtLoad = append(openAtLoad, m.Gate() == nil) }
+	m.OnCurrent = func(context.Context, int64) error {
+		openAtLoad = append(openAtLoad, m.Gate() == nil)
+		return nil
+	}
 	redistest.Flush(t, rc, space)
 	expectStatus(t, m.Check(ctx), redisstate.Lost)
 	if err := redisstate.Publish(ctx, rc, space, "g2"); err != nil {

@@ -127,6 +127,18 @@ func (r *Rebuilder) Recover(ctx context.Context, bad string) (rep Report, rebuil
 	return rep, err == nil, err
 }
 
+// Recoverer returns Recover as redisstate.Monitor's Recover, telling done
+// (when not nil) whether each call rebuilt and how it ended.
+func (r *Rebuilder) Recoverer(done func(rebuilt bool, err error)) func(ctx context.Context, bad string) error {
+	return func(ctx context.Context, bad string) error {
+		_, rebuilt, err := r.Recover(ctx, bad)
+		if done != nil {
+			done(rebuilt, err)
+		}
+		return err
+	}
+}
+
 // liveOtherThan reports whether Redis holds a live generation other than
 // bad, every partition marked with it.
 func (r *Rebuilder) liveOtherThan(ctx context.Context, bad string) (bool, error) {
