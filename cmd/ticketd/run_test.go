@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/inventory/money"
@@ -271,6 +272,56 @@ func TestAppURLFollowsAddr(t *testing.T) {
 			printDemo(&b, cfg)
 			if n := strings.Count(b.String(), " "+tc.want+"/v1/channel/"); n != 3 {
 				t.Fatalf("%d of the 3 curl lines use %s:\n%s", n, tc.want, b.String())
+			}
+		})
+	}
+}
+
+// ticketd opens four connections to a Redis that fsyncs every write (each
+// fsync then covers more commands), one to any other, and what
+// TICKETD_REDIS_CONNECTIONS says when it is set.
+func TestRedisConnectionsFollowDurability(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		conns int
+		want  int64
+	}{
+		{"appendfsync always", []string{"--appendonly", "yes", "--appendfsync", "always"}, 0, durableConnections},
+		{"no persistence", nil, 0, 1},
+		{"set", nil, 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.StartServer(t, tc.args...)
+			opt, err := rueidis.ParseURL(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt.DisableCache = true
+			c, err := newRedisClient(ctx, opt, tc.conns, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			// Commands with keys go down a connection at random: enough of
+			// them open every one.
+			for i := range 400 {
+				if err := c.Do(ctx, c.B().Get().Key(fmt.Sprint("k", i)).Build()).Error(); err != nil && !rueidis.IsRedisNil(err) {
+					t.Fatal(err)
+				}
+			}
+			admin := srv.Client(t)
+			list, err := admin.Do(ctx, admin.B().ClientList().Build()).ToString()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every line but the admin's own connection (its CLIENT LIST,
+			// without a key, goes down its first connection only).
+			n := int64(strings.Count(list, "\n")) - 1
+			if n != tc.want {
+				t.Fatalf("%d connections to Redis, want %d:\n%s", n, tc.want, list)
 			}
 		})
 	}
