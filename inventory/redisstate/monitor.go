@@ -173,18 +173,15 @@ func (m *Monitor) Run(ctx context.Context, every time.Duration) {
 func (m *Monitor) Check(ctx context.Context) View {
 	cctx, cancel := context.WithTimeout(ctx, m.timeout())
 	defer cancel()
+	tick := lua.Pipeline(m.Redis, tickScript, m.tickKeys(), m.tickArgs())
 	cmds := make(rueidis.Commands, 0, 1+keys.Partitions)
-	tickKeys, tickArgs := m.tickKeys(), m.tickArgs()
-	cmds = append(cmds, lua.Evalsha(m.Redis, "state_tick", tickKeys, tickArgs))
+	cmds = append(cmds, tick.Cmd)
 	for p := range keys.Partitions {
 		cmds = append(cmds, m.Redis.B().Get().Key(m.Space.Live(p)).Build())
 	}
 	start := time.Now()
 	res := m.Redis.DoMulti(cctx, cmds...)
-	arr, err := lua.Reply(res[0])
-	if lua.IsNoScript(err) {
-		arr, err = lua.Reply(tickScript.Exec(cctx, m.Redis, tickKeys, tickArgs))
-	}
+	arr, err := tick.Reply(cctx, res[0])
 	if err != nil {
 		return m.unreachable(err)
 	}
