@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -292,7 +291,7 @@ func (m *Monitor) tickArgs() []string {
 // tickAgain runs the tick script alone and returns the sequence number it
 // advanced gen to; 0 when gen is no longer the live generation.
 func (m *Monitor) tickAgain(ctx context.Context, gen string) (int64, error) {
-	arr, err := lua.Reply(tickScript.Exec(ctx, m.Redis, m.tickKeys(), m.tickArgs()))
+	arr, err := lua.Array(ctx, m.Redis, tickScript, m.tickKeys(), m.tickArgs())
 	if err != nil {
 		return 0, err
 	}
@@ -324,7 +323,7 @@ func missingMarker(res []rueidis.RedisResult, gen string) (int, error) {
 func (m *Monitor) unreachable(err error) View {
 	prev := m.View()
 	next := View{Status: Unreachable, Reason: "Redis does not answer", Gen: prev.Gen, Durability: prev.Durability}
-	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "LOADING") {
+	if re, ok := rueidis.IsRedisErr(err); ok && re.IsLoading() {
 		next.Status, next.Reason = Loading, "Redis is loading its data set"
 	}
 	m.set(prev, next)
