@@ -48,9 +48,16 @@ type Service struct {
 	macs    sync.Pool // of HMACs keyed with IDKey (hmac.New hashes the key each time)
 }
 
+// Defaults of Retention and IdempotencyTTL, which the sync worker and a
+// rebuild of Redis follow too.
+const (
+	DefaultRetention      = 24 * time.Hour
+	DefaultIdempotencyTTL = 24 * time.Hour
+)
+
 func (s *Service) orderTTL() time.Duration  { return orDefault(s.OrderTTL, 30*time.Minute) }
-func (s *Service) retention() time.Duration { return orDefault(s.Retention, 24*time.Hour) }
-func (s *Service) idemTTL() time.Duration   { return orDefault(s.IdempotencyTTL, 24*time.Hour) }
+func (s *Service) retention() time.Duration { return orDefault(s.Retention, DefaultRetention) }
+func (s *Service) idemTTL() time.Duration   { return orDefault(s.IdempotencyTTL, DefaultIdempotencyTTL) }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {

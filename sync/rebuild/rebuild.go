@@ -215,7 +215,7 @@ func stillHeld(ctx context.Context, l *lease.Lease) error {
 // lock takes the catalog lock (waiting while an apply or another rebuild
 // holds it) and returns its lease; the caller releases it.
 func (r *Rebuilder) lock(ctx context.Context) (*lease.Lease, error) {
-	l, err := lease.AcquireWait(ctx, r.Redis, r.Space.CatalogLock(), orDefault(r.LockTTL, 30*time.Second))
+	l, err := lease.AcquireWait(ctx, r.Redis, r.Space.CatalogLock(), orDefault(r.LockTTL, catalogstore.DefaultLockTTL))
 	if err != nil {
 		return nil, fmt.Errorf("rebuild: take the catalog lock: %w", err)
 	}

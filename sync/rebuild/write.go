@@ -110,8 +110,8 @@ const batch = 3000
 // attempt (an older snapshot's) is stale. A key whose 24 hours are over is
 // not restored.
 func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) error {
-	retention := orDefault(r.Retention, 24*time.Hour)
-	idemTTL := orDefault(r.IdempotencyTTL, 24*time.Hour)
+	retention := orDefault(r.Retention, orders.DefaultRetention)
+	idemTTL := orDefault(r.IdempotencyTTL, orders.DefaultIdempotencyTTL)
 	now := time.Now()
 	cmds := make(rueidis.Commands, 0, batch)
 	flush := func() error {
