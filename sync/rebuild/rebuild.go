@@ -130,25 +130,11 @@ func (r *Rebuilder) Recover(ctx context.Context, bad string) (rep Report, rebuil
 // liveOtherThan reports whether Redis holds a live generation other than
 // bad, every partition marked with it.
 func (r *Rebuilder) liveOtherThan(ctx context.Context, bad string) (bool, error) {
-	st, err := r.Redis.Do(ctx, r.Redis.B().Hmget().Key(r.Space.State()).Field("status", "gen").Build()).ToArray()
+	gen, err := redisstate.Published(ctx, r.Redis, r.Space)
 	if err != nil {
-		return false, fmt.Errorf("rebuild: read state: %w", err)
+		return false, fmt.Errorf("rebuild: %w", err)
 	}
-	status, _ := st[0].ToString()
-	gen, _ := st[1].ToString()
-	if status != "live" || gen == "" || gen == bad {
-		return false, nil
-	}
-	cmds := make(rueidis.Commands, keys.Partitions)
-	for p := range cmds {
-		cmds[p] = r.Redis.B().Get().Key(r.Space.Live(p)).Build()
-	}
-	for _, res := range r.Redis.DoMulti(ctx, cmds...) {
-		if v, err := res.ToString(); err != nil || v != gen {
-			return false, nil
-		}
-	}
-	return true, nil
+	return gen != "" && gen != bad, nil
 }
 
 func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error) {
