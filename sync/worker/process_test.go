@@ -38,8 +38,9 @@ func buildTicketd(t *testing.T) string {
 
 // queuePaid queues n paid orders of 2 tickets, the first heavy on one event
 // (one stream, several rounds: a flash sale) and the rest spread over 16,
-// with the fields order_confirm.lua gives them (rec without its tickets,
-// which travel as tix).
+// with the record and tickets in the entry (rec without its tickets, which
+// travel as tix), as order_confirm.lua queued them before the record stayed
+// in the order hash.
 func queuePaid(t *testing.T, rc rueidis.Client, space keys.Space, n, heavy int, prefix string) []orders.Record {
 	t.Helper()
 	recs := make([]orders.Record, n)
