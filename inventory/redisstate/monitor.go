@@ -111,8 +111,8 @@ type Monitor struct {
 	durAt   time.Time
 	savedAt time.Time
 	saving  atomic.Bool
+	fixedAt time.Time // when the last recovery started
 	fixing  atomic.Bool
-	fixedAt atomic.Int64 // unix ns of the last recovery start
 }
 
 // How often durability is read again, the sequence saved to Postgres, and
@@ -418,10 +418,10 @@ func (m *Monitor) save(ctx context.Context, mark Mark) {
 
 // recover starts Recover unless one runs or one started recoverEvery ago.
 func (m *Monitor) recover(ctx context.Context, bad string) {
-	if m.Recover == nil || time.Since(time.Unix(0, m.fixedAt.Load())) < recoverEvery || !m.fixing.CompareAndSwap(false, true) {
+	if m.Recover == nil || time.Since(m.fixedAt) < recoverEvery || !m.fixing.CompareAndSwap(false, true) {
 		return
 	}
-	m.fixedAt.Store(time.Now().UnixNano())
+	m.fixedAt = time.Now()
 	go func() {
 		defer m.fixing.Store(false)
 		if err := m.Recover(context.WithoutCancel(ctx), bad); err != nil {
