@@ -11,7 +11,6 @@ import (
 	"time"
 
 	json "github.com/goccy/go-json"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/keys"
@@ -128,13 +127,9 @@ func TestKilledWorkerProcessIsReplacedWithinSeconds(t *testing.T) {
 	t.Parallel()
 	bin := buildTicketd(t)
 	rc, space := redistest.New(t)
-	dbURL := pgtest.NewURL(t)
+	pool := pgtest.New(t)
+	dbURL := pgtest.URLOf(t, pool)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
 	b := &bundle{rc: rc, space: space, pool: pool}
 	env := []string{"REDIS_URL=" + redistest.URL(), "DATABASE_URL=" + dbURL, "TICKETD_KEY_PREFIX=" + space.Prefix,
 		"TICKETD_LOG_FORMAT=json"}
