@@ -27,27 +27,49 @@ func Load(name string) *rueidis.Lua {
 	if err != nil {
 		panic("lua: no script " + name)
 	}
+	s := rueidis.NewLuaScript(string(b))
 	sum := sha1.Sum(b)
-	shas.Store(name, hex.EncodeToString(sum[:]))
-	return rueidis.NewLuaScript(string(b))
+	shas.Store(s, hex.EncodeToString(sum[:]))
+	return s
 }
 
-var shas sync.Map // script name -> SHA-1 hex, filled by Load
+var shas sync.Map // script from Load -> its SHA-1 hex
 
-// Evalsha builds the EVALSHA of a loaded script, for a caller that
-// pipelines it with other commands (DoMulti). A NOSCRIPT reply
-// (IsNoScript) means Redis has not seen the script yet: run it once through
-// Exec, whose EVAL loads it.
-func Evalsha(c rueidis.Client, name string, keys, args []string) rueidis.Completed {
-	sha, ok := shas.Load(name)
+// Pipelined is one run of a script that its caller sends together with
+// other commands in one DoMulti: Cmd is the script's EVALSHA, and Reply
+// reads what Redis answered to it.
+type Pipelined struct {
+	Cmd        rueidis.Completed
+	client     rueidis.Client
+	script     *rueidis.Lua
+	keys, args []string
+}
+
+// Pipeline prepares a run of s (from Load) with keys and args on c. It
+// panics when s is not from Load: a build defect.
+func Pipeline(c rueidis.Client, s *rueidis.Lua, keys, args []string) Pipelined {
+	sha, ok := shas.Load(s)
 	if !ok {
-		panic("lua: script " + name + " not loaded")
+		panic("lua: Pipeline of a script not from Load")
 	}
-	return c.B().Evalsha().Sha1(sha.(string)).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	return Pipelined{
+		Cmd:    c.B().Evalsha().Sha1(sha.(string)).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
+		client: c, script: s, keys: keys, args: args,
+	}
 }
 
-// IsNoScript reports whether err is Redis' NOSCRIPT reply.
-func IsNoScript(err error) bool {
+// Reply checks r, Redis' answer to Cmd, as Array does. A NOSCRIPT answer
+// means Redis has not seen the script yet (a new or restarted server): the
+// script is run once more through Exec, whose EVAL loads it.
+func (p Pipelined) Reply(ctx context.Context, r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
+	arr, err := Reply(r)
+	if isNoScript(err) {
+		return Array(ctx, p.client, p.script, p.keys, p.args)
+	}
+	return arr, err
+}
+
+func isNoScript(err error) bool {
 	var re *rueidis.RedisError
 	return errors.As(err, &re) && re.IsNoScript()
 }
@@ -55,8 +77,8 @@ func IsNoScript(err error) bool {
 // ErrReply means a script answered with a shape its wrapper does not expect.
 var ErrReply = errors.New("lua: unexpected script reply")
 
-// Reply checks a script's reply r (from Exec or a pipelined Evalsha) as
-// Array does.
+// Reply checks a script's reply r (from Exec) as Array does. A pipelined
+// script's reply is checked with Pipelined.Reply.
 func Reply(r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
 	arr, err := r.ToArray()
 	if err != nil {

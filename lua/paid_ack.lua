@@ -14,18 +14,15 @@
 -- ARGV[3..] -> entry ids
 --
 -- Output: {entries deleted, records dropped}
-local ids = {}
-for i = 3, #ARGV do
-  ids[#ids + 1] = ARGV[i]
-end
 
--- writes (nothing to check: every entry given is written)
+-- writes (nothing to check: every entry given is written), the ids in
+-- chunks, as unpack has a stack limit
 local deleted = 0
-local s = 1
-while s <= #ids do
-  local e = math.min(s + 999, #ids)
-  deleted = deleted + redis.call('XDEL', KEYS[1], unpack(ids, s, e))
-  redis.call('XACK', KEYS[1], ARGV[1], unpack(ids, s, e))
+local s = 3
+while s <= #ARGV do
+  local e = math.min(s + 999, #ARGV)
+  deleted = deleted + redis.call('XDEL', KEYS[1], unpack(ARGV, s, e))
+  redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, s, e))
   s = e + 1
 end
 local dropped = 0

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	json "github.com/goccy/go-json"
-	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/catalog"
 )
@@ -34,12 +33,9 @@ func (s *Store) Restore(ctx context.Context, tenants []catalog.Tenant, channels 
 	if err != nil {
 		return 0, fmt.Errorf("catalog: encode projection: %w", err)
 	}
-	cur, err := s.Redis.Do(ctx, s.Redis.B().Get().Key(s.Space.CatalogVersion()).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		cur, err = 0, nil
-	}
+	cur, err := s.version(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("catalog: read version: %w", err)
+		return 0, err
 	}
 	v := max(cur+1, time.Now().UnixMilli())
 	res := s.Redis.DoMulti(ctx,

@@ -67,14 +67,23 @@ type projected struct {
 
 // Refresh reloads the snapshot when the projection's version has moved.
 func (s *Store) Refresh(ctx context.Context) error {
-	v, err := s.Redis.Do(ctx, s.Redis.B().Get().Key(s.Space.CatalogVersion()).Build()).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		v, err = 0, nil
-	}
+	v, err := s.version(ctx)
 	if err != nil {
-		return fmt.Errorf("catalog: read version: %w", err)
+		return err
 	}
 	return s.Sync(ctx, v)
+}
+
+// version reads the projection's version (0 when there is none).
+func (s *Store) version(ctx context.Context) (int64, error) {
+	v, err := s.Redis.Do(ctx, s.Redis.B().Get().Key(s.Space.CatalogVersion()).Build()).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("catalog: read version: %w", err)
+	}
+	return v, nil
 }
 
 // Sync reloads the snapshot when version (the projection's, as just read

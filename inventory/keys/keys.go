@@ -109,7 +109,7 @@ func (s Space) Live(p int) string { return s.Prefix + Tag(p) + ":live" }
 // State is the hash that says which generation of the Redis state is in
 // force: gen (its id), seq (a counter every node advances while the state
 // is current, so a Redis restored from an older snapshot shows a lower
-// one) and status ("live" or "rebuilding").
+// one) and status ("live", "stale" once a node found it so, or "rebuilding").
 func (s Space) State() string { return s.Prefix + "{catalog}:state" }
 
 // WorkerAlive is a sync worker's liveness key, set with a short expiry and

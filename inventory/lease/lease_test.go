@@ -31,6 +31,22 @@ func owner(t *testing.T, c rueidis.Client, key string) string {
 	return v
 }
 
+// ownClient returns a client of the test Redis of its own, for a test that
+// closes it to cut its lease holder off from Redis.
+func ownClient(t *testing.T) rueidis.Client {
+	t.Helper()
+	opt, err := rueidis.ParseURL(redistest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func release(t *testing.T, l *lease.Lease) {
 	t.Helper()
 	if err := l.Release(context.Background()); err != nil {
@@ -158,15 +174,7 @@ func TestLossIsReported(t *testing.T) {
 // before the keepalive could notice: here Redis stops answering.
 func TestLeaseUnconfirmedForATTLIsLost(t *testing.T) {
 	_, key := setup(t)
-	opt, err := rueidis.ParseURL(redistest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt.DisableCache = true
-	lc, err := rueidis.NewClient(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lc := ownClient(t)
 	const ttl = 150 * time.Millisecond
 	l, err := lease.Acquire(context.Background(), lc, key, ttl)
 	if err != nil {
@@ -219,15 +227,7 @@ func TestContextEndsWhenTheLeaseIsLost(t *testing.T) {
 	})
 	t.Run("unconfirmed", func(t *testing.T) {
 		_, key := setup(t)
-		opt, err := rueidis.ParseURL(redistest.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		opt.DisableCache = true
-		lc, err := rueidis.NewClient(opt)
-		if err != nil {
-			t.Fatal(err)
-		}
+		lc := ownClient(t)
 		l, err := lease.Acquire(context.Background(), lc, key, ttl)
 		if err != nil {
 			t.Fatal(err)

@@ -48,9 +48,16 @@ type Service struct {
 	macs    sync.Pool // of HMACs keyed with IDKey (hmac.New hashes the key each time)
 }
 
+// Defaults of Retention and IdempotencyTTL, which the sync worker and a
+// rebuild of Redis follow too.
+const (
+	DefaultRetention      = 24 * time.Hour
+	DefaultIdempotencyTTL = 24 * time.Hour
+)
+
 func (s *Service) orderTTL() time.Duration  { return orDefault(s.OrderTTL, 30*time.Minute) }
-func (s *Service) retention() time.Duration { return orDefault(s.Retention, 24*time.Hour) }
-func (s *Service) idemTTL() time.Duration   { return orDefault(s.IdempotencyTTL, 24*time.Hour) }
+func (s *Service) retention() time.Duration { return orDefault(s.Retention, DefaultRetention) }
+func (s *Service) idemTTL() time.Duration   { return orDefault(s.IdempotencyTTL, DefaultIdempotencyTTL) }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -162,21 +169,20 @@ func (s *Service) reserveHoldingNothing(ctx context.Context, req ReserveRequest,
 	if err != nil {
 		return Reservation{}, err
 	}
-	res := s.Redis.DoMulti(ctx, claim, lua.Evalsha(s.Redis, "order_reserve", ks, args))
+	reserve := lua.Pipeline(s.Redis, reserveScript, ks, args)
+	res := s.Redis.DoMulti(ctx, claim, reserve.Cmd)
 	prev, claimErr := res[0].ToString()
-	arr, err := lua.Reply(res[1])
 	if rueidis.IsRedisNil(claimErr) {
-		if lua.IsNoScript(err) {
-			// Redis has not seen the script yet: Exec loads it.
-			arr, err = lua.Reply(reserveScript.Exec(ctx, s.Redis, ks, args))
-		}
+		arr, err := reserve.Reply(ctx, res[1])
 		r, err := s.reserved(req, orderID, arr, err)
 		if err != nil {
 			s.release(ctx, idem, record)
 		}
 		return r, err
 	}
-	if err == nil {
+	// An earlier claim: a script that answered NOSCRIPT made no order to
+	// delete, and is not run again.
+	if arr, err := lua.Reply(res[1]); err == nil {
 		if code, _ := lua.Int(arr, 0); code == 0 {
 			okey, _ := s.Space.Order(orderID)
 			_ = s.Redis.Do(ctx, s.Redis.B().Del().Key(okey).Build()).Error()

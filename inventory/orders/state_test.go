@@ -156,7 +156,8 @@ func TestPaidEntryDecodesToTheRecord(t *testing.T) {
 		b, _ := json.Marshal(rec)
 		t.Fatalf("decoded %s", b)
 	}
-	if _, err := DecodePaid(map[string]string{"order": "x"}); err == nil {
+	// Every field but the record: its absence alone must refuse it.
+	if _, err := DecodePaid(map[string]string{StreamOrderID: res.OrderID, StreamRef: "psp-9", StreamPaidAt: "1700000000000"}); err == nil {
 		t.Fatal("an entry without a record decoded")
 	}
 }

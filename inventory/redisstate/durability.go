@@ -1,6 +1,7 @@
 package redisstate
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -46,11 +47,12 @@ func ReadDurability(ctx context.Context, rc rueidis.Client) (Durability, error) 
 		rc.B().ConfigGet().Parameter("appendfsync").Build())
 	aof, err1 := configValue(res[0])
 	fsync, err2 := configValue(res[1])
-	if err1 == nil && err2 == nil {
+	err := cmp.Or(err1, err2)
+	if err == nil {
 		return durabilityOf(aof == "yes", fsync), nil
 	}
-	if _, ok := rueidis.IsRedisErr(firstErr(err1, err2)); !ok {
-		return Durability{Loses: LosesUnknown}, fmt.Errorf("redisstate: read persistence settings: %w", firstErr(err1, err2))
+	if _, ok := rueidis.IsRedisErr(err); !ok {
+		return Durability{Loses: LosesUnknown}, fmt.Errorf("redisstate: read persistence settings: %w", err)
 	}
 	info, err := rc.Do(ctx, rc.B().Info().Section("persistence").Build()).ToString()
 	if err != nil {
@@ -88,15 +90,6 @@ func configValue(r rueidis.RedisResult) (string, error) {
 		return v, nil
 	}
 	return "", fmt.Errorf("empty CONFIG GET reply")
-}
-
-func firstErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
 }
 
 // infoField returns one "name:value" line of an INFO reply.

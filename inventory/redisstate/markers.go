@@ -81,3 +81,29 @@ func Publish(ctx context.Context, rc rueidis.Client, space keys.Space, gen strin
 	}
 	return nil
 }
+
+// Published returns the generation the state hash says is live when every
+// partition's marker holds it, and "" when there is none (the state is
+// lost, stale or being rebuilt, or a marker could not be read or is not
+// that generation's).
+func Published(ctx context.Context, rc rueidis.Client, space keys.Space) (string, error) {
+	st, err := rc.Do(ctx, rc.B().Hmget().Key(space.State()).Field("status", "gen").Build()).ToArray()
+	if err != nil {
+		return "", fmt.Errorf("redisstate: read state: %w", err)
+	}
+	status, _ := st[0].ToString()
+	gen, _ := st[1].ToString()
+	if status != statusLive || gen == "" {
+		return "", nil
+	}
+	cmds := make(rueidis.Commands, keys.Partitions)
+	for p := range cmds {
+		cmds[p] = rc.B().Get().Key(space.Live(p)).Build()
+	}
+	for _, res := range rc.DoMulti(ctx, cmds...) {
+		if v, err := res.ToString(); err != nil || v != gen {
+			return "", nil
+		}
+	}
+	return gen, nil
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -113,8 +112,8 @@ type Monitor struct {
 	durAt   time.Time
 	savedAt time.Time
 	saving  atomic.Bool
+	fixedAt time.Time // when the last recovery started
 	fixing  atomic.Bool
-	fixedAt atomic.Int64 // unix ns of the last recovery start
 }
 
 // How often durability is read again, the sequence saved to Postgres, and
@@ -174,18 +173,15 @@ func (m *Monitor) Run(ctx context.Context, every time.Duration) {
 func (m *Monitor) Check(ctx context.Context) View {
 	cctx, cancel := context.WithTimeout(ctx, m.timeout())
 	defer cancel()
+	tick := lua.Pipeline(m.Redis, tickScript, m.tickKeys(), m.tickArgs())
 	cmds := make(rueidis.Commands, 0, 1+keys.Partitions)
-	tickKeys, tickArgs := m.tickKeys(), m.tickArgs()
-	cmds = append(cmds, lua.Evalsha(m.Redis, "state_tick", tickKeys, tickArgs))
+	cmds = append(cmds, tick.Cmd)
 	for p := range keys.Partitions {
 		cmds = append(cmds, m.Redis.B().Get().Key(m.Space.Live(p)).Build())
 	}
 	start := time.Now()
 	res := m.Redis.DoMulti(cctx, cmds...)
-	arr, err := lua.Reply(res[0])
-	if lua.IsNoScript(err) {
-		arr, err = lua.Reply(tickScript.Exec(cctx, m.Redis, tickKeys, tickArgs))
-	}
+	arr, err := tick.Reply(cctx, res[0])
 	if err != nil {
 		return m.unreachable(err)
 	}
@@ -298,7 +294,7 @@ func (m *Monitor) tickArgs() []string {
 // tickAgain runs the tick script alone and returns the sequence number it
 // advanced gen to; 0 when gen is no longer the live generation.
 func (m *Monitor) tickAgain(ctx context.Context, gen string) (int64, error) {
-	arr, err := lua.Reply(tickScript.Exec(ctx, m.Redis, m.tickKeys(), m.tickArgs()))
+	arr, err := lua.Array(ctx, m.Redis, tickScript, m.tickKeys(), m.tickArgs())
 	if err != nil {
 		return 0, err
 	}
@@ -330,7 +326,7 @@ func missingMarker(res []rueidis.RedisResult, gen string) (int, error) {
 func (m *Monitor) unreachable(err error) View {
 	prev := m.View()
 	next := View{Status: Unreachable, Reason: "Redis does not answer", Gen: prev.Gen, Durability: prev.Durability}
-	if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "LOADING") {
+	if re, ok := rueidis.IsRedisErr(err); ok && re.IsLoading() {
 		next.Status, next.Reason = Loading, "Redis is loading its data set"
 	}
 	m.set(prev, next)
@@ -425,10 +421,10 @@ func (m *Monitor) save(ctx context.Context, mark Mark) {
 
 // recover starts Recover unless one runs or one started recoverEvery ago.
 func (m *Monitor) recover(ctx context.Context, bad string) {
-	if m.Recover == nil || time.Since(time.Unix(0, m.fixedAt.Load())) < recoverEvery || !m.fixing.CompareAndSwap(false, true) {
+	if m.Recover == nil || time.Since(m.fixedAt) < recoverEvery || !m.fixing.CompareAndSwap(false, true) {
 		return
 	}
-	m.fixedAt.Store(time.Now().UnixNano())
+	m.fixedAt = time.Now()
 	go func() {
 		defer m.fixing.Store(false)
 		if err := m.Recover(context.WithoutCancel(ctx), bad); err != nil {

@@ -66,7 +66,7 @@ func StartServer(t testing.TB, args ...string) *Server {
 func (s *Server) Start() {
 	s.t.Helper()
 	s.Launch()
-	s.WaitLoaded()
+	s.waitLoaded()
 }
 
 // Launch starts the server again without waiting: it may still be
@@ -79,8 +79,8 @@ func (s *Server) Launch() {
 	}
 }
 
-// WaitLoaded waits until the server answers PING with PONG.
-func (s *Server) WaitLoaded() {
+// waitLoaded waits until the server answers PING with PONG.
+func (s *Server) waitLoaded() {
 	s.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {

@@ -139,7 +139,7 @@ func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]streamed
 		return nil, fmt.Errorf("rebuild: %w", err)
 	}
 	now := time.Now()
-	since := now.Add(-orDefault(r.Retention, 24*time.Hour))
+	since := now.Add(-orDefault(r.Retention, orders.DefaultRetention))
 	ids := make([]string, 0, len(streamed))
 	for id := range streamed {
 		ids = append(ids, id)

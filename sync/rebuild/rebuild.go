@@ -142,25 +142,11 @@ func (r *Rebuilder) Recoverer(done func(rebuilt bool, err error)) func(ctx conte
 // liveOtherThan reports whether Redis holds a live generation other than
 // bad, every partition marked with it.
 func (r *Rebuilder) liveOtherThan(ctx context.Context, bad string) (bool, error) {
-	st, err := r.Redis.Do(ctx, r.Redis.B().Hmget().Key(r.Space.State()).Field("status", "gen").Build()).ToArray()
+	gen, err := redisstate.Published(ctx, r.Redis, r.Space)
 	if err != nil {
-		return false, fmt.Errorf("rebuild: read state: %w", err)
+		return false, fmt.Errorf("rebuild: %w", err)
 	}
-	status, _ := st[0].ToString()
-	gen, _ := st[1].ToString()
-	if status != "live" || gen == "" || gen == bad {
-		return false, nil
-	}
-	cmds := make(rueidis.Commands, keys.Partitions)
-	for p := range cmds {
-		cmds[p] = r.Redis.B().Get().Key(r.Space.Live(p)).Build()
-	}
-	for _, res := range r.Redis.DoMulti(ctx, cmds...) {
-		if v, err := res.ToString(); err != nil || v != gen {
-			return false, nil
-		}
-	}
-	return true, nil
+	return gen != "" && gen != bad, nil
 }
 
 func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error) {
@@ -227,7 +213,7 @@ func stillHeld(ctx context.Context, l *lease.Lease) error {
 // lock takes the catalog lock (waiting while an apply or another rebuild
 // holds it) and returns its lease; the caller releases it.
 func (r *Rebuilder) lock(ctx context.Context) (*lease.Lease, error) {
-	l, err := lease.AcquireWait(ctx, r.Redis, r.Space.CatalogLock(), orDefault(r.LockTTL, 30*time.Second))
+	l, err := lease.AcquireWait(ctx, r.Redis, r.Space.CatalogLock(), orDefault(r.LockTTL, catalogstore.DefaultLockTTL))
 	if err != nil {
 		return nil, fmt.Errorf("rebuild: take the catalog lock: %w", err)
 	}

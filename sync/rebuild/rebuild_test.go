@@ -264,17 +264,7 @@ func TestRolledBackRedisIsRebuiltByItself(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		v := s.Monitor.View()
-		if v.Status == redisstate.Current && v.Gen != gen {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no rebuild after the rollback in 15s: state %+v", v)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitNewGeneration(t, s, gen)
 	equalCounters(t, counters(t, s, "ev_ga"), before)
 	var gen2 string
 	var seq int64
@@ -294,7 +284,6 @@ func TestRolledBackRedisIsRebuiltByItself(t *testing.T) {
 	if r := s.Reserve(t, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_a", "quantity": 1}); r.Code != "TICKET_SOLD_OUT" {
 		t.Fatalf("reserve past tk_a's capacity: %s, want TICKET_SOLD_OUT", r)
 	}
-
 }
 
 // waitNewGeneration waits until the node's state is current under a

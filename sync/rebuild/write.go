@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"iter"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -48,16 +50,16 @@ func (r *Rebuilder) writeEvents(ctx context.Context, st *state, rep *Report) err
 		}
 	}
 	events := map[string]bool{}
-	for _, m := range []map[string]int{keysOf(caps), keysOf(st.sold), keysOf(st.booked), keysOf(st.used)} {
-		for ev := range m {
+	for _, evs := range []iter.Seq[string]{maps.Keys(caps), maps.Keys(st.sold), maps.Keys(st.booked), maps.Keys(st.used)} {
+		for ev := range evs {
 			events[ev] = true
 		}
 	}
 	for ev := range events {
-		args := pairs(nil, caps[ev])
-		args = pairs(args, st.sold[ev])
+		args := counts(nil, caps[ev])
+		args = counts(args, st.sold[ev])
 		args = pairs(args, st.booked[ev])
-		args = pairs(args, st.used[ev])
+		args = counts(args, st.used[ev])
 		ks := []string{r.Space.Caps(ev), r.Space.Sold(ev), r.Space.Booked(ev), r.Space.DiscountUsed(ev),
 			r.Space.Live(keys.Partition(ev))}
 		arr, err := lua.Array(ctx, r.Redis, restoreScript, ks, args)
@@ -79,31 +81,20 @@ func (r *Rebuilder) writeEvents(ctx context.Context, st *state, rep *Report) err
 	return nil
 }
 
-func keysOf[V any](m map[string]V) map[string]int {
-	out := make(map[string]int, len(m))
-	for k := range m {
-		out[k] = 0
+// pairs appends a count and the field, value pairs of m, by field.
+func pairs(args []string, m map[string]string) []string {
+	args = append(args, strconv.Itoa(len(m)))
+	for _, f := range slices.Sorted(maps.Keys(m)) {
+		args = append(args, f, m[f])
 	}
-	return out
+	return args
 }
 
-// pairs appends a count and the field, value pairs of m, by field.
-func pairs[V int64 | string](args []string, m map[string]V) []string {
-	fields := make([]string, 0, len(m))
-	for f := range m {
-		fields = append(fields, f)
-	}
-	sort.Strings(fields)
-	args = append(args, strconv.Itoa(len(fields)))
-	for _, f := range fields {
-		var v string
-		switch x := any(m[f]).(type) {
-		case int64:
-			v = strconv.FormatInt(x, 10)
-		case string:
-			v = x
-		}
-		args = append(args, f, v)
+// counts is pairs for counters.
+func counts(args []string, m map[string]int64) []string {
+	args = append(args, strconv.Itoa(len(m)))
+	for _, f := range slices.Sorted(maps.Keys(m)) {
+		args = append(args, f, strconv.FormatInt(m[f], 10))
 	}
 	return args
 }
@@ -119,8 +110,8 @@ const batch = 3000
 // attempt (an older snapshot's) is stale. A key whose 24 hours are over is
 // not restored.
 func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) error {
-	retention := orDefault(r.Retention, 24*time.Hour)
-	idemTTL := orDefault(r.IdempotencyTTL, 24*time.Hour)
+	retention := orDefault(r.Retention, orders.DefaultRetention)
+	idemTTL := orDefault(r.IdempotencyTTL, orders.DefaultIdempotencyTTL)
 	now := time.Now()
 	cmds := make(rueidis.Commands, 0, batch)
 	flush := func() error {

@@ -11,8 +11,9 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 )
 
-// confirmAt queues rec as confirm does, under the stream id "<ms>-0": as if
-// Redis had added it at ms.
+// confirmAt queues a paid order under the stream id "<ms>-0": as if Redis
+// had added it at ms. Its record rides in the entry (as confirm queued it
+// before the record stayed in the order hash); the backlog counts both alike.
 func (b *bundle) confirmAt(t *testing.T, ms int64, eventID string) {
 	t.Helper()
 	rec := record(eventID, 1)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	json "github.com/goccy/go-json"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/keys"
@@ -38,8 +37,9 @@ func buildTicketd(t *testing.T) string {
 
 // queuePaid queues n paid orders of 2 tickets, the first heavy on one event
 // (one stream, several rounds: a flash sale) and the rest spread over 16,
-// with the fields order_confirm.lua gives them (rec without its tickets,
-// which travel as tix).
+// with the record and tickets in the entry (rec without its tickets, which
+// travel as tix), as order_confirm.lua queued them before the record stayed
+// in the order hash.
 func queuePaid(t *testing.T, rc rueidis.Client, space keys.Space, n, heavy int, prefix string) []orders.Record {
 	t.Helper()
 	recs := make([]orders.Record, n)
@@ -127,13 +127,9 @@ func TestKilledWorkerProcessIsReplacedWithinSeconds(t *testing.T) {
 	t.Parallel()
 	bin := buildTicketd(t)
 	rc, space := redistest.New(t)
-	dbURL := pgtest.NewURL(t)
+	pool := pgtest.New(t)
+	dbURL := pgtest.URLOf(t, pool)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
 	b := &bundle{rc: rc, space: space, pool: pool}
 	env := []string{"REDIS_URL=" + redistest.URL(), "DATABASE_URL=" + dbURL, "TICKETD_KEY_PREFIX=" + space.Prefix,
 		"TICKETD_LOG_FORMAT=json"}

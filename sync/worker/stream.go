@@ -235,17 +235,14 @@ func (w *Worker) ack(ctx context.Context, es []entry) error {
 			b.ks = append(b.ks, okey)
 		}
 	}
+	acks := make([]lua.Pipelined, len(parts))
 	cmds := make(rueidis.Commands, len(parts))
 	for i, p := range parts {
-		cmds[i] = lua.Evalsha(w.Redis, "paid_ack", byPart[p].ks, byPart[p].args)
+		acks[i] = lua.Pipeline(w.Redis, ackScript, byPart[p].ks, byPart[p].args)
+		cmds[i] = acks[i].Cmd
 	}
 	for i, r := range w.Redis.DoMulti(ctx, cmds...) {
-		err := r.Error()
-		if lua.IsNoScript(err) {
-			// Redis has not seen the script yet: Exec loads it.
-			err = ackScript.Exec(ctx, w.Redis, byPart[parts[i]].ks, byPart[parts[i]].args).Error()
-		}
-		if err != nil {
+		if _, err := acks[i].Reply(ctx, r); err != nil {
 			return fmt.Errorf("worker: acknowledge: %w", err)
 		}
 	}

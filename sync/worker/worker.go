@@ -41,6 +41,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/orders"
 )
 
 // Defaults of the Worker's zero fields.
@@ -134,7 +135,7 @@ func (w *Worker) batch() int                  { return orDefault(w.Batch, Defaul
 func (w *Worker) pollInterval() time.Duration { return orDefault(w.PollInterval, DefaultPollInterval) }
 func (w *Worker) claimIdle() time.Duration    { return orDefault(w.ClaimIdle, DefaultClaimIdle) }
 func (w *Worker) claimEvery() time.Duration   { return orDefault(w.ClaimEvery, DefaultClaimEvery) }
-func (w *Worker) retention() time.Duration    { return orDefault(w.Retention, 24*time.Hour) }
+func (w *Worker) retention() time.Duration    { return orDefault(w.Retention, orders.DefaultRetention) }
 
 func orDefault[T int | time.Duration](v, def T) T {
 	if v > 0 {

@@ -65,8 +65,10 @@ func record(eventID string, tickets int) orders.Record {
 	return rec
 }
 
-// confirm queues rec on its partition's paid stream exactly as
-// order_confirm.lua does: XADD <paid> * order <id> rec <JSON> ref <ref> paidAt <ms>.
+// confirm queues rec on its partition's paid stream with the record in the
+// entry, as order_confirm.lua did before the record stayed in the order
+// hash (entries queued then are still written; confirmHashed queues as it
+// does now): XADD <paid> * order <id> rec <JSON> ref <ref> paidAt <ms>.
 func (b *bundle) confirm(t *testing.T, rec orders.Record, ref string, paidAtMs int64) string {
 	t.Helper()
 	js, err := json.Marshal(rec)

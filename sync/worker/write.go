@@ -47,7 +47,7 @@ func (w *Worker) write(ctx context.Context, es []entry) (int, error) {
 			continue // deleted from the stream while pending
 		}
 		n++
-		rec, err := decode(e)
+		rec, err := orders.DecodePaid(e.fields)
 		if err != nil {
 			dead = append(dead, deadLetter{e: e, reason: err.Error()})
 			continue
@@ -79,9 +79,6 @@ func (w *Worker) write(ctx context.Context, es []entry) (int, error) {
 	}
 	return n, nil
 }
-
-// decode reads an entry as the paid order it carries.
-func decode(e entry) (orders.Record, error) { return orders.DecodePaid(e.fields) }
 
 // isDataError reports whether Postgres refused the values themselves (SQL
 // state classes 22, data exception, and 23, integrity constraint
