@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -161,24 +160,6 @@ func TestNilGuardThrottlesNothing(t *testing.T) {
 	}
 }
 
-// syncBuffer collects log output from concurrent goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestUnreachableRedisCountsNothingAndLocksNothing(t *testing.T) {
 	t.Parallel()
 	opt, err := rueidis.ParseURL(redistest.URL())
@@ -190,7 +171,7 @@ func TestUnreachableRedisCountsNothingAndLocksNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	var logs syncBuffer
+	var logs bytes.Buffer
 	g := &Guard{Limiter: &ratelimit.Limiter{Redis: c}, PerIP: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	for i := 0; i < 3; i++ {
 		if w := g.Failed(ip("192.0.2.1"), "ch"); w != 0 {
@@ -205,7 +186,7 @@ func TestUnreachableRedisCountsNothingAndLocksNothing(t *testing.T) {
 func TestLockLogIsRateLimited(t *testing.T) {
 	t.Parallel()
 	g := newGuard(t)
-	var logs syncBuffer
+	var logs bytes.Buffer
 	g.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	g.PerIP = 1
 	start := time.Now()
@@ -230,7 +211,7 @@ func TestLockLogIsRateLimited(t *testing.T) {
 func TestLockLogSaysSeconds(t *testing.T) {
 	t.Parallel()
 	g := newGuard(t)
-	var logs syncBuffer
+	var logs bytes.Buffer
 	g.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	g.PerIP = 1
 	a := ip("192.0.2.77")
@@ -241,7 +222,7 @@ func TestLockLogSaysSeconds(t *testing.T) {
 	var line struct {
 		RetryAfterSeconds *float64
 	}
-	if err := json.Unmarshal([]byte(logs.String()), &line); err != nil || line.RetryAfterSeconds == nil ||
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil || line.RetryAfterSeconds == nil ||
 		*line.RetryAfterSeconds <= 0 || *line.RetryAfterSeconds > 60 {
 		t.Fatalf("want retryAfterSeconds in (0, 60]: %s", logs.String())
 	}
