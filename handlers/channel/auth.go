@@ -169,10 +169,12 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 	keyed := len(key) > 0 || len(secret) > 0
 	bySession := mode == authSession || (mode == authEither && !keyed)
 	var ch *catalog.CompiledChannel
+	var allowed bool // ip is on the allowlist of the key presented
 	if !bySession {
 		ch = snap.ByKey[string(key)]
+		allowed = ch != nil && ch.Allowed(ip)
 	}
-	if wait := a.ipLocked(ip, ch); wait > 0 {
+	if wait := a.ipLocked(ip, ch, allowed); wait > 0 {
 		return nil, ratelimit.Refuse(ctx, wait)
 	}
 	if bySession {
@@ -201,7 +203,6 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 	if len(key) == 0 || len(secret) == 0 {
 		return nil, errMissingCredentials
 	}
-	allowed := ch != nil && ch.Allowed(ip)
 	// A known key is locked out and counted for strangers only, so that
 	// spraying it cannot lock the channel out of its own servers.
 	var keyID string
