@@ -69,7 +69,7 @@ func (g *Guard) IPLocked(ip netip.Addr) time.Duration {
 	if g == nil {
 		return 0
 	}
-	return g.ips.wait(clientOf(ip), clock())
+	return g.ips.locked(clientOf(ip))
 }
 
 // AddrLocked returns how long ip itself is still locked out, 0 when it
@@ -82,9 +82,9 @@ func (g *Guard) AddrLocked(ip netip.Addr) time.Duration {
 		return 0
 	}
 	if !ip.Is6() {
-		return g.ips.wait(ip, clock())
+		return g.ips.locked(ip)
 	}
-	return g.addrs.wait(ip, clock())
+	return g.addrs.locked(ip)
 }
 
 // KeyLocked returns how long the key of the channel id is still locked
@@ -95,7 +95,7 @@ func (g *Guard) KeyLocked(id string) time.Duration {
 	if g == nil || id == "" {
 		return 0
 	}
-	return g.keys.wait(id, clock())
+	return g.keys.locked(id)
 }
 
 // Failed counts a failed authentication from ip, and against the key of
