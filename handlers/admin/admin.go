@@ -70,7 +70,7 @@ func (a *API) authorized(ctx *fasthttp.RequestCtx) bool {
 func (a *API) authenticate(ctx *fasthttp.RequestCtx) bool {
 	var ip netip.Addr
 	if a.Lockout != nil {
-		ip = a.clientIP(ctx)
+		ip = a.ClientIP.ClientIP(ctx)
 		if wait := a.Lockout.IPLocked(ip); wait > 0 {
 			httpx.Fail(ctx, ratelimit.Refuse(ctx, wait))
 			return false
@@ -87,14 +87,6 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx) bool {
 	}
 	httpx.Fail(ctx, errUnauthorized)
 	return false
-}
-
-func (a *API) clientIP(ctx *fasthttp.RequestCtx) netip.Addr {
-	if a.ClientIP == nil {
-		var peer clientip.Resolver
-		return peer.ClientIP(ctx)
-	}
-	return a.ClientIP.ClientIP(ctx)
 }
 
 func (a *API) applyCatalog(ctx *fasthttp.RequestCtx) {

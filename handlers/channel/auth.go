@@ -106,10 +106,7 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 	return func(ctx *fasthttp.RequestCtx) {
 		if a.Gate != nil {
 			if e := a.Gate(); e != nil {
-				if cl == classConfirm {
-					e = errAccrualRetry // confirm's own code for "retry, it is idempotent"
-				}
-				httpx.Fail(ctx, e)
+				a.fail(ctx, cl, e)
 				return
 			}
 		}
@@ -137,14 +134,8 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 		c.ctx = rctx
 		res, err := a.Limiter.Allow(rctx, bucket, limit)
 		if err != nil {
-			if cl == classConfirm {
-				// Redis went away before the gate saw it: a confirm's
-				// transient failure has its own code, whatever step met it.
-				a.Logger.Error("confirm failed", "step", "rate limit", "err", err)
-				httpx.Fail(ctx, errAccrualRetry)
-				return
-			}
-			httpx.Error(ctx, err)
+			// Redis went away before the gate saw it.
+			a.fail(ctx, cl, err, "step", "rate limit")
 			return
 		}
 		if !res.Allowed {
@@ -153,6 +144,17 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 		}
 		h(ctx, c)
 	}
+}
+
+// fail answers a request of class cl that failed before its handler ran
+// (sales stopped, Redis unreachable): a confirm as failConfirm does, with
+// logArgs, whatever step met the failure; any other as httpx.Error does.
+func (a *API) fail(ctx *fasthttp.RequestCtx, cl class, err error, logArgs ...any) {
+	if cl == classConfirm {
+		a.failConfirm(ctx, err, logArgs...)
+		return
+	}
+	httpx.Error(ctx, err)
 }
 
 // authenticate finds the caller. A client IP locked out after failed
@@ -169,10 +171,12 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 	keyed := len(key) > 0 || len(secret) > 0
 	bySession := mode == authSession || (mode == authEither && !keyed)
 	var ch *catalog.CompiledChannel
+	var allowed bool // ip is on the allowlist of the key presented
 	if !bySession {
 		ch = snap.ByKey[string(key)]
+		allowed = ch != nil && ch.Allowed(ip)
 	}
-	if wait := a.ipLocked(ip, ch); wait > 0 {
+	if wait := a.ipLocked(ip, ch, allowed); wait > 0 {
 		return nil, ratelimit.Refuse(ctx, wait)
 	}
 	if bySession {
@@ -201,7 +205,6 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 	if len(key) == 0 || len(secret) == 0 {
 		return nil, errMissingCredentials
 	}
-	allowed := ch != nil && ch.Allowed(ip)
 	// A known key is locked out and counted for strangers only, so that
 	// spraying it cannot lock the channel out of its own servers.
 	var keyID string

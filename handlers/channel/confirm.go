@@ -145,18 +145,7 @@ func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
 		res, err = a.unknownConfirm(c.ctx, req)
 	}
 	if err != nil {
-		var ae *apierr.Error
-		if errors.As(err, &ae) && ae.Status != 503 {
-			httpx.Fail(ctx, ae)
-			return
-		}
-		// Redis trouble, or sales stopped while Redis is restored: nothing
-		// was claimed or everything was; confirm is idempotent, so a retry
-		// is safe.
-		if ae == nil {
-			a.Logger.Error("confirm failed", "order", f.OrderID, "err", err)
-		}
-		httpx.Fail(ctx, errAccrualRetry)
+		a.failConfirm(ctx, err, "order", f.OrderID)
 		return
 	}
 	if !res.Duplicate {
@@ -166,6 +155,23 @@ func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
 }
 
 var errAccrualRetry = apierr.New(503, "ACCRUAL_FAILED_RETRY", "temporary failure; retry the confirm (it is idempotent)")
+
+// failConfirm answers a confirm that failed with err: a refusal as it is;
+// Redis trouble, or sales stopped while Redis is restored (any 503), as
+// ACCRUAL_FAILED_RETRY, confirm's own code: nothing was claimed or
+// everything was, and confirm is idempotent, so a retry is safe. An error
+// that is no answer of ticketd's is logged with logArgs.
+func (a *API) failConfirm(ctx *fasthttp.RequestCtx, err error, logArgs ...any) {
+	var ae *apierr.Error
+	if errors.As(err, &ae) && ae.Status != fasthttp.StatusServiceUnavailable {
+		httpx.Fail(ctx, ae)
+		return
+	}
+	if ae == nil {
+		a.Logger.Error("confirm failed", append(logArgs, "err", err)...)
+	}
+	httpx.Fail(ctx, errAccrualRetry)
+}
 
 // unknownConfirm answers a confirm of an order Redis does not have: a paid
 // order of the caller in Postgres is a replay (same reference) or a second

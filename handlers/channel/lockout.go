@@ -12,14 +12,15 @@ import (
 )
 
 // ipLocked is how long the client at ip is locked out; ch is the channel
-// of the key it presents, nil for none. An IPv6 lock covers a /64, which
-// a hosting provider may share with strangers: a caller on ch's allowlist,
-// the channel's own server, is held only by a lock its own address earned,
-// unless the allowlist claims the whole /64 (then every address there is
-// the channel's, by its own word, and the /64's lock holds them all, so
-// guesses from the range stay bounded however many addresses they use).
-func (a *API) ipLocked(ip netip.Addr, ch *catalog.CompiledChannel) time.Duration {
-	if ch != nil && ch.Allowed(ip) && !ownsSlash64(ch, ip) {
+// of the key it presents, nil for none, and allowed whether ip is on ch's
+// allowlist. An IPv6 lock covers a /64, which a hosting provider may share
+// with strangers: a caller on ch's allowlist, the channel's own server, is
+// held only by a lock its own address earned, unless the allowlist claims
+// the whole /64 (then every address there is the channel's, by its own
+// word, and the /64's lock holds them all, so guesses from the range stay
+// bounded however many addresses they use).
+func (a *API) ipLocked(ip netip.Addr, ch *catalog.CompiledChannel, allowed bool) time.Duration {
+	if allowed && !ownsSlash64(ch, ip) {
 		return a.Lockout.AddrLocked(ip)
 	}
 	return a.Lockout.IPLocked(ip)

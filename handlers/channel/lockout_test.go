@@ -41,7 +41,7 @@ func wrongSecret(ch string) map[string]string {
 
 // expectLocked checks a lockout's 429: RATE_LIMITED with Retry-After and
 // the same retryAfter in the body.
-func expectLocked(t *testing.T, r *servertest.Response) time.Duration {
+func expectLocked(t *testing.T, r *servertest.Response) {
 	t.Helper()
 	expect(t, r, 429, "RATE_LIMITED")
 	secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
@@ -51,7 +51,6 @@ func expectLocked(t *testing.T, r *servertest.Response) time.Duration {
 	if r.Raw["retryAfter"] != float64(secs) {
 		t.Fatalf("retryAfter %v in the body, Retry-After %d", r.Raw["retryAfter"], secs)
 	}
-	return time.Duration(secs) * time.Second
 }
 
 // throttleKeys lists the Redis keys of failed-authentication counts.

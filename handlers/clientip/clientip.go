@@ -18,8 +18,8 @@ import (
 	"github.com/ticketd/ticketd/inventory/cidr"
 )
 
-// Resolver resolves client addresses. The zero value trusts no proxy, so
-// X-Forwarded-For is never believed.
+// Resolver resolves client addresses. The zero value, like a nil
+// *Resolver, trusts no proxy, so X-Forwarded-For is never believed.
 type Resolver struct {
 	// Trusted are the proxies whose X-Forwarded-For entries are believed.
 	// IPv4 prefixes match IPv4 and IPv4-mapped IPv6 addresses alike.
@@ -83,6 +83,9 @@ func (r *Resolver) ClientIP(ctx *fasthttp.RequestCtx) netip.Addr {
 }
 
 func (r *Resolver) trusts(a netip.Addr) bool {
+	if r == nil {
+		return false
+	}
 	for _, p := range r.Trusted {
 		if p.Contains(a) {
 			return true

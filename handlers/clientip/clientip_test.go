@@ -92,6 +92,10 @@ func TestZeroResolverIgnoresXFF(t *testing.T) {
 	if got != netip.MustParseAddr("127.0.0.1") {
 		t.Fatalf("ClientIP = %v, want the peer", got)
 	}
+	var none *Resolver // a surface without one (admin.API.ClientIP unset)
+	if got := none.ClientIP(request(tcp("127.0.0.1"), "203.0.113.9")); got != netip.MustParseAddr("127.0.0.1") {
+		t.Fatalf("nil Resolver: ClientIP = %v, want the peer", got)
+	}
 }
 
 func TestParsePrefixes(t *testing.T) {

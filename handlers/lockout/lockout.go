@@ -33,11 +33,14 @@ import (
 const (
 	DefaultPerIP  = 30
 	DefaultPerKey = 20
-	// DefaultMaxLocked bounds each table of locks (clients, IPv6
-	// addresses, keys): at about 60 bytes an entry, 4 MB each at most.
-	DefaultMaxLocked = 1 << 16
-	// DefaultTimeout bounds the Redis calls that count one failure.
-	DefaultTimeout = time.Second
+)
+
+const (
+	// maxLocked bounds each table of locks (clients, IPv6 addresses,
+	// keys): at about 60 bytes an entry, 4 MB each at most.
+	maxLocked = 1 << 16
+	// countTimeout bounds the Redis calls that count one failure.
+	countTimeout = time.Second
 )
 
 // Guard counts failed authentications and refuses locked callers. A nil
@@ -48,12 +51,7 @@ type Guard struct {
 	// IP (an IPv6 client by its /64) and for one channel key; 0 means the
 	// default.
 	PerIP, PerKey int64
-	// MaxLocked caps each table of locks; 0 means DefaultMaxLocked.
-	MaxLocked int
-	// Timeout bounds the Redis calls that count one failure; 0 means
-	// DefaultTimeout.
-	Timeout time.Duration
-	Logger  *slog.Logger
+	Logger        *slog.Logger
 
 	ips table[netip.Addr] // by client (IPv6: the /64)
 	// addrs are the IPv6 addresses that failed while their /64 was
@@ -69,7 +67,7 @@ func (g *Guard) IPLocked(ip netip.Addr) time.Duration {
 	if g == nil {
 		return 0
 	}
-	return g.ips.wait(clientOf(ip), clock())
+	return g.ips.locked(clientOf(ip))
 }
 
 // AddrLocked returns how long ip itself is still locked out, 0 when it
@@ -82,9 +80,9 @@ func (g *Guard) AddrLocked(ip netip.Addr) time.Duration {
 		return 0
 	}
 	if !ip.Is6() {
-		return g.ips.wait(ip, clock())
+		return g.ips.locked(ip)
 	}
-	return g.addrs.wait(ip, clock())
+	return g.addrs.locked(ip)
 }
 
 // KeyLocked returns how long the key of the channel id is still locked
@@ -95,7 +93,7 @@ func (g *Guard) KeyLocked(id string) time.Duration {
 	if g == nil || id == "" {
 		return 0
 	}
-	return g.keys.wait(id, clock())
+	return g.keys.locked(id)
 }
 
 // Failed counts a failed authentication from ip, and against the key of
@@ -108,13 +106,13 @@ func (g *Guard) Failed(ip netip.Addr, keyID string) time.Duration {
 	if g == nil {
 		return 0
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout())
+	ctx, cancel := context.WithTimeout(context.Background(), countTimeout)
 	defer cancel()
 	var wait time.Duration
 	if keyID != "" {
 		if w := g.count(ctx, "authfail:key:"+keyID, pick(g.PerKey, DefaultPerKey)); w > 0 {
 			now := clock()
-			g.keys.lock(keyID, now+int64(w), now, g.maxLocked())
+			g.keys.lock(keyID, now+int64(w), now, maxLocked)
 			g.warn("channel key locked after failed authentications", "channel", keyID, "retryAfterSeconds", seconds(w))
 			wait = w
 		}
@@ -126,9 +124,9 @@ func (g *Guard) Failed(ip netip.Addr, keyID string) time.Duration {
 	}
 	if w := g.count(ctx, "authfail:ip:"+name, pick(g.PerIP, DefaultPerIP)); w > 0 {
 		now := clock()
-		g.ips.lock(c, now+int64(w), now, g.maxLocked())
+		g.ips.lock(c, now+int64(w), now, maxLocked)
 		if ip.Is6() {
-			g.addrs.lock(ip, now+int64(w), now, g.maxLocked())
+			g.addrs.lock(ip, now+int64(w), now, maxLocked)
 		}
 		g.warn("client IP locked after failed authentications", "ip", name, "retryAfterSeconds", seconds(w))
 		wait = max(wait, w)
@@ -167,20 +165,6 @@ func (g *Guard) warn(msg string, args ...any) {
 // seconds is d for a log line: a JSON handler would write a Duration as
 // nanoseconds, easily read as seconds.
 func seconds(d time.Duration) float64 { return d.Round(time.Millisecond).Seconds() }
-
-func (g *Guard) timeout() time.Duration {
-	if g.Timeout > 0 {
-		return g.Timeout
-	}
-	return DefaultTimeout
-}
-
-func (g *Guard) maxLocked() int {
-	if g.MaxLocked > 0 {
-		return g.MaxLocked
-	}
-	return DefaultMaxLocked
-}
 
 func pick(v, def int64) int64 {
 	if v > 0 {

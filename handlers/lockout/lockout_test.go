@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,18 +16,29 @@ import (
 	"github.com/ticketd/ticketd/inventory/redistest"
 )
 
-func newGuard(t *testing.T) *Guard {
+// newGuard returns a Guard on a key space of its own that allows perIP
+// failures a minute from a client (0: the default).
+func newGuard(t *testing.T, perIP int64) *Guard {
 	t.Helper()
 	c, space := redistest.New(t)
-	return &Guard{Limiter: &ratelimit.Limiter{Redis: c, Space: space}, Logger: slog.New(slog.DiscardHandler)}
+	return &Guard{Limiter: &ratelimit.Limiter{Redis: c, Space: space}, PerIP: perIP, Logger: slog.New(slog.DiscardHandler)}
+}
+
+// lock fails from a once more than g.PerIP allows, which locks it, and
+// returns the last failure's wait.
+func lock(g *Guard, a netip.Addr) time.Duration {
+	var w time.Duration
+	for range g.PerIP + 1 {
+		w = g.Failed(a, "")
+	}
+	return w
 }
 
 var ip = netip.MustParseAddr
 
 func TestIPIsLockedAfterItsLimitOfFailures(t *testing.T) {
 	t.Parallel()
-	g := newGuard(t)
-	g.PerIP = 5
+	g := newGuard(t, 5)
 	a, b := ip("203.0.113.7"), ip("203.0.113.8")
 	for i := 1; i <= 5; i++ {
 		if w := g.Failed(a, ""); w != 0 {
@@ -53,8 +63,7 @@ func TestIPIsLockedAfterItsLimitOfFailures(t *testing.T) {
 
 func TestIPv6ClientsCountByTheirSlash64(t *testing.T) {
 	t.Parallel()
-	g := newGuard(t)
-	g.PerIP = 3
+	g := newGuard(t, 3)
 	for i := 1; i <= 4; i++ {
 		g.Failed(ip(fmt.Sprintf("2001:db8:0:7::%x", i)), "")
 	}
@@ -71,12 +80,9 @@ func TestIPv6ClientsCountByTheirSlash64(t *testing.T) {
 // fails while the /64 is locked is locked itself.
 func TestAddrLockedHoldsOnlyTheAddressesThatFailed(t *testing.T) {
 	t.Parallel()
-	g := newGuard(t)
-	g.PerIP = 3
+	g := newGuard(t, 3)
 	neighbour, server := ip("2001:db8:0:9::bad"), ip("2001:db8:0:9::1")
-	for i := 1; i <= 4; i++ {
-		g.Failed(neighbour, "")
-	}
+	lock(g, neighbour)
 	if g.IPLocked(server) == 0 || g.AddrLocked(neighbour) == 0 {
 		t.Fatal("the /64 or the failing address is not locked")
 	}
@@ -88,9 +94,7 @@ func TestAddrLockedHoldsOnlyTheAddressesThatFailed(t *testing.T) {
 	}
 	// An IPv4 client is its address.
 	v4 := ip("192.0.2.44")
-	for i := 1; i <= 4; i++ {
-		g.Failed(v4, "")
-	}
+	lock(g, v4)
 	if g.AddrLocked(v4) == 0 {
 		t.Fatal("a locked IPv4 client is not locked for AddrLocked")
 	}
@@ -98,7 +102,7 @@ func TestAddrLockedHoldsOnlyTheAddressesThatFailed(t *testing.T) {
 
 func TestKeyIsLockedByFailuresFromManyIPs(t *testing.T) {
 	t.Parallel()
-	g := newGuard(t)
+	g := newGuard(t, 0)
 	g.PerKey = 4
 	var locked time.Duration
 	for i := 1; i <= 5; i++ {
@@ -127,8 +131,7 @@ func TestKeyIsLockedByFailuresFromManyIPs(t *testing.T) {
 
 func TestLockEndsWhenTheBucketAllowsAgain(t *testing.T) {
 	t.Parallel()
-	g := newGuard(t)
-	g.PerIP = 600 // one failure every 100 ms
+	g := newGuard(t, 600) // one failure every 100 ms
 	a := ip("203.0.113.9")
 	var w time.Duration
 	for i := 0; w == 0; i++ {
@@ -161,24 +164,6 @@ func TestNilGuardThrottlesNothing(t *testing.T) {
 	}
 }
 
-// syncBuffer collects log output from concurrent goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestUnreachableRedisCountsNothingAndLocksNothing(t *testing.T) {
 	t.Parallel()
 	opt, err := rueidis.ParseURL(redistest.URL())
@@ -190,7 +175,7 @@ func TestUnreachableRedisCountsNothingAndLocksNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	var logs syncBuffer
+	var logs bytes.Buffer
 	g := &Guard{Limiter: &ratelimit.Limiter{Redis: c}, PerIP: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	for i := 0; i < 3; i++ {
 		if w := g.Failed(ip("192.0.2.1"), "ch"); w != 0 {
@@ -204,16 +189,12 @@ func TestUnreachableRedisCountsNothingAndLocksNothing(t *testing.T) {
 
 func TestLockLogIsRateLimited(t *testing.T) {
 	t.Parallel()
-	g := newGuard(t)
-	var logs syncBuffer
+	g := newGuard(t, 1)
+	var logs bytes.Buffer
 	g.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	g.PerIP = 1
 	start := time.Now()
 	for i := 0; i < 200; i++ {
-		// Two failures lock each address.
-		a := ip(fmt.Sprintf("10.0.%d.%d", i/250, i%250+1))
-		g.Failed(a, "")
-		g.Failed(a, "")
+		lock(g, ip(fmt.Sprintf("10.0.%d.%d", i/250, i%250+1)))
 	}
 	out := logs.String()
 	lines := strings.Count(out, "\n")
@@ -229,19 +210,17 @@ func TestLockLogIsRateLimited(t *testing.T) {
 // JSON handler writes a Duration as nanoseconds.
 func TestLockLogSaysSeconds(t *testing.T) {
 	t.Parallel()
-	g := newGuard(t)
-	var logs syncBuffer
+	g := newGuard(t, 1)
+	var logs bytes.Buffer
 	g.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
-	g.PerIP = 1
 	a := ip("192.0.2.77")
-	g.Failed(a, "")
-	if g.Failed(a, "") == 0 {
+	if lock(g, a) == 0 {
 		t.Fatal("two failures at 1 a minute did not lock")
 	}
 	var line struct {
 		RetryAfterSeconds *float64
 	}
-	if err := json.Unmarshal([]byte(logs.String()), &line); err != nil || line.RetryAfterSeconds == nil ||
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil || line.RetryAfterSeconds == nil ||
 		*line.RetryAfterSeconds <= 0 || *line.RetryAfterSeconds > 60 {
 		t.Fatalf("want retryAfterSeconds in (0, 60]: %s", logs.String())
 	}

@@ -20,11 +20,17 @@ type table[K comparable] struct {
 	nextSweep atomic.Int64
 }
 
-// wait returns how long k stays locked after now, 0 when it is not.
-func (t *table[K]) wait(k K, now int64) time.Duration {
+// locked returns how long k stays locked, 0 when it is not. A table
+// without locks answers from one atomic load, before the clock is read.
+func (t *table[K]) locked(k K) time.Duration {
 	if t.n.Load() == 0 {
 		return 0
 	}
+	return t.wait(k, clock())
+}
+
+// wait returns how long k stays locked after now, 0 when it is not.
+func (t *table[K]) wait(k K, now int64) time.Duration {
 	t.sweep(now)
 	t.mu.RLock()
 	u, ok := t.until[k]

@@ -104,24 +104,17 @@ func (h *httpMetrics) series(route, method string, code int) *series {
 	return s
 }
 
+// methods are the request methods with a label of their own.
+var methods = [...]string{fasthttp.MethodGet, fasthttp.MethodHead, fasthttp.MethodPost, fasthttp.MethodPut,
+	fasthttp.MethodPatch, fasthttp.MethodDelete, fasthttp.MethodOptions}
+
 // methodLabel maps a request method to a constant label, so that an
 // invented method is one series ("OTHER") and no string is allocated.
 func methodLabel(m []byte) string {
-	switch string(m) {
-	case fasthttp.MethodGet:
-		return fasthttp.MethodGet
-	case fasthttp.MethodHead:
-		return fasthttp.MethodHead
-	case fasthttp.MethodPost:
-		return fasthttp.MethodPost
-	case fasthttp.MethodPut:
-		return fasthttp.MethodPut
-	case fasthttp.MethodPatch:
-		return fasthttp.MethodPatch
-	case fasthttp.MethodDelete:
-		return fasthttp.MethodDelete
-	case fasthttp.MethodOptions:
-		return fasthttp.MethodOptions
+	for _, known := range methods {
+		if string(m) == known {
+			return known
+		}
 	}
 	return "OTHER"
 }

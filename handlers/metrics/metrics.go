@@ -20,15 +20,6 @@ import (
 	"github.com/ticketd/ticketd/inventory/redisstate"
 )
 
-// Durability levels: what a Redis crash would lose (the value of the level
-// label of ticketd_redis_durability), the words the state monitor reports.
-const (
-	DurabilityNothing    = redisstate.LosesNothing
-	DurabilitySecond     = redisstate.LosesSecond
-	DurabilityEverything = redisstate.LosesEverything
-	DurabilityUnknown    = redisstate.LosesUnknown
-)
-
 // Rebuild results pre-declared on ticketd_rebuilds_total, so that a rate
 // over them exists before the first rebuild.
 const (
@@ -36,11 +27,15 @@ const (
 	RebuildFailed = "failed"
 )
 
-// redisStates are the states pre-declared on ticketd_redis_state: every
-// one the state monitor reports. Another state passed to SetRedisState is
-// added when first set.
-var redisStates = []string{string(redisstate.Starting), string(redisstate.Current), string(redisstate.Unreachable),
-	string(redisstate.Loading), string(redisstate.Lost), string(redisstate.Stale), string(redisstate.Rebuilding)}
+// The label values pre-declared on ticketd_redis_state and
+// ticketd_redis_durability: every state and level the state monitor
+// reports. Another value passed to SetRedisState or SetDurability is added
+// when first set.
+var (
+	redisStates = []string{string(redisstate.Starting), string(redisstate.Current), string(redisstate.Unreachable),
+		string(redisstate.Loading), string(redisstate.Lost), string(redisstate.Stale), string(redisstate.Rebuilding)}
+	durabilityLevels = []string{redisstate.LosesNothing, redisstate.LosesSecond, redisstate.LosesEverything, redisstate.LosesUnknown}
+)
 
 // Metrics is ticketd's metric set. A nil *Metrics is valid: every method
 // does nothing, so code that reports may run without it (tests, tools).
@@ -91,7 +86,7 @@ func New() *Metrics {
 		durability: newOneOf(prometheus.GaugeOpts{
 			Name: "ticketd_redis_durability",
 			Help: "What a Redis crash would lose: 1 for the current level (nothing, second, everything, unknown), 0 for the others.",
-		}, "level", DurabilityNothing, DurabilitySecond, DurabilityEverything, DurabilityUnknown),
+		}, "level", durabilityLevels...),
 		redisState: newOneOf(prometheus.GaugeOpts{
 			Name: "ticketd_redis_state",
 			Help: "State of ticketd's Redis data: 1 for the current state, 0 for the others.",
@@ -99,7 +94,7 @@ func New() *Metrics {
 	}
 	m.rebuilds.WithLabelValues(RebuildOK)
 	m.rebuilds.WithLabelValues(RebuildFailed)
-	m.durability.set(DurabilityUnknown)
+	m.durability.set(redisstate.LosesUnknown)
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -136,8 +131,8 @@ func (m *Metrics) Rebuild(result string) {
 	}
 }
 
-// SetDurability records what a Redis crash would lose now: one of the
-// Durability constants.
+// SetDurability records what a Redis crash would lose now: one of
+// redisstate's Loses* levels.
 func (m *Metrics) SetDurability(level string) {
 	if m != nil {
 		m.durability.set(level)

@@ -127,8 +127,8 @@ func TestReportedFiguresAreServed(t *testing.T) {
 	m.PaidOrder()
 	m.Rebuild(RebuildOK)
 	m.SetSyncBacklog(1500, 2500*time.Millisecond)
-	m.SetDurability(DurabilityEverything)
-	m.SetDurability(DurabilityNothing)
+	m.SetDurability(redisstate.LosesEverything)
+	m.SetDurability(redisstate.LosesNothing)
 	m.SetRedisState("lost")
 	m.SetRedisState("current")
 	mfs := scrape(t, h)
@@ -159,7 +159,7 @@ func TestReportedFiguresAreServed(t *testing.T) {
 	if v := gauge("ticketd_sync_backlog_oldest_seconds", nil); v != 2.5 {
 		t.Errorf("backlog age %v, want 2.5", v)
 	}
-	for level, want := range map[string]float64{DurabilityNothing: 1, DurabilitySecond: 0, DurabilityEverything: 0, DurabilityUnknown: 0} {
+	for level, want := range map[string]float64{redisstate.LosesNothing: 1, redisstate.LosesSecond: 0, redisstate.LosesEverything: 0, redisstate.LosesUnknown: 0} {
 		if v := gauge("ticketd_redis_durability", map[string]string{"level": level}); v != want {
 			t.Errorf("durability %s = %v, want %v", level, v, want)
 		}
@@ -179,7 +179,7 @@ func TestReportedFiguresAreServed(t *testing.T) {
 func TestDurabilityStartsUnknown(t *testing.T) {
 	m := New()
 	mfs := scrape(t, testRouter(m))
-	if s := find(mfs, "ticketd_redis_durability", map[string]string{"level": DurabilityUnknown}); s == nil || s.GetGauge().GetValue() != 1 {
+	if s := find(mfs, "ticketd_redis_durability", map[string]string{"level": redisstate.LosesUnknown}); s == nil || s.GetGauge().GetValue() != 1 {
 		t.Fatalf("durability at start: %v, want unknown = 1", s)
 	}
 }
@@ -208,7 +208,7 @@ func TestNilMetricsDoNothing(t *testing.T) {
 	m.ObserveRedisRTT(time.Millisecond)
 	m.PaidOrder()
 	m.Rebuild(RebuildOK)
-	m.SetDurability(DurabilityNothing)
+	m.SetDurability(redisstate.LosesNothing)
 	m.SetRedisState("current")
 	m.SetSyncBacklog(1, time.Second)
 	h := func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(204) }

@@ -98,19 +98,19 @@ const catalogPath = "/v1/admin/catalog"
 // the operator's catalog, sent with the valid admin token, may exceed the
 // 64 KB client limit: a larger body is never buffered for a caller who has
 // not authenticated (a path prefix alone let anyone make ticketd hold 8 MB
-// per connection).
+// per connection). A nil *bodyLimit, the one without an admin token,
+// gives every request the client limit.
 type bodyLimit struct {
 	// bearerSum is the SHA-256 of "Bearer <token>"; comparing digests in
 	// constant time tells nothing of the token, not even its length.
 	bearerSum [sha256.Size]byte
-	on        bool
 }
 
 func newBodyLimit(adminToken string) *bodyLimit {
 	if adminToken == "" {
-		return &bodyLimit{}
+		return nil
 	}
-	return &bodyLimit{bearerSum: sha256.Sum256([]byte("Bearer " + adminToken)), on: true}
+	return &bodyLimit{bearerSum: sha256.Sum256([]byte("Bearer " + adminToken))}
 }
 
 var (
@@ -119,7 +119,7 @@ var (
 )
 
 func (b *bodyLimit) config(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	if !b.on || !h.IsPut() {
+	if b == nil || !h.IsPut() {
 		return clientLimit
 	}
 	path := h.RequestURI()
