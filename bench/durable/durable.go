@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/bench/redismem"
 )
 
 // Snapshot is a Redis's counters at one moment.
@@ -30,22 +32,17 @@ type Snapshot struct {
 
 // Take reads the counters of INFO commandstats, stats and persistence.
 func Take(ctx context.Context, rc rueidis.Client) (Snapshot, error) {
-	info, err := rc.Do(ctx, rc.B().Info().Section("commandstats", "stats", "persistence").Build()).ToString()
+	fields, err := redismem.Info(ctx, rc, "commandstats", "stats", "persistence")
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("durable: info: %w", err)
+		return Snapshot{}, fmt.Errorf("durable: %w", err)
 	}
-	return ParseInfo(info), nil
+	return snapshot(fields), nil
 }
 
-// ParseInfo reads the counters of an INFO answer.
-func ParseInfo(info string) Snapshot {
+// snapshot reads the counters of INFO's fields.
+func snapshot(fields map[string]string) Snapshot {
 	s := Snapshot{Calls: map[string]int64{}}
-	for _, line := range strings.Split(info, "\n") {
-		line = strings.TrimSpace(line)
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
+	for k, v := range fields {
 		if name, ok := strings.CutPrefix(k, "cmdstat_"); ok {
 			// calls=12,usec=34,...
 			for _, kv := range strings.Split(v, ",") {

@@ -103,9 +103,9 @@ func TestCostCountsTheWritesInsideScripts(t *testing.T) {
 	}
 }
 
-func TestParseInfo(t *testing.T) {
-	s := ParseInfo("# Commandstats\r\ncmdstat_hset:calls=12,usec=30,usec_per_call=2.50,rejected_calls=0,failed_calls=0\r\n" +
-		"cmdstat_xinfo|groups:calls=3,usec=22\r\n# Stats\r\ntotal_commands_processed:99\r\n# Persistence\r\naof_rewrites:2\r\naof_delayed_fsync:0\r\n")
+func TestSnapshotReadsTheCounters(t *testing.T) {
+	s := snapshot(map[string]string{"cmdstat_hset": "calls=12,usec=30,usec_per_call=2.50,rejected_calls=0,failed_calls=0",
+		"cmdstat_xinfo|groups": "calls=3,usec=22", "total_commands_processed": "99", "aof_rewrites": "2", "aof_delayed_fsync": "0"})
 	if s.Calls["hset"] != 12 || s.Calls["xinfo|groups"] != 3 || s.Commands != 99 || s.AOFRewrites != 2 {
 		t.Fatalf("parsed %+v", s)
 	}
