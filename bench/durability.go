@@ -145,15 +145,10 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // redisCost reads what the durable Redis did since before, per pair: the
 // reserve, the confirm and the sync worker's acknowledgements together.
 func redisCost(ctx context.Context, dd *deployment, before durable.Snapshot, pairs int64) ([]report.Figure, string, error) {
-	after, err := durable.Take(ctx, dd.redis)
+	c, err := durable.Since(ctx, dd.redis, before, pairs)
 	if err != nil {
 		return nil, "", err
 	}
-	writes, err := durable.WriteFlags(ctx, dd.redis, durable.Names(before, after))
-	if err != nil {
-		return nil, "", err
-	}
-	c := durable.Compare(before, after, pairs, func(cmd string) bool { return writes[cmd] })
 	figs := []report.Figure{
 		{Name: "durable Redis: commands per pair (those inside scripts included; reserve, confirm, sync worker)", Value: c.CommandsPerUnit},
 		{Name: "durable Redis: scripts per pair", Value: c.ScriptsPerUnit},

@@ -66,14 +66,14 @@ func TestCostCountsTheWritesInsideScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writes, err := WriteFlags(ctx, rc, Names(before, after))
+	writes, err := writeFlags(ctx, rc, called(before, after))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !writes["hset"] || !writes["set"] || writes["hget"] || writes["eval"] {
 		t.Fatalf("write flags %v: want hset and set, not hget or eval", writes)
 	}
-	c := Compare(before, after, units, func(cmd string) bool { return writes[cmd] })
+	c := compare(before, after, units, writes)
 	if c.ScriptsPerUnit != 1 || c.WritesPerUnit != 3 {
 		t.Fatalf("%.2f scripts and %.2f writes per unit, want 1 and 3 (%s)", c.ScriptsPerUnit, c.WritesPerUnit, c.Breakdown(0))
 	}
@@ -106,10 +106,10 @@ func TestCostCountsTheWritesInsideScripts(t *testing.T) {
 func TestSnapshotReadsTheCounters(t *testing.T) {
 	s := snapshot(map[string]string{"cmdstat_hset": "calls=12,usec=30,usec_per_call=2.50,rejected_calls=0,failed_calls=0",
 		"cmdstat_xinfo|groups": "calls=3,usec=22", "total_commands_processed": "99", "aof_rewrites": "2", "aof_delayed_fsync": "0"})
-	if s.Calls["hset"] != 12 || s.Calls["xinfo|groups"] != 3 || s.Commands != 99 || s.AOFRewrites != 2 {
+	if s.calls["hset"] != 12 || s.calls["xinfo|groups"] != 3 || s.commands != 99 || s.aofRewrites != 2 {
 		t.Fatalf("parsed %+v", s)
 	}
-	c := Compare(Snapshot{Calls: map[string]int64{"hset": 2}}, s, 10, func(cmd string) bool { return cmd == "hset" })
+	c := compare(Snapshot{calls: map[string]int64{"hset": 2}}, s, 10, map[string]bool{"hset": true})
 	if got := c.Breakdown(0.2); got != "hset 1.00 (w), xinfo|groups 0.30" {
 		t.Fatalf("breakdown %q", got)
 	}
