@@ -2,49 +2,19 @@ package durable
 
 import (
 	"context"
-	"errors"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/redis/rueidis"
-
-	"github.com/ticketd/ticketd/bench/procs"
+	"github.com/ticketd/ticketd/inventory/redistest"
 )
-
-// shippedConf is deploy/redis.conf of this module.
-func shippedConf(t *testing.T) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", "redis.conf")
-}
-
-// ownRedis starts a redis-server with the shipped settings for this test.
-func ownRedis(t *testing.T) (*procs.Redis, rueidis.Client) {
-	t.Helper()
-	rs, err := procs.StartRedis(context.Background(), shippedConf(t), filepath.Join(t.TempDir(), "redis.log"),
-		"--latency-monitor-threshold", "1")
-	if errors.Is(err, procs.ErrNoRedisServer) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rs.Stop(10 * time.Second) })
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{rs.Addr}, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
-	return rs, rc
-}
 
 // TestCostCountsTheWritesInsideScripts: a unit of work that runs one
 // script writing twice and one plain write costs one script and three
 // writes, as Redis counted them, whatever the script hides.
 func TestCostCountsTheWritesInsideScripts(t *testing.T) {
-	rs, rc := ownRedis(t)
+	// A Redis of its own: INFO's counters and the AOF are this test's alone.
+	rs := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always", "--latency-monitor-threshold", "1")
+	rc := rs.Client(t)
 	ctx := context.Background()
 	before, err := Take(ctx, rc)
 	if err != nil {
