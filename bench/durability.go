@@ -77,7 +77,7 @@ func runDurable(ctx context.Context, d *deployment, o scenario.Options) (runs []
 	p50, p99, fsyncErr := durable.FsyncTime(rs.Dir, 200)
 	before, statErr := durable.Take(ctx, dd.redis)
 	durEnv, plainEnv := dd.env(), d.env()
-	if m := pairMeter(ctx, d, dd); m != nil {
+	if m := pairMeter(ctx, d, dd, rs.PID()); m != nil {
 		durEnv.CPU, plainEnv.CPU = m, m
 	}
 	durOut, plainOut, err := scenario.FlashDurable.Pair(ctx, durEnv, plainEnv, o)
@@ -121,9 +121,9 @@ func runDurable(ctx context.Context, d *deployment, o scenario.Options) (runs []
 // pairMeter meters the processes of both deployments in every slice of
 // the durable measurement, so that what one side leaves running into the
 // other's slice (its sync worker draining, an AOF rewrite: the durable
-// Redis counts with its ended children) shows in that slice's table.
-// nil off Linux.
-func pairMeter(ctx context.Context, plain, dur *deployment) *cpuuse.Meter {
+// Redis, durRedisPID, counts with its ended children) shows in that
+// slice's table. nil off Linux.
+func pairMeter(ctx context.Context, plain, dur *deployment, durRedisPID int) *cpuuse.Meter {
 	if !cpuuse.Supported() {
 		return nil
 	}
@@ -131,9 +131,7 @@ func pairMeter(ctx context.Context, plain, dur *deployment) *cpuuse.Meter {
 	if pid, ok := localRedisPID(ctx, plain.redis, plain.redisURL); ok {
 		srcs = append(srcs, cpuuse.Process("redis", pid))
 	}
-	if pid, ok := localRedisPID(ctx, dur.redis, dur.redisURL); ok {
-		srcs = append(srcs, cpuuse.ProcessAndChildren("redis-durable (and its AOF rewrites)", pid))
-	}
+	srcs = append(srcs, cpuuse.ProcessAndChildren("redis-durable (and its AOF rewrites)", durRedisPID))
 	if isLocalPostgres(plain.dbServer) {
 		srcs = append(srcs, cpuuse.Command("postgres", "postgres"))
 	}
