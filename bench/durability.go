@@ -115,6 +115,7 @@ func runDurable(ctx context.Context, d *deployment, o scenario.Options) (runs []
 	if statErr != nil {
 		r.Notes = append(r.Notes, "the durable Redis's counters could not be read: "+statErr.Error())
 	}
+	costOfDurability(&r, &plain)
 	return []report.Run{r, plain}, ""
 }
 
@@ -162,24 +163,17 @@ func redisCost(ctx context.Context, dd *deployment, before durable.Snapshot, pai
 	return figs, note, nil
 }
 
-// costOfDurability gives each complete flash-durable run its comparison
-// with the flash run it alternated with (Redis without persistence).
-func costOfDurability(s *report.Suite) {
-	var plain *report.Run
-	for i := range s.Runs {
-		r := &s.Runs[i]
-		if r.Scenario == scenario.FlashNonDurable && r.Target == "ticketd" && !r.Interrupted && len(r.Ops) > 0 {
-			plain = r
-		}
+// costOfDurability gives a complete flash-durable run its comparison with
+// the flash run it alternated with (Redis without persistence).
+func costOfDurability(dur, plain *report.Run) {
+	if dur.Interrupted || len(dur.Ops) == 0 {
+		return
 	}
-	for i := range s.Runs {
-		r := &s.Runs[i]
-		if r.Scenario != scenario.FlashDurable.Name() || r.Interrupted || len(r.Ops) == 0 {
-			continue
-		}
-		if r.VsNonDurable = r.Against(plain); r.VsNonDurable == nil {
-			r.Notes = append(r.Notes, "no cost of durability: its run without persistence ("+scenario.FlashNonDurable+") did not complete")
-		}
+	if plain.Interrupted || len(plain.Ops) == 0 {
+		plain = nil
+	}
+	if dur.VsNonDurable = dur.Against(plain); dur.VsNonDurable == nil {
+		dur.Notes = append(dur.Notes, "no cost of durability: its run without persistence ("+scenario.FlashNonDurable+") did not complete")
 	}
 }
 

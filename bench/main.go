@@ -196,7 +196,6 @@ func runSuite(ctx context.Context, c config, selected []scenario.Scenario, stack
 			s.Runs = append(s.Runs, r)
 		}
 	}
-	costOfDurability(s)
 	s.IntegrityOK = true
 	for i := range s.Runs {
 		s.Runs[i].Normalize()
