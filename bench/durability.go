@@ -96,21 +96,7 @@ func runDurable(ctx context.Context, d *deployment, o scenario.Options) (runs []
 			report.Figure{Name: "fsync of a 4 KiB append on the durable Redis's disk, p99 (before the run)", Value: ms(p99), Unit: "ms"})
 	}
 	if statErr == nil {
-		figs, note, err := redisCost(ctx, dd, before, r.Units)
-		if a, aofErr := durable.ReadAOF(rs.Dir); aofErr == nil && a.Calls["xadd"] > 0 {
-			// One XADD per paid pair: the pairs of the AOF since its last rewrite.
-			paid := a.Calls["xadd"]
-			figs = append(figs, report.Figure{Name: "durable Redis: AOF bytes per paid pair (since its last rewrite)",
-				Value: float64(a.Total) / float64(paid), Unit: "B"})
-			r.Notes = append(r.Notes, "durable Redis, AOF bytes per paid pair by command (calls per pair; every key carries the bench's "+
-				strconv.Itoa(len(dd.prefix))+"-byte key prefix): "+a.Breakdown(paid))
-		}
-		if err == nil {
-			r.Figures = append(r.Figures, figs...)
-			r.Notes = append(r.Notes, note)
-		} else {
-			statErr = err
-		}
+		statErr = addRedisCost(ctx, &r, dd, rs.Dir, before)
 	}
 	if statErr != nil {
 		r.Notes = append(r.Notes, "the durable Redis's counters could not be read: "+statErr.Error())
@@ -141,26 +127,34 @@ func pairMeter(ctx context.Context, plain, dur *deployment, durRedisPID int) *cp
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// redisCost reads what the durable Redis did since before, per pair: the
-// reserve, the confirm and the sync worker's acknowledgements together.
-func redisCost(ctx context.Context, dd *deployment, before durable.Snapshot, pairs int64) ([]report.Figure, string, error) {
-	c, err := durable.Since(ctx, dd.redis, before, pairs)
+// addRedisCost gives r what the durable Redis did since before, per pair
+// (the reserve, the confirm and the sync worker's acknowledgements
+// together), and what its AOF in dir holds per paid pair.
+func addRedisCost(ctx context.Context, r *report.Run, dd *deployment, dir string, before durable.Snapshot) error {
+	c, err := durable.Since(ctx, dd.redis, before, r.Units)
 	if err != nil {
-		return nil, "", err
+		return err
 	}
-	figs := []report.Figure{
-		{Name: "durable Redis: commands per pair (those inside scripts included; reserve, confirm, sync worker)", Value: c.CommandsPerUnit},
-		{Name: "durable Redis: scripts per pair", Value: c.ScriptsPerUnit},
-		{Name: "durable Redis: write commands per pair (those inside scripts included)", Value: c.WritesPerUnit},
-		{Name: "durable Redis: AOF rewrites during the run", Value: float64(c.AOFRewrites)},
-	}
+	r.Figures = append(r.Figures,
+		report.Figure{Name: "durable Redis: commands per pair (those inside scripts included; reserve, confirm, sync worker)", Value: c.CommandsPerUnit},
+		report.Figure{Name: "durable Redis: scripts per pair", Value: c.ScriptsPerUnit},
+		report.Figure{Name: "durable Redis: write commands per pair (those inside scripts included)", Value: c.WritesPerUnit},
+		report.Figure{Name: "durable Redis: AOF rewrites during the run", Value: float64(c.AOFRewrites)})
 	if maxMs, secs, err := durable.FsyncStall(ctx, dd.redis); err == nil {
-		figs = append(figs,
+		r.Figures = append(r.Figures,
 			report.Figure{Name: "durable Redis: largest fsync stall (latency monitor, aof-fsync-always)", Value: float64(maxMs), Unit: "ms"},
 			report.Figure{Name: "durable Redis: seconds with an fsync stall of 1 ms or more", Value: float64(secs), Unit: "s"})
 	}
-	note := "durable Redis, calls per pair by command ((w): write, waits for the fsync): " + c.Breakdown(0.005)
-	return figs, note, nil
+	if a, err := durable.ReadAOF(dir); err == nil && a.Calls["xadd"] > 0 {
+		// One XADD per paid pair: the pairs of the AOF since its last rewrite.
+		paid := a.Calls["xadd"]
+		r.Figures = append(r.Figures, report.Figure{Name: "durable Redis: AOF bytes per paid pair (since its last rewrite)",
+			Value: float64(a.Total) / float64(paid), Unit: "B"})
+		r.Notes = append(r.Notes, "durable Redis, AOF bytes per paid pair by command (calls per pair; every key carries the bench's "+
+			strconv.Itoa(len(dd.prefix))+"-byte key prefix): "+a.Breakdown(paid))
+	}
+	r.Notes = append(r.Notes, "durable Redis, calls per pair by command ((w): write, waits for the fsync): "+c.Breakdown(0.005))
+	return nil
 }
 
 // costOfDurability gives a complete flash-durable run its comparison with
