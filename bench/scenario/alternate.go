@@ -25,18 +25,13 @@ func Alternate(ctx context.Context, envs [2]*Env, labels [2]string, o Options, s
 	var plans [2]load.Plan
 	for i, env := range envs {
 		f := &flash{capacity: o.Capacity}
-		b, ops := &docBuilder{}, &opSet{}
-		f.provision(env, b)
-		f.register(ops)
-		if err := env.API.ApplyCatalog(ctx, b.doc(env.Run)); err != nil {
-			return [2]*Outcome{}, fmt.Errorf("%s: provision the catalog: %w", labels[i], err)
-		}
 		parts[i] = []weighted{{p: f, weight: 1}}
-		plans[i] = load.Plan{Name: labels[i], Unit: "pairs", Ops: ops.names, Primary: ops.add("pair"),
-			Duration: o.Duration / time.Duration(slices), Workers: o.Workers, Progress: o.Progress, NewActor: keepActors(f)}
-		if env.CPU != nil {
-			plans[i].Window = env.CPU
+		ops, err := provision(ctx, env, labels[i], parts[i])
+		if err != nil {
+			return [2]*Outcome{}, err
 		}
+		plans[i] = load.Plan{Name: labels[i], Unit: "pairs", Ops: ops.names, Primary: ops.add("pair"),
+			Duration: o.Duration / time.Duration(slices), Workers: o.Workers, Progress: o.Progress, NewActor: keepActors(f), Window: env.CPU}
 	}
 	var results [2][]*load.Result
 	var cpu [2]cpuSum
