@@ -9,14 +9,14 @@ import (
 	"github.com/ticketd/ticketd/bench/load"
 )
 
-// Alternate measures two deployments under the flash closed loop in turns:
+// alternate measures two deployments under the flash closed loop in turns:
 // slices of o.Duration/slices each, in the order A B B A A B..., so that a
 // change in the machine's load while they are measured (other work on a
 // shared machine) falls on both alike and their ratio is the deployments'
 // difference, not the minute's. Each side provisions its
 // flash event once; its slices are merged into one result and its sale is
 // checked once at the end. labels name the sides in progress lines.
-func Alternate(ctx context.Context, envs [2]*Env, labels [2]string, o Options, slices int) ([2]*Outcome, error) {
+func alternate(ctx context.Context, envs [2]*Env, labels [2]string, o Options, slices int) ([2]*Outcome, error) {
 	o = o.or(Flash.defaults)
 	if slices < 1 {
 		slices = 1
