@@ -83,10 +83,10 @@ func isLoopback(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Other is the share of the machine neither the metered processes nor the
+// otherRow is the share of the machine neither the metered processes nor the
 // kernel's interrupt work explain: other users of a shared machine (and
 // the kernel's threads).
-const Other = "other (other users of the machine)"
+const otherRow = "other (other users of the machine)"
 
 // otherWarnCores is how much of the machine other work may take before a
 // run is flagged as measured on a busy machine.
@@ -111,7 +111,7 @@ func cpuShares(shares []cpuuse.Share, throughput float64) []report.CPUShare {
 			listed += s.Cores
 			continue
 		}
-		add(Other, max(s.Cores-listed, 0))
+		add(otherRow, max(s.Cores-listed, 0))
 	}
 	return out
 }
@@ -120,7 +120,7 @@ func cpuShares(shares []cpuuse.Share, throughput float64) []report.CPUShare {
 // good part of the machine; empty otherwise.
 func busyMachine(shares []report.CPUShare, cpus int) string {
 	for _, s := range shares {
-		if s.Process == Other && s.Cores > otherWarnCores {
+		if s.Process == otherRow && s.Cores > otherWarnCores {
 			return fmt.Sprintf("other work took %.2f of the machine's %d cores during this run (other users of a shared machine): "+
 				"the run had less CPU than the machine has, so its throughput is lower, and a comparison with another run is less sure", s.Cores, cpus)
 		}

@@ -14,7 +14,7 @@ import (
 func TestCPUSharesShowWhatOtherWorkTook(t *testing.T) {
 	shares := cpuShares([]cpuuse.Share{{Process: "ticketd", Cores: 0.6}, {Process: "redis", Cores: 0.4},
 		{Process: cpuuse.Interrupts, Cores: 0.1}, {Process: cpuuse.Machine, Cores: 2.0}}, 1000)
-	if len(shares) != 5 || shares[4].Process != Other || math.Abs(shares[4].Cores-0.9) > 1e-9 || math.Abs(shares[4].MicrosPerUnit-900) > 1e-6 {
+	if len(shares) != 5 || shares[4].Process != otherRow || math.Abs(shares[4].Cores-0.9) > 1e-9 || math.Abs(shares[4].MicrosPerUnit-900) > 1e-6 {
 		t.Fatalf("shares %+v: want the listed ones, the machine, then other work 0.90 cores (900 us per unit)", shares)
 	}
 	if w := busyMachine(shares, 2); !strings.Contains(w, "other work took 0.90 of the machine's 2 cores") {

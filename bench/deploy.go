@@ -146,7 +146,11 @@ func (d *deployment) startLocal(ctx context.Context, c config, stack *procs.Stac
 	if err := procs.Build(ctx, d.root, "./cmd/ticketd", d.ticketdBin); err != nil {
 		return err
 	}
-	return d.startTicketd(ctx, stack, "ticketd", true)
+	if err := d.startTicketd(ctx, stack, "ticketd", true); err != nil {
+		return err
+	}
+	d.cpu = d.meter(ctx, d.dbServer, cpuuse.Process("ticketd", d.ticketdPID))
+	return nil
 }
 
 // startTicketd starts the built ticketd on d's Redis with a fresh key
@@ -194,7 +198,6 @@ func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name 
 	}
 	stack.Push("close "+name+"'s record pool", func(context.Context) error { pool.Close(); return nil })
 	d.record = integrity.Postgres{Pool: pool}
-	d.cpu = d.meter(ctx, d.dbServer, cpuuse.Process("ticketd", p.PID()))
 	d.describe = fmt.Sprintf("%s started by the bench on %s (own process; Redis %s prefix %s; fresh Postgres database; log %s)",
 		name, addr, d.redisURL, d.prefix, p.Log)
 	if len(d.ticketdEnv) > 0 {

@@ -77,7 +77,7 @@ func runDurable(ctx context.Context, d *deployment, o scenario.Options) (runs []
 	p50, p99, fsyncErr := durable.FsyncTime(rs.Dir, 200)
 	before, statErr := durable.Take(ctx, dd.redis)
 	durEnv, plainEnv := dd.env(), d.env()
-	if m := pairMeter(ctx, d, dd); m != nil {
+	if m := pairMeter(ctx, d, dd, rs.PID()); m != nil {
 		durEnv.CPU, plainEnv.CPU = m, m
 	}
 	durOut, plainOut, err := scenario.FlashDurable.Pair(ctx, durEnv, plainEnv, o)
@@ -96,34 +96,21 @@ func runDurable(ctx context.Context, d *deployment, o scenario.Options) (runs []
 			report.Figure{Name: "fsync of a 4 KiB append on the durable Redis's disk, p99 (before the run)", Value: ms(p99), Unit: "ms"})
 	}
 	if statErr == nil {
-		figs, note, err := redisCost(ctx, dd, before, r.Units)
-		if a, aofErr := durable.ReadAOF(rs.Dir); aofErr == nil && a.Calls["xadd"] > 0 {
-			// One XADD per paid pair: the pairs of the AOF since its last rewrite.
-			paid := a.Calls["xadd"]
-			figs = append(figs, report.Figure{Name: "durable Redis: AOF bytes per paid pair (since its last rewrite)",
-				Value: float64(a.Total) / float64(paid), Unit: "B"})
-			r.Notes = append(r.Notes, "durable Redis, AOF bytes per paid pair by command (calls per pair; every key carries the bench's "+
-				strconv.Itoa(len(dd.prefix))+"-byte key prefix): "+a.Breakdown(paid))
-		}
-		if err == nil {
-			r.Figures = append(r.Figures, figs...)
-			r.Notes = append(r.Notes, note)
-		} else {
-			statErr = err
-		}
+		statErr = addRedisCost(ctx, &r, dd, rs.Dir, before)
 	}
 	if statErr != nil {
 		r.Notes = append(r.Notes, "the durable Redis's counters could not be read: "+statErr.Error())
 	}
+	costOfDurability(&r, &plain)
 	return []report.Run{r, plain}, ""
 }
 
 // pairMeter meters the processes of both deployments in every slice of
 // the durable measurement, so that what one side leaves running into the
 // other's slice (its sync worker draining, an AOF rewrite: the durable
-// Redis counts with its ended children) shows in that slice's table.
-// nil off Linux.
-func pairMeter(ctx context.Context, plain, dur *deployment) *cpuuse.Meter {
+// Redis, durRedisPID, counts with its ended children) shows in that
+// slice's table. nil off Linux.
+func pairMeter(ctx context.Context, plain, dur *deployment, durRedisPID int) *cpuuse.Meter {
 	if !cpuuse.Supported() {
 		return nil
 	}
@@ -131,9 +118,7 @@ func pairMeter(ctx context.Context, plain, dur *deployment) *cpuuse.Meter {
 	if pid, ok := localRedisPID(ctx, plain.redis, plain.redisURL); ok {
 		srcs = append(srcs, cpuuse.Process("redis", pid))
 	}
-	if pid, ok := localRedisPID(ctx, dur.redis, dur.redisURL); ok {
-		srcs = append(srcs, cpuuse.ProcessAndChildren("redis-durable (and its AOF rewrites)", pid))
-	}
+	srcs = append(srcs, cpuuse.ProcessAndChildren("redis-durable (and its AOF rewrites)", durRedisPID))
 	if isLocalPostgres(plain.dbServer) {
 		srcs = append(srcs, cpuuse.Command("postgres", "postgres"))
 	}
@@ -142,51 +127,47 @@ func pairMeter(ctx context.Context, plain, dur *deployment) *cpuuse.Meter {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// redisCost reads what the durable Redis did since before, per pair: the
-// reserve, the confirm and the sync worker's acknowledgements together.
-func redisCost(ctx context.Context, dd *deployment, before durable.Snapshot, pairs int64) ([]report.Figure, string, error) {
-	after, err := durable.Take(ctx, dd.redis)
+// addRedisCost gives r what the durable Redis did since before, per pair
+// (the reserve, the confirm and the sync worker's acknowledgements
+// together), and what its AOF in dir holds per paid pair.
+func addRedisCost(ctx context.Context, r *report.Run, dd *deployment, dir string, before durable.Snapshot) error {
+	c, err := durable.Since(ctx, dd.redis, before, r.Units)
 	if err != nil {
-		return nil, "", err
+		return err
 	}
-	writes, err := durable.WriteFlags(ctx, dd.redis, durable.Names(before, after))
-	if err != nil {
-		return nil, "", err
-	}
-	c := durable.Compare(before, after, pairs, func(cmd string) bool { return writes[cmd] })
-	figs := []report.Figure{
-		{Name: "durable Redis: commands per pair (those inside scripts included; reserve, confirm, sync worker)", Value: c.CommandsPerUnit},
-		{Name: "durable Redis: scripts per pair", Value: c.ScriptsPerUnit},
-		{Name: "durable Redis: write commands per pair (those inside scripts included)", Value: c.WritesPerUnit},
-		{Name: "durable Redis: AOF rewrites during the run", Value: float64(c.AOFRewrites)},
-	}
+	r.Figures = append(r.Figures,
+		report.Figure{Name: "durable Redis: commands per pair (those inside scripts included; reserve, confirm, sync worker)", Value: c.CommandsPerUnit},
+		report.Figure{Name: "durable Redis: scripts per pair", Value: c.ScriptsPerUnit},
+		report.Figure{Name: "durable Redis: write commands per pair (those inside scripts included)", Value: c.WritesPerUnit},
+		report.Figure{Name: "durable Redis: AOF rewrites during the run", Value: float64(c.AOFRewrites)})
 	if maxMs, secs, err := durable.FsyncStall(ctx, dd.redis); err == nil {
-		figs = append(figs,
+		r.Figures = append(r.Figures,
 			report.Figure{Name: "durable Redis: largest fsync stall (latency monitor, aof-fsync-always)", Value: float64(maxMs), Unit: "ms"},
 			report.Figure{Name: "durable Redis: seconds with an fsync stall of 1 ms or more", Value: float64(secs), Unit: "s"})
 	}
-	note := "durable Redis, calls per pair by command ((w): write, waits for the fsync): " + c.Breakdown(0.005)
-	return figs, note, nil
+	if a, err := durable.ReadAOF(dir); err == nil && a.Calls["xadd"] > 0 {
+		// One XADD per paid pair: the pairs of the AOF since its last rewrite.
+		paid := a.Calls["xadd"]
+		r.Figures = append(r.Figures, report.Figure{Name: "durable Redis: AOF bytes per paid pair (since its last rewrite)",
+			Value: float64(a.Total) / float64(paid), Unit: "B"})
+		r.Notes = append(r.Notes, "durable Redis, AOF bytes per paid pair by command (calls per pair; every key carries the bench's "+
+			strconv.Itoa(len(dd.prefix))+"-byte key prefix): "+a.Breakdown(paid))
+	}
+	r.Notes = append(r.Notes, "durable Redis, calls per pair by command ((w): write, waits for the fsync): "+c.Breakdown(0.005))
+	return nil
 }
 
-// costOfDurability gives each complete flash-durable run its comparison
-// with the flash run it alternated with (Redis without persistence).
-func costOfDurability(s *report.Suite) {
-	var plain *report.Run
-	for i := range s.Runs {
-		r := &s.Runs[i]
-		if r.Scenario == scenario.FlashNonDurable && r.Target == "ticketd" && !r.Interrupted && len(r.Ops) > 0 {
-			plain = r
-		}
+// costOfDurability gives a complete flash-durable run its comparison with
+// the flash run it alternated with (Redis without persistence).
+func costOfDurability(dur, plain *report.Run) {
+	if dur.Interrupted || len(dur.Ops) == 0 {
+		return
 	}
-	for i := range s.Runs {
-		r := &s.Runs[i]
-		if r.Scenario != scenario.FlashDurable.Name() || r.Interrupted || len(r.Ops) == 0 {
-			continue
-		}
-		if r.VsNonDurable = r.Against(plain); r.VsNonDurable == nil {
-			r.Notes = append(r.Notes, "no cost of durability: its run without persistence ("+scenario.FlashNonDurable+") did not complete")
-		}
+	if plain.Interrupted || len(plain.Ops) == 0 {
+		plain = nil
+	}
+	if dur.VsNonDurable = dur.Against(plain); dur.VsNonDurable == nil {
+		dur.Notes = append(dur.Notes, "no cost of durability: its run without persistence ("+scenario.FlashNonDurable+") did not complete")
 	}
 }
 

@@ -196,7 +196,6 @@ func runSuite(ctx context.Context, c config, selected []scenario.Scenario, stack
 			s.Runs = append(s.Runs, r)
 		}
 	}
-	costOfDurability(s)
 	s.IntegrityOK = true
 	for i := range s.Runs {
 		s.Runs[i].Normalize()
@@ -213,9 +212,9 @@ func runSuite(ctx context.Context, c config, selected []scenario.Scenario, stack
 // runScenario runs one scenario and turns its outcome into report runs
 // (flash-durable makes two); skip says why a scenario did not run.
 func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scenario, alone bool, pr *load.Progress) (runs []report.Run, skip string) {
+	fmt.Fprintf(os.Stderr, "bench: %s\n", sc.Name())
 	o := scenario.Options{Duration: c.Duration, Workers: c.Concurrency, Progress: pr}
 	if sc == scenario.FlashDurable { // closed loops only: -rate does not apply
-		fmt.Fprintf(os.Stderr, "bench: %s\n", sc.Name())
 		return runDurable(ctx, d, o)
 	}
 	if c.Rate > 0 && (alone || sc.Name() == scenario.FlashOpen.Name()) {
@@ -224,7 +223,6 @@ func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scena
 	if o.Rate > 0 || sc.Name() == scenario.FlashOpen.Name() || sc.Name() == scenario.Sellout.Name() {
 		o.Workers = openInFlight
 	}
-	fmt.Fprintf(os.Stderr, "bench: %s\n", sc.Name())
 	out, err := sc.Run(ctx, d.env(), o)
 	if err != nil {
 		return []report.Run{{Scenario: sc.Name(), Target: "ticketd", Integrity: failed(sc.Name(), err)}}, ""

@@ -141,7 +141,7 @@ func TestDurableTargetJudgesTheShareOfThroughputKept(t *testing.T) {
 	durable := flash
 	durable.Scenario, durable.ThroughputPerS, durable.P99Ms = "flash-durable", 3600, 30
 	s := &report.Suite{Runs: []report.Run{flash, durable}}
-	costOfDurability(s)
+	costOfDurability(&s.Runs[1], &s.Runs[0])
 	v := s.Runs[1].VsNonDurable
 	if v == nil || v.Run != "flash-nondurable" || v.ThroughputRatio != 0.9 || v.P99Ratio != 1.5 {
 		t.Fatalf("cost of durability %+v, want 0.9x throughput and 1.5x p99 against flash-nondurable", v)
@@ -157,20 +157,22 @@ func TestDurableTargetJudgesTheShareOfThroughputKept(t *testing.T) {
 	}
 
 	s.Runs[1].ThroughputPerS = 3000
-	costOfDurability(s)
+	costOfDurability(&s.Runs[1], &s.Runs[0])
 	if got := status(judge(s, false), "flash-durable"); got != report.Fail {
 		t.Fatalf("75%% kept: %s", got)
 	}
 	s.Runs[1].IntegrityOK = false
 	s.Runs[1].ThroughputPerS = 4000
-	costOfDurability(s)
+	costOfDurability(&s.Runs[1], &s.Runs[0])
 	if got := status(judge(s, false), "flash-durable"); got != report.Fail {
 		t.Fatalf("fast but integrity failed: %s", got)
 	}
 
-	// Without the run it is compared with there is no cost to judge.
+	// Without a complete run to compare with there is no cost to judge.
+	incomplete := flash
+	incomplete.Interrupted = true
 	s = &report.Suite{Runs: []report.Run{durable}}
-	costOfDurability(s)
+	costOfDurability(&s.Runs[0], &incomplete)
 	if got := status(judge(s, false), "flash-durable"); got != report.NotMeasured || s.Runs[0].VsNonDurable != nil {
 		t.Fatalf("no flash run: %s, %+v", got, s.Runs[0].VsNonDurable)
 	}

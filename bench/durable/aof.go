@@ -17,9 +17,9 @@ import (
 // With appendfsync always each of these bytes is on the disk before the
 // write that made it is answered.
 type AOF struct {
-	Bytes map[string]int64
 	Calls map[string]int64
 	Total int64
+	bytes map[string]int64
 }
 
 // ReadAOF reads the incremental files of a Redis 7 multi-part AOF in
@@ -33,7 +33,7 @@ func ReadAOF(dir string) (AOF, error) {
 	if len(files) == 0 {
 		return AOF{}, fmt.Errorf("durable: no incremental AOF file in %s", dir)
 	}
-	a := AOF{Bytes: map[string]int64{}, Calls: map[string]int64{}}
+	a := AOF{Calls: map[string]int64{}, bytes: map[string]int64{}}
 	for _, f := range files {
 		if err := a.read(f); err != nil {
 			return AOF{}, err
@@ -64,7 +64,7 @@ func (a *AOF) read(path string) error {
 		if name == "" {
 			continue // an annotation line
 		}
-		a.Bytes[name] += n
+		a.bytes[name] += n
 		a.Calls[name]++
 		a.Total += n
 	}
@@ -115,14 +115,14 @@ func (a AOF) Breakdown(units int64) string {
 	if units <= 0 {
 		return ""
 	}
-	names := make([]string, 0, len(a.Bytes))
-	for k := range a.Bytes {
+	names := make([]string, 0, len(a.bytes))
+	for k := range a.bytes {
 		names = append(names, k)
 	}
-	sort.Slice(names, func(i, j int) bool { return a.Bytes[names[i]] > a.Bytes[names[j]] })
+	sort.Slice(names, func(i, j int) bool { return a.bytes[names[i]] > a.bytes[names[j]] })
 	var parts []string
 	for _, k := range names {
-		b := float64(a.Bytes[k]) / float64(units)
+		b := float64(a.bytes[k]) / float64(units)
 		if b < 1 {
 			continue
 		}

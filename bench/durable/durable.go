@@ -15,42 +15,37 @@ import (
 	"strings"
 
 	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/bench/redismem"
 )
 
 // Snapshot is a Redis's counters at one moment.
 type Snapshot struct {
-	// Calls counts each command's calls ("hset", "xinfo|groups"), those
+	// calls counts each command's calls ("hset", "xinfo|groups"), those
 	// made by scripts included.
-	Calls       map[string]int64
-	Commands    int64 // total_commands_processed: those inside scripts included
-	AOFRewrites int64
-	// AOFDelayedFsync counts fsyncs Redis postponed (everysec only).
-	AOFDelayedFsync int64
+	calls       map[string]int64
+	commands    int64 // total_commands_processed: those inside scripts included
+	aofRewrites int64
 }
 
 // Take reads the counters of INFO commandstats, stats and persistence.
 func Take(ctx context.Context, rc rueidis.Client) (Snapshot, error) {
-	info, err := rc.Do(ctx, rc.B().Info().Section("commandstats", "stats", "persistence").Build()).ToString()
+	fields, err := redismem.Info(ctx, rc, "commandstats", "stats", "persistence")
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("durable: info: %w", err)
+		return Snapshot{}, fmt.Errorf("durable: %w", err)
 	}
-	return ParseInfo(info), nil
+	return snapshot(fields), nil
 }
 
-// ParseInfo reads the counters of an INFO answer.
-func ParseInfo(info string) Snapshot {
-	s := Snapshot{Calls: map[string]int64{}}
-	for _, line := range strings.Split(info, "\n") {
-		line = strings.TrimSpace(line)
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
+// snapshot reads the counters of INFO's fields.
+func snapshot(fields map[string]string) Snapshot {
+	s := Snapshot{calls: map[string]int64{}}
+	for k, v := range fields {
 		if name, ok := strings.CutPrefix(k, "cmdstat_"); ok {
 			// calls=12,usec=34,...
 			for _, kv := range strings.Split(v, ",") {
 				if n, ok := strings.CutPrefix(kv, "calls="); ok {
-					s.Calls[name], _ = strconv.ParseInt(n, 10, 64)
+					s.calls[name], _ = strconv.ParseInt(n, 10, 64)
 				}
 			}
 			continue
@@ -61,68 +56,77 @@ func ParseInfo(info string) Snapshot {
 		}
 		switch k {
 		case "total_commands_processed":
-			s.Commands = n
+			s.commands = n
 		case "aof_rewrites":
-			s.AOFRewrites = n
-		case "aof_delayed_fsync":
-			s.AOFDelayedFsync = n
+			s.aofRewrites = n
 		}
 	}
 	return s
 }
 
-// CommandCost is one command's calls per unit of work.
-type CommandCost struct {
-	Name    string
-	PerUnit float64
-	Write   bool
+// commandCost is one command's calls per unit of work.
+type commandCost struct {
+	name    string
+	perUnit float64
+	write   bool
 }
 
 // Cost is what a Redis did between two snapshots, per unit of work.
 type Cost struct {
-	Units           int64
 	CommandsPerUnit float64 // every command run, those inside scripts included
 	WritesPerUnit   float64 // commands flagged write, those in scripts included
 	ScriptsPerUnit  float64 // EVALSHA, EVAL, FCALL
-	PerCommand      []CommandCost
 	AOFRewrites     int64
-	AOFDelayedFsync int64
+	perCommand      []commandCost
 }
 
 // scripts are the commands that run a script; the writes inside count
 // under their own names.
 var scripts = map[string]bool{"evalsha": true, "eval": true, "evalsha_ro": true, "eval_ro": true, "fcall": true, "fcall_ro": true}
 
-// Compare is what happened between before and after for units of work;
-// isWrite tells a write command (COMMAND INFO's "write" flag).
-func Compare(before, after Snapshot, units int64, isWrite func(cmd string) bool) Cost {
-	c := Cost{Units: units, AOFRewrites: after.AOFRewrites - before.AOFRewrites,
-		AOFDelayedFsync: after.AOFDelayedFsync - before.AOFDelayedFsync}
+// Since is what rc did from before until now for units of work, the
+// writes told by COMMAND INFO's "write" flag.
+func Since(ctx context.Context, rc rueidis.Client, before Snapshot, units int64) (Cost, error) {
+	after, err := Take(ctx, rc)
+	if err != nil {
+		return Cost{}, err
+	}
+	writes, err := writeFlags(ctx, rc, called(before, after))
+	if err != nil {
+		return Cost{}, err
+	}
+	return compare(before, after, units, writes), nil
+}
+
+// compare is what happened between before and after for units of work;
+// writes holds the write commands.
+func compare(before, after Snapshot, units int64, writes map[string]bool) Cost {
+	c := Cost{AOFRewrites: after.aofRewrites - before.aofRewrites}
 	if units <= 0 {
 		return c
 	}
 	per := func(n int64) float64 { return float64(n) / float64(units) }
-	c.CommandsPerUnit = per(after.Commands - before.Commands)
-	for name, n := range after.Calls {
-		d := n - before.Calls[name]
+	c.CommandsPerUnit = per(after.commands - before.commands)
+	for name, n := range after.calls {
+		d := n - before.calls[name]
 		if d <= 0 {
 			continue
 		}
-		cc := CommandCost{Name: name, PerUnit: per(d), Write: isWrite(name)}
-		c.PerCommand = append(c.PerCommand, cc)
+		cc := commandCost{name: name, perUnit: per(d), write: writes[name]}
+		c.perCommand = append(c.perCommand, cc)
 		switch {
 		case scripts[name]:
-			c.ScriptsPerUnit += cc.PerUnit
-		case cc.Write:
-			c.WritesPerUnit += cc.PerUnit
+			c.ScriptsPerUnit += cc.perUnit
+		case cc.write:
+			c.WritesPerUnit += cc.perUnit
 		}
 	}
-	sort.Slice(c.PerCommand, func(i, j int) bool {
-		a, b := c.PerCommand[i], c.PerCommand[j]
-		if a.PerUnit != b.PerUnit {
-			return a.PerUnit > b.PerUnit
+	sort.Slice(c.perCommand, func(i, j int) bool {
+		a, b := c.perCommand[i], c.perCommand[j]
+		if a.perUnit != b.perUnit {
+			return a.perUnit > b.perUnit
 		}
-		return a.Name < b.Name
+		return a.name < b.name
 	})
 	return c
 }
@@ -131,12 +135,12 @@ func Compare(before, after Snapshot, units int64, isWrite func(cmd string) bool)
 // writes marked: those at least min per unit.
 func (c Cost) Breakdown(min float64) string {
 	var parts []string
-	for _, cc := range c.PerCommand {
-		if cc.PerUnit < min {
+	for _, cc := range c.perCommand {
+		if cc.perUnit < min {
 			continue
 		}
-		p := cc.Name + " " + strconv.FormatFloat(cc.PerUnit, 'f', 2, 64)
-		if cc.Write {
+		p := cc.name + " " + strconv.FormatFloat(cc.perUnit, 'f', 2, 64)
+		if cc.write {
 			p += " (w)"
 		}
 		parts = append(parts, p)
@@ -144,8 +148,8 @@ func (c Cost) Breakdown(min float64) string {
 	return strings.Join(parts, ", ")
 }
 
-// WriteFlags asks Redis (COMMAND INFO) which of cmds are write commands.
-func WriteFlags(ctx context.Context, rc rueidis.Client, cmds []string) (map[string]bool, error) {
+// writeFlags asks Redis (COMMAND INFO) which of cmds are write commands.
+func writeFlags(ctx context.Context, rc rueidis.Client, cmds []string) (map[string]bool, error) {
 	out := map[string]bool{}
 	if len(cmds) == 0 {
 		return out, nil
@@ -172,11 +176,11 @@ func WriteFlags(ctx context.Context, rc rueidis.Client, cmds []string) (map[stri
 	return out, nil
 }
 
-// Names are the commands called between before and after.
-func Names(before, after Snapshot) []string {
+// called are the commands called between before and after.
+func called(before, after Snapshot) []string {
 	var out []string
-	for name, n := range after.Calls {
-		if n > before.Calls[name] {
+	for name, n := range after.calls {
+		if n > before.calls[name] {
 			out = append(out, name)
 		}
 	}

@@ -2,49 +2,20 @@ package durable
 
 import (
 	"context"
-	"errors"
-	"path/filepath"
-	"runtime"
+	"os"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/redis/rueidis"
-
-	"github.com/ticketd/ticketd/bench/procs"
+	"github.com/ticketd/ticketd/inventory/redistest"
 )
-
-// shippedConf is deploy/redis.conf of this module.
-func shippedConf(t *testing.T) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", "redis.conf")
-}
-
-// ownRedis starts a redis-server with the shipped settings for this test.
-func ownRedis(t *testing.T) (*procs.Redis, rueidis.Client) {
-	t.Helper()
-	rs, err := procs.StartRedis(context.Background(), shippedConf(t), filepath.Join(t.TempDir(), "redis.log"),
-		"--latency-monitor-threshold", "1")
-	if errors.Is(err, procs.ErrNoRedisServer) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rs.Stop(10 * time.Second) })
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{rs.Addr}, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
-	return rs, rc
-}
 
 // TestCostCountsTheWritesInsideScripts: a unit of work that runs one
 // script writing twice and one plain write costs one script and three
 // writes, as Redis counted them, whatever the script hides.
 func TestCostCountsTheWritesInsideScripts(t *testing.T) {
-	rs, rc := ownRedis(t)
+	// A Redis of its own: INFO's counters and the AOF are this test's alone.
+	rs := redistest.StartServer(t, "--appendonly", "yes", "--appendfsync", "always", "--latency-monitor-threshold", "1")
+	rc := rs.Client(t)
 	ctx := context.Background()
 	before, err := Take(ctx, rc)
 	if err != nil {
@@ -66,14 +37,14 @@ func TestCostCountsTheWritesInsideScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writes, err := WriteFlags(ctx, rc, Names(before, after))
+	writes, err := writeFlags(ctx, rc, called(before, after))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !writes["hset"] || !writes["set"] || writes["hget"] || writes["eval"] {
 		t.Fatalf("write flags %v: want hset and set, not hget or eval", writes)
 	}
-	c := Compare(before, after, units, func(cmd string) bool { return writes[cmd] })
+	c := compare(before, after, units, writes)
 	if c.ScriptsPerUnit != 1 || c.WritesPerUnit != 3 {
 		t.Fatalf("%.2f scripts and %.2f writes per unit, want 1 and 3 (%s)", c.ScriptsPerUnit, c.WritesPerUnit, c.Breakdown(0))
 	}
@@ -103,24 +74,30 @@ func TestCostCountsTheWritesInsideScripts(t *testing.T) {
 	}
 }
 
-func TestParseInfo(t *testing.T) {
-	s := ParseInfo("# Commandstats\r\ncmdstat_hset:calls=12,usec=30,usec_per_call=2.50,rejected_calls=0,failed_calls=0\r\n" +
-		"cmdstat_xinfo|groups:calls=3,usec=22\r\n# Stats\r\ntotal_commands_processed:99\r\n# Persistence\r\naof_rewrites:2\r\naof_delayed_fsync:0\r\n")
-	if s.Calls["hset"] != 12 || s.Calls["xinfo|groups"] != 3 || s.Commands != 99 || s.AOFRewrites != 2 {
+func TestSnapshotReadsTheCounters(t *testing.T) {
+	s := snapshot(map[string]string{"cmdstat_hset": "calls=12,usec=30,usec_per_call=2.50,rejected_calls=0,failed_calls=0",
+		"cmdstat_xinfo|groups": "calls=3,usec=22", "total_commands_processed": "99", "aof_rewrites": "2", "aof_delayed_fsync": "0"})
+	if s.calls["hset"] != 12 || s.calls["xinfo|groups"] != 3 || s.commands != 99 || s.aofRewrites != 2 {
 		t.Fatalf("parsed %+v", s)
 	}
-	c := Compare(Snapshot{Calls: map[string]int64{"hset": 2}}, s, 10, func(cmd string) bool { return cmd == "hset" })
+	c := compare(Snapshot{calls: map[string]int64{"hset": 2}}, s, 10, map[string]bool{"hset": true})
 	if got := c.Breakdown(0.2); got != "hset 1.00 (w), xinfo|groups 0.30" {
 		t.Fatalf("breakdown %q", got)
 	}
 }
 
+// TestFsyncTime: the probe times its fsyncs and leaves nothing in the
+// directory, which is the durable Redis's own.
 func TestFsyncTime(t *testing.T) {
-	p50, p99, err := FsyncTime(t.TempDir(), 20)
+	dir := t.TempDir()
+	p50, p99, err := FsyncTime(dir, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p50 <= 0 || p99 < p50 {
 		t.Fatalf("p50 %s p99 %s", p50, p99)
+	}
+	if left, err := os.ReadDir(dir); err != nil || len(left) != 0 {
+		t.Fatalf("the probe left %v (%v) in the directory", left, err)
 	}
 }

@@ -1,8 +1,8 @@
 // Package redismem measures what keys cost in Redis, two ways: the sum of
 // MEMORY USAGE (exact per key, SAMPLES 0) over a set of keys, and
 // used_memory from INFO memory (everything the server holds, so on a
-// shared Redis it also moves with other clients' keys). It also deletes a
-// bench run's key space.
+// shared Redis it also moves with other clients' keys). It also reads
+// INFO fields and deletes a bench run's key space.
 package redismem
 
 import (
@@ -67,16 +67,30 @@ func UsedMemory(ctx context.Context, rc rueidis.Client) (int64, error) {
 
 // InfoField returns the value of field in section of INFO.
 func InfoField(ctx context.Context, rc rueidis.Client, section, field string) (string, error) {
-	info, err := rc.Do(ctx, rc.B().Info().Section(section).Build()).ToString()
+	fields, err := Info(ctx, rc, section)
 	if err != nil {
-		return "", fmt.Errorf("redismem: info %s: %w", section, err)
+		return "", err
 	}
+	v, ok := fields[field]
+	if !ok {
+		return "", fmt.Errorf("redismem: info %s has no %s", section, field)
+	}
+	return v, nil
+}
+
+// Info returns the fields of the given sections of INFO, name to value.
+func Info(ctx context.Context, rc rueidis.Client, sections ...string) (map[string]string, error) {
+	info, err := rc.Do(ctx, rc.B().Info().Section(sections...).Build()).ToString()
+	if err != nil {
+		return nil, fmt.Errorf("redismem: info %s: %w", strings.Join(sections, " "), err)
+	}
+	fields := map[string]string{}
 	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			return v, nil
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			fields[k] = v
 		}
 	}
-	return "", fmt.Errorf("redismem: info %s has no %s", section, field)
+	return fields, nil
 }
 
 // DeletePrefix unlinks every key that starts with prefix and returns how

@@ -130,8 +130,7 @@ func p99Plot(r Run) string {
 	return p.svg()
 }
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{"num": num, "ms": ms, "ratio": ratio, "codes": codes, "one": one,
-	"ratio2": func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }}).Parse(`<!doctype html>
+var page = template.Must(template.New("report").Funcs(template.FuncMap{"num": num, "ms": ms, "ratio": ratio, "fixed2": fixed2, "codes": codes, "one": one}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>ticketd bench {{.StartedAt.Format "2006-01-02 15:04"}}</title>
 <style>
 body{font-family:sans-serif;margin:2em;max-width:1200px;color:#222}
@@ -157,7 +156,7 @@ small{color:#666}
 <p>{{num .ThroughputPerS}} {{.Unit}}/s &middot; {{num .RequestsPerS}} requests/s &middot; {{.Arrivals}} arrivals &middot; {{.Requests}} requests{{if .Interrupted}} &middot; <b>interrupted</b>{{end}}</p>
 {{if gt .Rate 0.0}}<p>open loop: {{num .AchievedRate}} arrivals/s begun of {{num .Rate}}/s intended</p>{{end}}
 {{range .Warnings}}<p class="FAIL">WARNING: {{.}}</p>{{end}}
-{{with .VsNonDurable}}<p>cost of durability against {{.Run}} (Redis without persistence, same invocation): throughput {{num .ThroughputPerS}} there, {{ratio2 .ThroughputRatio}}x here; p99 {{ms .P99Ms}} ms there, {{ratio2 .P99Ratio}}x here</p>{{end}}
+{{with .VsNonDurable}}<p>cost of durability against {{.Run}} (Redis without persistence, same invocation): throughput {{num .ThroughputPerS}} there, {{fixed2 .ThroughputRatio}}x here; p99 {{ms .P99Ms}} ms there, {{fixed2 .P99Ratio}}x here</p>{{end}}
 <div class="plots">{{.Latency}}{{.Through}}{{.P99}}</div>
 {{if .Ops}}<table><tr><th>op</th><th>count</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max (ms)</th></tr>
 {{range .Ops}}{{if .Count}}<tr><td>{{.Name}}</td><td class="n">{{.Count}}</td><td class="n">{{ms .Mean}}</td><td class="n">{{ms .P50}}</td><td class="n">{{ms .P90}}</td><td class="n">{{ms .P99}}</td><td class="n">{{ms .P999}}</td><td class="n">{{ms .Max}}</td></tr>{{end}}

@@ -141,8 +141,8 @@ func durability(w io.Writer, s *Suite) {
 	for _, r := range rows {
 		v := r.VsNonDurable
 		fmt.Fprintf(w, "  %s vs %s: throughput %s vs %s %s/s = %sx; p99 %s %s vs %s ms = %sx\n", r.Scenario, v.Run,
-			num(r.ThroughputPerS), num(v.ThroughputPerS), r.Unit, strconv.FormatFloat(v.ThroughputRatio, 'f', 2, 64),
-			r.LatencyOp, ms(r.P99Ms), ms(v.P99Ms), strconv.FormatFloat(v.P99Ratio, 'f', 2, 64))
+			num(r.ThroughputPerS), num(v.ThroughputPerS), r.Unit, fixed2(v.ThroughputRatio),
+			r.LatencyOp, ms(r.P99Ms), ms(v.P99Ms), fixed2(v.P99Ratio))
 	}
 }
 
@@ -230,8 +230,11 @@ func ratio(v *float64) string {
 	if v == nil {
 		return "-"
 	}
-	return strconv.FormatFloat(*v, 'f', 2, 64)
+	return fixed2(*v)
 }
+
+// fixed2 formats a ratio with two decimals ("0.80").
+func fixed2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 func total(m map[string]int64) int64 {
 	var n int64

@@ -9,14 +9,14 @@ import (
 	"github.com/ticketd/ticketd/bench/load"
 )
 
-// Alternate measures two deployments under the flash closed loop in turns:
+// alternate measures two deployments under the flash closed loop in turns:
 // slices of o.Duration/slices each, in the order A B B A A B..., so that a
 // change in the machine's load while they are measured (other work on a
 // shared machine) falls on both alike and their ratio is the deployments'
 // difference, not the minute's. Each side provisions its
 // flash event once; its slices are merged into one result and its sale is
 // checked once at the end. labels name the sides in progress lines.
-func Alternate(ctx context.Context, envs [2]*Env, labels [2]string, o Options, slices int) ([2]*Outcome, error) {
+func alternate(ctx context.Context, envs [2]*Env, labels [2]string, o Options, slices int) ([2]*Outcome, error) {
 	o = o.or(Flash.defaults)
 	if slices < 1 {
 		slices = 1
@@ -25,18 +25,13 @@ func Alternate(ctx context.Context, envs [2]*Env, labels [2]string, o Options, s
 	var plans [2]load.Plan
 	for i, env := range envs {
 		f := &flash{capacity: o.Capacity}
-		b, ops := &docBuilder{}, &opSet{}
-		f.provision(env, b)
-		f.register(ops)
-		if err := env.API.ApplyCatalog(ctx, b.doc(env.Run)); err != nil {
-			return [2]*Outcome{}, fmt.Errorf("%s: provision the catalog: %w", labels[i], err)
-		}
 		parts[i] = []weighted{{p: f, weight: 1}}
-		plans[i] = load.Plan{Name: labels[i], Unit: "pairs", Ops: ops.names, Primary: ops.add("pair"),
-			Duration: o.Duration / time.Duration(slices), Workers: o.Workers, Progress: o.Progress, NewActor: keepActors(f)}
-		if env.CPU != nil {
-			plans[i].Window = env.CPU
+		ops, err := provision(ctx, env, labels[i], parts[i])
+		if err != nil {
+			return [2]*Outcome{}, err
 		}
+		plans[i] = load.Plan{Name: labels[i], Unit: "pairs", Ops: ops.names, Primary: ops.add("pair"),
+			Duration: o.Duration / time.Duration(slices), Workers: o.Workers, Progress: o.Progress, NewActor: keepActors(f), Window: env.CPU}
 	}
 	var results [2][]*load.Result
 	var cpu [2]cpuSum

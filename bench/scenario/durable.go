@@ -8,7 +8,7 @@ import (
 // FlashDurable is the cost of durability: the flash closed loop on a
 // ticketd whose Redis persists every write before it answers (the shipped
 // deploy/redis.conf), measured in turns with the same loop on a ticketd
-// whose Redis does not persist (Alternate). It needs both deployments, so
+// whose Redis does not persist (alternate). It needs both deployments, so
 // it runs through Pair; the bench starts the durable one.
 var FlashDurable = flashDurable{}
 
@@ -29,7 +29,7 @@ func (flashDurable) Run(context.Context, *Env, Options) (*Outcome, error) {
 // Pair measures durable and plain in turns, each for o.Duration in all
 // (flash's 20 s by default), and returns each side's outcome.
 func (flashDurable) Pair(ctx context.Context, durable, plain *Env, o Options) (durableOut, plainOut *Outcome, err error) {
-	outs, err := Alternate(ctx, [2]*Env{durable, plain}, [2]string{FlashDurable.Name(), FlashNonDurable}, o, durableSlices)
+	outs, err := alternate(ctx, [2]*Env{durable, plain}, [2]string{FlashDurable.Name(), FlashNonDurable}, o, durableSlices)
 	if err != nil {
 		return nil, nil, err
 	}

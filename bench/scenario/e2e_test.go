@@ -190,7 +190,7 @@ func TestAlternateMeasuresTwoDeploymentsInTurns(t *testing.T) {
 	_, a := ticketd(t)
 	_, b := ticketd(t)
 	var progress bytes.Buffer
-	outs, err := Alternate(context.Background(), [2]*Env{a, b}, [2]string{"side-a", "side-b"},
+	outs, err := alternate(context.Background(), [2]*Env{a, b}, [2]string{"side-a", "side-b"},
 		Options{Duration: 800 * time.Millisecond, Workers: 8, Progress: &load.Progress{W: &progress, Every: 1}}, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -74,8 +74,9 @@ type weighted struct {
 	weight int
 }
 
-// runParts provisions the parts' catalog, runs the load and checks each part.
-func runParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Options, parts []weighted) (*Outcome, error) {
+// provision applies the parts' catalog to env and returns the ops they
+// registered.
+func provision(ctx context.Context, env *Env, name string, parts []weighted) (*opSet, error) {
 	b := &docBuilder{}
 	ops := &opSet{}
 	for _, w := range parts {
@@ -85,6 +86,15 @@ func runParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Opt
 	if err := env.API.ApplyCatalog(ctx, b.doc(env.Run)); err != nil {
 		return nil, fmt.Errorf("%s: provision the catalog: %w", name, err)
 	}
+	return ops, nil
+}
+
+// runParts provisions the parts' catalog, runs the load and checks each part.
+func runParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Options, parts []weighted) (*Outcome, error) {
+	ops, err := provision(ctx, env, name, parts)
+	if err != nil {
+		return nil, err
+	}
 	label := name
 	if o.Label != "" {
 		label = o.Label
@@ -92,10 +102,7 @@ func runParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Opt
 	plan := load.Plan{
 		Name: label, Unit: unit, Ops: ops.names, Primary: ops.add(latencyOp),
 		Open: o.Rate > 0, Rate: o.Rate, Duration: o.Duration, Arrivals: o.Arrivals, Workers: o.Workers,
-		Progress: o.Progress, NewActor: mixer(parts),
-	}
-	if env.CPU != nil {
-		plan.Window = env.CPU
+		Progress: o.Progress, NewActor: mixer(parts), Window: env.CPU, // a nil meter measures nothing
 	}
 	res, err := load.Run(ctx, env.Addr, plan)
 	if err != nil {
