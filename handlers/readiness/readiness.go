@@ -28,9 +28,6 @@ func Health(mon *redisstate.Monitor, pool *pgxpool.Pool, backlog *Backlog) serve
 		v := mon.View()
 		h := server.Health{Sales: v.Status == redisstate.Current, Reason: v.Reason, Redis: string(v.Status),
 			Durability: v.Durability.Loses}
-		if h.Durability == "" {
-			h.Durability = redisstate.LosesUnknown
-		}
 		h.Postgres = pg.state(ctx)
 		if b, ok := backlog.Last(); ok {
 			h.Backlog = &server.Backlog{Entries: b.Entries, Oldest: b.Age(time.Now())}

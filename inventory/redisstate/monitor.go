@@ -131,7 +131,7 @@ func (m *Monitor) View() View {
 	if v := m.view.Load(); v != nil {
 		return *v
 	}
-	return View{Status: Starting, Reason: gates[Starting].Message}
+	return View{Status: Starting, Reason: gates[Starting].Message, Durability: Durability{Loses: LosesUnknown}}
 }
 
 // Gate returns nil while sales may run, else the 503 to answer.
@@ -340,7 +340,7 @@ func (m *Monitor) durability(ctx context.Context, prev View) Durability {
 	if m.FixedDurability != nil {
 		return *m.FixedDurability
 	}
-	if prev.Durability.Loses != "" && prev.Status != Unreachable && prev.Status != Loading && time.Since(m.durAt) < durabilityEvery {
+	if !m.durAt.IsZero() && prev.Status != Unreachable && prev.Status != Loading && time.Since(m.durAt) < durabilityEvery {
 		return prev.Durability
 	}
 	d, err := ReadDurability(ctx, m.Redis)
@@ -360,6 +360,9 @@ func (m *Monitor) durability(ctx context.Context, prev View) Durability {
 func (m *Monitor) set(prev, next View) {
 	if next.Status != Current && next.Reason == "" {
 		next.Reason = gates[next.Status].Message
+	}
+	if next.Durability.Loses == "" { // not read yet: every reader of the view sees a level
+		next.Durability.Loses = LosesUnknown
 	}
 	changed := prev.Status != next.Status || prev.Durability != next.Durability
 	if prev.Status == next.Status {
@@ -389,7 +392,7 @@ func (m *Monitor) set(prev, next View) {
 			log.Warn("redis state: sales stop", "status", string(next.Status), "reason", next.Reason)
 		}
 	}
-	if prev.Durability != next.Durability && next.Durability.Loses != "" {
+	if prev.Durability != next.Durability && next.Durability.Settings != "" {
 		level := slog.LevelWarn
 		if next.Durability.Loses == LosesNothing {
 			level = slog.LevelInfo

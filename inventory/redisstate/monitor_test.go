@@ -334,3 +334,21 @@ func (c *failingMarker) DoMulti(ctx context.Context, cmds ...rueidis.Completed) 
 	}
 	return res
 }
+
+// Before the server's settings were ever read (Redis unreachable from the
+// start), every reader of the view sees the level "unknown", never none.
+func TestDurabilityIsUnknownUntilRead(t *testing.T) {
+	srv := redistest.StartServer(t)
+	rc := srv.Client(t)
+	m := monitor(rc, keys.Space{Prefix: "t:"})
+	m.Timeout = 200 * time.Millisecond
+	if d := m.View().Durability.Loses; d != redisstate.LosesUnknown {
+		t.Fatalf("durability before any check: %q", d)
+	}
+	srv.Kill()
+	v := m.Check(context.Background())
+	expectStatus(t, v, redisstate.Unreachable)
+	if v.Durability.Loses != redisstate.LosesUnknown {
+		t.Fatalf("durability of a Redis never reached: %q, want unknown", v.Durability.Loses)
+	}
+}
