@@ -1,0 +1,154 @@
+// Package registrations runs storefront registrations (interface.md,
+// Storefront registration; decisions.md section 3) on the same Redis state
+// as partner orders, so that a storefront sale and a partner confirm can
+// never together sell more than a capacity.
+//
+// A registration is an order of source "storefront": its id is an order id
+// (keys.OrderEvent works on it, its hash is Space.Order(id)), and once paid
+// it is queued on its partition's paid stream like a confirmed partner
+// order, so the sync worker writes it to Postgres with its tickets and
+// outbox rows, and a rebuild of Redis counts it.
+//
+// Unlike a pending partner order, an awaiting-payment registration claims
+// its inventory at once (the sold counters, its seats, a discount use, the
+// buyer's admissions): a paid registration must never find its capacity
+// gone. The claim lasts the checkout window (TICKETD_CHECKOUT_TTL); a
+// registration whose window passed unpaid is expired by the sweeper, which
+// gives everything back.
+package registrations
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/pricing"
+)
+
+// Registration states as the storefront shows them (GET registration's
+// data.status).
+const (
+	StatusAwaitingPayment = "awaiting_payment"
+	StatusConfirmed       = "confirmed"
+	StatusExpired         = "expired"
+	StatusRefundRequired  = "refund_required"
+)
+
+// Payment states (data.payment.paymentStatus).
+const (
+	PaymentUnpaid         = "unpaid"
+	PaymentPaid           = "paid"
+	PaymentNotRequired    = "not_required" // a free registration
+	PaymentRefundRequired = "refund_required"
+)
+
+// Buyer is a validated buyer identity.
+type Buyer struct{ Name, Email, Phone string }
+
+// Request is a priced, validated register-guest.
+type Request struct {
+	EventID  string
+	TenantID string
+	Buyer    Buyer
+	// Quote is the priced cart: its claims, lines, admissions, seat labels,
+	// discount and total. A total of 0 makes the registration free: it is
+	// confirmed at once.
+	Quote     pricing.Quote
+	ShowingID string
+	// HoldToken is the seat hold token that holds Quote.SeatLabels; "" when
+	// the cart has no single seats.
+	HoldToken string
+	// MaxPerBuyer is the event's maxTicketsPerBuyer (0: no limit), counted
+	// per normalised buyer e-mail.
+	MaxPerBuyer int64
+	// CatalogVersion is the catalog version the cart was priced with.
+	CatalogVersion int64
+}
+
+// Registration is what ticketd knows of a registration.
+type Registration struct {
+	ID       string
+	EventID  string
+	TenantID string
+	Status   string // one of the Status constants
+	// PaymentStatus is one of the Payment constants.
+	PaymentStatus string
+	Total         money.Cents
+	// Paid is the amount the processor reported paid (0 until then).
+	Paid     money.Cents
+	Currency string
+	// ExpiresAt ends the checkout window of a registration awaiting payment.
+	ExpiresAt time.Time
+	Lines     []orders.Line
+	// Tickets are issued when the registration is confirmed.
+	Tickets    []orders.Ticket
+	BuyerName  string
+	BuyerEmail string
+	// Processor and SessionID name the checkout session attached to it.
+	Processor string
+	SessionID string
+	// Reason says why a registration needs a refund: "sold_out",
+	// "seat_lost", "amount_mismatch", "lost".
+	Reason string
+}
+
+// Payment is a processor's report that a registration was paid.
+type Payment struct {
+	RegistrationID string
+	Processor      string // "card", "wallet", "stripe"
+	// PaymentID is the processor's id of the payment (its session id).
+	PaymentID string
+	Amount    money.Cents
+	Currency  string // lower or upper case; only USD is accepted
+}
+
+// Outcome is what a payment did.
+type Outcome struct {
+	Registration
+	// Duplicate is set when the registration was already paid by this
+	// payment: nothing changed.
+	Duplicate bool
+	// Reclaimed is set when the payment came after the checkout window and
+	// the inventory was claimed anew.
+	Reclaimed bool
+}
+
+// Expirer closes a processor's checkout session before its registration's
+// hold is given back: paid reports the session was paid already (the
+// registration then keeps its hold for the webhook on its way).
+type Expirer interface {
+	Expire(ctx context.Context, processor, sessionID string) (paid bool, err error)
+}
+
+// ErrNotImplemented marks the contract before the implementation lands.
+var ErrNotImplemented = errors.New("registrations: not implemented")
+
+// Service runs the registration scripts. Fields are filled in by its
+// implementation.
+type Service struct{}
+
+// Register creates a registration: a free one is confirmed at once (paid
+// stream, tickets, e-mails through the worker); a paid one claims the
+// cart's inventory for the checkout window and awaits payment.
+func (s *Service) Register(ctx context.Context, req Request) (Registration, error) {
+	return Registration{}, ErrNotImplemented
+}
+
+// Get reads a registration; found is false when ticketd does not know it.
+func (s *Service) Get(ctx context.Context, id string) (reg Registration, found bool, err error) {
+	return Registration{}, false, ErrNotImplemented
+}
+
+// AttachSession records the checkout session a processor opened for a
+// registration awaiting payment, so the sweeper expires it first.
+func (s *Service) AttachSession(ctx context.Context, id, processor, sessionID string) error {
+	return ErrNotImplemented
+}
+
+// Pay books a payment: awaiting payment -> confirmed; after the window it
+// claims anew, or the registration becomes refund_required.
+func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
+	return Outcome{}, ErrNotImplemented
+}
