@@ -28,12 +28,14 @@ import (
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/handlers/readiness"
 	"github.com/ticketd/ticketd/handlers/server"
+	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
+	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/sync/catalogdb"
 	"github.com/ticketd/ticketd/sync/orderdb"
@@ -51,6 +53,10 @@ type Options struct {
 	SeatHoldTTL time.Duration
 	// Trusted proxies (CIDRs) whose X-Forwarded-For is believed.
 	Trusted string
+	// CheckoutTTL is the storefront checkout window (TICKETD_CHECKOUT_TTL).
+	CheckoutTTL time.Duration
+	// StorefrontLimits are the storefront's per-IP limits (zero: interface.md's).
+	StorefrontLimits storefront.Limits
 	// ManualRecovery leaves a lost Redis state to the test (Rebuilder.Run),
 	// as TICKETD_RECOVERY=manual does.
 	ManualRecovery bool
@@ -75,7 +81,9 @@ type Server struct {
 	Rebuilder *rebuild.Rebuilder
 	Worker    *worker.Worker
 	Sessions  *channel.Sessions
-	Client    *fasthttp.Client
+	// Registrations is the storefront's registration service.
+	Registrations *registrations.Service
+	Client        *fasthttp.Client
 	// Metrics is the server's metric set (also served at /metrics).
 	Metrics *metrics.Metrics
 	// Handler is the root handler, for benchmarks that skip the network.
@@ -114,9 +122,10 @@ func Start(t testing.TB, opt Options) *Server {
 	limiter := &ratelimit.Limiter{Redis: rc, Space: space}
 	resolver := &clientip.Resolver{Trusted: trusted}
 	locks := &lockout.Guard{Limiter: limiter, Logger: log, PerIP: opt.LockoutPerIP, PerKey: opt.LockoutPerKey}
+	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL, IDKey: []byte("test-order-ids")}
 	api := &channel.API{
 		Catalog:  store.Current,
-		Orders:   &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL, IDKey: []byte("test-order-ids")},
+		Orders:   ord,
 		Seats:    &seats.Engine{Redis: rc, Space: space, TTL: opt.SeatHoldTTL},
 		Limiter:  limiter,
 		ClientIP: resolver,
@@ -127,10 +136,21 @@ func Start(t testing.TB, opt Options) *Server {
 		Logger:   log,
 		Archive:  orderdb.Store{Pool: pool},
 	}
+	regs := &registrations.Service{}
+	front := &storefront.API{
+		Catalog:       store.Current,
+		Orders:        ord,
+		Registrations: regs,
+		Limiter:       limiter,
+		ClientIP:      resolver,
+		Gate:          mon.Gate,
+		Limits:        opt.StorefrontLimits,
+		Logger:        log,
+	}
 	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
 	go backlog.Run(monCtx, time.Second)
 	health := readiness.Health(mon, pool, backlog)
-	handler := m.Instrument(server.Handler(health, api,
+	handler := m.Instrument(server.Handler(health, api, front,
 		&admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m))
 	srv := server.New(handler, server.AdminToken(AdminToken), server.Logger(log))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -145,7 +165,7 @@ func Start(t testing.TB, opt Options) *Server {
 	}
 	return &Server{
 		URL: "http://" + ln.Addr().String(), Redis: rc, Space: space, Pool: pool, DatabaseURL: pgtest.URLOf(t, pool), Catalog: store,
-		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: sessions, Handler: handler, Metrics: m,
+		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: sessions, Registrations: regs, Handler: handler, Metrics: m,
 		Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second},
 	}
 }

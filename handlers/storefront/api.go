@@ -1,0 +1,110 @@
+// Package storefront serves the storefront surface of interface.md under
+// /v1/storefront: a host's own website, authenticated by a publishable key
+// and the Origin of the page, lists an event, quotes, registers a buyer
+// and sends them to a hosted payment page. Everything after the gate (cart
+// pricing, holds, claims, tickets) is the core the partner surface uses.
+package storefront
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/fasthttp/router"
+
+	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/payments"
+	"github.com/ticketd/ticketd/inventory/registrations"
+)
+
+// Prefix is the path prefix of the surface.
+const Prefix = "/v1/storefront"
+
+// API holds the dependencies of the storefront handlers.
+type API struct {
+	Catalog func() *catalog.Snapshot
+	// Orders answers what the partner surface answers too: remaining
+	// capacity and discount uses left.
+	Orders        *orders.Service
+	Registrations *registrations.Service
+	// Card and Wallet open hosted checkouts (payments.Processor); nil
+	// answers the payment endpoint 503 PAYMENTS_UNAVAILABLE.
+	Card, Wallet payments.Processor
+	// Processors finds a processor by the name a registration recorded,
+	// to close an earlier checkout session; Card and Wallet are found
+	// without it.
+	Processors map[string]payments.Processor
+	Limiter    *ratelimit.Limiter
+	ClientIP   *clientip.Resolver
+	// Gate, when set, says whether sales run: nil, or the 503 to answer
+	// (redisstate.Monitor.Gate). It is checked first, as on the partner
+	// surface.
+	Gate func() *apierr.Error
+	// Limits are the per-IP, per-minute limits; zero fields take
+	// interface.md's figures.
+	Limits Limits
+	// Timeout bounds each request's Redis work (default 5s); fasthttp
+	// contexts are not cancelled per request.
+	Timeout time.Duration
+	Logger  *slog.Logger
+	Now     func() time.Time
+
+	idx indexCache
+}
+
+// Limits are the storefront's per-IP rate limits a minute (interface.md,
+// Limits: about 120 reads, 30 writes, 20 payment calls).
+type Limits struct {
+	Read, Write, Payment int64
+}
+
+func (a *API) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+func (a *API) ctx() (context.Context, context.CancelFunc) {
+	d := a.Timeout
+	if d <= 0 {
+		d = 5 * time.Second
+	}
+	return context.WithTimeout(context.Background(), d)
+}
+
+func (a *API) logger() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
+}
+
+// Register mounts the storefront routes, and the CORS preflight of every
+// storefront path.
+func (a *API) Register(r *router.Router) {
+	g := r.Group(Prefix)
+	g.OPTIONS("/{path:*}", a.preflight)
+	g.GET("/events/{eventId}", a.guard(classRead, a.eventDetail))
+	g.POST("/quote", a.guard(classRead, a.quote))
+	g.POST("/register-guest", a.guard(classWrite, a.registerGuest))
+	g.POST("/card/create-checkout-session", a.guard(classPayment, a.cardSession))
+	g.POST("/wallet/create-payment", a.guard(classPayment, a.walletPayment))
+	g.GET("/registration/{registrationId}", a.guard(classRead, a.registration))
+}
+
+// unavailable logs a backing store's failure and returns the 503 to
+// answer; an *apierr.Error passes through as itself.
+func (a *API) unavailable(op string, err error) *apierr.Error {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	a.logger().Error("storefront: "+op, "err", err)
+	return apierr.Unavailable("temporarily unavailable, retry")
+}

@@ -1,0 +1,181 @@
+package storefront
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+)
+
+// Rate-limit classes of interface.md's storefront limits, per client IP.
+type class int
+
+const (
+	classRead    class = iota // event, quote, registration, seat reads
+	classWrite                // register-guest, seat holds
+	classPayment              // checkout session, wallet payment
+)
+
+var classNames = [...]string{"read", "write", "payment"}
+
+func (l Limits) of(c class) int64 {
+	pick := func(v, def int64) int64 {
+		if v != 0 {
+			return v
+		}
+		return def
+	}
+	switch c {
+	case classWrite:
+		return pick(l.Write, 30)
+	case classPayment:
+		return pick(l.Payment, 20)
+	}
+	return pick(l.Read, 120)
+}
+
+var (
+	errMissingKey = apierr.New(401, "MISSING_KEY", "send the publishable key in the x-service-key header")
+	errInvalidKey = apierr.New(401, "INVALID_KEY", "the publishable key is unknown or disabled")
+	errNoOrigin   = apierr.New(403, "ORIGIN_NOT_ALLOWED",
+		"the request has no Origin or Referer header; storefront calls come from a page on one of the key's domains")
+	errOrigin = apierr.New(403, "ORIGIN_NOT_ALLOWED", "the page's origin is not on this key's domain list")
+)
+
+// request is an authenticated storefront request.
+type request struct {
+	// snap is the catalog the request was authenticated against; the
+	// whole request reads this one snapshot.
+	snap     *catalog.Snapshot
+	ix       *index
+	key      *pubKey
+	tenantID string
+	// ctx bounds the request's Redis work (API.Timeout).
+	ctx context.Context
+}
+
+type handler func(ctx *fasthttp.RequestCtx, r *request)
+
+// guard runs the storefront gate before h: the Redis state, the
+// publishable key, the page's origin, then the client IP's rate limit of
+// the class. The event (the third condition of the gate) depends on the
+// endpoint; handlers ask a.event. Every answer carries the CORS headers an
+// allowed origin needs to read it.
+func (a *API) guard(cl class, h handler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		snap := a.Catalog()
+		ix := a.idx.of(snap)
+		rawKey := ctx.Request.Header.Peek("x-service-key")
+		key := ix.keys[string(rawKey)]
+		if key != nil && !key.enabled {
+			key = nil
+		}
+		a.cors(ctx, ix, key)
+		if a.Gate != nil {
+			if e := a.Gate(); e != nil {
+				httpx.Fail(ctx, e)
+				return
+			}
+		}
+		if len(rawKey) == 0 {
+			httpx.Fail(ctx, errMissingKey)
+			return
+		}
+		if key == nil {
+			httpx.Fail(ctx, errInvalidKey)
+			return
+		}
+		host := requestHost(ctx)
+		if host == "" {
+			httpx.Fail(ctx, errNoOrigin)
+			return
+		}
+		if !hostAllowed(key.domains, host) {
+			httpx.Fail(ctx, errOrigin)
+			return
+		}
+		rctx, cancel := a.ctx()
+		defer cancel()
+		res, err := a.Limiter.Allow(rctx, "sf:"+clientBucket(a.ClientIP.ClientIP(ctx))+":"+classNames[cl], a.Limits.of(cl))
+		if err != nil {
+			httpx.Error(ctx, err) // Redis went away before the gate saw it
+			return
+		}
+		if !res.Allowed {
+			httpx.Fail(ctx, ratelimit.Refuse(ctx, res.RetryAfter))
+			return
+		}
+		h(ctx, &request{snap: snap, ix: ix, key: key, tenantID: key.tenantID, ctx: rctx})
+	}
+}
+
+// clientBucket names a client for rate limits: its address, or for IPv6
+// its /64, which one subscriber usually holds whole.
+func clientBucket(ip netip.Addr) string {
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
+}
+
+// Headers of CORS answers.
+const (
+	allowMethods  = "GET, POST"
+	allowHeaders  = "x-service-key, content-type"
+	exposeHeaders = "Retry-After"
+	maxAge        = "600"
+)
+
+// cors sets the CORS headers of an actual request's answer: the Origin is
+// echoed (never "*", no credentials) when the key presented allows it, or,
+// before a key is known to be good, when any enabled key does (so that a
+// page can read its MISSING_KEY or a 503). Vary: Origin always, as the
+// answer depends on it.
+func (a *API) cors(ctx *fasthttp.RequestCtx, ix *index, key *pubKey) {
+	h := &ctx.Response.Header
+	h.Set("Vary", "Origin")
+	o, host := origin(ctx)
+	if o == "" {
+		return
+	}
+	domains := ix.anyKey
+	if key != nil {
+		domains = key.domains
+	}
+	if !hostAllowed(domains, host) {
+		return
+	}
+	h.Set("Access-Control-Allow-Origin", o)
+	h.Set("Access-Control-Expose-Headers", exposeHeaders)
+}
+
+// preflight answers a CORS preflight (OPTIONS) of any storefront path. It
+// carries no x-service-key, so an origin is allowed when some enabled key
+// lists it; the request itself is then checked against its own key. A
+// foreign origin gets 403 ORIGIN_NOT_ALLOWED without CORS headers, which
+// the browser reports as a refused preflight.
+func (a *API) preflight(ctx *fasthttp.RequestCtx) {
+	ix := a.idx.of(a.Catalog())
+	h := &ctx.Response.Header
+	h.Set("Vary", "Origin")
+	o, host := origin(ctx)
+	if o == "" {
+		httpx.Fail(ctx, errNoOrigin)
+		return
+	}
+	if !hostAllowed(ix.anyKey, host) {
+		httpx.Fail(ctx, errOrigin)
+		return
+	}
+	h.Set("Access-Control-Allow-Origin", o)
+	h.Set("Access-Control-Allow-Methods", allowMethods)
+	h.Set("Access-Control-Allow-Headers", allowHeaders)
+	h.Set("Access-Control-Max-Age", maxAge)
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
