@@ -26,11 +26,13 @@ import (
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/handlers/readiness"
 	"github.com/ticketd/ticketd/handlers/server"
+	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/sync/catalogdb"
 	"github.com/ticketd/ticketd/sync/orderdb"
@@ -147,13 +149,22 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if pool != nil {
 		api.Archive = orderdb.Store{Pool: pool}
 	}
+	front := &storefront.API{
+		Catalog:       store.Current,
+		Orders:        ord,
+		Registrations: &registrations.Service{},
+		Limiter:       limiter,
+		ClientIP:      resolver,
+		Gate:          mon.Gate,
+		Logger:        log,
+	}
 	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
 	go backlog.Run(bgCtx, 2*time.Second)
 	health := readiness.Health(mon, pool, backlog)
 	if cfg.AdminToken == "" {
 		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
 	}
-	root := server.Handler(health, api,
+	root := server.Handler(health, api, front,
 		&admin.API{Token: cfg.AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m)
 	srv := server.New(m.Instrument(root), server.AdminToken(cfg.AdminToken), server.Logger(log))
 
