@@ -2,11 +2,14 @@ package storefront_test
 
 import (
 	"bytes"
+	"context"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/handlers/servertest"
+	"github.com/ticketd/ticketd/inventory/redisstate"
 )
 
 func start(t *testing.T) *servertest.Server {
@@ -280,4 +283,29 @@ func TestBodyOver64KBIs413(t *testing.T) {
 	s := start(t)
 	big := `{"eventId":"sf_ga","discountCode":"` + strings.Repeat("x", 65*1024) + `"}`
 	expect(t, s.Front(t, "POST", "/quote", []byte(big)), 413, "PAYLOAD_TOO_LARGE")
+}
+
+// A node whose Redis lost its state answers the storefront 503 before it
+// looks at the key: a site's valid key never turns into a 401.
+func TestStoppedSalesAnswer503BeforeTheKey(t *testing.T) {
+	t.Parallel()
+	s := servertest.StartStorefront(t, servertest.Options{ManualRecovery: true})
+	ctx := context.Background()
+	if err := s.Redis.Do(ctx, s.Redis.B().Del().Key(s.Space.Live(0)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Monitor.View().Status == redisstate.Current {
+		if time.Now().After(deadline) {
+			t.Fatal("the monitor did not see the lost marker")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, h := range []map[string]string{servertest.Shop(), headers("Origin", servertest.ShopOrigin)} {
+		r := s.Do(t, "GET", "/v1/storefront/events/sf_ga", h, nil)
+		expect(t, r, 503, "SERVICE_UNAVAILABLE")
+		if r.Header.Get("Access-Control-Allow-Origin") != servertest.ShopOrigin {
+			t.Fatal("the 503 is not readable by the shop's page")
+		}
+	}
 }
