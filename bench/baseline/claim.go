@@ -97,7 +97,7 @@ func (a *app) claimTx(ctx context.Context, channelID, orderID string, amount mon
 		return confirmation{}, false, orders.ConfirmFailed("failed")
 	}
 	if d := amount - money.Cents(total); d > orders.Tolerance || d < -orders.Tolerance {
-		return confirmation{}, false, (&apierr.Error{Status: 409, Code: "AMOUNT_MISMATCH",
+		return confirmation{}, false, (&apierr.Error{Status: apierr.Status("AMOUNT_MISMATCH"), Code: "AMOUNT_MISMATCH",
 			Message: "charged amount differs from the order total " + money.Cents(total).String() + "; refund and re-quote"}).
 			With("serverTotal", money.Cents(total))
 	}

@@ -92,12 +92,12 @@ func (c *caller) id() string {
 type handler func(ctx *fasthttp.RequestCtx, c *caller)
 
 var (
-	errMissingCredentials = apierr.New(401, "MISSING_CREDENTIALS", "send both x-service-key and x-service-secret")
-	errInvalidCredentials = apierr.New(401, "INVALID_CREDENTIALS", "unknown key or wrong secret; do not retry")
-	errIPNotAllowed       = apierr.New(403, "IP_NOT_ALLOWED", "this egress IP address is not allowlisted for the key")
-	errScopeDenied        = apierr.New(403, "SCOPE_DENIED", "the key lacks the scope for this endpoint")
-	errSessionRequired    = apierr.New(401, "MISSING_CREDENTIALS", "a buyer session (cookie svc_session or Authorization: Bearer) is required")
-	errInvalidSession     = apierr.New(401, "INVALID_SESSION", "the buyer session is unknown or expired; start a new one")
+	errMissingCredentials = apierr.Of("MISSING_CREDENTIALS", "send both x-service-key and x-service-secret")
+	errInvalidCredentials = apierr.Of("INVALID_CREDENTIALS", "unknown key or wrong secret; do not retry")
+	errIPNotAllowed       = apierr.Of("IP_NOT_ALLOWED", "this egress IP address is not allowlisted for the key")
+	errScopeDenied        = apierr.Of("SCOPE_DENIED", "the key lacks the scope for this endpoint")
+	errSessionRequired    = apierr.Of("MISSING_CREDENTIALS", "a buyer session (cookie svc_session or Authorization: Bearer) is required")
+	errInvalidSession     = apierr.Of("INVALID_SESSION", "the buyer session is unknown or expired; start a new one")
 )
 
 // guard authenticates, checks the IP allowlist and scope, and applies the

@@ -14,8 +14,8 @@ import (
 )
 
 var (
-	errEventNotFound = apierr.New(404, "EVENT_NOT_FOUND", "no such event in this channel's catalog")
-	errCancelled     = apierr.New(403, "EVENT_CANCELLED", "the organiser cancelled this event")
+	errEventNotFound = apierr.Of("EVENT_NOT_FOUND", "no such event in this channel's catalog")
+	errCancelled     = apierr.Of("EVENT_CANCELLED", "the organiser cancelled this event")
 )
 
 // event returns the path's event if it is in the caller's catalog. Draft
@@ -39,7 +39,7 @@ func (a *API) saleable(ctx *fasthttp.RequestCtx, c *caller) (*catalog.CompiledEv
 		return nil, errCancelled
 	}
 	if !ev.OnSale.IsZero() && a.now().Before(ev.OnSale) {
-		return nil, apierr.New(403, "EVENT_NOT_AVAILABLE", "not on sale yet; on sale from %s", ev.OnSaleAt).With("onSaleAt", ev.OnSaleAt)
+		return nil, apierr.Of("EVENT_NOT_AVAILABLE", "not on sale yet; on sale from %s", ev.OnSaleAt).With("onSaleAt", ev.OnSaleAt)
 	}
 	return ev, nil
 }

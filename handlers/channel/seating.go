@@ -26,7 +26,7 @@ func (a *API) seatedEvent(ctx *fasthttp.RequestCtx, c *caller) (*catalog.Compile
 		return nil, e
 	}
 	if !ev.Seated() {
-		return nil, apierr.BadRequest("NOT_SEATED", "this event has no seat map")
+		return nil, apierr.Of("NOT_SEATED", "this event has no seat map")
 	}
 	return ev, nil
 }
@@ -37,7 +37,7 @@ func (a *API) token(c *caller, eventID, named string) (string, *apierr.Error) {
 	if c.Session != nil {
 		own := a.Sessions.HoldToken(c.Session, eventID)
 		if named != "" && named != own {
-			return "", apierr.BadRequest("INVALID_HOLD_TOKEN", "this hold token does not belong to the session")
+			return "", apierr.Of("INVALID_HOLD_TOKEN", "this hold token does not belong to the session")
 		}
 		return own, nil
 	}
@@ -45,7 +45,7 @@ func (a *API) token(c *caller, eventID, named string) (string, *apierr.Error) {
 		return "", apierr.Invalid("holdToken is required")
 	}
 	if !seats.ValidToken(named) {
-		return "", apierr.BadRequest("INVALID_HOLD_TOKEN", "holdToken is not a hold token")
+		return "", apierr.Of("INVALID_HOLD_TOKEN", "holdToken is not a hold token")
 	}
 	return named, nil
 }

@@ -31,7 +31,7 @@ type Confirmation struct {
 var confirmScript = lua.Load("order_confirm")
 
 // ErrNotFound is the answer for an order that is not the caller's.
-var ErrNotFound = apierr.New(404, "NOT_FOUND", "no such order for this caller")
+var ErrNotFound = apierr.Of("NOT_FOUND", "no such order for this caller")
 
 // ConfirmFailed is the 409 telling the partner to refund.
 func ConfirmFailed(reason string) *apierr.Error {
@@ -47,7 +47,7 @@ func ConfirmFailed(reason string) *apierr.Error {
 	if msg == "" {
 		msg = "the order cannot be confirmed"
 	}
-	return (&apierr.Error{Status: 409, Code: "CONFIRM_FAILED", Reason: reason,
+	return (&apierr.Error{Status: apierr.Status("CONFIRM_FAILED"), Code: "CONFIRM_FAILED", Reason: reason,
 		Message: msg + "; refund the buyer, no ticket was issued"}).With("refundRequired", true)
 }
 
@@ -98,7 +98,7 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 			return Confirmation{}, ConfirmFailed(reason)
 		case 3:
 			total, _ := lua.Int(arr, 1)
-			return Confirmation{}, (&apierr.Error{Status: 409, Code: "AMOUNT_MISMATCH",
+			return Confirmation{}, (&apierr.Error{Status: apierr.Status("AMOUNT_MISMATCH"), Code: "AMOUNT_MISMATCH",
 				Message: "charged amount differs from the order total " + money.Cents(total).String() + "; refund and re-quote"}).
 				With("serverTotal", money.Cents(total))
 		case 4:

@@ -77,16 +77,16 @@ func (e *Engine) ttl() time.Duration {
 
 // Client errors. They are shared values: copy before changing one.
 var (
-	ErrHoldExpired = &apierr.Error{Status: 409, Code: "HOLD_EXPIRED", Reason: "hold_expired",
+	ErrHoldExpired = &apierr.Error{Status: apierr.Status("HOLD_EXPIRED"), Code: "HOLD_EXPIRED", Reason: "hold_expired",
 		Message: "the seat hold timed out; take a new hold"}
-	ErrInvalidToken = apierr.BadRequest("INVALID_HOLD_TOKEN",
+	ErrInvalidToken = apierr.Of("INVALID_HOLD_TOKEN",
 		"holdToken must be 8 to 64 lowercase letters or digits, as returned by hold-token")
-	ErrNotSeated = apierr.BadRequest("NOT_SEATED", "this event has no seat map")
+	ErrNotSeated = apierr.Of("NOT_SEATED", "this event has no seat map")
 )
 
 // ConflictError is the 409 naming the seats someone else holds or booked.
 func ConflictError(labels []string) *apierr.Error {
-	return &apierr.Error{Status: 409, Code: "SEAT_CONFLICT",
+	return &apierr.Error{Status: apierr.Status("SEAT_CONFLICT"), Code: "SEAT_CONFLICT",
 		Message: "seats were just taken by someone else: " + strings.Join(labels, ", ") + "; pick again",
 		Data:    map[string]any{"conflicts": labels}}
 }
