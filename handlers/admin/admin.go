@@ -13,9 +13,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/lockout"
-	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
@@ -72,7 +72,7 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx) bool {
 	if a.Lockout != nil {
 		ip = a.ClientIP.ClientIP(ctx)
 		if wait := a.Lockout.IPLocked(ip); wait > 0 {
-			httpx.Fail(ctx, ratelimit.Refuse(ctx, wait))
+			httpx.Fail(ctx, guard.Refuse(ctx, wait))
 			return false
 		}
 	}
@@ -81,7 +81,7 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx) bool {
 	}
 	if len(ctx.Request.Header.Peek("Authorization")) > 0 {
 		if wait := a.Lockout.Failed(ip, ""); wait > 0 {
-			httpx.Fail(ctx, ratelimit.Refuse(ctx, wait))
+			httpx.Fail(ctx, guard.Refuse(ctx, wait))
 			return false
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/fasthttp/router"
 
 	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/handlers/lockout"
 	"github.com/ticketd/ticketd/handlers/metrics"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
@@ -64,20 +65,20 @@ func (a *API) ctx() (context.Context, context.CancelFunc) {
 // Register mounts the partner routes.
 func (a *API) Register(r *router.Router) {
 	g := r.Group("/v1/channel")
-	g.GET("/events", a.guard(authEither, catalog.ScopeCatalogRead, classCatalog, a.listEvents))
-	g.GET("/events/{id}", a.guard(authEither, catalog.ScopeCatalogRead, classCatalog, a.eventDetail))
-	g.POST("/events/{id}/quote", a.guard(authEither, catalog.ScopeCatalogRead, classCatalog, a.quote))
-	g.POST("/events/{id}/checkout", a.guard(authEither, catalog.ScopeOrdersWrite, classCheckout, a.checkout))
-	g.POST("/orders/confirm", a.guard(authKeyed, catalog.ScopeOrdersConfirm, classConfirm, a.confirm))
-	g.POST("/orders/status", a.guard(authEither, catalog.ScopeOrdersRead, classStatus, a.status))
-	g.POST("/session", a.guard(authKeyed, catalog.ScopeSessionsWrite, classSession, a.createSession))
-	g.GET("/session", a.guard(authSession, "", classResolve, a.resolveSession))
+	g.GET("/events", a.guard(authEither, catalog.ScopeCatalogRead, guard.Catalog, a.listEvents))
+	g.GET("/events/{id}", a.guard(authEither, catalog.ScopeCatalogRead, guard.Catalog, a.eventDetail))
+	g.POST("/events/{id}/quote", a.guard(authEither, catalog.ScopeCatalogRead, guard.Catalog, a.quote))
+	g.POST("/events/{id}/checkout", a.guard(authEither, catalog.ScopeOrdersWrite, guard.Checkout, a.checkout))
+	g.POST("/orders/confirm", a.guard(authKeyed, catalog.ScopeOrdersConfirm, guard.Confirm, a.confirm))
+	g.POST("/orders/status", a.guard(authEither, catalog.ScopeOrdersRead, guard.Status, a.status))
+	g.POST("/session", a.guard(authKeyed, catalog.ScopeSessionsWrite, guard.Session, a.createSession))
+	g.GET("/session", a.guard(authSession, "", guard.Resolve, a.resolveSession))
 
 	s := g.Group("/seating/events/{id}")
-	s.GET("/config", a.guard(authEither, catalog.ScopeCatalogRead, classSeats, a.seatConfig))
-	s.GET("/availability", a.guard(authEither, catalog.ScopeCatalogRead, classSeats, a.seatAvailability))
-	s.POST("/hold-token", a.guard(authEither, catalog.ScopeOrdersWrite, classSeats, a.holdToken))
-	s.POST("/hold", a.guard(authEither, catalog.ScopeOrdersWrite, classSeats, a.hold))
-	s.POST("/hold/{token}/extend", a.guard(authEither, catalog.ScopeOrdersWrite, classSeats, a.extend))
-	s.POST("/release", a.guard(authEither, catalog.ScopeOrdersWrite, classSeats, a.release))
+	s.GET("/config", a.guard(authEither, catalog.ScopeCatalogRead, guard.Seats, a.seatConfig))
+	s.GET("/availability", a.guard(authEither, catalog.ScopeCatalogRead, guard.Seats, a.seatAvailability))
+	s.POST("/hold-token", a.guard(authEither, catalog.ScopeOrdersWrite, guard.Seats, a.holdToken))
+	s.POST("/hold", a.guard(authEither, catalog.ScopeOrdersWrite, guard.Seats, a.hold))
+	s.POST("/hold/{token}/extend", a.guard(authEither, catalog.ScopeOrdersWrite, guard.Seats, a.extend))
+	s.POST("/release", a.guard(authEither, catalog.ScopeOrdersWrite, guard.Seats, a.release))
 }
