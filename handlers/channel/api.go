@@ -9,12 +9,15 @@ import (
 	"time"
 
 	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/handlers/guard"
+	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/lockout"
 	"github.com/ticketd/ticketd/handlers/metrics"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/handlers/seating"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/orders"
@@ -74,11 +77,28 @@ func (a *API) Register(r *router.Router) {
 	g.POST("/session", a.guard(authKeyed, catalog.ScopeSessionsWrite, guard.Session, a.createSession))
 	g.GET("/session", a.guard(authSession, "", guard.Resolve, a.resolveSession))
 
-	s := g.Group("/seating/events/{id}")
-	s.GET("/config", a.guard(authEither, catalog.ScopeCatalogRead, guard.Seats, a.seatConfig))
-	s.GET("/availability", a.guard(authEither, catalog.ScopeCatalogRead, guard.Seats, a.seatAvailability))
-	s.POST("/hold-token", a.guard(authEither, catalog.ScopeOrdersWrite, guard.Seats, a.holdToken))
-	s.POST("/hold", a.guard(authEither, catalog.ScopeOrdersWrite, guard.Seats, a.hold))
-	s.POST("/hold/{token}/extend", a.guard(authEither, catalog.ScopeOrdersWrite, guard.Seats, a.extend))
-	s.POST("/release", a.guard(authEither, catalog.ScopeOrdersWrite, guard.Seats, a.release))
+	seating.Mount(g.Group("/seating/events/{id}"), a.Seats, a.seatGate)
+}
+
+// seatGate is the partner surface's gate for the shared seat endpoints:
+// a key or a buyer session, the seats rate class, the event of the
+// caller's catalog on sale. A session owns one derived hold token per
+// event; a keyed caller names its own.
+func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestHandler {
+	scope := catalog.ScopeCatalogRead
+	if ep.Writes() {
+		scope = catalog.ScopeOrdersWrite
+	}
+	return a.guard(authEither, scope, guard.Seats, func(ctx *fasthttp.RequestCtx, c *caller) {
+		ev, e := a.saleable(ctx, c)
+		if e != nil {
+			httpx.Fail(ctx, e)
+			return
+		}
+		r := seating.Request{Ctx: c.ctx, Event: ev}
+		if c.Session != nil {
+			r.OwnToken = a.Sessions.HoldToken(c.Session, ev.ID)
+		}
+		h(ctx, r)
+	})
 }

@@ -84,5 +84,5 @@ func Unavailable(format string, args ...any) *Error {
 // data.seats lists them.
 func SeatNotPriced(refs []string) *Error {
 	return Of("SEAT_NOT_PRICED", "no price is set for %s; pick other seats", strings.Join(refs, ", ")).
-		WithData(map[string][]string{"seats": refs})
+		WithData(map[string]any{"seats": refs})
 }

@@ -79,8 +79,10 @@ func (e *Engine) ttl() time.Duration {
 var (
 	ErrHoldExpired = &apierr.Error{Status: apierr.Status("HOLD_EXPIRED"), Code: "HOLD_EXPIRED", Reason: "hold_expired",
 		Message: "the seat hold timed out; take a new hold"}
+	// ErrInvalidToken is every INVALID_HOLD_TOKEN: a malformed token, or
+	// one the caller does not own (another buyer session's).
 	ErrInvalidToken = apierr.Of("INVALID_HOLD_TOKEN",
-		"holdToken must be 8 to 64 lowercase letters or digits, as returned by hold-token")
+		"holdToken must be a hold token of yours: 8 to 64 lowercase letters or digits, as returned by hold-token")
 	ErrNotSeated = apierr.Of("NOT_SEATED", "this event has no seat map")
 )
 
