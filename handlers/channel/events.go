@@ -9,6 +9,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/money"
 )
@@ -133,10 +134,9 @@ func (a *API) view(ev *catalog.CompiledEvent, accessCode string, remaining map[s
 			continue
 		}
 		tv := ticketView{ID: t.ID, Name: t.Name, Price: t.Price, Currency: "USD", MaxPerOrder: t.MaxPerOrder,
-			Hidden: t.Hidden, Remaining: left("t:" + t.ID)}
-		// What a buyer can get is also bounded by the event's cap.
-		if evLeft := left("ev"); tv.Remaining != nil && evLeft != nil && *evLeft < *tv.Remaining {
-			tv.Remaining = evLeft
+			Hidden: t.Hidden}
+		if n, ok := capacity.Ticket(remaining, t.ID); ok {
+			tv.Remaining = &n
 		}
 		if tv.Remaining != nil {
 			so := *tv.Remaining <= 0
@@ -169,7 +169,7 @@ func (a *API) view(ev *catalog.CompiledEvent, accessCode string, remaining map[s
 		}
 		v.SeatMap = ss
 	}
-	v.Remaining = left("ev")
+	v.Remaining = left(capacity.Event)
 	return v
 }
 
