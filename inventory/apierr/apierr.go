@@ -86,3 +86,11 @@ func SeatNotPriced(refs []string) *Error {
 	return Of("SEAT_NOT_PRICED", "no price is set for %s; pick other seats", strings.Join(refs, ", ")).
 		WithData(map[string]any{"seats": refs})
 }
+
+// SeatNotFound is SEAT_NOT_FOUND naming seats that are not on the event's
+// map (the seat engine's hold and pricing both answer it): data.seats
+// lists them.
+func SeatNotFound(labels []string) *Error {
+	return Of("SEAT_NOT_FOUND", "no such seats on this event's map: %s", strings.Join(labels, ", ")).
+		WithData(map[string]any{"seats": labels})
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/seats"
 )
 
 // Limits of one cart. They keep a request's work (and its Lua script's
@@ -149,7 +150,7 @@ func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
 		return q, apierr.Of("SHOWING_NOT_FOUND", "this event has no showings; omit showingId")
 	}
 	if !ev.Seated() && (len(cart.SeatLabels) > 0 || len(cart.GASelections) > 0 || len(cart.TableSelections) > 0) {
-		return q, apierr.Of("NOT_SEATED", "this event has no seat map: seatLabels, gaSelections and tableSelections do not apply")
+		return q, seats.ErrNotSeated
 	}
 
 	for _, l := range lines {
@@ -263,9 +264,7 @@ func (q *Quote) seats(ev *catalog.CompiledEvent, labels []string) *apierr.Error 
 		seen[label] = true
 		cat, ok := ev.SeatCategory(label)
 		if !ok {
-			e := apierr.Of("SEAT_NOT_FOUND", "seat %q is not on this event's seat map", label)
-			e.Data = map[string][]string{"seats": {label}}
-			return e
+			return apierr.SeatNotFound([]string{label})
 		}
 		if cat == nil || cat.Price == nil {
 			unpriced = append(unpriced, label)
