@@ -123,7 +123,7 @@ func (a *API) applyCatalog(ctx *fasthttp.RequestCtx) {
 func failInvalid(ctx *fasthttp.RequestCtx, err error) {
 	var ve *catalog.ValidationError
 	if errors.As(err, &ve) {
-		httpx.Fail(ctx, (&apierr.Error{Status: apierr.Status("INVALID_CATALOG"), Code: "INVALID_CATALOG", Message: ve.Error()}).With("path", ve.Path))
+		httpx.Fail(ctx, apierr.Of("INVALID_CATALOG", "%s", ve.Error()).With("path", ve.Path))
 		return
 	}
 	httpx.Error(ctx, err)

@@ -347,9 +347,8 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 		return Reservation{}, seats.ConflictError(labels)
 	case 5:
 		labels, _ := lua.Strs(arr, 1)
-		return Reservation{}, &apierr.Error{Status: apierr.Status("SEAT_NOT_HELD"), Code: "SEAT_NOT_HELD", Reason: "not_held",
-			Message: "seats are not held by this hold token: " + strings.Join(labels, ", ") + "; hold them first",
-			Data:    map[string]any{"seats": labels}}
+		return Reservation{}, apierr.Of("SEAT_NOT_HELD", "seats are not held by this hold token: %s; hold them first", strings.Join(labels, ", ")).
+			WithReason("not_held").WithData(map[string]any{"seats": labels})
 	case 6:
 		return Reservation{}, ErrDiscountUsedUp
 	case 7:

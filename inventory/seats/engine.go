@@ -77,8 +77,7 @@ func (e *Engine) ttl() time.Duration {
 
 // Client errors. They are shared values: copy before changing one.
 var (
-	ErrHoldExpired = &apierr.Error{Status: apierr.Status("HOLD_EXPIRED"), Code: "HOLD_EXPIRED", Reason: "hold_expired",
-		Message: "the seat hold timed out; take a new hold"}
+	ErrHoldExpired = apierr.Of("HOLD_EXPIRED", "the seat hold timed out; take a new hold").WithReason("hold_expired")
 	// ErrInvalidToken is every INVALID_HOLD_TOKEN: a malformed token, or
 	// one the caller does not own (another buyer session's).
 	ErrInvalidToken = apierr.Of("INVALID_HOLD_TOKEN",
@@ -88,9 +87,8 @@ var (
 
 // ConflictError is the 409 naming the seats someone else holds or booked.
 func ConflictError(labels []string) *apierr.Error {
-	return &apierr.Error{Status: apierr.Status("SEAT_CONFLICT"), Code: "SEAT_CONFLICT",
-		Message: "seats were just taken by someone else: " + strings.Join(labels, ", ") + "; pick again",
-		Data:    map[string]any{"conflicts": labels}}
+	return apierr.Of("SEAT_CONFLICT", "seats were just taken by someone else: %s; pick again", strings.Join(labels, ", ")).
+		WithData(map[string]any{"conflicts": labels})
 }
 
 var lowerB32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
