@@ -16,7 +16,7 @@ var codeUse = regexp.MustCompile(`(?:apierr\.Of\(|apierr\.Status\(|\bOf\(|apierr
 
 // literalStatus is a status written by hand next to apierr: the table is
 // the only place a status comes from.
-var literalStatus = regexp.MustCompile(`apierr\.Error\{Status:\s*[0-9f]|apierr\.New\(`)
+var literalStatus = regexp.MustCompile(`apierr\.Error\{Status:\s*[0-9f]|apierr\.(New|BadRequest)\(`)
 
 // TestEveryCodeInTable checks every code the code base builds is in the
 // table, and no error takes its status from anywhere else, so a client
