@@ -153,6 +153,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		Catalog:       store.Current,
 		Orders:        ord,
 		Registrations: &registrations.Service{},
+		Seats:         api.Seats,
 		Limiter:       limiter,
 		ClientIP:      resolver,
 		Gate:          mon.Gate,

@@ -55,8 +55,6 @@ type Options struct {
 	Trusted string
 	// CheckoutTTL is the storefront checkout window (TICKETD_CHECKOUT_TTL).
 	CheckoutTTL time.Duration
-	// StorefrontLimits are the storefront's per-IP limits (zero: interface.md's).
-	StorefrontLimits storefront.Limits
 	// ManualRecovery leaves a lost Redis state to the test (Rebuilder.Run),
 	// as TICKETD_RECOVERY=manual does.
 	ManualRecovery bool
@@ -141,10 +139,10 @@ func Start(t testing.TB, opt Options) *Server {
 		Catalog:       store.Current,
 		Orders:        ord,
 		Registrations: regs,
+		Seats:         api.Seats,
 		Limiter:       limiter,
 		ClientIP:      resolver,
 		Gate:          mon.Gate,
-		Limits:        opt.StorefrontLimits,
 		Logger:        log,
 	}
 	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}

@@ -12,14 +12,19 @@ import (
 	"time"
 
 	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/guard"
+	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/handlers/seating"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/registrations"
+	"github.com/ticketd/ticketd/inventory/seats"
 )
 
 // Prefix is the path prefix of the surface.
@@ -32,6 +37,7 @@ type API struct {
 	// capacity and discount uses left.
 	Orders        *orders.Service
 	Registrations *registrations.Service
+	Seats         *seats.Engine
 	// Card and Wallet open hosted checkouts (payments.Processor); nil
 	// answers the payment endpoint 503 PAYMENTS_UNAVAILABLE.
 	Card, Wallet payments.Processor
@@ -45,9 +51,6 @@ type API struct {
 	// (redisstate.Monitor.Gate). It is checked first, as on the partner
 	// surface.
 	Gate func() *apierr.Error
-	// Limits are the per-IP, per-minute limits; zero fields take
-	// interface.md's figures.
-	Limits Limits
 	// Timeout bounds each request's Redis work (default 5s); fasthttp
 	// contexts are not cancelled per request.
 	Timeout time.Duration
@@ -55,12 +58,6 @@ type API struct {
 	Now     func() time.Time
 
 	idx indexCache
-}
-
-// Limits are the storefront's per-IP rate limits a minute (interface.md,
-// Limits: about 120 reads, 30 writes, 20 payment calls).
-type Limits struct {
-	Read, Write, Payment int64
 }
 
 func (a *API) now() time.Time {
@@ -90,12 +87,33 @@ func (a *API) logger() *slog.Logger {
 func (a *API) Register(r *router.Router) {
 	g := r.Group(Prefix)
 	g.OPTIONS("/{path:*}", a.preflight)
-	g.GET("/events/{eventId}", a.guard(classRead, a.eventDetail))
-	g.POST("/quote", a.guard(classRead, a.quote))
-	g.POST("/register-guest", a.guard(classWrite, a.registerGuest))
-	g.POST("/card/create-checkout-session", a.guard(classPayment, a.cardSession))
-	g.POST("/wallet/create-payment", a.guard(classPayment, a.walletPayment))
-	g.GET("/registration/{registrationId}", a.guard(classRead, a.registration))
+	g.GET("/events/{eventId}", a.guard(guard.Read, a.eventDetail))
+	g.POST("/quote", a.guard(guard.Read, a.quote))
+	g.POST("/register-guest", a.guard(guard.Write, a.registerGuest))
+	g.POST("/card/create-checkout-session", a.guard(guard.Payment, a.cardSession))
+	g.POST("/wallet/create-payment", a.guard(guard.Payment, a.walletPayment))
+	g.GET("/registration/{registrationId}", a.guard(guard.Read, a.registration))
+	seating.Mount(g.Group("/seating/events/{id}"), a.Seats, a.seatGate)
+}
+
+// seatGate puts the seat endpoints behind the storefront's gate: the key,
+// the origin, the client IP's read or write budget, and the path's event
+// (id, shortId or slug) of the key's tenant, switched on; holds also need
+// it on sale. The caller names its own hold tokens (from hold-token).
+func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestHandler {
+	cl, find := guard.Read, a.event
+	if ep.Writes() {
+		cl, find = guard.Write, a.saleable
+	}
+	return a.guard(cl, func(ctx *fasthttp.RequestCtx, r *request) {
+		ref, _ := ctx.UserValue("id").(string)
+		ev, e := find(r, ref)
+		if e != nil {
+			httpx.Fail(ctx, e)
+			return
+		}
+		h(ctx, seating.Request{Ctx: r.ctx, Event: ev})
+	})
 }
 
 // unavailable logs a backing store's failure and returns the 503 to

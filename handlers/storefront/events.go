@@ -14,10 +14,9 @@ var (
 	// errEventNotFound is the one answer for an unknown event, another
 	// tenant's and a draft: the same bytes, so a key cannot learn what
 	// exists outside its tenant.
-	errEventNotFound = apierr.New(404, "EVENT_NOT_FOUND", "no such event for this key")
-	errNotPublic     = apierr.New(403, "EVENT_NOT_PUBLIC", "this event is not switched on for the storefront")
-	errCancelled     = &apierr.Error{Status: 403, Code: "EVENT_NOT_PUBLIC", Reason: "cancelled",
-		Message: "the organiser cancelled this event"}
+	errEventNotFound = apierr.Of("EVENT_NOT_FOUND", "no such event for this key")
+	errNotPublic     = apierr.Of("EVENT_NOT_PUBLIC", "this event is not switched on for the storefront")
+	errCancelled     = apierr.Of("EVENT_NOT_PUBLIC", "the organiser cancelled this event").WithReason("cancelled")
 )
 
 // event resolves ref (an id, shortId or slug, within the key's tenant
@@ -46,7 +45,7 @@ func (a *API) saleable(r *request, ref string) (*catalog.CompiledEvent, *apierr.
 		return nil, e
 	}
 	if !a.onSale(ev) {
-		return nil, apierr.New(403, "EVENT_NOT_AVAILABLE", "not on sale yet; on sale from %s", ev.OnSaleAt).With("onSaleAt", ev.OnSaleAt)
+		return nil, apierr.Of("EVENT_NOT_AVAILABLE", "not on sale yet; on sale from %s", ev.OnSaleAt).With("onSaleAt", ev.OnSaleAt)
 	}
 	return ev, nil
 }

@@ -6,45 +6,18 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/handlers/httpx"
-	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 )
 
-// Rate-limit classes of interface.md's storefront limits, per client IP.
-type class int
-
-const (
-	classRead    class = iota // event, quote, registration, seat reads
-	classWrite                // register-guest, seat holds
-	classPayment              // checkout session, wallet payment
-)
-
-var classNames = [...]string{"read", "write", "payment"}
-
-func (l Limits) of(c class) int64 {
-	pick := func(v, def int64) int64 {
-		if v != 0 {
-			return v
-		}
-		return def
-	}
-	switch c {
-	case classWrite:
-		return pick(l.Write, 30)
-	case classPayment:
-		return pick(l.Payment, 20)
-	}
-	return pick(l.Read, 120)
-}
-
 var (
-	errMissingKey = apierr.New(401, "MISSING_KEY", "send the publishable key in the x-service-key header")
-	errInvalidKey = apierr.New(401, "INVALID_KEY", "the publishable key is unknown or disabled")
-	errNoOrigin   = apierr.New(403, "ORIGIN_NOT_ALLOWED",
+	errMissingKey = apierr.Of("MISSING_KEY", "send the publishable key in the x-service-key header")
+	errInvalidKey = apierr.Of("INVALID_KEY", "the publishable key is unknown or disabled")
+	errNoOrigin   = apierr.Of("ORIGIN_NOT_ALLOWED",
 		"the request has no Origin or Referer header; storefront calls come from a page on one of the key's domains")
-	errOrigin = apierr.New(403, "ORIGIN_NOT_ALLOWED", "the page's origin is not on this key's domain list")
+	errOrigin = apierr.Of("ORIGIN_NOT_ALLOWED", "the page's origin is not on this key's domain list")
 )
 
 // request is an authenticated storefront request.
@@ -66,7 +39,7 @@ type handler func(ctx *fasthttp.RequestCtx, r *request)
 // the class. The event (the third condition of the gate) depends on the
 // endpoint; handlers ask a.event. Every answer carries the CORS headers an
 // allowed origin needs to read it.
-func (a *API) guard(cl class, h handler) fasthttp.RequestHandler {
+func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		snap := a.Catalog()
 		ix := a.idx.of(snap)
@@ -101,13 +74,14 @@ func (a *API) guard(cl class, h handler) fasthttp.RequestHandler {
 		}
 		rctx, cancel := a.ctx()
 		defer cancel()
-		res, err := a.Limiter.Allow(rctx, "sf:"+clientBucket(a.ClientIP.ClientIP(ctx))+":"+classNames[cl], a.Limits.of(cl))
+		bucket := guard.Bucket(guard.ByIP, clientBucket(a.ClientIP.ClientIP(ctx)), cl)
+		refused, err := guard.Limit(ctx, rctx, a.Limiter, bucket, guard.IPLimit(cl))
 		if err != nil {
 			httpx.Error(ctx, err) // Redis went away before the gate saw it
 			return
 		}
-		if !res.Allowed {
-			httpx.Fail(ctx, ratelimit.Refuse(ctx, res.RetryAfter))
+		if refused != nil {
+			httpx.Fail(ctx, refused)
 			return
 		}
 		h(ctx, &request{snap: snap, ix: ix, key: key, tenantID: key.tenantID, ctx: rctx})

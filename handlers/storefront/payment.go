@@ -47,11 +47,7 @@ type walletBody struct {
 }
 
 var (
-	errAlreadyPaid = apierr.New(409, "ALREADY_PAID", "this registration is paid already")
-	errExpired     = apierr.New(409, "REGISTRATION_EXPIRED",
-		"the checkout window of this registration has passed; register again")
-	errRefund = apierr.New(409, "REFUND_REQUIRED", "this registration awaits a refund; it cannot be paid")
-	errNoProc = apierr.New(503, "PAYMENTS_UNAVAILABLE", "this payment method is not configured")
+	errNoProc = apierr.Of("PAYMENTS_UNAVAILABLE", "this payment method is not configured")
 )
 
 // payable resolves the registration of a payment call: the key's
@@ -84,11 +80,11 @@ func (a *API) payable(r *request, b *payBody) (*catalog.CompiledEvent, registrat
 	switch reg.Status {
 	case registrations.StatusAwaitingPayment:
 	case registrations.StatusConfirmed:
-		return nil, reg, errAlreadyPaid.With("status", reg.Status)
+		return nil, reg, notPayable("paid")
 	case registrations.StatusRefundRequired:
-		return nil, reg, errRefund.With("status", reg.Status)
+		return nil, reg, notPayable("refund")
 	default:
-		return nil, reg, errExpired.With("status", reg.Status)
+		return nil, reg, notPayable("expired")
 	}
 	if e := checkCart(b, reg); e != nil {
 		return nil, reg, e
@@ -106,7 +102,7 @@ func (a *API) payable(r *request, b *payBody) (*catalog.CompiledEvent, registrat
 // page would show one thing and the buyer pay for another. A body naming
 // neither (a cart of several lines) is not checked.
 func checkCart(b *payBody, reg registrations.Registration) *apierr.Error {
-	mismatch := apierr.New(400, "CART_MISMATCH", "the cart sent is not the registration's; register again for another cart")
+	mismatch := apierr.Of("CART_MISMATCH", "the cart sent is not the registration's; register again for another cart")
 	if b.SelectedTicket != "" {
 		n := int64(1)
 		if b.Quantity != nil {
@@ -157,7 +153,7 @@ func admissionsSubtotal(reg registrations.Registration) money.Cents {
 // under field (serverAmount for selectedTicketAmount, serverTotal for a
 // total, as the partner confirm names it).
 func amountMismatch(field string, server money.Cents) *apierr.Error {
-	return apierr.New(400, "AMOUNT_MISMATCH", "the amount differs from the server's price (%s); refresh and retry", server).
+	return apierr.ClientAmountMismatch("the amount differs from the server's price (%s); refresh and retry", server).
 		With(field, server)
 }
 
@@ -229,7 +225,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, r *request, p payments.Processo
 				return
 			}
 			if paid {
-				httpx.Fail(ctx, errAlreadyPaid.With("status", reg.Status))
+				httpx.Fail(ctx, notPayable("paid"))
 				return
 			}
 		}
@@ -274,5 +270,17 @@ func (a *API) processorFailed(op string, err error) *apierr.Error {
 		return ae
 	}
 	a.logger().Error("storefront: payment processor: "+op, "err", err)
-	return apierr.New(fasthttp.StatusBadGateway, "PAYMENT_PROCESSOR_ERROR", "the payment processor did not answer; retry")
+	return apierr.Of("PAYMENT_PROCESSOR_ERROR", "the payment processor did not answer; retry")
+}
+
+// notPayable is the 409 REGISTRATION_NOT_PAYABLE of a registration that no
+// longer awaits payment; reason is "paid", "expired" or "refund".
+// TODO(s-reg): registrations.NotPayable once it lands.
+func notPayable(reason string) *apierr.Error {
+	msg := map[string]string{
+		"paid":    "the registration is paid already",
+		"expired": "the registration's checkout window has passed; register again",
+		"refund":  "the registration needs a refund and can no longer be paid",
+	}[reason]
+	return apierr.Of("REGISTRATION_NOT_PAYABLE", "%s", msg).WithReason(reason)
 }

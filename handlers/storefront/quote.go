@@ -25,13 +25,13 @@ type cartBody struct {
 // quoteView is the storefront quote: interface.md's subtotal, discount,
 // fee, total and currency, and the VAT and extras that make up the total.
 type quoteView struct {
-	Subtotal    money.Cents `json:"subtotal"`
-	Discount    money.Cents `json:"discount"`
-	Fee         money.Cents `json:"fee"`
-	VAT         money.Cents `json:"vat"`
-	Extras      money.Cents `json:"extras"`
-	Total       money.Cents `json:"total"`
-	Currency    string      `json:"currency"`
+	Subtotal money.Cents `json:"subtotal"`
+	Discount money.Cents `json:"discount"`
+	Fee      money.Cents `json:"fee"`
+	VAT      money.Cents `json:"vat"`
+	Extras   money.Cents `json:"extras"`
+	Total    money.Cents `json:"total"`
+	Currency string      `json:"currency"`
 	// RefundProtection is set when the buyer opted in and the event
 	// offers it, as in the partner quote.
 	RefundProtection *refundView `json:"refundProtection"`

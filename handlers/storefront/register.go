@@ -5,9 +5,9 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/checkout"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
@@ -77,7 +77,7 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	buyer, e := channel.ValidateBuyer(b.Name, b.Email, b.Phone)
+	buyer, e := checkout.ValidateBuyer(b.Name, b.Email, b.Phone)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return

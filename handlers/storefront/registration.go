@@ -11,7 +11,7 @@ import (
 
 // errRegNotFound is the one answer for an unknown registration and
 // another tenant's: the same bytes, so existence is not disclosed.
-var errRegNotFound = apierr.New(404, "NOT_FOUND", "no such registration for this key")
+var errRegNotFound = apierr.Of("NOT_FOUND", "no such registration for this key")
 
 // lookup reads a registration of the key's tenant. Anything else, a
 // malformed id included, is NOT_FOUND.

@@ -82,6 +82,12 @@ var statuses = map[string]int{
 	"CONFIRM_FAILED":             409,
 	"ACCRUAL_FAILED_RETRY":       503,
 
+	// Storefront payment calls (docs/decisions.md, Storefront surface).
+	"CART_MISMATCH":            400,
+	"REGISTRATION_NOT_PAYABLE": 409,
+	"PAYMENT_PROCESSOR_ERROR":  502,
+	"PAYMENTS_UNAVAILABLE":     503,
+
 	// Admin.
 	"INVALID_CATALOG": 400,
 	"CATALOG_BUSY":    409,
