@@ -84,3 +84,15 @@ func (s *Server) Front(t testing.TB, method, path string, body any) *Response {
 	t.Helper()
 	return s.Do(t, method, "/v1/storefront"+path, Shop(), body)
 }
+
+// Expect fails the test unless r has the status and code (code "" for a
+// success), and a failure its envelope's message.
+func Expect(t testing.TB, r *Response, status int, code string) {
+	t.Helper()
+	if r.Status != status || r.Code != code {
+		t.Fatalf("want %d %s, got %s", status, code, r)
+	}
+	if status >= 400 && (r.Success || r.Message == "") {
+		t.Fatalf("failure without envelope message: %s", r)
+	}
+}

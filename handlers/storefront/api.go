@@ -6,7 +6,6 @@
 package storefront
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -55,24 +54,8 @@ type API struct {
 	// contexts are not cancelled per request.
 	Timeout time.Duration
 	Logger  *slog.Logger
-	Now     func() time.Time
 
 	idx indexCache
-}
-
-func (a *API) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
-}
-
-func (a *API) ctx() (context.Context, context.CancelFunc) {
-	d := a.Timeout
-	if d <= 0 {
-		d = 5 * time.Second
-	}
-	return context.WithTimeout(context.Background(), d)
 }
 
 func (a *API) logger() *slog.Logger {

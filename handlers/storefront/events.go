@@ -1,13 +1,15 @@
 package storefront
 
 import (
-	json "github.com/goccy/go-json"
+	"time"
+
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/handlers/views"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
-	"github.com/ticketd/ticketd/inventory/money"
 )
 
 var (
@@ -50,135 +52,33 @@ func (a *API) saleable(r *request, ref string) (*catalog.CompiledEvent, *apierr.
 	return ev, nil
 }
 
-func (a *API) onSale(ev *catalog.CompiledEvent) bool {
-	return ev.OnSale.IsZero() || !a.now().Before(ev.OnSale)
-}
+func (a *API) onSale(ev *catalog.CompiledEvent) bool { return ev.SaleStarted(time.Now()) }
 
 // eventView is the storefront event (interface.md leaves its fields open):
 // what a host's page renders, tickets first among them.
 type eventView struct {
-	ID               string        `json:"id"`
-	ShortID          string        `json:"shortId"`
-	Slug             string        `json:"slug"`
-	Name             string        `json:"name"`
-	StartsAt         string        `json:"startsAt"`
-	OnSaleAt         string        `json:"onSaleAt,omitempty"`
-	Available        bool          `json:"available"`
-	Currency         string        `json:"currency"`
-	Seated           bool          `json:"seated"`
-	Tickets          []ticketView  `json:"tickets"`
-	Showings         []showingView `json:"showings,omitempty"`
-	Extras           []extraView   `json:"extras,omitempty"`
-	RefundProtection *refundOffer  `json:"refundProtection,omitempty"`
-	SeatMap          *seatSummary  `json:"seatMap,omitempty"`
+	ID        string         `json:"id"`
+	ShortID   string         `json:"shortId"`
+	Slug      string         `json:"slug"`
+	Name      string         `json:"name"`
+	StartsAt  string         `json:"startsAt"`
+	OnSaleAt  string         `json:"onSaleAt,omitempty"`
+	Available bool           `json:"available"`
+	Currency  string         `json:"currency"`
+	Seated    bool           `json:"seated"`
+	Tickets   []views.Ticket `json:"tickets"`
+	views.Parts
 	// Remaining is what the event cap leaves, when it has one.
-	Remaining *int64 `json:"remaining,omitempty"`
-}
-
-type ticketView struct {
-	ID          string      `json:"id"`
-	Name        string      `json:"name"`
-	Price       money.Cents `json:"price"`
-	Currency    string      `json:"currency"`
-	MaxPerOrder int64       `json:"maxPerOrder,omitempty"`
-	// Remaining is what can still be bought: the ticket type's capacity
-	// left, bounded by the event's.
-	Remaining int64 `json:"remaining"`
-	Available bool  `json:"available"`
-}
-
-type showingView struct {
-	ID        string `json:"id"`
-	StartsAt  string `json:"startsAt"`
-	Remaining *int64 `json:"remaining,omitempty"`
-}
-
-type extraView struct {
-	ID        string      `json:"id"`
-	Name      string      `json:"name"`
-	Price     money.Cents `json:"price"`
-	Remaining *int64      `json:"remaining,omitempty"`
-}
-
-type refundOffer struct {
-	Percent json.Number `json:"percent"`
-}
-
-type seatSummary struct {
-	Categories []categoryView `json:"categories"`
-	Rows       int            `json:"rows"`
-	Seats      int            `json:"seats"`
-	GAAreas    []areaView     `json:"gaAreas,omitempty"`
-	Tables     []string       `json:"tables,omitempty"`
-}
-
-type categoryView struct {
-	ID    string       `json:"id"`
-	Name  string       `json:"name"`
-	Price *money.Cents `json:"price"`
-}
-
-type areaView struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Category  string `json:"category"`
 	Remaining *int64 `json:"remaining,omitempty"`
 }
 
 // view renders ev with what remains (capacity field -> left, as
 // orders.Remaining answers). Hidden tickets are listed only with their
-// access code.
+// access code, as on the partner detail.
 func (a *API) view(ev *catalog.CompiledEvent, accessCode string, remaining map[string]int64) eventView {
-	left := func(field string) *int64 {
-		if n, ok := remaining[field]; ok {
-			n = max(n, 0)
-			return &n
-		}
-		return nil
-	}
-	evLeft := left("ev")
 	v := eventView{ID: ev.ID, ShortID: ev.ShortID, Slug: ev.Slug, Name: ev.Name, StartsAt: ev.StartsAt,
 		OnSaleAt: ev.OnSaleAt, Available: a.onSale(ev), Currency: "USD", Seated: ev.Seated(),
-		Tickets: []ticketView{}, Remaining: evLeft}
-	for _, t := range ev.Event.Tickets {
-		if t.Hidden && (accessCode == "" || accessCode != t.AccessCode) {
-			continue
-		}
-		tv := ticketView{ID: t.ID, Name: t.Name, Price: t.Price, Currency: "USD", MaxPerOrder: t.MaxPerOrder, Remaining: t.Capacity}
-		if n := left("t:" + t.ID); n != nil {
-			tv.Remaining = *n
-		}
-		if evLeft != nil {
-			tv.Remaining = min(tv.Remaining, *evLeft)
-		}
-		tv.Available = v.Available && tv.Remaining > 0
-		v.Tickets = append(v.Tickets, tv)
-	}
-	for _, s := range ev.Event.Showings {
-		v.Showings = append(v.Showings, showingView{ID: s.ID, StartsAt: s.StartsAt, Remaining: left("sh:" + s.ID)})
-	}
-	for _, x := range ev.Event.Extras {
-		v.Extras = append(v.Extras, extraView{ID: x.ID, Name: x.Name, Price: x.Price, Remaining: left("x:" + x.ID)})
-	}
-	if p := ev.Pricing.RefundProtectionPercent; p.IsPositive() {
-		v.RefundProtection = &refundOffer{Percent: json.Number(p.String())}
-	}
-	if sm := ev.SeatMap; sm != nil {
-		ss := &seatSummary{Rows: len(sm.Rows), Categories: []categoryView{}}
-		for _, c := range sm.Categories {
-			ss.Categories = append(ss.Categories, categoryView{ID: c.ID, Name: c.Name, Price: c.Price})
-		}
-		for _, r := range sm.Rows {
-			ss.Seats += r.Seats
-		}
-		for _, ar := range sm.GAAreas {
-			ss.GAAreas = append(ss.GAAreas, areaView{ID: ar.ID, Name: ar.Name, Category: ar.Category, Remaining: left("a:" + ar.ID)})
-		}
-		for _, t := range sm.Tables {
-			ss.Tables = append(ss.Tables, t.ID)
-		}
-		v.SeatMap = ss
-	}
+		Tickets: views.TicketsOf(ev, accessCode, remaining), Parts: views.PartsOf(ev, remaining), Remaining: views.Left(remaining, capacity.Event)}
 	return v
 }
 

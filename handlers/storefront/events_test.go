@@ -14,7 +14,7 @@ type ticket struct {
 	Name        string      `json:"name"`
 	Price       money.Cents `json:"price"`
 	Remaining   int64       `json:"remaining"`
-	Available   bool        `json:"available"`
+	SoldOut     *bool       `json:"soldOut"`
 	MaxPerOrder int64       `json:"maxPerOrder"`
 }
 
@@ -57,7 +57,7 @@ func TestHiddenTicketsListedOnlyWithTheirAccessCode(t *testing.T) {
 		t.Fatalf("tickets %v, want tk_adult and tk_child only", got)
 	}
 	a := ev.Tickets[0]
-	if a.Name != "Adult" || a.Price != 2500 || a.Remaining != 50 || !a.Available || a.MaxPerOrder != 10 || ev.Currency != "USD" {
+	if a.Name != "Adult" || a.Price != 2500 || a.Remaining != 50 || a.SoldOut == nil || *a.SoldOut || a.MaxPerOrder != 10 || ev.Currency != "USD" {
 		t.Fatalf("tk_adult = %+v", a)
 	}
 	if got := ids(getEvent(t, s, "/events/sf_ga?accessCode=WRONG").Tickets); len(got) != 2 {

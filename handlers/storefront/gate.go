@@ -72,7 +72,7 @@ func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
 			httpx.Fail(ctx, errOrigin)
 			return
 		}
-		rctx, cancel := a.ctx()
+		rctx, cancel := guard.RequestContext(a.Timeout)
 		defer cancel()
 		bucket := guard.Bucket(guard.ByIP, clientBucket(a.ClientIP.ClientIP(ctx)), cl)
 		refused, err := guard.Limit(ctx, rctx, a.Limiter, bucket, guard.IPLimit(cl))
@@ -112,41 +112,39 @@ const (
 // page can read its MISSING_KEY or a 503). Vary: Origin always, as the
 // answer depends on it.
 func (a *API) cors(ctx *fasthttp.RequestCtx, ix *index, key *pubKey) {
-	h := &ctx.Response.Header
-	h.Set("Vary", "Origin")
-	o, host := origin(ctx)
-	if o == "" {
-		return
-	}
 	domains := ix.anyKey
 	if key != nil {
 		domains = key.domains
 	}
-	if !hostAllowed(domains, host) {
-		return
+	if o := allowedOrigin(ctx, domains); o != "" {
+		ctx.Response.Header.Set("Access-Control-Allow-Origin", o)
+		ctx.Response.Header.Set("Access-Control-Expose-Headers", exposeHeaders)
 	}
-	h.Set("Access-Control-Allow-Origin", o)
-	h.Set("Access-Control-Expose-Headers", exposeHeaders)
+}
+
+// allowedOrigin sets Vary: Origin and returns the request's Origin when it
+// is on domains, else "".
+func allowedOrigin(ctx *fasthttp.RequestCtx, domains []string) string {
+	ctx.Response.Header.Set("Vary", "Origin")
+	o, host := origin(ctx)
+	if o == "" || !hostAllowed(domains, host) {
+		return ""
+	}
+	return o
 }
 
 // preflight answers a CORS preflight (OPTIONS) of any storefront path. It
 // carries no x-service-key, so an origin is allowed when some enabled key
 // lists it; the request itself is then checked against its own key. A
-// foreign origin gets 403 ORIGIN_NOT_ALLOWED without CORS headers, which
-// the browser reports as a refused preflight.
+// foreign origin (or none) gets 403 ORIGIN_NOT_ALLOWED without CORS
+// headers, which the browser reports as a refused preflight.
 func (a *API) preflight(ctx *fasthttp.RequestCtx) {
-	ix := a.idx.of(a.Catalog())
-	h := &ctx.Response.Header
-	h.Set("Vary", "Origin")
-	o, host := origin(ctx)
+	o := allowedOrigin(ctx, a.idx.of(a.Catalog()).anyKey)
 	if o == "" {
-		httpx.Fail(ctx, errNoOrigin)
-		return
-	}
-	if !hostAllowed(ix.anyKey, host) {
 		httpx.Fail(ctx, errOrigin)
 		return
 	}
+	h := &ctx.Response.Header
 	h.Set("Access-Control-Allow-Origin", o)
 	h.Set("Access-Control-Allow-Methods", allowMethods)
 	h.Set("Access-Control-Allow-Headers", allowHeaders)

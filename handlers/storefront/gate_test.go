@@ -17,15 +17,7 @@ func start(t *testing.T) *servertest.Server {
 	return servertest.StartStorefront(t, servertest.Options{})
 }
 
-func expect(t *testing.T, r *servertest.Response, status int, code string) {
-	t.Helper()
-	if r.Status != status || r.Code != code {
-		t.Fatalf("want %d %s, got %s", status, code, r)
-	}
-	if status >= 400 && (r.Success || r.Message == "") {
-		t.Fatalf("failure without envelope message: %s", r)
-	}
-}
+var expect = servertest.Expect
 
 func headers(kv ...string) map[string]string {
 	m := map[string]string{}

@@ -1,13 +1,12 @@
 package storefront
 
 import (
-	json "github.com/goccy/go-json"
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/handlers/views"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
-	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/pricing"
 )
@@ -20,26 +19,6 @@ type cartBody struct {
 	EventID       string `json:"eventId"`
 	SeatHoldToken string `json:"seatHoldToken"`
 	pricing.Cart
-}
-
-// quoteView is the storefront quote: interface.md's subtotal, discount,
-// fee, total and currency, and the VAT and extras that make up the total.
-type quoteView struct {
-	Subtotal money.Cents `json:"subtotal"`
-	Discount money.Cents `json:"discount"`
-	Fee      money.Cents `json:"fee"`
-	VAT      money.Cents `json:"vat"`
-	Extras   money.Cents `json:"extras"`
-	Total    money.Cents `json:"total"`
-	Currency string      `json:"currency"`
-	// RefundProtection is set when the buyer opted in and the event
-	// offers it, as in the partner quote.
-	RefundProtection *refundView `json:"refundProtection"`
-}
-
-type refundView struct {
-	Percent json.Number `json:"percent"`
-	Amount  money.Cents `json:"amount"`
 }
 
 // priced resolves the body's event for a sale and prices its cart with
@@ -81,10 +60,7 @@ func (a *API) quote(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	v := quoteView{Subtotal: q.Subtotal, Discount: q.Discount, Fee: q.Fee, VAT: q.VAT, Extras: q.ExtrasTotal,
-		Total: q.Total, Currency: "USD"}
-	if rp := q.RefundProtection; rp != nil {
-		v.RefundProtection = &refundView{Percent: json.Number(rp.Percent.String()), Amount: rp.Amount}
-	}
-	httpx.OK(ctx, v)
+	// The partner quote's shape: interface.md's storefront fields and the
+	// VAT, extras and refund protection that make up the total.
+	httpx.OK(ctx, views.QuoteOf(q))
 }
