@@ -50,9 +50,13 @@ func (s Space) PaySession(sessionID string) (string, bool) {
 	return s.Prefix + Tag(Partition(ev)) + ":pay:" + sessionID, true
 }
 
-// PayDue is partition p's sorted set of paid test sessions whose webhook
-// is still owed, scored by the time (ms) of the next delivery attempt.
-func (s Space) PayDue(p int) string { return s.Prefix + Tag(p) + ":paydue" }
+// PayDue is partition p's sorted set of a test processor's paid sessions
+// whose webhook is still owed, scored by the time (ms) of the next
+// delivery attempt. Each processor has its own, so one's delivery loop
+// never leases the other's deliveries.
+func (s Space) PayDue(p int, processor string) string {
+	return s.Prefix + Tag(p) + ":paydue:" + processor
+}
 
 // WebhookSeen marks a processor's webhook event as received (replay
 // protection). Spread over slots of their own, apart from events.

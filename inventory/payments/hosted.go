@@ -159,6 +159,9 @@ func (h *Hosted) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 	if _, ok := keys.OrderEvent(req.RegistrationID); !ok {
 		return Session{}, fmt.Errorf("payments: %s: registration id %q is not an order id", h.name, req.RegistrationID)
 	}
+	if req.ExpiresAt.IsZero() {
+		return Session{}, fmt.Errorf("payments: %s: checkout request without an expiry", h.name)
+	}
 	lines, err := json.Marshal(req.Lines)
 	if err != nil {
 		return Session{}, fmt.Errorf("payments: %s: encode lines: %w", h.name, err)
@@ -333,7 +336,7 @@ func (h *Hosted) Pay(ctx context.Context, sessionID, card string) (s HostedSessi
 func (h *Hosted) dueKey(sessionID string) string {
 	reg, _ := keys.SessionRegistration(sessionID)
 	ev, _ := keys.OrderEvent(reg)
-	return h.cfg.Space.PayDue(keys.Partition(ev))
+	return h.cfg.Space.PayDue(keys.Partition(ev), h.name)
 }
 
 // Run delivers owed webhooks until ctx ends: every tick it takes the due
@@ -357,30 +360,33 @@ func (h *Hosted) Run(ctx context.Context, tick time.Duration) {
 }
 
 // DeliverDue sends every webhook that is due now, once; it returns how many
-// it attempted.
+// it attempted. The claims of all partitions go to Redis in one round trip.
 func (h *Hosted) DeliverDue(ctx context.Context) int {
 	lease := strconv.FormatInt((deliveryTimeout + 5*time.Second).Milliseconds(), 10)
-	n := 0
+	batch := strconv.Itoa(claimBatch)
+	claims := make([]lua.Pipelined, keys.Partitions)
+	cmds := make(rueidis.Commands, keys.Partitions)
 	for p := range keys.Partitions {
-		if ctx.Err() != nil {
-			return n
+		claims[p] = lua.Pipeline(h.cfg.Redis, scriptClaim, []string{h.cfg.Space.PayDue(p, h.name)}, []string{batch, lease})
+		cmds[p] = claims[p].Cmd
+	}
+	n := 0
+	for p, res := range h.cfg.Redis.DoMulti(ctx, cmds...) {
+		arr, err := claims[p].Reply(ctx, res)
+		var ids []string
+		if err == nil {
+			ids, err = lua.Strs(arr, 1)
 		}
-		arr, err := lua.Array(ctx, h.cfg.Redis, scriptClaim, []string{h.cfg.Space.PayDue(p)}, []string{strconv.Itoa(claimBatch), lease})
 		if err != nil {
 			h.log.Warn("payments: claim due webhooks", "processor", h.name, "err", err)
-			return n
-		}
-		ids, err := lua.Strs(arr, 1)
-		if err != nil {
-			h.log.Warn("payments: claim due webhooks", "processor", h.name, "err", err)
-			return n
+			continue
 		}
 		for _, id := range ids {
-			// Both processors share the due sets; each delivers its own.
-			if strings.HasPrefix(id, h.prefix+"_") {
-				h.deliver(ctx, id)
-				n++
+			if ctx.Err() != nil {
+				return n // the rest stay leased, then due again
 			}
+			h.deliver(ctx, id)
+			n++
 		}
 	}
 	return n

@@ -174,7 +174,7 @@ func TestFailedDeliveryIsRetriedUntilAccepted(t *testing.T) {
 	}
 	// Accepted: no more deliveries owed.
 	rc := f.cfg.Redis
-	n, err := rc.Do(f.ctx, rc.B().Zcard().Key(f.cfg.Space.PayDue(keys.Partition("ev_jazz"))).Build()).AsInt64()
+	n, err := rc.Do(f.ctx, rc.B().Zcard().Key(f.cfg.Space.PayDue(keys.Partition("ev_jazz"), Card)).Build()).AsInt64()
 	if err != nil || n != 0 {
 		t.Fatalf("due set holds %d after acceptance (%v)", n, err)
 	}

@@ -83,8 +83,6 @@ func (s *Stripe) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 	}
 	p.AddMetadata(MetadataRegistration, req.RegistrationID)
 	p.Context = ctx
-	// The registration id makes a retried create return the same session.
-	p.SetIdempotencyKey("ticketd-checkout-" + req.RegistrationID)
 	cs, err := s.sc.V1CheckoutSessions.Create(ctx, p)
 	if err != nil {
 		return Session{}, fmt.Errorf("payments: stripe: create checkout session: %w", err)
