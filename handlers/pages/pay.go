@@ -75,12 +75,13 @@ func (p *Pay) Register(r *router.Router) {
 	}
 }
 
-func (p *Pay) ctx() (context.Context, context.CancelFunc) {
-	d := p.Timeout
-	if d <= 0 {
-		d = 15 * time.Second
+// requestContext bounds one page request's work, the first webhook
+// delivery included.
+func (p *Pay) requestContext() (context.Context, context.CancelFunc) {
+	if p.Timeout > 0 {
+		return context.WithTimeout(context.Background(), p.Timeout)
 	}
-	return context.WithTimeout(context.Background(), d)
+	return context.WithTimeout(context.Background(), 15*time.Second)
 }
 
 func (p *Pay) log() *slog.Logger {
@@ -97,7 +98,7 @@ func sessionID(ctx *fasthttp.RequestCtx) string {
 
 func (p *Pay) show(h Hosted) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		c, cancel := p.ctx()
+		c, cancel := p.requestContext()
 		defer cancel()
 		s, found, err := h.Get(c, sessionID(ctx))
 		p.render(ctx, h, s, found, err, "")
@@ -106,7 +107,7 @@ func (p *Pay) show(h Hosted) fasthttp.RequestHandler {
 
 func (p *Pay) pay(h Hosted) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		c, cancel := p.ctx()
+		c, cancel := p.requestContext()
 		defer cancel()
 		s, found, err := h.Pay(c, sessionID(ctx), string(ctx.PostArgs().Peek("card")))
 		switch {
@@ -130,7 +131,7 @@ func (p *Pay) pay(h Hosted) fasthttp.RequestHandler {
 
 func (p *Pay) cancel(h Hosted) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		c, cancel := p.ctx()
+		c, cancel := p.requestContext()
 		defer cancel()
 		s, found, err := h.Cancel(c, sessionID(ctx))
 		if err == nil && found && s.Status == payments.StatusCancelled {

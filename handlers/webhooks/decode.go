@@ -17,39 +17,25 @@ import (
 	"github.com/ticketd/ticketd/inventory/registrations"
 )
 
-// card: POST /v1/webhooks/card, the test card processor's
-// checkout.session.completed.
-func (a *API) card(ctx *fasthttp.RequestCtx) {
-	b, ae := body(ctx)
-	if ae == nil {
-		ae = verify(a.CardSecret, ctx, b, a)
+// signed serves the webhook of a built-in test processor: POST
+// /v1/webhooks/card (checkout.session.completed) or /v1/webhooks/wallet
+// (the wallet's callback), both signed with Payment-Signature.
+func (a *API) signed(processor string, secret *string, decode func([]byte) (event, *apierr.Error)) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		b, ae := body(ctx)
+		if ae == nil {
+			ae = a.verify(*secret, ctx, b)
+		}
+		var ev event
+		if ae == nil {
+			ev, ae = decode(b)
+		}
+		if ae != nil {
+			httpx.Fail(ctx, ae)
+			return
+		}
+		a.process(ctx, processor, ev)
 	}
-	var ev event
-	if ae == nil {
-		ev, ae = decodeCard(b)
-	}
-	if ae != nil {
-		httpx.Fail(ctx, ae)
-		return
-	}
-	a.process(ctx, payments.Card, ev)
-}
-
-// wallet: POST /v1/webhooks/wallet, the wallet provider's callback.
-func (a *API) wallet(ctx *fasthttp.RequestCtx) {
-	b, ae := body(ctx)
-	if ae == nil {
-		ae = verify(a.WalletSecret, ctx, b, a)
-	}
-	var ev event
-	if ae == nil {
-		ev, ae = decodeWallet(b)
-	}
-	if ae != nil {
-		httpx.Fail(ctx, ae)
-		return
-	}
-	a.process(ctx, payments.Wallet, ev)
 }
 
 // stripe: POST /v1/webhooks/stripe, Stripe's events.
@@ -66,7 +52,7 @@ func (a *API) stripe(ctx *fasthttp.RequestCtx) {
 	a.process(ctx, payments.StripeName, ev)
 }
 
-func verify(secret string, ctx *fasthttp.RequestCtx, b []byte, a *API) *apierr.Error {
+func (a *API) verify(secret string, ctx *fasthttp.RequestCtx, b []byte) *apierr.Error {
 	err := payments.Verify(secret, string(ctx.Request.Header.Peek(payments.SignatureHeader)), b, a.now())
 	var ae *apierr.Error
 	if errors.As(err, &ae) {

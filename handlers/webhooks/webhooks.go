@@ -25,6 +25,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/registrations"
 )
 
@@ -64,8 +65,8 @@ type API struct {
 // Register mounts POST /v1/webhooks/card, /wallet and /stripe.
 func (a *API) Register(r *router.Router) {
 	g := r.Group("/v1/webhooks")
-	g.POST("/card", a.card)
-	g.POST("/wallet", a.wallet)
+	g.POST("/card", a.signed(payments.Card, &a.CardSecret, decodeCard))
+	g.POST("/wallet", a.signed(payments.Wallet, &a.WalletSecret, decodeWallet))
 	g.POST("/stripe", a.stripe)
 }
 
@@ -98,12 +99,12 @@ func (a *API) log() *slog.Logger {
 	return slog.Default()
 }
 
-func (a *API) ctx() (context.Context, context.CancelFunc) {
-	d := a.Timeout
-	if d <= 0 {
-		d = 10 * time.Second
+// timeout is the bound of one webhook's work.
+func (a *API) timeout() time.Duration {
+	if a.Timeout > 0 {
+		return a.Timeout
 	}
-	return context.WithTimeout(context.Background(), d)
+	return 10 * time.Second
 }
 
 // body returns the raw request body, refusing one over the 64 KB limit
@@ -139,7 +140,7 @@ func (a *API) process(ctx *fasthttp.RequestCtx, processor string, ev event) {
 		httpx.OK(ctx, reply{Received: true, Ignored: true})
 		return
 	}
-	c, cancel := a.ctx()
+	c, cancel := context.WithTimeout(context.Background(), a.timeout())
 	defer cancel()
 	key := a.Space.WebhookSeen(processor, ev.id)
 	set, err := a.Redis.Do(c, a.Redis.B().Set().Key(key).Value("pending").Nx().Px(pendingTTL).Build()).AsBool()
