@@ -118,3 +118,20 @@ func TestStripeLinesChargeExactlyTheTotal(t *testing.T) {
 		t.Fatalf("lines %+v", ls)
 	}
 }
+
+func TestOpenChoosesTheCardProcessor(t *testing.T) {
+	ps, err := Open(Config{CardProcessor: "stripe", Stripe: StripeConfig{SecretKey: "sk_test_1"}})
+	if err != nil || ps.Card.Name() != "stripe" || ps.TestCard != nil || ps.Set["stripe"] == nil || ps.Set["wallet"] == nil || ps.Set["card"] != nil {
+		t.Fatalf("stripe: %+v, %v", ps, err)
+	}
+	if _, err := Open(Config{CardProcessor: "stripe"}); err == nil {
+		t.Fatal("stripe without a secret key opened")
+	}
+	if _, err := Open(Config{CardProcessor: "paypal"}); err == nil {
+		t.Fatal("an unknown processor opened")
+	}
+	ps, err = Open(Config{})
+	if err != nil || ps.Card.Name() != "card" || ps.TestCard == nil {
+		t.Fatalf("default: %+v, %v", ps, err)
+	}
+}
