@@ -82,7 +82,6 @@ func (s *Stripe) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 		p.CustomerEmail = stripe.String(req.BuyerEmail)
 	}
 	p.AddMetadata(MetadataRegistration, req.RegistrationID)
-	p.Context = ctx
 	cs, err := s.sc.V1CheckoutSessions.Create(ctx, p)
 	if err != nil {
 		return Session{}, fmt.Errorf("payments: stripe: create checkout session: %w", err)
@@ -150,7 +149,6 @@ func orDefault(s, def string) string {
 // expired is read back: paid when it was completed and paid.
 func (s *Stripe) Expire(ctx context.Context, sessionID string) (paid bool, err error) {
 	p := &stripe.CheckoutSessionExpireParams{}
-	p.Context = ctx
 	cs, err := s.sc.V1CheckoutSessions.Expire(ctx, sessionID, p)
 	if err == nil {
 		return stripePaid(cs), nil
@@ -161,7 +159,6 @@ func (s *Stripe) Expire(ctx context.Context, sessionID string) (paid bool, err e
 	}
 	// Stripe refuses to expire a session that is not open: see what it is.
 	rp := &stripe.CheckoutSessionRetrieveParams{}
-	rp.Context = ctx
 	cs, rerr := s.sc.V1CheckoutSessions.Retrieve(ctx, sessionID, rp)
 	if rerr != nil {
 		return false, fmt.Errorf("payments: stripe: expire checkout session: %w (retrieve: %v)", err, rerr)
