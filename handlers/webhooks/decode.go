@@ -3,7 +3,9 @@ package webhooks
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
+	"time"
 
 	json "github.com/goccy/go-json"
 	"github.com/stripe/stripe-go/v82/webhook"
@@ -43,7 +45,7 @@ func (a *API) stripe(ctx *fasthttp.RequestCtx) {
 	b, ae := body(ctx)
 	var ev event
 	if ae == nil {
-		ev, ae = decodeStripe(a.StripeSecret, string(ctx.Request.Header.Peek("Stripe-Signature")), b)
+		ev, ae = decodeStripe(a.StripeSecret, string(ctx.Request.Header.Peek("Stripe-Signature")), b, a.now())
 	}
 	if ae != nil {
 		httpx.Fail(ctx, ae)
@@ -201,9 +203,14 @@ type stripeCompleted struct {
 	Metadata          map[string]string `json:"metadata"`
 }
 
-func decodeStripe(secret, header string, b []byte) (event, *apierr.Error) {
+func decodeStripe(secret, header string, b []byte, now time.Time) (event, *apierr.Error) {
 	if secret == "" {
 		return event{}, payments.ErrInvalidSignature
+	}
+	// stripe-go refuses old timestamps only; a signature from the future
+	// is refused here too, as for the other processors.
+	if t, ok := stripeTime(header); ok && t.After(now.Add(payments.Tolerance)) {
+		return event{}, payments.ErrWebhookStale
 	}
 	// The API version of the endpoint may differ from stripe-go's: only the
 	// few fields below are read, which every version has.
@@ -250,4 +257,15 @@ func decodeStripe(secret, header string, b []byte) (event, *apierr.Error) {
 		RegistrationID: reg, Processor: payments.StripeName, PaymentID: cs.ID,
 		Amount: money.Cents(*cs.AmountTotal), Currency: cs.Currency,
 	}}, nil
+}
+
+// stripeTime reads the t element of a Stripe-Signature header.
+func stripeTime(header string) (time.Time, bool) {
+	for part := range strings.SplitSeq(header, ",") {
+		if v, ok := strings.CutPrefix(part, "t="); ok {
+			sec, err := strconv.ParseInt(v, 10, 64)
+			return time.Unix(sec, 0), err == nil
+		}
+	}
+	return time.Time{}, false
 }

@@ -255,6 +255,7 @@ func TestMalformedBodiesAreInvalidRequests(t *testing.T) {
 		`{"id":"e","type":"checkout.session.completed","data":{"object":{"id":"cs","payment_status":"paid","amount_total":100,"currency":"usd","client_reference_id":"not-a-registration"}}}`,
 		`{"id":"e","type":"checkout.session.completed","data":{"object":{"id":"cs","payment_status":"paid","amount_total":100,"currency":"usd"}}}`,
 		`{"id":"e","type":"checkout.session.completed","extra":1,"data":{"object":{}}}`,
+		`{"id":"e","type":"checkout.session.completed","data":{"object":{"id":"cs","payment_status":"paid","amount_total":100,"currency":"usd","client_reference_id":"` + reg + `","nested_extra":true}}}`,
 		`{"id":"","type":"checkout.session.completed","data":{"object":{}}}`,
 		`{"id":"e","type":"x","data":{"object":{}}} {}`,
 	}
@@ -367,10 +368,12 @@ func TestStripeWebhookSignedByStripeGoIsBooked(t *testing.T) {
 
 	wrong := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_other", Timestamp: f.now})
 	stale := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: stripeSecret, Timestamp: time.Now().Add(-10 * time.Minute)})
+	future := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: stripeSecret, Timestamp: f.now.Add(10 * time.Minute)})
 	for _, c := range []struct{ name, header, code string }{
 		{"wrong secret", wrong.Header, "INVALID_SIGNATURE"},
 		{"unsigned", "", "INVALID_SIGNATURE"},
 		{"stale", stale.Header, "WEBHOOK_STALE"},
+		{"future", future.Header, "WEBHOOK_STALE"},
 	} {
 		if a := f.post(t, "/v1/webhooks/stripe", "Stripe-Signature", c.header, body); a.status != 400 || a.env.Code != c.code {
 			t.Errorf("%s: %d %s", c.name, a.status, a.raw)
