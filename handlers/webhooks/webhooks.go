@@ -80,10 +80,7 @@ const (
 	maxEventID = 255
 )
 
-var (
-	errInProgress = apierr.New(fasthttp.StatusConflict, "WEBHOOK_IN_PROGRESS", "this event is being processed; retry later")
-	errTooLarge   = apierr.New(fasthttp.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body is too large: 64 KB at most")
-)
+var errInProgress = apierr.Of("WEBHOOK_IN_PROGRESS", "this event is being processed; retry later")
 
 func (a *API) now() time.Time {
 	if a.Now != nil {
@@ -105,16 +102,6 @@ func (a *API) timeout() time.Duration {
 		return a.Timeout
 	}
 	return 10 * time.Second
-}
-
-// body returns the raw request body, refusing one over the 64 KB limit
-// (the server enforces it before reading; this guards other mounts).
-func body(ctx *fasthttp.RequestCtx) ([]byte, *apierr.Error) {
-	b := ctx.PostBody()
-	if len(b) > httpx.MaxBody {
-		return nil, errTooLarge
-	}
-	return b, nil
 }
 
 // event is a verified, decoded webhook: a payment to book, or nothing.

@@ -230,8 +230,8 @@ func TestBadSignaturesAreRefusedAndBookNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		a := f.post(t, tc.path, payments.SignatureHeader, tc.sig, body)
-		if a.status != 400 || a.env.Code != tc.code {
-			t.Errorf("%s: %d %s, want 400 %s", tc.name, a.status, a.raw, tc.code)
+		if a.status != 401 || a.env.Code != tc.code {
+			t.Errorf("%s: %d %s, want 401 %s", tc.name, a.status, a.raw, tc.code)
 		}
 	}
 	// A body changed after signing.
@@ -375,7 +375,7 @@ func TestStripeWebhookSignedByStripeGoIsBooked(t *testing.T) {
 		{"stale", stale.Header, "WEBHOOK_STALE"},
 		{"future", future.Header, "WEBHOOK_STALE"},
 	} {
-		if a := f.post(t, "/v1/webhooks/stripe", "Stripe-Signature", c.header, body); a.status != 400 || a.env.Code != c.code {
+		if a := f.post(t, "/v1/webhooks/stripe", "Stripe-Signature", c.header, body); a.status != 401 || a.env.Code != c.code {
 			t.Errorf("%s: %d %s", c.name, a.status, a.raw)
 		}
 	}

@@ -20,11 +20,10 @@ const SignatureHeader = "Payment-Signature"
 // later), later ones as forged or from a broken clock.
 const Tolerance = 5 * time.Minute
 
-// Errors of Verify, each a 400 so the sender sees why and a processor does
-// not mistake it for an outage.
+// Errors of Verify (401: the delivery is not authenticated), built once.
 var (
-	ErrInvalidSignature = apierr.BadRequest("INVALID_SIGNATURE", "webhook signature is missing or does not match the body")
-	ErrWebhookStale     = apierr.BadRequest("WEBHOOK_STALE", "webhook timestamp is more than 5 minutes away from now")
+	ErrInvalidSignature = apierr.Of("INVALID_SIGNATURE", "webhook signature is missing or does not match the body")
+	ErrWebhookStale     = apierr.Of("WEBHOOK_STALE", "webhook timestamp is more than 5 minutes away from now")
 )
 
 // Sign returns the signature header value for body at time t:
