@@ -316,8 +316,8 @@ func TestFailedBookingIsRetriedByTheProcessor(t *testing.T) {
 		t.Fatalf("retry: %d %s", a.status, a.raw)
 	}
 	// A client error of the booker (an apierr) leaves as itself.
-	f.booker.fail = apierr.New(404, "REGISTRATION_NOT_FOUND", "no such registration")
-	if a := f.card(t, cardBody("evt_unknown", keys.OrderID("ev_jazz", "zz"), 4250)); a.status != 404 || a.env.Code != "REGISTRATION_NOT_FOUND" {
+	f.booker.fail = apierr.Of("NOT_FOUND", "no such registration")
+	if a := f.card(t, cardBody("evt_unknown", keys.OrderID("ev_jazz", "zz"), 4250)); a.status != 404 || a.env.Code != "NOT_FOUND" {
 		t.Fatalf("booker apierr: %d %s", a.status, a.raw)
 	}
 }
