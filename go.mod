@@ -12,6 +12,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/redis/rueidis v1.0.79
 	github.com/shopspring/decimal v1.6.0
+	github.com/stripe/stripe-go/v82 v82.5.1
 	github.com/valyala/fasthttp v1.74.0
 )
 
@@ -27,7 +28,6 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/savsgio/gotils v0.0.0-20240704082632-aef3928b8a38 // indirect
-	github.com/stripe/stripe-go/v82 v82.5.1 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	golang.org/x/sync v0.23.0 // indirect
