@@ -1,8 +1,12 @@
 package webhooks_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +72,17 @@ func TestTestProcessorsWebhooksAreBookedOverHTTP(t *testing.T) {
 	}
 	if ps.Set[payments.Card] == nil || ps.Set[payments.Wallet] == nil {
 		t.Fatalf("set %v", ps.Set)
+	}
+
+	// Bodies beyond 64 KB are refused before any handler reads them.
+	big := append([]byte(`{"id":"evt_big","pad":"`), bytes.Repeat([]byte("x"), 70<<10)...)
+	resp, err := http.Post("http://"+ln.Addr().String()+"/v1/webhooks/card", "application/json", bytes.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 413 || !strings.Contains(string(b), "PAYLOAD_TOO_LARGE") {
+		t.Fatalf("70 KB webhook: %d %s", resp.StatusCode, b)
 	}
 }
