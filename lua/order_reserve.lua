@@ -11,7 +11,8 @@
 -- KEYS[6]  -> discount holds zset   {pN}:ev:<id>:dchold:<code> (any name when no limited code)
 -- KEYS[7]  -> discount used hash    {pN}:ev:<id>:dcused
 -- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
--- KEYS[9..] -> one seat key per seat label, in the order of the labels in ARGV
+-- KEYS[9]  -> buyers hash           {pN}:ev:<id>:buyers (buyer key -> admissions)
+-- KEYS[10..] -> one seat key per seat label, in the order of the labels in ARGV
 --
 -- ARGV[1] -> order id
 -- ARGV[2] -> order TTL ms (pending expiry)
@@ -19,9 +20,12 @@
 -- ARGV[4] -> hold token ("" when no seats)
 -- ARGV[5] -> discount code ("" when none)
 -- ARGV[6] -> discount max uses (0 = unlimited)
--- ARGV[7] -> number of claims C
--- ARGV[8 .. 7+2C] -> claim field, quantity, ...
--- ARGV[8+2C] -> number of seats S
+-- ARGV[7] -> max admissions per buyer (0 = no limit)
+-- ARGV[8] -> buyer key (orders.BuyerKey)
+-- ARGV[9] -> admissions of the order
+-- ARGV[10] -> number of claims C
+-- ARGV[11 .. 10+2C] -> claim field, quantity, ...
+-- ARGV[11+2C] -> number of seats S
 -- next S  -> seat labels
 -- rest    -> order hash field, value, ... (st and exp are added here)
 --
@@ -35,6 +39,9 @@
 --   {6}                              the discount code has no uses left
 --   {7}                              the partition's marker is missing: Redis
 --                                    lost its state or is being rebuilt
+--   {8, limit, remaining}            the buyer would pass the event's
+--                                    maxTicketsPerBuyer (checked here, counted
+--                                    at confirm; the order keeps bk, adm, lim)
 if redis.call('EXISTS', KEYS[8]) == 0 then
   return {7}
 end
@@ -43,8 +50,8 @@ if redis.call('EXISTS', order) == 1 then
   return {1, tonumber(redis.call('HGET', order, 'total')) or 0}
 end
 
-local nclaims = tonumber(ARGV[7])
-local i = 8
+local nclaims = tonumber(ARGV[10])
+local i = 11
 local fields, qtys = {}, {}
 for c = 1, nclaims do
   fields[c] = ARGV[i]
@@ -83,7 +90,7 @@ if nseats > 0 then
   end
   local conflicts, notheld = {}, {}
   for s = 1, nseats do
-    local v = redis.call('GET', KEYS[8 + s])
+    local v = redis.call('GET', KEYS[9 + s])
     if redis.call('HEXISTS', KEYS[4], labels[s]) == 1 or (v and v ~= holder) then
       conflicts[#conflicts + 1] = labels[s]
     elseif not v then
@@ -113,10 +120,20 @@ if code ~= '' and maxuses > 0 then
   end
 end
 
+-- checks: the buyer's admissions (paid partner orders and storefront
+-- registrations); a pending order counts nothing until it is confirmed
+local limit, adm = tonumber(ARGV[7]), tonumber(ARGV[9])
+if limit > 0 then
+  local have = tonumber(redis.call('HGET', KEYS[9], ARGV[8])) or 0
+  if have + adm > limit then
+    return {8, limit, limit - have}
+  end
+end
+
 -- writes
 local oid = ARGV[1]
 for s = 1, nseats do
-  redis.call('SET', KEYS[8 + s], 'o:' .. oid, 'PX', ttl)
+  redis.call('SET', KEYS[9 + s], 'o:' .. oid, 'PX', ttl)
   redis.call('HDEL', KEYS[5], 's:' .. labels[s])
 end
 if code ~= '' and maxuses > 0 then
@@ -128,6 +145,14 @@ if code ~= '' and maxuses > 0 then
   end
 end
 local kv = {'st', 'pending', 'exp', exp}
+if limit > 0 then
+  kv[#kv + 1] = 'bk'
+  kv[#kv + 1] = ARGV[8]
+  kv[#kv + 1] = 'adm'
+  kv[#kv + 1] = adm
+  kv[#kv + 1] = 'lim'
+  kv[#kv + 1] = limit
+end
 for j = rest, #ARGV do
   kv[#kv + 1] = ARGV[j]
 end

@@ -209,6 +209,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 		EventID: ev.ID, Caller: c.id(), ChannelID: c.Channel.ID, IdempotencyKey: idemKey,
 		Fingerprint: fp, Total: q.Total, Claims: q.Claims,
 		SeatLabels: q.SeatLabels, HoldToken: token, DiscountCode: q.DiscountCode, DiscountMaxUses: q.DiscountMaxUses,
+		MaxPerBuyer:    ev.BuyerLimit(),
 		CatalogVersion: c.snap.Version,
 		Record: orders.Record{
 			EventID: ev.ID, TenantID: ev.TenantID, ChannelID: c.Channel.ID, Source: "channel",

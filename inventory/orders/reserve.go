@@ -86,6 +86,10 @@ type ReserveRequest struct {
 	HoldToken       string
 	DiscountCode    string
 	DiscountMaxUses int64
+	// MaxPerBuyer is the event's maxTicketsPerBuyer (0: no limit): the
+	// buyer's admissions (Record.BuyerEmail, Claims["ev"]) are checked here
+	// and counted at confirm.
+	MaxPerBuyer int64
 	// CatalogVersion is the version of the catalog the cart was priced
 	// with: what this process learns about sold-out counters holds only
 	// under it.
@@ -281,9 +285,10 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	if req.HoldToken != "" {
 		hold = s.Space.Hold(ev, req.HoldToken)
 	}
-	ks = make([]string, 0, 8+len(req.SeatLabels))
+	ks = make([]string, 0, 9+len(req.SeatLabels))
 	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
-		s.discountHolds(ev, req.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(keys.Partition(ev)))
+		s.discountHolds(ev, req.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(keys.Partition(ev)),
+		s.Space.Buyers(ev))
 	for _, l := range req.SeatLabels {
 		ks = append(ks, s.Space.Seat(ev, l))
 	}
@@ -294,9 +299,15 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	}
 	sort.Strings(fields)
 	var claims strings.Builder
-	args = make([]string, 0, 8+2*len(fields)+len(req.SeatLabels)+16) // fixed, claims, seats, hash fields
+	buyer := ""
+	if req.MaxPerBuyer > 0 {
+		buyer = BuyerKey(req.Record.BuyerEmail)
+	}
+	args = make([]string, 0, 11+2*len(fields)+len(req.SeatLabels)+16) // fixed, claims, seats, hash fields
 	args = append(args, orderID, ms(s.orderTTL()), ms(s.retention()),
-		req.HoldToken, req.DiscountCode, strconv.FormatInt(req.DiscountMaxUses, 10), strconv.Itoa(len(fields)))
+		req.HoldToken, req.DiscountCode, strconv.FormatInt(req.DiscountMaxUses, 10),
+		strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer, strconv.FormatInt(req.Claims["ev"], 10),
+		strconv.Itoa(len(fields)))
 	for _, f := range fields {
 		q := strconv.FormatInt(req.Claims[f], 10)
 		args = append(args, f, q)
@@ -347,15 +358,24 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 		return Reservation{}, seats.ConflictError(labels)
 	case 5:
 		labels, _ := lua.Strs(arr, 1)
-		return Reservation{}, &apierr.Error{Status: 409, Code: "SEAT_NOT_HELD", Reason: "not_held",
-			Message: "seats are not held by this hold token: " + strings.Join(labels, ", ") + "; hold them first",
-			Data:    map[string]any{"seats": labels}}
+		return Reservation{}, SeatNotHeldError(labels)
 	case 6:
 		return Reservation{}, ErrDiscountUsedUp
 	case 7:
 		return Reservation{}, redisstate.ErrSalesStopped
+	case 8:
+		limit, _ := lua.Int(arr, 1)
+		left, _ := lua.Int(arr, 2)
+		return Reservation{}, BuyerLimitError(limit, left)
 	}
 	return Reservation{}, fmt.Errorf("reserve: %w: code %d", lua.ErrReply, code)
+}
+
+// SeatNotHeldError is the 409 of a cart whose seats its hold token does not hold.
+func SeatNotHeldError(labels []string) *apierr.Error {
+	return &apierr.Error{Status: 409, Code: "SEAT_NOT_HELD", Reason: "not_held",
+		Message: "seats are not held by this hold token: " + strings.Join(labels, ", ") + "; hold them first",
+		Data:    map[string]any{"seats": labels}}
 }
 
 // CapacityError maps a capacity field with too few left to interface.md's code.
