@@ -28,5 +28,5 @@ func BuyerLimitError(limit, remaining int64) *apierr.Error {
 	return &apierr.Error{Status: 409, Code: "BUYER_LIMIT_REACHED",
 		Message: "this buyer may have at most " + strconv.FormatInt(limit, 10) + " tickets for this event; " +
 			strconv.FormatInt(remaining, 10) + " remain",
-		Data:    map[string]any{"limit": limit, "remaining": remaining}}
+		Data: map[string]any{"limit": limit, "remaining": remaining}}
 }
