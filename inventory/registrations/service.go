@@ -80,13 +80,13 @@ func orDefault(d, def time.Duration) time.Duration {
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 // Owner is the order owner ("ch" field, minting owner) of a tenant's
-// registrations: no channel id contains ':', so no partner can confirm one.
-func Owner(tenantID string) string { return ownerPrefix + tenantID }
+// registrations (orders.StorefrontOwner).
+func Owner(tenantID string) string { return orders.StorefrontOwner(tenantID) }
 
-const ownerPrefix = "sf:"
+var ownerPrefix = orders.StorefrontOwner("")
 
 // Source is the orders row source of a registration.
-const Source = "storefront"
+const Source = orders.SourceStorefront
 
 var (
 	registerScript = lua.Load("reg_register")
