@@ -4,7 +4,9 @@
 -- admissions; it becomes expired and leaves the expiry zset. A registration
 -- taken under an older generation of the Redis state gives back no counts:
 -- the rebuild that began the current one did not count them. Idempotent:
--- anything not held just leaves the zset.
+-- anything not held just leaves the zset. It does not need the partition's
+-- marker: it sells nothing, and gives counts back only under the generation
+-- that took them.
 --
 -- KEYS[1]  -> registration hash     {pN}:ord:<id>
 -- KEYS[2]  -> sold hash             {pN}:ev:<id>:sold

@@ -74,7 +74,9 @@ for s = 1, nseats do
 end
 local rest = i
 
--- checks: capacity
+-- checks: capacity, the seats of the token and the discount uses are
+-- order_reserve.lua's checks, with its reply codes (orders.RefusalError
+-- maps both); to share through lua/lib once it exists
 if nclaims > 0 then
   local caps = redis.call('HMGET', KEYS[2], unpack(fields))
   local sold = redis.call('HMGET', KEYS[3], unpack(fields))

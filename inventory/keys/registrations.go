@@ -13,3 +13,13 @@ func (s Space) Expiry(p int) string { return s.Prefix + Tag(p) + ":regexp" }
 // orders.BuyerKey) -> admissions held or sold. Kept for events with a
 // maxTicketsPerBuyer only.
 func (s Space) Buyers(eventID string) string { return s.eventKey(eventID, "buyers", "") }
+
+// DiscountHoldsOrNone is DiscountHolds of code, or, for a script that
+// takes no code, a placeholder name in the event's slot (nothing is
+// written to it).
+func (s Space) DiscountHoldsOrNone(eventID, code string) string {
+	if code == "" {
+		code = "-"
+	}
+	return s.DiscountHolds(eventID, code)
+}

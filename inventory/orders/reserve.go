@@ -346,29 +346,45 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 		return Reservation{OrderID: orderID, Amount: money.Cents(total), Duplicate: true}, nil
 	case 2:
 		field, _ := lua.Str(arr, 1)
-		left, _ := lua.Int(arr, 2)
-		if left <= 0 {
+		if left, _ := lua.Int(arr, 2); left <= 0 {
 			s.sold.note(req.EventID, field, req.CatalogVersion)
 		}
-		return Reservation{}, CapacityError(field, left)
+	}
+	if err := RefusalError(arr); err != nil {
+		return Reservation{}, err
+	}
+	return Reservation{}, fmt.Errorf("reserve: %w: code %d", lua.ErrReply, code)
+}
+
+// RefusalError maps the refusals that order_reserve.lua and reg_register.lua
+// share (codes 2 to 8 of their replies: capacity, hold token gone, seat
+// conflict, seats not held, discount used up, sales stopped, buyer limit)
+// to the client's error; nil for any other reply.
+func RefusalError(arr []rueidis.RedisMessage) error {
+	code, _ := lua.Int(arr, 0)
+	switch code {
+	case 2:
+		field, _ := lua.Str(arr, 1)
+		left, _ := lua.Int(arr, 2)
+		return CapacityError(field, left)
 	case 3:
-		return Reservation{}, seats.ErrHoldExpired
+		return seats.ErrHoldExpired
 	case 4:
 		labels, _ := lua.Strs(arr, 1)
-		return Reservation{}, seats.ConflictError(labels)
+		return seats.ConflictError(labels)
 	case 5:
 		labels, _ := lua.Strs(arr, 1)
-		return Reservation{}, SeatNotHeldError(labels)
+		return SeatNotHeldError(labels)
 	case 6:
-		return Reservation{}, ErrDiscountUsedUp
+		return ErrDiscountUsedUp
 	case 7:
-		return Reservation{}, redisstate.ErrSalesStopped
+		return redisstate.ErrSalesStopped
 	case 8:
 		limit, _ := lua.Int(arr, 1)
 		left, _ := lua.Int(arr, 2)
-		return Reservation{}, BuyerLimitError(limit, left)
+		return BuyerLimitError(limit, left)
 	}
-	return Reservation{}, fmt.Errorf("reserve: %w: code %d", lua.ErrReply, code)
+	return nil
 }
 
 // SeatNotHeldError is the 409 of a cart whose seats its hold token does not hold.
@@ -407,10 +423,7 @@ func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 // discountHolds is the discount holds key of code; a script that takes no
 // limited code is given a placeholder name in the event's slot.
 func (s *Service) discountHolds(eventID, code string) string {
-	if code == "" {
-		code = "-"
-	}
-	return s.Space.DiscountHolds(eventID, code)
+	return s.Space.DiscountHoldsOrNone(eventID, code)
 }
 
 var discountLeftScript = lua.Load("discount_left")

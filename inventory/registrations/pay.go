@@ -34,43 +34,57 @@ func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("pay %s: processor %q or payment id not usable", id, p.Processor)
 	}
 	ref := p.Processor + ":" + p.PaymentID
-	seats, dc := "", ""
-	for try := 0; try < 2; try++ {
-		arr, err := s.runPay(ctx, ev, id, ref, p, seats, dc)
-		if err != nil {
-			return Outcome{}, fmt.Errorf("pay %s: %w", id, err)
-		}
-		code, err := lua.Int(arr, 0)
-		if err != nil {
-			return Outcome{}, err
-		}
-		switch code {
-		case 0:
-			dup, _ := lua.Int(arr, 1)
-			re, _ := lua.Int(arr, 2)
-			return s.outcome(ctx, id, Outcome{Duplicate: dup == 1, Reclaimed: re == 1})
-		case 1:
-			return s.payUnknown(ctx, id, ref, p)
-		case 2:
-			reason, _ := lua.Str(arr, 1)
-			dup, _ := lua.Int(arr, 2)
-			return s.outcome(ctx, id, Outcome{Duplicate: dup == 1, RefundReason: reason})
-		case 3:
-			seats, _ = lua.Str(arr, 1)
-			dc, _ = lua.Str(arr, 2)
-			continue
-		case 4:
-			return Outcome{}, redisstate.ErrSalesStopped
-		}
+	arr, err := s.declared(id, func(seats, dc string) ([]rueidis.RedisMessage, error) {
+		return s.runPay(ctx, ev, id, ref, p, seats, dc)
+	})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("pay: %w", err)
+	}
+	switch code, _ := lua.Int(arr, 0); code {
+	case 0:
+		dup, _ := lua.Int(arr, 1)
+		re, _ := lua.Int(arr, 2)
+		return s.outcome(ctx, id, Outcome{Duplicate: dup == 1, Reclaimed: re == 1})
+	case 1:
+		return s.payUnknown(ctx, id, ref, p)
+	case 2:
+		reason, _ := lua.Str(arr, 1)
+		dup, _ := lua.Int(arr, 2)
+		return s.outcome(ctx, id, Outcome{Duplicate: dup == 1, RefundReason: reason})
+	case 4:
+		return Outcome{}, redisstate.ErrSalesStopped
+	default:
 		return Outcome{}, fmt.Errorf("pay %s: %w: code %d", id, lua.ErrReply, code)
 	}
-	return Outcome{}, fmt.Errorf("pay %s: %w: its seats changed", id, lua.ErrReply)
+}
+
+// declared runs a script that is told a registration's seats and discount
+// code (as reg_pay, reg_expire and reg_grace are): it guesses none, the
+// common GA case, and runs again with the ones the script names in a
+// reply {3, seats, code} when the guess was wrong. It returns the last
+// reply.
+func (s *Service) declared(id string, run func(seats, dc string) ([]rueidis.RedisMessage, error)) ([]rueidis.RedisMessage, error) {
+	seats, dc := "", ""
+	for try := 0; try < 2; try++ {
+		arr, err := run(seats, dc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+		if code, err := lua.Int(arr, 0); err != nil || code != 3 {
+			return arr, err
+		}
+		seats, _ = lua.Str(arr, 1)
+		dc, _ = lua.Str(arr, 2)
+	}
+	// The seats and code are fixed at register: a second mismatch means
+	// the hash is not what register wrote.
+	return nil, fmt.Errorf("%s: %w: its seats changed", id, lua.ErrReply)
 }
 
 func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, seats, dc string) ([]rueidis.RedisMessage, error) {
 	okey, _ := s.Space.Order(id)
 	part := keys.Partition(ev)
-	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.discountHolds(ev, dc),
+	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHoldsOrNone(ev, dc),
 		s.Space.DiscountUsed(ev), s.Space.Paid(part), s.Space.Live(part), s.Space.Buyers(ev), s.Space.Expiry(part)}
 	ks = append(ks, s.seatKeys(ev, seats)...)
 	return lua.Array(ctx, s.Redis, payScript, ks, []string{id, ref, strconv.FormatInt(int64(p.Amount), 10),

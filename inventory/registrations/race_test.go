@@ -60,9 +60,23 @@ func (b *bundle) settle(t *testing.T, ev string) {
 	if _, err := b.regs.Sweep(b.ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	if n := b.zcard(t, z); n != 0 {
-		t.Fatalf("%d registrations left in the expiry zset", n)
+	b.noneHeld(t, ev)
+}
+
+// race runs buyer(i) for n buyers at once, with a sweeper running, and
+// waits for all of them.
+func race(b *bundle, n int, buyer func(i int)) {
+	ctx, stop := context.WithCancel(b.ctx)
+	sweeping := make(chan struct{})
+	go func() { defer close(sweeping); b.regs.Run(ctx, 5*time.Millisecond) }()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); buyer(i) }()
 	}
+	wg.Wait()
+	stop()
+	<-sweeping
 }
 
 // 200 buyers race for 20 GA places through the storefront (register, then
@@ -73,46 +87,33 @@ func TestRaceGA(t *testing.T) {
 	b := setup(t)
 	const capacity, buyers = 20, 200
 	b.caps(t, evGA, "t:tk", strconv.Itoa(capacity), "ev", strconv.Itoa(capacity))
-	ctx, stop := context.WithCancel(b.ctx)
-	sweeping := make(chan struct{})
-	go func() { defer close(sweeping); b.regs.Run(ctx, 5*time.Millisecond) }()
-	var wg sync.WaitGroup
-	for i := range buyers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			email := fmt.Sprintf("b%d@x.test", i)
-			if i%2 == 1 {
-				r, err := b.orders.Reserve(b.ctx, orders.ReserveRequest{EventID: evGA, Caller: "ch:c", ChannelID: "c",
-					IdempotencyKey: "k" + strconv.Itoa(i), Fingerprint: "fp", Total: 1000, Claims: map[string]int64{"t:tk": 1, "ev": 1},
-					Record: orders.Record{TenantID: tenant, Source: "channel", ChannelID: "c", BuyerEmail: email, Tickets: []orders.Ticket{{Label: "GA"}}}})
-				if err == nil {
-					_, _ = b.orders.Confirm(b.ctx, orders.ConfirmRequest{ChannelID: "c", OrderID: r.OrderID, Amount: 1000, Reference: "p" + strconv.Itoa(i)})
-				}
-				return
+	race(b, buyers, func(i int) {
+		email := fmt.Sprintf("b%d@x.test", i)
+		if i%2 == 1 {
+			r, err := b.orders.Reserve(b.ctx, partnerReq(1, email, 0))
+			if err == nil {
+				_, _ = b.orders.Confirm(b.ctx, orders.ConfirmRequest{ChannelID: "c", OrderID: r.OrderID, Amount: 1000, Reference: "p" + strconv.Itoa(i)})
 			}
-			reg, err := b.regs.Register(b.ctx, gaReq(1, 1000, email))
-			if err != nil {
-				return
-			}
-			switch rand.IntN(4) {
-			case 0: // pays in time, twice (the webhook delivered again)
-				_, _ = pay(b, reg.ID, "cs"+strconv.Itoa(i), 1000)
-				_, _ = pay(b, reg.ID, "cs"+strconv.Itoa(i), 1000)
-			case 1: // pays after the window
-				b.backdate(t, reg.ID)
-				_, _ = b.regs.Expire(b.ctx, reg.ID)
-				_, _ = pay(b, reg.ID, "cs"+strconv.Itoa(i), 1000)
-			case 2: // never pays
-				b.backdate(t, reg.ID)
-			default: // pays the wrong amount
-				_, _ = pay(b, reg.ID, "cs"+strconv.Itoa(i), 999)
-			}
-		}()
-	}
-	wg.Wait()
-	stop()
-	<-sweeping
+			return
+		}
+		reg, err := b.regs.Register(b.ctx, gaReq(1, 1000, email))
+		if err != nil {
+			return
+		}
+		switch rand.IntN(4) {
+		case 0: // pays in time, twice (the webhook delivered again)
+			_, _ = pay(b, reg.ID, "cs"+strconv.Itoa(i), 1000)
+			_, _ = pay(b, reg.ID, "cs"+strconv.Itoa(i), 1000)
+		case 1: // pays after the window
+			b.backdate(t, reg.ID)
+			_, _ = b.regs.Expire(b.ctx, reg.ID)
+			_, _ = pay(b, reg.ID, "cs"+strconv.Itoa(i), 1000)
+		case 2: // never pays
+			b.backdate(t, reg.ID)
+		default: // pays the wrong amount
+			_, _ = pay(b, reg.ID, "cs"+strconv.Itoa(i), 999)
+		}
+	})
 	if s := b.sold(t, evGA); s["ev"] > capacity || s["t:tk"] > capacity {
 		t.Fatalf("oversold: %v", s)
 	}
@@ -144,56 +145,45 @@ func TestRaceSeats(t *testing.T) {
 	b := setup(t)
 	const nseats, buyers = 20, 200
 	b.caps(t, evSeated, "ev", strconv.Itoa(nseats))
-	ctx, stop := context.WithCancel(b.ctx)
-	sweeping := make(chan struct{})
-	go func() { defer close(sweeping); b.regs.Run(ctx, 5*time.Millisecond) }()
-	var wg sync.WaitGroup
-	for i := range buyers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			label := "C-" + strconv.Itoa(1+rand.IntN(nseats))
-			tok := seats.NewToken()
-			if _, err := b.seats.CreateToken(b.ctx, evSeated, tok); err != nil {
-				t.Error(err)
-				return
+	race(b, buyers, func(i int) {
+		label := "C-" + strconv.Itoa(1+rand.IntN(nseats))
+		tok := seats.NewToken()
+		if _, err := b.seats.CreateToken(b.ctx, evSeated, tok); err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := b.seats.Hold(b.ctx, b.seated, tok, []string{label}); err != nil {
+			return // someone else holds it
+		}
+		q := seatQuote(label)
+		if i%2 == 1 {
+			r, err := b.orders.Reserve(b.ctx, orders.ReserveRequest{EventID: evSeated, Caller: "ch:c", ChannelID: "c",
+				IdempotencyKey: "k" + strconv.Itoa(i), Fingerprint: "fp", Total: q.Total, Claims: q.Claims,
+				SeatLabels: q.SeatLabels, HoldToken: tok,
+				Record: orders.Record{TenantID: tenant, Source: "channel", ChannelID: "c", Lines: q.Lines,
+					Tickets: []orders.Ticket{{Label: label}}}})
+			if err == nil {
+				_, _ = b.orders.Confirm(b.ctx, orders.ConfirmRequest{ChannelID: "c", OrderID: r.OrderID, Amount: money.Cents(1000), Reference: "p" + strconv.Itoa(i)})
 			}
-			if _, err := b.seats.Hold(b.ctx, b.seated, tok, []string{label}); err != nil {
-				return // someone else holds it
-			}
-			q := seatQuote(label)
-			if i%2 == 1 {
-				r, err := b.orders.Reserve(b.ctx, orders.ReserveRequest{EventID: evSeated, Caller: "ch:c", ChannelID: "c",
-					IdempotencyKey: "k" + strconv.Itoa(i), Fingerprint: "fp", Total: q.Total, Claims: q.Claims,
-					SeatLabels: q.SeatLabels, HoldToken: tok,
-					Record: orders.Record{TenantID: tenant, Source: "channel", ChannelID: "c", Lines: q.Lines,
-						Tickets: []orders.Ticket{{Label: label}}}})
-				if err == nil {
-					_, _ = b.orders.Confirm(b.ctx, orders.ConfirmRequest{ChannelID: "c", OrderID: r.OrderID, Amount: money.Cents(1000), Reference: "p" + strconv.Itoa(i)})
-				}
-				return
-			}
-			reg, err := b.regs.Register(b.ctx, Request{EventID: evSeated, TenantID: tenant, Quote: q, HoldToken: tok,
-				Buyer: Buyer{Email: fmt.Sprintf("b%d@x.test", i)}})
-			if err != nil {
-				return
-			}
-			switch rand.IntN(3) {
-			case 0:
-				_, _ = pay(b, reg.ID, "cs"+strconv.Itoa(i), 1000)
-			case 1:
-				b.backdate(t, reg.ID)
-				_, _ = b.regs.Expire(b.ctx, reg.ID)
-				// the seat key is gone now, as after its PX: others may take it
-				_, _ = pay(b, reg.ID, "cs"+strconv.Itoa(i), 1000)
-			default:
-				b.backdate(t, reg.ID)
-			}
-		}()
-	}
-	wg.Wait()
-	stop()
-	<-sweeping
+			return
+		}
+		reg, err := b.regs.Register(b.ctx, Request{EventID: evSeated, TenantID: tenant, Quote: q, HoldToken: tok,
+			Buyer: Buyer{Email: fmt.Sprintf("b%d@x.test", i)}})
+		if err != nil {
+			return
+		}
+		switch rand.IntN(3) {
+		case 0:
+			_, _ = pay(b, reg.ID, "cs"+strconv.Itoa(i), 1000)
+		case 1:
+			b.backdate(t, reg.ID)
+			_, _ = b.regs.Expire(b.ctx, reg.ID)
+			// the seat key is gone now, as after its PX: others may take it
+			_, _ = pay(b, reg.ID, "cs"+strconv.Itoa(i), 1000)
+		default:
+			b.backdate(t, reg.ID)
+		}
+	})
 	b.settle(t, evSeated)
 	paid := b.paidOrders(t, evSeated)
 	owner := map[string]string{}

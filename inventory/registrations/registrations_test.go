@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,16 +77,6 @@ func (b *bundle) sold(t *testing.T, ev string) map[string]int64 {
 	return m
 }
 
-func (b *bundle) field(t *testing.T, id, f string) string {
-	t.Helper()
-	okey, _ := b.sp.Order(id)
-	v, err := b.rc.Do(b.ctx, b.rc.B().Hget().Key(okey).Field(f).Build()).ToString()
-	if err != nil && !rueidis.IsRedisNil(err) {
-		t.Fatal(err)
-	}
-	return v
-}
-
 func (b *bundle) get(t *testing.T, key string) string {
 	t.Helper()
 	v, err := b.rc.Do(b.ctx, b.rc.B().Get().Key(key).Build()).ToString()
@@ -102,6 +93,15 @@ func (b *bundle) zcard(t *testing.T, key string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// noneHeld fails unless the event's partition has no registration awaiting
+// payment left in its expiry zset.
+func (b *bundle) noneHeld(t *testing.T, ev string) {
+	t.Helper()
+	if n := b.zcard(t, b.sp.Expiry(keys.Partition(ev))); n != 0 {
+		t.Fatalf("%d registrations left in the expiry zset", n)
+	}
 }
 
 func (b *bundle) streamLen(t *testing.T, ev string) int64 {
@@ -153,6 +153,16 @@ func seatQuote(labels ...string) pricing.Quote {
 	return q
 }
 
+var partnerSeq atomic.Int64
+
+// partnerReq is a partner reserve of n GA tickets of type tk at 10.00 by
+// channel c for the buyer, under a buyer limit (0: none).
+func partnerReq(n int64, email string, limit int64) orders.ReserveRequest {
+	return orders.ReserveRequest{EventID: evGA, Caller: "ch:c", ChannelID: "c", IdempotencyKey: fmt.Sprint("k", partnerSeq.Add(1)),
+		Fingerprint: "fp", Total: 1000 * money.Cents(n), Claims: map[string]int64{"t:tk": n, "ev": n}, MaxPerBuyer: limit,
+		Record: orders.Record{TenantID: tenant, Source: "channel", ChannelID: "c", BuyerEmail: email, Tickets: []orders.Ticket{{Label: "GA"}}}}
+}
+
 func gaReq(n int64, unit money.Cents, email string) Request {
 	return Request{EventID: evGA, TenantID: tenant, Buyer: Buyer{Name: "Ann", Email: email}, Quote: gaQuote(n, unit)}
 }
@@ -200,9 +210,7 @@ func TestFreeRegistrationIsPaidAtOnce(t *testing.T) {
 	if n := b.streamLen(t, evGA); n != 1 {
 		t.Fatalf("paid stream holds %d entries", n)
 	}
-	if b.zcard(t, b.sp.Expiry(keys.Partition(evGA))) != 0 {
-		t.Fatal("a free registration waits for expiry")
-	}
+	b.noneHeld(t, evGA)
 	entries, err := b.rc.Do(b.ctx, b.rc.B().Xrange().Key(b.sp.Paid(keys.Partition(evGA))).Start("-").End("+").Build()).AsXRange()
 	if err != nil {
 		t.Fatal(err)
@@ -234,11 +242,7 @@ func TestFreeRegistrationIsPaidAtOnce(t *testing.T) {
 func TestRegistrationAndPartnerConfirmShareCapacity(t *testing.T) {
 	b := setup(t)
 	b.caps(t, evGA, "t:tk", "3", "ev", "3")
-	partner := func(n int64) orders.ReserveRequest {
-		return orders.ReserveRequest{EventID: evGA, Caller: "ch:c", ChannelID: "c", IdempotencyKey: fmt.Sprint("k", n, time.Now().UnixNano()),
-			Fingerprint: "fp", Total: 1000 * money.Cents(n), Claims: map[string]int64{"t:tk": n, "ev": n},
-			Record: orders.Record{TenantID: tenant, Source: "channel", ChannelID: "c", Tickets: []orders.Ticket{{Label: "GA"}}}}
-	}
+	partner := func(n int64) orders.ReserveRequest { return partnerReq(n, "a@x.test", 0) }
 	r, err := b.orders.Reserve(b.ctx, partner(2))
 	if err != nil {
 		t.Fatal(err)
@@ -289,9 +293,7 @@ func TestRegistrationAndPartnerConfirmShareCapacity(t *testing.T) {
 	if s := b.sold(t, evGA); s["ev"] != 3 {
 		t.Fatalf("sold after payments %v", s)
 	}
-	if b.zcard(t, b.sp.Expiry(keys.Partition(evGA))) != 0 {
-		t.Fatal("a paid registration is still in the expiry zset")
-	}
+	b.noneHeld(t, evGA)
 }
 
 // Expiry gives everything back: sold counts, seats, the discount use, the
@@ -341,9 +343,7 @@ func TestExpiryGivesEverythingBack(t *testing.T) {
 	if buyers() != 0 {
 		t.Fatalf("buyer count after expiry %d", buyers())
 	}
-	if b.zcard(t, b.sp.Expiry(keys.Partition(evSeated))) != 0 {
-		t.Fatal("expiry zset not empty")
-	}
+	b.noneHeld(t, evSeated)
 	got, _, _ := b.regs.Get(b.ctx, reg.ID)
 	if got.Status != StatusExpired {
 		t.Fatalf("status %q", got.Status)
@@ -422,9 +422,7 @@ func TestSweeperAsksTheProcessorFirstAndKeepsAPaidSession(t *testing.T) {
 	if err := b.regs.AttachSession(b.ctx, open.ID, "card", "cs_x"); !errors.As(err, &ae) || ae.Code != "REGISTRATION_NOT_PAYABLE" || ae.Reason != "expired" {
 		t.Fatalf("attach to an expired registration: %v", err)
 	}
-	if b.zcard(t, b.sp.Expiry(keys.Partition(evGA))) != 0 {
-		t.Fatal("expiry zset not empty")
-	}
+	b.noneHeld(t, evGA)
 }
 
 // A processor that cannot be asked holds the expiry back until a grace
@@ -550,9 +548,7 @@ func TestAmountMismatchIsNotConfirmed(t *testing.T) {
 	if n := b.streamLen(t, evGA); n != 0 {
 		t.Fatalf("paid stream holds %d", n)
 	}
-	if b.zcard(t, b.sp.Expiry(keys.Partition(evGA))) != 0 {
-		t.Fatal("expiry zset not empty")
-	}
+	b.noneHeld(t, evGA)
 }
 
 // A payment for a registration ticketd knows nowhere needs a refund
@@ -598,11 +594,7 @@ func TestBuyerLimitOnBothSurfaces(t *testing.T) {
 	if d := ae.Data.(map[string]any); d["limit"] != int64(4) || d["remaining"] != int64(1) {
 		t.Fatalf("data %v", d)
 	}
-	partner := func(n int64, email string) orders.ReserveRequest {
-		return orders.ReserveRequest{EventID: evGA, Caller: "ch:c", ChannelID: "c", IdempotencyKey: fmt.Sprint("k", n, email, time.Now().UnixNano()),
-			Fingerprint: "fp", Total: 1000 * money.Cents(n), Claims: map[string]int64{"t:tk": n, "ev": n}, MaxPerBuyer: 4,
-			Record: orders.Record{TenantID: tenant, Source: "channel", ChannelID: "c", BuyerEmail: email, Tickets: []orders.Ticket{{Label: "GA"}}}}
-	}
+	partner := func(n int64, email string) orders.ReserveRequest { return partnerReq(n, email, 4) }
 	if _, err := b.orders.Reserve(b.ctx, partner(2, "BUYER@example.test")); codeOf(err) != "BUYER_LIMIT_REACHED" {
 		t.Fatalf("partner reserve beyond the limit: %v", err)
 	}

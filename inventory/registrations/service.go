@@ -16,7 +16,6 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
-	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/lua"
 )
@@ -149,7 +148,7 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	}
 	ks := make([]string, 0, 11+len(q.SeatLabels))
 	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
-		s.discountHolds(ev, q.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(p), s.Space.Buyers(ev),
+		s.Space.DiscountHoldsOrNone(ev, q.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(p), s.Space.Buyers(ev),
 		s.Space.Expiry(p), s.Space.Paid(p))
 	for _, l := range q.SeatLabels {
 		ks = append(ks, s.Space.Seat(ev, l))
@@ -213,26 +212,9 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	case 1:
 		// A fresh id exists already: a collision of 72 random bits.
 		return Registration{}, fmt.Errorf("register: %w: id %s exists", lua.ErrReply, id)
-	case 2:
-		field, _ := lua.Str(arr, 1)
-		left, _ := lua.Int(arr, 2)
-		return Registration{}, orders.CapacityError(field, left)
-	case 3:
-		return Registration{}, seats.ErrHoldExpired
-	case 4:
-		labels, _ := lua.Strs(arr, 1)
-		return Registration{}, seats.ConflictError(labels)
-	case 5:
-		labels, _ := lua.Strs(arr, 1)
-		return Registration{}, orders.SeatNotHeldError(labels)
-	case 6:
-		return Registration{}, orders.ErrDiscountUsedUp
-	case 7:
-		return Registration{}, redisstate.ErrSalesStopped
-	case 8:
-		limit, _ := lua.Int(arr, 1)
-		left, _ := lua.Int(arr, 2)
-		return Registration{}, orders.BuyerLimitError(limit, left)
+	}
+	if err := orders.RefusalError(arr); err != nil {
+		return Registration{}, err
 	}
 	return Registration{}, fmt.Errorf("register: %w: code %d", lua.ErrReply, code)
 }
@@ -257,15 +239,6 @@ func (s *Service) record(req Request, id string) (orders.Record, []orders.Ticket
 		rec.RefundProtection = q.RefundProtection.Amount
 	}
 	return rec, tix
-}
-
-// discountHolds is the discount holds key of code, or a placeholder in the
-// event's slot when there is none.
-func (s *Service) discountHolds(eventID, code string) string {
-	if code == "" {
-		code = "-"
-	}
-	return s.Space.DiscountHolds(eventID, code)
 }
 
 // seatKeys are the keys of the space-separated seat labels.

@@ -28,27 +28,18 @@ func (s *Service) Expire(ctx context.Context, id string) (expired bool, err erro
 	}
 	okey, _ := s.Space.Order(id)
 	p := keys.Partition(ev)
-	seats, dc := "", ""
-	for try := 0; try < 2; try++ {
-		ks := []string{okey, s.Space.Sold(ev), s.discountHolds(ev, dc), s.Space.Buyers(ev), s.Space.Expiry(p), s.Space.Live(p)}
-		ks = append(ks, s.seatKeys(ev, seats)...)
-		arr, err := lua.Array(ctx, s.Redis, expireScript, ks, []string{id, seats, dc, ms(s.retention())})
-		if err != nil {
-			return false, fmt.Errorf("expire %s: %w", id, err)
-		}
-		switch code, _ := lua.Int(arr, 0); code {
-		case 0:
-			return true, nil
-		case 1, 2:
-			return false, nil
-		case 3:
-			seats, _ = lua.Str(arr, 1)
-			dc, _ = lua.Str(arr, 2)
-			continue
-		}
-		return false, fmt.Errorf("expire %s: %w", id, lua.ErrReply)
+	arr, err := s.declared(id, func(seats, dc string) ([]rueidis.RedisMessage, error) {
+		ks := []string{okey, s.Space.Sold(ev), s.Space.DiscountHoldsOrNone(ev, dc), s.Space.Buyers(ev), s.Space.Expiry(p), s.Space.Live(p)}
+		return lua.Array(ctx, s.Redis, expireScript, append(ks, s.seatKeys(ev, seats)...), []string{id, seats, dc, ms(s.retention())})
+	})
+	if err != nil {
+		return false, fmt.Errorf("expire: %w", err)
 	}
-	return false, fmt.Errorf("expire %s: %w: its seats changed", id, lua.ErrReply)
+	code, err := lua.Int(arr, 0)
+	if err == nil && code > 2 {
+		err = fmt.Errorf("expire %s: %w: code %d", id, lua.ErrReply, code)
+	}
+	return code == 0, err
 }
 
 // keep pushes a registration's window out by the grace period, once, with
@@ -57,27 +48,18 @@ func (s *Service) Expire(ctx context.Context, id string) (expired bool, err erro
 func (s *Service) keep(ctx context.Context, id string) (kept bool, err error) {
 	ev, _ := keys.OrderEvent(id)
 	okey, _ := s.Space.Order(id)
-	seats, dc := "", ""
-	for try := 0; try < 2; try++ {
-		ks := []string{okey, s.Space.Expiry(keys.Partition(ev)), s.discountHolds(ev, dc), s.Space.Booked(ev)}
-		ks = append(ks, s.seatKeys(ev, seats)...)
-		arr, err := lua.Array(ctx, s.Redis, graceScript, ks, []string{id, ms(s.grace()), seats, dc})
-		if err != nil {
-			return false, fmt.Errorf("keep %s: %w", id, err)
-		}
-		switch code, _ := lua.Int(arr, 0); code {
-		case 0:
-			return true, nil
-		case 1:
-			return false, nil
-		case 3:
-			seats, _ = lua.Str(arr, 1)
-			dc, _ = lua.Str(arr, 2)
-			continue
-		}
-		return false, fmt.Errorf("keep %s: %w", id, lua.ErrReply)
+	arr, err := s.declared(id, func(seats, dc string) ([]rueidis.RedisMessage, error) {
+		ks := []string{okey, s.Space.Expiry(keys.Partition(ev)), s.Space.DiscountHoldsOrNone(ev, dc), s.Space.Booked(ev)}
+		return lua.Array(ctx, s.Redis, graceScript, append(ks, s.seatKeys(ev, seats)...), []string{id, ms(s.grace()), seats, dc})
+	})
+	if err != nil {
+		return false, fmt.Errorf("keep: %w", err)
 	}
-	return false, fmt.Errorf("keep %s: %w: its seats changed", id, lua.ErrReply)
+	code, err := lua.Int(arr, 0)
+	if err == nil && code > 1 {
+		err = fmt.Errorf("keep %s: %w: code %d", id, lua.ErrReply, code)
+	}
+	return code == 0, err
 }
 
 // Sweep expires every registration whose window has passed, partition by

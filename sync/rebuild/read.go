@@ -36,10 +36,10 @@ type state struct {
 type paidCopy struct {
 	// owner is the hash's "ch": the channel, or the storefront owner.
 	orderID, owner, caller, ref string
-	total                           int64
-	tickets                         []orders.Ticket
-	paidAt, createdAt               time.Time
-	idemKey, fingerprint            string
+	total                       int64
+	tickets                     []orders.Ticket
+	paidAt, createdAt           time.Time
+	idemKey, fingerprint        string
 	// record is the order's record as reserve stored it, for an order
 	// only the streams hold: the sync worker still has to write it.
 	record string
