@@ -12,11 +12,15 @@
 -- Output:
 --   {0, expiresAtMs}  recorded (or recorded before)
 --   {1, st}           not awaiting payment: 'paid', 'expired', 'refund', or
---                     '' when unknown ('expired' too when its window passed)
+--                     '' when unknown or not a registration ('expired' too when
+--                     its window passed)
 --   {2}               it has the most sessions already
 local o = redis.call('HMGET', KEYS[1], 'st', 'exp', 'sess', 'ch')
-if o[1] ~= 'held' or string.sub(o[4] or '', 1, 3) ~= 'sf:' then
-  return {1, o[1] or ''}
+if string.sub(o[4] or '', 1, 3) ~= 'sf:' then
+  return {1, ''}
+end
+if o[1] ~= 'held' then
+  return {1, o[1]}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -651,3 +651,78 @@ func TestRegisterSeatChecks(t *testing.T) {
 		t.Fatalf("a refused registration claimed %v", s)
 	}
 }
+
+// A free registration of seats books them at once; the hold token no
+// longer holds them and nobody can hold them again.
+func TestFreeSeatRegistrationBooksItsSeats(t *testing.T) {
+	b := setup(t)
+	b.caps(t, evSeated, "ev", "20")
+	tok := b.hold(t, "C-3")
+	q := seatQuote("C-3")
+	q.Total, q.Subtotal, q.Lines[0].UnitPrice, q.Lines[0].Amount = 0, 0, 0, 0
+	reg, err := b.regs.Register(b.ctx, Request{EventID: evSeated, TenantID: tenant, Quote: q, HoldToken: tok, Buyer: Buyer{Email: "a@x.test"}})
+	if err != nil || reg.Status != StatusConfirmed {
+		t.Fatalf("register: %+v %v", reg, err)
+	}
+	booked, _ := b.rc.Do(b.ctx, b.rc.B().Hget().Key(b.sp.Booked(evSeated)).Field("C-3").Build()).ToString()
+	if booked != reg.ID || b.get(t, b.sp.Seat(evSeated, "C-3")) != "" {
+		t.Fatalf("seat C-3 booked by %q, seat key %q", booked, b.get(t, b.sp.Seat(evSeated, "C-3")))
+	}
+	tok2 := seats.NewToken()
+	if _, err := b.seats.CreateToken(b.ctx, evSeated, tok2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.seats.Hold(b.ctx, b.seated, tok2, []string{"C-3"}); codeOf(err) != "SEAT_CONFLICT" {
+		t.Fatalf("hold of a seat a free registration booked: %v", err)
+	}
+}
+
+// Sessions attach only to a registration awaiting payment of the storefront;
+// reads never show a partner order as a registration.
+func TestAttachSessionAndGetRefuseOthers(t *testing.T) {
+	b := setup(t)
+	b.caps(t, evGA, "t:tk", "10", "ev", "10")
+	free, err := b.regs.Register(b.ctx, gaReq(1, 0, "a@x.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ae *apierr.Error
+	if err := b.regs.AttachSession(b.ctx, free.ID, "card", "cs_1"); !errors.As(err, &ae) || ae.Status != 409 || ae.Reason != "paid" {
+		t.Fatalf("session for a paid registration: %v", err)
+	}
+	if err := b.regs.AttachSession(b.ctx, b.orders.NewID(evGA, Owner(tenant)), "card", "cs_1"); codeOf(err) != "NOT_FOUND" {
+		t.Fatalf("session for an unknown registration: %v", err)
+	}
+	r, err := b.orders.Reserve(b.ctx, partnerReq(1, "p@x.test", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.regs.AttachSession(b.ctx, r.OrderID, "card", "cs_1"); codeOf(err) != "NOT_FOUND" {
+		t.Fatalf("session for a partner order: %v", err)
+	}
+	if _, found, err := b.regs.Get(b.ctx, r.OrderID); err != nil || found {
+		t.Fatalf("a partner order read as a registration: %v %v", found, err)
+	}
+	if _, err := pay(b, r.OrderID, "cs_1", 1000); codeOf(err) != "NOT_FOUND" {
+		t.Fatalf("a payment of a partner order: %v", err)
+	}
+	held, err := b.regs.Register(b.ctx, gaReq(1, 1000, "b@x.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range MaxSessions {
+		if err := b.regs.AttachSession(b.ctx, held.ID, "card", "cs_"+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.regs.AttachSession(b.ctx, held.ID, "card", "cs_0"); err != nil {
+		t.Fatalf("the same session again: %v", err)
+	}
+	if err := b.regs.AttachSession(b.ctx, held.ID, "wallet", "w_1"); !errors.As(err, &ae) || ae.Reason != "too_many_sessions" {
+		t.Fatalf("one session too many: %v", err)
+	}
+	got, _, _ := b.regs.Get(b.ctx, held.ID)
+	if got.Processor != "card" || got.SessionID != "cs_"+strconv.Itoa(MaxSessions-1) {
+		t.Fatalf("latest session %s %s", got.Processor, got.SessionID)
+	}
+}
