@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -16,6 +17,9 @@ import (
 // sweepBatch is the most expired members one sweep takes per partition; the
 // rest wait for the next sweep.
 const sweepBatch = 500
+
+// sweepWorkers bounds the registrations one sweep handles at once.
+const sweepWorkers = 16
 
 // Expire gives back what a registration awaiting payment claimed, once its
 // window has passed (Redis time). expired is false when there was nothing
@@ -89,33 +93,46 @@ func (s *Service) Sweep(ctx context.Context, expirer Expirer) (int, error) {
 			Withscores().Limit(0, sweepBatch).Build()
 	}
 	res := s.Redis.DoMulti(ctx, cmds...)
-	total := 0
-	var firstErr error
+	// The members of a partition run side by side (a processor's expire is
+	// a network call), at most sweepWorkers at once.
+	var (
+		mu       sync.Mutex
+		total    int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, sweepWorkers)
 	for p, r := range res {
 		members, err := r.AsZScores()
 		if err != nil {
+			wg.Wait()
 			return total, fmt.Errorf("sweep: read %s: %w", zsets[p], err)
 		}
 		n := 0
 		for _, m := range members {
-			expired, err := s.sweepOne(ctx, expirer, zsets[p], m.Member, int64(m.Score), nowMs)
-			if err != nil {
-				if ctx.Err() != nil {
-					return total + n, ctx.Err()
-				}
-				if firstErr == nil {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				expired, err := s.sweepOne(ctx, expirer, zsets[p], m.Member, int64(m.Score), nowMs)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && firstErr == nil {
 					firstErr = err
 				}
-				continue
-			}
-			if expired {
-				n++
-			}
+				if expired {
+					n++
+				}
+			}()
 		}
+		wg.Wait()
 		if n > 0 {
 			s.logger().Info("registrations: checkout holds expired; their inventory is back on sale", "partition", p, "count", n)
 		}
 		total += n
+		if ctx.Err() != nil {
+			return total, ctx.Err()
+		}
 	}
 	return total, firstErr
 }
