@@ -18,6 +18,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/pricing"
+	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
@@ -724,5 +725,34 @@ func TestAttachSessionAndGetRefuseOthers(t *testing.T) {
 	got, _, _ := b.regs.Get(b.ctx, held.ID)
 	if got.Processor != "card" || got.SessionID != "cs_"+strconv.Itoa(MaxSessions-1) {
 		t.Fatalf("latest session %s %s", got.Processor, got.SessionID)
+	}
+}
+
+// While the partition's marker is missing (Redis lost its state, or a
+// rebuild runs) nothing registers and nothing is paid; a payment is to be
+// retried (503), not refunded.
+func TestRegisterAndPayRefuseWhileTheMarkerIsMissing(t *testing.T) {
+	b := setup(t)
+	b.caps(t, evGA, "t:tk", "10", "ev", "10")
+	held, err := b.regs.Register(b.ctx, gaReq(1, 1000, "a@x.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.rc.Do(b.ctx, b.rc.B().Del().Key(b.sp.Live(keys.Partition(evGA))).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for _, total := range []money.Cents{0, 1000} {
+		if _, err := b.regs.Register(b.ctx, gaReq(1, total, "b@x.test")); !errors.Is(err, redisstate.ErrSalesStopped) {
+			t.Fatalf("register (unit %d) without the marker: %v", total, err)
+		}
+	}
+	if _, err := pay(b, held.ID, "cs_1", 1000); !errors.Is(err, redisstate.ErrSalesStopped) {
+		t.Fatalf("pay without the marker: %v", err)
+	}
+	if s := b.sold(t, evGA); s["ev"] != 1 {
+		t.Fatalf("sold %v", s)
+	}
+	if n := b.streamLen(t, evGA); n != 0 {
+		t.Fatalf("paid stream holds %d", n)
 	}
 }
