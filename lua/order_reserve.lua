@@ -42,6 +42,7 @@
 --   {8, limit, remaining}            the buyer would pass the event's
 --                                    maxTicketsPerBuyer (checked here, counted
 --                                    at confirm; the order keeps bk, adm, lim)
+--@include capacity
 if redis.call('EXISTS', KEYS[8]) == 0 then
   return {7}
 end
@@ -68,16 +69,10 @@ end
 local rest = i
 
 -- checks: capacity
-if nclaims > 0 then
-  local caps = redis.call('HMGET', KEYS[2], unpack(fields))
-  local sold = redis.call('HMGET', KEYS[3], unpack(fields))
-  for c = 1, nclaims do
-    if caps[c] then
-      local left = tonumber(caps[c]) - (tonumber(sold[c]) or 0)
-      if qtys[c] > left then
-        return {2, fields[c], left}
-      end
-    end
+do
+  local c, left = capacity_short(KEYS[2], KEYS[3], fields, qtys)
+  if c then
+    return {2, fields[c], left}
   end
 end
 

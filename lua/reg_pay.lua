@@ -42,6 +42,7 @@
 --                                        the registration is in refund already
 --   {3, seats, discount code}            declared keys are not the registration's
 --   {4}                                  the partition's marker is missing
+--@include capacity
 local gen = redis.call('GET', KEYS[8])
 if not gen then
   return {4}
@@ -91,16 +92,8 @@ local reason = nil
 if ARGV[4] ~= 'USD' or tonumber(ARGV[3]) ~= tonumber(o[2]) then
   reason = 'amount_mismatch'
 end
-if not reason and not counted and n > 0 then
-  local caps = redis.call('HMGET', KEYS[2], unpack(fields))
-  local sold = redis.call('HMGET', KEYS[3], unpack(fields))
-  for c = 1, n do
-    -- capacity left (one definition; to be unified with lua/lib)
-    if caps[c] and qtys[c] > tonumber(caps[c]) - (tonumber(sold[c]) or 0) then
-      reason = 'sold_out'
-      break
-    end
-  end
+if not reason and not counted and capacity_short(KEYS[2], KEYS[3], fields, qtys) then
+  reason = 'sold_out'
 end
 if not reason then
   for s = 1, #seats do

@@ -47,6 +47,7 @@
 --   {7}                      the partition's marker is missing
 --   {8, limit, remaining}    the buyer would pass maxTicketsPerBuyer
 --   {9, paidAtMs}            free: paid at once
+--@include capacity
 local gen = redis.call('GET', KEYS[8])
 if not gen then
   return {7}
@@ -76,18 +77,11 @@ local rest = i
 
 -- checks: capacity, the seats of the token and the discount uses are
 -- order_reserve.lua's checks, with its reply codes (orders.RefusalError
--- maps both); to share through lua/lib once it exists
-if nclaims > 0 then
-  local caps = redis.call('HMGET', KEYS[2], unpack(fields))
-  local sold = redis.call('HMGET', KEYS[3], unpack(fields))
-  for c = 1, nclaims do
-    if caps[c] then
-      -- capacity left (one definition; to be unified with lua/lib)
-      local left = tonumber(caps[c]) - (tonumber(sold[c]) or 0)
-      if qtys[c] > left then
-        return {2, fields[c], left}
-      end
-    end
+-- maps both)
+do
+  local c, left = capacity_short(KEYS[2], KEYS[3], fields, qtys)
+  if c then
+    return {2, fields[c], left}
   end
 end
 

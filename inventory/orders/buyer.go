@@ -3,7 +3,6 @@ package orders
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"strconv"
 	"strings"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
@@ -25,8 +24,6 @@ func BuyerLimitError(limit, remaining int64) *apierr.Error {
 	if remaining < 0 {
 		remaining = 0
 	}
-	return &apierr.Error{Status: 409, Code: "BUYER_LIMIT_REACHED",
-		Message: "this buyer may have at most " + strconv.FormatInt(limit, 10) + " tickets for this event; " +
-			strconv.FormatInt(remaining, 10) + " remain",
-		Data: map[string]any{"limit": limit, "remaining": remaining}}
+	return apierr.Of("BUYER_LIMIT_REACHED", "this buyer may have at most %d tickets for this event; %d remain", limit, remaining).
+		WithData(map[string]any{"limit": limit, "remaining": remaining})
 }

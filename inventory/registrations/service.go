@@ -99,7 +99,7 @@ var (
 
 // Errors callers branch on.
 var (
-	ErrNotFound = apierr.New(404, "NOT_FOUND", "no such registration")
+	ErrNotFound = apierr.Of("NOT_FOUND", "no such registration")
 )
 
 // NotPayable is the 409 of a checkout session asked for a registration that
@@ -115,7 +115,7 @@ func NotPayable(reason string) *apierr.Error {
 	if msg == "" {
 		msg = "the registration cannot be paid"
 	}
-	return &apierr.Error{Status: 409, Code: "REGISTRATION_NOT_PAYABLE", Reason: reason, Message: msg}
+	return apierr.Of("REGISTRATION_NOT_PAYABLE", "%s", msg).WithReason(reason)
 }
 
 // Register creates a registration: a free one is confirmed at once (paid
@@ -128,7 +128,7 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	}
 	q := req.Quote
 	if len(q.SeatLabels) > 0 && !seats.ValidToken(req.HoldToken) {
-		return Registration{}, apierr.BadRequest("INVALID_HOLD_TOKEN", "seatLabels need the seatHoldToken that holds them")
+		return Registration{}, apierr.Of("INVALID_HOLD_TOKEN", "seatLabels need the seatHoldToken that holds them")
 	}
 	id := s.Orders.NewID(ev, Owner(req.TenantID))
 	rec, tix := s.record(req, id)
