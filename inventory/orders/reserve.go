@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base32"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -293,33 +292,20 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 		ks = append(ks, s.Space.Seat(ev, l))
 	}
 
-	fields := make([]string, 0, len(req.Claims))
-	for f := range req.Claims {
-		fields = append(fields, f)
-	}
-	sort.Strings(fields)
-	var claims strings.Builder
 	buyer := ""
 	if req.MaxPerBuyer > 0 {
 		buyer = BuyerKey(req.Record.BuyerEmail)
 	}
-	args = make([]string, 0, 11+2*len(fields)+len(req.SeatLabels)+16) // fixed, claims, seats, hash fields
+	args = make([]string, 0, 11+2*len(req.Claims)+len(req.SeatLabels)+16) // fixed, claims, seats, hash fields
 	args = append(args, orderID, ms(s.orderTTL()), ms(s.retention()),
 		req.HoldToken, req.DiscountCode, strconv.FormatInt(req.DiscountMaxUses, 10),
-		strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer, strconv.FormatInt(req.Claims["ev"], 10),
-		strconv.Itoa(len(fields)))
-	for _, f := range fields {
-		q := strconv.FormatInt(req.Claims[f], 10)
-		args = append(args, f, q)
-		claims.WriteString(f + " " + q + " ")
-	}
-	args = append(args, strconv.Itoa(len(req.SeatLabels)))
-	args = append(args, req.SeatLabels...)
+		strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer, strconv.FormatInt(req.Claims["ev"], 10))
+	args, claims := ClaimArgs(args, req.Claims, req.SeatLabels)
 	args = append(args,
 		"total", strconv.FormatInt(int64(req.Total), 10),
 		"ch", req.ChannelID,
 		"by", req.Caller,
-		"claims", claims.String(),
+		"claims", claims,
 		"seats", strings.Join(req.SeatLabels, " "),
 		"dc", req.DiscountCode,
 		"tix", string(tixJSON),

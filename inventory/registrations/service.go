@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/checkout"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
@@ -153,13 +154,6 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	for _, l := range q.SeatLabels {
 		ks = append(ks, s.Space.Seat(ev, l))
 	}
-	fields := make([]string, 0, len(q.Claims))
-	for f, n := range q.Claims {
-		if n > 0 {
-			fields = append(fields, f)
-		}
-	}
-	sort.Strings(fields)
 	buyer := ""
 	if req.MaxPerBuyer > 0 {
 		buyer = orders.BuyerKey(req.Buyer.Email)
@@ -168,24 +162,17 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	if q.Total == 0 {
 		free = "1"
 	}
-	var claims strings.Builder
-	args := make([]string, 0, 13+2*len(fields)+len(q.SeatLabels)+16)
+	args := make([]string, 0, 13+2*len(q.Claims)+len(q.SeatLabels)+16)
 	args = append(args, id, ms(s.checkoutTTL()), ms(s.retention()), req.HoldToken, q.DiscountCode,
 		strconv.FormatInt(q.DiscountMaxUses, 10), strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer,
-		strconv.FormatInt(q.Claims["ev"], 10), free, strconv.FormatInt(s.StreamCap, 10), strconv.Itoa(len(fields)))
-	for _, f := range fields {
-		n := strconv.FormatInt(q.Claims[f], 10)
-		args = append(args, f, n)
-		claims.WriteString(f + " " + n + " ")
-	}
-	args = append(args, strconv.Itoa(len(q.SeatLabels)))
-	args = append(args, q.SeatLabels...)
+		strconv.FormatInt(q.Claims["ev"], 10), free, strconv.FormatInt(s.StreamCap, 10))
+	args, claims := orders.ClaimArgs(args, q.Claims, q.SeatLabels)
 	owner := Owner(req.TenantID)
 	args = append(args,
 		"total", strconv.FormatInt(int64(q.Total), 10),
 		"ch", owner,
 		"by", owner,
-		"claims", claims.String(),
+		"claims", claims,
 		"seats", strings.Join(q.SeatLabels, " "),
 		"dc", q.DiscountCode,
 		"tix", string(tixJSON),
@@ -223,21 +210,15 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 // is paid (stored as "rec" without its tickets and ids, as reserve stores
 // a partner order's), and its tickets.
 func (s *Service) record(req Request, id string) (orders.Record, []orders.Ticket) {
-	q := req.Quote
-	tix := make([]orders.Ticket, len(q.Admissions))
-	for i, ad := range q.Admissions {
-		tix[i] = orders.Ticket{TicketID: id + "-" + strconv.Itoa(i+1), Label: ad.Label, Kind: ad.Kind, RefID: ad.RefID}
+	ev := &catalog.CompiledEvent{Event: &catalog.Event{ID: req.EventID, TenantID: req.TenantID}}
+	rec := checkout.NewRecord(ev, req.Quote, checkout.Buyer(req.Buyer),
+		checkout.Origin{Source: Source, ShowingID: req.ShowingID})
+	rec.Caller, rec.CreatedAtMs = Owner(req.TenantID), time.Now().UnixMilli()
+	tix := rec.Tickets
+	for i := range tix {
+		tix[i].TicketID = id + "-" + strconv.Itoa(i+1)
 	}
-	rec := orders.Record{
-		TenantID: req.TenantID, Source: Source, Caller: Owner(req.TenantID),
-		BuyerName: req.Buyer.Name, BuyerEmail: req.Buyer.Email, BuyerPhone: req.Buyer.Phone,
-		ShowingID: req.ShowingID, DiscountCode: q.DiscountCode, Currency: "USD",
-		Subtotal: q.Subtotal, Discount: q.Discount, Extras: q.ExtrasTotal, Fee: q.Fee, VAT: q.VAT,
-		Total: q.Total, Lines: q.Lines, CreatedAtMs: time.Now().UnixMilli(),
-	}
-	if q.RefundProtection != nil {
-		rec.RefundProtection = q.RefundProtection.Amount
-	}
+	rec.Tickets, rec.EventID = nil, ""
 	return rec, tix
 }
 
