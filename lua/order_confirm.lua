@@ -53,6 +53,7 @@
 --   {5}                               the partition's marker is missing: Redis
 --                                     lost its state or is being rebuilt
 --@include capacity
+--@include cart
 if redis.call('EXISTS', KEYS[8]) == 0 then
   return {5}
 end
@@ -77,16 +78,7 @@ end
 
 local oid = ARGV[1]
 local holder = 'o:' .. oid
-local seats = {}
-for label in string.gmatch(o[6] or '', '%S+') do
-  seats[#seats + 1] = label
-end
--- claims are "field qty field qty ..." as reserve wrote them
-local fields, qtys = {}, {}
-for f, q in string.gmatch(o[5] or '', '(%S+)%s+(%S+)') do
-  fields[#fields + 1] = f
-  qtys[#qtys + 1] = tonumber(q)
-end
+local fields, qtys, seats = cart_of(o[5], o[6])
 local n = #fields
 local code = o[7] or ''
 

@@ -43,6 +43,7 @@
 --                                    maxTicketsPerBuyer (checked here, counted
 --                                    at confirm; the order keeps bk, adm, lim)
 --@include capacity
+--@include cart
 if redis.call('EXISTS', KEYS[8]) == 0 then
   return {7}
 end
@@ -51,78 +52,26 @@ if redis.call('EXISTS', order) == 1 then
   return {1, tonumber(redis.call('HGET', order, 'total')) or 0}
 end
 
-local nclaims = tonumber(ARGV[10])
-local i = 11
-local fields, qtys = {}, {}
-for c = 1, nclaims do
-  fields[c] = ARGV[i]
-  qtys[c] = tonumber(ARGV[i + 1])
-  i = i + 2
-end
-local nseats = tonumber(ARGV[i])
-i = i + 1
-local labels = {}
-for s = 1, nseats do
-  labels[s] = ARGV[i]
-  i = i + 1
-end
-local rest = i
-
--- checks: capacity
-do
-  local c, left = capacity_short(KEYS[2], KEYS[3], fields, qtys)
-  if c then
-    return {2, fields[c], left}
-  end
-end
-
--- checks: seats held by this token
-local token = ARGV[4]
-local holder = 'h:' .. token
-if nseats > 0 then
-  if redis.call('EXISTS', KEYS[5]) == 0 then
-    return {3}
-  end
-  local conflicts, notheld = {}, {}
-  for s = 1, nseats do
-    local v = redis.call('GET', KEYS[9 + s])
-    if redis.call('HEXISTS', KEYS[4], labels[s]) == 1 or (v and v ~= holder) then
-      conflicts[#conflicts + 1] = labels[s]
-    elseif not v then
-      notheld[#notheld + 1] = labels[s]
-    end
-  end
-  if #conflicts > 0 then
-    return {4, conflicts}
-  end
-  if #notheld > 0 then
-    return {5, notheld}
-  end
-end
+local fields, qtys, labels, rest = cart_args(10)
+local nseats = #labels
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
 local exp = now + ttl
 
--- checks: discount uses (paid uses + uses held by live pending orders)
+-- checks: capacity, seats held by this token, discount uses and the
+-- buyer's admissions (paid partner orders and storefront registrations; a
+-- pending order counts nothing until it is confirmed)
 local code, maxuses = ARGV[5], tonumber(ARGV[6])
-if code ~= '' and maxuses > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
-  local used = tonumber(redis.call('HGET', KEYS[7], code)) or 0
-  if used + redis.call('ZCARD', KEYS[6]) >= maxuses then
-    return {6}
-  end
-end
-
--- checks: the buyer's admissions (paid partner orders and storefront
--- registrations); a pending order counts nothing until it is confirmed
 local limit, adm = tonumber(ARGV[7]), tonumber(ARGV[9])
-if limit > 0 then
-  local have = tonumber(redis.call('HGET', KEYS[9], ARGV[8])) or 0
-  if have + adm > limit then
-    return {8, limit, limit - have}
-  end
+local refusal = cart_refusal(
+  {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seat = 9,
+   dcholds = KEYS[6], dcused = KEYS[7], buyers = KEYS[9]},
+  {fields = fields, qtys = qtys, labels = labels, holder = 'h:' .. ARGV[4], code = code,
+   maxuses = maxuses, limit = limit, buyer = ARGV[8], adm = adm}, now)
+if refusal then
+  return refusal
 end
 
 -- writes
@@ -132,12 +81,7 @@ for s = 1, nseats do
   redis.call('HDEL', KEYS[5], 's:' .. labels[s])
 end
 if code ~= '' and maxuses > 0 then
-  redis.call('ZADD', KEYS[6], exp, oid)
-  -- The holds expire with the last of their orders, so a code nobody
-  -- reserves again leaves nothing behind.
-  if redis.call('PTTL', KEYS[6]) < ttl then
-    redis.call('PEXPIRE', KEYS[6], ttl)
-  end
+  cart_hold_discount(KEYS[6], oid, exp, ttl)
 end
 local kv = {'st', 'pending', 'exp', exp}
 if limit > 0 then

@@ -43,6 +43,7 @@
 --   {3, seats, discount code}            declared keys are not the registration's
 --   {4}                                  the partition's marker is missing
 --@include capacity
+--@include cart
 local gen = redis.call('GET', KEYS[8])
 if not gen then
   return {4}
@@ -69,15 +70,7 @@ end
 
 local id = ARGV[1]
 local holder = 'o:' .. id
-local seats = {}
-for label in string.gmatch(o[6] or '', '%S+') do
-  seats[#seats + 1] = label
-end
-local fields, qtys = {}, {}
-for f, q in string.gmatch(o[5] or '', '(%S+)%s+(%S+)') do
-  fields[#fields + 1] = f
-  qtys[#qtys + 1] = tonumber(q)
-end
+local fields, qtys, seats = cart_of(o[5], o[6])
 local n = #fields
 local code = o[7] or ''
 local bk, adm = o[11], tonumber(o[12]) or 0

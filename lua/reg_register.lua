@@ -48,6 +48,7 @@
 --   {8, limit, remaining}    the buyer would pass maxTicketsPerBuyer
 --   {9, paidAtMs}            free: paid at once
 --@include capacity
+--@include cart
 local gen = redis.call('GET', KEYS[8])
 if not gen then
   return {7}
@@ -58,55 +59,8 @@ if st then
   return {1, st}
 end
 
-local nclaims = tonumber(ARGV[12])
-local i = 13
-local fields, qtys = {}, {}
-for c = 1, nclaims do
-  fields[c] = ARGV[i]
-  qtys[c] = tonumber(ARGV[i + 1])
-  i = i + 2
-end
-local nseats = tonumber(ARGV[i])
-i = i + 1
-local labels = {}
-for s = 1, nseats do
-  labels[s] = ARGV[i]
-  i = i + 1
-end
-local rest = i
-
--- checks: capacity, the seats of the token and the discount uses are
--- order_reserve.lua's checks, with its reply codes (orders.RefusalError
--- maps both)
-do
-  local c, left = capacity_short(KEYS[2], KEYS[3], fields, qtys)
-  if c then
-    return {2, fields[c], left}
-  end
-end
-
--- checks: seats held by this token
-local holder = 'h:' .. ARGV[4]
-if nseats > 0 then
-  if redis.call('EXISTS', KEYS[5]) == 0 then
-    return {3}
-  end
-  local conflicts, notheld = {}, {}
-  for s = 1, nseats do
-    local v = redis.call('GET', KEYS[11 + s])
-    if redis.call('HEXISTS', KEYS[4], labels[s]) == 1 or (v and v ~= holder) then
-      conflicts[#conflicts + 1] = labels[s]
-    elseif not v then
-      notheld[#notheld + 1] = labels[s]
-    end
-  end
-  if #conflicts > 0 then
-    return {4, conflicts}
-  end
-  if #notheld > 0 then
-    return {5, notheld}
-  end
-end
+local fields, qtys, labels, rest = cart_args(12)
+local nclaims, nseats = #fields, #labels
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -114,24 +68,18 @@ local ttl = tonumber(ARGV[2])
 local exp = now + ttl
 local free = ARGV[10] == '1'
 
--- checks: discount uses (paid uses + uses held by live holds)
+-- checks: order_reserve.lua's (capacity, seats held by the token, discount
+-- uses, the buyer's admissions), with its reply codes
 local code, maxuses = ARGV[5], tonumber(ARGV[6])
 local limited = code ~= '' and maxuses > 0
-if limited then
-  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
-  local used = tonumber(redis.call('HGET', KEYS[7], code)) or 0
-  if used + redis.call('ZCARD', KEYS[6]) >= maxuses then
-    return {6}
-  end
-end
-
--- checks: the buyer's admissions
 local limit, adm = tonumber(ARGV[7]), tonumber(ARGV[9])
-if limit > 0 then
-  local have = tonumber(redis.call('HGET', KEYS[9], ARGV[8])) or 0
-  if have + adm > limit then
-    return {8, limit, limit - have}
-  end
+local refusal = cart_refusal(
+  {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seat = 11,
+   dcholds = KEYS[6], dcused = KEYS[7], buyers = KEYS[9]},
+  {fields = fields, qtys = qtys, labels = labels, holder = 'h:' .. ARGV[4], code = code,
+   maxuses = maxuses, limit = limit, buyer = ARGV[8], adm = adm}, now)
+if refusal then
+  return refusal
 end
 
 -- writes: the claim
@@ -164,10 +112,7 @@ end
 
 if not free then
   if limited then
-    redis.call('ZADD', KEYS[6], exp, id)
-    if redis.call('PTTL', KEYS[6]) < ttl then
-      redis.call('PEXPIRE', KEYS[6], ttl)
-    end
+    cart_hold_discount(KEYS[6], id, exp, ttl)
   end
   kv[#kv + 1] = 'st'
   kv[#kv + 1] = 'held'
