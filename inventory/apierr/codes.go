@@ -81,6 +81,10 @@ var statuses = map[string]int{
 	"AMOUNT_MISMATCH":            409,
 	"CONFIRM_FAILED":             409,
 	"ACCRUAL_FAILED_RETRY":       503,
+	// A checkout session asked for a registration that no longer awaits
+	// payment (inventory/registrations; reason: paid, expired, refund,
+	// too_many_sessions).
+	"REGISTRATION_NOT_PAYABLE": 409,
 
 	// Storefront payment calls (docs/decisions.md, Storefront surface).
 	"CART_MISMATCH":            400,
@@ -91,6 +95,11 @@ var statuses = map[string]int{
 	// Admin.
 	"INVALID_CATALOG": 400,
 	"CATALOG_BUSY":    409,
+
+	// Payment processors' webhooks (docs/payments.md); a bad signature is
+	// INVALID_SIGNATURE above.
+	"WEBHOOK_STALE":       401,
+	"WEBHOOK_IN_PROGRESS": 409,
 }
 
 // ClientAmountMismatch is the storefront's AMOUNT_MISMATCH (interface.md,
