@@ -87,10 +87,9 @@ var statuses = map[string]int{
 	"REGISTRATION_NOT_PAYABLE": 409,
 
 	// Storefront payment calls (docs/decisions.md, Storefront surface).
-	"CART_MISMATCH":            400,
-	"REGISTRATION_NOT_PAYABLE": 409,
-	"PAYMENT_PROCESSOR_ERROR":  502,
-	"PAYMENTS_UNAVAILABLE":     503,
+	"CART_MISMATCH":           400,
+	"PAYMENT_PROCESSOR_ERROR": 502,
+	"PAYMENTS_UNAVAILABLE":    503,
 
 	// Admin.
 	"INVALID_CATALOG": 400,
