@@ -26,13 +26,11 @@ import (
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/handlers/readiness"
 	"github.com/ticketd/ticketd/handlers/server"
-	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redisstate"
-	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/sync/catalogdb"
 	"github.com/ticketd/ticketd/sync/orderdb"
@@ -149,24 +147,21 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if pool != nil {
 		api.Archive = orderdb.Store{Pool: pool}
 	}
-	front := &storefront.API{
-		Catalog:       store.Current,
-		Orders:        ord,
-		Registrations: &registrations.Service{},
-		Seats:         api.Seats,
-		Limiter:       limiter,
-		ClientIP:      resolver,
-		Gate:          mon.Gate,
-		Logger:        log,
+	fr, err := newFront(frontDeps{cfg: cfg, secretsKey: secretsKey, redis: rc, space: space, pool: pool, store: store,
+		orders: ord, seats: api.Seats, limiter: limiter, resolver: resolver, monitor: mon, log: log})
+	if err != nil {
+		return err
 	}
+	fr.run(bgCtx)
 	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
 	go backlog.Run(bgCtx, 2*time.Second)
 	health := readiness.Health(mon, pool, backlog)
 	if cfg.AdminToken == "" {
 		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
 	}
-	root := server.Handler(health, api, front,
-		&admin.API{Token: cfg.AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m)
+	surfaces := append([]server.Surface{api}, fr.surfaces...)
+	surfaces = append(surfaces, &admin.API{Token: cfg.AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m)
+	root := server.Handler(health, surfaces...)
 	srv := server.New(m.Instrument(root), server.AdminToken(cfg.AdminToken), server.Logger(log))
 
 	ln, err := net.Listen("tcp", cfg.Addr)

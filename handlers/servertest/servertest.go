@@ -28,11 +28,11 @@ import (
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/handlers/readiness"
 	"github.com/ticketd/ticketd/handlers/server"
-	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
 	"github.com/ticketd/ticketd/inventory/registrations"
@@ -79,8 +79,11 @@ type Server struct {
 	Rebuilder *rebuild.Rebuilder
 	Worker    *worker.Worker
 	Sessions  *channel.Sessions
-	// Registrations is the storefront's registration service.
+	// Registrations is the storefront's registration service; Card and
+	// Wallet are the built-in test processors (their Pay is what the
+	// hosted page's Pay button does).
 	Registrations *registrations.Service
+	Card, Wallet  *payments.Hosted
 	Client        *fasthttp.Client
 	// Metrics is the server's metric set (also served at /metrics).
 	Metrics *metrics.Metrics
@@ -134,27 +137,23 @@ func Start(t testing.TB, opt Options) *Server {
 		Logger:   log,
 		Archive:  orderdb.Store{Pool: pool},
 	}
-	regs := &registrations.Service{}
-	front := &storefront.API{
-		Catalog:       store.Current,
-		Orders:        ord,
-		Registrations: regs,
-		Seats:         api.Seats,
-		Limiter:       limiter,
-		ClientIP:      resolver,
-		Gate:          mon.Gate,
-		Logger:        log,
-	}
 	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
 	go backlog.Run(monCtx, time.Second)
 	health := readiness.Health(mon, pool, backlog)
-	handler := m.Instrument(server.Handler(health, api, front,
-		&admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m))
-	srv := server.New(handler, server.AdminToken(AdminToken), server.Logger(log))
+	// The listener comes first: the payment processors' pages and
+	// webhooks need the server's URL.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("servertest: listen: %v", err)
 	}
+	url := "http://" + ln.Addr().String()
+	fs := newFrontStack(frontDeps{redis: rc, space: space, pool: pool, catalog: store, orders: ord, seats: api.Seats,
+		limiter: limiter, resolver: resolver, gate: mon.Gate, log: log, appURL: url, opt: opt})
+	// The sweeper gives expired checkout holds back, as on every node.
+	go fs.regs.Run(monCtx, 100*time.Millisecond)
+	handler := m.Instrument(server.Handler(health, api, fs.api, fs.hooks, fs.pay,
+		&admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m))
+	srv := server.New(handler, server.AdminToken(AdminToken), server.Logger(log))
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	w := &worker.Worker{Redis: rc, Space: space, Pool: pool, Logger: log, ClaimIdle: time.Second}
@@ -162,8 +161,9 @@ func Start(t testing.TB, opt Options) *Server {
 		t.Fatalf("servertest: worker groups: %v", err)
 	}
 	return &Server{
-		URL: "http://" + ln.Addr().String(), Redis: rc, Space: space, Pool: pool, DatabaseURL: pgtest.URLOf(t, pool), Catalog: store,
-		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: sessions, Registrations: regs, Handler: handler, Metrics: m,
+		URL: url, Redis: rc, Space: space, Pool: pool, DatabaseURL: pgtest.URLOf(t, pool), Catalog: store,
+		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: sessions, Registrations: fs.regs, Handler: handler, Metrics: m,
+		Card: fs.card, Wallet: fs.wallet,
 		Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second},
 	}
 }

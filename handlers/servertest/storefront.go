@@ -1,8 +1,84 @@
 package servertest
 
 import (
+	"log/slog"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/pages"
+	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/handlers/storefront"
+	"github.com/ticketd/ticketd/handlers/webhooks"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/payments"
+	"github.com/ticketd/ticketd/inventory/registrations"
+	"github.com/ticketd/ticketd/inventory/seats"
+	"github.com/ticketd/ticketd/sync/orderdb"
+	"github.com/ticketd/ticketd/sync/refunddb"
 )
+
+// Secrets of every test server: the built-in processors' webhook secrets
+// and the key tickets are signed under.
+const (
+	CardWebhookSecret   = "test-card-webhook-secret"
+	WalletWebhookSecret = "test-wallet-webhook-secret"
+	SecretsKey          = "test-secrets-key"
+)
+
+// frontDeps are what the storefront side of the stack takes from the rest.
+type frontDeps struct {
+	redis    rueidis.Client
+	space    keys.Space
+	pool     *pgxpool.Pool
+	catalog  *catalogstore.Store
+	orders   *orders.Service
+	seats    *seats.Engine
+	limiter  *ratelimit.Limiter
+	resolver *clientip.Resolver
+	gate     func() *apierr.Error
+	log      *slog.Logger
+	appURL   string
+	opt      Options
+}
+
+// frontStack is the storefront side of a test server: registrations, the
+// built-in processors, their webhooks and pages, and the ticket page.
+type frontStack struct {
+	api          *storefront.API
+	hooks        *webhooks.API
+	pay          *pages.Pay
+	regs         *registrations.Service
+	card, wallet *payments.Hosted
+}
+
+func newFrontStack(d frontDeps) frontStack {
+	hosted := func(secret string) payments.HostedConfig {
+		return payments.HostedConfig{Redis: d.redis, Space: d.space, AppURL: d.appURL, Secret: secret, Logger: d.log}
+	}
+	card, wallet := payments.NewCard(hosted(CardWebhookSecret)), payments.NewWallet(hosted(WalletWebhookSecret))
+	procs := payments.NewSet(card, wallet)
+	regs := &registrations.Service{Redis: d.redis, Space: d.space, Orders: d.orders, CheckoutTTL: d.opt.CheckoutTTL,
+		Archive: orderdb.Store{Pool: d.pool}, Expirer: procs, Logger: d.log}
+	return frontStack{
+		api: &storefront.API{
+			Catalog: d.catalog.Current, Orders: d.orders, Registrations: regs, Seats: d.seats,
+			Card: card, Wallet: wallet, Processors: procs, AppURL: d.appURL,
+			Limiter: d.limiter, ClientIP: d.resolver, Gate: d.gate, Logger: d.log,
+		},
+		hooks: &webhooks.API{Booker: regs, Refunds: refunddb.Store{Pool: d.pool}, Redis: d.redis, Space: d.space,
+			CardSecret: CardWebhookSecret, WalletSecret: WalletWebhookSecret, Logger: d.log},
+		pay:  &pages.Pay{Card: card, Wallet: wallet, Logger: d.log},
+		regs: regs, card: card, wallet: wallet,
+	}
+}
 
 // StorefrontCatalog is the catalog the storefront tests run against: two
 // tenants with publishable keys and domains, and events of every kind a
@@ -58,7 +134,8 @@ const StorefrontCatalog = `{
  "channels": [
   {"id": "ch_front", "name": "Partner beside the shop", "key": "ck_front", "secret": "cs_front_secret", "signingKey": "sk_front",
    "scopes": ["catalog:read", "orders:write", "orders:confirm", "orders:read", "sessions:write"],
-   "ipAllowlist": ["127.0.0.1/32", "::1/128"], "settlement": "partner_remit"}
+   "ipAllowlist": ["127.0.0.1/32", "::1/128"], "settlement": "partner_remit",
+   "rateLimits": {"catalog": 3000, "checkout": 3000, "confirm": 3000}}
  ]}`
 
 // ShopOrigin is an origin on pk_shop's domain list.
@@ -95,4 +172,85 @@ func Expect(t testing.TB, r *Response, status int, code string) {
 	if status >= 400 && (r.Success || r.Message == "") {
 		t.Fatalf("failure without envelope message: %s", r)
 	}
+}
+
+// Registered is a storefront registration as register-guest and the
+// registration read answer it.
+type Registered struct {
+	RegistrationID string `json:"registrationId"`
+	EventID        string `json:"eventId"`
+	Status         string `json:"status"`
+	Payment        struct {
+		PaymentStatus string      `json:"paymentStatus"`
+		Amount        money.Cents `json:"amount"`
+	} `json:"payment"`
+	Amount     money.Cents `json:"amount"`
+	Total      money.Cents `json:"total"`
+	ExpiresAt  string      `json:"expiresAt"`
+	Reason     string      `json:"reason"`
+	TicketsURL string      `json:"ticketsUrl"`
+	Tickets    []struct {
+		TicketID string `json:"ticketId"`
+		Label    string `json:"label"`
+	} `json:"tickets"`
+}
+
+// Guest is a register-guest body for pk_shop's site: a valid buyer and
+// the cart fields given.
+func Guest(event string, cart map[string]any) map[string]any {
+	m := map[string]any{"eventId": event, "name": "Grace Hopper", "email": "grace@example.com"}
+	for k, v := range cart {
+		m[k] = v
+	}
+	return m
+}
+
+// MustRegister registers a guest on pk_shop's site and fails the test
+// unless the registration is made.
+func (s *Server) MustRegister(t testing.TB, body map[string]any) Registered {
+	t.Helper()
+	r := s.Front(t, "POST", "/register-guest", body)
+	if r.Status != 200 {
+		t.Fatalf("servertest: register-guest: %s", r)
+	}
+	var out Registered
+	r.Decode(t, &out)
+	return out
+}
+
+// Registration reads a registration as pk_shop's site does.
+func (s *Server) Registration(t testing.TB, id string) Registered {
+	t.Helper()
+	r := s.Front(t, "GET", "/registration/"+id, nil)
+	if r.Status != 200 {
+		t.Fatalf("servertest: registration %s: %s", id, r)
+	}
+	var out Registered
+	r.Decode(t, &out)
+	return out
+}
+
+// PayOnPage pays a hosted checkout as the buyer does: it opens the page at
+// url and submits its form with the card number; it returns the status of
+// the answer to the form and where it redirects (the success URL when paid).
+func (s *Server) PayOnPage(t testing.TB, url, card string) (status int, location string) {
+	t.Helper()
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(url)
+	if err := s.Client.Do(req, resp); err != nil || resp.StatusCode() != 200 {
+		t.Fatalf("servertest: hosted page %s: %d %v", url, resp.StatusCode(), err)
+	}
+	req.Reset()
+	resp.Reset()
+	req.Header.SetMethod("POST")
+	req.SetRequestURI(url + "/pay")
+	req.Header.SetContentType("application/x-www-form-urlencoded")
+	req.SetBodyString("card=" + card)
+	if err := s.Client.Do(req, resp); err != nil {
+		t.Fatalf("servertest: pay on %s: %v", url, err)
+	}
+	return resp.StatusCode(), string(resp.Header.Peek("Location"))
 }

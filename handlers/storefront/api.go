@@ -44,8 +44,10 @@ type API struct {
 	// to close an earlier checkout session; Card and Wallet are found
 	// without it.
 	Processors map[string]payments.Processor
-	Limiter    *ratelimit.Limiter
-	ClientIP   *clientip.Resolver
+	// AppURL is the public base URL of ticketd's pages (TICKETD_APP_URL).
+	AppURL   string
+	Limiter  *ratelimit.Limiter
+	ClientIP *clientip.Resolver
 	// Gate, when set, says whether sales run: nil, or the 503 to answer
 	// (redisstate.Monitor.Gate). It is checked first, as on the partner
 	// surface.

@@ -80,11 +80,11 @@ func (a *API) payable(r *request, b *payBody) (*catalog.CompiledEvent, registrat
 	switch reg.Status {
 	case registrations.StatusAwaitingPayment:
 	case registrations.StatusConfirmed:
-		return nil, reg, notPayable("paid")
+		return nil, reg, registrations.NotPayable("paid")
 	case registrations.StatusRefundRequired:
-		return nil, reg, notPayable("refund")
+		return nil, reg, registrations.NotPayable("refund")
 	default:
-		return nil, reg, notPayable("expired")
+		return nil, reg, registrations.NotPayable("expired")
 	}
 	if e := checkCart(b, reg); e != nil {
 		return nil, reg, e
@@ -225,7 +225,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, r *request, p payments.Processo
 				return
 			}
 			if paid {
-				httpx.Fail(ctx, notPayable("paid"))
+				httpx.Fail(ctx, registrations.NotPayable("paid"))
 				return
 			}
 		}
@@ -271,16 +271,4 @@ func (a *API) processorFailed(op string, err error) *apierr.Error {
 	}
 	a.logger().Error("storefront: payment processor: "+op, "err", err)
 	return apierr.Of("PAYMENT_PROCESSOR_ERROR", "the payment processor did not answer; retry")
-}
-
-// notPayable is the 409 REGISTRATION_NOT_PAYABLE of a registration that no
-// longer awaits payment; reason is "paid", "expired" or "refund".
-// TODO(s-reg): registrations.NotPayable once it lands.
-func notPayable(reason string) *apierr.Error {
-	msg := map[string]string{
-		"paid":    "the registration is paid already",
-		"expired": "the registration's checkout window has passed; register again",
-		"refund":  "the registration needs a refund and can no longer be paid",
-	}[reason]
-	return apierr.Of("REGISTRATION_NOT_PAYABLE", "%s", msg).WithReason(reason)
 }

@@ -50,10 +50,9 @@ type paymentView struct {
 type ticketLink struct {
 	TicketID string `json:"ticketId"`
 	Label    string `json:"label"`
-	// TODO(s-mail): url, the ticket page, once inventory/tickets lands.
 }
 
-func viewOf(reg registrations.Registration) registrationView {
+func (a *API) viewOf(reg registrations.Registration) registrationView {
 	v := registrationView{RegistrationID: reg.ID, EventID: reg.EventID, Status: reg.Status,
 		Payment: paymentView{PaymentStatus: reg.PaymentStatus, Amount: reg.Paid},
 		Amount:  reg.Total, Total: reg.Total, Currency: "USD", Reason: reg.Reason}
@@ -101,12 +100,11 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 	reg, err := a.Registrations.Register(r.ctx, registrations.Request{
 		EventID: ev.ID, TenantID: ev.TenantID,
 		Buyer: registrations.Buyer{Name: buyer.Name, Email: buyer.Email, Phone: buyer.Phone},
-		Quote: q, ShowingID: b.ShowingID, HoldToken: token, CatalogVersion: r.snap.Version,
-		// TODO(s-reg): MaxPerBuyer from the event's maxTicketsPerBuyer.
+		Quote: q, ShowingID: b.ShowingID, HoldToken: token, MaxPerBuyer: ev.BuyerLimit(), CatalogVersion: r.snap.Version,
 	})
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("register", err))
 		return
 	}
-	httpx.OK(ctx, viewOf(reg))
+	httpx.OK(ctx, a.viewOf(reg))
 }
