@@ -9,7 +9,6 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/views"
 	"github.com/ticketd/ticketd/inventory/apierr"
-	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 )
 
@@ -53,33 +52,6 @@ func listed(ev *catalog.CompiledEvent, channelID string) bool {
 	return false
 }
 
-type eventView struct {
-	ID        string         `json:"id"`
-	Name      string         `json:"name"`
-	StartsAt  string         `json:"startsAt"`
-	Status    string         `json:"status"`
-	OnSaleAt  string         `json:"onSaleAt,omitempty"`
-	Available bool           `json:"available"`
-	Currency  string         `json:"currency"`
-	Seated    bool           `json:"seated"`
-	Tickets   []views.Ticket `json:"tickets"`
-	views.Parts
-	Remaining *int64 `json:"remaining,omitempty"`
-}
-
-// view renders an event for the caller; hidden tickets appear only with
-// their access code. remaining, when not nil, maps capacity fields to what
-// is left.
-func (a *API) view(ev *catalog.CompiledEvent, accessCode string, remaining map[string]int64) eventView {
-	v := eventView{ID: ev.ID, Name: ev.Name, StartsAt: ev.StartsAt, Status: ev.Status, OnSaleAt: ev.OnSaleAt,
-		Currency: "USD", Seated: ev.Seated()}
-	v.Available = ev.Status == catalog.StatusOnSale && ev.SaleStarted(a.now())
-	v.Tickets = views.TicketsOf(ev, accessCode, remaining)
-	v.Parts = views.PartsOf(ev, remaining)
-	v.Remaining = views.Left(remaining, capacity.Event)
-	return v
-}
-
 const maxPage = 100
 
 // listEvents is GET /v1/channel/events: the channel's catalog, paged by
@@ -103,7 +75,7 @@ func (a *API) listEvents(ctx *fasthttp.RequestCtx, c *caller) {
 	cursor := string(args.Peek("cursor"))
 	all := c.snap.ChannelEvents[c.Channel.ID]
 	start := sort.Search(len(all), func(i int) bool { return all[i].ID > cursor })
-	out := make([]eventView, 0, limit)
+	out := make([]views.Event, 0, limit)
 	next := ""
 	for i := start; i < len(all); i++ {
 		ev := all[i]
@@ -114,7 +86,7 @@ func (a *API) listEvents(ctx *fasthttp.RequestCtx, c *caller) {
 			next = out[len(out)-1].ID
 			break
 		}
-		out = append(out, a.view(ev, "", nil))
+		out = append(out, views.EventOf(ev, "", nil, a.now()))
 	}
 	data := map[string]any{"events": out}
 	if next != "" {
@@ -139,5 +111,5 @@ func (a *API) eventDetail(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Error(ctx, err)
 		return
 	}
-	httpx.OK(ctx, a.view(ev, string(ctx.QueryArgs().Peek("accessCode")), remaining))
+	httpx.OK(ctx, views.EventOf(ev, string(ctx.QueryArgs().Peek("accessCode")), remaining, a.now()))
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/views"
 	"github.com/ticketd/ticketd/inventory/apierr"
-	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 )
 
@@ -54,34 +53,6 @@ func (a *API) saleable(r *request, ref string) (*catalog.CompiledEvent, *apierr.
 
 func (a *API) onSale(ev *catalog.CompiledEvent) bool { return ev.SaleStarted(time.Now()) }
 
-// eventView is the storefront event (interface.md leaves its fields open):
-// what a host's page renders, tickets first among them.
-type eventView struct {
-	ID        string         `json:"id"`
-	ShortID   string         `json:"shortId"`
-	Slug      string         `json:"slug"`
-	Name      string         `json:"name"`
-	StartsAt  string         `json:"startsAt"`
-	OnSaleAt  string         `json:"onSaleAt,omitempty"`
-	Available bool           `json:"available"`
-	Currency  string         `json:"currency"`
-	Seated    bool           `json:"seated"`
-	Tickets   []views.Ticket `json:"tickets"`
-	views.Parts
-	// Remaining is what the event cap leaves, when it has one.
-	Remaining *int64 `json:"remaining,omitempty"`
-}
-
-// view renders ev with what remains (capacity field -> left, as
-// orders.Remaining answers). Hidden tickets are listed only with their
-// access code, as on the partner detail.
-func (a *API) view(ev *catalog.CompiledEvent, accessCode string, remaining map[string]int64) eventView {
-	v := eventView{ID: ev.ID, ShortID: ev.ShortID, Slug: ev.Slug, Name: ev.Name, StartsAt: ev.StartsAt,
-		OnSaleAt: ev.OnSaleAt, Available: a.onSale(ev), Currency: "USD", Seated: ev.Seated(),
-		Tickets: views.TicketsOf(ev, accessCode, remaining), Parts: views.PartsOf(ev, remaining), Remaining: views.Left(remaining, capacity.Event)}
-	return v
-}
-
 // eventDetail is GET /v1/storefront/events/:eventId.
 func (a *API) eventDetail(ctx *fasthttp.RequestCtx, r *request) {
 	ref, _ := ctx.UserValue("eventId").(string)
@@ -95,5 +66,5 @@ func (a *API) eventDetail(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Error(ctx, err)
 		return
 	}
-	httpx.OK(ctx, a.view(ev, string(ctx.QueryArgs().Peek("accessCode")), remaining))
+	httpx.OK(ctx, views.EventOf(ev, string(ctx.QueryArgs().Peek("accessCode")), remaining, time.Now()))
 }

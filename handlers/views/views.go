@@ -4,6 +4,8 @@
 package views
 
 import (
+	"time"
+
 	json "github.com/goccy/go-json"
 
 	"github.com/ticketd/ticketd/inventory/capacity"
@@ -12,9 +14,39 @@ import (
 	"github.com/ticketd/ticketd/inventory/pricing"
 )
 
+// Event is an event's detail as a buyer's surface shows it: the partner
+// detail and the storefront event.
+type Event struct {
+	ID        string   `json:"id"`
+	ShortID   string   `json:"shortId"`
+	Slug      string   `json:"slug"`
+	Name      string   `json:"name"`
+	StartsAt  string   `json:"startsAt"`
+	Status    string   `json:"status"`
+	OnSaleAt  string   `json:"onSaleAt,omitempty"`
+	Available bool     `json:"available"`
+	Currency  string   `json:"currency"`
+	Seated    bool     `json:"seated"`
+	Tickets   []Ticket `json:"tickets"`
+	Parts
+	// Remaining is what the event cap leaves, when it has one and
+	// remaining was read.
+	Remaining *int64 `json:"remaining,omitempty"`
+}
+
+// EventOf renders ev for a buyer holding accessCode ("" for none), with
+// what remains of each capacity (orders.Remaining's map; nil says nothing
+// about it). It is available when on sale and its onSaleAt has come by now.
+func EventOf(ev *catalog.CompiledEvent, accessCode string, remaining map[string]int64, now time.Time) Event {
+	return Event{ID: ev.ID, ShortID: ev.ShortID, Slug: ev.Slug, Name: ev.Name, StartsAt: ev.StartsAt,
+		Status: ev.Status, OnSaleAt: ev.OnSaleAt, Currency: "USD", Seated: ev.Seated(),
+		Available: ev.Status == catalog.StatusOnSale && ev.SaleStarted(now),
+		Tickets:   TicketsOf(ev, accessCode, remaining), Parts: PartsOf(ev, remaining),
+		Remaining: Left(remaining, capacity.Event)}
+}
+
 // Parts are the parts of an event's detail beyond its own fields and its
-// tickets (whose rendering differs per surface). A surface's event view
-// embeds them.
+// tickets.
 type Parts struct {
 	Showings         []Showing    `json:"showings,omitempty"`
 	Extras           []Extra      `json:"extras,omitempty"`
