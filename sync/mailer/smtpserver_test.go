@@ -1,0 +1,118 @@
+package mailer_test
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"testing"
+
+	"github.com/emersion/go-sasl"
+	smtp "github.com/emersion/go-smtp"
+)
+
+// received is one message the test SMTP server accepted.
+type received struct {
+	from string
+	to   []string
+	data []byte
+}
+
+// smtpServer is a real SMTP server (go-smtp) on a loopback port that keeps
+// what it accepts. While fail is set it answers DATA with that reply.
+type smtpServer struct {
+	addr string
+	// user and pass, when set, are required (AUTH PLAIN).
+	user, pass string
+
+	mu   sync.Mutex
+	got  []received
+	fail *smtp.SMTPError
+}
+
+func startSMTP(t *testing.T, user, pass string) *smtpServer {
+	t.Helper()
+	s := &smtpServer{user: user, pass: pass}
+	srv := smtp.NewServer(s)
+	srv.Domain = "localhost"
+	srv.AllowInsecureAuth = true
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addr = l.Addr().String()
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return s
+}
+
+func (s *smtpServer) setFail(e *smtp.SMTPError) {
+	s.mu.Lock()
+	s.fail = e
+	s.mu.Unlock()
+}
+
+func (s *smtpServer) messages() []received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]received(nil), s.got...)
+}
+
+func (s *smtpServer) NewSession(*smtp.Conn) (smtp.Session, error) { return &session{srv: s}, nil }
+
+type session struct {
+	srv    *smtpServer
+	authed bool
+	msg    received
+}
+
+func (s *session) AuthMechanisms() []string {
+	if s.srv.user == "" {
+		return nil
+	}
+	return []string{sasl.Plain}
+}
+
+func (s *session) Auth(string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(_, user, pass string) error {
+		if user != s.srv.user || pass != s.srv.pass {
+			return errors.New("invalid credentials")
+		}
+		s.authed = true
+		return nil
+	}), nil
+}
+
+func (s *session) Mail(from string, _ *smtp.MailOptions) error {
+	if s.srv.user != "" && !s.authed {
+		return smtp.ErrAuthRequired
+	}
+	s.msg.from = from
+	return nil
+}
+
+func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if to == "refused@example.com" {
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}
+	}
+	s.msg.to = append(s.msg.to, to)
+	return nil
+}
+
+func (s *session) Data(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	s.srv.mu.Lock()
+	defer s.srv.mu.Unlock()
+	if s.srv.fail != nil {
+		return s.srv.fail
+	}
+	s.msg.data = b
+	s.srv.got = append(s.srv.got, s.msg)
+	return nil
+}
+
+func (s *session) Reset()        { s.msg = received{} }
+func (s *session) Logout() error { return nil }
