@@ -1,6 +1,10 @@
 package tickets
 
-import "github.com/ticketd/ticketd/inventory/orders"
+import (
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/orders"
+)
 
 // Order is a paid order as the buyer's ticket page shows it.
 type Order struct {
@@ -18,4 +22,15 @@ type Order struct {
 func (o Order) Ticket(i int) Ticket {
 	t := o.Tickets[i]
 	return Ticket{ID: t.TicketID, EventID: o.EventID, Admission: t.Label}
+}
+
+// FormatStart writes a catalog start time (RFC 3339) for people, in the
+// offset the catalog gave: "Thursday 1 July 2027, 18:00 UTC". Anything
+// else is returned as it is.
+func FormatStart(rfc3339 string) string {
+	t, err := time.Parse(time.RFC3339, rfc3339)
+	if err != nil {
+		return rfc3339
+	}
+	return t.Format("Monday 2 January 2006, 15:04 MST")
 }

@@ -83,20 +83,11 @@ func amount(c money.Cents, currency string) string {
 	return strings.ToUpper(currency) + " " + c.String()
 }
 
-// when formats a catalog time for people, in the offset it was given in.
-func when(rfc3339 string) string {
-	t, err := time.Parse(time.RFC3339, rfc3339)
-	if err != nil {
-		return rfc3339
-	}
-	return t.Format("Monday 2 January 2006, 15:04 MST")
-}
-
 // buyerTickets renders the buyer's e-mail: one signed QR image per ticket,
 // inline, and the link to the ticket page.
 func (m *Mailer) buyerTickets(o orderdb.PaidOrder) (message, error) {
 	page := tickets.Order{OrderID: o.OrderID, EventID: o.EventID, EventName: o.EventName, Tickets: o.Tickets}
-	d := buyerData{PaidOrder: o, When: when(o.StartsAt), Total: amount(o.Total, o.Currency),
+	d := buyerData{PaidOrder: o, When: tickets.FormatStart(o.StartsAt), Total: amount(o.Total, o.Currency),
 		PageURL: m.Keys.PageURL(m.AppURL, o.OrderID)}
 	var images []inline
 	for i := range o.Tickets {
@@ -116,7 +107,7 @@ func (m *Mailer) buyerTickets(o orderdb.PaidOrder) (message, error) {
 }
 
 func hostNotify(o orderdb.PaidOrder) (message, error) {
-	d := buyerData{PaidOrder: o, When: when(o.StartsAt), Total: amount(o.Total, o.Currency)}
+	d := buyerData{PaidOrder: o, When: tickets.FormatStart(o.StartsAt), Total: amount(o.Total, o.Currency)}
 	for i, t := range o.Tickets {
 		d.Tickets = append(d.Tickets, ticketData{N: i + 1, ID: t.TicketID, Label: t.Label})
 	}
