@@ -103,13 +103,13 @@ func (h *Tickets) logger() *slog.Logger {
 }
 
 type ticketView struct {
-	N         int
-	ID, Label string
-	Image     string
+	N                      int
+	ID, Label, Image, Code string
 }
 
 type pageView struct {
 	tickets.Order
+	Title   string
 	When    string
 	Count   int
 	Tickets []ticketView
@@ -126,10 +126,10 @@ func (h *Tickets) page(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	v := pageView{Order: o, When: tickets.FormatStart(o.StartsAt), Count: len(o.Tickets)}
+	v := pageView{Order: o, Title: "Your tickets for " + o.EventName, When: tickets.FormatStart(o.StartsAt), Count: len(o.Tickets)}
 	k := url.QueryEscape(h.Keys.PageMAC(o.OrderID))
 	for i, t := range o.Tickets {
-		v.Tickets = append(v.Tickets, ticketView{N: i + 1, ID: t.TicketID, Label: t.Label,
+		v.Tickets = append(v.Tickets, ticketView{N: i + 1, ID: t.TicketID, Label: t.Label, Code: h.Keys.Sign(o.Ticket(i)),
 			Image: "/tickets/" + url.PathEscape(o.OrderID) + "/" + strconv.Itoa(i+1) + ".png?k=" + k})
 	}
 	page(ctx, fasthttp.StatusOK, "tickets", &v)

@@ -79,6 +79,14 @@ func TestTicketPageShowsEachTicketWithItsQR(t *testing.T) {
 		t.Errorf("CSP %q does not allow the page's style, or the page loads external assets", csp)
 	}
 
+	codes := regexp.MustCompile(`<p class="code">(TD1[^<]+)</p>`).FindAllStringSubmatch(body, -1)
+	if len(codes) != 2 {
+		t.Fatalf("%d ticket codes on the page, want 2", len(codes))
+	}
+	if tk, err := tickets.Verify(codes[1][1], keys.VerifyKey("ev_fest")); err != nil || tk.ID != "oshop.ev_fest-002" {
+		t.Fatalf("the second ticket code: %+v, %v", tk, err)
+	}
+
 	imgs := regexp.MustCompile(`<img src="([^"]+)"`).FindAllStringSubmatch(body, -1)
 	if len(imgs) != 2 {
 		t.Fatalf("%d images, want 2", len(imgs))

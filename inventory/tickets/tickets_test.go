@@ -119,3 +119,23 @@ func TestPNGDecodesToTheSignedText(t *testing.T) {
 }
 
 func b64url(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+// The vector of docs/tickets.md: scanners and other implementations are
+// written against it, so the format and the key derivation must not drift.
+func TestDocumentedVector(t *testing.T) {
+	t.Parallel()
+	k := tickets.NewKeys("example")
+	const pub = "XqvkwLZRYZnfiuH_EFGj68UuHENr-SBAOS6oAp2QDns"
+	const text = "TD1.bzNrMmoxLmV2X3N1bW1lci0wMDE.ZXZfc3VtbWVy.R2VuZXJhbCBBZG1pc3Npb24." +
+		"lMTsdSA-iZsSdbxz6_Wh5RJSRsNOje6iuM9Vd-6E-RoybgabuBgplVmhA14I92P-YgyJdpK5pUj60-Hqlk2bDA"
+	tk := tickets.Ticket{ID: "o3k2j1.ev_summer-001", EventID: "ev_summer", Admission: "General Admission"}
+	if got := k.PublicKey("ev_summer"); got != pub {
+		t.Errorf("public key %s, documented %s", got, pub)
+	}
+	if got := k.Sign(tk); got != text {
+		t.Errorf("QR text %s, documented %s", got, text)
+	}
+	if got := k.PageMAC("o3k2j1.ev_summer"); got != "chOnqCfKLu83qUS0HA9-lA" {
+		t.Errorf("page MAC %s, documented chOnqCfKLu83qUS0HA9-lA", got)
+	}
+}

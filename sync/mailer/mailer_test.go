@@ -190,17 +190,13 @@ func byRecipient(got []received) map[string][]received {
 func TestBuyerAndHostMailArriveOnceWithVerifiableTickets(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	srv := startSMTP(t, "", "")
+	srv, smtpSender := startSender(t, "", "")
 	rec := order("storefront", 2)
 	b.pay(t, rec)
 	b.pay(t, rec) // the paid entry written again (a redelivered webhook, a retried round)
 	// The row offered again: its writer's insert does nothing.
 	if _, err := b.pool.Exec(context.Background(), `INSERT INTO outbox (order_id, kind, recipient, payload)
 		VALUES ($1, 'buyer_tickets', 'ada@example.com', '{}') ON CONFLICT (order_id, kind) DO NOTHING`, rec.OrderID); err != nil {
-		t.Fatal(err)
-	}
-	smtpSender, err := mailer.NewSMTP("smtp://" + srv.addr)
-	if err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -290,11 +286,7 @@ func TestBuyerAndHostMailArriveOnceWithVerifiableTickets(t *testing.T) {
 func TestPartnerOrderMailsTheBuyerOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	srv := startSMTP(t, "mailer", "s3cret")
-	s, err := mailer.NewSMTP("smtp://mailer:s3cret@" + srv.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, s := startSender(t, "mailer", "s3cret")
 	b.pay(t, order("channel", 1))
 	if n := runOnce(t, b.mailer(s, "m")); n != 1 {
 		t.Fatalf("claimed %d rows, want 1", n)
@@ -321,9 +313,8 @@ func (b *bundle) outbox(t *testing.T, kind string) (attempts int, lastError stri
 func TestFailingServerIsRetriedWithBackoff(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	srv := startSMTP(t, "", "")
+	srv, s := startSender(t, "", "")
 	srv.setFail(&smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"})
-	s, _ := mailer.NewSMTP("smtp://" + srv.addr)
 	m := b.mailer(s, "m") // Backoff 1h, doubling
 	b.pay(t, order("channel", 1))
 
@@ -359,8 +350,7 @@ func TestFailingServerIsRetriedWithBackoff(t *testing.T) {
 func TestRefusedRecipientIsGivenUp(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	srv := startSMTP(t, "", "")
-	s, _ := mailer.NewSMTP("smtp://" + srv.addr)
+	_, s := startSender(t, "", "")
 	rec := order("channel", 1)
 	rec.BuyerEmail = "refused@example.com"
 	b.pay(t, rec)
@@ -434,8 +424,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 func TestHostRefundNotice(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	srv := startSMTP(t, "", "")
-	s, _ := mailer.NewSMTP("smtp://" + srv.addr)
+	srv, s := startSender(t, "", "")
 	ctx := context.Background()
 	withTable, withoutRow := orders.NewOrderID("ev_fest"), orders.NewOrderID("ev_fest")
 	if _, err := b.pool.Exec(ctx, `INSERT INTO outbox (order_id, kind, recipient, payload) VALUES
@@ -485,8 +474,7 @@ func TestHostRefundNotice(t *testing.T) {
 func TestLeaseKeepsMailersApartUntilItRunsOut(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	srv := startSMTP(t, "", "")
-	s, _ := mailer.NewSMTP("smtp://" + srv.addr)
+	srv, s := startSender(t, "", "")
 	b.pay(t, order("channel", 1))
 	if _, err := b.pool.Exec(context.Background(), `UPDATE outbox SET locked_by = 'dead', locked_until = now() + interval '1 hour', attempts = 1`); err != nil {
 		t.Fatal(err)

@@ -91,13 +91,14 @@ func (m *Mailer) buyerTickets(o orderdb.PaidOrder) (message, error) {
 		PageURL: m.Keys.PageURL(m.AppURL, o.OrderID)}
 	var images []inline
 	for i := range o.Tickets {
-		png, err := tickets.PNG(m.Keys.Sign(page.Ticket(i)), 0)
+		code := m.Keys.Sign(page.Ticket(i))
+		png, err := tickets.PNG(code, 0)
 		if err != nil {
 			return message{}, err
 		}
 		cid := fmt.Sprintf("ticket-%d.%s@ticketd", i+1, safeName(o.OrderID))
 		images = append(images, inline{cid: cid, name: fmt.Sprintf("ticket-%d.png", i+1), png: png})
-		d.Tickets = append(d.Tickets, ticketData{N: i + 1, ID: o.Tickets[i].TicketID, Label: o.Tickets[i].Label, CID: cid})
+		d.Tickets = append(d.Tickets, ticketData{N: i + 1, ID: o.Tickets[i].TicketID, Label: o.Tickets[i].Label, CID: cid, Code: code})
 	}
 	text, html, err := execute("buyer", d)
 	if err != nil {
@@ -133,6 +134,6 @@ type buyerData struct {
 }
 
 type ticketData struct {
-	N              int
-	ID, Label, CID string
+	N                    int
+	ID, Label, CID, Code string
 }

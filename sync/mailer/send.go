@@ -46,7 +46,7 @@ type SMTP struct {
 func parseSMTPURL(raw string) (*SMTP, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Hostname() == "" {
-		return nil, fmt.Errorf("TICKETD_SMTP_URL: want smtp://[user:pass@]host:port or smtps://...")
+		return nil, errors.New("TICKETD_SMTP_URL: want smtp://[user:pass@]host:port or smtps://[user:pass@]host:port")
 	}
 	s := &SMTP{host: u.Hostname(), implicitTLS: u.Scheme == "smtps"}
 	port := u.Port()

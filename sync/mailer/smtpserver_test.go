@@ -9,6 +9,8 @@ import (
 
 	"github.com/emersion/go-sasl"
 	smtp "github.com/emersion/go-smtp"
+
+	"github.com/ticketd/ticketd/sync/mailer"
 )
 
 // received is one message the test SMTP server accepted.
@@ -44,6 +46,22 @@ func startSMTP(t *testing.T, user, pass string) *smtpServer {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return s
+}
+
+// startSender starts a server and returns it with a sender to it, through
+// TICKETD_SMTP_URL's form (with the credentials when given).
+func startSender(t *testing.T, user, pass string) (*smtpServer, *mailer.SMTP) {
+	t.Helper()
+	srv := startSMTP(t, user, pass)
+	u := "smtp://" + srv.addr
+	if user != "" {
+		u = "smtp://" + user + ":" + pass + "@" + srv.addr
+	}
+	s, err := mailer.NewSMTP(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, s
 }
 
 func (s *smtpServer) setFail(e *smtp.SMTPError) {

@@ -24,6 +24,7 @@ thank you for your order {{.OrderID}}. Here are your tickets for
 {{.EventName}}{{if .When}}, {{.When}}{{end}}.
 
 {{range .Tickets}}  Ticket {{.N}}: {{.Label}} ({{.ID}})
+    code {{.Code}}
 {{end}}
 Total paid: {{.Total}}
 
