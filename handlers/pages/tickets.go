@@ -72,7 +72,7 @@ func (h *Tickets) order(ctx *fasthttp.RequestCtx) (tickets.Order, bool) {
 	id, _ := ctx.UserValue("orderId").(string)
 	mac := string(ctx.QueryArgs().Peek("k"))
 	if id == "" || mac == "" || !h.Keys.CheckPageMAC(id, mac) {
-		notFound(ctx)
+		ticketNotFound(ctx)
 		return tickets.Order{}, false
 	}
 	timeout := h.Timeout
@@ -84,12 +84,12 @@ func (h *Tickets) order(ctx *fasthttp.RequestCtx) (tickets.Order, bool) {
 	o, ok, err := h.Orders.TicketOrder(c, id)
 	if err != nil {
 		h.logger().Error("ticket page: read order", "order", id, "err", err)
-		page(ctx, fasthttp.StatusServiceUnavailable, "notfound", message{Title: "Tickets unavailable",
+		ticketPage(ctx, fasthttp.StatusServiceUnavailable, "notfound", ticketMessage{Title: "Tickets unavailable",
 			Text: "Your tickets cannot be shown right now. Please try again in a minute."})
 		return tickets.Order{}, false
 	}
 	if !ok {
-		notFound(ctx)
+		ticketNotFound(ctx)
 		return tickets.Order{}, false
 	}
 	return o, true
@@ -107,7 +107,7 @@ type ticketView struct {
 	ID, Label, Image, Code string
 }
 
-type pageView struct {
+type ticketsView struct {
 	tickets.Order
 	Title   string
 	When    string
@@ -116,7 +116,7 @@ type pageView struct {
 	CSS     template.CSS
 }
 
-type message struct {
+type ticketMessage struct {
 	Title, Text string
 	CSS         template.CSS
 }
@@ -126,13 +126,13 @@ func (h *Tickets) page(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	v := pageView{Order: o, Title: "Your tickets for " + o.EventName, When: tickets.FormatStart(o.StartsAt), Count: len(o.Tickets)}
+	v := ticketsView{Order: o, Title: "Your tickets for " + o.EventName, When: tickets.FormatStart(o.StartsAt), Count: len(o.Tickets)}
 	k := url.QueryEscape(h.Keys.PageMAC(o.OrderID))
 	for i, t := range o.Tickets {
 		v.Tickets = append(v.Tickets, ticketView{N: i + 1, ID: t.TicketID, Label: t.Label, Code: h.Keys.Sign(o.Ticket(i)),
 			Image: "/tickets/" + url.PathEscape(o.OrderID) + "/" + strconv.Itoa(i+1) + ".png?k=" + k})
 	}
-	page(ctx, fasthttp.StatusOK, "tickets", &v)
+	ticketPage(ctx, fasthttp.StatusOK, "tickets", &v)
 }
 
 func (h *Tickets) image(ctx *fasthttp.RequestCtx) {
@@ -140,7 +140,7 @@ func (h *Tickets) image(ctx *fasthttp.RequestCtx) {
 	num, isPNG := strings.CutSuffix(name, ".png")
 	n, err := strconv.Atoi(num)
 	if !isPNG || err != nil || n < 1 || strconv.Itoa(n) != num {
-		notFound(ctx)
+		ticketNotFound(ctx)
 		return
 	}
 	o, ok := h.order(ctx)
@@ -148,29 +148,29 @@ func (h *Tickets) image(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if n > len(o.Tickets) {
-		notFound(ctx)
+		ticketNotFound(ctx)
 		return
 	}
 	png, err := tickets.PNG(h.Keys.Sign(o.Ticket(n-1)), tickets.DefaultPNGSize)
 	if err != nil {
 		h.logger().Error("ticket page: render QR", "order", o.OrderID, "err", err)
-		notFound(ctx)
+		ticketNotFound(ctx)
 		return
 	}
-	headers(ctx)
+	ticketHeaders(ctx)
 	ctx.SetContentType("image/png")
 	ctx.Response.Header.Set("Cache-Control", "private, max-age=86400")
 	ctx.SetBody(png)
 }
 
-func notFound(ctx *fasthttp.RequestCtx) {
-	page(ctx, fasthttp.StatusNotFound, "notfound", message{Title: "Tickets not found",
+func ticketNotFound(ctx *fasthttp.RequestCtx) {
+	ticketPage(ctx, fasthttp.StatusNotFound, "notfound", ticketMessage{Title: "Tickets not found",
 		Text: "This link does not lead to any tickets. Please open the link from your tickets e-mail exactly as it is."})
 }
 
 // headers keep the page's link (its MAC) out of referrers, caches and
 // search engines, and the page out of frames.
-func headers(ctx *fasthttp.RequestCtx) {
+func ticketHeaders(ctx *fasthttp.RequestCtx) {
 	hd := &ctx.Response.Header
 	hd.Set("Content-Security-Policy", ticketCSP)
 	hd.Set("Referrer-Policy", "no-referrer")
@@ -179,11 +179,11 @@ func headers(ctx *fasthttp.RequestCtx) {
 	hd.Set("Cache-Control", "private, no-store")
 }
 
-func page(ctx *fasthttp.RequestCtx, status int, name string, data any) {
+func ticketPage(ctx *fasthttp.RequestCtx, status int, name string, data any) {
 	switch d := data.(type) {
-	case *pageView:
+	case *ticketsView:
 		d.CSS = template.CSS(ticketCSS)
-	case message:
+	case ticketMessage:
 		d.CSS = template.CSS(ticketCSS)
 		data = d
 	}
@@ -192,7 +192,7 @@ func page(ctx *fasthttp.RequestCtx, status int, name string, data any) {
 		ctx.Error("ticket page unavailable", fasthttp.StatusServiceUnavailable)
 		return
 	}
-	headers(ctx)
+	ticketHeaders(ctx)
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("text/html; charset=utf-8")
 	ctx.SetBodyString(b.String())

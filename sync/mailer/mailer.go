@@ -132,7 +132,15 @@ func (m *Mailer) RunOnce(ctx context.Context) (int, error) {
 		// A send begun is finished and recorded even when ctx ends: the
 		// lease would otherwise send it again.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orDefault(m.Lease, DefaultLease)/2)
-		err := m.send(rctx, r)
+		held, err := m.renew(rctx, r)
+		if err != nil || !held {
+			cancel()
+			if err != nil {
+				return len(rows), err
+			}
+			continue // the batch outlasted the lease and another mailer took the row
+		}
+		err = m.send(rctx, r)
 		if err == nil {
 			err = m.markSent(rctx, r)
 		} else {
@@ -172,6 +180,19 @@ func (m *Mailer) claim(ctx context.Context) ([]row, error) {
 		return nil, fmt.Errorf("mailer: claim: %w", err)
 	}
 	return out, nil
+}
+
+// renew extends the lease of a row about to be sent, reporting whether
+// this mailer still holds it: the rows of a batch are sent one after
+// another, and a slow server may let the last ones' leases run out.
+func (m *Mailer) renew(ctx context.Context, r row) (bool, error) {
+	tag, err := m.Pool.Exec(ctx, `UPDATE outbox SET locked_until = now() + make_interval(secs => $3)
+		WHERE id = $1 AND locked_by = $2 AND locked_until > now() AND sent_at IS NULL`,
+		r.id, m.name(), orDefault(m.Lease, DefaultLease).Seconds())
+	if err != nil {
+		return false, fmt.Errorf("mailer: renew lease of %d: %w", r.id, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 func (m *Mailer) send(ctx context.Context, r row) error {

@@ -489,3 +489,56 @@ func TestLeaseKeepsMailersApartUntilItRunsOut(t *testing.T) {
 		t.Fatalf("claimed %d, sent %d after the lease ran out; want 1, 1", n, len(srv.messages()))
 	}
 }
+
+// A mailer whose lease ran out before it got to a row (a slow batch), and
+// another mailer took the row meanwhile, leaves it to that one.
+func TestRowTakenOverAfterTheLeaseIsNotSentByItsFormerHolder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	srv, s := startSender(t, "", "")
+	b.pay(t, order("channel", 1))
+	slow := b.mailer(s, "slow")
+	slow.Lease = time.Hour
+	hold := &holdingSender{Sender: s, release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	// A second row, so "slow" claims two and is held on the first.
+	b.pay(t, order("channel", 1))
+	slow.Sender = hold
+	done := make(chan error, 1)
+	go func() { _, err := slow.RunOnce(context.Background()); done <- err }()
+	<-hold.entered
+	// Meanwhile both leases run out and "fast" takes what "slow" has not sent.
+	if _, err := b.pool.Exec(context.Background(), `UPDATE outbox SET locked_until = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	fast := b.mailer(s, "fast")
+	if n := runOnce(t, fast); n != 2 {
+		t.Fatalf("fast claimed %d rows, want both", n)
+	}
+	close(hold.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// slow finished the send it had begun (the documented duplicate of a
+	// lease that ran out mid-send), and skipped the row it had not begun.
+	if got := len(srv.messages()); got != 3 {
+		t.Fatalf("%d messages, want 3: two by fast, one by slow's send in flight", got)
+	}
+}
+
+// holdingSender blocks its first send until release is closed.
+type holdingSender struct {
+	mailer.Sender
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *holdingSender) Send(ctx context.Context, m mailer.Message) error {
+	first := false
+	h.once.Do(func() { first = true })
+	if first {
+		h.entered <- struct{}{}
+		<-h.release
+	}
+	return h.Sender.Send(ctx, m)
+}
