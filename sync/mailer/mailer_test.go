@@ -542,3 +542,31 @@ func (h *holdingSender) Send(ctx context.Context, m mailer.Message) error {
 	}
 	return h.Sender.Send(ctx, m)
 }
+
+// A server that offers STARTTLS gets the message (and the credentials)
+// over TLS only, its certificate verified: one the sender does not trust
+// is refused, and the row retried.
+func TestSTARTTLSWhenOffered(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	serverTLS, clientTLS := selfSigned(t)
+	srv := startSMTPWith(t, "mailer", "s3cret", serverTLS)
+	s, err := mailer.NewSMTP("smtp://mailer:s3cret@" + srv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.pay(t, order("channel", 1))
+	runOnce(t, b.mailer(s, "m")) // the system's roots do not know the certificate
+	if attempts, lastError, sent, failed, _ := b.outbox(t, "buyer_tickets"); sent || failed || attempts != 1 || !strings.Contains(lastError, "STARTTLS") {
+		t.Fatalf("untrusted certificate: sent %v, failed %v, attempts %d, error %q; want a retried STARTTLS failure", sent, failed, attempts, lastError)
+	}
+	if _, err := b.pool.Exec(context.Background(), `UPDATE outbox SET next_attempt_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	s.TLS = clientTLS
+	runOnce(t, b.mailer(s, "m"))
+	got := srv.messages()
+	if len(got) != 1 || !got[0].tls {
+		t.Fatalf("received %d messages (tls %v), want one over TLS", len(got), len(got) == 1 && got[0].tls)
+	}
+}

@@ -41,6 +41,9 @@ type SMTP struct {
 	user, pass  string
 	// Timeout bounds one whole send (dial to QUIT); default 1 minute.
 	Timeout time.Duration
+	// TLS configures STARTTLS and smtps; nil verifies the server's
+	// certificate against the system's roots for the URL's host.
+	TLS *tls.Config
 }
 
 func parseSMTPURL(raw string) (*SMTP, error) {
@@ -82,7 +85,13 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 	defer conn.Close()
 	deadline, _ := ctx.Deadline()
 	_ = conn.SetDeadline(deadline)
-	tlsConfig := &tls.Config{ServerName: s.host, MinVersion: tls.VersionTLS12}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if s.TLS != nil {
+		tlsConfig = s.TLS.Clone()
+	}
+	if tlsConfig.ServerName == "" {
+		tlsConfig.ServerName = s.host
+	}
 	if s.implicitTLS {
 		conn = tls.Client(conn, tlsConfig)
 	}

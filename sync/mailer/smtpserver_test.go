@@ -1,11 +1,19 @@
 package mailer_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"io"
+	"math/big"
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-sasl"
 	smtp "github.com/emersion/go-smtp"
@@ -18,6 +26,7 @@ type received struct {
 	from string
 	to   []string
 	data []byte
+	tls  bool // it came over TLS (STARTTLS)
 }
 
 // smtpServer is a real SMTP server (go-smtp) on a loopback port that keeps
@@ -34,9 +43,17 @@ type smtpServer struct {
 
 func startSMTP(t *testing.T, user, pass string) *smtpServer {
 	t.Helper()
+	return startSMTPWith(t, user, pass, nil)
+}
+
+// startSMTPWith starts a server that offers STARTTLS with tlsConfig
+// (none when nil).
+func startSMTPWith(t *testing.T, user, pass string, tlsConfig *tls.Config) *smtpServer {
+	t.Helper()
 	s := &smtpServer{user: user, pass: pass}
 	srv := smtp.NewServer(s)
 	srv.Domain = "localhost"
+	srv.TLSConfig = tlsConfig
 	srv.AllowInsecureAuth = true
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -76,10 +93,13 @@ func (s *smtpServer) messages() []received {
 	return append([]received(nil), s.got...)
 }
 
-func (s *smtpServer) NewSession(*smtp.Conn) (smtp.Session, error) { return &session{srv: s}, nil }
+func (s *smtpServer) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	return &session{srv: s, conn: c}, nil
+}
 
 type session struct {
 	srv    *smtpServer
+	conn   *smtp.Conn
 	authed bool
 	msg    received
 }
@@ -128,9 +148,35 @@ func (s *session) Data(r io.Reader) error {
 		return s.srv.fail
 	}
 	s.msg.data = b
+	_, s.msg.tls = s.conn.TLSConnectionState()
 	s.srv.got = append(s.srv.got, s.msg)
 	return nil
 }
 
 func (s *session) Reset()        { s.msg = received{} }
 func (s *session) Logout() error { return nil }
+
+// selfSigned returns a server TLS configuration for 127.0.0.1 and a client
+// one that trusts it.
+func selfSigned(t *testing.T) (server, client *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
+		&tls.Config{RootCAs: roots}
+}
