@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,6 +50,9 @@ type Mailer struct {
 	Backoff, MaxBackoff time.Duration
 	MaxAttempts         int
 	Logger              *slog.Logger
+
+	nameOnce sync.Once
+	nameVal  string
 }
 
 // New returns the mailer cfg describes, or nil when cfg.Off.
@@ -74,11 +78,14 @@ func (m *Mailer) logger() *slog.Logger {
 }
 
 func (m *Mailer) name() string {
-	if m.Name != "" {
-		return m.Name
-	}
-	host, _ := os.Hostname()
-	return host + "-" + strconv.Itoa(os.Getpid())
+	m.nameOnce.Do(func() {
+		m.nameVal = m.Name
+		if m.nameVal == "" {
+			host, _ := os.Hostname()
+			m.nameVal = host + "-" + strconv.Itoa(os.Getpid())
+		}
+	})
+	return m.nameVal
 }
 
 func orDefault[T int | time.Duration](v, def T) T {
@@ -128,7 +135,12 @@ func (m *Mailer) RunOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, r := range rows {
+	for i, r := range rows {
+		if ctx.Err() != nil {
+			// Shutting down: hand the rows not begun back at once rather
+			// than when their leases run out.
+			return len(rows), m.release(context.WithoutCancel(ctx), rows[i:])
+		}
 		// A send begun is finished and recorded even when ctx ends: the
 		// lease would otherwise send it again.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orDefault(m.Lease, DefaultLease)/2)
@@ -180,6 +192,21 @@ func (m *Mailer) claim(ctx context.Context) ([]row, error) {
 		return nil, fmt.Errorf("mailer: claim: %w", err)
 	}
 	return out, nil
+}
+
+// release gives claimed rows back unsent, their claim not counted as an
+// attempt.
+func (m *Mailer) release(ctx context.Context, rows []row) error {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.id
+	}
+	_, err := m.Pool.Exec(ctx, `UPDATE outbox SET locked_until = NULL, attempts = attempts - 1
+		WHERE id = ANY($1) AND locked_by = $2 AND sent_at IS NULL`, ids, m.name())
+	if err != nil {
+		return fmt.Errorf("mailer: release rows: %w", err)
+	}
+	return nil
 }
 
 // renew extends the lease of a row about to be sent, reporting whether

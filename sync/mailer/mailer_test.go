@@ -570,3 +570,36 @@ func TestSTARTTLSWhenOffered(t *testing.T) {
 		t.Fatalf("received %d messages (tls %v), want one over TLS", len(got), len(got) == 1 && got[0].tls)
 	}
 }
+
+// A mailer stopped mid-batch finishes the send it began and hands the
+// rows it had not begun back at once, not counted as attempts.
+func TestStoppedMailerHandsBackRowsNotBegun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	srv, s := startSender(t, "", "")
+	for range 3 {
+		b.pay(t, order("channel", 1))
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	hold := &holdingSender{Sender: s, release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	m := b.mailer(hold, "stopping")
+	done := make(chan error, 1)
+	go func() { _, err := m.RunOnce(ctx); done <- err }()
+	<-hold.entered
+	stop()
+	close(hold.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := len(srv.messages()); got != 1 {
+		t.Fatalf("%d messages sent, want the one begun", got)
+	}
+	var free int
+	if err := b.pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox
+		WHERE sent_at IS NULL AND locked_until IS NULL AND attempts = 0`).Scan(&free); err != nil || free != 2 {
+		t.Fatalf("%d rows handed back unattempted (err %v), want 2", free, err)
+	}
+	if n := runOnce(t, b.mailer(s, "next")); n != 2 {
+		t.Fatalf("the next mailer claimed %d rows, want 2", n)
+	}
+}
