@@ -16,8 +16,8 @@ const readmeStorefrontSection = "## The storefront flow, with curl"
 // TestReadmeStorefrontFlow runs the README's storefront blocks in one bash
 // against a ticketd with the demo catalog, as a new user would: register,
 // pay on the hosted page (the test processor's signed webhook confirms),
-// and read the registration. Every step succeeds and every "# ->" line
-// matches.
+// read the registration, and verify a ticket's QR code with ticketctl and
+// the published key. Every step succeeds and every "# ->" line matches.
 func TestReadmeStorefrontFlow(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "sed", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {

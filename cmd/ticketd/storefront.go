@@ -22,6 +22,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
+	"github.com/ticketd/ticketd/inventory/tickets"
 	"github.com/ticketd/ticketd/sync/orderdb"
 	"github.com/ticketd/ticketd/sync/refunddb"
 )
@@ -79,9 +80,10 @@ func newFront(d frontDeps) (front, error) {
 	if d.pool != nil {
 		regs.Archive = orderdb.Store{Pool: d.pool}
 	}
+	tix := tickets.NewKeys(d.secretsKey)
 	api := &storefront.API{
 		Catalog: d.store.Current, Orders: d.orders, Registrations: regs, Seats: d.seats,
-		Card: procs.Card, Wallet: procs.Wallet, Processors: procs.Set, AppURL: d.cfg.AppURL,
+		Card: procs.Card, Wallet: procs.Wallet, Processors: procs.Set, Tickets: tix, AppURL: d.cfg.AppURL,
 		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log,
 	}
 	hooks := &webhooks.API{Booker: regs, Redis: d.redis, Space: d.space, CardSecret: cardSecret,
@@ -93,6 +95,7 @@ func newFront(d frontDeps) (front, error) {
 	f := front{surfaces: []server.Surface{api, hooks, pay}}
 	if d.pool != nil {
 		hooks.Refunds = refunddb.Store{Pool: d.pool}
+		f.surfaces = append(f.surfaces, &pages.Tickets{Orders: orderdb.Store{Pool: d.pool}, Keys: tix, Logger: d.log})
 	}
 	f.run = func(ctx context.Context) {
 		go regs.Run(ctx, time.Second)

@@ -37,6 +37,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/redistest"
 	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
+	"github.com/ticketd/ticketd/inventory/tickets"
 	"github.com/ticketd/ticketd/sync/catalogdb"
 	"github.com/ticketd/ticketd/sync/orderdb"
 	"github.com/ticketd/ticketd/sync/pgtest"
@@ -81,9 +82,10 @@ type Server struct {
 	Sessions  *channel.Sessions
 	// Registrations is the storefront's registration service; Card and
 	// Wallet are the built-in test processors (their Pay is what the
-	// hosted page's Pay button does).
+	// hosted page's Pay button does); Tickets signs the tickets.
 	Registrations *registrations.Service
 	Card, Wallet  *payments.Hosted
+	Tickets       *tickets.Keys
 	Client        *fasthttp.Client
 	// Metrics is the server's metric set (also served at /metrics).
 	Metrics *metrics.Metrics
@@ -151,7 +153,7 @@ func Start(t testing.TB, opt Options) *Server {
 		limiter: limiter, resolver: resolver, gate: mon.Gate, log: log, appURL: url, opt: opt})
 	// The sweeper gives expired checkout holds back, as on every node.
 	go fs.regs.Run(monCtx, 100*time.Millisecond)
-	handler := m.Instrument(server.Handler(health, api, fs.api, fs.hooks, fs.pay,
+	handler := m.Instrument(server.Handler(health, api, fs.api, fs.hooks, fs.pay, fs.tickets,
 		&admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m))
 	srv := server.New(handler, server.AdminToken(AdminToken), server.Logger(log))
 	go func() { _ = srv.Serve(ln) }()
@@ -163,7 +165,7 @@ func Start(t testing.TB, opt Options) *Server {
 	return &Server{
 		URL: url, Redis: rc, Space: space, Pool: pool, DatabaseURL: pgtest.URLOf(t, pool), Catalog: store,
 		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: sessions, Registrations: fs.regs, Handler: handler, Metrics: m,
-		Card: fs.card, Wallet: fs.wallet,
+		Card: fs.card, Wallet: fs.wallet, Tickets: fs.keys,
 		Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second},
 	}
 }

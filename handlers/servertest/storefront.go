@@ -21,6 +21,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
+	"github.com/ticketd/ticketd/inventory/tickets"
 	"github.com/ticketd/ticketd/sync/orderdb"
 	"github.com/ticketd/ticketd/sync/refunddb"
 )
@@ -55,8 +56,10 @@ type frontStack struct {
 	api          *storefront.API
 	hooks        *webhooks.API
 	pay          *pages.Pay
+	tickets      *pages.Tickets
 	regs         *registrations.Service
 	card, wallet *payments.Hosted
+	keys         *tickets.Keys
 }
 
 func newFrontStack(d frontDeps) frontStack {
@@ -67,16 +70,18 @@ func newFrontStack(d frontDeps) frontStack {
 	procs := payments.NewSet(card, wallet)
 	regs := &registrations.Service{Redis: d.redis, Space: d.space, Orders: d.orders, CheckoutTTL: d.opt.CheckoutTTL,
 		Archive: orderdb.Store{Pool: d.pool}, Expirer: procs, Logger: d.log}
+	keys := tickets.NewKeys(SecretsKey)
 	return frontStack{
 		api: &storefront.API{
 			Catalog: d.catalog.Current, Orders: d.orders, Registrations: regs, Seats: d.seats,
-			Card: card, Wallet: wallet, Processors: procs, AppURL: d.appURL,
+			Card: card, Wallet: wallet, Processors: procs, Tickets: keys, AppURL: d.appURL,
 			Limiter: d.limiter, ClientIP: d.resolver, Gate: d.gate, Logger: d.log,
 		},
 		hooks: &webhooks.API{Booker: regs, Refunds: refunddb.Store{Pool: d.pool}, Redis: d.redis, Space: d.space,
 			CardSecret: CardWebhookSecret, WalletSecret: WalletWebhookSecret, Logger: d.log},
-		pay:  &pages.Pay{Card: card, Wallet: wallet, Logger: d.log},
-		regs: regs, card: card, wallet: wallet,
+		pay:     &pages.Pay{Card: card, Wallet: wallet, Logger: d.log},
+		tickets: &pages.Tickets{Orders: orderdb.Store{Pool: d.pool}, Keys: keys, Logger: d.log},
+		regs:    regs, card: card, wallet: wallet, keys: keys,
 	}
 }
 

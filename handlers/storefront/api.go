@@ -24,6 +24,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
+	"github.com/ticketd/ticketd/inventory/tickets"
 )
 
 // Prefix is the path prefix of the surface.
@@ -44,6 +45,10 @@ type API struct {
 	// to close an earlier checkout session; Card and Wallet are found
 	// without it.
 	Processors map[string]payments.Processor
+	// Tickets signs tickets: it publishes each event's public key
+	// (ticket-key) and makes the buyer's ticket page link; nil leaves both
+	// out.
+	Tickets *tickets.Keys
 	// AppURL is the public base URL of ticketd's pages (TICKETD_APP_URL).
 	AppURL   string
 	Limiter  *ratelimit.Limiter
@@ -73,6 +78,7 @@ func (a *API) Register(r *router.Router) {
 	g := r.Group(Prefix)
 	g.OPTIONS("/{path:*}", a.preflight)
 	g.GET("/events/{eventId}", a.guard(guard.Read, a.eventDetail))
+	g.GET("/events/{eventId}/ticket-key", a.guard(guard.Read, a.ticketKey))
 	g.POST("/quote", a.guard(guard.Read, a.quote))
 	g.POST("/register-guest", a.guard(guard.Write, a.registerGuest))
 	g.POST("/card/create-checkout-session", a.guard(guard.Payment, a.cardSession))

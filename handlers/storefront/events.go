@@ -9,6 +9,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/views"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/tickets"
 )
 
 var (
@@ -67,4 +68,22 @@ func (a *API) eventDetail(ctx *fasthttp.RequestCtx, r *request) {
 		return
 	}
 	httpx.OK(ctx, views.EventOf(ev, string(ctx.QueryArgs().Peek("accessCode")), remaining, time.Now()))
+}
+
+// ticketKey is GET /v1/storefront/events/:eventId/ticket-key: the public
+// key door scanners verify the event's ticket QR codes with, offline
+// (docs/tickets.md).
+func (a *API) ticketKey(ctx *fasthttp.RequestCtx, r *request) {
+	ref, _ := ctx.UserValue("eventId").(string)
+	ev, e := a.event(r, ref)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	if a.Tickets == nil {
+		httpx.Fail(ctx, apierr.Of("NOT_FOUND", "this node issues no signed tickets"))
+		return
+	}
+	httpx.OK(ctx, map[string]string{"eventId": ev.ID, "algorithm": "Ed25519", "format": tickets.Version,
+		"publicKey": a.Tickets.PublicKey(ev.ID)})
 }

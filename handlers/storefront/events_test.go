@@ -7,6 +7,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/servertest"
 	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/tickets"
 )
 
 type ticket struct {
@@ -153,5 +154,33 @@ func TestQuoteRefusesBadCarts(t *testing.T) {
 		{map[string]any{"eventId": "sf_ga", "selectedTicketId": "tk_adult", "discountCode": "NOPE"}, 400, "INVALID_DISCOUNT_CODE"},
 	} {
 		expect(t, s.Front(t, "POST", "/quote", c.body), c.status, c.code)
+	}
+}
+
+// Door scanners get the event's public key; a QR signed for the event
+// verifies with it (docs/tickets.md).
+func TestTicketKeyIsTheEventsPublicKey(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	r := s.Front(t, "GET", "/events/summer/ticket-key", nil)
+	expect(t, r, 200, "")
+	var k struct{ EventID, PublicKey, Algorithm string }
+	r.Decode(t, &k)
+	if k.EventID != "sf_ga" || k.Algorithm != "Ed25519" || k.PublicKey != s.Tickets.PublicKey("sf_ga") {
+		t.Fatalf("ticket key %+v, want sf_ga's %s", k, s.Tickets.PublicKey("sf_ga"))
+	}
+	pub, err := tickets.ParsePublicKey(k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qr := s.Tickets.Sign(tickets.Ticket{ID: "o1.sf_ga-1", EventID: "sf_ga", Admission: "Adult"})
+	if _, err := tickets.Verify(qr, pub); err != nil {
+		t.Fatalf("a ticket of sf_ga does not verify with the published key: %v", err)
+	}
+	unknown := s.Front(t, "GET", "/events/nope/ticket-key", nil)
+	foreign := s.Front(t, "GET", "/events/ot_ga/ticket-key", nil)
+	expect(t, foreign, 404, "EVENT_NOT_FOUND")
+	if string(foreign.Body) != string(unknown.Body) {
+		t.Fatal("another tenant's event key answers unlike an unknown event")
 	}
 }

@@ -2,10 +2,15 @@ package storefront_test
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/ticketd/ticketd/handlers/servertest"
+	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/registrations"
 )
 
@@ -45,7 +50,7 @@ func TestFreeRegistrationIsConfirmedAtOnce(t *testing.T) {
 		reg.Total != 0 || len(reg.Tickets) != 2 || reg.EventID != "sf_free" {
 		t.Fatalf("free registration = %+v", reg)
 	}
-	if got := s.Registration(t, reg.RegistrationID); got.Status != registrations.StatusConfirmed || len(got.Tickets) != 2 {
+	if got := s.Registration(t, reg.RegistrationID); got.Status != registrations.StatusConfirmed || len(got.Tickets) != 2 || got.TicketsURL == "" {
 		t.Fatalf("read back = %+v", got)
 	}
 	s.Drain(t)
@@ -210,5 +215,49 @@ func TestSeatRegistrationTakesTheHeldSeats(t *testing.T) {
 	s.Front(t, "GET", "/seating/events/hall/availability", nil).Decode(t, &av)
 	if strings.Join(av.Booked, ",") != "A-5,A-6" {
 		t.Fatalf("booked %v, want A-5, A-6", av.Booked)
+	}
+}
+
+// A payment that arrives after the hold expired and the seat was sold to
+// someone else confirms nothing: the registration needs a refund, the
+// host is told, and the seat stays with its buyer.
+func TestLatePaymentForAResoldSeatIsRefunded(t *testing.T) {
+	t.Parallel()
+	s := servertest.StartStorefront(t, servertest.Options{CheckoutTTL: time.Second})
+	tok := holdToken(t, s, "rush")
+	expect(t, hold(t, s, "rush", tok, "R-1"), 200, "")
+	reg := s.MustRegister(t, servertest.Guest("rush", map[string]any{"seatLabels": []string{"R-1"}, "seatHoldToken": tok}))
+	sess := cardSession(t, s, cardBody(reg, map[string]any{"seatLabels": []string{"R-1"}, "selectedTicketAmount": 30}))
+	deadline := time.Now().Add(15 * time.Second)
+	for s.Registration(t, reg.RegistrationID).Status != registrations.StatusExpired {
+		if time.Now().After(deadline) {
+			t.Fatal("the registration's hold never expired")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The seat is free again: a partner buyer takes it.
+	keyed := servertest.Keyed("front")
+	var pt struct{ HoldToken string }
+	s.Do(t, "POST", "/v1/channel/seating/events/sf_rush/hold-token", keyed, nil).Decode(t, &pt)
+	expect(t, s.Do(t, "POST", "/v1/channel/seating/events/sf_rush/hold", keyed, map[string]any{"holdToken": pt.HoldToken, "seatLabels": []string{"R-1"}}), 200, "")
+	order := s.MustReserve(t, "front", "sf_rush", map[string]any{"seatLabels": []string{"R-1"}, "seatHoldToken": pt.HoldToken})
+	expect(t, s.Confirm(t, "front", order.OrderID, order.Amount, "psp-1"), 200, "")
+
+	var wh payments.CardWebhook
+	wh.ID, wh.Type = "evt_late", payments.EventCheckoutCompleted
+	wh.Data.Object = payments.CardSession{ID: sess.SessionID, PaymentStatus: "paid", AmountTotal: int64(reg.Total),
+		Currency: "usd", ClientReferenceID: reg.RegistrationID}
+	body, _ := json.Marshal(wh)
+	expect(t, s.Do(t, "POST", "/v1/webhooks/card", map[string]string{"Payment-Signature": payments.Sign(servertest.CardWebhookSecret, time.Now(), body)}, body), 200, "")
+	got := s.Registration(t, reg.RegistrationID)
+	if got.Status != registrations.StatusRefundRequired || got.Payment.PaymentStatus != registrations.PaymentRefundRequired || got.Reason != "seat_lost" {
+		t.Fatalf("late payment for a resold seat: %+v, want refund_required, seat_lost", got)
+	}
+	if n := s.Count(t, `SELECT count(*) FROM refunds WHERE registration_id = $1 AND reason = 'seat_lost'`, reg.RegistrationID); n != 1 {
+		t.Fatalf("%d refunds rows, want 1", n)
+	}
+	booked, err := s.Redis.Do(context.Background(), s.Redis.B().Hget().Key(s.Space.Booked("sf_rush")).Field("R-1").Build()).ToString()
+	if err != nil || booked != order.OrderID {
+		t.Fatalf("R-1 booked by %q (%v), want the partner's %s", booked, err, order.OrderID)
 	}
 }

@@ -40,6 +40,10 @@ type registrationView struct {
 	// Reason says why a refund is required.
 	Reason  string       `json:"reason,omitempty"`
 	Tickets []ticketLink `json:"tickets,omitempty"`
+	// TicketsURL is the buyer's ticket page (QR codes), once confirmed;
+	// it answers as soon as the sync worker has written the registration
+	// to Postgres, within seconds.
+	TicketsURL string `json:"ticketsUrl,omitempty"`
 }
 
 type paymentView struct {
@@ -62,6 +66,9 @@ func (a *API) viewOf(reg registrations.Registration) registrationView {
 	if reg.Status == registrations.StatusConfirmed {
 		for _, t := range reg.Tickets {
 			v.Tickets = append(v.Tickets, ticketLink{TicketID: t.TicketID, Label: t.Label})
+		}
+		if a.Tickets != nil {
+			v.TicketsURL = a.Tickets.PageURL(a.AppURL, reg.ID)
 		}
 	}
 	return v
