@@ -40,6 +40,14 @@ type handler func(ctx *fasthttp.RequestCtx, r *request)
 // endpoint; handlers ask a.event. Every answer carries the CORS headers an
 // allowed origin needs to read it.
 func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
+	return a.gated(cl, false, h)
+}
+
+// gated is guard; ownPage also lets in a request without a key from a page
+// of ticketd's own origin (TICKETD_APP_URL: its seat picker, decisions.md
+// §4). Such a request has no key and no tenant: its handler finds the event
+// by id or shortId among all tenants' (request.key is nil).
+func (a *API) gated(cl guard.Class, ownPage bool, h handler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		snap := a.Catalog()
 		ix := a.idx.of(snap)
@@ -55,20 +63,20 @@ func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
 				return
 			}
 		}
-		if len(rawKey) == 0 {
+		host := requestHost(ctx)
+		own := ownPage && len(rawKey) == 0 && host != "" && host == a.appHost()
+		switch {
+		case own:
+		case len(rawKey) == 0:
 			httpx.Fail(ctx, errMissingKey)
 			return
-		}
-		if key == nil {
+		case key == nil:
 			httpx.Fail(ctx, errInvalidKey)
 			return
-		}
-		host := requestHost(ctx)
-		if host == "" {
+		case host == "":
 			httpx.Fail(ctx, errNoOrigin)
 			return
-		}
-		if !hostAllowed(key.domains, host) {
+		case !hostAllowed(key.domains, host):
 			httpx.Fail(ctx, errOrigin)
 			return
 		}
@@ -84,8 +92,19 @@ func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
 			httpx.Fail(ctx, refused)
 			return
 		}
-		h(ctx, &request{snap: snap, ix: ix, key: key, tenantID: key.tenantID, ctx: rctx})
+		r := &request{snap: snap, ix: ix, ctx: rctx}
+		if !own {
+			r.key, r.tenantID = key, key.tenantID
+		}
+		h(ctx, r)
 	}
+}
+
+// appHost is the host of TICKETD_APP_URL, as urlHost gives it ("" when
+// unset).
+func (a *API) appHost() string {
+	a.appHostOnce.Do(func() { a.appHostName = urlHost(a.AppURL) })
+	return a.appHostName
 }
 
 // clientBucket names a client for rate limits: its address, or for IPv6
