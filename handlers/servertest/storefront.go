@@ -96,7 +96,7 @@ const StorefrontCatalog = `{
   "id": "t_shop", "name": "Shop Host", "notifyEmail": "host@shop.example.com",
   "publishableKeys": [
    {"key": "pk_shop", "domains": ["shop.example.com", "*.example.org", "localhost"], "enabled": true},
-   {"key": "pk_shop_off", "domains": ["shop.example.com"], "enabled": false}],
+   {"key": "pk_shop_off", "domains": ["shop.example.com", "off.example.com"], "enabled": false}],
   "events": [
    {"id": "sf_ga", "shortId": "sfga1", "slug": "summer", "name": "Summer Night", "startsAt": "2027-07-01T18:00:00Z",
     "status": "on_sale", "storefront": true, "channels": ["ch_front"], "capacity": 100,

@@ -8,7 +8,6 @@ package storefront
 import (
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -63,9 +62,7 @@ type API struct {
 	Timeout time.Duration
 	Logger  *slog.Logger
 
-	idx         indexCache
-	appHostOnce sync.Once
-	appHostName string
+	idx indexCache
 }
 
 func (a *API) logger() *slog.Logger {
@@ -94,28 +91,13 @@ func (a *API) Register(r *router.Router) {
 // the origin, the client IP's read or write budget, and the path's event
 // (id, shortId or slug) of the key's tenant, switched on; holds also need
 // it on sale. The caller names its own hold tokens (from hold-token).
-// ticketd's own seat picker page calls them without a key, from
-// TICKETD_APP_URL's origin, naming the event by id or shortId.
 func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestHandler {
 	cl, find := guard.Read, a.event
 	if ep.Writes() {
 		cl, find = guard.Write, a.saleable
 	}
-	return a.gated(cl, true, func(ctx *fasthttp.RequestCtx, r *request) {
+	return a.guard(cl, func(ctx *fasthttp.RequestCtx, r *request) {
 		ref, _ := ctx.UserValue("id").(string)
-		if r.key == nil {
-			// ticketd's own seat picker: the event names its tenant.
-			ev := r.ix.byID[ref]
-			if ev == nil {
-				ev = r.ix.byShortID[ref]
-			}
-			if ev == nil {
-				httpx.Fail(ctx, errEventNotFound)
-				return
-			}
-			r.tenantID = ev.TenantID
-			ref = ev.ID
-		}
 		ev, e := find(r, ref)
 		if e != nil {
 			httpx.Fail(ctx, e)

@@ -17,6 +17,11 @@ var (
 	errInvalidKey = apierr.Of("INVALID_KEY", "the publishable key is unknown or disabled")
 	errNoOrigin   = apierr.Of("ORIGIN_NOT_ALLOWED",
 		"the request has no Origin or Referer header; storefront calls come from a page on one of the key's domains")
+	// errBadOrigin is a header that names no usable origin: "null" (a
+	// sandboxed frame, a file: page), another scheme than http(s), or user
+	// info in the URL.
+	errBadOrigin = apierr.Of("ORIGIN_NOT_ALLOWED",
+		"the page's Origin (or Referer) is not an http(s) origin without user info (Origin: null comes from a sandboxed frame or a file: page); storefront calls come from an http(s) page on one of the key's domains")
 	errOrigin = apierr.Of("ORIGIN_NOT_ALLOWED", "the page's origin is not on this key's domain list")
 )
 
@@ -40,14 +45,6 @@ type handler func(ctx *fasthttp.RequestCtx, r *request)
 // endpoint; handlers ask a.event. Every answer carries the CORS headers an
 // allowed origin needs to read it.
 func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
-	return a.gated(cl, false, h)
-}
-
-// gated is guard; ownPage also lets in a request without a key from a page
-// of ticketd's own origin (TICKETD_APP_URL: its seat picker, decisions.md
-// §4). Such a request has no key and no tenant: its handler finds the event
-// by id or shortId among all tenants' (request.key is nil).
-func (a *API) gated(cl guard.Class, ownPage bool, h handler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		snap := a.Catalog()
 		ix := a.idx.of(snap)
@@ -63,20 +60,24 @@ func (a *API) gated(cl guard.Class, ownPage bool, h handler) fasthttp.RequestHan
 				return
 			}
 		}
-		host := requestHost(ctx)
-		own := ownPage && len(rawKey) == 0 && host != "" && host == a.appHost()
-		switch {
-		case own:
-		case len(rawKey) == 0:
+		if len(rawKey) == 0 {
 			httpx.Fail(ctx, errMissingKey)
 			return
-		case key == nil:
+		}
+		if key == nil {
 			httpx.Fail(ctx, errInvalidKey)
 			return
-		case host == "":
-			httpx.Fail(ctx, errNoOrigin)
+		}
+		host := requestHost(ctx)
+		if host == "" {
+			e := errBadOrigin
+			if !hasOriginHeader(ctx) {
+				e = errNoOrigin
+			}
+			httpx.Fail(ctx, e)
 			return
-		case !hostAllowed(key.domains, host):
+		}
+		if !hostAllowed(key.domains, host) {
 			httpx.Fail(ctx, errOrigin)
 			return
 		}
@@ -92,19 +93,8 @@ func (a *API) gated(cl guard.Class, ownPage bool, h handler) fasthttp.RequestHan
 			httpx.Fail(ctx, refused)
 			return
 		}
-		r := &request{snap: snap, ix: ix, ctx: rctx}
-		if !own {
-			r.key, r.tenantID = key, key.tenantID
-		}
-		h(ctx, r)
+		h(ctx, &request{snap: snap, ix: ix, key: key, tenantID: key.tenantID, ctx: rctx})
 	}
-}
-
-// appHost is the host of TICKETD_APP_URL, as urlHost gives it ("" when
-// unset).
-func (a *API) appHost() string {
-	a.appHostOnce.Do(func() { a.appHostName = urlHost(a.AppURL) })
-	return a.appHostName
 }
 
 // clientBucket names a client for rate limits: its address, or for IPv6

@@ -89,6 +89,39 @@ func TestOriginMustBeOnTheKeysDomainList(t *testing.T) {
 	}
 }
 
+// A refused origin says which fault the page has: no header at all, a
+// header naming no usable origin (the page cannot fix that by adding its
+// domain to the key), or a domain not on the list.
+func TestRefusedOriginSaysWhy(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	message := func(h map[string]string) string {
+		t.Helper()
+		h["x-service-key"] = "pk_shop"
+		r := s.Do(t, "GET", "/v1/storefront/events/sf_ga", h, nil)
+		expect(t, r, 403, "ORIGIN_NOT_ALLOWED")
+		return r.Message
+	}
+	none := message(headers())
+	if !strings.Contains(none, "no Origin or Referer") {
+		t.Fatalf("no header: %q", none)
+	}
+	for _, h := range []map[string]string{
+		headers("Origin", "null"),
+		headers("Origin", "ftp://shop.example.com"),
+		headers("Origin", "https://shop.example.com@evil.test"),
+		headers("Referer", "https://user@shop.example.com/page"),
+		headers("Origin", "null", "Referer", "https://shop.example.com/"),
+	} {
+		if m := message(h); m == none || !strings.Contains(m, "http(s) origin") {
+			t.Errorf("%v answered %q, want the unusable-origin message", h, m)
+		}
+	}
+	if m := message(headers("Origin", "https://evil.test")); !strings.Contains(m, "domain list") {
+		t.Errorf("foreign origin: %q", m)
+	}
+}
+
 func TestEventByIDShortIDOrSlugWithinTheTenant(t *testing.T) {
 	t.Parallel()
 	s := start(t)
@@ -198,11 +231,13 @@ func TestCORSPreflightAnsweredForAllowedOriginsOnly(t *testing.T) {
 			t.Fatalf("preflight from %s got Allow-Origin %q", o, v)
 		}
 	}
-	// The disabled key's domains do not count: pk_shop_off lists only
-	// shop.example.com, which pk_shop lists too, so check a domain no
-	// enabled key has.
-	r := s.Do(t, "OPTIONS", "/v1/storefront/quote", headers("Access-Control-Request-Method", "POST"), nil)
+	// The disabled key's domains do not count: off.example.com is on
+	// pk_shop_off's list only.
+	r := pre("https://off.example.com")
 	expect(t, r, 403, "ORIGIN_NOT_ALLOWED")
+	if v := r.Header.Get("Access-Control-Allow-Origin"); v != "" {
+		t.Fatalf("preflight from a disabled key's domain got Allow-Origin %q", v)
+	}
 }
 
 func TestActualResponsesCarryCORSForAllowedOriginsOnly(t *testing.T) {

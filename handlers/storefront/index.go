@@ -18,9 +18,6 @@ type index struct {
 	// some key allows (the request itself is then checked against its key).
 	anyKey  []string
 	tenants map[string]*tenantEvents
-	// byID and byShortID find any tenant's event (both are unique across
-	// the catalog), for ticketd's own seat picker, which has no key.
-	byID, byShortID map[string]*catalog.CompiledEvent
 }
 
 // pubKey is a publishable key as the gate uses it.
@@ -50,8 +47,7 @@ func (t *tenantEvents) find(ref string) *catalog.CompiledEvent {
 }
 
 func buildIndex(snap *catalog.Snapshot) *index {
-	ix := &index{snap: snap, keys: map[string]*pubKey{}, tenants: map[string]*tenantEvents{},
-		byID: snap.Events, byShortID: map[string]*catalog.CompiledEvent{}}
+	ix := &index{snap: snap, keys: map[string]*pubKey{}, tenants: map[string]*tenantEvents{}}
 	for k, pk := range snap.PublishableKeys {
 		p := &pubKey{tenantID: pk.TenantID, enabled: pk.Enabled, domains: make([]string, len(pk.Domains))}
 		for i, d := range pk.Domains {
@@ -73,7 +69,6 @@ func buildIndex(snap *catalog.Snapshot) *index {
 			te.byID[ev.ID] = ev
 			if ev.ShortID != "" {
 				te.byShortID[ev.ShortID] = ev
-				ix.byShortID[ev.ShortID] = ev
 			}
 			// Slugs are unique only per tenant; should two of its events
 			// share one, the first in the document wins.

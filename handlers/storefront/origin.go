@@ -19,6 +19,12 @@ func requestHost(ctx *fasthttp.RequestCtx) string {
 	return urlHost(string(ctx.Request.Header.Peek("Referer")))
 }
 
+// hasOriginHeader reports whether the request names its page at all: a
+// non-empty Origin or Referer header, usable or not.
+func hasOriginHeader(ctx *fasthttp.RequestCtx) bool {
+	return len(ctx.Request.Header.Peek("Origin")) > 0 || len(ctx.Request.Header.Peek("Referer")) > 0
+}
+
 // origin returns the request's Origin header when it is a usable http(s)
 // origin (the value CORS headers echo), else "".
 func origin(ctx *fasthttp.RequestCtx) (value, host string) {

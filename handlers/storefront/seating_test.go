@@ -70,30 +70,23 @@ func TestSeatConflictAndUnpricedSeatsOnTheStorefront(t *testing.T) {
 	expect(t, hold(t, s, "sf_seated", second, "A-2", "A-3"), 200, "")
 }
 
-// ticketd's own seat picker page calls the seat endpoints from ticketd's
-// origin without a key (decisions.md §4), naming the event by id or
-// shortId; nothing else is open without a key.
-func TestOwnSeatPickerNeedsNoKey(t *testing.T) {
+// The seat endpoints take the key like every storefront call: a page of
+// ticketd's own origin without one is refused, as any other page is
+// (ticketd's own seat picker will authenticate otherwise, decisions.md).
+func TestSeatEndpointsNeedTheKeyFromTicketdsOwnOriginToo(t *testing.T) {
 	t.Parallel()
 	s := start(t)
-	own := headers("Origin", s.URL)
-	for _, ref := range []string{"sf_seated", "sfst1"} {
-		expect(t, s.Do(t, "GET", "/v1/storefront/seating/events/"+ref+"/config", own, nil), 200, "")
+	for _, h := range []map[string]string{
+		headers("Origin", s.URL),
+		headers("Referer", s.URL+"/events/hall/sfst1/seatmap"),
+		headers("Origin", "http://localhost:1"),
+	} {
+		for _, c := range []struct{ method, path string }{
+			{"GET", "/config"}, {"GET", "/availability"}, {"POST", "/hold-token"},
+		} {
+			for _, ref := range []string{"sf_seated", "sfst1", "ot_ga", "sf_off", "sf_later"} {
+				expect(t, s.Do(t, c.method, "/v1/storefront/seating/events/"+ref+c.path, h, nil), 401, "MISSING_KEY")
+			}
+		}
 	}
-	r := s.Do(t, "POST", "/v1/storefront/seating/events/sfst1/hold-token", own, nil)
-	expect(t, r, 200, "")
-	var tok struct{ HoldToken string }
-	r.Decode(t, &tok)
-	expect(t, s.Do(t, "POST", "/v1/storefront/seating/events/sfst1/hold", own, map[string]any{"holdToken": tok.HoldToken, "seatLabels": []string{"A-9"}}), 200, "")
-	// The hold is the storefront's: a host's page registers it.
-	reg := s.MustRegister(t, servertest.Guest("hall", map[string]any{"seatLabels": []string{"A-9"}, "seatHoldToken": tok.HoldToken}))
-	if reg.Amount != 4200 {
-		t.Fatalf("registration of the picked seat: %+v", reg)
-	}
-	expect(t, s.Do(t, "GET", "/v1/storefront/seating/events/hall/config", own, nil), 404, "EVENT_NOT_FOUND") // slugs are per tenant
-	expect(t, s.Do(t, "GET", "/v1/storefront/seating/events/sf_off/config", own, nil), 403, "EVENT_NOT_PUBLIC")
-	expect(t, s.Do(t, "GET", "/v1/storefront/seating/events/sf_draft/config", own, nil), 404, "EVENT_NOT_FOUND")
-	expect(t, s.Do(t, "GET", "/v1/storefront/events/sf_seated", own, nil), 401, "MISSING_KEY")
-	expect(t, s.Do(t, "GET", "/v1/storefront/seating/events/sf_seated/config", headers("Origin", "https://evil.test"), nil), 401, "MISSING_KEY")
-	expect(t, s.Do(t, "GET", "/v1/storefront/seating/events/sf_seated/config", headers("Referer", s.URL+"/events/hall/sfst1/seatmap"), nil), 200, "")
 }
