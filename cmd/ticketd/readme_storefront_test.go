@@ -14,12 +14,13 @@ import (
 const readmeStorefrontSection = "## The storefront flow, with curl"
 
 // TestReadmeStorefrontFlow runs the README's storefront blocks in one bash
-// against a ticketd with the demo catalog, as a new user would: register,
-// pay on the hosted page (the test processor's signed webhook confirms),
-// read the registration, and verify a ticket's QR code with ticketctl and
-// the published key. Every step succeeds and every "# ->" line matches.
+// from the repository's root, against a ticketd with the demo catalog, as a
+// new user would: register, pay on the hosted page (the test processor's
+// signed webhook confirms), read the registration, take a ticket's QR text
+// from the buyer's e-mail in the mail folder and verify it with ticketctl
+// and the published key. Every step succeeds and every "# ->" line matches.
 func TestReadmeStorefrontFlow(t *testing.T) {
-	for _, tool := range []string{"bash", "curl", "sed", "go"} {
+	for _, tool := range []string{"bash", "curl", "sed", "awk", "tr", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not installed", tool)
 		}

@@ -94,11 +94,13 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		}
 	}
 
+	// The sync worker, the mailer and the storefront's loops run under
+	// loopsCtx and wg. Every way out, a failed start included, stops them
+	// and waits (the worker's batch, a sweep, a webhook delivery) before
+	// the pool and the Redis client close.
 	var wg sync.WaitGroup
-	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
-	// Every way out, a failed start included, stops the worker and waits
-	// for its batch before the pool and the Redis client close.
-	defer func() { stopWorker(); wg.Wait() }()
+	loopsCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopLoops(); wg.Wait() }()
 	if opts.Worker && pool != nil {
 		w := &worker.Worker{Redis: rc, Space: space, Pool: pool, Logger: log}
 		if err := w.EnsureGroups(ctx); err != nil {
@@ -107,7 +109,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.Run(workerCtx); err != nil {
+			if err := w.Run(loopsCtx); err != nil {
 				log.Error("sync worker stopped", "err", err)
 			}
 		}()
@@ -124,7 +126,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := ml.Run(workerCtx); err != nil {
+			if err := ml.Run(loopsCtx); err != nil {
 				log.Error("mailer stopped", "err", err)
 			}
 		}()
@@ -170,7 +172,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if err != nil {
 		return err
 	}
-	fr.run(bgCtx)
+	startLoops(loopsCtx, &wg, fr.loops)
 	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
 	go backlog.Run(bgCtx, 2*time.Second)
 	health := readiness.Health(mon, pool, backlog)
@@ -203,10 +205,23 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if err := srv.ShutdownWithContext(sctx); err != nil {
 		log.Warn("shutdown", "err", err)
 	}
-	stopWorker()
+	// The server drained: no request needs the loops any more.
+	stopLoops()
 	wg.Wait()
 	log.Info("ticketd stopped")
 	return nil
+}
+
+// startLoops runs each loop in a goroutine of its own, counted in wg,
+// until ctx ends.
+func startLoops(ctx context.Context, wg *sync.WaitGroup, loops []func(context.Context)) {
+	for _, loop := range loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			loop(ctx)
+		}()
+	}
 }
 
 // connectRedis connects to REDIS_URL. When Redis is not reachable and

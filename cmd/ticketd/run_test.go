@@ -32,10 +32,15 @@ func startTicketd(t *testing.T, cfg config) string {
 // base URL once it listens.
 func runTicketd(t *testing.T, cfg config, opts options) string {
 	t.Helper()
+	return runTicketdLog(t, cfg, opts, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// runTicketdLog is runTicketd logging to log.
+func runTicketdLog(t *testing.T, cfg config, opts options, log *slog.Logger) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	go func() { done <- run(ctx, cfg, opts, log, ready) }()
 	t.Cleanup(func() {
 		cancel()

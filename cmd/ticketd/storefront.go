@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,9 +32,11 @@ import (
 // processors with their webhooks and hosted pages, and the ticket page.
 type front struct {
 	surfaces []server.Surface
-	// run starts what runs beside the API until ctx ends: the sweep of
+	// loops run beside the API, each until its ctx ends: the sweep of
 	// expired checkout holds and the test processors' webhook deliveries.
-	run func(ctx context.Context)
+	// They use Redis (the sweep Postgres too), so the node waits for them
+	// before closing either.
+	loops []func(ctx context.Context)
 }
 
 // frontDeps are what the storefront takes from the rest of the node.
@@ -83,7 +86,7 @@ func newFront(d frontDeps) (front, error) {
 	tix := tickets.NewKeys(d.secretsKey)
 	api := &storefront.API{
 		Catalog: d.store.Current, Orders: d.orders, Registrations: regs, Seats: d.seats,
-		Card: procs.Card, Wallet: procs.Wallet, Processors: procs.Set, Tickets: tix, AppURL: d.cfg.AppURL,
+		Card: procs.Card, Wallet: procs.Wallet, Processors: procs.Set, Tickets: tix,
 		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log,
 	}
 	hooks := &webhooks.API{Booker: regs, Redis: d.redis, Space: d.space, CardSecret: cardSecret,
@@ -96,10 +99,32 @@ func newFront(d frontDeps) (front, error) {
 	if d.pool != nil {
 		hooks.Refunds = refunddb.Store{Pool: d.pool}
 		f.surfaces = append(f.surfaces, &pages.Tickets{Orders: orderdb.Store{Pool: d.pool}, Keys: tix, Logger: d.log})
+	} else {
+		// Without Postgres no refund can be recorded for the host's e-mail
+		// (and no mail is sent): the log is where an operator finds it.
+		hooks.Refunds = loggedRefunds{log: d.log}
 	}
-	f.run = func(ctx context.Context) {
-		go regs.Run(ctx, time.Second)
-		go procs.Run(ctx)
+	f.loops = []func(context.Context){
+		func(ctx context.Context) { regs.Run(ctx, time.Second) },
+		procs.Run,
 	}
 	return f, nil
+}
+
+// loggedRefunds records a refund a payment needs by logging it at Error
+// level, on a node without Postgres: the webhook is then answered 200, as
+// its payment is handled as far as this node can (a 503 would be retried
+// for as long as the processor tries, to the same end). The log names the
+// payment, never the buyer.
+type loggedRefunds struct{ log *slog.Logger }
+
+func (l loggedRefunds) Refund(_ context.Context, o registrations.Outcome, p registrations.Payment) error {
+	reason := o.RefundReason
+	if reason == "" {
+		reason = o.Reason
+	}
+	l.log.Error("storefront: refund required: refund this payment through the processor (no Postgres to record it for the host)",
+		"registration", o.ID, "processor", p.Processor, "payment", p.PaymentID, "reason", reason,
+		"amount", p.Amount.String(), "currency", strings.ToUpper(p.Currency))
+	return nil
 }

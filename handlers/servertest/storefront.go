@@ -74,7 +74,7 @@ func newFrontStack(d frontDeps) frontStack {
 	return frontStack{
 		api: &storefront.API{
 			Catalog: d.catalog.Current, Orders: d.orders, Registrations: regs, Seats: d.seats,
-			Card: card, Wallet: wallet, Processors: procs, Tickets: keys, AppURL: d.appURL,
+			Card: card, Wallet: wallet, Processors: procs, Tickets: keys,
 			Limiter: d.limiter, ClientIP: d.resolver, Gate: d.gate, Logger: d.log,
 		},
 		hooks: &webhooks.API{Booker: regs, Refunds: refunddb.Store{Pool: d.pool}, Redis: d.redis, Space: d.space,
@@ -189,12 +189,11 @@ type Registered struct {
 		PaymentStatus string      `json:"paymentStatus"`
 		Amount        money.Cents `json:"amount"`
 	} `json:"payment"`
-	Amount     money.Cents `json:"amount"`
-	Total      money.Cents `json:"total"`
-	ExpiresAt  string      `json:"expiresAt"`
-	Reason     string      `json:"reason"`
-	TicketsURL string      `json:"ticketsUrl"`
-	Tickets    []struct {
+	Amount    money.Cents `json:"amount"`
+	Total     money.Cents `json:"total"`
+	ExpiresAt string      `json:"expiresAt"`
+	Reason    string      `json:"reason"`
+	Tickets   []struct {
 		TicketID string `json:"ticketId"`
 		Label    string `json:"label"`
 	} `json:"tickets"`

@@ -45,12 +45,9 @@ type API struct {
 	// to close an earlier checkout session; Card and Wallet are found
 	// without it.
 	Processors map[string]payments.Processor
-	// Tickets signs tickets: it publishes each event's public key
-	// (ticket-key) and makes the buyer's ticket page link; nil leaves both
-	// out.
-	Tickets *tickets.Keys
-	// AppURL is the public base URL of ticketd's pages (TICKETD_APP_URL).
-	AppURL   string
+	// Tickets publishes each event's ticket-signing public key
+	// (ticket-key); nil answers it 404.
+	Tickets  *tickets.Keys
 	Limiter  *ratelimit.Limiter
 	ClientIP *clientip.Resolver
 	// Gate, when set, says whether sales run: nil, or the 503 to answer

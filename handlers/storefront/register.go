@@ -38,12 +38,12 @@ type registrationView struct {
 	// payment.
 	ExpiresAt string `json:"expiresAt,omitempty"`
 	// Reason says why a refund is required.
-	Reason  string       `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Tickets are the ids and labels, never the ticket page's link: a
+	// registration id travels in URLs (success pages, session ids), and
+	// whoever holds the link holds the tickets. The buyer's e-mail
+	// carries it.
 	Tickets []ticketLink `json:"tickets,omitempty"`
-	// TicketsURL is the buyer's ticket page (QR codes), once confirmed;
-	// it answers as soon as the sync worker has written the registration
-	// to Postgres, within seconds.
-	TicketsURL string `json:"ticketsUrl,omitempty"`
 }
 
 type paymentView struct {
@@ -56,7 +56,7 @@ type ticketLink struct {
 	Label    string `json:"label"`
 }
 
-func (a *API) viewOf(reg registrations.Registration) registrationView {
+func viewOf(reg registrations.Registration) registrationView {
 	v := registrationView{RegistrationID: reg.ID, EventID: reg.EventID, Status: reg.Status,
 		Payment: paymentView{PaymentStatus: reg.PaymentStatus, Amount: reg.Paid},
 		Amount:  reg.Total, Total: reg.Total, Currency: "USD", Reason: reg.Reason}
@@ -66,9 +66,6 @@ func (a *API) viewOf(reg registrations.Registration) registrationView {
 	if reg.Status == registrations.StatusConfirmed {
 		for _, t := range reg.Tickets {
 			v.Tickets = append(v.Tickets, ticketLink{TicketID: t.TicketID, Label: t.Label})
-		}
-		if a.Tickets != nil {
-			v.TicketsURL = a.Tickets.PageURL(a.AppURL, reg.ID)
 		}
 	}
 	return v
@@ -113,5 +110,5 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, a.unavailable("register", err))
 		return
 	}
-	httpx.OK(ctx, a.viewOf(reg))
+	httpx.OK(ctx, viewOf(reg))
 }

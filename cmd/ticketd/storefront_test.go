@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/payments"
+	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/redistest"
+	"github.com/ticketd/ticketd/inventory/seats"
+)
+
+// syncBuffer is a log sink the test reads while ticketd writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Without Postgres nothing can record a refund for the host's e-mail: a
+// webhook whose payment needs one is still answered 200 (not a 503 the
+// processor retries for ever) and the refund is in the log at Error
+// level, naming the payment and not the buyer.
+func TestRefundWithoutPostgresIsLoggedAndTheWebhookAnswered(t *testing.T) {
+	_, space := redistest.New(t)
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr, cfg.KeyPrefix, cfg.RedisURL = "127.0.0.1:0", space.Prefix, redistest.URL()
+	cfg.DatabaseURL, cfg.DatabaseURLSet = "postgres://postgres@127.0.0.1:1/ticketd?sslmode=disable", false // unreachable
+	cfg.CardWebhookSecret = "test-card-webhook-secret"
+	var logs syncBuffer
+	base := runTicketdLog(t, cfg, options{API: true, Worker: true, Demo: true},
+		slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+
+	shop := map[string]string{"x-service-key": "pk_demo", "Origin": "http://localhost:3000", "Content-Type": "application/json"}
+	st, body := call(t, "POST", base+"/v1/storefront/register-guest", shop,
+		`{"eventId":"ev_demo_ga","name":"Ada Lovelace","email":"ada@example.com","selectedTicketId":"tk_general","quantity":1}`)
+	if st != 200 {
+		t.Fatalf("register-guest: %d %s", st, body)
+	}
+	var reg struct {
+		Data struct {
+			RegistrationID string  `json:"registrationId"`
+			Total          float64 `json:"total"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &reg); err != nil || reg.Data.RegistrationID == "" {
+		t.Fatalf("register-guest answered %s (%v)", body, err)
+	}
+	// The processor reports a payment of another amount than the total:
+	// the registration is not booked and the payment must be refunded.
+	paid := int64(reg.Data.Total*100) + 100
+	hook := fmt.Sprintf(`{"id":"evt_refund_1","type":%q,"data":{"object":{"id":"cs_test_refund","payment_status":"paid","amount_total":%d,"currency":"usd","client_reference_id":%q}}}`,
+		payments.EventCheckoutCompleted, paid, reg.Data.RegistrationID)
+	st, body = call(t, "POST", base+"/v1/webhooks/card", map[string]string{"Content-Type": "application/json",
+		payments.SignatureHeader: payments.Sign(cfg.CardWebhookSecret, time.Now(), []byte(hook))}, hook)
+	if st != 200 {
+		t.Fatalf("webhook needing a refund, without Postgres: %d %s, want 200", st, body)
+	}
+	var line string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "refund required") {
+			line = l
+		}
+	}
+	for _, want := range []string{"level=ERROR", "registration=" + reg.Data.RegistrationID, "processor=card",
+		"payment=cs_test_refund", "reason=amount_mismatch", fmt.Sprintf("amount=%d.%02d", paid/100, paid%100)} {
+		if !strings.Contains(line, want) {
+			t.Errorf("refund log line %q lacks %s", line, want)
+		}
+	}
+	if l := logs.String(); strings.Contains(l, "ada@example.com") || strings.Contains(l, "Lovelace") {
+		t.Errorf("the log names the buyer:\n%s", l)
+	}
+}
+
+// The storefront's loops (the sweep of expired holds, the test
+// processors' webhook deliveries) have all returned once wg says so: the
+// node closes the pool and the Redis client only after that.
+func TestStorefrontLoopsEndWithTheirWaitGroup(t *testing.T) {
+	rc, space := redistest.New(t)
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	ord := &orders.Service{Redis: rc, Space: space, IDKey: []byte("test")}
+	f, err := newFront(frontDeps{cfg: cfg, secretsKey: "test", redis: rc, space: space,
+		store: &catalogstore.Store{Redis: rc, Space: space, Logger: log}, orders: ord,
+		seats: &seats.Engine{Redis: rc, Space: space}, limiter: &ratelimit.Limiter{Redis: rc, Space: space},
+		resolver: &clientip.Resolver{}, monitor: &redisstate.Monitor{Redis: rc, Space: space}, log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	startLoops(ctx, &wg, f.loops)
+	running := func() string {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		for _, fn := range []string{"registrations.(*Service).Run(", "payments.(*Hosted).Run("} {
+			if strings.Contains(stacks, fn) {
+				return fn
+			}
+		}
+		return ""
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for running() == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if running() == "" {
+		t.Fatal("the storefront's loops never ran")
+	}
+	cancel()
+	wg.Wait()
+	if fn := running(); fn != "" {
+		t.Fatalf("%s still runs after the wait group said done", fn)
+	}
+}
