@@ -63,6 +63,13 @@ type Options struct {
 	// minute the lockout allows (0: its defaults). Low figures make a lock
 	// outlast a test's requests however slow the machine.
 	LockoutPerIP, LockoutPerKey int64
+	// StorefrontCard, when set, is the card processor the storefront's
+	// payment calls use, given the built-in test card (to wrap it); the
+	// sweep and the hosted page keep the test card itself.
+	StorefrontCard func(*payments.Hosted) payments.Processor
+	// StorefrontTimeout bounds each storefront request's work (0: the
+	// surface's default).
+	StorefrontTimeout time.Duration
 }
 
 // Server is a running test stack.

@@ -71,11 +71,15 @@ func newFrontStack(d frontDeps) frontStack {
 	regs := &registrations.Service{Redis: d.redis, Space: d.space, Orders: d.orders, CheckoutTTL: d.opt.CheckoutTTL,
 		Archive: orderdb.Store{Pool: d.pool}, Expirer: procs, Logger: d.log}
 	keys := tickets.NewKeys(SecretsKey)
+	var front payments.Processor = card
+	if d.opt.StorefrontCard != nil {
+		front = d.opt.StorefrontCard(card)
+	}
 	return frontStack{
 		api: &storefront.API{
 			Catalog: d.catalog.Current, Orders: d.orders, Registrations: regs, Seats: d.seats,
-			Card: card, Wallet: wallet, Processors: procs, Tickets: keys,
-			Limiter: d.limiter, ClientIP: d.resolver, Gate: d.gate, Logger: d.log,
+			Card: front, Wallet: wallet, Processors: procs, Tickets: keys,
+			Limiter: d.limiter, ClientIP: d.resolver, Gate: d.gate, Timeout: d.opt.StorefrontTimeout, Logger: d.log,
 		},
 		hooks: &webhooks.API{Booker: regs, Refunds: refunddb.Store{Pool: d.pool}, Redis: d.redis, Space: d.space,
 			CardSecret: CardWebhookSecret, WalletSecret: WalletWebhookSecret, Logger: d.log},
