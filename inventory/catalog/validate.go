@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"net"
 	"net/mail"
 	"regexp"
 	"strconv"
@@ -241,10 +242,29 @@ func (v *validator) tenant(t *Tenant, path string) *ValidationError {
 }
 
 // checkDomain accepts what an Origin host is matched against: a host name,
-// optionally with a leading "*." wildcard, or an IP address.
+// optionally with a leading "*." wildcard over two labels or more, or an
+// IP address. Browsers send internationalised hosts in punycode, so an
+// entry must be written so too: one in Unicode would never match.
 func checkDomain(d, path string) *ValidationError {
 	if d == "" || strings.ContainsAny(d, "/ \t@") || strings.Contains(d[1:], "*") || (d[0] == '*' && !strings.HasPrefix(d, "*.")) {
 		return fail(path, "%q must be a host name such as shop.example.com or *.example.com, without scheme or path", d)
+	}
+	for i := 0; i < len(d); i++ {
+		if d[i] >= 0x80 {
+			return fail(path, "%q is not ASCII: write an internationalised domain in punycode (xn--...), as browsers send it", d)
+		}
+		if d[i] < 0x20 || d[i] == 0x7f {
+			return fail(path, "%q has a control character", d)
+		}
+	}
+	if rest, ok := strings.CutPrefix(d, "*."); ok {
+		host := rest
+		if h, _, err := net.SplitHostPort(rest); err == nil {
+			host = h
+		}
+		if host = strings.TrimSuffix(host, "."); !strings.Contains(host, ".") {
+			return fail(path, "%q is a wildcard over a single label (every site under it): name the site's own domain, such as *.example.com", d)
+		}
 	}
 	return nil
 }
