@@ -109,6 +109,42 @@ func TestStripeRequestsAndExpireOfACompletedSession(t *testing.T) {
 	}
 }
 
+// A 4xx from the expire call is not proof the session is closed: one still
+// open (the call was rate limited) keeps its hold, and a complete session
+// whose payment has not settled yet counts as paid.
+func TestStripeExpireReadsTheSessionAfterARefusal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		id := strings.Split(strings.TrimPrefix(r.URL.Path, "/v1/checkout/sessions/"), "/")[0]
+		if r.Method == "POST" {
+			// Stripe-Should-Retry false: stripe-go retries no further.
+			w.Header().Set("Stripe-Should-Retry", "false")
+			if id == "cs_limited" {
+				w.WriteHeader(429)
+				_, _ = io.WriteString(w, `{"error":{"type":"invalid_request_error","code":"rate_limit","message":"Too many requests"}}`)
+				return
+			}
+			w.WriteHeader(400)
+			_, _ = io.WriteString(w, `{"error":{"type":"invalid_request_error","message":"Only Checkout Sessions with a status in [\"open\"] can be expired."}}`)
+			return
+		}
+		status := map[string]string{"cs_limited": "open", "cs_async": "complete", "cs_gone": "expired"}[id]
+		_, _ = io.WriteString(w, `{"id":"`+id+`","object":"checkout.session","status":"`+status+`","payment_status":"unpaid"}`)
+	}))
+	defer srv.Close()
+	s := NewStripe(StripeConfig{SecretKey: "sk_test_123", APIBase: srv.URL})
+	ctx := context.Background()
+	if paid, err := s.Expire(ctx, "cs_limited"); err == nil {
+		t.Fatalf("Expire(429, still open) = %v, nil; want an error so the hold stays", paid)
+	}
+	if paid, err := s.Expire(ctx, "cs_async"); err != nil || !paid {
+		t.Fatalf("Expire(complete, unpaid) = %v, %v; want paid", paid, err)
+	}
+	if paid, err := s.Expire(ctx, "cs_gone"); err != nil || paid {
+		t.Fatalf("Expire(expired) = %v, %v; want not paid", paid, err)
+	}
+}
+
 // A discount (total below the lines) is charged as one line of the total.
 func TestStripeLinesChargeExactlyTheTotal(t *testing.T) {
 	req := CheckoutRequest{RegistrationID: "oa.ev", EventName: "Gala", Amount: 3000,
