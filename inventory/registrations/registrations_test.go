@@ -535,7 +535,8 @@ func TestAmountMismatchIsNotConfirmed(t *testing.T) {
 		}
 		p.RegistrationID, p.Processor, p.PaymentID = reg.ID, "card", "cs_"+reg.ID[:6]
 		out, err := b.regs.Pay(b.ctx, p)
-		if err != nil || out.Status != StatusRefundRequired || out.Reason != "amount_mismatch" || len(out.Tickets) != 0 {
+		if err != nil || out.Status != StatusRefundRequired || out.Reason != "amount_mismatch" || len(out.Tickets) != 0 ||
+			out.Paid != p.Amount { // what is to be refunded
 			t.Fatalf("%s %d: %+v %v", p.Currency, p.Amount, out, err)
 		}
 		p.Amount, p.Currency = 1000, "USD"
