@@ -27,6 +27,8 @@ var reasons = map[string]string{
 	"seat_lost":       "the payment arrived after the checkout window closed, and a seat had been taken meanwhile",
 	"amount_mismatch": "the amount paid differs from the registration's total",
 	"lost":            "ticketd lost the registration before the payment arrived",
+
+	"discount_used_up": "the payment arrived after the checkout window closed, and the discount code had been used up meanwhile",
 }
 
 // refundPayload is the outbox row's payload, when its writer gave one:
