@@ -33,6 +33,7 @@ func Table(w io.Writer, s *Suite) {
 	}
 	openLoops(w, s)
 	durability(w, s)
+	storefront(w, s)
 
 	section(w, "Latency by operation, ms (open loop: from the intended start; confirm: from its send)")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -143,6 +144,27 @@ func durability(w io.Writer, s *Suite) {
 		fmt.Fprintf(w, "  %s vs %s: throughput %s vs %s %s/s = %sx; p99 %s %s vs %s ms = %sx\n", r.Scenario, v.Run,
 			num(r.ThroughputPerS), num(v.ThroughputPerS), r.Unit, fixed2(v.ThroughputRatio),
 			r.LatencyOp, ms(r.P99Ms), ms(v.P99Ms), fixed2(v.P99Ratio))
+	}
+}
+
+// storefront writes each storefront run beside the partner flash run of
+// the same invocation.
+func storefront(w io.Writer, s *Suite) {
+	var rows []Run
+	for _, r := range s.Runs {
+		if r.VsPartnerFlash != nil {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	section(w, "Storefront beside the partner flash run (same invocation; a storefront buyer makes 4 or more calls, a partner pair 2)")
+	for _, r := range rows {
+		v := r.VsPartnerFlash
+		fmt.Fprintf(w, "  %s: %s %s/s (%s req/s) vs %s %s %s/s (%s req/s) = %sx; p99 %s %s vs %s %s ms\n", r.Scenario,
+			num(r.ThroughputPerS), r.Unit, num(r.RequestsPerS), v.Run, num(v.ThroughputPerS), v.Unit, num(v.RequestsPerS),
+			fixed2(v.ThroughputRatio), r.LatencyOp, ms(r.P99Ms), v.LatencyOp, ms(v.P99Ms))
 	}
 }
 

@@ -39,14 +39,19 @@ func (o *opSet) add(name string) int {
 }
 
 // docBuilder gathers the catalog document of a run: one tenant holding
-// every part's events, and the parts' channels.
+// every part's events and storefront keys, and the parts' channels.
 type docBuilder struct {
 	events   []catalog.Event
 	channels []catalog.Channel
+	keys     []catalog.PublishableKey
 }
 
 func (b *docBuilder) doc(run string) *catalog.Document {
-	return &catalog.Document{Tenants: []catalog.Tenant{tenant(run, b.events...)}, Channels: b.channels}
+	t := tenant(run, b.events...)
+	if len(b.keys) > 0 {
+		t.PublishableKeys = b.keys
+	}
+	return &catalog.Document{Tenants: []catalog.Tenant{t}, Channels: b.channels}
 }
 
 // actors is a part's list of the actors it made, one per worker.
@@ -95,6 +100,11 @@ func runParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Opt
 	if err != nil {
 		return nil, err
 	}
+	return runLoadedParts(ctx, env, name, unit, latencyOp, o, ops, parts)
+}
+
+// runLoadedParts runs the load of provisioned parts and checks each part.
+func runLoadedParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Options, ops *opSet, parts []weighted) (*Outcome, error) {
 	label := name
 	if o.Label != "" {
 		label = o.Label
