@@ -133,8 +133,9 @@ func (b *buyer) registerBody(dst []byte, eventID string, cart []byte) []byte {
 }
 
 // register sends register-guest and keeps the registration id and its
-// total: the answer's amount, or want when it carries none. ok is true
-// for a 200 with a registration id.
+// total: the answer's total, or want when it carries none (its first
+// "amount" may be payment.amount, what was paid so far). ok is true for a
+// 200 with a registration id.
 func (b *buyer) register(w *load.Worker, eventID string, cart []byte, want money.Cents) (status int, transport string, ok bool) {
 	b.prepare(w, "POST", "/v1/storefront/register-guest")
 	b.body = b.registerBody(b.body[:0], eventID, cart)
@@ -149,7 +150,7 @@ func (b *buyer) register(w *load.Worker, eventID string, cart []byte, want money
 	}
 	b.reg = append(b.reg[:0], id...)
 	b.amount = want
-	if a, ok := parseCents(load.Field(body, `"amount":`)); ok {
+	if a, ok := parseCents(load.Field(body, `"total":`)); ok && a > 0 {
 		b.amount = a
 	}
 	return status, "", true

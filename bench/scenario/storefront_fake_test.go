@@ -130,7 +130,8 @@ func (f *fakeShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.regs[id] = reg
 		f.ips[r.Header.Get("X-Forwarded-For")]++
-		reply(w, 200, "", map[string]any{"registrationId": id, "status": "awaiting_payment", "amount": float64(reg.total) / 100})
+		reply(w, 200, "", map[string]any{"registrationId": id, "status": "awaiting_payment",
+			"payment": map[string]any{"paymentStatus": "unpaid", "amount": 0}, "total": float64(reg.total) / 100})
 	case p == "/v1/storefront/card/create-checkout-session":
 		reg := f.regs[body.RegistrationID]
 		unit := int(ticketPrice)
