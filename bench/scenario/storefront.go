@@ -282,12 +282,49 @@ const (
 	regFailed                     // an error before payment
 )
 
+// payOps are the ops of a registered buyer's payment, in the order of
+// the steps, and of the whole buyer.
+type payOps struct{ checkout, webhook, redeliver, read, buyer int }
+
+func (p *payOps) register(ops *opSet) {
+	p.checkout, p.webhook, p.redeliver = ops.add("checkout_session"), ops.add("webhook"), ops.add("webhook_redelivered")
+	p.read, p.buyer = ops.add("registration_read"), ops.add("buyer")
+}
+
+// checkoutAndPay is the rest of a registered buyer's purchase: the card
+// checkout session for the cart (subtotal is selectedTicketAmount), the
+// processor's webhook (twice for one buyer in redeliverEvery) and the
+// success page's read. It records how the registration of tickets
+// admissions (seats, when seated) ended; a confirmed buyer counts one
+// unit, its latency from intended.
+func (b *buyer) checkoutAndPay(w *load.Worker, t *regTally, ops payOps, eventID string, cart []byte, subtotal money.Cents,
+	tickets int64, seats []string, intended time.Time) {
+	start := time.Now()
+	st, tr, ok := b.checkout(w, eventID, cart, subtotal)
+	w.Observe(ops.checkout, start)
+	if !ok {
+		w.Error("checkout session " + answerCode(w, st, tr))
+		t.end(b, regFailed, tickets, seats)
+		return
+	}
+	again := b.redelivered()
+	if again {
+		t.redelivered++
+	}
+	res := b.payAndSee(w, ops, again)
+	t.end(b, res, tickets, seats)
+	if res == regConfirmed {
+		w.Observe(ops.buyer, intended)
+		w.Done(1)
+	}
+}
+
 // payAndSee pays the registration (redelivering the webhook when again)
 // and reads it until confirmed, timing each step.
-func (b *buyer) payAndSee(w *load.Worker, opWebhook, opRedeliver, opRead int, again bool) regResult {
+func (b *buyer) payAndSee(w *load.Worker, ops payOps, again bool) regResult {
 	start := time.Now()
 	st, tr := b.pay(w, false)
-	w.Observe(opWebhook, start)
+	w.Observe(ops.webhook, start)
 	if tr != "" || st != 200 {
 		w.Error("webhook " + answerCode(w, st, tr))
 		return regUnsure // it may have been booked: the check asks
@@ -295,7 +332,7 @@ func (b *buyer) payAndSee(w *load.Worker, opWebhook, opRedeliver, opRead int, ag
 	if again {
 		start = time.Now()
 		st, tr = b.pay(w, true)
-		w.Observe(opRedeliver, start)
+		w.Observe(ops.redeliver, start)
 		if tr != "" || st >= 500 {
 			w.Error("webhook redelivery " + answerCode(w, st, tr))
 		} else if st != 200 {
@@ -305,7 +342,7 @@ func (b *buyer) payAndSee(w *load.Worker, opWebhook, opRedeliver, opRead int, ag
 	for i := range readTries {
 		start = time.Now()
 		ok, st, tr := b.confirmed(w)
-		w.Observe(opRead, start)
+		w.Observe(ops.read, start)
 		if ok {
 			return regConfirmed
 		}

@@ -222,20 +222,8 @@ func (f *fakeShop) webhook(w http.ResponseWriter, r *http.Request, raw []byte) {
 // every payment is signed and of the right amount, every buyer comes from
 // its own address, and the redelivered webhooks book nothing twice.
 func TestStorefrontFlashAgainstTheContract(t *testing.T) {
-	env := &Env{Run: "tfake1", CardWebhookSecret: "whsec_fake", RecordWhy: "a fake shop"}
 	f := &storefrontFlash{capacity: 60}
-	b := &docBuilder{}
-	f.provision(env, b)
-	fake := newFakeShop(f.shop, 60)
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env.Addr, env.API = strings.TrimPrefix(srv.URL, "http://"), &api.Client{Base: srv.URL}
-	f.shop.secret = env.CardWebhookSecret
-
-	out, err := runLoaded(t, env, "storefront-flash", "registrations", "buyer", Options{Arrivals: 150, Workers: 8}, f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, fake := runFake(t, "storefront-flash", "registrations", 150, f, func() *shop { return f.shop }, 60)
 	res := out.Result
 	if res.Units != 60 || len(res.Errors) > 0 || res.Rejections["TICKET_SOLD_OUT"] != 90 {
 		t.Fatalf("%d confirmed (want 60), errors %v, rejections %v", res.Units, res.Errors, res.Rejections)
@@ -258,19 +246,8 @@ func TestStorefrontFlashAgainstTheContract(t *testing.T) {
 // shop that refuses a hold on a taken seat: some hold and pay, the others
 // are told SEAT_CONFLICT and pick again, and no error occurs.
 func TestStorefrontSeatsAgainstTheContract(t *testing.T) {
-	env := &Env{Run: "tfake2", CardWebhookSecret: "whsec_fake", RecordWhy: "a fake shop"}
 	s := &storefrontSeats{rows: 2, seats: 12}
-	b := &docBuilder{}
-	s.provision(env, b)
-	fake := newFakeShop(s.shop, 0)
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	env.Addr, env.API = strings.TrimPrefix(srv.URL, "http://"), &api.Client{Base: srv.URL}
-
-	out, err := runLoaded(t, env, "storefront-seats", "buyers", "buyer", Options{Arrivals: 80, Workers: 8}, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, fake := runFake(t, "storefront-seats", "buyers", 80, s, func() *shop { return s.shop }, 0)
 	res := out.Result
 	if res.Units == 0 || len(res.Errors) > 0 || res.Rejections["SEAT_CONFLICT"] == 0 {
 		t.Fatalf("%d buyers confirmed, errors %v, rejections %v", res.Units, res.Errors, res.Rejections)
@@ -289,11 +266,22 @@ func TestStorefrontSeatsAgainstTheContract(t *testing.T) {
 	}
 }
 
-// runLoaded runs a provisioned part's load and its checks, without
-// applying its catalog (a fake shop has no admin surface).
-func runLoaded(t *testing.T, env *Env, name, unit, op string, o Options, p part) (*Outcome, error) {
+// runFake provisions p (without applying its catalog: a fake shop has no
+// admin surface) and runs its load of arrivals buyers on 8 workers against
+// a fake shop of shop() with the GA capacity given, and its checks.
+func runFake(t *testing.T, name, unit string, arrivals int64, p part, shop func() *shop, capacity int) (*Outcome, *fakeShop) {
 	t.Helper()
+	env := &Env{Run: "t" + strings.ReplaceAll(name, "-", ""), CardWebhookSecret: "whsec_fake", RecordWhy: "a fake shop"}
+	p.provision(env, &docBuilder{})
+	fake := newFakeShop(shop(), capacity)
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	env.Addr, env.API = strings.TrimPrefix(srv.URL, "http://"), &api.Client{Base: srv.URL}
 	ops := &opSet{}
 	p.register(ops)
-	return runLoadedParts(t.Context(), env, name, unit, op, o, ops, []weighted{{p: p, weight: 1}})
+	out, err := runLoadedParts(t.Context(), env, name, unit, "buyer", Options{Arrivals: arrivals, Workers: 8}, ops, []weighted{{p: p, weight: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, fake
 }

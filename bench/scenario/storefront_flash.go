@@ -30,13 +30,13 @@ const FigRegistrationRate = "registrations/s over the sale (registrations confir
 const redeliverEvery = 10
 
 type storefrontFlash struct {
-	capacity                                int64
-	shop                                    *shop
-	event, ticket                           string
-	cart                                    []byte
-	opRegister, opCheckout, opWebhook       int
-	opRedeliver, opRead, opBuyer, opSoldOut int
-	actors                                  actors[*sfFlashActor]
+	capacity              int64
+	shop                  *shop
+	event, ticket         string
+	cart                  []byte
+	opRegister, opSoldOut int
+	pay                   payOps
+	actors                actors[*sfFlashActor]
 }
 
 func (f *storefrontFlash) provision(env *Env, b *docBuilder) {
@@ -48,9 +48,9 @@ func (f *storefrontFlash) provision(env *Env, b *docBuilder) {
 }
 
 func (f *storefrontFlash) register(ops *opSet) {
-	f.opRegister, f.opCheckout, f.opWebhook = ops.add("register"), ops.add("checkout_session"), ops.add("webhook")
-	f.opRedeliver, f.opRead = ops.add("webhook_redelivered"), ops.add("registration_read")
-	f.opBuyer, f.opSoldOut = ops.add("buyer"), ops.add("sold_out_answer")
+	f.opRegister = ops.add("register")
+	f.pay.register(ops)
+	f.opSoldOut = ops.add("sold_out_answer")
 }
 
 func (f *storefrontFlash) actor(w *load.Worker) load.Actor {
@@ -82,24 +82,7 @@ func (a *sfFlashActor) Arrive(w *load.Worker, intended time.Time) {
 		}
 		return
 	}
-	start := time.Now()
-	st, tr, ok = b.checkout(w, f.event, f.cart, ticketPrice)
-	w.Observe(f.opCheckout, start)
-	if !ok {
-		w.Error("checkout session " + answerCode(w, st, tr))
-		a.t.end(b, regFailed, 1, nil)
-		return
-	}
-	again := b.redelivered()
-	if again {
-		a.t.redelivered++
-	}
-	res := b.payAndSee(w, f.opWebhook, f.opRedeliver, f.opRead, again)
-	a.t.end(b, res, 1, nil)
-	if res == regConfirmed {
-		w.Observe(f.opBuyer, intended)
-		w.Done(1)
-	}
+	b.checkoutAndPay(w, &a.t, f.pay, f.event, f.cart, ticketPrice, 1, nil, intended)
 }
 
 func (f *storefrontFlash) tally() *regTally {

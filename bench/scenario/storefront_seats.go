@@ -22,12 +22,12 @@ var StorefrontSeats = storefrontOnly{&single{name: "storefront-seats", unit: "bu
 	newPart:  func(Options) part { return &storefrontSeats{rows: 100, seats: 50} }}}
 
 type storefrontSeats struct {
-	rows, seats                             int
-	shop                                    *shop
-	event, tokenPath, holdPath              string
-	opToken, opHold, opRegister, opCheckout int
-	opWebhook, opRedeliver, opRead, opBuyer int
-	actors                                  actors[*sfSeatActor]
+	rows, seats                 int
+	shop                        *shop
+	event, tokenPath, holdPath  string
+	opToken, opHold, opRegister int
+	pay                         payOps
+	actors                      actors[*sfSeatActor]
 }
 
 func (s *storefrontSeats) provision(env *Env, b *docBuilder) {
@@ -40,9 +40,8 @@ func (s *storefrontSeats) provision(env *Env, b *docBuilder) {
 }
 
 func (s *storefrontSeats) register(ops *opSet) {
-	s.opToken, s.opHold = ops.add("hold_token"), ops.add("hold")
-	s.opRegister, s.opCheckout, s.opWebhook = ops.add("register"), ops.add("checkout_session"), ops.add("webhook")
-	s.opRedeliver, s.opRead, s.opBuyer = ops.add("webhook_redelivered"), ops.add("registration_read"), ops.add("buyer")
+	s.opToken, s.opHold, s.opRegister = ops.add("hold_token"), ops.add("hold"), ops.add("register")
+	s.pay.register(ops)
 }
 
 func (s *storefrontSeats) actor(w *load.Worker) load.Actor {
@@ -96,24 +95,7 @@ func (a *sfSeatActor) Arrive(w *load.Worker, intended time.Time) {
 		return
 	}
 	a.cart = append(a.cart, `,"quantity":2`...)
-	start = time.Now()
-	st, tr, ok = b.checkout(w, s.event, a.cart, seatSubtotal)
-	w.Observe(s.opCheckout, start)
-	if !ok {
-		w.Error("checkout session " + answerCode(w, st, tr))
-		a.t.end(b, regFailed, 2, labels)
-		return
-	}
-	again := b.redelivered()
-	if again {
-		a.t.redelivered++
-	}
-	res := b.payAndSee(w, s.opWebhook, s.opRedeliver, s.opRead, again)
-	a.t.end(b, res, 2, labels)
-	if res == regConfirmed {
-		w.Observe(s.opBuyer, intended)
-		w.Done(1)
-	}
+	b.checkoutAndPay(w, &a.t, s.pay, s.event, a.cart, seatSubtotal, 2, labels, intended)
 }
 
 // hold holds two adjacent seats with the buyer's token, picking again on
