@@ -2,9 +2,16 @@
 // of state atomically; its header names KEYS, ARGV and the reply. The Go
 // wrapper of a script sits next to the code that calls it and loads the
 // script through Load.
+//
+// Scripts cannot call each other, so a definition several scripts need
+// lives once in lib/<name>.lua, and a script takes it with a line
+// "--@include <name>" (a Lua comment, so the file stays valid Lua): Load
+// puts the library's text in that line's place. The script Redis runs, and
+// whose SHA-1 EVALSHA names, is the expanded text.
 package lua
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"embed"
@@ -16,16 +23,43 @@ import (
 	"github.com/redis/rueidis"
 )
 
-//go:embed *.lua
+//go:embed *.lua lib/*.lua
 var files embed.FS
 
-// Load returns the named script (file name without ".lua"), ready for
-// EVALSHA with an EVAL fallback. It panics on a missing file: that is a
-// build defect, not a runtime condition.
-func Load(name string) *rueidis.Lua {
+var includePrefix = []byte("--@include ")
+
+// Source returns the text Redis runs for the named script: the file with
+// every "--@include <name>" line replaced by lib/<name>.lua. Libraries do
+// not include others.
+func Source(name string) ([]byte, error) {
 	b, err := files.ReadFile(name + ".lua")
 	if err != nil {
-		panic("lua: no script " + name)
+		return nil, err
+	}
+	var out bytes.Buffer
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		lib, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), includePrefix)
+		if !ok {
+			out.Write(line)
+			continue
+		}
+		text, err := files.ReadFile("lib/" + string(bytes.TrimSpace(lib)) + ".lua")
+		if err != nil {
+			return nil, fmt.Errorf("lua: %s includes %s: %w", name, lib, err)
+		}
+		out.Write(text)
+	}
+	return out.Bytes(), nil
+}
+
+// Load returns the named script (file name without ".lua", includes
+// expanded), ready for EVALSHA with an EVAL fallback. It panics on a
+// missing file or library: that is a build defect, not a runtime
+// condition.
+func Load(name string) *rueidis.Lua {
+	b, err := Source(name)
+	if err != nil {
+		panic("lua: script " + name + ": " + err.Error())
 	}
 	s := rueidis.NewLuaScript(string(b))
 	sum := sha1.Sum(b)

@@ -2,6 +2,7 @@ package lua_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/inventory/redistest"
@@ -34,5 +35,32 @@ func TestPipelinedRunsOnARedisThatHasNotSeenTheScript(t *testing.T) {
 	}
 	if n, err := rc.Do(ctx, rc.B().Exists().Key("lease").Build()).AsInt64(); err != nil || n != 0 {
 		t.Fatalf("lease key left: %d, %v", n, err)
+	}
+}
+
+// An included library is in the script Redis runs, and the SHA-1 that
+// EVALSHA names is the one Redis computes for that text: a pipelined run
+// on a Redis that has the script finds it under that SHA.
+func TestIncludeExpandsAndKeepsTheSHA(t *testing.T) {
+	src, err := lua.Source("order_reserve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, err := lua.Source("lib/capacity")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(src), string(lib)) || strings.Contains(string(src), "\n--@include") {
+		t.Fatal("order_reserve does not carry lib/capacity in place of its include line")
+	}
+	rc, _ := redistest.New(t)
+	ctx := context.Background()
+	sha, err := rc.Do(ctx, rc.B().ScriptLoad().Script(string(src)).Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := lua.Pipeline(rc, lua.Load("order_reserve"), []string{"k"}, nil)
+	if got := p.Cmd.Commands(); len(got) < 2 || got[1] != sha {
+		t.Fatalf("EVALSHA names %v, Redis loaded the script as %s", got, sha)
 	}
 }

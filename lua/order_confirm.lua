@@ -48,6 +48,7 @@
 --                                     again with these declared
 --   {5}                               the partition's marker is missing: Redis
 --                                     lost its state or is being rebuilt
+--@include capacity
 if redis.call('EXISTS', KEYS[8]) == 0 then
   return {5}
 end
@@ -100,15 +101,8 @@ local total = tonumber(o[2])
 if not reason and math.abs(tonumber(ARGV[3]) - total) > tonumber(ARGV[4]) then
   return {3, total}
 end
-if not reason and n > 0 then
-  local caps = redis.call('HMGET', KEYS[2], unpack(fields))
-  local sold = redis.call('HMGET', KEYS[3], unpack(fields))
-  for c = 1, n do
-    if caps[c] and qtys[c] > tonumber(caps[c]) - (tonumber(sold[c]) or 0) then
-      reason = 'sold_out'
-      break
-    end
-  end
+if not reason and capacity_short(KEYS[2], KEYS[3], fields, qtys) then
+  reason = 'sold_out'
 end
 if not reason then
   for s = 1, #seats do

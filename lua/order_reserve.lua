@@ -35,6 +35,7 @@
 --   {6}                              the discount code has no uses left
 --   {7}                              the partition's marker is missing: Redis
 --                                    lost its state or is being rebuilt
+--@include capacity
 if redis.call('EXISTS', KEYS[8]) == 0 then
   return {7}
 end
@@ -61,16 +62,10 @@ end
 local rest = i
 
 -- checks: capacity
-if nclaims > 0 then
-  local caps = redis.call('HMGET', KEYS[2], unpack(fields))
-  local sold = redis.call('HMGET', KEYS[3], unpack(fields))
-  for c = 1, nclaims do
-    if caps[c] then
-      local left = tonumber(caps[c]) - (tonumber(sold[c]) or 0)
-      if qtys[c] > left then
-        return {2, fields[c], left}
-      end
-    end
+do
+  local c, left = capacity_short(KEYS[2], KEYS[3], fields, qtys)
+  if c then
+    return {2, fields[c], left}
   end
 end
 

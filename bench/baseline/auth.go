@@ -11,8 +11,8 @@ import (
 )
 
 var (
-	errMissingCredentials = apierr.New(401, "MISSING_CREDENTIALS", "send both x-service-key and x-service-secret")
-	errInvalidCredentials = apierr.New(401, "INVALID_CREDENTIALS", "unknown key or wrong secret; do not retry")
+	errMissingCredentials = apierr.Of("MISSING_CREDENTIALS", "send both x-service-key and x-service-secret")
+	errInvalidCredentials = apierr.Of("INVALID_CREDENTIALS", "unknown key or wrong secret; do not retry")
 )
 
 // keyedHandler is an endpoint that runs for an authenticated channel.

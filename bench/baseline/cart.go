@@ -33,7 +33,7 @@ type priced struct {
 }
 
 func quantityErr(q int64) *apierr.Error {
-	return apierr.BadRequest("INVALID_QUANTITY", "ticket quantity must be 1 to %d, got %d", pricing.MaxQuantity, q).With("quantity", q)
+	return apierr.Of("INVALID_QUANTITY", "ticket quantity must be 1 to %d, got %d", pricing.MaxQuantity, q).With("quantity", q)
 }
 
 // price checks the cart against the event, with ticketd's cart limits
@@ -81,7 +81,7 @@ func price(ev *event, b *reserveBody) (priced, *apierr.Error) {
 		}
 		t := ev.tickets[l.TicketID]
 		if t == nil {
-			return p, apierr.BadRequest("TICKET_NOT_FOUND", "ticket %q is not on sale for this event", l.TicketID)
+			return p, apierr.Of("TICKET_NOT_FOUND", "ticket %q is not on sale for this event", l.TicketID)
 		}
 		at[l.TicketID] = len(p.lines)
 		p.lines = append(p.lines, line{ticketID: t.id, name: t.name, quantity: l.Quantity, price: t.price})
@@ -90,7 +90,7 @@ func price(ev *event, b *reserveBody) (priced, *apierr.Error) {
 	var paid int64
 	for _, l := range p.lines {
 		if t := ev.tickets[l.ticketID]; t.maxPerOrder > 0 && l.quantity > t.maxPerOrder {
-			return p, apierr.BadRequest("MAX_PER_ORDER_EXCEEDED", "at most %d of ticket %q per order", t.maxPerOrder, t.id).With("maxPerOrder", t.maxPerOrder)
+			return p, apierr.Of("MAX_PER_ORDER_EXCEEDED", "at most %d of ticket %q per order", t.maxPerOrder, t.id).With("maxPerOrder", t.maxPerOrder)
 		}
 		subtotal += l.price * money.Cents(l.quantity)
 		p.admissions += l.quantity

@@ -14,14 +14,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/valyala/fasthttp"
 
-	ticketd "github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/checkout"
+	"github.com/ticketd/ticketd/inventory/idempotency"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 )
 
-var errEventNotFound = apierr.New(404, "EVENT_NOT_FOUND", "no such event in this channel's catalog")
+var errEventNotFound = apierr.Of("EVENT_NOT_FOUND", "no such event in this channel's catalog")
 
 // reserveView is the reserve response, as ticketd writes it.
 type reserveView struct {
@@ -40,9 +41,9 @@ func (a *app) checkout(ctx *fasthttp.RequestCtx, s *snapshot, ch *channel) {
 		httpx.Fail(ctx, errEventNotFound)
 		return
 	}
-	// The request checks are ticketd's own (handlers/channel), so both
+	// The request checks are ticketd's own (inventory/idempotency, inventory/checkout), so both
 	// servers refuse the same requests and do the same work on them.
-	key, e := ticketd.IdempotencyKey(ctx)
+	key, e := idempotency.Check(ctx.Request.Header.Peek(idempotency.Header))
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
@@ -52,7 +53,7 @@ func (a *app) checkout(ctx *fasthttp.RequestCtx, s *snapshot, ch *channel) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	b, e := ticketd.ValidateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone)
+	b, e := checkout.ValidateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
@@ -89,7 +90,7 @@ func newOrderID() string {
 
 type newOrder struct {
 	id, channelID, key, fingerprint, eventID string
-	buyer                                    ticketd.Buyer
+	buyer                                    checkout.Buyer
 	p                                        priced
 }
 
@@ -178,7 +179,7 @@ func (a *app) checkCapacity(ctx context.Context, o *newOrder) (*apierr.Error, er
 	for _, l := range sorted {
 		n, ok := left[l.ticketID]
 		if !ok { // removed from the database behind the snapshot's back
-			return apierr.BadRequest("TICKET_NOT_FOUND", "ticket %q is not on sale for this event", l.ticketID), nil
+			return apierr.Of("TICKET_NOT_FOUND", "ticket %q is not on sale for this event", l.ticketID), nil
 		}
 		if l.quantity > n {
 			return orders.CapacityError("t:"+l.ticketID, n), nil

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 )
@@ -97,9 +96,7 @@ func (a *app) claimTx(ctx context.Context, channelID, orderID string, amount mon
 		return confirmation{}, false, orders.ConfirmFailed("failed")
 	}
 	if d := amount - money.Cents(total); d > orders.Tolerance || d < -orders.Tolerance {
-		return confirmation{}, false, (&apierr.Error{Status: 409, Code: "AMOUNT_MISMATCH",
-			Message: "charged amount differs from the order total " + money.Cents(total).String() + "; refund and re-quote"}).
-			With("serverTotal", money.Cents(total))
+		return confirmation{}, false, orders.AmountMismatch(money.Cents(total))
 	}
 	if expired {
 		if _, err := tx.Exec(ctx, `UPDATE baseline.orders SET status = 'failed', fail_reason = 'expired' WHERE id = $1`, orderID); err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 )
 
-var errRetry = apierr.New(503, "ACCRUAL_FAILED_RETRY", "temporary failure; retry the confirm (it is idempotent)")
+var errRetry = apierr.Of("ACCRUAL_FAILED_RETRY", "temporary failure; retry the confirm (it is idempotent)")
 
 // confirm is POST /v1/channel/orders/confirm: the body and signature are
 // checked by ticketd's own code (handlers/channel), then the order's

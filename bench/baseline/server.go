@@ -71,7 +71,7 @@ func reqCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
-var errAdminUnauthorized = apierr.New(401, "ADMIN_UNAUTHORIZED", "a valid Authorization: Bearer admin token is required")
+var errAdminUnauthorized = apierr.Of("ADMIN_UNAUTHORIZED", "a valid Authorization: Bearer admin token is required")
 
 // applyCatalog is PUT /v1/admin/catalog.
 func (a *app) applyCatalog(ctx *fasthttp.RequestCtx) {
@@ -87,11 +87,11 @@ func (a *app) applyCatalog(ctx *fasthttp.RequestCtx) {
 	}
 	var doc document
 	if err := json.Unmarshal(ctx.PostBody(), &doc); err != nil {
-		httpx.Fail(ctx, apierr.BadRequest("INVALID_CATALOG", "the catalog document is not valid JSON of the expected shape: %v", err))
+		httpx.Fail(ctx, apierr.Of("INVALID_CATALOG", "the catalog document is not valid JSON of the expected shape: %v", err))
 		return
 	}
 	if err := doc.validate(); err != nil {
-		httpx.Fail(ctx, apierr.BadRequest("INVALID_CATALOG", "%s", err.Error()))
+		httpx.Fail(ctx, apierr.Of("INVALID_CATALOG", "%s", err.Error()))
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -106,7 +106,7 @@ func (a *app) applyCatalog(ctx *fasthttp.RequestCtx) {
 	if err != nil {
 		var ic *invalidCatalog
 		if errors.As(err, &ic) {
-			httpx.Fail(ctx, apierr.BadRequest("INVALID_CATALOG", "%s", ic.msg))
+			httpx.Fail(ctx, apierr.Of("INVALID_CATALOG", "%s", ic.msg))
 			return
 		}
 		httpx.Error(ctx, err)

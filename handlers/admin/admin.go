@@ -13,9 +13,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/lockout"
-	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
@@ -52,7 +52,7 @@ func (a *API) Register(r *router.Router) {
 	r.PUT("/v1/admin/catalog", a.applyCatalog)
 }
 
-var errUnauthorized = apierr.New(401, "ADMIN_UNAUTHORIZED", "a valid Authorization: Bearer admin token is required")
+var errUnauthorized = apierr.Of("ADMIN_UNAUTHORIZED", "a valid Authorization: Bearer admin token is required")
 
 func (a *API) authorized(ctx *fasthttp.RequestCtx) bool {
 	h := ctx.Request.Header.Peek("Authorization")
@@ -72,7 +72,7 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx) bool {
 	if a.Lockout != nil {
 		ip = a.ClientIP.ClientIP(ctx)
 		if wait := a.Lockout.IPLocked(ip); wait > 0 {
-			httpx.Fail(ctx, ratelimit.Refuse(ctx, wait))
+			httpx.Fail(ctx, guard.Refuse(ctx, wait))
 			return false
 		}
 	}
@@ -81,7 +81,7 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx) bool {
 	}
 	if len(ctx.Request.Header.Peek("Authorization")) > 0 {
 		if wait := a.Lockout.Failed(ip, ""); wait > 0 {
-			httpx.Fail(ctx, ratelimit.Refuse(ctx, wait))
+			httpx.Fail(ctx, guard.Refuse(ctx, wait))
 			return false
 		}
 	}
@@ -114,7 +114,7 @@ func (a *API) applyCatalog(ctx *fasthttp.RequestCtx) {
 	case err == nil:
 		httpx.OK(ctx, map[string]any{"applied": applied})
 	case errors.Is(err, catalogstore.ErrBusy):
-		httpx.Fail(ctx, apierr.New(409, "CATALOG_BUSY", "another catalog apply or a rebuild holds the catalog; apply the document again"))
+		httpx.Fail(ctx, apierr.Of("CATALOG_BUSY", "another catalog apply or a rebuild holds the catalog; apply the document again"))
 	default:
 		failInvalid(ctx, err)
 	}
@@ -123,7 +123,7 @@ func (a *API) applyCatalog(ctx *fasthttp.RequestCtx) {
 func failInvalid(ctx *fasthttp.RequestCtx, err error) {
 	var ve *catalog.ValidationError
 	if errors.As(err, &ve) {
-		httpx.Fail(ctx, (&apierr.Error{Status: 400, Code: "INVALID_CATALOG", Message: ve.Error()}).With("path", ve.Path))
+		httpx.Fail(ctx, apierr.Of("INVALID_CATALOG", "%s", ve.Error()).With("path", ve.Path))
 		return
 	}
 	httpx.Error(ctx, err)

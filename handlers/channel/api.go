@@ -9,11 +9,15 @@ import (
 	"time"
 
 	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/guard"
+	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/lockout"
 	"github.com/ticketd/ticketd/handlers/metrics"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/handlers/seating"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/orders"
@@ -64,20 +68,37 @@ func (a *API) ctx() (context.Context, context.CancelFunc) {
 // Register mounts the partner routes.
 func (a *API) Register(r *router.Router) {
 	g := r.Group("/v1/channel")
-	g.GET("/events", a.guard(authEither, catalog.ScopeCatalogRead, classCatalog, a.listEvents))
-	g.GET("/events/{id}", a.guard(authEither, catalog.ScopeCatalogRead, classCatalog, a.eventDetail))
-	g.POST("/events/{id}/quote", a.guard(authEither, catalog.ScopeCatalogRead, classCatalog, a.quote))
-	g.POST("/events/{id}/checkout", a.guard(authEither, catalog.ScopeOrdersWrite, classCheckout, a.checkout))
-	g.POST("/orders/confirm", a.guard(authKeyed, catalog.ScopeOrdersConfirm, classConfirm, a.confirm))
-	g.POST("/orders/status", a.guard(authEither, catalog.ScopeOrdersRead, classStatus, a.status))
-	g.POST("/session", a.guard(authKeyed, catalog.ScopeSessionsWrite, classSession, a.createSession))
-	g.GET("/session", a.guard(authSession, "", classResolve, a.resolveSession))
+	g.GET("/events", a.guard(authEither, catalog.ScopeCatalogRead, guard.Catalog, a.listEvents))
+	g.GET("/events/{id}", a.guard(authEither, catalog.ScopeCatalogRead, guard.Catalog, a.eventDetail))
+	g.POST("/events/{id}/quote", a.guard(authEither, catalog.ScopeCatalogRead, guard.Catalog, a.quote))
+	g.POST("/events/{id}/checkout", a.guard(authEither, catalog.ScopeOrdersWrite, guard.Checkout, a.checkout))
+	g.POST("/orders/confirm", a.guard(authKeyed, catalog.ScopeOrdersConfirm, guard.Confirm, a.confirm))
+	g.POST("/orders/status", a.guard(authEither, catalog.ScopeOrdersRead, guard.Status, a.status))
+	g.POST("/session", a.guard(authKeyed, catalog.ScopeSessionsWrite, guard.Session, a.createSession))
+	g.GET("/session", a.guard(authSession, "", guard.Resolve, a.resolveSession))
 
-	s := g.Group("/seating/events/{id}")
-	s.GET("/config", a.guard(authEither, catalog.ScopeCatalogRead, classSeats, a.seatConfig))
-	s.GET("/availability", a.guard(authEither, catalog.ScopeCatalogRead, classSeats, a.seatAvailability))
-	s.POST("/hold-token", a.guard(authEither, catalog.ScopeOrdersWrite, classSeats, a.holdToken))
-	s.POST("/hold", a.guard(authEither, catalog.ScopeOrdersWrite, classSeats, a.hold))
-	s.POST("/hold/{token}/extend", a.guard(authEither, catalog.ScopeOrdersWrite, classSeats, a.extend))
-	s.POST("/release", a.guard(authEither, catalog.ScopeOrdersWrite, classSeats, a.release))
+	seating.Mount(g.Group("/seating/events/{id}"), a.Seats, a.seatGate)
+}
+
+// seatGate is the partner surface's gate for the shared seat endpoints:
+// a key or a buyer session, the seats rate class, the event of the
+// caller's catalog on sale. A session owns one derived hold token per
+// event; a keyed caller names its own.
+func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestHandler {
+	scope := catalog.ScopeCatalogRead
+	if ep.Writes() {
+		scope = catalog.ScopeOrdersWrite
+	}
+	return a.guard(authEither, scope, guard.Seats, func(ctx *fasthttp.RequestCtx, c *caller) {
+		ev, e := a.saleable(ctx, c)
+		if e != nil {
+			httpx.Fail(ctx, e)
+			return
+		}
+		r := seating.Request{Ctx: c.ctx, Event: ev}
+		if c.Session != nil {
+			r.OwnToken = a.Sessions.HoldToken(c.Session, ev.ID)
+		}
+		h(ctx, r)
+	})
 }

@@ -5,8 +5,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/handlers/httpx"
-	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 )
@@ -19,55 +19,6 @@ const (
 	authSession                 // buyer session only
 	authEither                  // keyed, or a buyer session
 )
-
-// Rate-limit classes: interface.md's per-minute limits, per credential.
-type class int
-
-const (
-	classCatalog class = iota
-	classStatus
-	classCheckout
-	classConfirm
-	classSession
-	classResolve
-	classSeats
-)
-
-var classNames = [...]string{"catalog", "status", "checkout", "confirm", "session", "resolve", "seats"}
-
-// keyedLimit is the per-minute limit of a channel key for a class.
-func keyedLimit(c class, rl catalog.RateLimits) int64 {
-	pick := func(override, def int64) int64 {
-		if override > 0 {
-			return override
-		}
-		return def
-	}
-	switch c {
-	case classStatus:
-		return pick(rl.Status, 300)
-	case classCheckout:
-		return pick(rl.Checkout, 60)
-	case classConfirm:
-		return pick(rl.Confirm, 60)
-	case classSession:
-		return pick(rl.Session, 60)
-	}
-	return pick(rl.Catalog, 600) // catalog reads, quotes, seat reads and holds
-}
-
-// sessionLimit is the per-minute limit of a buyer session for a class.
-func sessionLimit(c class) int64 {
-	switch c {
-	case classResolve, classCatalog:
-		return 300
-	case classSeats:
-		return 600
-	case classStatus:
-		return 120
-	}
-	return 60 // checkout
-}
 
 // caller is who is calling: a channel with its key, or a buyer session.
 type caller struct {
@@ -92,17 +43,17 @@ func (c *caller) id() string {
 type handler func(ctx *fasthttp.RequestCtx, c *caller)
 
 var (
-	errMissingCredentials = apierr.New(401, "MISSING_CREDENTIALS", "send both x-service-key and x-service-secret")
-	errInvalidCredentials = apierr.New(401, "INVALID_CREDENTIALS", "unknown key or wrong secret; do not retry")
-	errIPNotAllowed       = apierr.New(403, "IP_NOT_ALLOWED", "this egress IP address is not allowlisted for the key")
-	errScopeDenied        = apierr.New(403, "SCOPE_DENIED", "the key lacks the scope for this endpoint")
-	errSessionRequired    = apierr.New(401, "MISSING_CREDENTIALS", "a buyer session (cookie svc_session or Authorization: Bearer) is required")
-	errInvalidSession     = apierr.New(401, "INVALID_SESSION", "the buyer session is unknown or expired; start a new one")
+	errMissingCredentials = apierr.Of("MISSING_CREDENTIALS", "send both x-service-key and x-service-secret")
+	errInvalidCredentials = apierr.Of("INVALID_CREDENTIALS", "unknown key or wrong secret; do not retry")
+	errIPNotAllowed       = apierr.Of("IP_NOT_ALLOWED", "this egress IP address is not allowlisted for the key")
+	errScopeDenied        = apierr.Of("SCOPE_DENIED", "the key lacks the scope for this endpoint")
+	errSessionRequired    = apierr.Of("MISSING_CREDENTIALS", "a buyer session (cookie svc_session or Authorization: Bearer) is required")
+	errInvalidSession     = apierr.Of("INVALID_SESSION", "the buyer session is unknown or expired; start a new one")
 )
 
 // guard authenticates, checks the IP allowlist and scope, and applies the
 // caller's rate limit before h runs.
-func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.RequestHandler {
+func (a *API) guard(mode authMode, scope string, cl guard.Class, h handler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		if a.Gate != nil {
 			if e := a.Gate(); e != nil {
@@ -118,28 +69,24 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 		var bucket string
 		var limit int64
 		if c.Session != nil {
-			bucket, limit = "s:"+c.Session.ID+":"+classNames[cl], sessionLimit(cl)
+			bucket, limit = guard.Bucket(guard.BySession, c.Session.ID, cl), guard.SessionLimit(cl)
 		} else {
-			// A key's seating calls share its catalog budget (docs/decisions.md).
-			kc := cl
-			if kc == classSeats {
-				kc = classCatalog
-			}
-			bucket, limit = "k:"+c.Channel.ID+":"+classNames[kc], keyedLimit(kc, c.Channel.RateLimits)
+			kc := guard.KeyedClass(cl)
+			bucket, limit = guard.Bucket(guard.ByKey, c.Channel.ID, kc), guard.KeyedLimit(kc, c.Channel.RateLimits)
 		}
 		// One deadline for all the Redis work of the request (fasthttp's
 		// own context ends only at shutdown).
 		rctx, cancel := a.ctx()
 		defer cancel()
 		c.ctx = rctx
-		res, err := a.Limiter.Allow(rctx, bucket, limit)
+		refused, err := guard.Limit(ctx, rctx, a.Limiter, bucket, limit)
 		if err != nil {
 			// Redis went away before the gate saw it.
 			a.fail(ctx, cl, err, "step", "rate limit")
 			return
 		}
-		if !res.Allowed {
-			httpx.Fail(ctx, ratelimit.Refuse(ctx, res.RetryAfter))
+		if refused != nil {
+			httpx.Fail(ctx, refused)
 			return
 		}
 		h(ctx, c)
@@ -149,8 +96,8 @@ func (a *API) guard(mode authMode, scope string, cl class, h handler) fasthttp.R
 // fail answers a request of class cl that failed before its handler ran
 // (sales stopped, Redis unreachable): a confirm as failConfirm does, with
 // logArgs, whatever step met the failure; any other as httpx.Error does.
-func (a *API) fail(ctx *fasthttp.RequestCtx, cl class, err error, logArgs ...any) {
-	if cl == classConfirm {
+func (a *API) fail(ctx *fasthttp.RequestCtx, cl guard.Class, err error, logArgs ...any) {
+	if cl == guard.Confirm {
 		a.failConfirm(ctx, err, logArgs...)
 		return
 	}
@@ -177,7 +124,7 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 		allowed = ch != nil && ch.Allowed(ip)
 	}
 	if wait := a.ipLocked(ip, ch, allowed); wait > 0 {
-		return nil, ratelimit.Refuse(ctx, wait)
+		return nil, guard.Refuse(ctx, wait)
 	}
 	if bySession {
 		tok := sessionToken(ctx)
@@ -211,7 +158,7 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, mode authMode, scope string
 	if ch != nil && !allowed {
 		keyID = ch.ID
 		if wait := a.Lockout.KeyLocked(keyID); wait > 0 {
-			return nil, ratelimit.Refuse(ctx, wait)
+			return nil, guard.Refuse(ctx, wait)
 		}
 	}
 	if ch == nil || !ch.SecretMatches(secret) {

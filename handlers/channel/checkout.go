@@ -1,19 +1,14 @@
 package channel
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"net/url"
-	"sort"
-	"strconv"
-	"strings"
-
 	json "github.com/goccy/go-json"
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/checkout"
+	"github.com/ticketd/ticketd/inventory/idempotency"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/pricing"
@@ -83,12 +78,10 @@ func quoteOf(q pricing.Quote) quoteView {
 	return v
 }
 
-// price prices a cart against the event; seat labels must also be
-// priced, which pricing checks (SEAT_NOT_PRICED).
+// price prices a cart against the event; pricing bounds the cart
+// (pricing.MaxLines) and checks that seat labels are priced
+// (SEAT_NOT_PRICED).
 func price(ev *catalog.CompiledEvent, b *cartBody) (pricing.Quote, *apierr.Error) {
-	if len(b.Tickets) > 50 {
-		return pricing.Quote{}, apierr.Invalid("a cart has at most 50 ticket lines")
-	}
 	return pricing.Price(ev, b.cart())
 }
 
@@ -122,36 +115,6 @@ func (a *API) quote(ctx *fasthttp.RequestCtx, c *caller) {
 	httpx.OK(ctx, quoteOf(q))
 }
 
-var (
-	errKeyRequired = apierr.BadRequest("IDEMPOTENCY_KEY_REQUIRED", "send an Idempotency-Key header (a UUID) on every reserve")
-	errKeyInvalid  = apierr.BadRequest("INVALID_IDEMPOTENCY_KEY", "Idempotency-Key must be 1 to 255 printable ASCII characters")
-)
-
-// IdempotencyKey is the request's Idempotency-Key header, checked: required
-// on every reserve, 1 to 255 printable ASCII characters.
-func IdempotencyKey(ctx *fasthttp.RequestCtx) (string, *apierr.Error) {
-	k := ctx.Request.Header.Peek("Idempotency-Key")
-	if len(k) == 0 {
-		return "", errKeyRequired
-	}
-	if !validIdempotencyKey(k) {
-		return "", errKeyInvalid
-	}
-	return string(k), nil
-}
-
-func validIdempotencyKey(k []byte) bool {
-	if len(k) == 0 || len(k) > 255 {
-		return false
-	}
-	for _, c := range k {
-		if c < 0x20 || c > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
 // checkout is POST /v1/channel/events/:id/checkout: reserve a pending order.
 func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 	ev, e := a.saleable(ctx, c)
@@ -159,7 +122,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	idemKey, e := IdempotencyKey(ctx)
+	idemKey, e := idempotency.Check(ctx.Request.Header.Peek(idempotency.Header))
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
@@ -170,19 +133,16 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 		return
 	}
 	// Inside a session the buyer is the session's, whatever the body says.
-	var buyer Buyer
+	var buyer checkout.Buyer
 	if s := c.Session; s != nil {
-		buyer = Buyer{Name: s.Name, Email: s.Email, Phone: s.Phone}
-	} else if buyer, e = ValidateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone); e != nil {
+		buyer = checkout.Buyer{Name: s.Name, Email: s.Email, Phone: s.Phone}
+	} else if buyer, e = checkout.ValidateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone); e != nil {
 		httpx.Fail(ctx, e)
 		return
 	}
-	if body.SuccessCallbackURL != "" {
-		u, err := url.Parse(body.SuccessCallbackURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(body.SuccessCallbackURL) > 2048 {
-			httpx.Fail(ctx, apierr.Invalid("successCallbackUrl must be an absolute http(s) URL"))
-			return
-		}
+	if e := checkout.ValidateCallback(body.SuccessCallbackURL); e != nil {
+		httpx.Fail(ctx, e)
+		return
 	}
 	q, e := price(ev, &body.cartBody)
 	if e != nil {
@@ -199,27 +159,19 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 			httpx.Fail(ctx, apierr.Invalid("seatLabels need the seatHoldToken that holds them"))
 			return
 		} else if !seats.ValidToken(token) {
-			httpx.Fail(ctx, apierr.BadRequest("INVALID_HOLD_TOKEN", "seatHoldToken is not a hold token"))
+			httpx.Fail(ctx, seats.ErrInvalidToken)
 			return
 		}
 	}
-	fp := fingerprint(ev.ID+"\x1f"+body.ShowingID, buyer, body.SuccessCallbackURL, token, q)
+	fp := checkout.Fingerprint(ev.ID+"\x1f"+body.ShowingID, buyer, body.SuccessCallbackURL, token, q)
 
 	req := orders.ReserveRequest{
 		EventID: ev.ID, Caller: c.id(), ChannelID: c.Channel.ID, IdempotencyKey: idemKey,
 		Fingerprint: fp, Total: q.Total, Claims: q.Claims,
 		SeatLabels: q.SeatLabels, HoldToken: token, DiscountCode: q.DiscountCode, DiscountMaxUses: q.DiscountMaxUses,
 		CatalogVersion: c.snap.Version,
-		Record: orders.Record{
-			EventID: ev.ID, TenantID: ev.TenantID, ChannelID: c.Channel.ID, Source: "channel",
-			BuyerName: buyer.Name, BuyerEmail: buyer.Email, BuyerPhone: buyer.Phone,
-			ShowingID: body.ShowingID, SuccessCallbackURL: body.SuccessCallbackURL, DiscountCode: q.DiscountCode, Currency: "USD",
-			Subtotal: q.Subtotal, Discount: q.Discount, Extras: q.ExtrasTotal, Fee: q.Fee, VAT: q.VAT,
-			Total: q.Total, Lines: q.Lines, Tickets: tickets(q),
-		},
-	}
-	if q.RefundProtection != nil {
-		req.Record.RefundProtection = q.RefundProtection.Amount
+		Record: checkout.NewRecord(ev, q, buyer, checkout.Origin{Source: "channel", ChannelID: c.Channel.ID,
+			ShowingID: body.ShowingID, SuccessCallbackURL: body.SuccessCallbackURL}),
 	}
 	res, err := a.Orders.Reserve(c.ctx, req)
 	if err != nil {
@@ -229,37 +181,10 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 	httpx.OK(ctx, reserveView{OrderID: res.OrderID, Amount: res.Amount, Currency: "USD", Duplicate: res.Duplicate})
 }
 
-// fingerprint identifies a reserve request by what it buys, not by how the
-// JSON was written: the same cart with quantity 1 spelt out or left to its
-// default, or its lines in another order, is the same request for its
-// Idempotency-Key.
-func fingerprint(eventAndShowing string, b Buyer, callback, holdToken string, q pricing.Quote) string {
-	lines := make([]string, len(q.Lines))
-	for i, l := range q.Lines {
-		lines[i] = l.Kind + "\x1f" + l.RefID + "\x1f" + strconv.FormatInt(l.Quantity, 10)
-	}
-	sort.Strings(lines)
-	h := sha256.New()
-	for _, part := range []string{eventAndShowing, b.Name, b.Email, b.Phone, callback, holdToken, q.DiscountCode,
-		strconv.FormatBool(q.RefundProtection != nil), strconv.FormatInt(int64(q.Total), 10), strings.Join(lines, "\x1e")} {
-		h.Write([]byte(part))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
-}
-
 // reserveView is the reserve response, fields in interface.md's order.
 type reserveView struct {
 	OrderID   string      `json:"orderId"`
 	Amount    money.Cents `json:"amount"`
 	Currency  string      `json:"currency"`
 	Duplicate bool        `json:"duplicate,omitempty"`
-}
-
-func tickets(q pricing.Quote) []orders.Ticket {
-	out := make([]orders.Ticket, len(q.Admissions))
-	for i, ad := range q.Admissions {
-		out[i] = orders.Ticket{Label: ad.Label, Kind: ad.Kind, RefID: ad.RefID}
-	}
-	return out
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/checkout"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
@@ -28,10 +29,10 @@ type confirmBody struct {
 }
 
 var (
-	errNoSigningKey = apierr.New(401, "SIGNING_KEY_NOT_CONFIGURED", "no signing key is configured for this channel; do not retry")
-	errBadSignature = apierr.New(401, "INVALID_SIGNATURE",
+	errNoSigningKey = apierr.Of("SIGNING_KEY_NOT_CONFIGURED", "no signing key is configured for this channel; do not retry")
+	errBadSignature = apierr.Of("INVALID_SIGNATURE",
 		"x-service-signature does not match HMAC-SHA256 over orderId.amount.USD.partnerReference (amount with exactly two decimals)")
-	errNotRemit = apierr.New(403, "NOT_PARTNER_REMIT", "this channel is not configured to settle by partner remit")
+	errNotRemit = apierr.Of("NOT_PARTNER_REMIT", "this channel is not configured to settle by partner remit")
 )
 
 // Signature is the lowercase hex HMAC-SHA256 of a confirm, keyed with the
@@ -100,7 +101,7 @@ func DecodeConfirm(ctx *fasthttp.RequestCtx) (ConfirmFields, *apierr.Error) {
 	ref := *body.PartnerReference
 	// The reference is stored with the paid order: control characters (a
 	// NUL above all) would make Postgres refuse the row after the sale.
-	if utf8.RuneCountInString(ref) > 200 || !utf8.ValidString(ref) || hasControl(ref) {
+	if utf8.RuneCountInString(ref) > 200 || !utf8.ValidString(ref) || checkout.HasControl(ref) {
 		return ConfirmFields{}, apierr.Invalid("partnerReference must be at most 200 printable characters")
 	}
 	return ConfirmFields{OrderID: *body.OrderID, Amount: amount, Reference: ref}, nil
@@ -154,7 +155,7 @@ func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
 	httpx.OK(ctx, res)
 }
 
-var errAccrualRetry = apierr.New(503, "ACCRUAL_FAILED_RETRY", "temporary failure; retry the confirm (it is idempotent)")
+var errAccrualRetry = apierr.Of("ACCRUAL_FAILED_RETRY", "temporary failure; retry the confirm (it is idempotent)")
 
 // failConfirm answers a confirm that failed with err: a refusal as it is;
 // Redis trouble, or sales stopped while Redis is restored (any 503), as

@@ -9,13 +9,14 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/money"
 )
 
 var (
-	errEventNotFound = apierr.New(404, "EVENT_NOT_FOUND", "no such event in this channel's catalog")
-	errCancelled     = apierr.New(403, "EVENT_CANCELLED", "the organiser cancelled this event")
+	errEventNotFound = apierr.Of("EVENT_NOT_FOUND", "no such event in this channel's catalog")
+	errCancelled     = apierr.Of("EVENT_CANCELLED", "the organiser cancelled this event")
 )
 
 // event returns the path's event if it is in the caller's catalog. Draft
@@ -39,7 +40,7 @@ func (a *API) saleable(ctx *fasthttp.RequestCtx, c *caller) (*catalog.CompiledEv
 		return nil, errCancelled
 	}
 	if !ev.OnSale.IsZero() && a.now().Before(ev.OnSale) {
-		return nil, apierr.New(403, "EVENT_NOT_AVAILABLE", "not on sale yet; on sale from %s", ev.OnSaleAt).With("onSaleAt", ev.OnSaleAt)
+		return nil, apierr.Of("EVENT_NOT_AVAILABLE", "not on sale yet; on sale from %s", ev.OnSaleAt).With("onSaleAt", ev.OnSaleAt)
 	}
 	return ev, nil
 }
@@ -133,10 +134,9 @@ func (a *API) view(ev *catalog.CompiledEvent, accessCode string, remaining map[s
 			continue
 		}
 		tv := ticketView{ID: t.ID, Name: t.Name, Price: t.Price, Currency: "USD", MaxPerOrder: t.MaxPerOrder,
-			Hidden: t.Hidden, Remaining: left("t:" + t.ID)}
-		// What a buyer can get is also bounded by the event's cap.
-		if evLeft := left("ev"); tv.Remaining != nil && evLeft != nil && *evLeft < *tv.Remaining {
-			tv.Remaining = evLeft
+			Hidden: t.Hidden}
+		if n, ok := capacity.Ticket(remaining, t.ID); ok {
+			tv.Remaining = &n
 		}
 		if tv.Remaining != nil {
 			so := *tv.Remaining <= 0
@@ -169,7 +169,7 @@ func (a *API) view(ev *catalog.CompiledEvent, accessCode string, remaining map[s
 		}
 		v.SeatMap = ss
 	}
-	v.Remaining = left("ev")
+	v.Remaining = left(capacity.Event)
 	return v
 }
 

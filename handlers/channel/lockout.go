@@ -6,7 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 )
@@ -45,7 +45,7 @@ func ownsSlash64(ch *catalog.CompiledChannel, ip netip.Addr) bool {
 // the caller out.
 func (a *API) failed(ctx *fasthttp.RequestCtx, ip netip.Addr, keyID string, e *apierr.Error) *apierr.Error {
 	if wait := a.Lockout.Failed(ip, keyID); wait > 0 {
-		return ratelimit.Refuse(ctx, wait)
+		return guard.Refuse(ctx, wait)
 	}
 	return e
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/inventory/checkout"
 )
 
 // SessionCookie is the buyer session cookie of the embedded checkout.
@@ -111,7 +112,7 @@ func (a *API) createSession(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	b, e := ValidateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone)
+	b, e := checkout.ValidateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return

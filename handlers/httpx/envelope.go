@@ -81,7 +81,7 @@ func Unavailable() *apierr.Error {
 
 // Internal is the answer to a defect in the service itself.
 func Internal() *apierr.Error {
-	return apierr.New(fasthttp.StatusInternalServerError, "INTERNAL", "internal error")
+	return apierr.Of("INTERNAL", "internal error")
 }
 
 // Decode parses the JSON body into v. An empty body decodes as {}.
@@ -138,12 +138,12 @@ func jsonKind(t reflect.Type) string {
 // an oversized body is 413 PAYLOAD_TOO_LARGE, anything else malformed 400.
 func ServerErrorHandler(ctx *fasthttp.RequestCtx, err error) {
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-		Fail(ctx, apierr.New(fasthttp.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body is too large: 64 KB at most (8 MB for the operator's authenticated catalog)"))
+		Fail(ctx, apierr.Of("PAYLOAD_TOO_LARGE", "request body is too large: 64 KB at most (8 MB for the operator's authenticated catalog)"))
 		return
 	}
 	var small *fasthttp.ErrSmallBuffer
 	if errors.As(err, &small) {
-		Fail(ctx, apierr.New(fasthttp.StatusRequestHeaderFieldsTooLarge, "HEADERS_TOO_LARGE", "request headers are larger than 8 KB"))
+		Fail(ctx, apierr.Of("HEADERS_TOO_LARGE", "request headers are larger than 8 KB"))
 		return
 	}
 	Fail(ctx, apierr.Invalid("malformed HTTP request"))
@@ -151,12 +151,12 @@ func ServerErrorHandler(ctx *fasthttp.RequestCtx, err error) {
 
 // NotFound answers unknown routes.
 func NotFound(ctx *fasthttp.RequestCtx) {
-	Fail(ctx, apierr.New(fasthttp.StatusNotFound, "NOT_FOUND", "no such endpoint"))
+	Fail(ctx, apierr.Of("NOT_FOUND", "no such endpoint"))
 }
 
 // MethodNotAllowed answers a known path with the wrong method.
 func MethodNotAllowed(ctx *fasthttp.RequestCtx) {
-	Fail(ctx, apierr.New(fasthttp.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "method not allowed on this endpoint"))
+	Fail(ctx, apierr.Of("METHOD_NOT_ALLOWED", "method not allowed on this endpoint"))
 }
 
 // PanicHandler turns a handler panic into the 500 envelope; the panic is a

@@ -12,8 +12,8 @@
 // leased requests a node does not use within LeaseLife are dropped, which
 // can only refuse early, never admit too many.
 //
-// Refuse builds the 429 every refusal answers with, this limiter's and the
-// lockout's after failed authentications.
+// guard.Refuse builds the 429 every refusal answers with, this limiter's
+// and the lockout's after failed authentications.
 package ratelimit
 
 import (

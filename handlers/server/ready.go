@@ -97,7 +97,7 @@ func readyz(health HealthFunc) fasthttp.RequestHandler {
 			if msg == "" {
 				msg = "sales are stopped"
 			}
-			httpx.Fail(ctx, &apierr.Error{Status: fasthttp.StatusServiceUnavailable, Code: "NOT_READY", Message: msg, Data: d})
+			httpx.Fail(ctx, apierr.Of("NOT_READY", "%s", msg).WithData(d))
 			return
 		}
 		if h.Postgres != PostgresOK && h.Postgres != PostgresOff {

@@ -1,9 +1,15 @@
 // Package apierr holds the error a client sees: an HTTP status, a code from
 // interface.md or decisions.md, a message, and optional extra fields that
 // travel in the envelope (reason, serverTotal, refundRequired, conflicts).
+//
+// Every code has its status in one table (codes.go); Of builds an error
+// from the table, so a code cannot leave with two statuses.
 package apierr
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Error is a client-facing failure. Handlers write it as the envelope
 // {success:false, code, message, ...}.
@@ -21,9 +27,20 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-// New returns an Error with a formatted message.
-func New(status int, code, format string, args ...any) *Error {
-	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+// Of returns the Error of code, with its status from the table and a
+// formatted message. An unknown code panics: it is a programming error,
+// and codes_test.go finds every code the code base uses.
+func Of(code, format string, args ...any) *Error {
+	return &Error{Status: Status(code), Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Status is the HTTP status of code (the table in codes.go).
+func Status(code string) int {
+	s, ok := statuses[code]
+	if !ok {
+		panic("apierr: code " + code + " is not in the table (inventory/apierr/codes.go)")
+	}
+	return s
 }
 
 // With returns a copy of e carrying an extra top-level field.
@@ -37,18 +54,59 @@ func (e *Error) With(name string, v any) *Error {
 	return &c
 }
 
-// Common constructors.
-func BadRequest(code, format string, args ...any) *Error {
-	return New(400, code, format, args...)
+// WithReason returns a copy of e with a reason.
+func (e *Error) WithReason(r string) *Error {
+	c := *e
+	c.Reason = r
+	return &c
+}
+
+// WithData returns a copy of e carrying data.
+func (e *Error) WithData(d any) *Error {
+	c := *e
+	c.Data = d
+	return &c
 }
 
 // Invalid is a 400 INVALID_REQUEST naming the bad field.
 func Invalid(format string, args ...any) *Error {
-	return New(400, "INVALID_REQUEST", format, args...)
+	return Of("INVALID_REQUEST", format, args...)
 }
 
 // Unavailable is a 503 SERVICE_UNAVAILABLE: a backing store cannot serve
 // the request now; a retry later may succeed.
 func Unavailable(format string, args ...any) *Error {
-	return New(503, "SERVICE_UNAVAILABLE", format, args...)
+	return Of("SERVICE_UNAVAILABLE", format, args...)
+}
+
+// SeatNotPriced is SEAT_NOT_PRICED naming every seat, area or table that
+// has no price (the seat engine's hold and pricing both answer it):
+// data.seats lists them.
+func SeatNotPriced(refs []string) *Error {
+	return Of("SEAT_NOT_PRICED", "no price is set for %s; pick other seats", strings.Join(refs, ", ")).
+		WithData(map[string]any{"seats": refs})
+}
+
+// SeatNotFound is SEAT_NOT_FOUND naming seats that are not on the event's
+// map (the seat engine's hold and pricing both answer it): data.seats
+// lists them.
+func SeatNotFound(labels []string) *Error {
+	return Of("SEAT_NOT_FOUND", "no such seats on this event's map: %s", strings.Join(labels, ", ")).
+		WithData(map[string]any{"seats": labels})
+}
+
+// New returns an Error with a status given by hand.
+//
+// Deprecated: build errors with Of, which takes the status from the table;
+// New stays only so branches started before the table still compile, and
+// codes_test.go reports every use.
+func New(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// BadRequest is Of under its old name.
+//
+// Deprecated: use Of.
+func BadRequest(code, format string, args ...any) *Error {
+	return Of(code, format, args...)
 }

@@ -31,7 +31,14 @@ type Confirmation struct {
 var confirmScript = lua.Load("order_confirm")
 
 // ErrNotFound is the answer for an order that is not the caller's.
-var ErrNotFound = apierr.New(404, "NOT_FOUND", "no such order for this caller")
+var ErrNotFound = apierr.Of("NOT_FOUND", "no such order for this caller")
+
+// AmountMismatch is a confirm's AMOUNT_MISMATCH: the charged amount is not
+// the order's total, which the reply carries as serverTotal.
+func AmountMismatch(total money.Cents) *apierr.Error {
+	return apierr.Of("AMOUNT_MISMATCH", "charged amount differs from the order total %s; refund and re-quote", total).
+		With("serverTotal", total)
+}
 
 // ConfirmFailed is the 409 telling the partner to refund.
 func ConfirmFailed(reason string) *apierr.Error {
@@ -47,8 +54,7 @@ func ConfirmFailed(reason string) *apierr.Error {
 	if msg == "" {
 		msg = "the order cannot be confirmed"
 	}
-	return (&apierr.Error{Status: 409, Code: "CONFIRM_FAILED", Reason: reason,
-		Message: msg + "; refund the buyer, no ticket was issued"}).With("refundRequired", true)
+	return apierr.Of("CONFIRM_FAILED", "%s; refund the buyer, no ticket was issued", msg).WithReason(reason).With("refundRequired", true)
 }
 
 // ConfirmRequest is a partner's confirm of a charge it took.
@@ -98,9 +104,7 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 			return Confirmation{}, ConfirmFailed(reason)
 		case 3:
 			total, _ := lua.Int(arr, 1)
-			return Confirmation{}, (&apierr.Error{Status: 409, Code: "AMOUNT_MISMATCH",
-				Message: "charged amount differs from the order total " + money.Cents(total).String() + "; refund and re-quote"}).
-				With("serverTotal", money.Cents(total))
+			return Confirmation{}, AmountMismatch(money.Cents(total))
 		case 4:
 			seats, _ = lua.Str(arr, 1)
 			dc, _ = lua.Str(arr, 2)

@@ -3,10 +3,12 @@ package orders
 import (
 	"context"
 	"fmt"
+
+	"github.com/ticketd/ticketd/inventory/capacity"
 )
 
 // Remaining returns, per capacity field of an event, what is left to sell
-// (capacity minus claimed). Fields without a capacity are absent.
+// (capacity.Remaining). Fields without a capacity are absent.
 func (s *Service) Remaining(ctx context.Context, eventID string) (map[string]int64, error) {
 	res := s.Redis.DoMulti(ctx,
 		s.Redis.B().Hgetall().Key(s.Space.Caps(eventID)).Build(),
@@ -19,8 +21,5 @@ func (s *Service) Remaining(ctx context.Context, eventID string) (map[string]int
 	if err != nil {
 		return nil, fmt.Errorf("remaining: %w", err)
 	}
-	for f, c := range caps {
-		caps[f] = c - sold[f]
-	}
-	return caps, nil
+	return capacity.Remaining(caps, sold), nil
 }

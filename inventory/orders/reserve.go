@@ -109,11 +109,11 @@ var (
 
 // Errors of reserve the handlers branch on.
 var (
-	ErrKeyConflict = apierr.New(409, "KEY_CONFLICT",
+	ErrKeyConflict = apierr.Of("KEY_CONFLICT",
 		"this Idempotency-Key was used for a different request or by a different caller; use a new key")
-	ErrInProgress = apierr.New(409, "DUPLICATE_IN_PROGRESS",
+	ErrInProgress = apierr.Of("DUPLICATE_IN_PROGRESS",
 		"the first request with this Idempotency-Key is still running; wait and poll status")
-	ErrDiscountUsedUp = apierr.New(400, "INVALID_DISCOUNT_CODE", "the discount code has no uses left")
+	ErrDiscountUsedUp = apierr.Of("INVALID_DISCOUNT_CODE", "the discount code has no uses left")
 )
 
 // idemSep separates the parts of an idempotency record; it cannot occur
@@ -347,9 +347,8 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 		return Reservation{}, seats.ConflictError(labels)
 	case 5:
 		labels, _ := lua.Strs(arr, 1)
-		return Reservation{}, &apierr.Error{Status: 409, Code: "SEAT_NOT_HELD", Reason: "not_held",
-			Message: "seats are not held by this hold token: " + strings.Join(labels, ", ") + "; hold them first",
-			Data:    map[string]any{"seats": labels}}
+		return Reservation{}, apierr.Of("SEAT_NOT_HELD", "seats are not held by this hold token: %s; hold them first", strings.Join(labels, ", ")).
+			WithReason("not_held").WithData(map[string]any{"seats": labels})
 	case 6:
 		return Reservation{}, ErrDiscountUsedUp
 	case 7:
@@ -365,21 +364,21 @@ func CapacityError(field string, left int64) *apierr.Error {
 	switch kind {
 	case "ev", "sh":
 		if soldOut {
-			return apierr.New(409, "EVENT_SOLD_OUT", "the event has no remaining capacity")
+			return apierr.Of("EVENT_SOLD_OUT", "the event has no remaining capacity")
 		}
-		return apierr.New(409, "QUANTITY_EXCEEDS_CAPACITY", "only %d admissions remain for this event", left).With("remaining", left)
+		return apierr.Of("QUANTITY_EXCEEDS_CAPACITY", "only %d admissions remain for this event", left).With("remaining", left)
 	case "tb":
 		return seats.ConflictError([]string{id})
 	case "x":
 		if soldOut {
-			return apierr.New(409, "EXTRA_SOLD_OUT", "extra %s is sold out", id)
+			return apierr.Of("EXTRA_SOLD_OUT", "extra %s is sold out", id)
 		}
-		return apierr.New(409, "EXTRA_QUANTITY_EXCEEDS_CAPACITY", "only %d of extra %s remain", left, id).With("remaining", left)
+		return apierr.Of("EXTRA_QUANTITY_EXCEEDS_CAPACITY", "only %d of extra %s remain", left, id).With("remaining", left)
 	}
 	if soldOut {
-		return apierr.New(409, "TICKET_SOLD_OUT", "%s is sold out", id)
+		return apierr.Of("TICKET_SOLD_OUT", "%s is sold out", id)
 	}
-	return apierr.New(409, "TICKET_QUANTITY_EXCEEDS_CAPACITY", "only %d of %s remain", left, id).With("remaining", left)
+	return apierr.Of("TICKET_QUANTITY_EXCEEDS_CAPACITY", "only %d of %s remain", left, id).With("remaining", left)
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

@@ -15,6 +15,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/seats"
 )
 
 // Limits of one cart. They keep a request's work (and its Lua script's
@@ -116,7 +117,7 @@ type Quote struct {
 }
 
 func quantityErr(what string, q int64) *apierr.Error {
-	return apierr.BadRequest("INVALID_QUANTITY", "%s quantity must be 1 to %d, got %d", what, MaxQuantity, q).With("quantity", q)
+	return apierr.Of("INVALID_QUANTITY", "%s quantity must be 1 to %d, got %d", what, MaxQuantity, q).With("quantity", q)
 }
 
 func validQuantity(q int64) bool { return q >= 1 && q <= MaxQuantity }
@@ -124,6 +125,10 @@ func validQuantity(q int64) bool { return q >= 1 && q <= MaxQuantity }
 // Price checks and prices cart against ev.
 func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
 	var q Quote
+	// Bounded before anything else, so an oversized cart costs no work.
+	if len(cart.Tickets) > MaxLines || len(cart.GASelections) > MaxLines || len(cart.TableSelections) > MaxLines || len(cart.Extras) > MaxLines {
+		return q, apierr.Invalid("a cart has at most %d lines of each kind", MaxLines)
+	}
 	lines, e := ticketLines(cart)
 	if e != nil {
 		return q, e
@@ -131,33 +136,30 @@ func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
 	if len(lines) == 0 && len(cart.SeatLabels) == 0 && len(cart.GASelections) == 0 && len(cart.TableSelections) == 0 {
 		return q, apierr.Invalid("the cart is empty: send tickets, selectedTicketId, seatLabels, gaSelections or tableSelections")
 	}
-	if len(cart.GASelections) > MaxLines || len(cart.TableSelections) > MaxLines || len(cart.Extras) > MaxLines {
-		return q, apierr.Invalid("a cart has at most %d lines of each kind", MaxLines)
-	}
 	if len(cart.SeatLabels) > MaxSeats {
 		return q, apierr.Invalid("a cart has at most %d seats", MaxSeats)
 	}
 	if len(ev.Event.Showings) > 0 {
 		if cart.ShowingID == "" {
-			return q, apierr.BadRequest("SHOWING_REQUIRED", "this event has several showings: send showingId")
+			return q, apierr.Of("SHOWING_REQUIRED", "this event has several showings: send showingId")
 		}
 		if ev.Showings[cart.ShowingID] == nil {
-			return q, apierr.BadRequest("SHOWING_NOT_FOUND", "showing %q is not a showing of this event", cart.ShowingID)
+			return q, apierr.Of("SHOWING_NOT_FOUND", "showing %q is not a showing of this event", cart.ShowingID)
 		}
 	} else if cart.ShowingID != "" {
-		return q, apierr.BadRequest("SHOWING_NOT_FOUND", "this event has no showings; omit showingId")
+		return q, apierr.Of("SHOWING_NOT_FOUND", "this event has no showings; omit showingId")
 	}
 	if !ev.Seated() && (len(cart.SeatLabels) > 0 || len(cart.GASelections) > 0 || len(cart.TableSelections) > 0) {
-		return q, apierr.BadRequest("NOT_SEATED", "this event has no seat map: seatLabels, gaSelections and tableSelections do not apply")
+		return q, seats.ErrNotSeated
 	}
 
 	for _, l := range lines {
 		t := ev.Tickets[l.TicketID]
 		if t == nil || (t.Hidden && (cart.AccessCode == "" || cart.AccessCode != t.AccessCode)) {
-			return q, apierr.BadRequest("TICKET_NOT_FOUND", "ticket %q is not on sale for this event", l.TicketID)
+			return q, apierr.Of("TICKET_NOT_FOUND", "ticket %q is not on sale for this event", l.TicketID)
 		}
 		if t.MaxPerOrder > 0 && l.Quantity > t.MaxPerOrder {
-			return q, apierr.BadRequest("MAX_PER_ORDER_EXCEEDED", "at most %d of ticket %q per order", t.MaxPerOrder, t.ID).With("maxPerOrder", t.MaxPerOrder)
+			return q, apierr.Of("MAX_PER_ORDER_EXCEEDED", "at most %d of ticket %q per order", t.MaxPerOrder, t.ID).With("maxPerOrder", t.MaxPerOrder)
 		}
 		amount := t.Price * money.Cents(l.Quantity)
 		q.Subtotal += amount
@@ -184,7 +186,7 @@ func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
 
 	admissions := int64(len(q.Admissions))
 	if admissions > MaxQuantity {
-		return q, apierr.BadRequest("INVALID_QUANTITY", "a cart admits at most %d people, this one %d", MaxQuantity, admissions).With("quantity", admissions)
+		return q, apierr.Of("INVALID_QUANTITY", "a cart admits at most %d people, this one %d", MaxQuantity, admissions).With("quantity", admissions)
 	}
 	q.Claims = orders.ClaimsOf(q.Lines, cart.ShowingID)
 
@@ -251,13 +253,6 @@ func (q *Quote) admit(kind, ref, label string, price money.Cents) {
 	}
 }
 
-// notPriced is SEAT_NOT_PRICED naming every unsellable seat, area or table.
-func notPriced(refs []string) *apierr.Error {
-	e := apierr.BadRequest("SEAT_NOT_PRICED", "no price is set for %s; pick other seats", strings.Join(refs, ", "))
-	e.Data = map[string][]string{"seats": refs}
-	return e
-}
-
 func (q *Quote) seats(ev *catalog.CompiledEvent, labels []string) *apierr.Error {
 	seen := map[string]bool{}
 	var unpriced []string
@@ -269,9 +264,7 @@ func (q *Quote) seats(ev *catalog.CompiledEvent, labels []string) *apierr.Error 
 		seen[label] = true
 		cat, ok := ev.SeatCategory(label)
 		if !ok {
-			e := apierr.BadRequest("SEAT_NOT_FOUND", "seat %q is not on this event's seat map", label)
-			e.Data = map[string][]string{"seats": {label}}
-			return e
+			return apierr.SeatNotFound([]string{label})
 		}
 		if cat == nil || cat.Price == nil {
 			unpriced = append(unpriced, label)
@@ -281,7 +274,7 @@ func (q *Quote) seats(ev *catalog.CompiledEvent, labels []string) *apierr.Error 
 		prices = append(prices, *cat.Price)
 	}
 	if len(unpriced) > 0 {
-		return notPriced(unpriced)
+		return apierr.SeatNotPriced(unpriced)
 	}
 	for i, label := range q.SeatLabels {
 		price := prices[i]
@@ -298,7 +291,7 @@ func (q *Quote) areas(ev *catalog.CompiledEvent, sel []AreaLine) *apierr.Error {
 	for _, l := range sel {
 		a := ev.Areas[l.AreaID]
 		if a == nil {
-			return apierr.BadRequest("AREA_NOT_FOUND", "area %q is not on this event's seat map", l.AreaID)
+			return apierr.Of("AREA_NOT_FOUND", "area %q is not on this event's seat map", l.AreaID)
 		}
 		if !validQuantity(l.Quantity) || qty[a.ID]+l.Quantity > MaxQuantity {
 			return quantityErr("area", l.Quantity)
@@ -312,7 +305,7 @@ func (q *Quote) areas(ev *catalog.CompiledEvent, sel []AreaLine) *apierr.Error {
 		qty[a.ID] += l.Quantity
 	}
 	if len(unpriced) > 0 {
-		return notPriced(unpriced)
+		return apierr.SeatNotPriced(unpriced)
 	}
 	for _, id := range ids {
 		a := ev.Areas[id]
@@ -334,7 +327,7 @@ func (q *Quote) tables(ev *catalog.CompiledEvent, sel []TableLine) *apierr.Error
 	for _, l := range sel {
 		t := ev.Tables[l.TableID]
 		if t == nil {
-			return apierr.BadRequest("TABLE_NOT_FOUND", "table %q is not on this event's seat map", l.TableID)
+			return apierr.Of("TABLE_NOT_FOUND", "table %q is not on this event's seat map", l.TableID)
 		}
 		if seen[t.ID] {
 			continue
@@ -346,7 +339,7 @@ func (q *Quote) tables(ev *catalog.CompiledEvent, sel []TableLine) *apierr.Error
 		}
 	}
 	if len(unpriced) > 0 {
-		return notPriced(unpriced)
+		return apierr.SeatNotPriced(unpriced)
 	}
 	for _, id := range ids {
 		t := ev.Tables[id]
@@ -367,7 +360,7 @@ func (q *Quote) extras(ev *catalog.CompiledEvent, sel []ExtraLine) *apierr.Error
 	for _, l := range sel {
 		x := ev.Extras[l.ExtraID]
 		if x == nil {
-			return apierr.BadRequest("EXTRA_NOT_FOUND", "extra %q is not offered for this event", l.ExtraID)
+			return apierr.Of("EXTRA_NOT_FOUND", "extra %q is not offered for this event", l.ExtraID)
 		}
 		if !validQuantity(l.Quantity) || qty[x.ID]+l.Quantity > MaxQuantity {
 			return quantityErr("extra", l.Quantity)
@@ -397,7 +390,7 @@ func (q *Quote) discount(ev *catalog.CompiledEvent, code string) *apierr.Error {
 	}
 	dc := ev.Discounts[strings.ToUpper(code)]
 	if dc == nil {
-		return apierr.BadRequest("INVALID_DISCOUNT_CODE", "discount code %q is not valid for this event", code)
+		return apierr.Of("INVALID_DISCOUNT_CODE", "discount code %q is not valid for this event", code)
 	}
 	base := q.Subtotal
 	if len(dc.TicketIDs) > 0 {

@@ -228,8 +228,8 @@ func TestSeatNotPricedNamesEverySeat(t *testing.T) {
 	if e == nil || e.Code != "SEAT_NOT_PRICED" {
 		t.Fatalf("got %v, want SEAT_NOT_PRICED", e)
 	}
-	data, _ := e.Data.(map[string][]string)
-	seats := data["seats"]
+	data, _ := e.Data.(map[string]any)
+	seats, _ := data["seats"].([]string)
 	if len(seats) != 2 || seats[0] != "B-1" || seats[1] != "B-2" {
 		t.Fatalf("data.seats = %v, want [B-1 B-2]", seats)
 	}

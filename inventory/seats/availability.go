@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/money"
 )
@@ -114,7 +115,7 @@ func (e *Engine) Availability(ctx context.Context, ev *catalog.CompiledEvent) (A
 				c = def
 			}
 			s, _ := sold[i].AsInt64()
-			return max(c-s, 0)
+			return capacity.Left(c, s)
 		}
 		for i, a := range sm.GAAreas {
 			out.Areas[a.ID] = remaining(i, a.Capacity)

@@ -77,18 +77,18 @@ func (e *Engine) ttl() time.Duration {
 
 // Client errors. They are shared values: copy before changing one.
 var (
-	ErrHoldExpired = &apierr.Error{Status: 409, Code: "HOLD_EXPIRED", Reason: "hold_expired",
-		Message: "the seat hold timed out; take a new hold"}
-	ErrInvalidToken = apierr.BadRequest("INVALID_HOLD_TOKEN",
-		"holdToken must be 8 to 64 lowercase letters or digits, as returned by hold-token")
-	ErrNotSeated = apierr.BadRequest("NOT_SEATED", "this event has no seat map")
+	ErrHoldExpired = apierr.Of("HOLD_EXPIRED", "the seat hold timed out; take a new hold").WithReason("hold_expired")
+	// ErrInvalidToken is every INVALID_HOLD_TOKEN: a malformed token, or
+	// one the caller does not own (another buyer session's).
+	ErrInvalidToken = apierr.Of("INVALID_HOLD_TOKEN",
+		"holdToken must be a hold token of yours: 8 to 64 lowercase letters or digits, as returned by hold-token")
+	ErrNotSeated = apierr.Of("NOT_SEATED", "this event has no seat map")
 )
 
 // ConflictError is the 409 naming the seats someone else holds or booked.
 func ConflictError(labels []string) *apierr.Error {
-	return &apierr.Error{Status: 409, Code: "SEAT_CONFLICT",
-		Message: "seats were just taken by someone else: " + strings.Join(labels, ", ") + "; pick again",
-		Data:    map[string]any{"conflicts": labels}}
+	return apierr.Of("SEAT_CONFLICT", "seats were just taken by someone else: %s; pick again", strings.Join(labels, ", ")).
+		WithData(map[string]any{"conflicts": labels})
 }
 
 var lowerB32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)

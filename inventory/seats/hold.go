@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
@@ -101,14 +100,10 @@ func checkSeats(ev *catalog.CompiledEvent, labels []string) ([]string, error) {
 		}
 	}
 	if len(unknown) > 0 {
-		return nil, &apierr.Error{Status: 400, Code: "SEAT_NOT_FOUND",
-			Message: "no such seats on this event's map: " + strings.Join(unknown, ", "),
-			Data:    map[string]any{"seats": unknown}}
+		return nil, apierr.SeatNotFound(unknown)
 	}
 	if len(unpriced) > 0 {
-		return nil, &apierr.Error{Status: 400, Code: "SEAT_NOT_PRICED",
-			Message: "these seats have no price and cannot be sold: " + strings.Join(unpriced, ", "),
-			Data:    map[string]any{"seats": unpriced}}
+		return nil, apierr.SeatNotPriced(unpriced)
 	}
 	return labels, nil
 }

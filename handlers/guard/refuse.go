@@ -1,4 +1,4 @@
-package ratelimit
+package guard
 
 import (
 	"strconv"
@@ -20,5 +20,5 @@ func Refuse(ctx *fasthttp.RequestCtx, wait time.Duration) *apierr.Error {
 		secs = 1
 	}
 	ctx.Response.Header.Set("Retry-After", strconv.FormatInt(secs, 10))
-	return apierr.New(fasthttp.StatusTooManyRequests, "RATE_LIMITED", "rate limit exceeded; retry after %d s", secs).With("retryAfter", secs)
+	return apierr.Of("RATE_LIMITED", "rate limit exceeded; retry after %d s", secs).With("retryAfter", secs)
 }

@@ -1,4 +1,4 @@
-package channel
+package checkout
 
 import (
 	"net/mail"
@@ -17,23 +17,23 @@ type Buyer struct{ Name, Email, Phone string }
 func ValidateBuyer(name, email, phone *string) (Buyer, *apierr.Error) {
 	var b Buyer
 	if name == nil || strings.TrimSpace(*name) == "" {
-		return b, apierr.BadRequest("INVALID_BUYER_NAME", "buyerName is required")
+		return b, apierr.Of("INVALID_BUYER_NAME", "buyerName is required")
 	}
 	b.Name = strings.TrimSpace(*name)
-	if utf8.RuneCountInString(b.Name) > 200 || hasControl(b.Name) {
-		return b, apierr.BadRequest("INVALID_BUYER_NAME", "buyerName must be at most 200 characters of text")
+	if utf8.RuneCountInString(b.Name) > 200 || HasControl(b.Name) {
+		return b, apierr.Of("INVALID_BUYER_NAME", "buyerName must be at most 200 characters of text")
 	}
 	if email == nil || strings.TrimSpace(*email) == "" {
-		return b, apierr.BadRequest("INVALID_BUYER_EMAIL", "buyerEmail is required")
+		return b, apierr.Of("INVALID_BUYER_EMAIL", "buyerEmail is required")
 	}
 	b.Email = strings.TrimSpace(*email)
 	if utf8.RuneCountInString(b.Email) > 200 || !validEmail(b.Email) {
-		return b, apierr.BadRequest("INVALID_BUYER_EMAIL", "buyerEmail must be a valid address of at most 200 characters")
+		return b, apierr.Of("INVALID_BUYER_EMAIL", "buyerEmail must be a valid address of at most 200 characters")
 	}
 	if phone != nil {
 		b.Phone = strings.TrimSpace(*phone)
-		if utf8.RuneCountInString(b.Phone) > 32 || hasControl(b.Phone) {
-			return b, apierr.BadRequest("INVALID_BUYER_PHONE", "buyerPhone must be at most 32 characters")
+		if utf8.RuneCountInString(b.Phone) > 32 || HasControl(b.Phone) {
+			return b, apierr.Of("INVALID_BUYER_PHONE", "buyerPhone must be at most 32 characters")
 		}
 	}
 	return b, nil
@@ -51,7 +51,9 @@ func validEmail(s string) bool {
 	return at > 0 && strings.Contains(dom, ".") && !strings.HasPrefix(dom, ".") && !strings.HasSuffix(dom, ".")
 }
 
-func hasControl(s string) bool {
+// HasControl reports whether s holds a control character (a NUL above all,
+// which Postgres refuses in text).
+func HasControl(s string) bool {
 	for _, r := range s {
 		if unicode.IsControl(r) {
 			return true

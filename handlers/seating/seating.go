@@ -1,0 +1,218 @@
+// Package seating serves the seat endpoints of decisions.md §4 (config,
+// availability, hold-token, hold, extend, release) once, for every surface
+// that sells seats. A surface mounts them under its own prefix with its
+// Gate: the gate authenticates the caller, applies its limits, resolves the
+// request's event and says whose hold token the caller uses (Request).
+//
+//	seating.Mount(r.Group("/v1/storefront/seating/events/{id}"), engine, gate)
+package seating
+
+import (
+	"context"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/seats"
+)
+
+// Endpoint names a seat endpoint, so a gate can pick its scope and rate
+// class per endpoint.
+type Endpoint int
+
+// The seat endpoints.
+const (
+	Config Endpoint = iota
+	Availability
+	HoldToken
+	Hold
+	Extend
+	Release
+)
+
+// Writes reports whether the endpoint changes holds (the others read).
+func (e Endpoint) Writes() bool { return e >= HoldToken }
+
+// Request is what a surface's gate resolved for one seat request.
+type Request struct {
+	// Ctx bounds the request's Redis work.
+	Ctx context.Context
+	// Event is the path's event, found for the caller and on sale; the
+	// seating handlers refuse it with NOT_SEATED when it has no seat map.
+	Event *catalog.CompiledEvent
+	// OwnToken is the token policy. Non-empty, it is the one hold token
+	// the caller owns for Event (a partner buyer session's derived token):
+	// hold-token hands it out, hold creates it on first use, and a request
+	// naming another token is refused. Empty, the caller names its own
+	// token, taken from hold-token (a keyed partner, the storefront).
+	OwnToken string
+}
+
+// Handler serves one seat request the gate let through.
+type Handler func(ctx *fasthttp.RequestCtx, r Request)
+
+// Gate wraps a seat handler in a surface's checks: it answers a refused
+// request itself and calls h only with a resolved Request.
+type Gate func(ep Endpoint, h Handler) fasthttp.RequestHandler
+
+// Mount registers the seat endpoints on g, a group whose path ends in
+// "/events/{id}" (the {id} the gate resolves).
+func Mount(g *router.Group, eng *seats.Engine, gate Gate) {
+	s := &server{seats: eng}
+	g.GET("/config", gate(Config, s.config))
+	g.GET("/availability", gate(Availability, s.availability))
+	g.POST("/hold-token", gate(HoldToken, s.holdToken))
+	g.POST("/hold", gate(Hold, s.hold))
+	g.POST("/hold/{token}/extend", gate(Extend, s.extend))
+	g.POST("/release", gate(Release, s.release))
+}
+
+type server struct{ seats *seats.Engine }
+
+type holdBody struct {
+	HoldToken  string   `json:"holdToken"`
+	SeatLabels []string `json:"seatLabels"`
+}
+
+func seated(r Request) *apierr.Error {
+	if !r.Event.Seated() {
+		return seats.ErrNotSeated
+	}
+	return nil
+}
+
+// Token picks the hold token of a request from the one the caller named
+// ("" when none) under r's token policy.
+func Token(r Request, named string) (string, *apierr.Error) {
+	if r.OwnToken != "" {
+		if named != "" && named != r.OwnToken {
+			return "", seats.ErrInvalidToken
+		}
+		return r.OwnToken, nil
+	}
+	if named == "" {
+		return "", apierr.Invalid("holdToken is required")
+	}
+	if !seats.ValidToken(named) {
+		return "", seats.ErrInvalidToken
+	}
+	return named, nil
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func (s *server) config(ctx *fasthttp.RequestCtx, r Request) {
+	if e := seated(r); e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	httpx.OK(ctx, s.seats.Config(r.Event))
+}
+
+func (s *server) availability(ctx *fasthttp.RequestCtx, r Request) {
+	if e := seated(r); e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	av, err := s.seats.Availability(r.Ctx, r.Event)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	httpx.OK(ctx, av)
+}
+
+func (s *server) holdToken(ctx *fasthttp.RequestCtx, r Request) {
+	if e := seated(r); e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	tok := r.OwnToken
+	if tok == "" {
+		tok = seats.NewToken()
+	}
+	exp, err := s.seats.CreateToken(r.Ctx, r.Event.ID, tok)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	httpx.OK(ctx, map[string]any{"holdToken": tok, "expiresAt": rfc3339(exp)})
+}
+
+// holdRequest reads what hold and release share: the body and the
+// caller's hold token.
+func holdRequest(ctx *fasthttp.RequestCtx, r Request) (holdBody, string, *apierr.Error) {
+	var body holdBody
+	e := seated(r)
+	if e == nil {
+		e = httpx.Decode(ctx, &body)
+	}
+	if e != nil {
+		return body, "", e
+	}
+	tok, e := Token(r, body.HoldToken)
+	return body, tok, e
+}
+
+func (s *server) hold(ctx *fasthttp.RequestCtx, r Request) {
+	body, tok, e := holdRequest(ctx, r)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	if r.OwnToken != "" {
+		// An owned token is created on first use (and anew after it
+		// timed out): the owner is the caller, not the token.
+		if _, err := s.seats.CreateToken(r.Ctx, r.Event.ID, tok); err != nil {
+			httpx.Error(ctx, err)
+			return
+		}
+	}
+	res, err := s.seats.Hold(r.Ctx, r.Event, tok, body.SeatLabels)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	httpx.OK(ctx, map[string]any{"holdToken": res.HoldToken, "seatLabels": res.SeatLabels,
+		"subtotal": res.Subtotal, "expiresAt": rfc3339(res.ExpiresAt)})
+}
+
+func (s *server) extend(ctx *fasthttp.RequestCtx, r Request) {
+	if e := seated(r); e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	named, _ := ctx.UserValue("token").(string)
+	tok, e := Token(r, named)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	exp, err := s.seats.Extend(r.Ctx, r.Event.ID, tok)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	httpx.OK(ctx, map[string]any{"expiresAt": rfc3339(exp)})
+}
+
+func (s *server) release(ctx *fasthttp.RequestCtx, r Request) {
+	body, tok, e := holdRequest(ctx, r)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	released, err := s.seats.Release(r.Ctx, r.Event.ID, tok, body.SeatLabels)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	if released == nil {
+		released = []string{}
+	}
+	httpx.OK(ctx, map[string]any{"holdToken": tok, "released": released})
+}

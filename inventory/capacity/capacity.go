@@ -1,0 +1,41 @@
+// Package capacity is the one definition of "capacity left": a capacity
+// field's cap minus what is sold. Sold counts every claim, a partner's
+// confirmed order and a storefront registration held or paid alike, so the
+// two surfaces can never together sell beyond a cap. A field without a cap
+// is uncapped. The scripts that sell use the same definition from
+// lua/lib/capacity.lua.
+//
+// Fields are the catalog's (catalog.CompiledEvent.Caps): "ev" (the event),
+// "t:<ticket>", "sh:<showing>", "x:<extra>", "a:<area>", "tb:<table>".
+package capacity
+
+// Event is the field of the event's own cap.
+const Event = "ev"
+
+// Left is what is left to sell of a field capped at cap with sold sold:
+// never below zero (a cap is never applied below its sold count, and a
+// frozen field's cap is its sold count).
+func Left(cap, sold int64) int64 {
+	return max(cap-sold, 0)
+}
+
+// Remaining maps every capped field of caps to what is left of it, given
+// the sold counts; uncapped fields are absent.
+func Remaining(caps, sold map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(caps))
+	for f, c := range caps {
+		out[f] = Left(c, sold[f])
+	}
+	return out
+}
+
+// Ticket is what a buyer can get of a capped ticket type id: what is left
+// of the ticket's cap, bounded by what is left of the event's. ok is false
+// for a ticket without a cap (the event's remaining is shown on its own).
+func Ticket(remaining map[string]int64, id string) (left int64, ok bool) {
+	left, ok = remaining["t:"+id]
+	if ev, capped := remaining[Event]; ok && capped && ev < left {
+		left = ev
+	}
+	return left, ok
+}
