@@ -222,9 +222,11 @@ func (b *buyer) webhookBody(dst, eventID []byte) []byte {
 // signature appends the Payment-Signature header of body signed at t:
 // "t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>".
 func (b *buyer) signature(dst []byte, t int64, body []byte) []byte {
-	dst = strconv.AppendInt(append(dst, "t="...), t, 10)
+	dst = append(dst, "t="...)
+	ts := len(dst)
+	dst = strconv.AppendInt(dst, t, 10)
 	b.mac.Reset()
-	b.mac.Write(dst[2:])
+	b.mac.Write(dst[ts:])
 	b.mac.Write([]byte{'.'})
 	b.mac.Write(body)
 	b.sum = b.mac.Sum(b.sum[:0])

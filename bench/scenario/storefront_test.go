@@ -24,7 +24,7 @@ func TestWebhookSignatureMatchesOpenssl(t *testing.T) {
 	b := newBuyer(&shop{secret: "whsec_bench_0123"}, 3)
 	for _, body := range []string{`{"id":"evt_1","type":"checkout.session.completed"}`, `{}`, "with\nnewline and ünïcode"} {
 		ts := int64(1764000000)
-		got := string(b.signature(nil, ts, []byte(body)))
+		got := strings.TrimPrefix(string(b.signature([]byte("x"), ts, []byte(body))), "x")
 		msg := strconv.FormatInt(ts, 10) + "." + body
 		cmd := exec.Command(openssl, "dgst", "-sha256", "-hmac", "whsec_bench_0123")
 		cmd.Stdin = strings.NewReader(msg)
