@@ -85,6 +85,11 @@ var statuses = map[string]int{
 	// Admin.
 	"INVALID_CATALOG": 400,
 	"CATALOG_BUSY":    409,
+
+	// Payment processors' webhooks (docs/payments.md); a bad signature is
+	// INVALID_SIGNATURE above.
+	"WEBHOOK_STALE":       401,
+	"WEBHOOK_IN_PROGRESS": 409,
 }
 
 // ClientAmountMismatch is the storefront's AMOUNT_MISMATCH (interface.md,

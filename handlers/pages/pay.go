@@ -1,0 +1,272 @@
+package pages
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/payments"
+)
+
+//go:embed templates/pay.html
+var payHTML string
+
+//go:embed static/pay.css
+var payCSS string
+
+var (
+	payTemplate = template.Must(template.New("pay").Parse(payHTML))
+	// payStyleHash lets the page's one inline style block through the CSP,
+	// and nothing else: the page needs no script and no external asset.
+	payStyleHash = func() string {
+		sum := sha256.Sum256([]byte(payCSS))
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}()
+)
+
+// testCard is the card number the card page offers.
+const testCard = "4242 4242 4242 4242"
+
+// Hosted is what a hosted payment page needs of its processor
+// (payments.Hosted is one).
+type Hosted interface {
+	Name() string
+	Get(ctx context.Context, sessionID string) (payments.HostedSession, bool, error)
+	Pay(ctx context.Context, sessionID, card string) (payments.HostedSession, bool, error)
+	Cancel(ctx context.Context, sessionID string) (payments.HostedSession, bool, error)
+}
+
+// Pay serves the hosted payment pages of the built-in test processors:
+// GET /pay/card/{sessionId} and /pay/wallet/{sessionId} show the order and
+// a Pay button; POST .../pay pays (the processor then sends its webhook)
+// and sends the buyer to the success URL; POST .../cancel sends them to
+// the cancel URL. Plain HTML forms: no JavaScript needed.
+type Pay struct {
+	Card   Hosted // nil: no card page
+	Wallet Hosted // nil: no wallet page
+	// Timeout bounds each request's Redis work and the first webhook
+	// delivery (default 15 s).
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// Register mounts the pages of the processors that are set.
+func (p *Pay) Register(r *router.Router) {
+	for _, h := range []Hosted{p.Card, p.Wallet} {
+		if h == nil {
+			continue
+		}
+		base := "/pay/" + h.Name() + "/{sessionId}"
+		r.GET(base, p.show(h))
+		r.POST(base+"/pay", p.pay(h))
+		r.POST(base+"/cancel", p.cancel(h))
+	}
+}
+
+// requestContext bounds one page request's work, the first webhook
+// delivery included.
+func (p *Pay) requestContext() (context.Context, context.CancelFunc) {
+	if p.Timeout > 0 {
+		return context.WithTimeout(context.Background(), p.Timeout)
+	}
+	return context.WithTimeout(context.Background(), 15*time.Second)
+}
+
+func (p *Pay) log() *slog.Logger {
+	if p.Logger != nil {
+		return p.Logger
+	}
+	return slog.Default()
+}
+
+func sessionID(ctx *fasthttp.RequestCtx) string {
+	id, _ := ctx.UserValue("sessionId").(string)
+	return id
+}
+
+func (p *Pay) show(h Hosted) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		c, cancel := p.requestContext()
+		defer cancel()
+		s, found, err := h.Get(c, sessionID(ctx))
+		p.render(ctx, h, s, found, err, "")
+	}
+}
+
+func (p *Pay) pay(h Hosted) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		c, cancel := p.requestContext()
+		defer cancel()
+		s, found, err := h.Pay(c, sessionID(ctx), string(ctx.PostArgs().Peek("card")))
+		switch {
+		case err == nil && s.Status == payments.StatusPaid:
+			if dst, ok := safeURL(s.ReturnURL()); ok {
+				ctx.Redirect(dst, fasthttp.StatusSeeOther)
+				return
+			}
+			p.render(ctx, h, s, true, nil, "")
+		case errors.Is(err, payments.ErrCardDeclined):
+			ctx.SetStatusCode(fasthttp.StatusPaymentRequired)
+			p.render(ctx, h, s, true, nil, "Your card was declined. Nothing was charged. Try another card.")
+		case errors.Is(err, payments.ErrCardInvalid):
+			ctx.SetStatusCode(fasthttp.StatusBadRequest)
+			p.render(ctx, h, s, true, nil, "That card number is not valid. Check it and try again.")
+		default:
+			p.render(ctx, h, s, found, err, "")
+		}
+	}
+}
+
+func (p *Pay) cancel(h Hosted) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		c, cancel := p.requestContext()
+		defer cancel()
+		s, found, err := h.Cancel(c, sessionID(ctx))
+		if err == nil && found && s.Status == payments.StatusCancelled {
+			if dst, ok := safeURL(s.CancelURL); ok {
+				ctx.Redirect(dst, fasthttp.StatusSeeOther)
+				return
+			}
+		}
+		p.render(ctx, h, s, found, err, "")
+	}
+}
+
+// payPage is the template's data.
+type payPage struct {
+	Title, ProcessorName, State string
+	EventName, Total, Error     string
+	Lines                       []payLine
+	Card                        bool
+	CardNumber                  string
+	PayAction, CancelAction     string
+	Heading, Message            string
+	ContinueURL, ContinueText   string
+	CSS                         template.CSS
+}
+
+type payLine struct {
+	Name, Unit, Amount string
+	Quantity           int64
+}
+
+func dollars(c money.Cents) string { return "$" + c.String() }
+
+// render writes the page for session s in its state; a status code set
+// before (402, 400) is kept for the open page.
+func (p *Pay) render(ctx *fasthttp.RequestCtx, h Hosted, s payments.HostedSession, found bool, err error, formError string) {
+	pg := payPage{
+		ProcessorName: map[string]string{payments.Card: "Test card", payments.Wallet: "Test wallet"}[h.Name()],
+		CSS:           template.CSS(payCSS),
+		Card:          h.Name() == payments.Card,
+		CardNumber:    testCard,
+		Error:         formError,
+	}
+	status := fasthttp.StatusOK
+	if cur := ctx.Response.StatusCode(); cur != fasthttp.StatusOK {
+		status = cur
+	}
+	if found {
+		pg.EventName, pg.Total = s.EventName, dollars(s.Amount)
+	}
+	formActions := []string{"'self'"}
+	switch {
+	case err != nil && !errors.Is(err, payments.ErrNotOpen):
+		p.log().Error("pages: payment page", "processor", h.Name(), "err", err)
+		status = fasthttp.StatusServiceUnavailable
+		pg.State, pg.Heading = "unavailable", "Payments are unavailable right now"
+		pg.Message = "Nothing was charged. Please try again in a minute."
+		ctx.Response.Header.Set("Retry-After", "30")
+	case !found:
+		status = fasthttp.StatusNotFound
+		pg.State, pg.Heading = "notfound", "This payment link is not valid"
+		pg.Message = "Check the link, or go back to the shop and start the checkout again."
+	case s.Status == payments.StatusOpen:
+		pg.State = "open"
+		pg.Title = "Pay " + pg.Total + " · " + s.EventName
+		for _, l := range s.Lines {
+			pg.Lines = append(pg.Lines, payLine{Name: payments.LineName("", l), Quantity: l.Quantity, Unit: dollars(l.UnitPrice), Amount: dollars(l.Amount)})
+		}
+		if pg.Card {
+			if n := string(ctx.PostArgs().Peek("card")); n != "" && formError != "" {
+				pg.CardNumber = n
+			}
+		}
+		id := url.PathEscape(s.ID)
+		pg.PayAction = "/pay/" + h.Name() + "/" + id + "/pay"
+		pg.CancelAction = "/pay/" + h.Name() + "/" + id + "/cancel"
+		// The forms' answers redirect to the host's site; browsers apply
+		// form-action to those redirects too.
+		for _, u := range []string{s.SuccessURL, s.CancelURL} {
+			if o := origin(u); o != "" {
+				formActions = append(formActions, o)
+			}
+		}
+	case s.Status == payments.StatusPaid:
+		pg.State, pg.Heading = "paid", "Payment complete"
+		pg.Message = "Thank you: your payment was received."
+		pg.ContinueURL, _ = safeURL(s.ReturnURL())
+		pg.ContinueText = "Continue"
+	case s.Status == payments.StatusCancelled:
+		status = fasthttp.StatusGone
+		pg.State, pg.Heading = "cancelled", "This checkout was cancelled"
+		pg.Message = "Nothing was charged. Start again from the shop to buy tickets."
+		pg.ContinueURL, _ = safeURL(s.CancelURL)
+		pg.ContinueText = "Return to the shop"
+	default:
+		status = fasthttp.StatusGone
+		pg.State, pg.Heading = "expired", "This checkout has expired"
+		pg.Message = "Nothing was charged, and the tickets held for you were released. Start again from the shop."
+		pg.ContinueURL, _ = safeURL(s.CancelURL)
+		pg.ContinueText = "Return to the shop"
+	}
+	if pg.Title == "" {
+		pg.Title = pg.Heading
+	}
+	var buf bytes.Buffer
+	if err := payTemplate.Execute(&buf, pg); err != nil {
+		p.log().Error("pages: render payment page", "err", err)
+		ctx.Error("payment page unavailable", fasthttp.StatusInternalServerError)
+		return
+	}
+	hd := &ctx.Response.Header
+	hd.Set("Content-Security-Policy", "default-src 'none'; style-src "+payStyleHash+"; form-action "+strings.Join(formActions, " ")+
+		"; frame-ancestors 'none'; base-uri 'none'")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	// The session id in the URL must not travel to other sites.
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Frame-Options", "DENY")
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("text/html; charset=utf-8")
+	ctx.SetBody(buf.Bytes())
+}
+
+// safeURL returns u when it is an absolute http or https URL: only those
+// are sent to the browser as a place to go.
+func safeURL(u string) (string, bool) {
+	if origin(u) == "" {
+		return "", false
+	}
+	return u, true
+}
+
+func origin(u string) string {
+	pu, err := url.Parse(u)
+	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+		return ""
+	}
+	return pu.Scheme + "://" + pu.Host
+}

@@ -1,0 +1,238 @@
+package pages_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/pages"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/payments"
+	"github.com/ticketd/ticketd/inventory/redistest"
+)
+
+type payFixture struct {
+	h        fasthttp.RequestHandler
+	card     *payments.Hosted
+	wallet   *payments.Hosted
+	webhooks *atomic.Int32
+}
+
+func newPayFixture(t *testing.T) payFixture {
+	t.Helper()
+	rc, space := redistest.New(t)
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if payments.Verify("whsec_p", r.Header.Get(payments.SignatureHeader), b, time.Now()) == nil {
+			n.Add(1)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	cfg := payments.HostedConfig{Redis: rc, Space: space, AppURL: "http://shop.test", WebhookBase: srv.URL, Secret: "whsec_p"}
+	f := payFixture{card: payments.NewCard(cfg), wallet: payments.NewWallet(cfg), webhooks: &n}
+	r := router.New()
+	(&pages.Pay{Card: f.card, Wallet: f.wallet}).Register(r)
+	f.h = r.Handler
+	return f
+}
+
+func (f payFixture) open(t *testing.T, h *payments.Hosted, random string, expires time.Time) string {
+	t.Helper()
+	s, err := h.CreateSession(context.Background(), payments.CheckoutRequest{
+		RegistrationID: keys.OrderID("ev_gala", random), EventName: "Autumn <Gala>", Amount: 4200, Currency: "USD",
+		Lines: []orders.Line{
+			{Kind: orders.LineTicket, RefID: "adult", Quantity: 2, UnitPrice: 1600, Amount: 3200},
+			{Kind: orders.LineExtra, RefID: "parking", Quantity: 1, UnitPrice: 1000, Amount: 1000},
+		},
+		SuccessURL: "https://host.example/done?sid={CHECKOUT_SESSION_ID}", CancelURL: "https://host.example/cart",
+		ExpiresAt: expires,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.ID
+}
+
+type page struct {
+	status   int
+	body     string
+	location string
+	csp      string
+}
+
+func (f payFixture) do(method, path, form string) page {
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod(method)
+	ctx.Request.SetRequestURI(path)
+	if form != "" {
+		ctx.Request.Header.SetContentType("application/x-www-form-urlencoded")
+		ctx.Request.SetBodyString(form)
+	}
+	f.h(&ctx)
+	return page{
+		status: ctx.Response.StatusCode(), body: string(ctx.Response.Body()),
+		location: string(ctx.Response.Header.Peek("Location")),
+		csp:      string(ctx.Response.Header.Peek("Content-Security-Policy")),
+	}
+}
+
+func TestCardPageShowsTheOrderAndPays(t *testing.T) {
+	f := newPayFixture(t)
+	id := f.open(t, f.card, "p1", time.Now().Add(10*time.Minute))
+	p := f.do("GET", "/pay/card/"+id, "")
+	if p.status != 200 {
+		t.Fatalf("GET: %d %s", p.status, p.body)
+	}
+	for _, want := range []string{">Pay $42.00<", "Cancel", `value="4242 4242 4242 4242"`, "4000 0000 0000 0002",
+		"Autumn &lt;Gala&gt;", "Ticket adult", "2 × $16.00", "$32.00", "Extra parking", `<label for="card">`, `aria-live="assertive"`,
+		`action="/pay/card/` + id + `/pay"`} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if !strings.Contains(p.csp, "default-src 'none'") || !strings.Contains(p.csp, "form-action 'self' https://host.example") {
+		t.Errorf("CSP %q", p.csp)
+	}
+	// The one inline style block is allowed by its hash, so it renders.
+	if i, j := strings.Index(p.body, "<style>"), strings.Index(p.body, "</style>"); i < 0 || j < i {
+		t.Error("page has no style block")
+	} else if sum := sha256.Sum256([]byte(p.body[i+len("<style>") : j])); !strings.Contains(p.csp, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'") {
+		t.Errorf("CSP %q does not allow the page's style", p.csp)
+	}
+	if strings.Contains(p.body, "<script") || strings.Contains(p.body, "<link") || strings.Contains(p.body, "src=") {
+		t.Errorf("page has a script or an external asset")
+	}
+
+	// The declining card: the page again with a clear message, nothing paid.
+	p = f.do("POST", "/pay/card/"+id+"/pay", "card=4000+0000+0000+0002")
+	if p.status != 402 || !strings.Contains(p.body, "declined") || !strings.Contains(p.body, ">Pay $42.00<") {
+		t.Fatalf("declined: %d %s", p.status, p.body)
+	}
+	if s, _, _ := f.card.Get(context.Background(), id); s.Status != payments.StatusOpen || f.webhooks.Load() != 0 {
+		t.Fatalf("declined card paid: %s, %d webhooks", s.Status, f.webhooks.Load())
+	}
+	if p = f.do("POST", "/pay/card/"+id+"/pay", "card=1234"); p.status != 400 || !strings.Contains(p.body, "not valid") {
+		t.Fatalf("invalid card: %d", p.status)
+	}
+
+	// Paid: to the success URL with the session id, and the webhook sent.
+	p = f.do("POST", "/pay/card/"+id+"/pay", "card=4242+4242+4242+4242")
+	if p.status != 303 || p.location != "https://host.example/done?sid="+id {
+		t.Fatalf("pay: %d to %q", p.status, p.location)
+	}
+	if f.webhooks.Load() != 1 {
+		t.Fatalf("%d verified webhooks, want 1", f.webhooks.Load())
+	}
+	// The page of a paid session says so; paying again goes on to success.
+	if p = f.do("GET", "/pay/card/"+id, ""); p.status != 200 || !strings.Contains(p.body, "Payment complete") || strings.Contains(p.body, "<form") {
+		t.Fatalf("paid page: %d %s", p.status, p.body)
+	}
+	if p = f.do("POST", "/pay/card/"+id+"/pay", "card=4242424242424242"); p.status != 303 || f.webhooks.Load() != 1 {
+		t.Fatalf("second pay: %d, %d webhooks", p.status, f.webhooks.Load())
+	}
+}
+
+func TestCancelReturnsToTheShop(t *testing.T) {
+	f := newPayFixture(t)
+	id := f.open(t, f.card, "c1", time.Now().Add(10*time.Minute))
+	p := f.do("POST", "/pay/card/"+id+"/cancel", "")
+	if p.status != 303 || p.location != "https://host.example/cart" {
+		t.Fatalf("cancel: %d to %q", p.status, p.location)
+	}
+	if p = f.do("GET", "/pay/card/"+id, ""); p.status != 410 || !strings.Contains(p.body, "cancelled") {
+		t.Fatalf("cancelled page: %d", p.status)
+	}
+	if p = f.do("POST", "/pay/card/"+id+"/pay", "card=4242424242424242"); p.status != 410 || f.webhooks.Load() != 0 {
+		t.Fatalf("pay after cancel: %d, %d webhooks", p.status, f.webhooks.Load())
+	}
+}
+
+func TestUnknownAndExpiredSessionsGetAClearPage(t *testing.T) {
+	f := newPayFixture(t)
+	expired := f.open(t, f.card, "e1", time.Now().Add(10*time.Minute))
+	if _, err := f.card.Expire(context.Background(), expired); err != nil {
+		t.Fatal(err)
+	}
+	walletID := f.open(t, f.wallet, "w0", time.Now().Add(10*time.Minute))
+	cases := []struct {
+		path   string
+		status int
+		text   string
+	}{
+		{"/pay/card/" + expired, 410, "expired"},
+		{"/pay/card/cs_nothing", 404, "not valid"},
+		{"/pay/card/cs_00_" + keys.OrderID("ev_gala", "never"), 404, "not valid"},
+		{"/pay/card/" + walletID, 404, "not valid"}, // a wallet session on the card page
+		{"/pay/card/%00%ff", 404, "not valid"},
+	}
+	for _, c := range cases {
+		p := f.do("GET", c.path, "")
+		if p.status != c.status || !strings.Contains(p.body, c.text) || !strings.Contains(p.body, "<html") {
+			t.Errorf("GET %s: %d, want %d with %q", c.path, p.status, c.status, c.text)
+		}
+	}
+	if p := f.do("POST", "/pay/card/"+expired+"/pay", "card=4242424242424242"); p.status != 410 {
+		t.Errorf("pay of an expired session: %d", p.status)
+	}
+	if p := f.do("POST", "/pay/card/cs_nothing/pay", "card=4242424242424242"); p.status != 404 {
+		t.Errorf("pay of an unknown session: %d", p.status)
+	}
+}
+
+func TestWalletPagePays(t *testing.T) {
+	f := newPayFixture(t)
+	id := f.open(t, f.wallet, "w1", time.Now().Add(10*time.Minute))
+	p := f.do("GET", "/pay/wallet/"+id, "")
+	if p.status != 200 || !strings.Contains(p.body, ">Pay $42.00<") || strings.Contains(p.body, `name="card"`) || !strings.Contains(p.body, "Test wallet") {
+		t.Fatalf("wallet page: %d %s", p.status, p.body)
+	}
+	if p = f.do("POST", "/pay/wallet/"+id+"/pay", ""); p.status != 303 || p.location != "https://host.example/done?sid="+id || f.webhooks.Load() != 1 {
+		t.Fatalf("wallet pay: %d to %q, %d webhooks", p.status, p.location, f.webhooks.Load())
+	}
+}
+
+type brokenHosted struct{}
+
+func (brokenHosted) Name() string { return payments.Card }
+func (brokenHosted) Get(context.Context, string) (payments.HostedSession, bool, error) {
+	return payments.HostedSession{}, false, errors.New("redis: i/o timeout")
+}
+func (b brokenHosted) Pay(ctx context.Context, id, _ string) (payments.HostedSession, bool, error) {
+	return b.Get(ctx, id)
+}
+func (b brokenHosted) Cancel(ctx context.Context, id string) (payments.HostedSession, bool, error) {
+	return b.Get(ctx, id)
+}
+
+// Redis trouble is a 503 page that tells nothing of the cause.
+func TestPageWhenRedisFails(t *testing.T) {
+	r := router.New()
+	(&pages.Pay{Card: brokenHosted{}}).Register(r)
+	for _, m := range []string{"GET", "POST"} {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod(m)
+		path := "/pay/card/cs_1"
+		if m == "POST" {
+			path += "/pay"
+		}
+		ctx.Request.SetRequestURI(path)
+		r.Handler(&ctx)
+		body := string(ctx.Response.Body())
+		if ctx.Response.StatusCode() != 503 || !strings.Contains(body, "unavailable") || strings.Contains(body, "redis") {
+			t.Fatalf("%s: %d %s", m, ctx.Response.StatusCode(), body)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package webhooks_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/router"
+
+	"github.com/ticketd/ticketd/handlers/server"
+	"github.com/ticketd/ticketd/handlers/webhooks"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/payments"
+	"github.com/ticketd/ticketd/inventory/redistest"
+	"github.com/ticketd/ticketd/inventory/registrations"
+)
+
+type surface struct{ api *webhooks.API }
+
+func (s surface) Register(r *router.Router) { s.api.Register(r) }
+
+// The built-in processors' webhooks, sent over HTTP to ticketd's own
+// server, are verified and booked: what the processor signs and sends is
+// what the handler accepts.
+func TestTestProcessorsWebhooksAreBookedOverHTTP(t *testing.T) {
+	rc, space := redistest.New(t)
+	booker := &fakeBooker{paid: map[string]registrations.Payment{}, total: 4250}
+	api := &webhooks.API{Booker: booker, Refunds: &fakeRefunds{}, Redis: rc, Space: space,
+		CardSecret: cardSecret, WalletSecret: walletSecret}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(server.Handler(nil, surface{api}))
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+
+	ps, err := payments.Open(payments.Config{
+		Hosted:     payments.HostedConfig{Redis: rc, Space: space, AppURL: "http://" + ln.Addr().String()},
+		CardSecret: cardSecret, WalletSecret: walletSecret,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, h := range []*payments.Hosted{ps.TestCard, ps.Wallet} {
+		reg := keys.OrderID("ev_jazz", "flow"+h.Name())
+		sess, err := h.CreateSession(ctx, payments.CheckoutRequest{RegistrationID: reg, EventName: "Jazz", Amount: 4250,
+			SuccessURL: "https://host.example/ok", CancelURL: "https://host.example/no", ExpiresAt: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := h.Pay(ctx, sess.ID, "4242424242424242"); err != nil {
+			t.Fatal(err)
+		}
+		got := booker.payments()
+		want := registrations.Payment{RegistrationID: reg, Processor: h.Name(), PaymentID: sess.ID, Amount: 4250, Currency: "usd"}
+		if h.Name() == payments.Wallet {
+			want.Currency = "USD"
+		}
+		if len(got) != i+1 || got[i] != want {
+			t.Fatalf("%s: booked %+v, want %+v", h.Name(), got, want)
+		}
+		if n := h.DeliverDue(ctx); n != 0 {
+			t.Fatalf("%s: %d deliveries still owed after ticketd accepted", h.Name(), n)
+		}
+	}
+	if ps.Set[payments.Card] == nil || ps.Set[payments.Wallet] == nil {
+		t.Fatalf("set %v", ps.Set)
+	}
+
+	// Bodies beyond 64 KB are refused before any handler reads them.
+	big := append([]byte(`{"id":"evt_big","pad":"`), bytes.Repeat([]byte("x"), 70<<10)...)
+	resp, err := http.Post("http://"+ln.Addr().String()+"/v1/webhooks/card", "application/json", bytes.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 413 || !strings.Contains(string(b), "PAYLOAD_TOO_LARGE") {
+		t.Fatalf("70 KB webhook: %d %s", resp.StatusCode, b)
+	}
+}

@@ -1,0 +1,186 @@
+// Package webhooks receives the payment processors' signed webhooks under
+// /v1/webhooks (decisions.md section 4): the built-in card processor and
+// wallet provider (header Payment-Signature, t=<unix>,v1=<hex>) and Stripe
+// (Stripe-Signature, verified with stripe-go's webhook package). A verified
+// payment is booked through registrations.Service.Pay.
+//
+// Each event is processed once: its id is remembered in Redis, and a
+// delivery of an event already processed is answered 200 with data
+// {duplicate: true} rather than refused, because a processor retries
+// every non-2xx answer for days and the event's work is done. An event
+// whose processing failed (Redis or Postgres away: 503) is not
+// remembered, so the processor's retry books it; Pay is idempotent.
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/redis/rueidis"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/payments"
+	"github.com/ticketd/ticketd/inventory/registrations"
+)
+
+// Booker books a verified payment: registrations.Service is one.
+type Booker interface {
+	Pay(ctx context.Context, p registrations.Payment) (registrations.Outcome, error)
+}
+
+// RefundRecorder tells the host that a registration needs a refund (a
+// payment that came too late for its inventory, or of the wrong amount):
+// sync/refunddb records it with the host's e-mail. It must be idempotent:
+// a retried webhook records the same outcome again.
+type RefundRecorder interface {
+	Refund(ctx context.Context, o registrations.Outcome) error
+}
+
+// API holds the webhook handlers' dependencies.
+type API struct {
+	Booker  Booker
+	Refunds RefundRecorder
+	// Redis and Space keep the ids of processed events (replay protection).
+	Redis rueidis.Client
+	Space keys.Space
+	// Secrets: TICKETD_CARD_WEBHOOK_SECRET, TICKETD_WALLET_WEBHOOK_SECRET,
+	// STRIPE_WEBHOOK_SECRET. A processor without a secret has every
+	// webhook refused.
+	CardSecret   string
+	WalletSecret string
+	StripeSecret string
+	// Timeout bounds each webhook's Redis and Postgres work (default 10 s).
+	Timeout time.Duration
+	Logger  *slog.Logger
+	// Now is the clock signatures are checked against; nil is time.Now.
+	Now func() time.Time
+}
+
+// Register mounts POST /v1/webhooks/card, /wallet and /stripe.
+func (a *API) Register(r *router.Router) {
+	g := r.Group("/v1/webhooks")
+	g.POST("/card", a.signed(payments.Card, &a.CardSecret, decodeCard))
+	g.POST("/wallet", a.signed(payments.Wallet, &a.WalletSecret, decodeWallet))
+	g.POST("/stripe", a.stripe)
+}
+
+const (
+	// seenTTL outlives the 5-minute signature window many times over: a
+	// captured delivery cannot be replayed after its key is gone, because
+	// its signature is stale by then.
+	seenTTL = 24 * time.Hour
+	// pendingTTL frees an event whose processing died with its node.
+	pendingTTL = time.Minute
+	maxEventID = 255
+)
+
+var errInProgress = apierr.Of("WEBHOOK_IN_PROGRESS", "this event is being processed; retry later")
+
+func (a *API) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+func (a *API) log() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
+}
+
+// timeout is the bound of one webhook's work.
+func (a *API) timeout() time.Duration {
+	if a.Timeout > 0 {
+		return a.Timeout
+	}
+	return 10 * time.Second
+}
+
+// event is a verified, decoded webhook: a payment to book, or nothing.
+type event struct {
+	id      string
+	ignored bool // not a completed payment: answered 200, not recorded
+	payment registrations.Payment
+}
+
+// reply is the data of a webhook's 200 answer.
+type reply struct {
+	Received       bool   `json:"received"`
+	Ignored        bool   `json:"ignored,omitempty"`
+	Duplicate      bool   `json:"duplicate,omitempty"`
+	RegistrationID string `json:"registrationId,omitempty"`
+	Status         string `json:"status,omitempty"`
+	Reclaimed      bool   `json:"reclaimed,omitempty"`
+}
+
+// process books a verified event once (see the package comment).
+func (a *API) process(ctx *fasthttp.RequestCtx, processor string, ev event) {
+	if ev.ignored {
+		httpx.OK(ctx, reply{Received: true, Ignored: true})
+		return
+	}
+	c, cancel := context.WithTimeout(context.Background(), a.timeout())
+	defer cancel()
+	key := a.Space.WebhookSeen(processor, ev.id)
+	set, err := a.Redis.Do(c, a.Redis.B().Set().Key(key).Value("pending").Nx().Px(pendingTTL).Build()).AsBool()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		httpx.Error(ctx, err)
+		return
+	}
+	if !set {
+		st, err := a.Redis.Do(c, a.Redis.B().Get().Key(key).Build()).ToString()
+		switch {
+		case err == nil && st == "done":
+			httpx.OK(ctx, reply{Received: true, Duplicate: true, RegistrationID: ev.payment.RegistrationID})
+		case err == nil || rueidis.IsRedisNil(err):
+			httpx.Fail(ctx, errInProgress)
+		default:
+			httpx.Error(ctx, err)
+		}
+		return
+	}
+	out, err := a.book(c, ev.payment)
+	if err != nil {
+		// Forgotten, so that the processor's retry is processed.
+		if derr := a.Redis.Do(c, a.Redis.B().Del().Key(key).Build()).Error(); derr != nil {
+			a.log().Warn("webhooks: release event", "processor", processor, "err", derr)
+		}
+		httpx.Error(ctx, err)
+		return
+	}
+	if err := a.Redis.Do(c, a.Redis.B().Set().Key(key).Value("done").Px(seenTTL).Build()).Error(); err != nil {
+		// Booked all the same; a redelivery is then booked again as a
+		// Duplicate by Pay.
+		a.log().Warn("webhooks: remember event", "processor", processor, "err", err)
+	}
+	httpx.OK(ctx, reply{
+		Received: true, Duplicate: out.Duplicate, RegistrationID: out.ID,
+		Status: out.Status, Reclaimed: out.Reclaimed,
+	})
+}
+
+// book pays and, when the payment cannot be booked, tells the host.
+func (a *API) book(ctx context.Context, p registrations.Payment) (registrations.Outcome, error) {
+	out, err := a.Booker.Pay(ctx, p)
+	if err != nil {
+		return out, err
+	}
+	if out.Status == registrations.StatusRefundRequired {
+		if a.Refunds == nil {
+			return out, errors.New("webhooks: a refund is required and no RefundRecorder is set")
+		}
+		if err := a.Refunds.Refund(ctx, out); err != nil {
+			return out, err
+		}
+		a.log().Warn("webhooks: payment needs a refund", "registration", out.ID, "processor", p.Processor, "reason", out.Reason)
+	}
+	return out, nil
+}

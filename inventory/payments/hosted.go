@@ -1,0 +1,496 @@
+package payments
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/lua"
+)
+
+// Names of the built-in test processors.
+const (
+	Card   = "card"
+	Wallet = "wallet"
+)
+
+// Statuses of a test processor's session.
+const (
+	StatusOpen      = "open"
+	StatusPaid      = "paid"
+	StatusCancelled = "cancelled"
+	StatusExpired   = "expired"
+)
+
+// DecliningCard is the test card number that is always declined.
+const DecliningCard = "4000000000000002"
+
+// Errors of Hosted.Pay.
+var (
+	// ErrCardDeclined: the declining test card; nothing was paid.
+	ErrCardDeclined = errors.New("payments: the card was declined")
+	// ErrCardInvalid: not a card number (12 to 19 digits passing the Luhn check).
+	ErrCardInvalid = errors.New("payments: the card number is not valid")
+	// ErrNotOpen: the session is paid, expired or cancelled, or unknown;
+	// the returned session (Status) says which.
+	ErrNotOpen = errors.New("payments: the checkout session is not open")
+)
+
+const (
+	// sessionRetention keeps a session's page answering after its expiry.
+	sessionRetention = 24 * time.Hour
+	// paidRetention is how long a paid session's webhook is owed: a
+	// delivery is retried until ticketd accepts it or this passes.
+	paidRetention = 7 * 24 * time.Hour
+	// firstDeliveryLease leaves the first delivery to Pay itself before the
+	// loop may try it.
+	firstDeliveryLease = 30 * time.Second
+	deliveryTimeout    = 10 * time.Second
+	retryBase          = time.Second
+	retryMax           = 10 * time.Minute
+	claimBatch         = 50
+)
+
+var (
+	scriptOpen  = lua.Load("paysession_open")
+	scriptPay   = lua.Load("paysession_pay")
+	scriptClose = lua.Load("paysession_close")
+	scriptClaim = lua.Load("paydue_claim")
+	scriptRetry = lua.Load("paydue_retry")
+)
+
+// HostedConfig configures a built-in test processor.
+type HostedConfig struct {
+	Redis rueidis.Client
+	Space keys.Space
+	// AppURL is the public base URL of ticketd's pages (TICKETD_APP_URL):
+	// the hosted page is {AppURL}/pay/<name>/<sessionId>.
+	AppURL string
+	// WebhookBase is the base URL the processor posts its webhook to
+	// ({WebhookBase}/v1/webhooks/<name>); "" means AppURL.
+	WebhookBase string
+	// Secret signs the webhooks (TICKETD_CARD_WEBHOOK_SECRET or
+	// TICKETD_WALLET_WEBHOOK_SECRET).
+	Secret string
+	// HTTPClient sends the webhooks; nil means one with a 10 s timeout.
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+}
+
+// Hosted is a built-in test processor: the card processor or the wallet
+// provider. Its sessions live in Redis; its page (handlers/pages) pays them,
+// after which it delivers a signed webhook to ticketd over HTTP, as a real
+// processor would, retrying with backoff until ticketd answers 2xx.
+type Hosted struct {
+	name       string
+	prefix     string // of its session ids
+	cfg        HostedConfig
+	webhookURL string
+	http       *http.Client
+	log        *slog.Logger
+}
+
+// NewCard returns the built-in test card processor ("card").
+func NewCard(cfg HostedConfig) *Hosted { return newHosted(Card, "cs", cfg) }
+
+// NewWallet returns the built-in test wallet provider ("wallet").
+func NewWallet(cfg HostedConfig) *Hosted { return newHosted(Wallet, "wp", cfg) }
+
+func newHosted(name, prefix string, cfg HostedConfig) *Hosted {
+	base := cfg.WebhookBase
+	if base == "" {
+		base = cfg.AppURL
+	}
+	h := &Hosted{
+		name: name, prefix: prefix, cfg: cfg,
+		webhookURL: strings.TrimRight(base, "/") + "/v1/webhooks/" + name,
+		http:       cfg.HTTPClient,
+		log:        cfg.Logger,
+	}
+	if h.http == nil {
+		h.http = &http.Client{Timeout: deliveryTimeout}
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	return h
+}
+
+// Name is "card" or "wallet".
+func (h *Hosted) Name() string { return h.name }
+
+// HostedSession is a test processor's checkout session as its page shows it.
+type HostedSession struct {
+	ID             string
+	Processor      string
+	RegistrationID string
+	EventName      string
+	Amount         money.Cents
+	Currency       string
+	Lines          []orders.Line
+	SuccessURL     string
+	CancelURL      string
+	Status         string // one of the Status constants
+	ExpiresAt      time.Time
+}
+
+// ReturnURL is where a paid session sends the buyer: SuccessURL with
+// {CHECKOUT_SESSION_ID} replaced by the session id.
+func (s HostedSession) ReturnURL() string {
+	return strings.ReplaceAll(s.SuccessURL, "{CHECKOUT_SESSION_ID}", s.ID)
+}
+
+// CreateSession opens a session for req and returns its hosted page.
+func (h *Hosted) CreateSession(ctx context.Context, req CheckoutRequest) (Session, error) {
+	if _, ok := keys.OrderEvent(req.RegistrationID); !ok {
+		return Session{}, fmt.Errorf("payments: %s: registration id %q is not an order id", h.name, req.RegistrationID)
+	}
+	if req.ExpiresAt.IsZero() {
+		return Session{}, fmt.Errorf("payments: %s: checkout request without an expiry", h.name)
+	}
+	lines, err := json.Marshal(req.Lines)
+	if err != nil {
+		return Session{}, fmt.Errorf("payments: %s: encode lines: %w", h.name, err)
+	}
+	id := h.prefix + "_" + randomHex(12) + "_" + req.RegistrationID
+	key, _ := h.cfg.Space.PaySession(id)
+	cur := req.Currency
+	if cur == "" {
+		cur = "USD"
+	}
+	args := []string{
+		strconv.FormatInt(req.ExpiresAt.UnixMilli(), 10),
+		strconv.FormatInt(sessionRetention.Milliseconds(), 10),
+		"proc", h.name,
+		"reg", req.RegistrationID,
+		"amt", strconv.FormatInt(int64(req.Amount), 10),
+		"cur", strings.ToUpper(cur),
+		"evn", req.EventName,
+		"lines", string(lines),
+		"ok", req.SuccessURL,
+		"cancel", req.CancelURL,
+	}
+	arr, err := lua.Array(ctx, h.cfg.Redis, scriptOpen, []string{key}, args)
+	if err != nil {
+		return Session{}, fmt.Errorf("payments: %s: open session: %w", h.name, err)
+	}
+	if code, err := lua.Int(arr, 0); err != nil || code != 0 {
+		return Session{}, fmt.Errorf("payments: %s: open session: id collision or bad reply (%d, %v)", h.name, code, err)
+	}
+	return Session{ID: id, URL: strings.TrimRight(h.cfg.AppURL, "/") + "/pay/" + h.name + "/" + id}, nil
+}
+
+// Expire closes an open session; paid reports that it had been paid. An
+// unknown session (never opened, or long gone) was not paid.
+func (h *Hosted) Expire(ctx context.Context, sessionID string) (paid bool, err error) {
+	st, err := h.close(ctx, sessionID, StatusExpired)
+	return st == StatusPaid, err
+}
+
+// Cancel closes an open session because the buyer cancelled on its page.
+// It returns the session as it is afterwards (a paid one stays paid).
+func (h *Hosted) Cancel(ctx context.Context, sessionID string) (HostedSession, bool, error) {
+	if _, err := h.close(ctx, sessionID, StatusCancelled); err != nil {
+		return HostedSession{}, false, err
+	}
+	return h.Get(ctx, sessionID)
+}
+
+func (h *Hosted) close(ctx context.Context, sessionID, status string) (string, error) {
+	key, ok := h.sessionKey(sessionID)
+	if !ok {
+		return "", nil
+	}
+	arr, err := lua.Array(ctx, h.cfg.Redis, scriptClose, []string{key}, []string{status})
+	if err != nil {
+		return "", fmt.Errorf("payments: %s: close session: %w", h.name, err)
+	}
+	if code, err := lua.Int(arr, 0); err != nil || code != 0 {
+		return "", err
+	}
+	return lua.Str(arr, 1)
+}
+
+// sessionKey is the Redis key of one of this processor's sessions; ok is
+// false for an id this processor never made.
+func (h *Hosted) sessionKey(sessionID string) (string, bool) {
+	if !strings.HasPrefix(sessionID, h.prefix+"_") {
+		return "", false
+	}
+	return h.cfg.Space.PaySession(sessionID)
+}
+
+// Get reads a session; found is false when the processor does not know it.
+func (h *Hosted) Get(ctx context.Context, sessionID string) (s HostedSession, found bool, err error) {
+	key, ok := h.sessionKey(sessionID)
+	if !ok {
+		return HostedSession{}, false, nil
+	}
+	m, err := h.cfg.Redis.Do(ctx, h.cfg.Redis.B().Hgetall().Key(key).Build()).AsStrMap()
+	if err != nil {
+		return HostedSession{}, false, fmt.Errorf("payments: %s: read session: %w", h.name, err)
+	}
+	if m["st"] == "" || m["proc"] != h.name {
+		return HostedSession{}, false, nil
+	}
+	amt, _ := strconv.ParseInt(m["amt"], 10, 64)
+	exp, _ := strconv.ParseInt(m["exp"], 10, 64)
+	s = HostedSession{
+		ID: sessionID, Processor: m["proc"], RegistrationID: m["reg"], EventName: m["evn"],
+		Amount: money.Cents(amt), Currency: m["cur"], SuccessURL: m["ok"], CancelURL: m["cancel"],
+		Status: m["st"], ExpiresAt: time.UnixMilli(exp),
+	}
+	if err := json.Unmarshal([]byte(m["lines"]), &s.Lines); err != nil {
+		return HostedSession{}, false, fmt.Errorf("payments: %s: session lines: %w", h.name, err)
+	}
+	return s, true, nil
+}
+
+// Pay pays an open session with a test card (the wallet ignores card):
+// in one atomic step the session becomes paid and its webhook owed; the
+// webhook is then delivered at once, and by the delivery loop (Run) until
+// ticketd accepts it if this first attempt fails. Paying a paid session
+// again changes nothing. Errors: ErrCardInvalid, ErrCardDeclined (nothing
+// paid), ErrNotOpen (the returned session's Status says why; found is
+// false for an unknown session).
+func (h *Hosted) Pay(ctx context.Context, sessionID, card string) (s HostedSession, found bool, err error) {
+	s, found, err = h.Get(ctx, sessionID)
+	if err != nil || !found {
+		if err == nil {
+			err = ErrNotOpen
+		}
+		return s, found, err
+	}
+	if s.Status == StatusPaid {
+		return s, true, nil
+	}
+	if s.Status != StatusOpen {
+		return s, true, ErrNotOpen
+	}
+	if h.name == Card {
+		number := strings.Map(func(r rune) rune {
+			if r == ' ' || r == '-' {
+				return -1
+			}
+			return r
+		}, card)
+		if !luhn(number) {
+			return s, true, ErrCardInvalid
+		}
+		if number == DecliningCard {
+			return s, true, ErrCardDeclined
+		}
+	}
+	key, _ := h.sessionKey(sessionID)
+	due := h.dueKey(sessionID)
+	evt := "evt_" + randomHex(12)
+	arr, err := lua.Array(ctx, h.cfg.Redis, scriptPay, []string{key, due}, []string{
+		sessionID, evt,
+		strconv.FormatInt(paidRetention.Milliseconds(), 10),
+		strconv.FormatInt(firstDeliveryLease.Milliseconds(), 10),
+	})
+	if err != nil {
+		return s, true, fmt.Errorf("payments: %s: pay session: %w", h.name, err)
+	}
+	code, err := lua.Int(arr, 0)
+	if err != nil {
+		return s, true, err
+	}
+	v, err := lua.Str(arr, 1)
+	if err != nil {
+		return s, true, err
+	}
+	switch code {
+	case 0:
+		s.Status = StatusPaid
+		// Delivered now so the buyer usually comes back to a confirmed
+		// registration; a failure is left to the loop, the payment stands.
+		h.deliver(ctx, sessionID)
+		return s, true, nil
+	case 1:
+		s.Status = StatusPaid
+		return s, true, nil
+	}
+	if v == "missing" {
+		return HostedSession{}, false, ErrNotOpen
+	}
+	s.Status = v
+	return s, true, ErrNotOpen
+}
+
+// dueKey is the due set of a session's partition.
+func (h *Hosted) dueKey(sessionID string) string {
+	reg, _ := keys.SessionRegistration(sessionID)
+	ev, _ := keys.OrderEvent(reg)
+	return h.cfg.Space.PayDue(keys.Partition(ev), h.name)
+}
+
+// Run delivers owed webhooks until ctx ends: every tick it takes the due
+// deliveries of every partition (a delivery a restarted or dead node owed
+// included) and sends them. Every node may run it; a claimed delivery is
+// leased to one node at a time.
+func (h *Hosted) Run(ctx context.Context, tick time.Duration) {
+	if tick <= 0 {
+		tick = time.Second
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		h.DeliverDue(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// DeliverDue sends every webhook that is due now, once; it returns how many
+// it attempted. The claims of all partitions go to Redis in one round trip.
+func (h *Hosted) DeliverDue(ctx context.Context) int {
+	lease := strconv.FormatInt((deliveryTimeout + 5*time.Second).Milliseconds(), 10)
+	batch := strconv.Itoa(claimBatch)
+	claims := make([]lua.Pipelined, keys.Partitions)
+	cmds := make(rueidis.Commands, keys.Partitions)
+	for p := range keys.Partitions {
+		claims[p] = lua.Pipeline(h.cfg.Redis, scriptClaim, []string{h.cfg.Space.PayDue(p, h.name)}, []string{batch, lease})
+		cmds[p] = claims[p].Cmd
+	}
+	n := 0
+	for p, res := range h.cfg.Redis.DoMulti(ctx, cmds...) {
+		arr, err := claims[p].Reply(ctx, res)
+		var ids []string
+		if err == nil {
+			ids, err = lua.Strs(arr, 1)
+		}
+		if err != nil {
+			h.log.Warn("payments: claim due webhooks", "processor", h.name, "err", err)
+			continue
+		}
+		for _, id := range ids {
+			if ctx.Err() != nil {
+				return n // the rest stay leased, then due again
+			}
+			h.deliver(ctx, id)
+			n++
+		}
+	}
+	return n
+}
+
+// deliver makes one delivery attempt of a paid session's webhook: done, it
+// leaves the due set; failed, it is scheduled again with backoff.
+func (h *Hosted) deliver(ctx context.Context, sessionID string) {
+	key, ok := h.sessionKey(sessionID)
+	if !ok {
+		return
+	}
+	due := h.dueKey(sessionID)
+	s, found, err := h.Get(ctx, sessionID)
+	if err != nil {
+		h.log.Warn("payments: read session for webhook", "processor", h.name, "err", err)
+		return // still due: the loop tries again when the lease ends
+	}
+	if !found {
+		h.cfg.Redis.Do(ctx, h.cfg.Redis.B().Zrem().Key(due).Member(sessionID).Build())
+		return
+	}
+	evt, err := h.cfg.Redis.Do(ctx, h.cfg.Redis.B().Hget().Key(key).Field("evt").Build()).ToString()
+	if err != nil {
+		h.log.Warn("payments: read session for webhook", "processor", h.name, "err", err)
+		return
+	}
+	body, err := h.webhookBody(evt, s)
+	if err == nil {
+		err = h.post(ctx, body)
+	}
+	if err == nil {
+		if err := h.cfg.Redis.Do(ctx, h.cfg.Redis.B().Zrem().Key(due).Member(sessionID).Build()).Error(); err != nil {
+			h.log.Warn("payments: mark webhook delivered", "processor", h.name, "err", err)
+		}
+		return
+	}
+	arr, rerr := lua.Array(ctx, h.cfg.Redis, scriptRetry, []string{key, due}, []string{
+		sessionID, strconv.FormatInt(retryBase.Milliseconds(), 10), strconv.FormatInt(retryMax.Milliseconds(), 10),
+	})
+	att, _ := lua.Int(arr, 1)
+	h.log.Warn("payments: webhook delivery failed; will retry", "processor", h.name, "session", sessionID, "attempts", att, "err", err, "scheduleErr", rerr)
+}
+
+// webhookBody is the webhook of a paid session (decisions.md section 4).
+// It is the same bytes on every attempt; only the signature's time moves.
+func (h *Hosted) webhookBody(evt string, s HostedSession) ([]byte, error) {
+	if h.name == Wallet {
+		// The wallet's notification is about its payment: its id is the
+		// payment's, one COMPLETED notification per payment.
+		return json.Marshal(WalletWebhook{ID: s.ID, Status: "COMPLETED", Amount: s.Amount, Currency: s.Currency, Reference: s.RegistrationID})
+	}
+	var w CardWebhook
+	w.ID = evt
+	w.Type = EventCheckoutCompleted
+	w.Data.Object = CardSession{ID: s.ID, PaymentStatus: "paid", AmountTotal: int64(s.Amount), Currency: strings.ToLower(s.Currency), ClientReferenceID: s.RegistrationID}
+	return json.Marshal(w)
+}
+
+func (h *Hosted) post(ctx context.Context, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.webhookURL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(SignatureHeader, Sign(h.cfg.Secret, time.Now(), body))
+	resp, err := h.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("webhook answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// luhn reports whether s is 12 to 19 digits with a valid check digit.
+func luhn(s string) bool {
+	if len(s) < 12 || len(s) > 19 {
+		return false
+	}
+	sum := 0
+	for i := 0; i < len(s); i++ {
+		c := s[len(s)-1-i]
+		if c < '0' || c > '9' {
+			return false
+		}
+		d := int(c - '0')
+		if i%2 == 1 {
+			d *= 2
+			if d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+	}
+	return sum%10 == 0
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

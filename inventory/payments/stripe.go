@@ -1,0 +1,171 @@
+package payments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
+)
+
+// StripeName is the Stripe processor's name (TICKETD_CARD_PROCESSOR=stripe).
+const StripeName = "stripe"
+
+// MetadataRegistration is the Checkout Session metadata key naming the
+// registration, beside client_reference_id.
+const MetadataRegistration = "registration_id"
+
+// Stripe requires a Checkout Session to live at least 30 minutes and at
+// most 24 hours; a shorter checkout window is enforced by Expire, which
+// the sweeper calls when the registration's hold ends.
+const (
+	stripeMinLife = 31 * time.Minute // a minute's room for clock skew
+	stripeMaxLife = 24 * time.Hour
+)
+
+// StripeConfig configures the Stripe processor.
+type StripeConfig struct {
+	SecretKey string // STRIPE_SECRET_KEY
+	// APIBase is the API's base URL (STRIPE_API_BASE); "" is Stripe's own.
+	// Tests point it at a stripe-mock.
+	APIBase string
+	// HTTPClient makes the API calls; nil means stripe-go's default.
+	HTTPClient *http.Client
+}
+
+// Stripe opens Stripe Checkout Sessions (stripe-go v82). The webhook
+// that reports the payment is verified in handlers/webhooks.
+type Stripe struct {
+	sc *stripe.Client
+}
+
+// NewStripe returns the Stripe processor.
+func NewStripe(cfg StripeConfig) *Stripe {
+	bc := &stripe.BackendConfig{
+		HTTPClient:    cfg.HTTPClient,
+		LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
+	}
+	if cfg.APIBase != "" {
+		bc.URL = stripe.String(strings.TrimRight(cfg.APIBase, "/"))
+	}
+	return &Stripe{sc: stripe.NewClient(cfg.SecretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(bc)))}
+}
+
+// Name is "stripe".
+func (s *Stripe) Name() string { return StripeName }
+
+// CreateSession creates a Checkout Session in payment mode for req.
+func (s *Stripe) CreateSession(ctx context.Context, req CheckoutRequest) (Session, error) {
+	now := time.Now()
+	exp := req.ExpiresAt
+	if exp.Before(now.Add(stripeMinLife)) {
+		exp = now.Add(stripeMinLife)
+	}
+	if exp.After(now.Add(stripeMaxLife)) {
+		exp = now.Add(stripeMaxLife)
+	}
+	p := &stripe.CheckoutSessionCreateParams{
+		Mode:              stripe.String(string(stripe.CheckoutSessionModePayment)),
+		LineItems:         stripeLines(req),
+		ClientReferenceID: stripe.String(req.RegistrationID),
+		SuccessURL:        stripe.String(req.SuccessURL),
+		CancelURL:         stripe.String(req.CancelURL),
+		ExpiresAt:         stripe.Int64(exp.Unix()),
+	}
+	if req.BuyerEmail != "" {
+		p.CustomerEmail = stripe.String(req.BuyerEmail)
+	}
+	p.AddMetadata(MetadataRegistration, req.RegistrationID)
+	cs, err := s.sc.V1CheckoutSessions.Create(ctx, p)
+	if err != nil {
+		return Session{}, fmt.Errorf("payments: stripe: create checkout session: %w", err)
+	}
+	return Session{ID: cs.ID, URL: cs.URL}, nil
+}
+
+// stripeLines turns the order lines into Checkout line items in usd. The
+// lines are the items; a total above their sum (fees, VAT) adds one line
+// for the difference, and a total below it (a discount, which Stripe
+// cannot take as a negative price) becomes a single line of the event for
+// the total, so Stripe always charges exactly the registration's total.
+func stripeLines(req CheckoutRequest) []*stripe.CheckoutSessionCreateLineItemParams {
+	var sum money.Cents
+	for _, l := range req.Lines {
+		sum += l.UnitPrice * money.Cents(l.Quantity)
+	}
+	item := func(name string, unit money.Cents, qty int64) *stripe.CheckoutSessionCreateLineItemParams {
+		return &stripe.CheckoutSessionCreateLineItemParams{
+			Quantity: stripe.Int64(qty),
+			PriceData: &stripe.CheckoutSessionCreateLineItemPriceDataParams{
+				Currency:    stripe.String("usd"),
+				UnitAmount:  stripe.Int64(int64(unit)),
+				ProductData: &stripe.CheckoutSessionCreateLineItemPriceDataProductDataParams{Name: stripe.String(name)},
+			},
+		}
+	}
+	if len(req.Lines) == 0 || sum > req.Amount {
+		return []*stripe.CheckoutSessionCreateLineItemParams{item(orDefault(req.EventName, "Registration "+req.RegistrationID), req.Amount, 1)}
+	}
+	out := make([]*stripe.CheckoutSessionCreateLineItemParams, 0, len(req.Lines)+1)
+	for _, l := range req.Lines {
+		out = append(out, item(LineName(req.EventName, l), l.UnitPrice, l.Quantity))
+	}
+	if sum < req.Amount {
+		out = append(out, item("Fees and taxes", req.Amount-sum, 1))
+	}
+	return out
+}
+
+// LineName is how a payment page names an order line.
+func LineName(eventName string, l orders.Line) string {
+	kind := map[string]string{
+		orders.LineTicket: "Ticket", orders.LineSeat: "Seat", orders.LineArea: "Area",
+		orders.LineTable: "Table", orders.LineExtra: "Extra",
+	}[l.Kind]
+	if kind == "" {
+		kind = l.Kind
+	}
+	name := kind + " " + l.RefID
+	if eventName != "" {
+		name = eventName + ": " + name
+	}
+	return name
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Expire expires an open Checkout Session. A session that can no longer be
+// expired is read back: paid when it was completed and paid.
+func (s *Stripe) Expire(ctx context.Context, sessionID string) (paid bool, err error) {
+	p := &stripe.CheckoutSessionExpireParams{}
+	cs, err := s.sc.V1CheckoutSessions.Expire(ctx, sessionID, p)
+	if err == nil {
+		return stripePaid(cs), nil
+	}
+	var se *stripe.Error
+	if !errors.As(err, &se) || se.HTTPStatusCode < 400 || se.HTTPStatusCode >= 500 {
+		return false, fmt.Errorf("payments: stripe: expire checkout session: %w", err)
+	}
+	// Stripe refuses to expire a session that is not open: see what it is.
+	rp := &stripe.CheckoutSessionRetrieveParams{}
+	cs, rerr := s.sc.V1CheckoutSessions.Retrieve(ctx, sessionID, rp)
+	if rerr != nil {
+		return false, fmt.Errorf("payments: stripe: expire checkout session: %w (retrieve: %v)", err, rerr)
+	}
+	return stripePaid(cs), nil
+}
+
+func stripePaid(cs *stripe.CheckoutSession) bool {
+	return cs.Status == stripe.CheckoutSessionStatusComplete && cs.PaymentStatus == stripe.CheckoutSessionPaymentStatusPaid
+}

@@ -1,0 +1,90 @@
+// Package refunddb records the payments ticketd took but could not book,
+// so no money is lost silently: a refunds row, and in the same transaction
+// an outbox row of kind host_refund that the mailer sends to the event's
+// host (the tenant's notifyEmail). It implements webhooks.RefundRecorder.
+package refunddb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	json "github.com/goccy/go-json"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/registrations"
+)
+
+// OutboxHostRefund is the outbox kind of the host's refund notice.
+const OutboxHostRefund = "host_refund"
+
+// Store writes refunds to Postgres.
+type Store struct {
+	Pool *pgxpool.Pool
+}
+
+// Notice is the payload of a host_refund outbox row: what the host needs
+// to refund the buyer.
+type Notice struct {
+	RegistrationID string      `json:"registrationId"`
+	EventID        string      `json:"eventId"`
+	Reason         string      `json:"reason"`
+	Processor      string      `json:"processor"`
+	PaymentID      string      `json:"paymentId"`
+	Amount         money.Cents `json:"amount"` // paid, to refund
+	Total          money.Cents `json:"total"`
+	Currency       string      `json:"currency"`
+	BuyerName      string      `json:"buyerName"`
+	BuyerEmail     string      `json:"buyerEmail"`
+}
+
+// Refund records o, a registration that needs a refund. Recording the same
+// registration again changes nothing (a retried webhook). The host's
+// address is the tenant's notifyEmail in the catalog of record; a tenant
+// without one gets the refunds row alone.
+func (s Store) Refund(ctx context.Context, o registrations.Outcome) error {
+	if o.ID == "" {
+		return errors.New("refunddb: outcome without a registration id")
+	}
+	n := Notice{
+		RegistrationID: o.ID, EventID: o.EventID, Reason: o.Reason, Processor: o.Processor,
+		PaymentID: o.SessionID, Amount: o.Paid, Total: o.Total, Currency: o.Currency,
+		BuyerName: o.BuyerName, BuyerEmail: o.BuyerEmail,
+	}
+	if n.Currency == "" {
+		n.Currency = "USD"
+	}
+	payload, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("refunddb: encode notice: %w", err)
+	}
+	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO refunds (registration_id, event_id, tenant_id, processor, payment_id,
+			amount_cents, total_cents, currency, reason, buyer_name, buyer_email)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			ON CONFLICT (registration_id) DO NOTHING`,
+			n.RegistrationID, n.EventID, o.TenantID, n.Processor, n.PaymentID,
+			int64(n.Amount), int64(n.Total), n.Currency, n.Reason, n.BuyerName, n.BuyerEmail)
+		if err != nil {
+			return fmt.Errorf("insert refund: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil // recorded before, with its notice
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO outbox (order_id, kind, recipient, payload)
+			SELECT $1, $2, t.doc->>'notifyEmail', $3::jsonb FROM tenants t
+			WHERE t.id = $4 AND coalesce(t.doc->>'notifyEmail', '') <> ''
+			ON CONFLICT (order_id, kind) DO NOTHING`,
+			n.RegistrationID, OutboxHostRefund, string(payload), o.TenantID)
+		if err != nil {
+			return fmt.Errorf("insert host notice: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("refunddb: refund %s: %w", o.ID, err)
+	}
+	return nil
+}
