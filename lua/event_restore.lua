@@ -11,19 +11,20 @@
 -- KEYS[3] -> booked seats hash   {pN}:ev:<id>:booked (label -> order id)
 -- KEYS[4] -> discount used hash  {pN}:ev:<id>:dcused (code -> uses)
 -- KEYS[5] -> partition marker    {pN}:live
+-- KEYS[6] -> buyers hash         {pN}:ev:<id>:buyers (buyer key -> admissions)
 --
--- ARGV: four lists, one per key in that order, each a count N followed by
--- N field, value pairs.
+-- ARGV: five lists, one per hash (KEYS 1-4, then 6) in that order, each a
+-- count N followed by N field, value pairs.
 --
--- Output: {0, caps, sold, booked, discount} the number of fields written
--- to each hash; {1} the partition's marker is there: sales run (nothing
+-- Output: {0, caps, sold, booked, discount, buyers} the number of fields
+-- written to each hash; {1} the partition's marker is there: sales run (nothing
 -- written)
 if redis.call('EXISTS', KEYS[5]) == 1 then
   return {1}
 end
 local lists = {}
 local i = 1
-for k = 1, 4 do
+for k = 1, 5 do
   local n = tonumber(ARGV[i])
   lists[k] = {from = i + 1, to = i + 2 * n}
   i = i + 1 + 2 * n
@@ -34,15 +35,16 @@ end
 
 -- writes: HSET in chunks, as unpack has a stack limit
 local written = {}
-for k = 1, 4 do
-  redis.call('DEL', KEYS[k])
+local hashes = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]}
+for k = 1, 5 do
+  redis.call('DEL', hashes[k])
   local from, to = lists[k].from, lists[k].to
   local s = from
   while s <= to do
     local e = math.min(s + 999, to)
-    redis.call('HSET', KEYS[k], unpack(ARGV, s, e))
+    redis.call('HSET', hashes[k], unpack(ARGV, s, e))
     s = e + 1
   end
   written[k] = (to - from + 1) / 2
 end
-return {0, written[1], written[2], written[3], written[4]}
+return {0, written[1], written[2], written[3], written[4], written[5]}

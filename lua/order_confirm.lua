@@ -13,7 +13,8 @@
 -- KEYS[6]  -> discount used hash    {pN}:ev:<id>:dcused
 -- KEYS[7]  -> paid stream           {pN}:paid
 -- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
--- KEYS[9..] -> seat keys of the order's seats, in the order of its 'seats' field
+-- KEYS[9]  -> buyers hash           {pN}:ev:<id>:buyers (buyer key -> admissions)
+-- KEYS[10..] -> seat keys of the order's seats, in the order of its 'seats' field
 --
 -- The caller knows the event from the order id but not the order's seats
 -- and discount code; it declares what it guesses (none, for the common GA
@@ -41,7 +42,10 @@
 --   {1}                               no such order for this caller
 --   {2, reason}                       cannot confirm: 'expired', 'cancelled',
 --                                     'sold_out', 'seat_lost' (now or at an
---                                     earlier confirm), or 'already_paid' (paid
+--                                     earlier confirm), 'buyer_limit' (the
+--                                     buyer reached the event's
+--                                     maxTicketsPerBuyer since reserve), or
+--                                     'already_paid' (paid
 --                                     before under another partner reference)
 --   {3, order total cents}            amount differs beyond the tolerance
 --   {4, seats, discount code}         declared keys are not the order's: run
@@ -49,11 +53,12 @@
 --   {5}                               the partition's marker is missing: Redis
 --                                     lost its state or is being rebuilt
 --@include capacity
+--@include cart
 if redis.call('EXISTS', KEYS[8]) == 0 then
   return {5}
 end
 local order = KEYS[1]
-local o = redis.call('HMGET', order, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'rec', 'why', 'ref')
+local o = redis.call('HMGET', order, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'rec', 'why', 'ref', 'bk', 'adm', 'lim')
 local st = o[1]
 if not st or o[3] ~= ARGV[2] then
   return {1}
@@ -73,16 +78,7 @@ end
 
 local oid = ARGV[1]
 local holder = 'o:' .. oid
-local seats = {}
-for label in string.gmatch(o[6] or '', '%S+') do
-  seats[#seats + 1] = label
-end
--- claims are "field qty field qty ..." as reserve wrote them
-local fields, qtys = {}, {}
-for f, q in string.gmatch(o[5] or '', '(%S+)%s+(%S+)') do
-  fields[#fields + 1] = f
-  qtys[#qtys + 1] = tonumber(q)
-end
+local fields, qtys, seats = cart_of(o[5], o[6])
 local n = #fields
 local code = o[7] or ''
 
@@ -104,9 +100,16 @@ end
 if not reason and capacity_short(KEYS[2], KEYS[3], fields, qtys) then
   reason = 'sold_out'
 end
+local bk = o[12]
+if not reason and bk then
+  local have = tonumber(redis.call('HGET', KEYS[9], bk)) or 0
+  if have + tonumber(o[13]) > tonumber(o[14]) then
+    reason = 'buyer_limit'
+  end
+end
 if not reason then
   for s = 1, #seats do
-    if redis.call('GET', KEYS[8 + s]) ~= holder or redis.call('HEXISTS', KEYS[4], seats[s]) == 1 then
+    if redis.call('GET', KEYS[9 + s]) ~= holder or redis.call('HEXISTS', KEYS[4], seats[s]) == 1 then
       reason = 'seat_lost'
       break
     end
@@ -116,8 +119,8 @@ end
 -- writes
 if reason then
   for s = 1, #seats do
-    if redis.call('GET', KEYS[8 + s]) == holder then
-      redis.call('DEL', KEYS[8 + s])
+    if redis.call('GET', KEYS[9 + s]) == holder then
+      redis.call('DEL', KEYS[9 + s])
     end
   end
   if code ~= '' then
@@ -131,11 +134,14 @@ for c = 1, n do
 end
 for s = 1, #seats do
   redis.call('HSET', KEYS[4], seats[s], oid)
-  redis.call('DEL', KEYS[8 + s])
+  redis.call('DEL', KEYS[9 + s])
 end
 if code ~= '' then
   redis.call('ZREM', KEYS[5], oid)
   redis.call('HINCRBY', KEYS[6], code, 1)
+end
+if bk then
+  redis.call('HINCRBY', KEYS[9], bk, tonumber(o[13]))
 end
 redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
 -- The entry names the order; its record and tickets stay in the order

@@ -11,7 +11,8 @@
 -- KEYS[6]  -> discount holds zset   {pN}:ev:<id>:dchold:<code> (any name when no limited code)
 -- KEYS[7]  -> discount used hash    {pN}:ev:<id>:dcused
 -- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
--- KEYS[9..] -> one seat key per seat label, in the order of the labels in ARGV
+-- KEYS[9]  -> buyers hash           {pN}:ev:<id>:buyers (buyer key -> admissions)
+-- KEYS[10..] -> one seat key per seat label, in the order of the labels in ARGV
 --
 -- ARGV[1] -> order id
 -- ARGV[2] -> order TTL ms (pending expiry)
@@ -19,9 +20,12 @@
 -- ARGV[4] -> hold token ("" when no seats)
 -- ARGV[5] -> discount code ("" when none)
 -- ARGV[6] -> discount max uses (0 = unlimited)
--- ARGV[7] -> number of claims C
--- ARGV[8 .. 7+2C] -> claim field, quantity, ...
--- ARGV[8+2C] -> number of seats S
+-- ARGV[7] -> max admissions per buyer (0 = no limit)
+-- ARGV[8] -> buyer key (orders.BuyerKey)
+-- ARGV[9] -> admissions of the order
+-- ARGV[10] -> number of claims C
+-- ARGV[11 .. 10+2C] -> claim field, quantity, ...
+-- ARGV[11+2C] -> number of seats S
 -- next S  -> seat labels
 -- rest    -> order hash field, value, ... (st and exp are added here)
 --
@@ -35,7 +39,11 @@
 --   {6}                              the discount code has no uses left
 --   {7}                              the partition's marker is missing: Redis
 --                                    lost its state or is being rebuilt
+--   {8, limit, remaining}            the buyer would pass the event's
+--                                    maxTicketsPerBuyer (checked here, counted
+--                                    at confirm; the order keeps bk, adm, lim)
 --@include capacity
+--@include cart
 if redis.call('EXISTS', KEYS[8]) == 0 then
   return {7}
 end
@@ -44,85 +52,46 @@ if redis.call('EXISTS', order) == 1 then
   return {1, tonumber(redis.call('HGET', order, 'total')) or 0}
 end
 
-local nclaims = tonumber(ARGV[7])
-local i = 8
-local fields, qtys = {}, {}
-for c = 1, nclaims do
-  fields[c] = ARGV[i]
-  qtys[c] = tonumber(ARGV[i + 1])
-  i = i + 2
-end
-local nseats = tonumber(ARGV[i])
-i = i + 1
-local labels = {}
-for s = 1, nseats do
-  labels[s] = ARGV[i]
-  i = i + 1
-end
-local rest = i
-
--- checks: capacity
-do
-  local c, left = capacity_short(KEYS[2], KEYS[3], fields, qtys)
-  if c then
-    return {2, fields[c], left}
-  end
-end
-
--- checks: seats held by this token
-local token = ARGV[4]
-local holder = 'h:' .. token
-if nseats > 0 then
-  if redis.call('EXISTS', KEYS[5]) == 0 then
-    return {3}
-  end
-  local conflicts, notheld = {}, {}
-  for s = 1, nseats do
-    local v = redis.call('GET', KEYS[8 + s])
-    if redis.call('HEXISTS', KEYS[4], labels[s]) == 1 or (v and v ~= holder) then
-      conflicts[#conflicts + 1] = labels[s]
-    elseif not v then
-      notheld[#notheld + 1] = labels[s]
-    end
-  end
-  if #conflicts > 0 then
-    return {4, conflicts}
-  end
-  if #notheld > 0 then
-    return {5, notheld}
-  end
-end
+local fields, qtys, labels, rest = cart_args(10)
+local nseats = #labels
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
 local exp = now + ttl
 
--- checks: discount uses (paid uses + uses held by live pending orders)
+-- checks: capacity, seats held by this token, discount uses and the
+-- buyer's admissions (paid partner orders and storefront registrations; a
+-- pending order counts nothing until it is confirmed)
 local code, maxuses = ARGV[5], tonumber(ARGV[6])
-if code ~= '' and maxuses > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
-  local used = tonumber(redis.call('HGET', KEYS[7], code)) or 0
-  if used + redis.call('ZCARD', KEYS[6]) >= maxuses then
-    return {6}
-  end
+local limit, adm = tonumber(ARGV[7]), tonumber(ARGV[9])
+local refusal = cart_refusal(
+  {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seat = 9,
+   dcholds = KEYS[6], dcused = KEYS[7], buyers = KEYS[9]},
+  {fields = fields, qtys = qtys, labels = labels, holder = 'h:' .. ARGV[4], code = code,
+   maxuses = maxuses, limit = limit, buyer = ARGV[8], adm = adm}, now)
+if refusal then
+  return refusal
 end
 
 -- writes
 local oid = ARGV[1]
 for s = 1, nseats do
-  redis.call('SET', KEYS[8 + s], 'o:' .. oid, 'PX', ttl)
+  redis.call('SET', KEYS[9 + s], 'o:' .. oid, 'PX', ttl)
   redis.call('HDEL', KEYS[5], 's:' .. labels[s])
 end
 if code ~= '' and maxuses > 0 then
-  redis.call('ZADD', KEYS[6], exp, oid)
-  -- The holds expire with the last of their orders, so a code nobody
-  -- reserves again leaves nothing behind.
-  if redis.call('PTTL', KEYS[6]) < ttl then
-    redis.call('PEXPIRE', KEYS[6], ttl)
-  end
+  cart_hold_discount(KEYS[6], oid, exp, ttl)
 end
 local kv = {'st', 'pending', 'exp', exp}
+if limit > 0 then
+  kv[#kv + 1] = 'bk'
+  kv[#kv + 1] = ARGV[8]
+  kv[#kv + 1] = 'adm'
+  kv[#kv + 1] = adm
+  kv[#kv + 1] = 'lim'
+  kv[#kv + 1] = limit
+end
 for j = rest, #ARGV do
   kv[#kv + 1] = ARGV[j]
 end

@@ -169,6 +169,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 		EventID: ev.ID, Caller: c.id(), ChannelID: c.Channel.ID, IdempotencyKey: idemKey,
 		Fingerprint: fp, Total: q.Total, Claims: q.Claims,
 		SeatLabels: q.SeatLabels, HoldToken: token, DiscountCode: q.DiscountCode, DiscountMaxUses: q.DiscountMaxUses,
+		MaxPerBuyer:    ev.BuyerLimit(),
 		CatalogVersion: c.snap.Version,
 		Record: checkout.NewRecord(ev, q, buyer, checkout.Origin{Source: "channel", ChannelID: c.Channel.ID,
 			ShowingID: body.ShowingID, SuccessCallbackURL: body.SuccessCallbackURL}),

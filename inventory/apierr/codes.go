@@ -81,6 +81,10 @@ var statuses = map[string]int{
 	"AMOUNT_MISMATCH":            409,
 	"CONFIRM_FAILED":             409,
 	"ACCRUAL_FAILED_RETRY":       503,
+	// A checkout session asked for a registration that no longer awaits
+	// payment (inventory/registrations; reason: paid, expired, refund,
+	// too_many_sessions).
+	"REGISTRATION_NOT_PAYABLE": 409,
 
 	// Admin.
 	"INVALID_CATALOG": 400,

@@ -58,6 +58,10 @@ type Event struct {
 	Extras        []Extra        `json:"extras,omitempty"`
 	DiscountCodes []DiscountCode `json:"discountCodes,omitempty"`
 	SeatMap       *SeatMap       `json:"seatMap,omitempty"`
+	// MaxTicketsPerBuyer caps the admissions one buyer (normalised e-mail)
+	// gets over the event's storefront registrations and paid partner
+	// orders (decisions.md section 7); nil: no limit.
+	MaxTicketsPerBuyer *int64 `json:"maxTicketsPerBuyer,omitempty"`
 }
 
 // Showing is one performance of a multi-showing event.
@@ -175,3 +179,11 @@ const (
 	ScopeOrdersRead    = "orders:read"
 	ScopeSessionsWrite = "sessions:write"
 )
+
+// BuyerLimit is the event's maxTicketsPerBuyer, 0 when it sets none.
+func (e *Event) BuyerLimit() int64 {
+	if e.MaxTicketsPerBuyer == nil {
+		return 0
+	}
+	return *e.MaxTicketsPerBuyer
+}

@@ -295,6 +295,11 @@ func (v *validator) event(tenantID string, e *Event, path string) *ValidationErr
 			return ve
 		}
 	}
+	if e.MaxTicketsPerBuyer != nil {
+		if ve := checkCount(*e.MaxTicketsPerBuyer, 1, path+".maxTicketsPerBuyer"); ve != nil {
+			return ve
+		}
+	}
 	if len(e.Showings) > 0 && e.SeatMap != nil {
 		// Seats are booked once per event: one seat map cannot serve
 		// several performances.

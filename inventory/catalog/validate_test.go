@@ -109,6 +109,7 @@ func TestValidEdges(t *testing.T) {
 		{"event capacity 0", func(d *catalog.Document) { ga(d).Capacity = ptr[int64](0) }},
 		{"maxPerOrder unset", func(d *catalog.Document) { tk0(d).MaxPerOrder = 0 }},
 		{"maxPerOrder 1", func(d *catalog.Document) { tk0(d).MaxPerOrder = 1 }},
+		{"maxTicketsPerBuyer 1", func(d *catalog.Document) { ga(d).MaxTicketsPerBuyer = ptr[int64](1) }},
 		{"percents 0 and 100", func(d *catalog.Document) {
 			ga(d).Pricing.FeePercent, ga(d).Pricing.VATPercent = pct("0"), pct("100")
 			dc(d, 0).Percent = ptr(pct("100"))
@@ -183,6 +184,8 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 		{"channel listed twice", func(d *catalog.Document) { ga(d).Channels[1] = "ch_partner" }, ev0 + ".channels[1]"},
 		{"channel ref invalid", func(d *catalog.Document) { ga(d).Channels[0] = "ch partner" }, ev0 + ".channels[0]"},
 		{"event capacity negative", func(d *catalog.Document) { ga(d).Capacity = ptr[int64](-1) }, ev0 + ".capacity"},
+		{"maxTicketsPerBuyer zero", func(d *catalog.Document) { ga(d).MaxTicketsPerBuyer = ptr[int64](0) }, ev0 + ".maxTicketsPerBuyer"},
+		{"maxTicketsPerBuyer negative", func(d *catalog.Document) { ga(d).MaxTicketsPerBuyer = ptr[int64](-2) }, ev0 + ".maxTicketsPerBuyer"},
 		{"showings and a seat map", func(d *catalog.Document) {
 			hall(d).Showings = []catalog.Showing{{ID: "sh_1", StartsAt: "2027-08-01T19:30:00Z"}}
 		}, "tenants[0].events[1].showings"},

@@ -1,5 +1,11 @@
 package orders
 
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
 // ClaimsOf returns the capacity counters a sale of lines takes (field ->
 // quantity), as confirm claims them and a rebuild from Postgres counts them
 // again: "t:<ticket>", "a:<area>", "tb:<table>" (a table is sold whole: 1),
@@ -36,4 +42,26 @@ func AddClaims(claims map[string]int64, l Line, showingID string) {
 	if showingID != "" {
 		claims["sh:"+showingID] += admissions
 	}
+}
+
+// ClaimArgs appends the claims and seats of a cart to a selling script's
+// arguments as order_reserve.lua and reg_register.lua read them (the
+// number of claims, field and quantity pairs by field, the number of seats,
+// the labels), and returns the order hash's "claims" field ("field qty ..."),
+// which confirm, pay and expire read back.
+func ClaimArgs(args []string, claims map[string]int64, seatLabels []string) ([]string, string) {
+	fields := make([]string, 0, len(claims))
+	for f := range claims {
+		fields = append(fields, f)
+	}
+	sort.Strings(fields)
+	var field strings.Builder
+	args = append(args, strconv.Itoa(len(fields)))
+	for _, f := range fields {
+		q := strconv.FormatInt(claims[f], 10)
+		args = append(args, f, q)
+		field.WriteString(f + " " + q + " ")
+	}
+	args = append(args, strconv.Itoa(len(seatLabels)))
+	return append(args, seatLabels...), field.String()
 }

@@ -49,6 +49,7 @@ func ConfirmFailed(reason string) *apierr.Error {
 		"sold_out":     "the inventory of this order sold out meanwhile",
 		"seat_lost":    "a seat of this order was lost",
 		"already_paid": "the order was already paid under another partnerReference; this charge is not needed",
+		"buyer_limit":  "the buyer reached the event's maxTicketsPerBuyer meanwhile",
 		"lost":         "ticketd no longer knows this order: it was lost with Redis' state, or expired long ago",
 	}[reason]
 	if msg == "" {
@@ -123,9 +124,9 @@ func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest,
 	okey, _ := s.Space.Order(req.OrderID)
 	labels := strings.Fields(seats)
 	p := keys.Partition(ev)
-	ks := make([]string, 0, 8+len(labels))
+	ks := make([]string, 0, 9+len(labels))
 	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.discountHolds(ev, dc),
-		s.Space.DiscountUsed(ev), s.Space.Paid(p), s.Space.Live(p))
+		s.Space.DiscountUsed(ev), s.Space.Paid(p), s.Space.Live(p), s.Space.Buyers(ev))
 	for _, l := range labels {
 		ks = append(ks, s.Space.Seat(ev, l))
 	}

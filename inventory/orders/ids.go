@@ -29,6 +29,12 @@ func NewOrderID(eventID string) string {
 	return keys.OrderID(eventID, lowerB32.EncodeToString(b))
 }
 
+// NewID mints an order id of owner for the event, as reserve mints one
+// for a channel: storefront registrations use the owner "sf:<tenant>", which
+// no channel id can be, so Minted tells their ids apart. Without an IDKey it
+// is all random.
+func (s *Service) NewID(eventID, owner string) string { return s.newOrderID(eventID, owner) }
+
 // newOrderID mints an order id of channelID for the event; without an
 // IDKey it is all random.
 func (s *Service) newOrderID(eventID, channelID string) string {
@@ -41,8 +47,8 @@ func (s *Service) newOrderID(eventID, channelID string) string {
 	return keys.OrderID(eventID, lowerB32.EncodeToString(b[:idRandom+idMAC]))
 }
 
-// Minted reports whether orderID was made by a reserve for channelID under
-// this service's IDKey.
+// Minted reports whether orderID was made by a reserve for channelID (or by
+// NewID for that owner) under this service's IDKey.
 func (s *Service) Minted(orderID, channelID string) bool {
 	ev, ok := keys.OrderEvent(orderID)
 	if !ok || len(s.IDKey) == 0 {

@@ -87,3 +87,15 @@ const (
 	StreamPaidAt  = "paidAt"
 	StreamOrderID = "order"
 )
+
+// Order sources (orders.source in Postgres).
+const (
+	SourceChannel    = "channel"
+	SourceStorefront = "storefront"
+)
+
+// StorefrontOwner is the owner (the order hash's "ch", the minting owner
+// of its id) of a tenant's storefront registrations: no channel id holds a
+// ':', so no partner can confirm one. A rebuild gives restored copies of
+// storefront orders this owner again.
+func StorefrontOwner(tenantID string) string { return "sf:" + tenantID }

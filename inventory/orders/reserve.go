@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base32"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,6 +85,10 @@ type ReserveRequest struct {
 	HoldToken       string
 	DiscountCode    string
 	DiscountMaxUses int64
+	// MaxPerBuyer is the event's maxTicketsPerBuyer (0: no limit): the
+	// buyer's admissions (Record.BuyerEmail, Claims["ev"]) are checked here
+	// and counted at confirm.
+	MaxPerBuyer int64
 	// CatalogVersion is the version of the catalog the cart was priced
 	// with: what this process learns about sold-out counters holds only
 	// under it.
@@ -281,34 +284,28 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	if req.HoldToken != "" {
 		hold = s.Space.Hold(ev, req.HoldToken)
 	}
-	ks = make([]string, 0, 8+len(req.SeatLabels))
+	ks = make([]string, 0, 9+len(req.SeatLabels))
 	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
-		s.discountHolds(ev, req.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(keys.Partition(ev)))
+		s.discountHolds(ev, req.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(keys.Partition(ev)),
+		s.Space.Buyers(ev))
 	for _, l := range req.SeatLabels {
 		ks = append(ks, s.Space.Seat(ev, l))
 	}
 
-	fields := make([]string, 0, len(req.Claims))
-	for f := range req.Claims {
-		fields = append(fields, f)
+	buyer := ""
+	if req.MaxPerBuyer > 0 {
+		buyer = BuyerKey(req.Record.BuyerEmail)
 	}
-	sort.Strings(fields)
-	var claims strings.Builder
-	args = make([]string, 0, 8+2*len(fields)+len(req.SeatLabels)+16) // fixed, claims, seats, hash fields
+	args = make([]string, 0, 11+2*len(req.Claims)+len(req.SeatLabels)+16) // fixed, claims, seats, hash fields
 	args = append(args, orderID, ms(s.orderTTL()), ms(s.retention()),
-		req.HoldToken, req.DiscountCode, strconv.FormatInt(req.DiscountMaxUses, 10), strconv.Itoa(len(fields)))
-	for _, f := range fields {
-		q := strconv.FormatInt(req.Claims[f], 10)
-		args = append(args, f, q)
-		claims.WriteString(f + " " + q + " ")
-	}
-	args = append(args, strconv.Itoa(len(req.SeatLabels)))
-	args = append(args, req.SeatLabels...)
+		req.HoldToken, req.DiscountCode, strconv.FormatInt(req.DiscountMaxUses, 10),
+		strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer, strconv.FormatInt(req.Claims["ev"], 10))
+	args, claims := ClaimArgs(args, req.Claims, req.SeatLabels)
 	args = append(args,
 		"total", strconv.FormatInt(int64(req.Total), 10),
 		"ch", req.ChannelID,
 		"by", req.Caller,
-		"claims", claims.String(),
+		"claims", claims,
 		"seats", strings.Join(req.SeatLabels, " "),
 		"dc", req.DiscountCode,
 		"tix", string(tixJSON),
@@ -335,26 +332,51 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 		return Reservation{OrderID: orderID, Amount: money.Cents(total), Duplicate: true}, nil
 	case 2:
 		field, _ := lua.Str(arr, 1)
-		left, _ := lua.Int(arr, 2)
-		if left <= 0 {
+		if left, _ := lua.Int(arr, 2); left <= 0 {
 			s.sold.note(req.EventID, field, req.CatalogVersion)
 		}
-		return Reservation{}, CapacityError(field, left)
-	case 3:
-		return Reservation{}, seats.ErrHoldExpired
-	case 4:
-		labels, _ := lua.Strs(arr, 1)
-		return Reservation{}, seats.ConflictError(labels)
-	case 5:
-		labels, _ := lua.Strs(arr, 1)
-		return Reservation{}, apierr.Of("SEAT_NOT_HELD", "seats are not held by this hold token: %s; hold them first", strings.Join(labels, ", ")).
-			WithReason("not_held").WithData(map[string]any{"seats": labels})
-	case 6:
-		return Reservation{}, ErrDiscountUsedUp
-	case 7:
-		return Reservation{}, redisstate.ErrSalesStopped
+	}
+	if err := RefusalError(arr); err != nil {
+		return Reservation{}, err
 	}
 	return Reservation{}, fmt.Errorf("reserve: %w: code %d", lua.ErrReply, code)
+}
+
+// RefusalError maps the refusals that order_reserve.lua and reg_register.lua
+// share (codes 2 to 8 of their replies: capacity, hold token gone, seat
+// conflict, seats not held, discount used up, sales stopped, buyer limit)
+// to the client's error; nil for any other reply.
+func RefusalError(arr []rueidis.RedisMessage) error {
+	code, _ := lua.Int(arr, 0)
+	switch code {
+	case 2:
+		field, _ := lua.Str(arr, 1)
+		left, _ := lua.Int(arr, 2)
+		return CapacityError(field, left)
+	case 3:
+		return seats.ErrHoldExpired
+	case 4:
+		labels, _ := lua.Strs(arr, 1)
+		return seats.ConflictError(labels)
+	case 5:
+		labels, _ := lua.Strs(arr, 1)
+		return SeatNotHeldError(labels)
+	case 6:
+		return ErrDiscountUsedUp
+	case 7:
+		return redisstate.ErrSalesStopped
+	case 8:
+		limit, _ := lua.Int(arr, 1)
+		left, _ := lua.Int(arr, 2)
+		return BuyerLimitError(limit, left)
+	}
+	return nil
+}
+
+// SeatNotHeldError is the 409 of a cart whose seats its hold token does not hold.
+func SeatNotHeldError(labels []string) *apierr.Error {
+	return apierr.Of("SEAT_NOT_HELD", "seats are not held by this hold token: %s; hold them first", strings.Join(labels, ", ")).
+		WithReason("not_held").WithData(map[string]any{"seats": labels})
 }
 
 // CapacityError maps a capacity field with too few left to interface.md's code.
@@ -386,10 +408,7 @@ func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10)
 // discountHolds is the discount holds key of code; a script that takes no
 // limited code is given a placeholder name in the event's slot.
 func (s *Service) discountHolds(eventID, code string) string {
-	if code == "" {
-		code = "-"
-	}
-	return s.Space.DiscountHolds(eventID, code)
+	return s.Space.DiscountHoldsOrNone(eventID, code)
 }
 
 var discountLeftScript = lua.Load("discount_left")

@@ -12,13 +12,14 @@ import (
 // soldOut remembers, in this process, the capacity counters Redis reported
 // used up, so that buyers of a sold-out event are answered without the
 // reserve script: after a flash sale sells out, nearly every request is
-// one of those. A counter's sold count only grows (nothing is ever
-// un-sold), so "used up" stays true until a catalog apply changes the
-// capacity; an entry counts only under the catalog version it was learnt
-// under, so a node forgets it when it loads the next catalog. It also
-// counts for soldOutFor only: an apply that failed halfway puts back the
-// capacities it replaced without moving the version, and what was learnt
-// in between must not outlive that.
+// one of those. A counter's sold count grows but for a storefront
+// checkout hold that expires unpaid (inventory/registrations gives its
+// places back) and for a catalog apply that changes the capacity; an
+// entry counts only under the catalog version it was learnt under, so a
+// node forgets it when it loads the next catalog, and for soldOutFor only,
+// which bounds how long places given back stay unseen (and covers an apply
+// that failed halfway: it puts back the capacities it replaced without
+// moving the version).
 type soldOut struct {
 	m sync.Map // event id + "\x00" + field -> soldOutEntry
 }

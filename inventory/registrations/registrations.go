@@ -19,7 +19,6 @@ package registrations
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/ticketd/ticketd/inventory/money"
@@ -102,6 +101,10 @@ type Payment struct {
 	PaymentID string
 	Amount    money.Cents
 	Currency  string // lower or upper case; only USD is accepted
+	// TenantID is the tenant the processor's session was opened for, when
+	// the caller knows it: a registration ticketd knows nowhere is then
+	// taken for lost only if its id was minted for that tenant.
+	TenantID string
 }
 
 // Outcome is what a payment did.
@@ -113,6 +116,10 @@ type Outcome struct {
 	// Reclaimed is set when the payment came after the checkout window and
 	// the inventory was claimed anew.
 	Reclaimed bool
+	// RefundReason is set when this payment must be refunded: the
+	// registration's Reason, or "already_paid" when the registration was
+	// confirmed by another payment (it stays confirmed).
+	RefundReason string
 }
 
 // Expirer closes a processor's checkout session before its registration's
@@ -120,35 +127,4 @@ type Outcome struct {
 // registration then keeps its hold for the webhook on its way).
 type Expirer interface {
 	Expire(ctx context.Context, processor, sessionID string) (paid bool, err error)
-}
-
-// ErrNotImplemented marks the contract before the implementation lands.
-var ErrNotImplemented = errors.New("registrations: not implemented")
-
-// Service runs the registration scripts. Fields are filled in by its
-// implementation.
-type Service struct{}
-
-// Register creates a registration: a free one is confirmed at once (paid
-// stream, tickets, e-mails through the worker); a paid one claims the
-// cart's inventory for the checkout window and awaits payment.
-func (s *Service) Register(ctx context.Context, req Request) (Registration, error) {
-	return Registration{}, ErrNotImplemented
-}
-
-// Get reads a registration; found is false when ticketd does not know it.
-func (s *Service) Get(ctx context.Context, id string) (reg Registration, found bool, err error) {
-	return Registration{}, false, ErrNotImplemented
-}
-
-// AttachSession records the checkout session a processor opened for a
-// registration awaiting payment, so the sweeper expires it first.
-func (s *Service) AttachSession(ctx context.Context, id, processor, sessionID string) error {
-	return ErrNotImplemented
-}
-
-// Pay books a payment: awaiting payment -> confirmed; after the window it
-// claims anew, or the registration becomes refund_required.
-func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
-	return Outcome{}, ErrNotImplemented
 }

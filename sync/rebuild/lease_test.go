@@ -52,9 +52,9 @@ func TestRestoreRefusesALivePartition(t *testing.T) {
 	s := servertest.StartWithCatalog(t, servertest.Options{ManualRecovery: true})
 	ctx := context.Background()
 	ks := []string{s.Space.Caps("ev_ga"), s.Space.Sold("ev_ga"), s.Space.Booked("ev_ga"), s.Space.DiscountUsed("ev_ga"),
-		s.Space.Live(keys.Partition("ev_ga"))}
+		s.Space.Live(keys.Partition("ev_ga")), s.Space.Buyers("ev_ga")}
 	before := counters(t, s, "ev_ga")
-	arr, err := lua.Array(ctx, s.Redis, lua.Load("event_restore"), ks, []string{"1", "ev", "1", "0", "0", "0"})
+	arr, err := lua.Array(ctx, s.Redis, lua.Load("event_restore"), ks, []string{"1", "ev", "1", "0", "0", "0", "0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ type state struct {
 	sold   map[string]map[string]int64  // event -> counter field -> sold
 	booked map[string]map[string]string // event -> seat label -> order id
 	used   map[string]map[string]int64  // event -> discount code -> uses
+	buyers map[string]map[string]int64  // event with a buyer limit -> buyer key -> admissions
 
 	recent     []paidCopy // Redis copies of orders paid within the retention
 	paidOrders int64
@@ -33,11 +34,12 @@ type state struct {
 // paidCopy is what the Redis copy of a paid order holds (see
 // order_confirm.lua) and its reserve's idempotency record.
 type paidCopy struct {
-	orderID, channelID, caller, ref string
-	total                           int64
-	tickets                         []orders.Ticket
-	paidAt, createdAt               time.Time
-	idemKey, fingerprint            string
+	// owner is the hash's "ch": the channel, or the storefront owner.
+	orderID, owner, caller, ref string
+	total                       int64
+	tickets                     []orders.Ticket
+	paidAt, createdAt           time.Time
+	idemKey, fingerprint        string
 	// record is the order's record as reserve stored it, for an order
 	// only the streams hold: the sync worker still has to write it.
 	record string
@@ -65,6 +67,24 @@ func (st *state) count(eventID, showingID, orderID string, l orders.Line) {
 		}
 		b[l.RefID] = orderID
 	}
+}
+
+// admit counts a paid order's admissions for its buyer, on events with a
+// buyer limit.
+func (st *state) admit(eventID, email string, n int64) {
+	b, ok := st.buyers[eventID]
+	if !ok || n <= 0 {
+		return
+	}
+	b[orders.BuyerKey(email)] += n
+}
+
+// owner is what the hash of a paid order names as its owner.
+func owner(source, channelID, tenantID string) string {
+	if source == orders.SourceStorefront {
+		return orders.StorefrontOwner(tenantID)
+	}
+	return channelID
 }
 
 func (st *state) use(eventID, code string, n int64) {
@@ -133,10 +153,20 @@ func (r *Rebuilder) readStreams(ctx context.Context) (map[string]streamedOrder, 
 // depends on, adds the paid orders only the streams hold, and collects the
 // recently paid orders whose Redis copies come back.
 func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]streamedOrder) (*state, error) {
-	st := &state{sold: map[string]map[string]int64{}, booked: map[string]map[string]string{}, used: map[string]map[string]int64{}}
+	st := &state{sold: map[string]map[string]int64{}, booked: map[string]map[string]string{}, used: map[string]map[string]int64{},
+		buyers: map[string]map[string]int64{}}
 	var err error
 	if st.tenants, st.channels, err = (&catalogdb.Store{Pool: r.Pool}).Load(ctx); err != nil {
 		return nil, fmt.Errorf("rebuild: %w", err)
+	}
+	var limited []string
+	for _, t := range st.tenants {
+		for i := range t.Events {
+			if t.Events[i].BuyerLimit() > 0 {
+				limited = append(limited, t.Events[i].ID)
+				st.buyers[t.Events[i].ID] = map[string]int64{}
+			}
+		}
 	}
 	now := time.Now()
 	since := now.Add(-orDefault(r.Retention, orders.DefaultRetention))
@@ -172,6 +202,9 @@ func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]streamed
 		if _, err := pgx.ForEachRow(rows, []any{&ev, &code, &n}, func() error { st.use(ev, code, n); return nil }); err != nil {
 			return err
 		}
+		if err := readBuyers(ctx, tx, st, limited); err != nil {
+			return err
+		}
 		return readRecent(ctx, tx, st, since)
 	})
 	if err != nil {
@@ -185,10 +218,11 @@ func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]streamed
 		if rec.DiscountCode != "" {
 			st.use(rec.EventID, rec.DiscountCode, 1)
 		}
+		st.admit(rec.EventID, rec.BuyerEmail, orders.ClaimsOf(rec.Lines, rec.ShowingID)["ev"])
 		st.paidOrders++
 		st.streamOnly++
 		if paid := time.UnixMilli(rec.PaidAtMs); paid.After(since) {
-			st.recent = append(st.recent, paidCopy{orderID: rec.OrderID, channelID: rec.ChannelID, caller: rec.Caller,
+			st.recent = append(st.recent, paidCopy{orderID: rec.OrderID, owner: owner(rec.Source, rec.ChannelID, rec.TenantID), caller: rec.Caller,
 				ref: rec.PartnerReference, total: int64(rec.Total), tickets: rec.Tickets, paidAt: paid,
 				createdAt: time.UnixMilli(rec.CreatedAtMs), idemKey: rec.IdempotencyKey, fingerprint: rec.Fingerprint,
 				record: so.raw})
@@ -213,9 +247,30 @@ func readLines(ctx context.Context, tx pgx.Tx, st *state) error {
 	return err
 }
 
+// readBuyers counts the admissions of every buyer (by normalised e-mail) of
+// the events with a buyer limit over their paid orders, both surfaces. An
+// admission is a line's quantity, extras aside (as orders.AddClaims counts
+// "ev").
+func readBuyers(ctx context.Context, tx pgx.Tx, st *state, events []string) error {
+	if len(events) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT o.event_id, o.buyer_email, sum(l.quantity)::int8
+		FROM order_lines l JOIN orders o ON o.id = l.order_id
+		WHERE o.status = 'paid' AND o.event_id = ANY($1) AND l.kind <> $2
+		GROUP BY o.event_id, o.buyer_email`, events, orders.LineExtra)
+	if err != nil {
+		return err
+	}
+	var ev, email string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&ev, &email, &n}, func() error { st.admit(ev, email, n); return nil })
+	return err
+}
+
 // readRecent collects the orders paid since since, with their tickets.
 func readRecent(ctx context.Context, tx pgx.Tx, st *state, since time.Time) error {
-	rows, err := tx.Query(ctx, `SELECT id, coalesce(channel_id, ''), coalesce(caller, ''), total_cents,
+	rows, err := tx.Query(ctx, `SELECT id, coalesce(channel_id, ''), source, tenant_id, coalesce(caller, ''), total_cents,
 		coalesce(partner_reference, ''), paid_at, created_at, coalesce(idempotency_key, ''), coalesce(fingerprint, '')
 		FROM orders WHERE status = 'paid' AND paid_at > $1 ORDER BY id`, since)
 	if err != nil {
@@ -223,8 +278,10 @@ func readRecent(ctx context.Context, tx pgx.Tx, st *state, since time.Time) erro
 	}
 	at := map[string]int{}
 	var c paidCopy
-	_, err = pgx.ForEachRow(rows, []any{&c.orderID, &c.channelID, &c.caller, &c.total, &c.ref, &c.paidAt, &c.createdAt,
+	var channel, source, tenantID string
+	_, err = pgx.ForEachRow(rows, []any{&c.orderID, &channel, &source, &tenantID, &c.caller, &c.total, &c.ref, &c.paidAt, &c.createdAt,
 		&c.idemKey, &c.fingerprint}, func() error {
+		c.owner = owner(source, channel, tenantID)
 		at[c.orderID] = len(st.recent)
 		st.recent = append(st.recent, c)
 		return nil

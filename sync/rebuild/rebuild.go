@@ -69,6 +69,9 @@ type Report struct {
 	BookedSeats int   `json:"bookedSeats"`
 	// DiscountCodes is the number of codes with used counts.
 	DiscountCodes int `json:"discountCodes"`
+	// Buyers is the number of buyers counted on events with a
+	// maxTicketsPerBuyer.
+	Buyers int `json:"buyers"`
 	// PaidOrders counts every paid order once: Postgres' and those found
 	// only on the paid streams (StreamOnly of them).
 	PaidOrders int64 `json:"paidOrders"`

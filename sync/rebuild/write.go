@@ -50,7 +50,8 @@ func (r *Rebuilder) writeEvents(ctx context.Context, st *state, rep *Report) err
 		}
 	}
 	events := map[string]bool{}
-	for _, evs := range []iter.Seq[string]{maps.Keys(caps), maps.Keys(st.sold), maps.Keys(st.booked), maps.Keys(st.used)} {
+	for _, evs := range []iter.Seq[string]{maps.Keys(caps), maps.Keys(st.sold), maps.Keys(st.booked), maps.Keys(st.used),
+		maps.Keys(st.buyers)} {
 		for ev := range evs {
 			events[ev] = true
 		}
@@ -60,8 +61,9 @@ func (r *Rebuilder) writeEvents(ctx context.Context, st *state, rep *Report) err
 		args = counts(args, st.sold[ev])
 		args = pairs(args, st.booked[ev])
 		args = counts(args, st.used[ev])
+		args = counts(args, st.buyers[ev])
 		ks := []string{r.Space.Caps(ev), r.Space.Sold(ev), r.Space.Booked(ev), r.Space.DiscountUsed(ev),
-			r.Space.Live(keys.Partition(ev))}
+			r.Space.Live(keys.Partition(ev)), r.Space.Buyers(ev)}
 		arr, err := lua.Array(ctx, r.Redis, restoreScript, ks, args)
 		if err != nil {
 			return fmt.Errorf("rebuild: restore event %s: %w", ev, err)
@@ -77,6 +79,7 @@ func (r *Rebuilder) writeEvents(ctx context.Context, st *state, rep *Report) err
 		rep.Admissions += st.sold[ev]["ev"]
 		rep.BookedSeats += len(st.booked[ev])
 		rep.DiscountCodes += len(st.used[ev])
+		rep.Buyers += len(st.buyers[ev])
 	}
 	return nil
 }
@@ -135,7 +138,7 @@ func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) err
 		paid := strconv.FormatInt(o.paidAt.UnixMilli(), 10)
 		cmds = append(cmds,
 			r.Redis.B().Hset().Key(okey).FieldValue().FieldValue("st", orders.StatusPaid).
-				FieldValue("total", strconv.FormatInt(o.total, 10)).FieldValue("ch", o.channelID).
+				FieldValue("total", strconv.FormatInt(o.total, 10)).FieldValue("ch", o.owner).
 				FieldValue("by", o.caller).FieldValue("ref", o.ref).FieldValue("tix", tix).
 				FieldValue("paid", paid).FieldValue("exp", paid).Build())
 		if o.record != "" {

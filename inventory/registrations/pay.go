@@ -1,0 +1,140 @@
+package registrations
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/lua"
+)
+
+// Pay books a payment: awaiting payment -> confirmed; after the window it
+// claims anew, or the registration becomes refund_required.
+//
+// A payment whose amount or currency differs from the registration's never
+// confirms it: the registration becomes refund_required
+// ("amount_mismatch") and gives its hold back at once, as no later payment
+// can book a registration that needs a refund. A second payment of a
+// confirmed registration leaves it confirmed and comes back with
+// RefundReason "already_paid". A registration ticketd knows nowhere (lost
+// with Redis' state, or aged out of both Redis and Postgres) comes back
+// refund_required, Reason "lost", and a tombstone makes later reads say so.
+func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
+	id := p.RegistrationID
+	ev, ok := keys.OrderEvent(id)
+	if !ok {
+		return Outcome{}, ErrNotFound
+	}
+	if !validName(p.Processor) || p.PaymentID == "" || len(p.PaymentID) > 255 || strings.ContainsAny(p.PaymentID, " \t\r\n") {
+		return Outcome{}, fmt.Errorf("pay %s: processor %q or payment id not usable", id, p.Processor)
+	}
+	ref := p.Processor + ":" + p.PaymentID
+	arr, err := s.declared(id, func(seats, dc string) ([]rueidis.RedisMessage, error) {
+		return s.runPay(ctx, ev, id, ref, p, seats, dc)
+	})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("pay: %w", err)
+	}
+	switch code, _ := lua.Int(arr, 0); code {
+	case 0:
+		dup, _ := lua.Int(arr, 1)
+		re, _ := lua.Int(arr, 2)
+		return s.outcome(ctx, id, Outcome{Duplicate: dup == 1, Reclaimed: re == 1})
+	case 1:
+		return s.payUnknown(ctx, id, ref, p)
+	case 2:
+		reason, _ := lua.Str(arr, 1)
+		dup, _ := lua.Int(arr, 2)
+		return s.outcome(ctx, id, Outcome{Duplicate: dup == 1, RefundReason: reason})
+	case 4:
+		return Outcome{}, redisstate.ErrSalesStopped
+	default:
+		return Outcome{}, fmt.Errorf("pay %s: %w: code %d", id, lua.ErrReply, code)
+	}
+}
+
+// declared runs a script that is told a registration's seats and discount
+// code (as reg_pay, reg_expire and reg_grace are): it guesses none, the
+// common GA case, and runs again with the ones the script names in a
+// reply {3, seats, code} when the guess was wrong. It returns the last
+// reply.
+func (s *Service) declared(id string, run func(seats, dc string) ([]rueidis.RedisMessage, error)) ([]rueidis.RedisMessage, error) {
+	seats, dc := "", ""
+	for try := 0; try < 2; try++ {
+		arr, err := run(seats, dc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", id, err)
+		}
+		if code, err := lua.Int(arr, 0); err != nil || code != 3 {
+			return arr, err
+		}
+		seats, _ = lua.Str(arr, 1)
+		dc, _ = lua.Str(arr, 2)
+	}
+	// The seats and code are fixed at register: a second mismatch means
+	// the hash is not what register wrote.
+	return nil, fmt.Errorf("%s: %w: its seats changed", id, lua.ErrReply)
+}
+
+func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, seats, dc string) ([]rueidis.RedisMessage, error) {
+	okey, _ := s.Space.Order(id)
+	part := keys.Partition(ev)
+	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHoldsOrNone(ev, dc),
+		s.Space.DiscountUsed(ev), s.Space.Paid(part), s.Space.Live(part), s.Space.Buyers(ev), s.Space.Expiry(part)}
+	ks = append(ks, s.seatKeys(ev, seats)...)
+	return lua.Array(ctx, s.Redis, payScript, ks, []string{id, ref, strconv.FormatInt(int64(p.Amount), 10),
+		strings.ToUpper(p.Currency), seats, dc, strconv.FormatInt(s.StreamCap, 10), ms(s.retention())})
+}
+
+// outcome reads the registration a payment changed into o.
+func (s *Service) outcome(ctx context.Context, id string, o Outcome) (Outcome, error) {
+	reg, found, err := s.Get(ctx, id)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if !found {
+		return Outcome{}, fmt.Errorf("pay %s: the registration went while it was paid", id)
+	}
+	o.Registration = reg
+	return o, nil
+}
+
+// payUnknown answers a payment of a registration Redis does not hold:
+// Postgres may have it (paid, aged out of Redis); else it is lost.
+func (s *Service) payUnknown(ctx context.Context, id, ref string, p Payment) (Outcome, error) {
+	reg, found, err := s.archived(ctx, id)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("pay %s: %w", id, err)
+	}
+	if found {
+		o := Outcome{Registration: reg, Duplicate: reg.Processor+":"+reg.SessionID == ref}
+		if !o.Duplicate {
+			o.RefundReason = "already_paid"
+		}
+		return o, nil
+	}
+	if p.TenantID != "" && s.Orders != nil && len(s.Orders.IDKey) > 0 && !s.Orders.Minted(id, Owner(p.TenantID)) {
+		return Outcome{}, ErrNotFound // not an id ticketd made for this tenant
+	}
+	okey, _ := s.Space.Order(id)
+	arr, err := lua.Array(ctx, s.Redis, lostScript, []string{okey},
+		[]string{Owner(p.TenantID), ref, strconv.FormatInt(int64(p.Amount), 10), ms(s.retention())})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("pay %s: %w", id, err)
+	}
+	if code, _ := lua.Int(arr, 0); code != 0 {
+		// Something else (a partner order) has this id.
+		return Outcome{}, ErrNotFound
+	}
+	s.logger().Warn("registrations: a payment came for a registration ticketd no longer knows; it needs a refund",
+		"registration", id, "processor", p.Processor)
+	ev, _ := keys.OrderEvent(id)
+	return Outcome{RefundReason: "lost", Registration: Registration{ID: id, EventID: ev, TenantID: p.TenantID,
+		Status: StatusRefundRequired, PaymentStatus: PaymentRefundRequired, Reason: "lost",
+		Paid: p.Amount, Currency: "USD", Processor: p.Processor, SessionID: p.PaymentID}}, nil
+}

@@ -1,0 +1,373 @@
+package registrations
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	json "github.com/goccy/go-json"
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/checkout"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/seats"
+	"github.com/ticketd/ticketd/lua"
+)
+
+// Service runs the registration scripts (lua/reg_*.lua) on the Redis state
+// the partner surface sells from.
+type Service struct {
+	Redis rueidis.Client
+	Space keys.Space
+	// Orders mints the registration ids (orders.Service.NewID, owner
+	// "sf:<tenant>"), so its IDKey tells ticketd's ids from others.
+	Orders *orders.Service
+	// CheckoutTTL is the checkout window of a paid registration
+	// (TICKETD_CHECKOUT_TTL, default 15m).
+	CheckoutTTL time.Duration
+	// Retention is how long a registration stays in Redis once it is
+	// expired, refunded, or paid and written to Postgres (default
+	// orders.DefaultRetention).
+	Retention time.Duration
+	// StreamCap is orders.Service.StreamCap: 0 when a sync worker drains
+	// the paid streams.
+	StreamCap int64
+	// Archive answers for paid registrations that aged out of Redis
+	// (sync/orderdb); nil: Redis only.
+	Archive orders.Archive
+	// Expirer closes checkout sessions for Run's sweeps; nil: none are
+	// attached (free and test setups).
+	Expirer Expirer
+	// Grace is how much longer a registration whose session the processor
+	// reports paid keeps its hold, once (default 10m).
+	Grace  time.Duration
+	Logger *slog.Logger
+}
+
+// Defaults of the Service's zero fields.
+const (
+	DefaultCheckoutTTL = 15 * time.Minute
+	DefaultGrace       = 10 * time.Minute
+	// MaxSessions bounds the checkout sessions one registration may open.
+	MaxSessions = 10
+)
+
+func (s *Service) checkoutTTL() time.Duration { return orDefault(s.CheckoutTTL, DefaultCheckoutTTL) }
+func (s *Service) retention() time.Duration   { return orDefault(s.Retention, orders.DefaultRetention) }
+func (s *Service) grace() time.Duration       { return orDefault(s.Grace, DefaultGrace) }
+
+func (s *Service) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// Owner is the order owner ("ch" field, minting owner) of a tenant's
+// registrations (orders.StorefrontOwner).
+func Owner(tenantID string) string { return orders.StorefrontOwner(tenantID) }
+
+var ownerPrefix = orders.StorefrontOwner("")
+
+// Source is the orders row source of a registration.
+const Source = orders.SourceStorefront
+
+var (
+	registerScript = lua.Load("reg_register")
+	payScript      = lua.Load("reg_pay")
+	expireScript   = lua.Load("reg_expire")
+	sessionScript  = lua.Load("reg_session")
+	graceScript    = lua.Load("reg_grace")
+	lostScript     = lua.Load("reg_lost")
+	statusScript   = lua.Load("reg_status")
+)
+
+// Errors callers branch on.
+var (
+	ErrNotFound = apierr.Of("NOT_FOUND", "no such registration")
+)
+
+// NotPayable is the 409 of a checkout session asked for a registration that
+// no longer awaits payment; reason is its state ("paid", "expired",
+// "refund", "too_many_sessions").
+func NotPayable(reason string) *apierr.Error {
+	msg := map[string]string{
+		"paid":              "the registration is paid already",
+		"expired":           "the registration's checkout window has passed; register again",
+		"refund":            "the registration needs a refund and can no longer be paid",
+		"too_many_sessions": "too many checkout sessions were opened for this registration; register again",
+	}[reason]
+	if msg == "" {
+		msg = "the registration cannot be paid"
+	}
+	return apierr.Of("REGISTRATION_NOT_PAYABLE", "%s", msg).WithReason(reason)
+}
+
+// Register creates a registration: a free one is confirmed at once (paid
+// stream, tickets, e-mails through the worker); a paid one claims the
+// cart's inventory for the checkout window and awaits payment.
+func (s *Service) Register(ctx context.Context, req Request) (Registration, error) {
+	ev := req.EventID
+	if !keys.ValidID(ev) || req.TenantID == "" {
+		return Registration{}, apierr.Invalid("a registration needs an event and its tenant")
+	}
+	q := req.Quote
+	if len(q.SeatLabels) > 0 && !seats.ValidToken(req.HoldToken) {
+		return Registration{}, apierr.Of("INVALID_HOLD_TOKEN", "seatLabels need the seatHoldToken that holds them")
+	}
+	id := s.Orders.NewID(ev, Owner(req.TenantID))
+	rec, tix := s.record(req, id)
+	tixJSON, err := json.Marshal(tix)
+	if err != nil {
+		return Registration{}, fmt.Errorf("register: encode tickets: %w", err)
+	}
+	recJSON, err := json.Marshal(rec)
+	if err != nil {
+		return Registration{}, fmt.Errorf("register: encode record: %w", err)
+	}
+	okey, _ := s.Space.Order(id)
+	p := keys.Partition(ev)
+	hold := s.Space.Hold(ev, "-")
+	if req.HoldToken != "" {
+		hold = s.Space.Hold(ev, req.HoldToken)
+	}
+	ks := make([]string, 0, 11+len(q.SeatLabels))
+	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
+		s.Space.DiscountHoldsOrNone(ev, q.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(p), s.Space.Buyers(ev),
+		s.Space.Expiry(p), s.Space.Paid(p))
+	for _, l := range q.SeatLabels {
+		ks = append(ks, s.Space.Seat(ev, l))
+	}
+	buyer := ""
+	if req.MaxPerBuyer > 0 {
+		buyer = orders.BuyerKey(req.Buyer.Email)
+	}
+	free := "0"
+	if q.Total == 0 {
+		free = "1"
+	}
+	args := make([]string, 0, 13+2*len(q.Claims)+len(q.SeatLabels)+16)
+	args = append(args, id, ms(s.checkoutTTL()), ms(s.retention()), req.HoldToken, q.DiscountCode,
+		strconv.FormatInt(q.DiscountMaxUses, 10), strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer,
+		strconv.FormatInt(q.Claims["ev"], 10), free, strconv.FormatInt(s.StreamCap, 10))
+	args, claims := orders.ClaimArgs(args, q.Claims, q.SeatLabels)
+	owner := Owner(req.TenantID)
+	args = append(args,
+		"total", strconv.FormatInt(int64(q.Total), 10),
+		"ch", owner,
+		"by", owner,
+		"claims", claims,
+		"seats", strings.Join(q.SeatLabels, " "),
+		"dc", q.DiscountCode,
+		"tix", string(tixJSON),
+		"rec", string(recJSON),
+	)
+	arr, err := lua.Array(ctx, s.Redis, registerScript, ks, args)
+	if err != nil {
+		return Registration{}, fmt.Errorf("register: %w", err)
+	}
+	code, err := lua.Int(arr, 0)
+	if err != nil {
+		return Registration{}, err
+	}
+	reg := Registration{ID: id, EventID: ev, TenantID: req.TenantID, Total: q.Total, Currency: rec.Currency,
+		Lines: q.Lines, BuyerName: req.Buyer.Name, BuyerEmail: req.Buyer.Email}
+	switch code {
+	case 0:
+		exp, _ := lua.Int(arr, 1)
+		reg.Status, reg.PaymentStatus, reg.ExpiresAt = StatusAwaitingPayment, PaymentUnpaid, time.UnixMilli(exp)
+		return reg, nil
+	case 9:
+		reg.Status, reg.PaymentStatus, reg.Tickets = StatusConfirmed, PaymentNotRequired, tix
+		return reg, nil
+	case 1:
+		// A fresh id exists already: a collision of 72 random bits.
+		return Registration{}, fmt.Errorf("register: %w: id %s exists", lua.ErrReply, id)
+	}
+	if err := orders.RefusalError(arr); err != nil {
+		return Registration{}, err
+	}
+	return Registration{}, fmt.Errorf("register: %w: code %d", lua.ErrReply, code)
+}
+
+// record is what the sync worker writes to Postgres once the registration
+// is paid (stored as "rec" without its tickets and ids, as reserve stores
+// a partner order's), and its tickets.
+func (s *Service) record(req Request, id string) (orders.Record, []orders.Ticket) {
+	ev := &catalog.CompiledEvent{Event: &catalog.Event{ID: req.EventID, TenantID: req.TenantID}}
+	rec := checkout.NewRecord(ev, req.Quote, checkout.Buyer(req.Buyer),
+		checkout.Origin{Source: Source, ShowingID: req.ShowingID})
+	rec.Caller, rec.CreatedAtMs = Owner(req.TenantID), time.Now().UnixMilli()
+	tix := rec.Tickets
+	for i := range tix {
+		tix[i].TicketID = id + "-" + strconv.Itoa(i+1)
+	}
+	rec.Tickets, rec.EventID = nil, ""
+	return rec, tix
+}
+
+// seatKeys are the keys of the space-separated seat labels.
+func (s *Service) seatKeys(eventID, labels string) []string {
+	var out []string
+	for _, l := range strings.Fields(labels) {
+		out = append(out, s.Space.Seat(eventID, l))
+	}
+	return out
+}
+
+// Get reads a registration; found is false when ticketd does not know it.
+func (s *Service) Get(ctx context.Context, id string) (reg Registration, found bool, err error) {
+	okey, ok := s.Space.Order(id)
+	if !ok {
+		return Registration{}, false, nil
+	}
+	arr, err := lua.Array(ctx, s.Redis, statusScript, []string{okey}, nil)
+	if err != nil {
+		return Registration{}, false, fmt.Errorf("registration %s: %w", id, err)
+	}
+	if c, err := lua.Int(arr, 0); err != nil || c == 0 {
+		if err != nil {
+			return Registration{}, false, err
+		}
+		return s.archived(ctx, id)
+	}
+	v := make([]string, 11)
+	for i := range v {
+		v[i], _ = lua.Str(arr, 2+i)
+	}
+	now, _ := lua.Int(arr, 1)
+	st, total, ch, exp, tix, why, ref, rec, amt, sess := v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]
+	if !strings.HasPrefix(ch, ownerPrefix) {
+		return Registration{}, false, nil // a partner order
+	}
+	ev, _ := keys.OrderEvent(id)
+	reg = Registration{ID: id, EventID: ev, TenantID: strings.TrimPrefix(ch, ownerPrefix), Currency: "USD", Reason: why}
+	t, _ := strconv.ParseInt(total, 10, 64)
+	reg.Total = money.Cents(t)
+	if a, err := strconv.ParseInt(amt, 10, 64); err == nil && st == "paid" {
+		reg.Paid = money.Cents(a)
+	}
+	e, _ := strconv.ParseInt(exp, 10, 64)
+	if st == "held" {
+		reg.ExpiresAt = time.UnixMilli(e)
+	}
+	if rec != "" {
+		var r orders.Record
+		if json.Unmarshal([]byte(rec), &r) == nil {
+			reg.BuyerName, reg.BuyerEmail, reg.Lines = r.BuyerName, r.BuyerEmail, r.Lines
+		}
+	}
+	if fs := strings.Fields(sess); len(fs) > 0 {
+		reg.Processor, reg.SessionID, _ = strings.Cut(fs[len(fs)-1], ":")
+	}
+	switch st {
+	case "held":
+		reg.Status, reg.PaymentStatus = StatusAwaitingPayment, PaymentUnpaid
+		if now >= e {
+			reg.Status = StatusExpired
+		}
+	case "paid":
+		reg.Status, reg.PaymentStatus = StatusConfirmed, PaymentPaid
+		if reg.Total == 0 {
+			reg.PaymentStatus = PaymentNotRequired
+		}
+		if err := json.Unmarshal([]byte(tix), &reg.Tickets); err != nil {
+			return Registration{}, false, fmt.Errorf("registration %s: %w: tickets: %v", id, lua.ErrReply, err)
+		}
+		if ref != "" { // the payment that booked it
+			reg.Processor, reg.SessionID, _ = strings.Cut(ref, ":")
+		}
+	case "expired":
+		reg.Status, reg.PaymentStatus = StatusExpired, PaymentUnpaid
+	default: // refund
+		reg.Status, reg.PaymentStatus = StatusRefundRequired, PaymentRefundRequired
+	}
+	return reg, true, nil
+}
+
+// archived answers for a registration Redis no longer holds: a paid one is
+// in Postgres.
+func (s *Service) archived(ctx context.Context, id string) (Registration, bool, error) {
+	if s.Archive == nil {
+		return Registration{}, false, nil
+	}
+	o, ok, err := s.Archive.Order(ctx, id)
+	if err != nil || !ok {
+		return Registration{}, false, err
+	}
+	if o.ChannelID != "" || !strings.HasPrefix(o.Caller, ownerPrefix) {
+		return Registration{}, false, nil // a partner order
+	}
+	tix, err := s.Archive.Tickets(ctx, id)
+	if err != nil {
+		return Registration{}, false, err
+	}
+	ev, _ := keys.OrderEvent(id)
+	reg := Registration{ID: id, EventID: ev, TenantID: strings.TrimPrefix(o.Caller, ownerPrefix),
+		Status: StatusConfirmed, PaymentStatus: PaymentPaid, Total: o.Amount, Paid: o.Amount, Currency: "USD", Tickets: tix}
+	if o.Amount == 0 {
+		reg.PaymentStatus, reg.Paid = PaymentNotRequired, 0
+	}
+	reg.Processor, reg.SessionID, _ = strings.Cut(o.PartnerReference, ":")
+	return reg, true, nil
+}
+
+// AttachSession records the checkout session a processor opened for a
+// registration awaiting payment, so the sweeper expires it first.
+func (s *Service) AttachSession(ctx context.Context, id, processor, sessionID string) error {
+	okey, ok := s.Space.Order(id)
+	if !ok {
+		return ErrNotFound
+	}
+	if !validName(processor) || sessionID == "" || len(sessionID) > 255 || strings.ContainsAny(sessionID, " \t\r\n") {
+		return fmt.Errorf("attach session: processor %q or session id not usable", processor)
+	}
+	arr, err := lua.Array(ctx, s.Redis, sessionScript, []string{okey},
+		[]string{processor, sessionID, strconv.Itoa(MaxSessions)})
+	if err != nil {
+		return fmt.Errorf("attach session: %w", err)
+	}
+	switch code, _ := lua.Int(arr, 0); code {
+	case 0:
+		return nil
+	case 1:
+		st, _ := lua.Str(arr, 1)
+		if st == "" {
+			return ErrNotFound
+		}
+		return NotPayable(st)
+	case 2:
+		return NotPayable("too_many_sessions")
+	}
+	return fmt.Errorf("attach session: %w", lua.ErrReply)
+}
+
+// validName is a processor name: lowercase letters, digits, '_' and '-'.
+func validName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

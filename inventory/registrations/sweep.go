@@ -1,0 +1,206 @@
+package registrations
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/lua"
+)
+
+// sweepBatch is the most expired members one sweep takes per partition; the
+// rest wait for the next sweep.
+const sweepBatch = 500
+
+// sweepWorkers bounds the registrations one sweep handles at once.
+const sweepWorkers = 16
+
+// Expire gives back what a registration awaiting payment claimed, once its
+// window has passed (Redis time). expired is false when there was nothing
+// to do: not yet due, or not awaiting payment (then it also leaves the
+// expiry zset). Idempotent.
+func (s *Service) Expire(ctx context.Context, id string) (expired bool, err error) {
+	ev, ok := keys.OrderEvent(id)
+	if !ok {
+		return false, ErrNotFound
+	}
+	okey, _ := s.Space.Order(id)
+	p := keys.Partition(ev)
+	arr, err := s.declared(id, func(seats, dc string) ([]rueidis.RedisMessage, error) {
+		ks := []string{okey, s.Space.Sold(ev), s.Space.DiscountHoldsOrNone(ev, dc), s.Space.Buyers(ev), s.Space.Expiry(p), s.Space.Live(p)}
+		return lua.Array(ctx, s.Redis, expireScript, append(ks, s.seatKeys(ev, seats)...), []string{id, seats, dc, ms(s.retention())})
+	})
+	if err != nil {
+		return false, fmt.Errorf("expire: %w", err)
+	}
+	code, err := lua.Int(arr, 0)
+	if err == nil && code > 2 {
+		err = fmt.Errorf("expire %s: %w: code %d", id, lua.ErrReply, code)
+	}
+	return code == 0, err
+}
+
+// keep pushes a registration's window out by the grace period, once, with
+// its seats and discount hold; kept is false when it was not held or its
+// grace was used.
+func (s *Service) keep(ctx context.Context, id string) (kept bool, err error) {
+	ev, _ := keys.OrderEvent(id)
+	okey, _ := s.Space.Order(id)
+	arr, err := s.declared(id, func(seats, dc string) ([]rueidis.RedisMessage, error) {
+		ks := []string{okey, s.Space.Expiry(keys.Partition(ev)), s.Space.DiscountHoldsOrNone(ev, dc), s.Space.Booked(ev)}
+		return lua.Array(ctx, s.Redis, graceScript, append(ks, s.seatKeys(ev, seats)...), []string{id, ms(s.grace()), seats, dc})
+	})
+	if err != nil {
+		return false, fmt.Errorf("keep: %w", err)
+	}
+	code, err := lua.Int(arr, 0)
+	if err == nil && code > 1 {
+		err = fmt.Errorf("keep %s: %w: code %d", id, lua.ErrReply, code)
+	}
+	return code == 0, err
+}
+
+// Sweep expires every registration whose window has passed, partition by
+// partition (members of the expiry zsets scored up to Redis' now). One with
+// checkout sessions has them closed through expirer first (nil: none); when
+// the processor reports one paid, the registration keeps its hold for the
+// grace period, once, so the webhook on its way books it. When the
+// processor cannot be asked, the registration is tried again at the next
+// sweep, and expired anyway once its window is a grace period past.
+//
+// Members leave the zsets only in the expire and pay scripts, so no sweep
+// misses one; several nodes may sweep at once (the scripts are idempotent,
+// a processor's expire too). It returns how many it expired.
+func (s *Service) Sweep(ctx context.Context, expirer Expirer) (int, error) {
+	now, err := s.Redis.Do(ctx, s.Redis.B().Time().Build()).AsStrSlice()
+	if err != nil || len(now) != 2 {
+		return 0, fmt.Errorf("sweep: redis time: %v", err)
+	}
+	sec, _ := strconv.ParseInt(now[0], 10, 64)
+	usec, _ := strconv.ParseInt(now[1], 10, 64)
+	nowMs := sec*1000 + usec/1000
+	zsets := make([]string, keys.Partitions)
+	cmds := make(rueidis.Commands, keys.Partitions)
+	for p := range keys.Partitions {
+		zsets[p] = s.Space.Expiry(p)
+		cmds[p] = s.Redis.B().Zrangebyscore().Key(zsets[p]).Min("-inf").Max(strconv.FormatInt(nowMs, 10)).
+			Withscores().Limit(0, sweepBatch).Build()
+	}
+	res := s.Redis.DoMulti(ctx, cmds...)
+	// The members of a partition run side by side (a processor's expire is
+	// a network call), at most sweepWorkers at once.
+	var (
+		mu       sync.Mutex
+		total    int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, sweepWorkers)
+	for p, r := range res {
+		members, err := r.AsZScores()
+		if err != nil {
+			wg.Wait()
+			return total, fmt.Errorf("sweep: read %s: %w", zsets[p], err)
+		}
+		n := 0
+		for _, m := range members {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				expired, err := s.sweepOne(ctx, expirer, zsets[p], m.Member, int64(m.Score), nowMs)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if expired {
+					n++
+				}
+			}()
+		}
+		wg.Wait()
+		if n > 0 {
+			s.logger().Info("registrations: checkout holds expired; their inventory is back on sale", "partition", p, "count", n)
+		}
+		total += n
+		if ctx.Err() != nil {
+			return total, ctx.Err()
+		}
+	}
+	return total, firstErr
+}
+
+// sweepOne handles one due member of an expiry zset.
+func (s *Service) sweepOne(ctx context.Context, expirer Expirer, zset, id string, expMs, nowMs int64) (bool, error) {
+	okey, ok := s.Space.Order(id)
+	if !ok {
+		// Not a registration id: nothing a script of ours put there. The
+		// expire script would refuse its keys; drop it directly.
+		return false, s.Redis.Do(ctx, s.Redis.B().Zrem().Key(zset).Member(id).Build()).Error()
+	}
+	if expirer != nil {
+		vals, err := s.Redis.Do(ctx, s.Redis.B().Hmget().Key(okey).Field("st", "sess", "grace").Build()).ToArray()
+		if err != nil {
+			return false, fmt.Errorf("sweep %s: %w", id, err)
+		}
+		st, _ := vals[0].ToString()
+		sess, _ := vals[1].ToString()
+		graced := !vals[2].IsNil()
+		if st == "held" && sess != "" && !graced {
+			paid, err := closeSessions(ctx, expirer, sess)
+			if paid {
+				kept, err := s.keep(ctx, id)
+				if err != nil || kept {
+					return false, err
+				}
+			} else if err != nil && nowMs < expMs+s.grace().Milliseconds() {
+				s.logger().Warn("registrations: a processor could not close a checkout session; trying again at the next sweep",
+					"registration", id, "err", err)
+				return false, nil
+			}
+		}
+	}
+	return s.Expire(ctx, id)
+}
+
+// closeSessions closes every session of a registration ("proc:id ...");
+// paid is true when any was paid already.
+func closeSessions(ctx context.Context, expirer Expirer, sess string) (paid bool, err error) {
+	for _, e := range strings.Fields(sess) {
+		proc, sid, _ := strings.Cut(e, ":")
+		p, xerr := expirer.Expire(ctx, proc, sid)
+		if xerr != nil {
+			err = fmt.Errorf("%s session: %w", proc, xerr)
+			continue
+		}
+		paid = paid || p
+	}
+	return paid, err
+}
+
+// Run sweeps every interval (about a second) until ctx ends, closing
+// sessions through s.Expirer. Every node may run it.
+func (s *Service) Run(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := s.Sweep(ctx, s.Expirer); err != nil && ctx.Err() == nil {
+			s.logger().Warn("registrations: sweep failed; trying again", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

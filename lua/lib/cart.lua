@@ -1,0 +1,104 @@
+-- lib/cart: how the scripts that take a cart (order_reserve, reg_register)
+-- read and check it, with the same reply codes (orders.RefusalError maps
+-- them), and how the scripts that settle one (order_confirm, reg_pay,
+-- reg_expire) read it back from the order hash. A script takes it with the
+-- line
+--   --@include cart
+-- after "--@include capacity" (cart_refusal uses capacity_short).
+
+-- cart_args(i): the claims and seats in ARGV from index i, as
+-- orders.ClaimArgs appends them (C, C field/quantity pairs, S, S labels).
+-- Returns fields, qtys, labels and the index after them.
+local function cart_args(i)
+  local fields, qtys, labels = {}, {}, {}
+  local n = tonumber(ARGV[i])
+  i = i + 1
+  for c = 1, n do
+    fields[c] = ARGV[i]
+    qtys[c] = tonumber(ARGV[i + 1])
+    i = i + 2
+  end
+  n = tonumber(ARGV[i])
+  i = i + 1
+  for s = 1, n do
+    labels[s] = ARGV[i]
+    i = i + 1
+  end
+  return fields, qtys, labels, i
+end
+
+-- cart_of(claims, seats): the claims and seats an order hash keeps in its
+-- 'claims' ("field qty ...") and 'seats' ("label ...") fields.
+local function cart_of(claims, seats)
+  local fields, qtys, labels = {}, {}, {}
+  for f, q in string.gmatch(claims or '', '(%S+)%s+(%S+)') do
+    fields[#fields + 1] = f
+    qtys[#qtys + 1] = tonumber(q)
+  end
+  for label in string.gmatch(seats or '', '%S+') do
+    labels[#labels + 1] = label
+  end
+  return fields, qtys, labels
+end
+
+-- cart_refusal(k, c, now): the checks of a new cart; the first refusal
+-- wins: capacity {2, field, left}, the hold token gone {3}, seats booked or
+-- held by someone else {4, labels}, seats the token does not hold {5,
+-- labels}, the discount code used up {6}, the buyer's limit {8, limit,
+-- remaining}. nil when the cart fits. It writes nothing but dropping
+-- discount holds that expired.
+--   k: caps, sold, booked, hold (the token's hash), seat (the index in KEYS
+--      before the first seat key), dcholds, dcused, buyers
+--   c: fields, qtys, labels, holder ('h:<token>'), code, maxuses, limit,
+--      buyer, adm
+local function cart_refusal(k, c, now)
+  local short, left = capacity_short(k.caps, k.sold, c.fields, c.qtys)
+  if short then
+    return {2, c.fields[short], left}
+  end
+  if #c.labels > 0 then
+    if redis.call('EXISTS', k.hold) == 0 then
+      return {3}
+    end
+    local conflicts, notheld = {}, {}
+    for s = 1, #c.labels do
+      local v = redis.call('GET', KEYS[k.seat + s])
+      if redis.call('HEXISTS', k.booked, c.labels[s]) == 1 or (v and v ~= c.holder) then
+        conflicts[#conflicts + 1] = c.labels[s]
+      elseif not v then
+        notheld[#notheld + 1] = c.labels[s]
+      end
+    end
+    if #conflicts > 0 then
+      return {4, conflicts}
+    end
+    if #notheld > 0 then
+      return {5, notheld}
+    end
+  end
+  -- paid uses + uses held by live pending orders and registrations
+  if c.code ~= '' and c.maxuses > 0 then
+    redis.call('ZREMRANGEBYSCORE', k.dcholds, '-inf', now)
+    local used = tonumber(redis.call('HGET', k.dcused, c.code)) or 0
+    if used + redis.call('ZCARD', k.dcholds) >= c.maxuses then
+      return {6}
+    end
+  end
+  if c.limit > 0 then
+    local have = tonumber(redis.call('HGET', k.buyers, c.buyer)) or 0
+    if have + c.adm > c.limit then
+      return {8, c.limit, c.limit - have}
+    end
+  end
+  return nil
+end
+
+-- cart_hold_discount(key, id, exp, ttl): holds one use of a limited code
+-- for id until exp; the holds expire with the last of them, so a code
+-- nobody takes again leaves nothing behind.
+local function cart_hold_discount(key, id, exp, ttl)
+  redis.call('ZADD', key, exp, id)
+  if redis.call('PTTL', key) < ttl then
+    redis.call('PEXPIRE', key, ttl)
+  end
+end

@@ -1,0 +1,152 @@
+-- reg_pay: book a processor's payment of a storefront registration. Held:
+-- its seats are booked, its discount use consumed, it leaves the expiry
+-- zset, and it is queued on the paid stream exactly as order_confirm.lua
+-- queues an order. Expired (or held under an older generation of the Redis
+-- state, whose claims a rebuild did not count): it claims anew when every
+-- capacity and the same seats are still free (reclaimed), else it needs a
+-- refund. An amount or currency that differs from the registration's never
+-- books it: it needs a refund and, when held, gives its claim back at once
+-- (no later payment can book a registration in refund).
+--
+-- KEYS[1]  -> registration hash     {pN}:ord:<id>
+-- KEYS[2]  -> capacities hash       {pN}:ev:<id>:cap
+-- KEYS[3]  -> sold hash             {pN}:ev:<id>:sold
+-- KEYS[4]  -> booked seats hash     {pN}:ev:<id>:booked
+-- KEYS[5]  -> discount holds zset   {pN}:ev:<id>:dchold:<code> (any name when none)
+-- KEYS[6]  -> discount used hash    {pN}:ev:<id>:dcused
+-- KEYS[7]  -> paid stream           {pN}:paid
+-- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
+-- KEYS[9]  -> buyers hash           {pN}:ev:<id>:buyers
+-- KEYS[10] -> expiry zset           {pN}:regexp
+-- KEYS[11..] -> seat keys of the registration's seats, in the order of its 'seats'
+--
+-- The caller declares the seats and discount code it guesses (none); when
+-- the registration has others it is told them and runs again.
+--
+-- ARGV[1] -> registration id
+-- ARGV[2] -> payment reference "<processor>:<paymentId>"
+-- ARGV[3] -> amount paid, cents
+-- ARGV[4] -> currency, upper case
+-- ARGV[5] -> declared seats (the 'seats' field as the caller knows it)
+-- ARGV[6] -> declared discount code
+-- ARGV[7] -> paid stream cap: 0 (a sync worker drains it) or MAXLEN ~ this
+-- ARGV[8] -> retention ms (how long a refund or a paid hash without a worker stays)
+--
+-- Output:
+--   {0, duplicate 0|1, reclaimed 0|1, tickets JSON}  paid (duplicate: by this
+--                                        same payment already)
+--   {1}                                  no such storefront registration
+--   {2, reason, duplicate 0|1}           this payment needs a refund: 'amount_mismatch',
+--                                        'sold_out', 'seat_lost', 'already_paid'
+--                                        (paid by another payment), or the reason
+--                                        the registration is in refund already
+--   {3, seats, discount code}            declared keys are not the registration's
+--   {4}                                  the partition's marker is missing
+--@include capacity
+--@include cart
+local gen = redis.call('GET', KEYS[8])
+if not gen then
+  return {4}
+end
+local reg = KEYS[1]
+local o = redis.call('HMGET', reg, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'why', 'ref', 'bk', 'adm', 'gen')
+local st = o[1]
+if not st or string.sub(o[3] or '', 1, 3) ~= 'sf:' then
+  return {1}
+end
+local ref = ARGV[2]
+if st == 'paid' then
+  if o[10] ~= ref then
+    return {2, 'already_paid', 0}
+  end
+  return {0, 1, 0, o[8]}
+end
+if st == 'refund' then
+  return {2, o[9] or 'refund', o[10] == ref and 1 or 0}
+end
+if (o[6] or '') ~= ARGV[5] or (o[7] or '') ~= ARGV[6] then
+  return {3, o[6] or '', o[7] or ''}
+end
+
+local id = ARGV[1]
+local holder = 'o:' .. id
+local fields, qtys, seats = cart_of(o[5], o[6])
+local n = #fields
+local code = o[7] or ''
+local bk, adm = o[11], tonumber(o[12]) or 0
+-- Its claims count only while held in the generation that took them.
+local counted = st == 'held' and o[13] == gen
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- checks
+local reason = nil
+if ARGV[4] ~= 'USD' or tonumber(ARGV[3]) ~= tonumber(o[2]) then
+  reason = 'amount_mismatch'
+end
+if not reason and not counted and capacity_short(KEYS[2], KEYS[3], fields, qtys) then
+  reason = 'sold_out'
+end
+if not reason then
+  for s = 1, #seats do
+    local v = redis.call('GET', KEYS[10 + s])
+    if (v and v ~= holder) or redis.call('HEXISTS', KEYS[4], seats[s]) == 1 then
+      reason = 'seat_lost'
+      break
+    end
+  end
+end
+
+-- writes
+if reason then
+  if counted then
+    for c = 1, n do
+      redis.call('HINCRBY', KEYS[3], fields[c], -qtys[c])
+    end
+    if bk and redis.call('HINCRBY', KEYS[9], bk, -adm) <= 0 then
+      redis.call('HDEL', KEYS[9], bk)
+    end
+  end
+  for s = 1, #seats do
+    if redis.call('GET', KEYS[10 + s]) == holder then
+      redis.call('DEL', KEYS[10 + s])
+    end
+  end
+  if code ~= '' then
+    redis.call('ZREM', KEYS[5], id)
+  end
+  redis.call('ZREM', KEYS[10], id)
+  redis.call('HSET', reg, 'st', 'refund', 'why', reason, 'ref', ref, 'amt', ARGV[3])
+  redis.call('PEXPIRE', reg, tonumber(ARGV[8]))
+  return {2, reason, 0}
+end
+if not counted then
+  for c = 1, n do
+    redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
+  end
+  if bk then
+    redis.call('HINCRBY', KEYS[9], bk, adm)
+  end
+end
+for s = 1, #seats do
+  redis.call('HSET', KEYS[4], seats[s], id)
+  redis.call('DEL', KEYS[10 + s])
+end
+if code ~= '' then
+  redis.call('ZREM', KEYS[5], id)
+  redis.call('HINCRBY', KEYS[6], code, 1)
+end
+redis.call('ZREM', KEYS[10], id)
+redis.call('HSET', reg, 'st', 'paid', 'ref', ref, 'paid', now, 'amt', ARGV[3])
+-- As order_confirm.lua: the record stays in the hash, without expiry, until
+-- the sync worker has written it (paid_ack.lua sets the retention).
+if ARGV[7] == '0' then
+  redis.call('PERSIST', reg)
+  redis.call('XADD', KEYS[7], '*', 'order', id, 'ref', ref, 'paidAt', now)
+else
+  redis.call('HDEL', reg, 'rec')
+  redis.call('PEXPIRE', reg, tonumber(ARGV[8]))
+  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[7], '*', 'order', id, 'ref', ref, 'paidAt', now)
+end
+return {0, 0, counted and 0 or 1, o[8]}

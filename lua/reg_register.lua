@@ -1,0 +1,144 @@
+-- reg_register: create a storefront registration (register-guest). Unlike
+-- a partner reserve it claims at once: the sold counters of its claims, the
+-- seats its hold token holds (handed to the registration), one use of a
+-- limited discount code and the buyer's admissions, so a payment never
+-- finds its inventory gone and a partner confirm can never oversell against
+-- it. A paid registration (total > 0) is held for the checkout window and
+-- put in its partition's expiry zset; a free one is paid at once and queued
+-- on the paid stream exactly as order_confirm.lua queues an order.
+--
+-- KEYS[1]  -> registration hash     {pN}:ord:<id>
+-- KEYS[2]  -> capacities hash       {pN}:ev:<id>:cap
+-- KEYS[3]  -> sold hash             {pN}:ev:<id>:sold
+-- KEYS[4]  -> booked seats hash     {pN}:ev:<id>:booked
+-- KEYS[5]  -> hold token hash       {pN}:ev:<id>:hold:<token> (any name when no seats)
+-- KEYS[6]  -> discount holds zset   {pN}:ev:<id>:dchold:<code> (any name when no limited code)
+-- KEYS[7]  -> discount used hash    {pN}:ev:<id>:dcused
+-- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
+-- KEYS[9]  -> buyers hash           {pN}:ev:<id>:buyers
+-- KEYS[10] -> expiry zset           {pN}:regexp
+-- KEYS[11] -> paid stream           {pN}:paid
+-- KEYS[12..] -> one seat key per seat label, in the order of the labels in ARGV
+--
+-- ARGV[1]  -> registration id
+-- ARGV[2]  -> checkout TTL ms
+-- ARGV[3]  -> retention ms (how long a paid hash stays without a worker)
+-- ARGV[4]  -> hold token ("" when no seats)
+-- ARGV[5]  -> discount code ("" when none)
+-- ARGV[6]  -> discount max uses (0 = unlimited)
+-- ARGV[7]  -> max admissions per buyer (0 = no limit)
+-- ARGV[8]  -> buyer key (orders.BuyerKey)
+-- ARGV[9]  -> admissions
+-- ARGV[10] -> "1" when free (paid at once), else "0"
+-- ARGV[11] -> paid stream cap: 0 (a sync worker drains it) or MAXLEN ~ this
+-- ARGV[12] -> number of claims C
+-- next 2C  -> claim field, quantity, ...
+-- next     -> number of seats S, then S seat labels
+-- rest     -> hash field, value, ... (st, exp, gen, bk, adm are added here)
+--
+-- Output:
+--   {0, expiresAtMs}         held, awaiting payment
+--   {1, st}                  the registration exists already (nothing done)
+--   {2, field, remaining}    a capacity field has fewer than requested left
+--   {3}                      the hold token is gone (hold_expired)
+--   {4, {labels}}            seats booked or held by someone else
+--   {5, {labels}}            seats not held by this token
+--   {6}                      the discount code has no uses left
+--   {7}                      the partition's marker is missing
+--   {8, limit, remaining}    the buyer would pass maxTicketsPerBuyer
+--   {9, paidAtMs}            free: paid at once
+--@include capacity
+--@include cart
+local gen = redis.call('GET', KEYS[8])
+if not gen then
+  return {7}
+end
+local reg = KEYS[1]
+local st = redis.call('HGET', reg, 'st')
+if st then
+  return {1, st}
+end
+
+local fields, qtys, labels, rest = cart_args(12)
+local nclaims, nseats = #fields, #labels
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+local exp = now + ttl
+local free = ARGV[10] == '1'
+
+-- checks: order_reserve.lua's (capacity, seats held by the token, discount
+-- uses, the buyer's admissions), with its reply codes
+local code, maxuses = ARGV[5], tonumber(ARGV[6])
+local limited = code ~= '' and maxuses > 0
+local limit, adm = tonumber(ARGV[7]), tonumber(ARGV[9])
+local refusal = cart_refusal(
+  {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seat = 11,
+   dcholds = KEYS[6], dcused = KEYS[7], buyers = KEYS[9]},
+  {fields = fields, qtys = qtys, labels = labels, holder = 'h:' .. ARGV[4], code = code,
+   maxuses = maxuses, limit = limit, buyer = ARGV[8], adm = adm}, now)
+if refusal then
+  return refusal
+end
+
+-- writes: the claim
+local id = ARGV[1]
+for c = 1, nclaims do
+  redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
+end
+for s = 1, nseats do
+  redis.call('HDEL', KEYS[5], 's:' .. labels[s])
+  if free then
+    redis.call('HSET', KEYS[4], labels[s], id)
+    redis.call('DEL', KEYS[11 + s])
+  else
+    redis.call('SET', KEYS[11 + s], 'o:' .. id, 'PX', ttl)
+  end
+end
+if limit > 0 then
+  redis.call('HINCRBY', KEYS[9], ARGV[8], adm)
+end
+local kv = {'exp', exp, 'gen', gen}
+if limit > 0 then
+  kv[#kv + 1] = 'bk'
+  kv[#kv + 1] = ARGV[8]
+  kv[#kv + 1] = 'adm'
+  kv[#kv + 1] = adm
+end
+for j = rest, #ARGV do
+  kv[#kv + 1] = ARGV[j]
+end
+
+if not free then
+  if limited then
+    cart_hold_discount(KEYS[6], id, exp, ttl)
+  end
+  kv[#kv + 1] = 'st'
+  kv[#kv + 1] = 'held'
+  redis.call('HSET', reg, unpack(kv))
+  -- No expiry while held: the hash is what gives the claim back.
+  redis.call('ZADD', KEYS[10], exp, id)
+  return {0, exp}
+end
+
+-- free: paid at once, queued as order_confirm.lua queues a paid order
+if code ~= '' then
+  redis.call('HINCRBY', KEYS[7], code, 1)
+end
+kv[#kv + 1] = 'st'
+kv[#kv + 1] = 'paid'
+kv[#kv + 1] = 'ref'
+kv[#kv + 1] = ''
+kv[#kv + 1] = 'paid'
+kv[#kv + 1] = now
+redis.call('HSET', reg, unpack(kv))
+if ARGV[11] == '0' then
+  redis.call('PERSIST', reg)
+  redis.call('XADD', KEYS[11], '*', 'order', id, 'ref', '', 'paidAt', now)
+else
+  redis.call('HDEL', reg, 'rec')
+  redis.call('PEXPIRE', reg, tonumber(ARGV[3]))
+  redis.call('XADD', KEYS[11], 'MAXLEN', '~', ARGV[11], '*', 'order', id, 'ref', '', 'paidAt', now)
+end
+return {9, now}

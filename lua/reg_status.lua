@@ -1,0 +1,20 @@
+-- reg_status: read a registration with Redis time, so every node agrees on
+-- whether one awaiting payment has passed its window.
+--
+-- KEYS[1] -> registration hash {pN}:ord:<id>
+-- ARGV: none
+--
+-- Output: {0} when unknown, else
+--   {1, now ms, st, total, ch, exp, tix, why, ref, rec, amt, sess, paid}
+--   (absent fields as '')
+local f = {'st', 'total', 'ch', 'exp', 'tix', 'why', 'ref', 'rec', 'amt', 'sess', 'paid'}
+local o = redis.call('HMGET', KEYS[1], unpack(f))
+if not o[1] then
+  return {0}
+end
+local t = redis.call('TIME')
+local out = {1, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)}
+for i = 1, #f do
+  out[#out + 1] = o[i] or ''
+end
+return out
