@@ -1,7 +1,8 @@
 // Command ticketctl is the operator's tool for ticketd. apply talks to the
 // admin surface over HTTP (TICKETD_URL) with the admin bearer token
 // (TICKETD_ADMIN_TOKEN); rebuild talks to Redis and Postgres directly
-// (REDIS_URL, DATABASE_URL, TICKETD_KEY_PREFIX).
+// (REDIS_URL, DATABASE_URL, TICKETD_KEY_PREFIX); verify checks a ticket's
+// QR text offline (TICKETD_SECRETS_KEY or the event's public key).
 package main
 
 import (
@@ -15,6 +16,7 @@ const usage = `ticketctl: the ticketd operator's tool
 Usage:
   ticketctl apply -f catalog.json   apply a catalog document (-f - reads stdin)
   ticketctl rebuild                 rebuild the Redis state from Postgres
+  ticketctl verify <qr-text>        check a ticket's QR code (- reads it from stdin)
   ticketctl help                    show this text
 
 Apply flags:
@@ -37,8 +39,20 @@ Rebuild flags:
   -json          print the report as JSON
   -timeout d     give up after d (default 10m)
 
-Exit status: 0 done, 1 the server, a store or the connection failed,
-2 bad usage.
+Verify checks the signature of a ticket's QR text (docs/tickets.md) offline,
+as a door scanner does, and prints the ticket id, event and admission and
+"valid", or why it is not.
+
+Verify flags:
+  -public-key k  the event's public key, unpadded base64url (as
+                 GET /v1/storefront/events/:id/ticket-key publishes it);
+                 default: derived from $TICKETD_SECRETS_KEY (ticketd's
+                 development key when unset)
+  -event id      refuse a ticket of any other event
+  -json          print the result as JSON
+
+Exit status: 0 done (verify: the ticket is valid), 1 the server, a store or
+the connection failed (verify: the ticket is not valid), 2 bad usage.
 `
 
 func main() {
@@ -63,6 +77,8 @@ func run(args []string, e env) int {
 		return apply(args[1:], e)
 	case "rebuild":
 		return rebuildCmd(args[1:], e)
+	case "verify":
+		return verifyCmd(args[1:], e)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(e.stdout, usage)
 		return 0

@@ -105,3 +105,24 @@ func TestOutboxRefusesUnknownKind(t *testing.T) {
 		t.Fatalf("outbox refused buyer_tickets: %v", err)
 	}
 }
+
+// A refund notice is for a registration that never became an order: the
+// outbox takes it without an orders row, and once per registration.
+func TestOutboxTakesHostRefundWithoutOrder(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	for _, kind := range []string{"host_refund", "host_notify", "buyer_tickets"} {
+		if _, err := pool.Exec(ctx, `INSERT INTO outbox (order_id, kind, recipient, payload) VALUES ('o01nothere', $1, 'h@example.com', '{}')`, kind); err != nil {
+			t.Fatalf("outbox refused %s for a registration without an order: %v", kind, err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO outbox (order_id, kind, recipient, payload) VALUES ('o01nothere', 'host_refund', 'h@example.com', '{}')`); err == nil {
+		t.Fatal("outbox took a second host_refund row for one registration")
+	}
+	var attempts int
+	var due bool
+	if err := pool.QueryRow(ctx, `SELECT attempts, next_attempt_at <= now() FROM outbox WHERE kind = 'host_refund'`).Scan(&attempts, &due); err != nil || attempts != 0 || !due {
+		t.Fatalf("a new row: attempts %d, due %v (err %v); want 0, due at once", attempts, due, err)
+	}
+}

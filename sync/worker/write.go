@@ -17,8 +17,18 @@ import (
 // StatusPaid is the status of every order the worker writes.
 const StatusPaid = "paid"
 
-// OutboxBuyerTickets is the outbox kind of the buyer's ticket e-mail.
-const OutboxBuyerTickets = "buyer_tickets"
+// Outbox kinds: the buyer's ticket e-mail, the host's notice of a new
+// storefront registration, and the host's notice of a payment to refund
+// (written by registrations, not by the worker).
+const (
+	OutboxBuyerTickets = "buyer_tickets"
+	OutboxHostNotify   = "host_notify"
+	OutboxHostRefund   = "host_refund"
+)
+
+// SourceStorefront is the source of orders made through the storefront
+// (registrations): the host is told of each.
+const SourceStorefront = "storefront"
 
 // paid is an entry decoded into the record to write.
 type paid struct {
@@ -113,6 +123,7 @@ type rows struct {
 	ticketIssued                                    []time.Time
 
 	outOrder, outRecipient []string
+	hostOrder, hostTenant  []string
 
 	deadStream, deadID, deadFields, deadError []string
 }
@@ -179,6 +190,10 @@ func (r *rows) addOrder(o paid) {
 		r.outOrder = append(r.outOrder, rec.OrderID)
 		r.outRecipient = append(r.outRecipient, rec.BuyerEmail)
 	}
+	if rec.Source == SourceStorefront {
+		r.hostOrder = append(r.hostOrder, rec.OrderID)
+		r.hostTenant = append(r.hostTenant, rec.TenantID)
+	}
 }
 
 func (r *rows) addDead(d deadLetter) error {
@@ -235,6 +250,15 @@ SELECT order_id, '` + OutboxBuyerTickets + `', recipient, '{}'::jsonb
 FROM unnest($1::text[], $2::text[]) AS u(order_id, recipient)
 ON CONFLICT (order_id, kind) DO NOTHING`
 
+	// The host's address is the tenant's notifyEmail at the time of the
+	// sale; a tenant without one gets no row.
+	insertHostNotify = `INSERT INTO outbox (order_id, kind, recipient, payload)
+SELECT u.order_id, '` + OutboxHostNotify + `', t.doc->>'notifyEmail', '{}'::jsonb
+FROM unnest($1::text[], $2::text[]) AS u(order_id, tenant_id)
+JOIN tenants t ON t.id = u.tenant_id
+WHERE coalesce(t.doc->>'notifyEmail', '') <> ''
+ON CONFLICT (order_id, kind) DO NOTHING`
+
 	insertDead = `INSERT INTO dead_letters (stream, entry_id, fields, error)
 SELECT stream, entry_id, fields::jsonb, error
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(stream, entry_id, fields, error)
@@ -269,6 +293,9 @@ func (w *Worker) commit(ctx context.Context, good []paid, dead []deadLetter) err
 	}
 	if len(r.outOrder) > 0 {
 		b.Queue(insertOutbox, r.outOrder, r.outRecipient)
+	}
+	if len(r.hostOrder) > 0 {
+		b.Queue(insertHostNotify, r.hostOrder, r.hostTenant)
 	}
 	if len(r.deadID) > 0 {
 		b.Queue(insertDead, r.deadStream, r.deadID, r.deadFields, r.deadError)

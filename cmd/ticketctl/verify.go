@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"crypto/ed25519"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/ticketd/ticketd/inventory/tickets"
+)
+
+// verifyResult is verify's -json output.
+type verifyResult struct {
+	Valid     bool   `json:"valid"`
+	TicketID  string `json:"ticketId,omitempty"`
+	EventID   string `json:"eventId,omitempty"`
+	Admission string `json:"admission,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// verifyCmd checks a ticket's QR text offline, as a door scanner does.
+func verifyCmd(args []string, e env) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, usage) }
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	pubFlag := fs.String("public-key", "", "the event's public key (base64url); default: derived from $TICKETD_SECRETS_KEY")
+	event := fs.String("event", "", "refuse tickets of any other event")
+	// Flags may come after the QR text too.
+	var texts []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		texts = append(texts, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(texts) != 1 {
+		fmt.Fprintln(e.stderr, "ticketctl verify: want exactly one QR text (- reads it from stdin)")
+		return 2
+	}
+	text := texts[0]
+	if text == "-" {
+		line, err := bufio.NewReader(e.stdin).ReadString('\n')
+		if err != nil && line == "" {
+			fmt.Fprintln(e.stderr, "ticketctl verify: no QR text on stdin")
+			return 2
+		}
+		text = line
+	}
+	text = strings.TrimSpace(text)
+
+	var pub ed25519.PublicKey
+	if *pubFlag != "" {
+		var err error
+		if pub, err = tickets.ParsePublicKey(*pubFlag); err != nil {
+			fmt.Fprintln(e.stderr, "ticketctl verify: -public-key:", err)
+			return 2
+		}
+	}
+	t, err := verifyText(text, pub, *event, e)
+	if *asJSON {
+		r := verifyResult{Valid: err == nil, TicketID: t.ID, EventID: t.EventID, Admission: t.Admission}
+		if err != nil {
+			r.Error = err.Error()
+		}
+		b, _ := json.MarshalIndent(r, "", "  ")
+		fmt.Fprintln(e.stdout, string(b))
+	} else if err != nil {
+		fmt.Fprintln(e.stdout, "invalid:", strings.TrimPrefix(err.Error(), "tickets: "))
+	} else {
+		fmt.Fprintf(e.stdout, "ticket     %s\nevent      %s\nadmission  %s\nvalid\n", t.ID, t.EventID, t.Admission)
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// verifyText checks text against pub or, without it, against the key its
+// event has under TICKETD_SECRETS_KEY.
+func verifyText(text string, pub ed25519.PublicKey, event string, e env) (tickets.Ticket, error) {
+	if pub == nil {
+		claimed, err := tickets.Parse(text)
+		if err != nil {
+			return tickets.Ticket{}, err
+		}
+		secret := e.getenv("TICKETD_SECRETS_KEY")
+		if secret == "" {
+			fmt.Fprintln(e.stderr, "ticketctl verify: TICKETD_SECRETS_KEY is not set: using ticketd's development key")
+			secret = tickets.DevelopmentSecretsKey
+		}
+		pub = tickets.NewKeys(secret).VerifyKey(claimed.EventID)
+	}
+	t, err := tickets.Verify(text, pub)
+	if err != nil {
+		return tickets.Ticket{}, err
+	}
+	if event != "" && t.EventID != event {
+		return tickets.Ticket{}, fmt.Errorf("the ticket is for event %s, not %s", t.EventID, event)
+	}
+	return t, nil
+}

@@ -1,0 +1,199 @@
+package pages
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"html/template"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/inventory/tickets"
+)
+
+//go:embed static/tickets.html static/tickets.css
+var ticketFiles embed.FS
+
+var (
+	ticketCSS = func() string {
+		b, err := ticketFiles.ReadFile("static/tickets.css")
+		if err != nil {
+			panic(err)
+		}
+		return string(b)
+	}()
+	ticketTemplates = template.Must(template.ParseFS(ticketFiles, "static/tickets.html"))
+	// The page runs no script and loads nothing but its own QR images;
+	// its one inline style is allowed by hash.
+	ticketCSP = func() string {
+		sum := sha256.Sum256([]byte(ticketCSS))
+		return "default-src 'none'; img-src 'self'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
+			"'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	}()
+)
+
+// TicketOrders reads paid orders for their ticket page; sync/orderdb.Store
+// implements it.
+type TicketOrders interface {
+	// TicketOrder returns the paid order orderID; ok is false when there
+	// is none (yet).
+	TicketOrder(ctx context.Context, orderID string) (o tickets.Order, ok bool, err error)
+}
+
+// Tickets serves the buyer's ticket page, linked from the tickets e-mail:
+// GET /tickets/{orderId}?k=<mac> shows the event and each ticket with its
+// QR code; GET /tickets/{orderId}/{n}.png?k=<mac> is the n-th ticket's QR
+// image (from 1). Without the order's MAC (tickets.Keys.PageMAC) both
+// answer the same 404 page as an unknown order.
+type Tickets struct {
+	Orders TicketOrders
+	Keys   *tickets.Keys
+	Logger *slog.Logger
+	// Timeout bounds one read of Orders; default 5 s.
+	Timeout time.Duration
+}
+
+// Register mounts the ticket page's routes.
+func (h *Tickets) Register(r *router.Router) {
+	r.GET("/tickets/{orderId}", h.page)
+	r.GET("/tickets/{orderId}/{image}", h.image)
+}
+
+// order returns the order a request names when its MAC is right; false
+// when it answered the request itself.
+func (h *Tickets) order(ctx *fasthttp.RequestCtx) (tickets.Order, bool) {
+	id, _ := ctx.UserValue("orderId").(string)
+	mac := string(ctx.QueryArgs().Peek("k"))
+	if id == "" || mac == "" || !h.Keys.CheckPageMAC(id, mac) {
+		ticketNotFound(ctx)
+		return tickets.Order{}, false
+	}
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	c, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	o, ok, err := h.Orders.TicketOrder(c, id)
+	if err != nil {
+		h.logger().Error("ticket page: read order", "order", id, "err", err)
+		ticketPage(ctx, fasthttp.StatusServiceUnavailable, "notfound", ticketMessage{Title: "Tickets unavailable",
+			Text: "Your tickets cannot be shown right now. Please try again in a minute."})
+		return tickets.Order{}, false
+	}
+	if !ok {
+		ticketNotFound(ctx)
+		return tickets.Order{}, false
+	}
+	return o, true
+}
+
+func (h *Tickets) logger() *slog.Logger {
+	if h.Logger != nil {
+		return h.Logger
+	}
+	return slog.Default()
+}
+
+type ticketView struct {
+	N                      int
+	ID, Label, Image, Code string
+}
+
+type ticketsView struct {
+	tickets.Order
+	Title   string
+	When    string
+	Count   int
+	Tickets []ticketView
+	CSS     template.CSS
+}
+
+type ticketMessage struct {
+	Title, Text string
+	CSS         template.CSS
+}
+
+func (h *Tickets) page(ctx *fasthttp.RequestCtx) {
+	o, ok := h.order(ctx)
+	if !ok {
+		return
+	}
+	v := ticketsView{Order: o, Title: "Your tickets for " + o.EventName, When: tickets.FormatStart(o.StartsAt), Count: len(o.Tickets)}
+	k := url.QueryEscape(h.Keys.PageMAC(o.OrderID))
+	for i, t := range o.Tickets {
+		v.Tickets = append(v.Tickets, ticketView{N: i + 1, ID: t.TicketID, Label: t.Label, Code: h.Keys.Sign(o.Ticket(i)),
+			Image: "/tickets/" + url.PathEscape(o.OrderID) + "/" + strconv.Itoa(i+1) + ".png?k=" + k})
+	}
+	ticketPage(ctx, fasthttp.StatusOK, "tickets", &v)
+}
+
+func (h *Tickets) image(ctx *fasthttp.RequestCtx) {
+	name, _ := ctx.UserValue("image").(string)
+	num, isPNG := strings.CutSuffix(name, ".png")
+	n, err := strconv.Atoi(num)
+	if !isPNG || err != nil || n < 1 || strconv.Itoa(n) != num {
+		ticketNotFound(ctx)
+		return
+	}
+	o, ok := h.order(ctx)
+	if !ok {
+		return
+	}
+	if n > len(o.Tickets) {
+		ticketNotFound(ctx)
+		return
+	}
+	png, err := tickets.PNG(h.Keys.Sign(o.Ticket(n-1)), tickets.DefaultPNGSize)
+	if err != nil {
+		h.logger().Error("ticket page: render QR", "order", o.OrderID, "err", err)
+		ticketNotFound(ctx)
+		return
+	}
+	ticketHeaders(ctx)
+	ctx.SetContentType("image/png")
+	ctx.Response.Header.Set("Cache-Control", "private, max-age=86400")
+	ctx.SetBody(png)
+}
+
+func ticketNotFound(ctx *fasthttp.RequestCtx) {
+	ticketPage(ctx, fasthttp.StatusNotFound, "notfound", ticketMessage{Title: "Tickets not found",
+		Text: "This link does not lead to any tickets. Please open the link from your tickets e-mail exactly as it is."})
+}
+
+// headers keep the page's link (its MAC) out of referrers, caches and
+// search engines, and the page out of frames.
+func ticketHeaders(ctx *fasthttp.RequestCtx) {
+	hd := &ctx.Response.Header
+	hd.Set("Content-Security-Policy", ticketCSP)
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("X-Robots-Tag", "noindex")
+	hd.Set("Cache-Control", "private, no-store")
+}
+
+func ticketPage(ctx *fasthttp.RequestCtx, status int, name string, data any) {
+	switch d := data.(type) {
+	case *ticketsView:
+		d.CSS = template.CSS(ticketCSS)
+	case ticketMessage:
+		d.CSS = template.CSS(ticketCSS)
+		data = d
+	}
+	var b strings.Builder
+	if err := ticketTemplates.ExecuteTemplate(&b, name, data); err != nil {
+		ctx.Error("ticket page unavailable", fasthttp.StatusServiceUnavailable)
+		return
+	}
+	ticketHeaders(ctx)
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("text/html; charset=utf-8")
+	ctx.SetBodyString(b.String())
+}

@@ -1,0 +1,146 @@
+package pages_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/pages"
+	"github.com/ticketd/ticketd/inventory/tickets"
+	"github.com/ticketd/ticketd/inventory/tickets/qrtest"
+	"github.com/ticketd/ticketd/sync/orderdb"
+	"github.com/ticketd/ticketd/sync/pgtest"
+)
+
+const orderID = "oshop.ev_fest"
+
+func setup(t *testing.T) (fasthttp.RequestHandler, *tickets.Keys) {
+	t.Helper()
+	pool := pgtest.New(t)
+	_, err := pool.Exec(context.Background(), `
+		INSERT INTO tenants (id, doc) VALUES ('t_1', '{"name": "Acme Live"}');
+		INSERT INTO events (id, tenant_id, doc) VALUES ('ev_fest', 't_1', '{"name": "Summer <Fest>", "startsAt": "2027-07-01T18:00:00Z"}');
+		INSERT INTO orders (id, event_id, tenant_id, source, status, buyer_name, buyer_email, currency,
+			subtotal_cents, discount_cents, extras_cents, fee_cents, vat_cents, refund_protection_cents, total_cents,
+			created_at, paid_at, stream_id) VALUES
+			('oshop.ev_fest', 'ev_fest', 't_1', 'storefront', 'paid', 'Bea', 'b@example.com', 'USD', 2000, 0, 0, 0, 0, 0, 2000, now(), now(), '1-1');
+		INSERT INTO tickets (id, order_id, event_id, label, issued_at) VALUES
+			('oshop.ev_fest-001', 'oshop.ev_fest', 'ev_fest', 'General Admission', now()),
+			('oshop.ev_fest-002', 'oshop.ev_fest', 'ev_fest', 'Row A, Seat 2', now())`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := tickets.NewKeys("pages test secret")
+	h := &pages.Tickets{Orders: orderdb.Store{Pool: pool}, Keys: keys}
+	r := router.New()
+	h.Register(r)
+	return r.Handler, keys
+}
+
+func get(h fasthttp.RequestHandler, uri string) *fasthttp.Response {
+	var ctx fasthttp.RequestCtx
+	ctx.Request.SetRequestURI(uri)
+	h(&ctx)
+	resp := &fasthttp.Response{}
+	ctx.Response.CopyTo(resp)
+	return resp
+}
+
+func TestTicketPageShowsEachTicketWithItsQR(t *testing.T) {
+	t.Parallel()
+	h, keys := setup(t)
+	resp := get(h, "/tickets/"+orderID+"?k="+keys.PageMAC(orderID))
+	body := string(resp.Body())
+	if resp.StatusCode() != 200 || !strings.HasPrefix(string(resp.Header.ContentType()), "text/html") {
+		t.Fatalf("status %d, type %s", resp.StatusCode(), resp.Header.ContentType())
+	}
+	for _, want := range []string{"Summer &lt;Fest&gt;", "Thursday 1 July 2027, 18:00 UTC", "oshop.ev_fest-001", "Row A, Seat 2",
+		`alt="QR code of ticket 2, Row A, Seat 2"`, `lang="en"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if string(resp.Header.Peek("Referrer-Policy")) != "no-referrer" {
+		t.Error("the page's link could leak through Referer")
+	}
+	// The one inline style is what the CSP allows, and nothing loads from elsewhere.
+	csp := string(resp.Header.Peek("Content-Security-Policy"))
+	style := regexp.MustCompile(`(?s)<style>(.*?)</style>`).FindStringSubmatch(body)
+	sum := sha256.Sum256([]byte(style[1]))
+	if !strings.Contains(csp, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'") || strings.Contains(body, "http") {
+		t.Errorf("CSP %q does not allow the page's style, or the page loads external assets", csp)
+	}
+
+	codes := regexp.MustCompile(`<p class="code">(TD1[^<]+)</p>`).FindAllStringSubmatch(body, -1)
+	if len(codes) != 2 {
+		t.Fatalf("%d ticket codes on the page, want 2", len(codes))
+	}
+	if tk, err := tickets.Verify(codes[1][1], keys.VerifyKey("ev_fest")); err != nil || tk.ID != "oshop.ev_fest-002" {
+		t.Fatalf("the second ticket code: %+v, %v", tk, err)
+	}
+
+	imgs := regexp.MustCompile(`<img src="([^"]+)"`).FindAllStringSubmatch(body, -1)
+	if len(imgs) != 2 {
+		t.Fatalf("%d images, want 2", len(imgs))
+	}
+	pub := keys.VerifyKey("ev_fest")
+	for i, m := range imgs {
+		src := strings.ReplaceAll(m[1], "&amp;", "&")
+		img := get(h, src)
+		if img.StatusCode() != 200 || string(img.Header.ContentType()) != "image/png" {
+			t.Fatalf("%s: status %d type %s", src, img.StatusCode(), img.Header.ContentType())
+		}
+		tk, err := tickets.Verify(qrtest.Decode(t, img.Body()), pub)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		if want := []string{"oshop.ev_fest-001", "oshop.ev_fest-002"}[i]; tk.ID != want || tk.EventID != "ev_fest" {
+			t.Errorf("image %d carries %+v, want ticket %s", i+1, tk, want)
+		}
+	}
+}
+
+func TestTicketPageWithoutTheRightMACIsNotFound(t *testing.T) {
+	t.Parallel()
+	h, keys := setup(t)
+	other := tickets.NewKeys("another deployment")
+	for _, uri := range []string{
+		"/tickets/" + orderID,
+		"/tickets/" + orderID + "?k=",
+		"/tickets/" + orderID + "?k=" + other.PageMAC(orderID),
+		"/tickets/" + orderID + "?k=" + keys.PageMAC("oother.ev_fest"),
+		"/tickets/oother.ev_fest?k=" + keys.PageMAC("oother.ev_fest"), // a right MAC of an order that does not exist
+		"/tickets/" + orderID + "/1.png?k=" + other.PageMAC(orderID),
+		"/tickets/" + orderID + "/3.png?k=" + keys.PageMAC(orderID),
+		"/tickets/" + orderID + "/0.png?k=" + keys.PageMAC(orderID),
+		"/tickets/" + orderID + "/01.png?k=" + keys.PageMAC(orderID),
+		"/tickets/" + orderID + "/1.gif?k=" + keys.PageMAC(orderID),
+	} {
+		resp := get(h, uri)
+		if resp.StatusCode() != 404 || !strings.Contains(string(resp.Body()), "Tickets not found") || strings.Contains(string(resp.Body()), "Summer") {
+			t.Errorf("%s: status %d, body %.80q; want the 404 page", uri, resp.StatusCode(), resp.Body())
+		}
+	}
+}
+
+func TestTicketPageWhenPostgresIsDownIsUnavailable(t *testing.T) {
+	t.Parallel()
+	keys := tickets.NewKeys("pages test secret")
+	pool := pgtest.New(t)
+	pool.Close()
+	down := &pages.Tickets{Orders: orderdb.Store{Pool: pool}, Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	r := router.New()
+	down.Register(r)
+	resp := get(r.Handler, "/tickets/"+orderID+"?k="+keys.PageMAC(orderID))
+	if resp.StatusCode() != 503 {
+		t.Fatalf("status %d, want 503", resp.StatusCode())
+	}
+}

@@ -1,0 +1,22 @@
+// Package mailer sends the e-mails of the outbox table: the buyer's tickets
+// (buyer_tickets), the host's notice of a new storefront registration
+// (host_notify) and of a payment to refund (host_refund). The sync worker
+// writes buyer and host rows in the paid order's own transaction;
+// registrations write refund rows. UNIQUE (order_id, kind) makes each one
+// row however often an order is written, so each is mailed once.
+//
+// Several mailer processes may run against one database: a mailer claims
+// due rows (FOR UPDATE SKIP LOCKED) and leases them (locked_until), so no
+// two send one row at once; a row whose holder died is due again when its
+// lease runs out. Each message is rendered from Postgres (the order, its
+// lines and tickets, the event's name), with one signed QR image per
+// ticket, and sent over SMTP (TICKETD_SMTP_URL) or written as an .eml file
+// into a folder (TICKETD_MAIL_DIR). A failed send is retried with
+// exponential backoff, its error kept in last_error; a refused recipient
+// (an SMTP 5xx reply) or the last attempt gives the row up (failed_at).
+//
+// Delivery is at least once: a mailer that dies after the SMTP server
+// accepted a message but before it marked the row sent sends it again when
+// the lease runs out. The Message-ID is the same both times
+// (<outbox id>.<order id>@ticketd), so a mail client may fold the two.
+package mailer

@@ -1,0 +1,280 @@
+package mailer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ticketd/ticketd/inventory/tickets"
+)
+
+// Defaults of the Mailer's zero fields.
+const (
+	DefaultBatch        = 20
+	DefaultPollInterval = time.Second
+	// DefaultLease must outlast rendering and sending a batch: a row whose
+	// lease ran out is taken by another mailer.
+	DefaultLease       = 5 * time.Minute
+	DefaultBackoff     = 30 * time.Second
+	DefaultMaxBackoff  = time.Hour
+	DefaultMaxAttempts = 20 // about 15 hours of retries at the defaults
+)
+
+// Mailer sends due outbox rows. Pool, Sender and Keys are required; zero
+// fields take the defaults above, Name "<hostname>-<pid>". The fields must
+// not change once the mailer is in use.
+type Mailer struct {
+	Pool   *pgxpool.Pool
+	Sender Sender
+	// Keys sign the tickets' QR codes and the ticket page links.
+	Keys *tickets.Keys
+	// AppURL is the public base URL (TICKETD_APP_URL) of the ticket page links.
+	AppURL string
+	// From is the sender, "Name <address>" or an address.
+	From string
+	// Name identifies this mailer in the rows it leases (locked_by).
+	Name         string
+	Batch        int
+	PollInterval time.Duration
+	Lease        time.Duration
+	// Backoff is the wait after a first failure; it doubles with each
+	// further one up to MaxBackoff. After MaxAttempts the row is given up.
+	Backoff, MaxBackoff time.Duration
+	MaxAttempts         int
+	Logger              *slog.Logger
+
+	nameOnce sync.Once
+	nameVal  string
+}
+
+// New returns the mailer cfg describes, or nil when cfg.Off.
+func New(cfg Config, pool *pgxpool.Pool, keys *tickets.Keys, appURL string, logger *slog.Logger) (*Mailer, error) {
+	if cfg.Off {
+		return nil, nil
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s, err := cfg.Sender(logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Mailer{Pool: pool, Sender: s, Keys: keys, AppURL: appURL, From: cfg.From, Logger: logger}, nil
+}
+
+func (m *Mailer) logger() *slog.Logger {
+	if m.Logger != nil {
+		return m.Logger
+	}
+	return slog.Default()
+}
+
+func (m *Mailer) name() string {
+	m.nameOnce.Do(func() {
+		m.nameVal = m.Name
+		if m.nameVal == "" {
+			host, _ := os.Hostname()
+			m.nameVal = host + "-" + strconv.Itoa(os.Getpid())
+		}
+	})
+	return m.nameVal
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// Run sends due rows until ctx ends; a nil Mailer (mail off) returns at
+// once. A round that fails (Postgres unreachable) is logged and retried
+// after PollInterval; a full batch is followed by the next at once.
+func (m *Mailer) Run(ctx context.Context) error {
+	if m == nil {
+		return nil
+	}
+	poll := orDefault(m.PollInterval, DefaultPollInterval)
+	for {
+		n, err := m.RunOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			m.logger().Warn("mailer: round failed", "err", err)
+		}
+		if err == nil && n >= orDefault(m.Batch, DefaultBatch) {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(poll):
+		}
+	}
+}
+
+// row is a claimed outbox row.
+type row struct {
+	id                       int64
+	orderID, kind, recipient string
+	payload                  []byte
+	attempts                 int
+}
+
+// RunOnce claims up to Batch due rows, sends each and records the outcome.
+// It returns how many rows it claimed. A send's failure is recorded on its
+// row, not returned.
+func (m *Mailer) RunOnce(ctx context.Context) (int, error) {
+	rows, err := m.claim(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for i, r := range rows {
+		if ctx.Err() != nil {
+			// Shutting down: hand the rows not begun back at once rather
+			// than when their leases run out.
+			return len(rows), m.release(context.WithoutCancel(ctx), rows[i:])
+		}
+		// A send begun is finished and recorded even when ctx ends: the
+		// lease would otherwise send it again.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orDefault(m.Lease, DefaultLease)/2)
+		held, err := m.renew(rctx, r)
+		if err != nil || !held {
+			cancel()
+			if err != nil {
+				return len(rows), err
+			}
+			continue // the batch outlasted the lease and another mailer took the row
+		}
+		err = m.send(rctx, r)
+		if err == nil {
+			err = m.markSent(rctx, r)
+		} else {
+			err = m.markFailed(rctx, r, err)
+		}
+		cancel()
+		if err != nil {
+			return len(rows), err
+		}
+	}
+	return len(rows), nil
+}
+
+const claimSQL = `UPDATE outbox o SET attempts = o.attempts + 1, locked_by = $1,
+	locked_until = now() + make_interval(secs => $2)
+FROM (SELECT id FROM outbox
+	WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
+	AND (locked_until IS NULL OR locked_until <= now())
+	ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) due
+WHERE o.id = due.id
+RETURNING o.id, o.order_id, o.kind, o.recipient, o.payload, o.attempts`
+
+// claim leases due rows to this mailer. SKIP LOCKED lets concurrent
+// mailers claim disjoint rows; the lease keeps them off a claimed row
+// after this transaction commits.
+func (m *Mailer) claim(ctx context.Context) ([]row, error) {
+	rs, err := m.Pool.Query(ctx, claimSQL, m.name(), orDefault(m.Lease, DefaultLease).Seconds(), orDefault(m.Batch, DefaultBatch))
+	if err != nil {
+		return nil, fmt.Errorf("mailer: claim: %w", err)
+	}
+	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.id, &x.orderID, &x.kind, &x.recipient, &x.payload, &x.attempts)
+		return x, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mailer: claim: %w", err)
+	}
+	return out, nil
+}
+
+// release gives claimed rows back unsent, their claim not counted as an
+// attempt.
+func (m *Mailer) release(ctx context.Context, rows []row) error {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.id
+	}
+	_, err := m.Pool.Exec(ctx, `UPDATE outbox SET locked_until = NULL, attempts = attempts - 1
+		WHERE id = ANY($1) AND locked_by = $2 AND sent_at IS NULL`, ids, m.name())
+	if err != nil {
+		return fmt.Errorf("mailer: release rows: %w", err)
+	}
+	return nil
+}
+
+// renew extends the lease of a row about to be sent, reporting whether
+// this mailer still holds it: the rows of a batch are sent one after
+// another, and a slow server may let the last ones' leases run out.
+func (m *Mailer) renew(ctx context.Context, r row) (bool, error) {
+	tag, err := m.Pool.Exec(ctx, `UPDATE outbox SET locked_until = now() + make_interval(secs => $3)
+		WHERE id = $1 AND locked_by = $2 AND locked_until > now() AND sent_at IS NULL`,
+		r.id, m.name(), orDefault(m.Lease, DefaultLease).Seconds())
+	if err != nil {
+		return false, fmt.Errorf("mailer: renew lease of %d: %w", r.id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (m *Mailer) send(ctx context.Context, r row) error {
+	msg, err := m.render(ctx, r)
+	if err != nil {
+		return err
+	}
+	if err := m.Sender.Send(ctx, msg); err != nil {
+		return err
+	}
+	m.logger().Debug("mailer: sent", "order", r.orderID, "kind", r.kind)
+	return nil
+}
+
+func (m *Mailer) markSent(ctx context.Context, r row) error {
+	_, err := m.Pool.Exec(ctx, `UPDATE outbox SET sent_at = now(), locked_until = NULL, last_error = NULL
+		WHERE id = $1 AND sent_at IS NULL`, r.id)
+	if err != nil {
+		return fmt.Errorf("mailer: mark %d sent: %w", r.id, err)
+	}
+	return nil
+}
+
+// markFailed records a failed send: due again after the backoff, or given
+// up when it can never succeed or was the last attempt. Only the lease's
+// holder writes, so a mailer that overran its lease cannot undo another's
+// send.
+func (m *Mailer) markFailed(ctx context.Context, r row, cause error) error {
+	giveUp := errors.Is(cause, ErrPermanent) || r.attempts >= orDefault(m.MaxAttempts, DefaultMaxAttempts)
+	wait := Backoff(r.attempts, orDefault(m.Backoff, DefaultBackoff), orDefault(m.MaxBackoff, DefaultMaxBackoff))
+	msg := cause.Error()
+	if len(msg) > 1000 {
+		msg = msg[:1000]
+	}
+	_, err := m.Pool.Exec(ctx, `UPDATE outbox SET next_attempt_at = now() + make_interval(secs => $2),
+		last_error = $3, locked_until = NULL, failed_at = CASE WHEN $4 THEN now() END
+		WHERE id = $1 AND locked_by = $5 AND sent_at IS NULL`, r.id, wait.Seconds(), storable(msg), giveUp, m.name())
+	if err != nil {
+		return fmt.Errorf("mailer: record failure of %d: %w", r.id, err)
+	}
+	if giveUp {
+		m.logger().Error("mailer: gave up a message", "order", r.orderID, "kind", r.kind, "attempts", r.attempts, "err", msg)
+	} else {
+		m.logger().Warn("mailer: send failed, will retry", "order", r.orderID, "kind", r.kind, "attempts", r.attempts,
+			"retry_in", wait.String(), "err", msg)
+	}
+	return nil
+}
+
+// Backoff is the wait after the n-th failed attempt (n from 1): base
+// doubled n-1 times, at most max.
+func Backoff(n int, base, max time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}

@@ -1,0 +1,117 @@
+package mailer
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"mime"
+	"mime/multipart"
+	"mime/quotedprintable"
+	"net/textproto"
+	"time"
+)
+
+// inline is an image the HTML part shows by its Content-ID.
+type inline struct {
+	cid, name string
+	png       []byte
+}
+
+// message is an e-mail before encoding.
+type message struct {
+	from, to, subject, messageID string
+	date                         time.Time
+	text, html                   string
+	images                       []inline
+}
+
+// encode builds the RFC 5322 message: multipart/alternative (text, HTML),
+// wrapped in multipart/related with the images when there are any. Headers
+// that carry data (subject, names) are RFC 2047-encoded, so no CR or LF in
+// them can start a header of its own.
+func (m message) encode() ([]byte, error) {
+	var buf bytes.Buffer
+	h := func(k, v string) { fmt.Fprintf(&buf, "%s: %s\r\n", k, v) }
+	h("From", m.from)
+	h("To", m.to)
+	h("Subject", mime.QEncoding.Encode("utf-8", m.subject))
+	h("Date", m.date.Format(time.RFC1123Z))
+	h("Message-ID", "<"+m.messageID+">")
+	h("MIME-Version", "1.0")
+	h("Auto-Submitted", "auto-generated")
+
+	alt := func(w *multipart.Writer) error {
+		for _, p := range []struct{ ctype, body string }{
+			{"text/plain; charset=utf-8", m.text}, {"text/html; charset=utf-8", m.html},
+		} {
+			pw, err := w.CreatePart(textproto.MIMEHeader{
+				"Content-Type": {p.ctype}, "Content-Transfer-Encoding": {"quoted-printable"}})
+			if err != nil {
+				return err
+			}
+			qp := quotedprintable.NewWriter(pw)
+			if _, err := qp.Write([]byte(p.body)); err != nil {
+				return err
+			}
+			if err := qp.Close(); err != nil {
+				return err
+			}
+		}
+		return w.Close()
+	}
+	if len(m.images) == 0 {
+		w := multipart.NewWriter(&buf)
+		h("Content-Type", "multipart/alternative; boundary="+w.Boundary())
+		buf.WriteString("\r\n")
+		if err := alt(w); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	}
+	rel := multipart.NewWriter(&buf)
+	h("Content-Type", `multipart/related; type="multipart/alternative"; boundary=`+rel.Boundary())
+	buf.WriteString("\r\n")
+	var altBody bytes.Buffer
+	aw := multipart.NewWriter(&altBody)
+	if err := alt(aw); err != nil {
+		return nil, err
+	}
+	pw, err := rel.CreatePart(textproto.MIMEHeader{"Content-Type": {"multipart/alternative; boundary=" + aw.Boundary()}})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := pw.Write(altBody.Bytes()); err != nil {
+		return nil, err
+	}
+	for _, img := range m.images {
+		pw, err := rel.CreatePart(textproto.MIMEHeader{
+			"Content-Type":              {`image/png; name="` + img.name + `"`},
+			"Content-Transfer-Encoding": {"base64"},
+			"Content-ID":                {"<" + img.cid + ">"},
+			"Content-Disposition":       {`inline; filename="` + img.name + `"`},
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := writeBase64(pw, img.png); err != nil {
+			return nil, err
+		}
+	}
+	if err := rel.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeBase64 writes b in base64 lines of 76 characters (RFC 2045).
+func writeBase64(w interface{ Write([]byte) (int, error) }, b []byte) error {
+	s := base64.StdEncoding.EncodeToString(b)
+	for len(s) > 0 {
+		n := min(76, len(s))
+		if _, err := w.Write([]byte(s[:n] + "\r\n")); err != nil {
+			return err
+		}
+		s = s[n:]
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package mailer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	json "github.com/goccy/go-json"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/money"
+)
+
+// refundData is what the host's refund notice says.
+type refundData struct {
+	RegistrationID, EventID, EventName string
+	Processor, PaymentID               string
+	Amount, Reason                     string
+}
+
+// reasons says in words why a registration needs a refund
+// (registrations.Registration.Reason).
+var reasons = map[string]string{
+	"sold_out":        "the payment arrived after the checkout window closed, and the event had sold out meanwhile",
+	"seat_lost":       "the payment arrived after the checkout window closed, and a seat had been taken meanwhile",
+	"amount_mismatch": "the amount paid differs from the registration's total",
+	"lost":            "ticketd lost the registration before the payment arrived",
+}
+
+// refundPayload is the outbox row's payload, when its writer gave one:
+// the fallback for a refunds row that is not there (yet).
+type refundPayload struct {
+	EventID     string `json:"eventId"`
+	AmountCents int64  `json:"amountCents"`
+	Currency    string `json:"currency"`
+	Reason      string `json:"reason"`
+	Processor   string `json:"processor"`
+	PaymentID   string `json:"paymentId"`
+}
+
+// refund reads what a host_refund row needs: the newest refunds row of the
+// registration (migration 004, another part's), else the row's payload. The
+// table is read defensively: missing (an older schema) or without the row,
+// the notice goes out with what the payload says.
+func (m *Mailer) refund(ctx context.Context, r row) (refundData, error) {
+	var p refundPayload
+	_ = json.Unmarshal(r.payload, &p) // a payload is optional
+	cents := money.Cents(p.AmountCents)
+	var fromTable struct {
+		eventID, processor, paymentID, currency, reason string
+		cents                                           int64
+	}
+	err := m.Pool.QueryRow(ctx, `SELECT coalesce(event_id::text, ''), coalesce(processor::text, ''),
+		coalesce(payment_id::text, ''), coalesce(amount_cents, 0)::bigint, coalesce(currency::text, ''), coalesce(reason::text, '')
+		FROM refunds WHERE registration_id = $1 ORDER BY created_at DESC LIMIT 1`, r.orderID).
+		Scan(&fromTable.eventID, &fromTable.processor, &fromTable.paymentID, &fromTable.cents, &fromTable.currency, &fromTable.reason)
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		p.EventID, p.Processor, p.PaymentID = fromTable.eventID, fromTable.processor, fromTable.paymentID
+		p.Currency, p.Reason, cents = fromTable.currency, fromTable.reason, money.Cents(fromTable.cents)
+	case errors.Is(err, pgx.ErrNoRows):
+	case errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "42703"): // no such table or column
+	default:
+		return refundData{}, fmt.Errorf("mailer: refund of %s: %w", r.orderID, err)
+	}
+	if p.EventID == "" {
+		p.EventID, _ = keys.OrderEvent(r.orderID)
+	}
+	if p.Currency == "" {
+		p.Currency = "USD"
+	}
+	d := refundData{RegistrationID: r.orderID, EventID: p.EventID, EventName: p.EventID,
+		Processor: p.Processor, PaymentID: p.PaymentID, Amount: strings.ToUpper(p.Currency) + " " + cents.String()}
+	if d.Reason = reasons[p.Reason]; d.Reason == "" {
+		d.Reason = p.Reason
+	}
+	if p.EventID != "" {
+		var name string
+		err := m.Pool.QueryRow(ctx, `SELECT coalesce(doc->>'name', '') FROM events WHERE id = $1`, p.EventID).Scan(&name)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return refundData{}, fmt.Errorf("mailer: event of refund %s: %w", r.orderID, err)
+		}
+		if name != "" {
+			d.EventName = name
+		}
+	}
+	return d, nil
+}
