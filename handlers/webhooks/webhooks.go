@@ -39,7 +39,7 @@ type Booker interface {
 // sync/refunddb records it with the host's e-mail. It must be idempotent:
 // a retried webhook records the same outcome again.
 type RefundRecorder interface {
-	Refund(ctx context.Context, o registrations.Outcome) error
+	Refund(ctx context.Context, o registrations.Outcome, p registrations.Payment) error
 }
 
 // API holds the webhook handlers' dependencies.
@@ -173,14 +173,17 @@ func (a *API) book(ctx context.Context, p registrations.Payment) (registrations.
 	if err != nil {
 		return out, err
 	}
-	if out.Status == registrations.StatusRefundRequired {
+	// RefundReason, not the status: a second payment of a confirmed
+	// registration ("already_paid") leaves it confirmed, and its money must
+	// go back all the same.
+	if out.RefundReason != "" {
 		if a.Refunds == nil {
 			return out, errors.New("webhooks: a refund is required and no RefundRecorder is set")
 		}
-		if err := a.Refunds.Refund(ctx, out); err != nil {
+		if err := a.Refunds.Refund(ctx, out, p); err != nil {
 			return out, err
 		}
-		a.log().Warn("webhooks: payment needs a refund", "registration", out.ID, "processor", p.Processor, "reason", out.Reason)
+		a.log().Warn("webhooks: payment needs a refund", "registration", out.ID, "processor", p.Processor, "reason", out.RefundReason)
 	}
 	return out, nil
 }

@@ -49,12 +49,17 @@ func (b *fakeBooker) Pay(_ context.Context, p registrations.Payment) (registrati
 	}
 	out := registrations.Outcome{Registration: registrations.Registration{ID: p.RegistrationID, Total: b.total, Paid: p.Amount, Processor: p.Processor, SessionID: p.PaymentID}}
 	if p.Amount != b.total {
-		out.Status, out.Reason = registrations.StatusRefundRequired, "amount_mismatch"
+		out.Status, out.Reason, out.RefundReason = registrations.StatusRefundRequired, "amount_mismatch", "amount_mismatch"
 		return out, nil
 	}
 	out.Status = registrations.StatusConfirmed
-	if _, ok := b.paid[p.RegistrationID]; ok {
-		out.Duplicate = true
+	if first, ok := b.paid[p.RegistrationID]; ok {
+		// Paid before: the same payment is a duplicate; another one is a
+		// second charge, to be refunded (the registration stays confirmed).
+		out.Duplicate = first.PaymentID == p.PaymentID
+		if !out.Duplicate {
+			out.RefundReason = "already_paid"
+		}
 		return out, nil
 	}
 	b.paid[p.RegistrationID] = p
@@ -68,18 +73,20 @@ func (b *fakeBooker) payments() []registrations.Payment {
 }
 
 type fakeRefunds struct {
-	mu   sync.Mutex
-	got  []registrations.Outcome
-	fail error
+	mu       sync.Mutex
+	got      []registrations.Outcome
+	payments []registrations.Payment
+	fail     error
 }
 
-func (r *fakeRefunds) Refund(_ context.Context, o registrations.Outcome) error {
+func (r *fakeRefunds) Refund(_ context.Context, o registrations.Outcome, p registrations.Payment) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail != nil {
 		return r.fail
 	}
 	r.got = append(r.got, o)
+	r.payments = append(r.payments, p)
 	return nil
 }
 
@@ -339,6 +346,24 @@ func TestRefundRequiredIsRecordedForTheHost(t *testing.T) {
 	}
 	if len(f.refunds.got) != 1 || f.refunds.got[0].ID != reg || f.refunds.got[0].Reason != "amount_mismatch" || f.refunds.got[0].Paid != 4000 {
 		t.Fatalf("refunds recorded: %+v", f.refunds.got)
+	}
+}
+
+// A second, different payment of a registration already confirmed leaves
+// it confirmed, and its money is recorded for the host to refund: never
+// kept silently.
+func TestSecondPaymentOfAConfirmedRegistrationIsRecordedForRefund(t *testing.T) {
+	f := newFixture(t)
+	if a := f.card(t, cardBody("evt_first", reg, 4250)); a.status != 200 || a.env.Data.Status != registrations.StatusConfirmed {
+		t.Fatalf("first payment: %d %s", a.status, a.raw)
+	}
+	second := []byte(strings.Replace(string(cardBody("evt_second", reg, 4250)), `"cs_x_`, `"cs_y_`, 1))
+	a := f.card(t, second)
+	if a.status != 200 || a.env.Data.Status != registrations.StatusConfirmed || a.env.Data.Duplicate {
+		t.Fatalf("second payment: %d %s", a.status, a.raw)
+	}
+	if len(f.refunds.got) != 1 || f.refunds.got[0].RefundReason != "already_paid" || f.refunds.payments[0].PaymentID != "cs_y_"+reg {
+		t.Fatalf("refunds recorded: %+v %+v", f.refunds.got, f.refunds.payments)
 	}
 }
 

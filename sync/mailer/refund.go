@@ -8,7 +8,6 @@ import (
 
 	json "github.com/goccy/go-json"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
@@ -42,9 +41,8 @@ type refundPayload struct {
 }
 
 // refund reads what a host_refund row needs: the newest refunds row of the
-// registration (migration 004, another part's), else the row's payload. The
-// table is read defensively: missing (an older schema) or without the row,
-// the notice goes out with what the payload says.
+// registration (sync/refunddb writes it with the outbox row), else what
+// the row's payload says.
 func (m *Mailer) refund(ctx context.Context, r row) (refundData, error) {
 	var p refundPayload
 	_ = json.Unmarshal(r.payload, &p) // a payload is optional
@@ -53,17 +51,14 @@ func (m *Mailer) refund(ctx context.Context, r row) (refundData, error) {
 		eventID, processor, paymentID, currency, reason string
 		cents                                           int64
 	}
-	err := m.Pool.QueryRow(ctx, `SELECT coalesce(event_id::text, ''), coalesce(processor::text, ''),
-		coalesce(payment_id::text, ''), coalesce(amount_cents, 0)::bigint, coalesce(currency::text, ''), coalesce(reason::text, '')
+	err := m.Pool.QueryRow(ctx, `SELECT event_id, processor, payment_id, amount_cents, currency, reason
 		FROM refunds WHERE registration_id = $1 ORDER BY created_at DESC LIMIT 1`, r.orderID).
 		Scan(&fromTable.eventID, &fromTable.processor, &fromTable.paymentID, &fromTable.cents, &fromTable.currency, &fromTable.reason)
-	var pe *pgconn.PgError
 	switch {
 	case err == nil:
 		p.EventID, p.Processor, p.PaymentID = fromTable.eventID, fromTable.processor, fromTable.paymentID
 		p.Currency, p.Reason, cents = fromTable.currency, fromTable.reason, money.Cents(fromTable.cents)
 	case errors.Is(err, pgx.ErrNoRows):
-	case errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "42703"): // no such table or column
 	default:
 		return refundData{}, fmt.Errorf("mailer: refund of %s: %w", r.orderID, err)
 	}

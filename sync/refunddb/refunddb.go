@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	json "github.com/goccy/go-json"
 	"github.com/jackc/pgx/v5"
@@ -40,18 +41,25 @@ type Notice struct {
 	BuyerEmail     string      `json:"buyerEmail"`
 }
 
-// Refund records o, a registration that needs a refund. Recording the same
-// registration again changes nothing (a retried webhook). The host's
-// address is the tenant's notifyEmail in the catalog of record; a tenant
-// without one gets the refunds row alone.
-func (s Store) Refund(ctx context.Context, o registrations.Outcome) error {
-	if o.ID == "" {
-		return errors.New("refunddb: outcome without a registration id")
+// Refund records payment p, which o says must be refunded
+// (o.RefundReason): a registration that needs a refund, or a second charge
+// of one already confirmed. The payment named is p's, not the one the
+// registration was confirmed with. Recording the same payment again changes
+// nothing (a retried webhook). The host's address is the tenant's
+// notifyEmail in the catalog of record; a tenant without one gets the
+// refunds row alone. The host is told once a registration; every payment
+// to refund has its row.
+func (s Store) Refund(ctx context.Context, o registrations.Outcome, p registrations.Payment) error {
+	if o.ID == "" || p.PaymentID == "" {
+		return errors.New("refunddb: a refund without a registration or payment id")
 	}
 	n := Notice{
-		RegistrationID: o.ID, EventID: o.EventID, Reason: o.Reason, Processor: o.Processor,
-		PaymentID: o.SessionID, Amount: o.Paid, Total: o.Total, Currency: o.Currency,
+		RegistrationID: o.ID, EventID: o.EventID, Reason: o.RefundReason, Processor: p.Processor,
+		PaymentID: p.PaymentID, Amount: p.Amount, Total: o.Total, Currency: strings.ToUpper(p.Currency),
 		BuyerName: o.BuyerName, BuyerEmail: o.BuyerEmail,
+	}
+	if n.Reason == "" {
+		n.Reason = o.Reason
 	}
 	if n.Currency == "" {
 		n.Currency = "USD"
@@ -64,7 +72,7 @@ func (s Store) Refund(ctx context.Context, o registrations.Outcome) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO refunds (registration_id, event_id, tenant_id, processor, payment_id,
 			amount_cents, total_cents, currency, reason, buyer_name, buyer_email)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-			ON CONFLICT (registration_id) DO NOTHING`,
+			ON CONFLICT (registration_id, payment_id) DO NOTHING`,
 			n.RegistrationID, n.EventID, o.TenantID, n.Processor, n.PaymentID,
 			int64(n.Amount), int64(n.Total), n.Currency, n.Reason, n.BuyerName, n.BuyerEmail)
 		if err != nil {

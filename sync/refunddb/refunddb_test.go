@@ -11,40 +11,23 @@ import (
 	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/sync/pgtest"
 	"github.com/ticketd/ticketd/sync/refunddb"
-	"github.com/ticketd/ticketd/sync/schema"
 )
 
-// newPool is a migrated database. Until 003_mail (written in parallel)
-// is merged, the outbox still refuses kind host_refund and rows without an
-// order: this applies the same change for the test; with 003 present it
-// does nothing.
 func newPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	pool := pgtest.New(t)
-	ms, err := schema.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.Version == 3 {
-			return pool
-		}
-	}
-	_, err = pool.Exec(context.Background(), `ALTER TABLE outbox DROP CONSTRAINT outbox_order_id_fkey;
-		ALTER TABLE outbox DROP CONSTRAINT outbox_kind_check;
-		ALTER TABLE outbox ADD CONSTRAINT outbox_kind_check CHECK (kind IN ('buyer_tickets', 'host_notify', 'host_refund'))`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pool
+	return pgtest.New(t)
 }
 
 func outcome(id, tenant string) registrations.Outcome {
-	return registrations.Outcome{Registration: registrations.Registration{
+	return registrations.Outcome{RefundReason: "sold_out", Registration: registrations.Registration{
 		ID: id, EventID: "ev_jazz", TenantID: tenant, Status: registrations.StatusRefundRequired,
 		PaymentStatus: registrations.PaymentRefundRequired, Total: 4250, Paid: 4250, Currency: "USD",
 		BuyerName: "Ada", BuyerEmail: "ada@example.test", Processor: "card", SessionID: "cs_1", Reason: "sold_out",
 	}}
+}
+
+func payment(id, paymentID string) registrations.Payment {
+	return registrations.Payment{RegistrationID: id, Processor: "card", PaymentID: paymentID, Amount: 4250, Currency: "usd"}
 }
 
 func TestRefundWritesTheRowAndOneHostNotice(t *testing.T) {
@@ -57,7 +40,7 @@ func TestRefundWritesTheRowAndOneHostNotice(t *testing.T) {
 	s := refunddb.Store{Pool: pool}
 	reg := keys.OrderID("ev_jazz", "late1")
 	for range 2 { // a retried webhook records it again
-		if err := s.Refund(ctx, outcome(reg, "t1")); err != nil {
+		if err := s.Refund(ctx, outcome(reg, "t1"), payment(reg, "cs_1")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,7 +68,7 @@ func TestRefundWritesTheRowAndOneHostNotice(t *testing.T) {
 
 	// A tenant without an address: the refund is still recorded.
 	reg2 := keys.OrderID("ev_jazz", "late2")
-	if err := s.Refund(ctx, outcome(reg2, "t2")); err != nil {
+	if err := s.Refund(ctx, outcome(reg2, "t2"), payment(reg2, "cs_2")); err != nil {
 		t.Fatal(err)
 	}
 	var rows int
@@ -95,12 +78,36 @@ func TestRefundWritesTheRowAndOneHostNotice(t *testing.T) {
 	}
 }
 
+// A second charge of a confirmed registration is a refund of its own,
+// beside the first: each payment to give back has its row.
+func TestEachPaymentToRefundHasItsRow(t *testing.T) {
+	pool := newPool(t)
+	ctx := context.Background()
+	s := refunddb.Store{Pool: pool}
+	reg := keys.OrderID("ev_jazz", "twice")
+	if err := s.Refund(ctx, outcome(reg, "t1"), payment(reg, "cs_a")); err != nil {
+		t.Fatal(err)
+	}
+	second := outcome(reg, "t1")
+	second.RefundReason, second.Status = "already_paid", registrations.StatusConfirmed
+	if err := s.Refund(ctx, second, payment(reg, "cs_b")); err != nil {
+		t.Fatal(err)
+	}
+	var reasons string
+	if err := pool.QueryRow(ctx, `SELECT string_agg(payment_id || ':' || reason, ',' ORDER BY payment_id) FROM refunds WHERE registration_id = $1`, reg).Scan(&reasons); err != nil {
+		t.Fatal(err)
+	}
+	if reasons != "cs_a:sold_out,cs_b:already_paid" {
+		t.Fatalf("refund rows: %s", reasons)
+	}
+}
+
 // With Postgres away the error comes back (the webhook answers 503 and
 // the processor retries).
 func TestRefundFailsWhenPostgresIsAway(t *testing.T) {
 	pool := newPool(t)
 	pool.Close()
-	if err := (refunddb.Store{Pool: pool}).Refund(context.Background(), outcome(keys.OrderID("ev_jazz", "x"), "t1")); err == nil {
+	if err := (refunddb.Store{Pool: pool}).Refund(context.Background(), outcome(keys.OrderID("ev_jazz", "x"), "t1"), payment("x", "cs_x")); err == nil {
 		t.Fatal("Refund on a closed pool succeeded")
 	}
 }
