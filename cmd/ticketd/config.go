@@ -32,6 +32,15 @@ type config struct {
 	PprofAddr string
 	// RedisFlushDelay is rueidis' MaxFlushDelay (TICKETD_REDIS_FLUSH_DELAY).
 	RedisFlushDelay time.Duration
+	// CardProcessor is TICKETD_CARD_PROCESSOR: "card" (the built-in test
+	// processor, default) or "stripe".
+	CardProcessor string
+	// The built-in processors' webhook secrets
+	// (TICKETD_CARD_WEBHOOK_SECRET, TICKETD_WALLET_WEBHOOK_SECRET); ""
+	// derives them from the secrets key, as both ends run in ticketd.
+	CardWebhookSecret, WalletWebhookSecret string
+	// Stripe's (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET, STRIPE_API_BASE).
+	StripeSecretKey, StripeWebhookSecret, StripeAPIBase string
 	// RedisConnections is how many pipelined connections ticketd keeps to
 	// Redis (TICKETD_REDIS_CONNECTIONS, a power of two from 1 to 256); 0
 	// (unset) chooses by the server's durability (see connectRedis).
@@ -83,6 +92,21 @@ func loadConfig() (config, error) {
 			return c, fmt.Errorf("TICKETD_REDIS_CONNECTIONS=%q: want a power of two from 1 to 256", conns)
 		}
 		c.RedisConnections = n
+	}
+	c.CardProcessor, _ = env("TICKETD_CARD_PROCESSOR", "card")
+	c.CardWebhookSecret, _ = env("TICKETD_CARD_WEBHOOK_SECRET", "")
+	c.WalletWebhookSecret, _ = env("TICKETD_WALLET_WEBHOOK_SECRET", "")
+	c.StripeSecretKey, _ = env("STRIPE_SECRET_KEY", "")
+	c.StripeWebhookSecret, _ = env("STRIPE_WEBHOOK_SECRET", "")
+	c.StripeAPIBase, _ = env("STRIPE_API_BASE", "")
+	switch c.CardProcessor {
+	case "card":
+	case "stripe":
+		if c.StripeSecretKey == "" || c.StripeWebhookSecret == "" {
+			return c, fmt.Errorf("TICKETD_CARD_PROCESSOR=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET")
+		}
+	default:
+		return c, fmt.Errorf("TICKETD_CARD_PROCESSOR=%q: want card or stripe", c.CardProcessor)
 	}
 	c.Recovery, _ = env("TICKETD_RECOVERY", recoveryAuto)
 	if c.Recovery != recoveryAuto && c.Recovery != recoveryManual {

@@ -15,6 +15,7 @@ func printDemo(w io.Writer, cfg config) {
 channel key      ck_demo
 channel secret   cs_demo_secret
 signing key      sk_demo_signing
+publishable key  pk_demo (storefront pages on localhost, 127.0.0.1; README: The storefront flow)
 events           ev_demo_ga (GA), ev_demo_seated (seat map)
 admin token      %s
 

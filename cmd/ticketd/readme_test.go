@@ -31,11 +31,7 @@ func TestReadmePartnerFlow(t *testing.T) {
 			t.Skipf("%s not installed", tool)
 		}
 	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := shellBlocks(t, string(readme), readmeFlowSection)
+	blocks := shellBlocks(t, readREADME(t), readmeFlowSection)
 	steps := readmeSteps(t, blocks)
 	checkAllUsed(t, steps)
 
@@ -88,6 +84,15 @@ func TestReadmePartnerFlow(t *testing.T) {
 	if ga == 0 || seated == 0 {
 		t.Errorf("the blocks made %d GA and %d seated orders, want at least one of each:\n%s", ga, seated, stdout.String())
 	}
+}
+
+func readREADME(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // shellBlocks returns the ```sh blocks of one "## " section of a Markdown

@@ -32,7 +32,9 @@ import (
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/seats"
+	"github.com/ticketd/ticketd/inventory/tickets"
 	"github.com/ticketd/ticketd/sync/catalogdb"
+	"github.com/ticketd/ticketd/sync/mailer"
 	"github.com/ticketd/ticketd/sync/orderdb"
 	"github.com/ticketd/ticketd/sync/schema"
 	"github.com/ticketd/ticketd/sync/worker"
@@ -66,7 +68,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	secretsKey := cfg.SecretsKey
 	if secretsKey == "" {
 		log.Warn("TICKETD_SECRETS_KEY is not set: signing keys are sealed at rest with a development key; set it in production")
-		secretsKey = "ticketd-development-secrets-key"
+		secretsKey = tickets.DevelopmentSecretsKey
 	}
 	store := &catalogstore.Store{Redis: rc, Space: space, Sealer: catalog.NewSealer(secretsKey), Logger: log}
 	if pool != nil {
@@ -110,6 +112,22 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 			}
 		}()
 		log.Info("sync worker running")
+		// The mailer sends what the worker queues (outbox), beside it.
+		mcfg, err := mailer.ConfigFromEnv(os.Getenv, cfg.AppURL)
+		if err != nil {
+			return err
+		}
+		ml, err := mailer.New(mcfg, pool, tickets.NewKeys(secretsKey), cfg.AppURL, log)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := ml.Run(workerCtx); err != nil {
+				log.Error("mailer stopped", "err", err)
+			}
+		}()
 	}
 
 	if !opts.API {
@@ -147,14 +165,21 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if pool != nil {
 		api.Archive = orderdb.Store{Pool: pool}
 	}
+	fr, err := newFront(frontDeps{cfg: cfg, secretsKey: secretsKey, redis: rc, space: space, pool: pool, store: store,
+		orders: ord, seats: api.Seats, limiter: limiter, resolver: resolver, monitor: mon, log: log})
+	if err != nil {
+		return err
+	}
+	fr.run(bgCtx)
 	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
 	go backlog.Run(bgCtx, 2*time.Second)
 	health := readiness.Health(mon, pool, backlog)
 	if cfg.AdminToken == "" {
 		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
 	}
-	root := server.Handler(health, api,
-		&admin.API{Token: cfg.AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m)
+	surfaces := append([]server.Surface{api}, fr.surfaces...)
+	surfaces = append(surfaces, &admin.API{Token: cfg.AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m)
+	root := server.Handler(health, surfaces...)
 	srv := server.New(m.Instrument(root), server.AdminToken(cfg.AdminToken), server.Logger(log))
 
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -57,13 +57,7 @@ func (a *API) now() time.Time {
 	return time.Now()
 }
 
-func (a *API) ctx() (context.Context, context.CancelFunc) {
-	d := a.Timeout
-	if d <= 0 {
-		d = 5 * time.Second
-	}
-	return context.WithTimeout(context.Background(), d)
-}
+func (a *API) ctx() (context.Context, context.CancelFunc) { return guard.RequestContext(a.Timeout) }
 
 // Register mounts the partner routes.
 func (a *API) Register(r *router.Router) {

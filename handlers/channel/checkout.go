@@ -1,10 +1,10 @@
 package channel
 
 import (
-	json "github.com/goccy/go-json"
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/handlers/views"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/checkout"
@@ -49,35 +49,6 @@ type reserveBody struct {
 	cartBody
 }
 
-// quoteView is the partner quote (interface.md, Partner resources).
-type quoteView struct {
-	Subtotal         money.Cents           `json:"subtotal"`
-	Discount         money.Cents           `json:"discount"`
-	Fee              money.Cents           `json:"fee"`
-	VAT              money.Cents           `json:"vat"`
-	Total            money.Cents           `json:"total"`
-	Currency         string                `json:"currency"`
-	Extras           []pricing.ExtraAmount `json:"extras"`
-	RefundProtection *refundView           `json:"refundProtection"`
-}
-
-type refundView struct {
-	Percent json.Number `json:"percent"`
-	Amount  money.Cents `json:"amount"`
-}
-
-func quoteOf(q pricing.Quote) quoteView {
-	v := quoteView{Subtotal: q.Subtotal, Discount: q.Discount, Fee: q.Fee, VAT: q.VAT, Total: q.Total,
-		Currency: "USD", Extras: q.Extras}
-	if v.Extras == nil {
-		v.Extras = []pricing.ExtraAmount{}
-	}
-	if q.RefundProtection != nil {
-		v.RefundProtection = &refundView{Percent: json.Number(q.RefundProtection.Percent.String()), Amount: q.RefundProtection.Amount}
-	}
-	return v
-}
-
 // price prices a cart against the event; pricing bounds the cart
 // (pricing.MaxLines) and checks that seat labels are priced
 // (SEAT_NOT_PRICED).
@@ -112,7 +83,7 @@ func (a *API) quote(ctx *fasthttp.RequestCtx, c *caller) {
 			return
 		}
 	}
-	httpx.OK(ctx, quoteOf(q))
+	httpx.OK(ctx, views.QuoteOf(q))
 }
 
 // checkout is POST /v1/channel/events/:id/checkout: reserve a pending order.

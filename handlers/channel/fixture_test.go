@@ -39,12 +39,4 @@ func start(t *testing.T, opt servertest.Options) *servertest.Server {
 	return servertest.StartWithCatalog(t, opt)
 }
 
-func expect(t *testing.T, r *servertest.Response, status int, code string) {
-	t.Helper()
-	if r.Status != status || r.Code != code {
-		t.Fatalf("want %d %s, got %s", status, code, r)
-	}
-	if status >= 400 && (r.Success || r.Message == "") {
-		t.Fatalf("failure without envelope message: %s", r)
-	}
-}
+var expect = servertest.Expect

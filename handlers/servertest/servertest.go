@@ -32,9 +32,12 @@ import (
 	"github.com/ticketd/ticketd/inventory/catalogstore"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
+	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
+	"github.com/ticketd/ticketd/inventory/tickets"
 	"github.com/ticketd/ticketd/sync/catalogdb"
 	"github.com/ticketd/ticketd/sync/orderdb"
 	"github.com/ticketd/ticketd/sync/pgtest"
@@ -51,6 +54,8 @@ type Options struct {
 	SeatHoldTTL time.Duration
 	// Trusted proxies (CIDRs) whose X-Forwarded-For is believed.
 	Trusted string
+	// CheckoutTTL is the storefront checkout window (TICKETD_CHECKOUT_TTL).
+	CheckoutTTL time.Duration
 	// ManualRecovery leaves a lost Redis state to the test (Rebuilder.Run),
 	// as TICKETD_RECOVERY=manual does.
 	ManualRecovery bool
@@ -75,7 +80,13 @@ type Server struct {
 	Rebuilder *rebuild.Rebuilder
 	Worker    *worker.Worker
 	Sessions  *channel.Sessions
-	Client    *fasthttp.Client
+	// Registrations is the storefront's registration service; Card and
+	// Wallet are the built-in test processors (their Pay is what the
+	// hosted page's Pay button does); Tickets signs the tickets.
+	Registrations *registrations.Service
+	Card, Wallet  *payments.Hosted
+	Tickets       *tickets.Keys
+	Client        *fasthttp.Client
 	// Metrics is the server's metric set (also served at /metrics).
 	Metrics *metrics.Metrics
 	// Handler is the root handler, for benchmarks that skip the network.
@@ -114,9 +125,10 @@ func Start(t testing.TB, opt Options) *Server {
 	limiter := &ratelimit.Limiter{Redis: rc, Space: space}
 	resolver := &clientip.Resolver{Trusted: trusted}
 	locks := &lockout.Guard{Limiter: limiter, Logger: log, PerIP: opt.LockoutPerIP, PerKey: opt.LockoutPerKey}
+	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL, IDKey: []byte("test-order-ids")}
 	api := &channel.API{
 		Catalog:  store.Current,
-		Orders:   &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL, IDKey: []byte("test-order-ids")},
+		Orders:   ord,
 		Seats:    &seats.Engine{Redis: rc, Space: space, TTL: opt.SeatHoldTTL},
 		Limiter:  limiter,
 		ClientIP: resolver,
@@ -130,13 +142,20 @@ func Start(t testing.TB, opt Options) *Server {
 	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
 	go backlog.Run(monCtx, time.Second)
 	health := readiness.Health(mon, pool, backlog)
-	handler := m.Instrument(server.Handler(health, api,
-		&admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m))
-	srv := server.New(handler, server.AdminToken(AdminToken), server.Logger(log))
+	// The listener comes first: the payment processors' pages and
+	// webhooks need the server's URL.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("servertest: listen: %v", err)
 	}
+	url := "http://" + ln.Addr().String()
+	fs := newFrontStack(frontDeps{redis: rc, space: space, pool: pool, catalog: store, orders: ord, seats: api.Seats,
+		limiter: limiter, resolver: resolver, gate: mon.Gate, log: log, appURL: url, opt: opt})
+	// The sweeper gives expired checkout holds back, as on every node.
+	go fs.regs.Run(monCtx, 100*time.Millisecond)
+	handler := m.Instrument(server.Handler(health, api, fs.api, fs.hooks, fs.pay, fs.tickets,
+		&admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m))
+	srv := server.New(handler, server.AdminToken(AdminToken), server.Logger(log))
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	w := &worker.Worker{Redis: rc, Space: space, Pool: pool, Logger: log, ClaimIdle: time.Second}
@@ -144,8 +163,9 @@ func Start(t testing.TB, opt Options) *Server {
 		t.Fatalf("servertest: worker groups: %v", err)
 	}
 	return &Server{
-		URL: "http://" + ln.Addr().String(), Redis: rc, Space: space, Pool: pool, DatabaseURL: pgtest.URLOf(t, pool), Catalog: store,
-		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: sessions, Handler: handler, Metrics: m,
+		URL: url, Redis: rc, Space: space, Pool: pool, DatabaseURL: pgtest.URLOf(t, pool), Catalog: store,
+		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: sessions, Registrations: fs.regs, Handler: handler, Metrics: m,
+		Card: fs.card, Wallet: fs.wallet, Tickets: fs.keys,
 		Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second},
 	}
 }
@@ -198,6 +218,9 @@ func (s *Server) Do(t testing.TB, method, path string, headers map[string]string
 	r := &Response{Status: resp.StatusCode(), Body: append([]byte(nil), resp.Body()...), Header: http.Header{}}
 	for k, v := range resp.Header.All() {
 		r.Header.Add(string(k), string(v))
+	}
+	if r.Status == fasthttp.StatusNoContent && len(r.Body) == 0 {
+		return r // a CORS preflight's answer has no body
 	}
 	if err := json.Unmarshal(r.Body, r); err != nil {
 		t.Errorf("servertest: %s %s: response is not JSON (%d): %q", method, path, r.Status, r.Body)

@@ -86,6 +86,11 @@ var statuses = map[string]int{
 	// too_many_sessions).
 	"REGISTRATION_NOT_PAYABLE": 409,
 
+	// Storefront payment calls (docs/decisions.md, Storefront surface).
+	"CART_MISMATCH":           400,
+	"PAYMENT_PROCESSOR_ERROR": 502,
+	"PAYMENTS_UNAVAILABLE":    503,
+
 	// Admin.
 	"INVALID_CATALOG": 400,
 	"CATALOG_BUSY":    409,

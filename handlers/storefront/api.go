@@ -1,0 +1,137 @@
+// Package storefront serves the storefront surface of interface.md under
+// /v1/storefront: a host's own website, authenticated by a publishable key
+// and the Origin of the page, lists an event, quotes, registers a buyer
+// and sends them to a hosted payment page. Everything after the gate (cart
+// pricing, holds, claims, tickets) is the core the partner surface uses.
+package storefront
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/guard"
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/handlers/seating"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/payments"
+	"github.com/ticketd/ticketd/inventory/registrations"
+	"github.com/ticketd/ticketd/inventory/seats"
+	"github.com/ticketd/ticketd/inventory/tickets"
+)
+
+// Prefix is the path prefix of the surface.
+const Prefix = "/v1/storefront"
+
+// API holds the dependencies of the storefront handlers.
+type API struct {
+	Catalog func() *catalog.Snapshot
+	// Orders answers what the partner surface answers too: remaining
+	// capacity and discount uses left.
+	Orders        *orders.Service
+	Registrations *registrations.Service
+	Seats         *seats.Engine
+	// Card and Wallet open hosted checkouts (payments.Processor); nil
+	// answers the payment endpoint 503 PAYMENTS_UNAVAILABLE.
+	Card, Wallet payments.Processor
+	// Processors finds a processor by the name a registration recorded,
+	// to close an earlier checkout session; Card and Wallet are found
+	// without it.
+	Processors map[string]payments.Processor
+	// Tickets signs tickets: it publishes each event's public key
+	// (ticket-key) and makes the buyer's ticket page link; nil leaves both
+	// out.
+	Tickets *tickets.Keys
+	// AppURL is the public base URL of ticketd's pages (TICKETD_APP_URL).
+	AppURL   string
+	Limiter  *ratelimit.Limiter
+	ClientIP *clientip.Resolver
+	// Gate, when set, says whether sales run: nil, or the 503 to answer
+	// (redisstate.Monitor.Gate). It is checked first, as on the partner
+	// surface.
+	Gate func() *apierr.Error
+	// Timeout bounds each request's Redis work (default 5s); fasthttp
+	// contexts are not cancelled per request.
+	Timeout time.Duration
+	Logger  *slog.Logger
+
+	idx         indexCache
+	appHostOnce sync.Once
+	appHostName string
+}
+
+func (a *API) logger() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
+}
+
+// Register mounts the storefront routes, and the CORS preflight of every
+// storefront path.
+func (a *API) Register(r *router.Router) {
+	g := r.Group(Prefix)
+	g.OPTIONS("/{path:*}", a.preflight)
+	g.GET("/events/{eventId}", a.guard(guard.Read, a.eventDetail))
+	g.GET("/events/{eventId}/ticket-key", a.guard(guard.Read, a.ticketKey))
+	g.POST("/quote", a.guard(guard.Read, a.quote))
+	g.POST("/register-guest", a.guard(guard.Write, a.registerGuest))
+	g.POST("/card/create-checkout-session", a.guard(guard.Payment, a.cardSession))
+	g.POST("/wallet/create-payment", a.guard(guard.Payment, a.walletPayment))
+	g.GET("/registration/{registrationId}", a.guard(guard.Read, a.registration))
+	seating.Mount(g.Group("/seating/events/{id}"), a.Seats, a.seatGate)
+}
+
+// seatGate puts the seat endpoints behind the storefront's gate: the key,
+// the origin, the client IP's read or write budget, and the path's event
+// (id, shortId or slug) of the key's tenant, switched on; holds also need
+// it on sale. The caller names its own hold tokens (from hold-token).
+// ticketd's own seat picker page calls them without a key, from
+// TICKETD_APP_URL's origin, naming the event by id or shortId.
+func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestHandler {
+	cl, find := guard.Read, a.event
+	if ep.Writes() {
+		cl, find = guard.Write, a.saleable
+	}
+	return a.gated(cl, true, func(ctx *fasthttp.RequestCtx, r *request) {
+		ref, _ := ctx.UserValue("id").(string)
+		if r.key == nil {
+			// ticketd's own seat picker: the event names its tenant.
+			ev := r.ix.byID[ref]
+			if ev == nil {
+				ev = r.ix.byShortID[ref]
+			}
+			if ev == nil {
+				httpx.Fail(ctx, errEventNotFound)
+				return
+			}
+			r.tenantID = ev.TenantID
+			ref = ev.ID
+		}
+		ev, e := find(r, ref)
+		if e != nil {
+			httpx.Fail(ctx, e)
+			return
+		}
+		h(ctx, seating.Request{Ctx: r.ctx, Event: ev})
+	})
+}
+
+// unavailable logs a backing store's failure and returns the 503 to
+// answer; an *apierr.Error passes through as itself.
+func (a *API) unavailable(op string, err error) *apierr.Error {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	a.logger().Error("storefront: "+op, "err", err)
+	return apierr.Unavailable("temporarily unavailable, retry")
+}

@@ -1,0 +1,89 @@
+package storefront
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/handlers/views"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/tickets"
+)
+
+var (
+	// errEventNotFound is the one answer for an unknown event, another
+	// tenant's and a draft: the same bytes, so a key cannot learn what
+	// exists outside its tenant.
+	errEventNotFound = apierr.Of("EVENT_NOT_FOUND", "no such event for this key")
+	errNotPublic     = apierr.Of("EVENT_NOT_PUBLIC", "this event is not switched on for the storefront")
+	errCancelled     = apierr.Of("EVENT_NOT_PUBLIC", "the organiser cancelled this event").WithReason("cancelled")
+)
+
+// event resolves ref (an id, shortId or slug, within the key's tenant
+// only) to an event switched on for the storefront: storefront true and
+// on sale. Drafts are not found; cancelled events and events the host
+// has not switched on are EVENT_NOT_PUBLIC.
+func (a *API) event(r *request, ref string) (*catalog.CompiledEvent, *apierr.Error) {
+	ev := r.ix.tenants[r.tenantID].find(ref)
+	if ev == nil || ev.Status == catalog.StatusDraft {
+		return nil, errEventNotFound
+	}
+	if !ev.Storefront {
+		return nil, errNotPublic
+	}
+	if ev.Status == catalog.StatusCancelled {
+		return nil, errCancelled
+	}
+	return ev, nil
+}
+
+// saleable additionally refuses an event not on sale yet (onSaleAt in the
+// future): the detail shows it, but nothing can be quoted or bought.
+func (a *API) saleable(r *request, ref string) (*catalog.CompiledEvent, *apierr.Error) {
+	ev, e := a.event(r, ref)
+	if e != nil {
+		return nil, e
+	}
+	if !a.onSale(ev) {
+		return nil, apierr.Of("EVENT_NOT_AVAILABLE", "not on sale yet; on sale from %s", ev.OnSaleAt).With("onSaleAt", ev.OnSaleAt)
+	}
+	return ev, nil
+}
+
+func (a *API) onSale(ev *catalog.CompiledEvent) bool { return ev.SaleStarted(time.Now()) }
+
+// eventDetail is GET /v1/storefront/events/:eventId.
+func (a *API) eventDetail(ctx *fasthttp.RequestCtx, r *request) {
+	ref, _ := ctx.UserValue("eventId").(string)
+	ev, e := a.event(r, ref)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	remaining, err := a.Orders.Remaining(r.ctx, ev.ID)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	httpx.OK(ctx, views.EventOf(ev, string(ctx.QueryArgs().Peek("accessCode")), remaining, time.Now()))
+}
+
+// ticketKey is GET /v1/storefront/events/:eventId/ticket-key: the public
+// key door scanners verify the event's ticket QR codes with, offline
+// (docs/tickets.md).
+func (a *API) ticketKey(ctx *fasthttp.RequestCtx, r *request) {
+	ref, _ := ctx.UserValue("eventId").(string)
+	ev, e := a.event(r, ref)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	if a.Tickets == nil {
+		httpx.Fail(ctx, apierr.Of("NOT_FOUND", "this node issues no signed tickets"))
+		return
+	}
+	httpx.OK(ctx, map[string]string{"eventId": ev.ID, "algorithm": "Ed25519", "format": tickets.Version,
+		"publicKey": a.Tickets.PublicKey(ev.ID)})
+}

@@ -1,0 +1,172 @@
+package storefront
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/guard"
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+)
+
+var (
+	errMissingKey = apierr.Of("MISSING_KEY", "send the publishable key in the x-service-key header")
+	errInvalidKey = apierr.Of("INVALID_KEY", "the publishable key is unknown or disabled")
+	errNoOrigin   = apierr.Of("ORIGIN_NOT_ALLOWED",
+		"the request has no Origin or Referer header; storefront calls come from a page on one of the key's domains")
+	errOrigin = apierr.Of("ORIGIN_NOT_ALLOWED", "the page's origin is not on this key's domain list")
+)
+
+// request is an authenticated storefront request.
+type request struct {
+	// snap is the catalog the request was authenticated against; the
+	// whole request reads this one snapshot.
+	snap     *catalog.Snapshot
+	ix       *index
+	key      *pubKey
+	tenantID string
+	// ctx bounds the request's Redis work (API.Timeout).
+	ctx context.Context
+}
+
+type handler func(ctx *fasthttp.RequestCtx, r *request)
+
+// guard runs the storefront gate before h: the Redis state, the
+// publishable key, the page's origin, then the client IP's rate limit of
+// the class. The event (the third condition of the gate) depends on the
+// endpoint; handlers ask a.event. Every answer carries the CORS headers an
+// allowed origin needs to read it.
+func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
+	return a.gated(cl, false, h)
+}
+
+// gated is guard; ownPage also lets in a request without a key from a page
+// of ticketd's own origin (TICKETD_APP_URL: its seat picker, decisions.md
+// §4). Such a request has no key and no tenant: its handler finds the event
+// by id or shortId among all tenants' (request.key is nil).
+func (a *API) gated(cl guard.Class, ownPage bool, h handler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		snap := a.Catalog()
+		ix := a.idx.of(snap)
+		rawKey := ctx.Request.Header.Peek("x-service-key")
+		key := ix.keys[string(rawKey)]
+		if key != nil && !key.enabled {
+			key = nil
+		}
+		a.cors(ctx, ix, key)
+		if a.Gate != nil {
+			if e := a.Gate(); e != nil {
+				httpx.Fail(ctx, e)
+				return
+			}
+		}
+		host := requestHost(ctx)
+		own := ownPage && len(rawKey) == 0 && host != "" && host == a.appHost()
+		switch {
+		case own:
+		case len(rawKey) == 0:
+			httpx.Fail(ctx, errMissingKey)
+			return
+		case key == nil:
+			httpx.Fail(ctx, errInvalidKey)
+			return
+		case host == "":
+			httpx.Fail(ctx, errNoOrigin)
+			return
+		case !hostAllowed(key.domains, host):
+			httpx.Fail(ctx, errOrigin)
+			return
+		}
+		rctx, cancel := guard.RequestContext(a.Timeout)
+		defer cancel()
+		bucket := guard.Bucket(guard.ByIP, clientBucket(a.ClientIP.ClientIP(ctx)), cl)
+		refused, err := guard.Limit(ctx, rctx, a.Limiter, bucket, guard.IPLimit(cl))
+		if err != nil {
+			httpx.Error(ctx, err) // Redis went away before the gate saw it
+			return
+		}
+		if refused != nil {
+			httpx.Fail(ctx, refused)
+			return
+		}
+		r := &request{snap: snap, ix: ix, ctx: rctx}
+		if !own {
+			r.key, r.tenantID = key, key.tenantID
+		}
+		h(ctx, r)
+	}
+}
+
+// appHost is the host of TICKETD_APP_URL, as urlHost gives it ("" when
+// unset).
+func (a *API) appHost() string {
+	a.appHostOnce.Do(func() { a.appHostName = urlHost(a.AppURL) })
+	return a.appHostName
+}
+
+// clientBucket names a client for rate limits: its address, or for IPv6
+// its /64, which one subscriber usually holds whole.
+func clientBucket(ip netip.Addr) string {
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
+}
+
+// Headers of CORS answers.
+const (
+	allowMethods  = "GET, POST"
+	allowHeaders  = "x-service-key, content-type"
+	exposeHeaders = "Retry-After"
+	maxAge        = "600"
+)
+
+// cors sets the CORS headers of an actual request's answer: the Origin is
+// echoed (never "*", no credentials) when the key presented allows it, or,
+// before a key is known to be good, when any enabled key does (so that a
+// page can read its MISSING_KEY or a 503). Vary: Origin always, as the
+// answer depends on it.
+func (a *API) cors(ctx *fasthttp.RequestCtx, ix *index, key *pubKey) {
+	domains := ix.anyKey
+	if key != nil {
+		domains = key.domains
+	}
+	if o := allowedOrigin(ctx, domains); o != "" {
+		ctx.Response.Header.Set("Access-Control-Allow-Origin", o)
+		ctx.Response.Header.Set("Access-Control-Expose-Headers", exposeHeaders)
+	}
+}
+
+// allowedOrigin sets Vary: Origin and returns the request's Origin when it
+// is on domains, else "".
+func allowedOrigin(ctx *fasthttp.RequestCtx, domains []string) string {
+	ctx.Response.Header.Set("Vary", "Origin")
+	o, host := origin(ctx)
+	if o == "" || !hostAllowed(domains, host) {
+		return ""
+	}
+	return o
+}
+
+// preflight answers a CORS preflight (OPTIONS) of any storefront path. It
+// carries no x-service-key, so an origin is allowed when some enabled key
+// lists it; the request itself is then checked against its own key. A
+// foreign origin (or none) gets 403 ORIGIN_NOT_ALLOWED without CORS
+// headers, which the browser reports as a refused preflight.
+func (a *API) preflight(ctx *fasthttp.RequestCtx) {
+	o := allowedOrigin(ctx, a.idx.of(a.Catalog()).anyKey)
+	if o == "" {
+		httpx.Fail(ctx, errOrigin)
+		return
+	}
+	h := &ctx.Response.Header
+	h.Set("Access-Control-Allow-Origin", o)
+	h.Set("Access-Control-Allow-Methods", allowMethods)
+	h.Set("Access-Control-Allow-Headers", allowHeaders)
+	h.Set("Access-Control-Max-Age", maxAge)
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}

@@ -1,0 +1,99 @@
+package storefront
+
+import (
+	"sync/atomic"
+
+	"github.com/ticketd/ticketd/inventory/catalog"
+)
+
+// index is what the storefront derives from one catalog snapshot: the
+// publishable keys with their domains ready to compare, and each tenant's
+// events by id, shortId and slug. It is built once per snapshot, on the
+// first request that sees it.
+type index struct {
+	snap *catalog.Snapshot
+	keys map[string]*pubKey
+	// anyKey lists the domains of every enabled key: a CORS preflight
+	// carries no x-service-key, so it can only be answered for an origin
+	// some key allows (the request itself is then checked against its key).
+	anyKey  []string
+	tenants map[string]*tenantEvents
+	// byID and byShortID find any tenant's event (both are unique across
+	// the catalog), for ticketd's own seat picker, which has no key.
+	byID, byShortID map[string]*catalog.CompiledEvent
+}
+
+// pubKey is a publishable key as the gate uses it.
+type pubKey struct {
+	tenantID string
+	enabled  bool
+	domains  []string // normalDomain'd
+}
+
+// tenantEvents finds a tenant's events by the three names interface.md
+// allows; an id wins over a shortId, a shortId over a slug.
+type tenantEvents struct {
+	byID, byShortID, bySlug map[string]*catalog.CompiledEvent
+}
+
+func (t *tenantEvents) find(ref string) *catalog.CompiledEvent {
+	if t == nil || ref == "" {
+		return nil
+	}
+	if ev := t.byID[ref]; ev != nil {
+		return ev
+	}
+	if ev := t.byShortID[ref]; ev != nil {
+		return ev
+	}
+	return t.bySlug[ref]
+}
+
+func buildIndex(snap *catalog.Snapshot) *index {
+	ix := &index{snap: snap, keys: map[string]*pubKey{}, tenants: map[string]*tenantEvents{},
+		byID: snap.Events, byShortID: map[string]*catalog.CompiledEvent{}}
+	for k, pk := range snap.PublishableKeys {
+		p := &pubKey{tenantID: pk.TenantID, enabled: pk.Enabled, domains: make([]string, len(pk.Domains))}
+		for i, d := range pk.Domains {
+			p.domains[i] = normalDomain(d)
+		}
+		ix.keys[k] = p
+		if p.enabled {
+			ix.anyKey = append(ix.anyKey, p.domains...)
+		}
+	}
+	for id, t := range snap.Tenants {
+		te := &tenantEvents{byID: map[string]*catalog.CompiledEvent{}, byShortID: map[string]*catalog.CompiledEvent{},
+			bySlug: map[string]*catalog.CompiledEvent{}}
+		for i := range t.Events {
+			ev := snap.Events[t.Events[i].ID]
+			if ev == nil {
+				continue
+			}
+			te.byID[ev.ID] = ev
+			if ev.ShortID != "" {
+				te.byShortID[ev.ShortID] = ev
+				ix.byShortID[ev.ShortID] = ev
+			}
+			// Slugs are unique only per tenant; should two of its events
+			// share one, the first in the document wins.
+			if _, dup := te.bySlug[ev.Slug]; ev.Slug != "" && !dup {
+				te.bySlug[ev.Slug] = ev
+			}
+		}
+		ix.tenants[id] = te
+	}
+	return ix
+}
+
+// indexCache holds the index of the newest snapshot seen.
+type indexCache struct{ cur atomic.Pointer[index] }
+
+func (c *indexCache) of(snap *catalog.Snapshot) *index {
+	if ix := c.cur.Load(); ix != nil && ix.snap == snap {
+		return ix
+	}
+	ix := buildIndex(snap)
+	c.cur.Store(ix)
+	return ix
+}

@@ -1,0 +1,84 @@
+package storefront
+
+import (
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+)
+
+// requestHost returns the lower-cased host of the request's Origin header,
+// or, when the request has none, of its Referer; "" when neither names an
+// http(s) origin. A present Origin is final: an unusable one ("null" from
+// a sandboxed frame, a file: page) is not rescued by a Referer.
+func requestHost(ctx *fasthttp.RequestCtx) string {
+	if o := ctx.Request.Header.Peek("Origin"); len(o) > 0 {
+		return urlHost(string(o))
+	}
+	return urlHost(string(ctx.Request.Header.Peek("Referer")))
+}
+
+// origin returns the request's Origin header when it is a usable http(s)
+// origin (the value CORS headers echo), else "".
+func origin(ctx *fasthttp.RequestCtx) (value, host string) {
+	o := ctx.Request.Header.Peek("Origin")
+	if len(o) == 0 {
+		return "", ""
+	}
+	host = urlHost(string(o))
+	if host == "" {
+		return "", ""
+	}
+	return string(o), host
+}
+
+// urlHost is the host of an absolute http(s) URL, lower-cased, without
+// port, brackets or a trailing dot; "" for anything else.
+func urlHost(raw string) string {
+	if raw == "" || len(raw) > 2048 {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil {
+		return ""
+	}
+	return normalHost(u.Hostname())
+}
+
+func normalHost(h string) string {
+	h = strings.ToLower(strings.TrimSuffix(h, "."))
+	return strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+}
+
+// normalDomain is a domain list entry as hostAllowed compares it: like a
+// host, and without a port ("localhost:3000" is "localhost").
+func normalDomain(d string) string {
+	if h, _, err := net.SplitHostPort(d); err == nil {
+		d = h
+	}
+	return normalHost(d)
+}
+
+// hostAllowed reports whether host (as urlHost returns it) is on a
+// publishable key's domain list (entries as normalDomain returns them): an entry "shop.example.com" matches that
+// host exactly, "*.example.com" matches its subdomains at any depth but
+// not example.com itself, and nothing matches by prefix or substring, so
+// shop.example.com.evil.test and evilexample.com match neither.
+func hostAllowed(domains []string, host string) bool {
+	if host == "" {
+		return false
+	}
+	for _, d := range domains {
+		if suffix, ok := strings.CutPrefix(d, "*."); ok {
+			if len(host) > len(suffix)+1 && strings.HasSuffix(host, suffix) && host[len(host)-len(suffix)-1] == '.' {
+				return true
+			}
+			continue
+		}
+		if host == d {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,117 @@
+package storefront
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/checkout"
+	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/registrations"
+	"github.com/ticketd/ticketd/inventory/seats"
+)
+
+// registerBody is POST /v1/storefront/register-guest: the buyer (name,
+// email, phone, under interface.md's storefront names) and the cart.
+type registerBody struct {
+	Name  *string `json:"name"`
+	Email *string `json:"email"`
+	Phone *string `json:"phone"`
+	cartBody
+}
+
+// registrationView is a registration as register-guest and the
+// registration read answer it.
+type registrationView struct {
+	RegistrationID string      `json:"registrationId"`
+	EventID        string      `json:"eventId"`
+	Status         string      `json:"status"`
+	Payment        paymentView `json:"payment"`
+	// Amount is what the buyer pays (the quote's total), Total the same:
+	// the one reads like reserve's answer, the other like the quote.
+	Amount   money.Cents `json:"amount"`
+	Total    money.Cents `json:"total"`
+	Currency string      `json:"currency"`
+	// ExpiresAt ends the checkout window of a registration awaiting
+	// payment.
+	ExpiresAt string `json:"expiresAt,omitempty"`
+	// Reason says why a refund is required.
+	Reason  string       `json:"reason,omitempty"`
+	Tickets []ticketLink `json:"tickets,omitempty"`
+	// TicketsURL is the buyer's ticket page (QR codes), once confirmed;
+	// it answers as soon as the sync worker has written the registration
+	// to Postgres, within seconds.
+	TicketsURL string `json:"ticketsUrl,omitempty"`
+}
+
+type paymentView struct {
+	PaymentStatus string      `json:"paymentStatus"`
+	Amount        money.Cents `json:"amount"`
+}
+
+type ticketLink struct {
+	TicketID string `json:"ticketId"`
+	Label    string `json:"label"`
+}
+
+func (a *API) viewOf(reg registrations.Registration) registrationView {
+	v := registrationView{RegistrationID: reg.ID, EventID: reg.EventID, Status: reg.Status,
+		Payment: paymentView{PaymentStatus: reg.PaymentStatus, Amount: reg.Paid},
+		Amount:  reg.Total, Total: reg.Total, Currency: "USD", Reason: reg.Reason}
+	if reg.Status == registrations.StatusAwaitingPayment && !reg.ExpiresAt.IsZero() {
+		v.ExpiresAt = reg.ExpiresAt.UTC().Format(time.RFC3339Nano)
+	}
+	if reg.Status == registrations.StatusConfirmed {
+		for _, t := range reg.Tickets {
+			v.Tickets = append(v.Tickets, ticketLink{TicketID: t.TicketID, Label: t.Label})
+		}
+		if a.Tickets != nil {
+			v.TicketsURL = a.Tickets.PageURL(a.AppURL, reg.ID)
+		}
+	}
+	return v
+}
+
+// registerGuest is POST /v1/storefront/register-guest: a free cart is
+// confirmed at once; a paid one holds its inventory for the checkout
+// window and awaits payment (registrations.Service.Register).
+func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
+	var b registerBody
+	if e := httpx.Decode(ctx, &b); e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	buyer, e := checkout.ValidateBuyer(b.Name, b.Email, b.Phone)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	ev, q, e := a.priced(r, &b.cartBody)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	token := ""
+	if len(q.SeatLabels) > 0 {
+		if token = b.SeatHoldToken; token == "" {
+			httpx.Fail(ctx, apierr.Invalid("seatLabels need the seatHoldToken that holds them"))
+			return
+		}
+		if !seats.ValidToken(token) {
+			httpx.Fail(ctx, seats.ErrInvalidToken)
+			return
+		}
+	}
+	reg, err := a.Registrations.Register(r.ctx, registrations.Request{
+		EventID: ev.ID, TenantID: ev.TenantID,
+		Buyer: registrations.Buyer{Name: buyer.Name, Email: buyer.Email, Phone: buyer.Phone},
+		Quote: q, ShowingID: b.ShowingID, HoldToken: token, MaxPerBuyer: ev.BuyerLimit(), CatalogVersion: r.snap.Version,
+	})
+	if err != nil {
+		httpx.Fail(ctx, a.unavailable("register", err))
+		return
+	}
+	httpx.OK(ctx, a.viewOf(reg))
+}
