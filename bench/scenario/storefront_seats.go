@@ -18,7 +18,7 @@ import (
 // signed webhook) and reads the registration until it shows confirmed. No
 // seat may be booked twice.
 var StorefrontSeats = storefrontOnly{&single{name: "storefront-seats", unit: "buyers", latencyOp: "buyer",
-	defaults: Options{Duration: 8 * time.Second, Workers: 128},
+	defaults: Options{Duration: 6 * time.Second, Workers: 128},
 	newPart:  func(Options) part { return &storefrontSeats{rows: 100, seats: 50} }}}
 
 type storefrontSeats struct {
