@@ -100,11 +100,6 @@ func runParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Opt
 	if err != nil {
 		return nil, err
 	}
-	return runLoadedParts(ctx, env, name, unit, latencyOp, o, ops, parts)
-}
-
-// runLoadedParts runs the load of provisioned parts and checks each part.
-func runLoadedParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Options, ops *opSet, parts []weighted) (*Outcome, error) {
 	label := name
 	if o.Label != "" {
 		label = o.Label
