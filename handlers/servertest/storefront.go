@@ -78,7 +78,7 @@ func newFrontStack(d frontDeps) frontStack {
 			Limiter: d.limiter, ClientIP: d.resolver, Gate: d.gate, Logger: d.log,
 		},
 		hooks: &webhooks.API{Booker: regs, Refunds: refunddb.Store{Pool: d.pool}, Redis: d.redis, Space: d.space,
-			CardSecret: CardWebhookSecret, WalletSecret: WalletWebhookSecret, Logger: d.log},
+			CardSecret: CardWebhookSecret, WalletSecret: WalletWebhookSecret, Gate: d.gate, Logger: d.log},
 		pay:     &pages.Pay{Card: card, Wallet: wallet, Logger: d.log},
 		tickets: &pages.Tickets{Orders: orderdb.Store{Pool: d.pool}, Keys: keys, Logger: d.log},
 		regs:    regs, card: card, wallet: wallet, keys: keys,

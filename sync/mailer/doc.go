@@ -2,8 +2,9 @@
 // (buyer_tickets), the host's notice of a new storefront registration
 // (host_notify) and of a payment to refund (host_refund). The sync worker
 // writes buyer and host rows in the paid order's own transaction;
-// registrations write refund rows. UNIQUE (order_id, kind) makes each one
-// row however often an order is written, so each is mailed once.
+// registrations write refund rows. UNIQUE (order_id, kind, ref) makes each
+// one row however often an order is written, so each is mailed once; ref
+// is empty but for host_refund, one row per payment to refund (its id).
 //
 // Several mailer processes may run against one database: a mailer claims
 // due rows (FOR UPDATE SKIP LOCKED) and leases them (locked_until), so no

@@ -123,6 +123,7 @@ func (m *Mailer) Run(ctx context.Context) error {
 type row struct {
 	id                       int64
 	orderID, kind, recipient string
+	ref                      string // host_refund: the payment id
 	payload                  []byte
 	attempts                 int
 }
@@ -173,7 +174,7 @@ FROM (SELECT id FROM outbox
 	AND (locked_until IS NULL OR locked_until <= now())
 	ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) due
 WHERE o.id = due.id
-RETURNING o.id, o.order_id, o.kind, o.recipient, o.payload, o.attempts`
+RETURNING o.id, o.order_id, o.kind, o.ref, o.recipient, o.payload, o.attempts`
 
 // claim leases due rows to this mailer. SKIP LOCKED lets concurrent
 // mailers claim disjoint rows; the lease keeps them off a claimed row
@@ -185,7 +186,7 @@ func (m *Mailer) claim(ctx context.Context) ([]row, error) {
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (row, error) {
 		var x row
-		err := r.Scan(&x.id, &x.orderID, &x.kind, &x.recipient, &x.payload, &x.attempts)
+		err := r.Scan(&x.id, &x.orderID, &x.kind, &x.ref, &x.recipient, &x.payload, &x.attempts)
 		return x, err
 	})
 	if err != nil {

@@ -248,7 +248,7 @@ ON CONFLICT (id) DO NOTHING`
 	insertOutbox = `INSERT INTO outbox (order_id, kind, recipient, payload)
 SELECT order_id, '` + OutboxBuyerTickets + `', recipient, '{}'::jsonb
 FROM unnest($1::text[], $2::text[]) AS u(order_id, recipient)
-ON CONFLICT (order_id, kind) DO NOTHING`
+ON CONFLICT (order_id, kind, ref) DO NOTHING`
 
 	// The host's address is the tenant's notifyEmail at the time of the
 	// sale; a tenant without one gets no row.
@@ -257,7 +257,7 @@ SELECT u.order_id, '` + OutboxHostNotify + `', t.doc->>'notifyEmail', '{}'::json
 FROM unnest($1::text[], $2::text[]) AS u(order_id, tenant_id)
 JOIN tenants t ON t.id = u.tenant_id
 WHERE coalesce(t.doc->>'notifyEmail', '') <> ''
-ON CONFLICT (order_id, kind) DO NOTHING`
+ON CONFLICT (order_id, kind, ref) DO NOTHING`
 
 	insertDead = `INSERT INTO dead_letters (stream, entry_id, fields, error)
 SELECT stream, entry_id, fields::jsonb, error
