@@ -14,13 +14,13 @@ import (
 // website (storefront.go): each buyer registers (register-guest), opens
 // the card checkout session, pays (the bench sends the processor's signed
 // webhook) and reads the registration until it shows confirmed, as the
-// success page does. 4,000 buyers come for 2,000 tickets, so the run
+// success page does. 6,000 buyers come for 3,000 tickets, so the run
 // sells out however fast the machine is, and the buyers after it are told
 // so at register-guest; the duration only bounds it. Every tenth buyer's
 // webhook is delivered twice, as by a processor that missed the
 // acknowledgement: it must book once.
 var StorefrontFlash = storefrontOnly{&single{name: "storefront-flash", unit: "registrations", latencyOp: "buyer",
-	defaults: Options{Arrivals: 4000, Capacity: 2000, Duration: 30 * time.Second, Workers: 128},
+	defaults: Options{Arrivals: 6000, Capacity: 3000, Duration: 30 * time.Second, Workers: 128},
 	newPart:  func(o Options) part { return &storefrontFlash{capacity: o.Capacity} }}}
 
 // FigRegistrationRate is storefront-flash's headline rate: registrations
