@@ -138,6 +138,13 @@ func split(text string) (t Ticket, signed string, sig []byte, err error) {
 	if len(text) > MaxText {
 		return t, "", nil, fmt.Errorf("%w: longer than %d characters", ErrMalformed, MaxText)
 	}
+	// Base64 decoders skip CR and LF: without this, a text with a line
+	// break inside a field would verify as a second, different code.
+	for i := range len(text) {
+		if c := text[i]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return t, "", nil, fmt.Errorf("%w: byte %d is %q, outside A-Z a-z 0-9 - _ .", ErrMalformed, i, c)
+		}
+	}
 	parts := strings.Split(text, ".")
 	if len(parts) > 0 && parts[0] != Version {
 		if strings.HasPrefix(parts[0], "TD") {
