@@ -142,7 +142,7 @@ func split(text string) (t Ticket, signed string, sig []byte, err error) {
 	// break inside a field would verify as a second, different code.
 	for i := range len(text) {
 		if c := text[i]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return t, "", nil, fmt.Errorf("%w: byte %d is %q, outside A-Z a-z 0-9 - _ .", ErrMalformed, i, c)
+			return t, "", nil, fmt.Errorf("%w: byte %d is %q, not one of A-Z a-z 0-9 - _ and the dot", ErrMalformed, i, c)
 		}
 	}
 	parts := strings.Split(text, ".")
