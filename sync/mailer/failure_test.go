@@ -58,8 +58,8 @@ func TestWrongPasswordRetriesLaterAndFailsNothing(t *testing.T) {
 	}
 }
 
-// A recipient the server refuses (RCPT 550) gives that row up; the batch
-// goes on to the next. The log names the stage and the code, not the
+// A recipient the server refuses (RCPT 550) gives that row up after one
+// attempt, never claimed again; the batch goes on to the next. The log names the stage and the code, not the
 // reply's text, which quotes the address.
 func TestRefusedRecipientFailsItsRowOnlyAndStaysOutOfTheLog(t *testing.T) {
 	t.Parallel()
@@ -75,13 +75,17 @@ func TestRefusedRecipientFailsItsRowOnlyAndStaysOutOfTheLog(t *testing.T) {
 	m.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
 	runOnce(t, m)
 	var failed bool
+	var attempts int
 	var lastError string
-	if err := b.pool.QueryRow(context.Background(), `SELECT failed_at IS NOT NULL, coalesce(last_error, '') FROM outbox
-		WHERE recipient = 'refused@example.com'`).Scan(&failed, &lastError); err != nil {
+	if err := b.pool.QueryRow(context.Background(), `SELECT failed_at IS NOT NULL, attempts, coalesce(last_error, '') FROM outbox
+		WHERE recipient = 'refused@example.com'`).Scan(&failed, &attempts, &lastError); err != nil {
 		t.Fatal(err)
 	}
-	if !failed || !strings.Contains(lastError, "refused@example.com") {
-		t.Fatalf("refused row: failed %v, error %q; want given up, the reply kept", failed, lastError)
+	if !failed || attempts != 1 || !strings.Contains(lastError, "550") || !strings.Contains(lastError, "refused@example.com") {
+		t.Fatalf("refused row: failed %v, attempts %d, error %q; want given up after one attempt, the reply kept", failed, attempts, lastError)
+	}
+	if n := runOnce(t, b.mailer(s, "m")); n != 0 {
+		t.Fatal("a given-up row was claimed again")
 	}
 	if got := srv.messages(); len(got) != 1 || got[0].to[0] != "ada@example.com" {
 		t.Fatalf("received %+v, want the other row's message", got)
