@@ -23,8 +23,8 @@ const Version = "TD1"
 const MaxText = 2048
 
 // DevelopmentSecretsKey is what ticketd uses when TICKETD_SECRETS_KEY is
-// unset (a development setup); ticketctl falls back to it too, so a ticket
-// of `ticketd -demo` verifies out of the box.
+// unset (a development setup). It is public: `ticketctl verify` uses it
+// only when asked to (-dev), and says so.
 const DevelopmentSecretsKey = "ticketd-development-secrets-key"
 
 var b64 = base64.RawURLEncoding.Strict()
