@@ -5,7 +5,10 @@
 -- they share. A script takes it with the
 -- line
 --   --@include cart
--- after "--@include capacity" (cart_refusal uses capacity_short).
+-- which brings lib/capacity too (cart_refusal uses capacity_short), once
+-- however many includes name it.
+
+--@include capacity
 
 -- cart_args(i): the claims and seats in ARGV from index i, as
 -- orders.ClaimArgs appends them (C, C field/quantity pairs, S, S labels).

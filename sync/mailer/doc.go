@@ -13,8 +13,15 @@
 // lines and tickets, the event's name), with one signed QR image per
 // ticket, and sent over SMTP (TICKETD_SMTP_URL) or written as an .eml file
 // into a folder (TICKETD_MAIL_DIR). A failed send is retried with
-// exponential backoff, its error kept in last_error; a refused recipient
-// (an SMTP 5xx reply) or the last attempt gives the row up (failed_at).
+// exponential backoff, its error kept in last_error (logs get the SMTP
+// stage and reply code only: the reply may quote the address); a refused
+// recipient or message (a 5xx reply to RCPT TO or to the end of DATA), or
+// the last attempt, gives the row up (failed_at). A failure of the server
+// or the configuration (unreachable, TLS, AUTH, MAIL FROM, a 5xx at any of
+// those) gives nothing up: the batch stops, the rows not begun are handed
+// back, and the mailer waits, doubling the wait while it lasts. A row that
+// panics is recorded as a failure; one whose claims ran out with no
+// outcome (its mailer died or hung each time) is given up.
 //
 // Delivery is at least once: a mailer that dies after the SMTP server
 // accepted a message but before it marked the row sent sends it again when

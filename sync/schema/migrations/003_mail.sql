@@ -30,3 +30,12 @@ ALTER TABLE outbox
 
 DROP INDEX IF EXISTS outbox_unsent;
 CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE sent_at IS NULL AND failed_at IS NULL;
+
+-- Nothing sent mail before this migration: every unsent row of an existing
+-- database would be due at once, and buyers would get their tickets for
+-- orders of weeks ago in one burst. Those rows are given up instead, kept
+-- with this last_error for an operator, who may queue them again
+-- (docs/tickets.md, "Mail queued before the mailer"). A new database has
+-- no rows here.
+UPDATE outbox SET failed_at = now(), last_error = 'queued before the mailer existed'
+WHERE sent_at IS NULL;
