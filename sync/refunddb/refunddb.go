@@ -17,10 +17,8 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/registrations"
+	"github.com/ticketd/ticketd/sync/outbox"
 )
-
-// OutboxHostRefund is the outbox kind of the host's refund notice.
-const OutboxHostRefund = "host_refund"
 
 // Store writes refunds to Postgres.
 type Store struct {
@@ -99,7 +97,7 @@ func (s Store) Refund(ctx context.Context, o registrations.Outcome, p registrati
 			SELECT $1, $2, $3, t.doc->>'notifyEmail', $4::jsonb FROM tenants t
 			WHERE t.id = $5 AND coalesce(t.doc->>'notifyEmail', '') <> ''
 			ON CONFLICT (order_id, kind, ref) DO NOTHING`,
-			n.RegistrationID, OutboxHostRefund, n.PaymentID, string(payload), tenant)
+			n.RegistrationID, outbox.HostRefund, n.PaymentID, string(payload), tenant)
 		if err != nil {
 			return fmt.Errorf("insert host notice: %w", err)
 		}
