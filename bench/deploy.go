@@ -54,13 +54,17 @@ type deployment struct {
 	allow       []string
 	drain       time.Duration
 	cpu         *cpuuse.Meter // ticketd, its stores and the load generator; nil off Linux
+	// cardSecret is ticketd's TICKETD_CARD_WEBHOOK_SECRET: the storefront
+	// scenarios sign the card webhook with it. Empty when unknown.
+	cardSecret string
 }
 
 // env is a fresh scenario environment: a new run id, so every run
 // provisions its own catalog objects.
 func (d *deployment) env() *scenario.Env {
 	return &scenario.Env{API: d.api, Addr: d.addr, Run: newRunID(), Allow: d.allow, Record: d.record, RecordWhy: d.recordWhy,
-		Redis: d.redis, KeyPrefix: d.prefix, PrefixKnown: d.prefixKnown, DrainTimeout: d.drain, CPU: d.cpu}
+		Redis: d.redis, KeyPrefix: d.prefix, PrefixKnown: d.prefixKnown, DrainTimeout: d.drain, CPU: d.cpu,
+		CardWebhookSecret: d.cardSecret}
 }
 
 func newRunID() string { return "b" + randomHex(4) }
@@ -179,13 +183,22 @@ func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name 
 		return err
 	}
 	token := randomHex(16)
+	d.cardSecret = "whsec_" + randomHex(16)
 	env := []string{"TICKETD_ADDR=" + addr, "REDIS_URL=" + d.redisURL, "DATABASE_URL=" + dbURL, "TICKETD_ADMIN_TOKEN=" + token,
 		"TICKETD_KEY_PREFIX=" + d.prefix, "TICKETD_SECRETS_KEY=" + randomHex(16), "TICKETD_LOG_FORMAT=text",
-		// The outbox rows are still written (one per order and kind); rendering an
-		// e-mail with QR images for each of a flash run's orders is not
-		// what the bench measures.
-		"TICKETD_MAIL=off"}
+		// The storefront scenarios: the bench plays the card processor and
+		// signs its webhook; each simulated buyer has its own client
+		// address in X-Forwarded-For, believed from loopback only. The
+		// mailer sends nothing: the outbox rows are still written (one per
+		// order and kind); rendering an e-mail with QR images for each of a
+		// flash run's orders is not what the bench measures.
+		"TICKETD_CARD_WEBHOOK_SECRET=" + d.cardSecret, "TICKETD_TRUSTED_PROXIES=127.0.0.1/32,::1/128", "TICKETD_MAIL=off"}
 	env = append(env, d.ticketdEnv...) // later entries win
+	for _, kv := range d.ticketdEnv {
+		if v, ok := strings.CutPrefix(kv, "TICKETD_CARD_WEBHOOK_SECRET="); ok {
+			d.cardSecret = v
+		}
+	}
 	p, err := procs.Start(name, d.ticketdBin, nil, env, filepath.Join(d.outDir, name+"-"+d.stamp+".log"))
 	if err != nil {
 		return err
@@ -255,6 +268,7 @@ func (d *deployment) connectTarget(ctx context.Context, c config, stack *procs.S
 		return err
 	}
 	d.dbServer = first(c.BaselineDBURL, defaultDatabaseURL)
+	d.cardSecret = c.CardSecret
 	d.describe = c.Target + " (a running deployment: the bench catalogs it provisions stay there)"
 	d.benchPrefix = "bench:" + randomHex(6) + ":"
 	if c.RedisURL != "" {

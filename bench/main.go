@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -57,13 +58,14 @@ type config struct {
 	Allow         string
 	DrainTimeout  time.Duration
 	TicketdEnv    []string
+	CardSecret    string
 }
 
 func main() { os.Exit(run()) }
 
 func run() int {
 	var c config
-	flag.StringVar(&c.Scenario, "scenario", "all", "what to run: "+strings.Join(names(), " | ")+" | all (the standard suite)")
+	flag.StringVar(&c.Scenario, "scenario", "all", "what to run: "+strings.Join(names(), " | ")+" | all (the standard suite); several: a comma-separated list")
 	flag.DurationVar(&c.Duration, "duration", 0, "length of each timed run (0: each scenario's default)")
 	flag.Float64Var(&c.Rate, "rate", 0, "open-loop arrivals (pairs) per second; with one scenario it runs it open loop, in the suite it sets flash-open's rate")
 	flag.IntVar(&c.Concurrency, "concurrency", 128, "closed-loop workers (also redis-benchmark's clients); 128 is about where the flash closed loop peaks on 2 cores")
@@ -79,6 +81,7 @@ func run() int {
 	flag.BoolVar(&c.NoCeiling, "no-ceiling", false, "skip the ceilings (canned HTTP, redis-benchmark)")
 	flag.BoolVar(&c.Strict, "strict", false, "exit non-zero when a target is missed, not only when integrity fails")
 	flag.StringVar(&c.Allow, "allow", "127.0.0.1/32,::1/128", "IP allowlist (CIDRs) of the bench channels: where the load comes from")
+	flag.StringVar(&c.CardSecret, "card-webhook-secret", os.Getenv("TICKETD_CARD_WEBHOOK_SECRET"), "with -target: its TICKETD_CARD_WEBHOOK_SECRET, to sign the card webhooks of the storefront scenarios (without it they do not run)")
 	flag.DurationVar(&c.DrainTimeout, "drain-timeout", 2*time.Minute, "how long the integrity check waits for the sync worker to write everything to Postgres")
 	ticketdEnv := flag.String("ticketd-env", "", "extra environment of the ticketd processes the bench starts, NAME=value words (\"TICKETD_REDIS_FLUSH_DELAY=200us GOGC=800\")")
 	serveCanned := flag.String("serve-canned", "", "internal: serve canned responses on this address (the HTTP ceiling)")
@@ -138,17 +141,27 @@ func names() []string {
 	return out
 }
 
-// selection returns the scenarios a -scenario value names.
-func selection(name string) ([]scenario.Scenario, error) {
-	if name == "all" {
+// selection returns the scenarios a -scenario value names: all, one name,
+// or a comma-separated list (run in the standard suite's order).
+func selection(value string) ([]scenario.Scenario, error) {
+	if value == "all" {
 		return scenario.All, nil
 	}
+	want := map[string]bool{}
+	for _, name := range strings.Split(value, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.ContainsFunc(scenario.All, func(s scenario.Scenario) bool { return s.Name() == name }) {
+			return nil, fmt.Errorf("unknown -scenario %q; want one of %s, all, or a comma-separated list", name, strings.Join(names(), ", "))
+		}
+		want[name] = true
+	}
+	var out []scenario.Scenario
 	for _, s := range scenario.All {
-		if s.Name() == name {
-			return []scenario.Scenario{s}, nil
+		if want[s.Name()] {
+			out = append(out, s)
 		}
 	}
-	return nil, fmt.Errorf("unknown -scenario %q; want one of %s or all", name, strings.Join(names(), ", "))
+	return out, nil
 }
 
 func missed(ts []report.Target) bool {
@@ -196,6 +209,7 @@ func runSuite(ctx context.Context, c config, selected []scenario.Scenario, stack
 			s.Runs = append(s.Runs, r)
 		}
 	}
+	besideFlash(s.Runs)
 	s.IntegrityOK = true
 	for i := range s.Runs {
 		s.Runs[i].Normalize()
@@ -253,17 +267,44 @@ func toRun(name, target string, o *scenario.Outcome) report.Run {
 }
 
 // saleRate makes a sell-out's headline rate the rate of the sale, first
-// arrival to last paid confirm: after it the run only answers sold out.
+// arrival to last paid confirm (or confirmed registration): after it the
+// run only answers sold out.
 func saleRate(r *report.Run, o *scenario.Outcome) {
 	rate, ok := o.Figure(scenario.FigSaleRate)
+	if !ok {
+		rate, ok = o.Figure(scenario.FigRegistrationRate)
+	}
 	if !ok {
 		r.Notes = append(r.Notes, "it did not sell out: throughput is over the whole run")
 		return
 	}
 	whole := r.ThroughputPerS
 	r.ThroughputPerS = rate
-	r.Figures = append(r.Figures, report.Figure{Name: "pairs/s over the whole run (the sale and the sold-out answers after it)", Value: whole, Unit: "pairs/s"})
-	r.Notes = append(r.Notes, "throughput is over the sale (first arrival to last paid confirm), not the whole run")
+	r.Figures = append(r.Figures, report.Figure{Name: r.Unit + "/s over the whole run (the sale and the sold-out answers after it)", Value: whole, Unit: r.Unit + "/s"})
+	r.Notes = append(r.Notes, "throughput is over the sale (first arrival to last "+strings.TrimSuffix(r.Unit, "s")+" paid), not the whole run")
+}
+
+// besideFlash compares each storefront run with the partner flash run of
+// the same invocation (closed loop, reserve+confirm pairs).
+func besideFlash(runs []report.Run) {
+	var flash *report.Run
+	for i := range runs {
+		if r := &runs[i]; r.Scenario == scenario.Flash.Name() && r.Target == "ticketd" && r.Mode == "closed" && !r.Interrupted {
+			flash = r
+			break
+		}
+	}
+	for i := range runs {
+		r := &runs[i]
+		if !strings.HasPrefix(r.Scenario, "storefront-") || r.Target != "ticketd" || len(r.Ops) == 0 {
+			continue
+		}
+		if flash == nil {
+			r.Notes = append(r.Notes, "no partner flash run in this invocation to compare with (-scenario flash,"+r.Scenario+")")
+			continue
+		}
+		r.VsPartnerFlash = r.Against(flash)
+	}
 }
 
 // serveCannedMain is the hidden -serve-canned mode: the HTTP ceiling's

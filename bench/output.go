@@ -5,17 +5,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ticketd/ticketd/bench/procs"
 	"github.com/ticketd/ticketd/bench/report"
 )
 
 // writeOutputs writes the JSON (a run object for one scenario, the suite
-// otherwise) and the HTML report.
+// for all or a list) and the HTML report.
 func writeOutputs(c config, s *report.Suite) error {
 	if c.JSON != "" {
 		var v any = s
-		if c.Scenario != "all" {
+		if c.Scenario != "all" && !strings.Contains(c.Scenario, ",") {
 			v = single(s, c.Scenario)
 		}
 		if err := report.WriteJSON(c.JSON, v); err != nil {

@@ -6,8 +6,11 @@
 // Scripts cannot call each other, so a definition several scripts need
 // lives once in lib/<name>.lua, and a script takes it with a line
 // "--@include <name>" (a Lua comment, so the file stays valid Lua): Load
-// puts the library's text in that line's place. The script Redis runs, and
-// whose SHA-1 EVALSHA names, is the expanded text.
+// puts the library's text in that line's place. A library may include
+// another; each library is put into a script once, where it is first
+// included, so a library that includes what it uses never depends on the
+// order of a script's includes. The script Redis runs, and whose SHA-1
+// EVALSHA names, is the expanded text.
 package lua
 
 import (
@@ -18,6 +21,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/redis/rueidis"
@@ -29,28 +36,76 @@ var files embed.FS
 var includePrefix = []byte("--@include ")
 
 // Source returns the text Redis runs for the named script: the file with
-// every "--@include <name>" line replaced by lib/<name>.lua. Libraries do
-// not include others.
-func Source(name string) ([]byte, error) {
-	b, err := files.ReadFile(name + ".lua")
+// every "--@include <name>" line replaced by lib/<name>.lua, expanded the
+// same way, each library once. A line that looks like a directive ("--@…"
+// after any indentation) but is not an include Source expands (indented,
+// misspelt, an unknown library) is an error, as is an include cycle: a
+// script that silently lacked its library would fail in Redis at run time.
+func Source(name string) ([]byte, error) { return expand(files, name) }
+
+func expand(fsys fs.FS, name string) ([]byte, error) {
+	b, err := fs.ReadFile(fsys, name+".lua")
 	if err != nil {
 		return nil, err
 	}
 	var out bytes.Buffer
-	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-		lib, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), includePrefix)
+	if err := include(fsys, name, b, &out, map[string]bool{}, nil); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// include writes text (of the file name) to out with its include lines
+// expanded. done holds the libraries already in out; open those being
+// expanded (a cycle).
+func include(fsys fs.FS, name string, text []byte, out *bytes.Buffer, done map[string]bool, open []string) error {
+	for n, line := range bytes.SplitAfter(text, []byte("\n")) {
+		lib, ok, err := directive(line)
+		if err != nil {
+			return fmt.Errorf("lua: %s.lua line %d: %w", name, n+1, err)
+		}
 		if !ok {
 			out.Write(line)
 			continue
 		}
-		text, err := files.ReadFile("lib/" + string(bytes.TrimSpace(lib)) + ".lua")
-		if err != nil {
-			return nil, fmt.Errorf("lua: %s includes %s: %w", name, lib, err)
+		if slices.Contains(open, lib) {
+			return fmt.Errorf("lua: %s.lua line %d: include cycle %s -> %s", name, n+1, strings.Join(open, " -> "), lib)
 		}
-		out.Write(text)
+		if done[lib] {
+			continue
+		}
+		b, err := fs.ReadFile(fsys, "lib/"+lib+".lua")
+		if err != nil {
+			return fmt.Errorf("lua: %s.lua line %d includes %s: %w", name, n+1, lib, err)
+		}
+		if err := include(fsys, "lib/"+lib, b, out, done, append(open, lib)); err != nil {
+			return err
+		}
+		done[lib] = true
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			out.WriteByte('\n')
+		}
 	}
-	return out.Bytes(), nil
+	return nil
 }
+
+// directive reads an include line: ok with the library's name for
+// "--@include <name>" at the start of a line, an error for any other line
+// whose comment starts with "@" (a directive Source would not expand).
+func directive(line []byte) (lib string, ok bool, err error) {
+	l := bytes.TrimRight(line, " \t\r\n")
+	t := bytes.TrimLeft(l, " \t")
+	if !bytes.HasPrefix(t, []byte("--")) || !bytes.HasPrefix(bytes.TrimLeft(t[2:], " \t"), []byte("@")) {
+		return "", false, nil
+	}
+	name, found := bytes.CutPrefix(l, includePrefix)
+	if !found || !libName.Match(name) {
+		return "", false, fmt.Errorf("%q is not an include: want \"--@include <name>\" at the start of the line, <name> of a-z 0-9 _", l)
+	}
+	return string(name), true, nil
+}
+
+var libName = regexp.MustCompile(`^[a-z0-9_]+$`)
 
 // Load returns the named script (file name without ".lua", includes
 // expanded), ready for EVALSHA with an EVAL fallback. It panics on a

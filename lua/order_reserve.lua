@@ -27,7 +27,9 @@
 -- ARGV[11 .. 10+2C] -> claim field, quantity, ...
 -- ARGV[11+2C] -> number of seats S
 -- next S  -> seat labels
--- rest    -> order hash field, value, ... (st and exp are added here)
+-- rest    -> order hash field, value, ... (st and exp are added here, and
+--            bk, adm, lim when ARGV[7] > 0: the buyer key, the order's
+--            admissions and the limit, for confirm's check)
 --
 -- Output:
 --   {0, expiresAtMs}                 created
@@ -81,7 +83,7 @@ for s = 1, nseats do
   redis.call('HDEL', KEYS[5], 's:' .. labels[s])
 end
 if code ~= '' and maxuses > 0 then
-  cart_hold_discount(KEYS[6], oid, exp, ttl)
+  cart_hold_discount(KEYS[6], oid, exp)
 end
 local kv = {'st', 'pending', 'exp', exp}
 if limit > 0 then

@@ -2,7 +2,7 @@
 -- the next one with exponential backoff (base * 2^(attempts-1), capped).
 --
 -- KEYS[1] -> session hash {pN}:pay:<sessionId>
--- KEYS[2] -> due set {pN}:paydue
+-- KEYS[2] -> due set {pN}:paydue:<processor>
 --
 -- ARGV[1] -> session id
 -- ARGV[2] -> base delay, ms

@@ -3,7 +3,7 @@
 -- set, which the delivery loop works through until ticketd answers 2xx.
 --
 -- KEYS[1] -> session hash {pN}:pay:<sessionId>
--- KEYS[2] -> due set {pN}:paydue (member: session id, score: next attempt, ms)
+-- KEYS[2] -> due set {pN}:paydue:<processor> (member: session id, score: next attempt, ms)
 --
 -- ARGV[1] -> session id
 -- ARGV[2] -> webhook event id, minted by the caller (kept if already paid)

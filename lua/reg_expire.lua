@@ -26,6 +26,8 @@
 --   {1, st}                    not held ('' when unknown): nothing to give back
 --   {2, expiresAtMs}           its window has not passed
 --   {3, seats, discount code}  declared keys are not the registration's
+--@include capacity
+--@include cart
 local reg = KEYS[1]
 local id = ARGV[1]
 local o = redis.call('HMGET', reg, 'st', 'exp', 'claims', 'seats', 'dc', 'bk', 'adm', 'gen')
@@ -61,7 +63,7 @@ for _ in string.gmatch(o[4] or '', '%S+') do
   end
 end
 if (o[5] or '') ~= '' then
-  redis.call('ZREM', KEYS[3], id)
+  cart_drop_discount(KEYS[3], id)
 end
 redis.call('ZREM', KEYS[5], id)
 redis.call('HSET', reg, 'st', 'expired')

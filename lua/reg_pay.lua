@@ -4,9 +4,11 @@
 -- queues an order. Expired (or held under an older generation of the Redis
 -- state, whose claims a rebuild did not count): it claims anew when every
 -- capacity and the same seats are still free (reclaimed), else it needs a
--- refund. An amount or currency that differs from the registration's never
--- books it: it needs a refund and, when held, gives its claim back at once
--- (no later payment can book a registration in refund).
+-- refund: capacity, the same seats, a use of its limited discount code
+-- and the buyer's limit are checked as for a new claim. An amount or
+-- currency that differs from the registration's, or a cancelled event,
+-- never books it: it needs a refund and, when held, gives its claim back at
+-- once (no later payment can book a registration in refund).
 --
 -- KEYS[1]  -> registration hash     {pN}:ord:<id>
 -- KEYS[2]  -> capacities hash       {pN}:ev:<id>:cap
@@ -31,15 +33,18 @@
 -- ARGV[6] -> declared discount code
 -- ARGV[7] -> paid stream cap: 0 (a sync worker drains it) or MAXLEN ~ this
 -- ARGV[8] -> retention ms (how long a refund or a paid hash without a worker stays)
+-- ARGV[9] -> "1" when the event is cancelled, else "0"
 --
 -- Output:
 --   {0, duplicate 0|1, reclaimed 0|1, tickets JSON}  paid (duplicate: by this
 --                                        same payment already)
 --   {1}                                  no such storefront registration
---   {2, reason, duplicate 0|1}           this payment needs a refund: 'amount_mismatch',
---                                        'sold_out', 'seat_lost', 'already_paid'
---                                        (paid by another payment), or the reason
---                                        the registration is in refund already
+--   {2, reason, duplicate 0|1}           this payment needs a refund: 'cancelled',
+--                                        'amount_mismatch', 'sold_out', 'seat_lost',
+--                                        'discount_used_up', 'buyer_limit',
+--                                        'already_paid' (paid by another payment),
+--                                        or the reason the registration is in
+--                                        refund already
 --   {3, seats, discount code}            declared keys are not the registration's
 --   {4}                                  the partition's marker is missing
 --@include capacity
@@ -49,7 +54,8 @@ if not gen then
   return {4}
 end
 local reg = KEYS[1]
-local o = redis.call('HMGET', reg, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'why', 'ref', 'bk', 'adm', 'gen')
+local o = redis.call('HMGET', reg, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'why', 'ref', 'bk', 'adm', 'gen',
+  'dmax', 'lim')
 local st = o[1]
 if not st or string.sub(o[3] or '', 1, 3) ~= 'sf:' then
   return {1}
@@ -82,7 +88,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 -- checks
 local reason = nil
-if ARGV[4] ~= 'USD' or tonumber(ARGV[3]) ~= tonumber(o[2]) then
+if ARGV[9] == '1' then
+  reason = 'cancelled'
+elseif ARGV[4] ~= 'USD' or tonumber(ARGV[3]) ~= tonumber(o[2]) then
   reason = 'amount_mismatch'
 end
 if not reason and not counted and capacity_short(KEYS[2], KEYS[3], fields, qtys) then
@@ -95,6 +103,19 @@ if not reason then
       reason = 'seat_lost'
       break
     end
+  end
+end
+-- A held registration's discount hold never lapses; one given back (or
+-- taken under an older state) must find a use left, as a new claim does.
+local dmax = tonumber(o[14]) or 0
+if not reason and code ~= '' and dmax > 0 and
+    cart_discount_refusal({dcholds = KEYS[5], dcused = KEYS[6]}, code, dmax, id, now) then
+  reason = 'discount_used_up'
+end
+local lim = tonumber(o[15]) or 0
+if not reason and not counted and bk and lim > 0 then
+  if (tonumber(redis.call('HGET', KEYS[9], bk)) or 0) + adm > lim then
+    reason = 'buyer_limit'
   end
 end
 
@@ -114,7 +135,7 @@ if reason then
     end
   end
   if code ~= '' then
-    redis.call('ZREM', KEYS[5], id)
+    cart_drop_discount(KEYS[5], id)
   end
   redis.call('ZREM', KEYS[10], id)
   redis.call('HSET', reg, 'st', 'refund', 'why', reason, 'ref', ref, 'amt', ARGV[3])
@@ -134,7 +155,7 @@ for s = 1, #seats do
   redis.call('DEL', KEYS[10 + s])
 end
 if code ~= '' then
-  redis.call('ZREM', KEYS[5], id)
+  cart_drop_discount(KEYS[5], id)
   redis.call('HINCRBY', KEYS[6], code, 1)
 end
 redis.call('ZREM', KEYS[10], id)

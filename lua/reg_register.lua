@@ -3,7 +3,8 @@
 -- seats its hold token holds (handed to the registration), one use of a
 -- limited discount code and the buyer's admissions, so a payment never
 -- finds its inventory gone and a partner confirm can never oversell against
--- it. A paid registration (total > 0) is held for the checkout window and
+-- it. The seats and the discount use are held without expiry: while the
+-- registration is held, only reg_expire and reg_pay give them back. A paid registration (total > 0) is held for the checkout window and
 -- put in its partition's expiry zset; a free one is paid at once and queued
 -- on the paid stream exactly as order_confirm.lua queues an order.
 --
@@ -34,7 +35,9 @@
 -- ARGV[12] -> number of claims C
 -- next 2C  -> claim field, quantity, ...
 -- next     -> number of seats S, then S seat labels
--- rest     -> hash field, value, ... (st, exp, gen, bk, adm are added here)
+-- rest     -> hash field, value, ... (st, exp, gen are added here; bk, adm,
+--             lim with a buyer limit; dmax, the code's max uses, with a
+--             limited code: reg_pay checks them again for a late payment)
 --
 -- Output:
 --   {0, expiresAtMs}         held, awaiting payment
@@ -93,7 +96,10 @@ for s = 1, nseats do
     redis.call('HSET', KEYS[4], labels[s], id)
     redis.call('DEL', KEYS[11 + s])
   else
-    redis.call('SET', KEYS[11 + s], 'o:' .. id, 'PX', ttl)
+    -- No expiry: while held, only reg_expire and reg_pay give the seat
+    -- back, so a payment that comes after the window but before the sweep
+    -- never finds it taken (the sold counts are held that long too).
+    redis.call('SET', KEYS[11 + s], 'o:' .. id)
   end
 end
 if limit > 0 then
@@ -105,6 +111,12 @@ if limit > 0 then
   kv[#kv + 1] = ARGV[8]
   kv[#kv + 1] = 'adm'
   kv[#kv + 1] = adm
+  kv[#kv + 1] = 'lim'
+  kv[#kv + 1] = limit
+end
+if limited then
+  kv[#kv + 1] = 'dmax'
+  kv[#kv + 1] = maxuses
 end
 for j = rest, #ARGV do
   kv[#kv + 1] = ARGV[j]
@@ -112,7 +124,7 @@ end
 
 if not free then
   if limited then
-    cart_hold_discount(KEYS[6], id, exp, ttl)
+    cart_hold_discount(KEYS[6], id, '+inf')
   end
   kv[#kv + 1] = 'st'
   kv[#kv + 1] = 'held'

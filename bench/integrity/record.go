@@ -71,3 +71,48 @@ func WaitRecord(ctx context.Context, read func(context.Context) (Record, error),
 		}
 	}
 }
+
+// StorefrontOrders returns every storefront order of eventID (source
+// 'storefront': the paid registrations) with its total, tickets and buyer
+// e-mails queued.
+func (p Postgres) StorefrontOrders(ctx context.Context, eventID string) (map[string]StoredRegistration, error) {
+	rows, err := p.Pool.Query(ctx, `SELECT o.id, o.total_cents,
+		(SELECT count(*) FROM tickets t WHERE t.order_id = o.id),
+		(SELECT count(*) FROM outbox x WHERE x.order_id = o.id AND x.kind = 'buyer_tickets')
+		FROM orders o WHERE o.event_id = $1 AND o.source = 'storefront'`, eventID)
+	if err != nil {
+		return nil, fmt.Errorf("integrity: read storefront orders of %s: %w", eventID, err)
+	}
+	defer rows.Close()
+	out := map[string]StoredRegistration{}
+	for rows.Next() {
+		var id string
+		var total int64
+		var s StoredRegistration
+		if err := rows.Scan(&id, &total, &s.Tickets, &s.BuyerMails); err != nil {
+			return nil, fmt.Errorf("integrity: read storefront orders of %s: %w", eventID, err)
+		}
+		s.Total = money.Cents(total)
+		out[id] = s
+	}
+	return out, rows.Err()
+}
+
+// SeatOwners returns, per seat label of eventID, the orders of its seat
+// tickets (more than one means the seat was issued twice).
+func (p Postgres) SeatOwners(ctx context.Context, eventID string) (map[string][]string, error) {
+	rows, err := p.Pool.Query(ctx, `SELECT coalesce(ref_id, label), order_id FROM tickets WHERE event_id = $1 AND kind = 'seat'`, eventID)
+	if err != nil {
+		return nil, fmt.Errorf("integrity: read seat tickets of %s: %w", eventID, err)
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var label, order string
+		if err := rows.Scan(&label, &order); err != nil {
+			return nil, fmt.Errorf("integrity: read seat tickets of %s: %w", eventID, err)
+		}
+		out[label] = append(out[label], order)
+	}
+	return out, rows.Err()
+}

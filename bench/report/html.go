@@ -156,6 +156,7 @@ small{color:#666}
 <p>{{num .ThroughputPerS}} {{.Unit}}/s &middot; {{num .RequestsPerS}} requests/s &middot; {{.Arrivals}} arrivals &middot; {{.Requests}} requests{{if .Interrupted}} &middot; <b>interrupted</b>{{end}}</p>
 {{if gt .Rate 0.0}}<p>open loop: {{num .AchievedRate}} arrivals/s begun of {{num .Rate}}/s intended</p>{{end}}
 {{range .Warnings}}<p class="FAIL">WARNING: {{.}}</p>{{end}}
+{{with .VsPartnerFlash}}<p>beside the partner {{.Run}} run of this invocation: {{num .ThroughputPerS}} {{.Unit}}/s ({{num .RequestsPerS}} requests/s) there, {{fixed2 .ThroughputRatio}}x here; p99 of {{.LatencyOp}} {{ms .P99Ms}} ms there</p>{{end}}
 {{with .VsNonDurable}}<p>cost of durability against {{.Run}} (Redis without persistence, same invocation): throughput {{num .ThroughputPerS}} there, {{fixed2 .ThroughputRatio}}x here; p99 {{ms .P99Ms}} ms there, {{fixed2 .P99Ratio}}x here</p>{{end}}
 <div class="plots">{{.Latency}}{{.Through}}{{.P99}}</div>
 {{if .Ops}}<table><tr><th>op</th><th>count</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max (ms)</th></tr>

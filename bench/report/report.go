@@ -61,6 +61,9 @@ type Run struct {
 	// VsNonDurable compares a run on durable Redis (flash-durable) with the
 	// same load on Redis without persistence in the same invocation.
 	VsNonDurable *Versus `json:"vs_non_durable"`
+	// VsPartnerFlash compares a storefront run with the partner flash run
+	// (closed loop, reserve+confirm pairs) of the same invocation.
+	VsPartnerFlash *Versus `json:"vs_partner_flash,omitempty"`
 
 	RedisBytesPerHold         *float64 `json:"redis_bytes_per_hold"`
 	RedisBytesPerPendingOrder *float64 `json:"redis_bytes_per_pending_order"`
@@ -102,8 +105,11 @@ type Figure struct {
 // Versus is a run's throughput and p99 against another run's.
 type Versus struct {
 	Run            string  `json:"run"`
+	Unit           string  `json:"unit,omitempty"`
 	ThroughputPerS float64 `json:"throughput_per_s"`
+	RequestsPerS   float64 `json:"requests_per_s,omitempty"`
 	P99Ms          float64 `json:"p99_ms"`
+	LatencyOp      string  `json:"latency_op,omitempty"`
 	// ThroughputRatio and P99Ratio are this run's figure over the other's.
 	ThroughputRatio float64 `json:"throughput_ratio"`
 	P99Ratio        float64 `json:"p99_ratio"`
@@ -114,8 +120,8 @@ func (r *Run) Against(other *Run) *Versus {
 	if other == nil || other.ThroughputPerS <= 0 {
 		return nil
 	}
-	v := &Versus{Run: other.Scenario, ThroughputPerS: other.ThroughputPerS, P99Ms: other.P99Ms,
-		ThroughputRatio: r.ThroughputPerS / other.ThroughputPerS}
+	v := &Versus{Run: other.Scenario, Unit: other.Unit, ThroughputPerS: other.ThroughputPerS, RequestsPerS: other.RequestsPerS,
+		P99Ms: other.P99Ms, LatencyOp: other.LatencyOp, ThroughputRatio: r.ThroughputPerS / other.ThroughputPerS}
 	if other.P99Ms > 0 {
 		v.P99Ratio = r.P99Ms / other.P99Ms
 	}

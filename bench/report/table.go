@@ -33,6 +33,7 @@ func Table(w io.Writer, s *Suite) {
 	}
 	openLoops(w, s)
 	durability(w, s)
+	storefront(w, s)
 
 	section(w, "Latency by operation, ms (open loop: from the intended start; confirm: from its send)")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -128,21 +129,39 @@ func openLoops(w io.Writer, s *Suite) {
 // durability writes the cost of durability: each run on durable Redis
 // against the same load without persistence.
 func durability(w io.Writer, s *Suite) {
-	var rows []Run
+	versusSection(w, s, "Cost of durability (Redis with deploy/redis.conf: AOF, appendfsync always; against Redis without persistence, same invocation)",
+		func(r Run) *Versus { return r.VsNonDurable }, func(r Run, v *Versus) string {
+			return fmt.Sprintf("%s vs %s: throughput %s vs %s %s/s = %sx; p99 %s %s vs %s ms = %sx", r.Scenario, v.Run,
+				num(r.ThroughputPerS), num(v.ThroughputPerS), r.Unit, fixed2(v.ThroughputRatio),
+				r.LatencyOp, ms(r.P99Ms), ms(v.P99Ms), fixed2(v.P99Ratio))
+		})
+}
+
+// storefront writes each storefront run beside the partner flash run of
+// the same invocation.
+func storefront(w io.Writer, s *Suite) {
+	versusSection(w, s, "Storefront beside the partner flash run (same invocation; a storefront buyer makes 4 or more calls, a partner pair 2)",
+		func(r Run) *Versus { return r.VsPartnerFlash }, func(r Run, v *Versus) string {
+			return fmt.Sprintf("%s: %s %s/s (%s req/s) vs %s %s %s/s (%s req/s) = %sx; p99 %s %s vs %s %s ms", r.Scenario,
+				num(r.ThroughputPerS), r.Unit, num(r.RequestsPerS), v.Run, num(v.ThroughputPerS), v.Unit, num(v.RequestsPerS),
+				fixed2(v.ThroughputRatio), r.LatencyOp, ms(r.P99Ms), v.LatencyOp, ms(v.P99Ms))
+		})
+}
+
+// versusSection writes, under title, a line for each run compared with
+// another (vs not nil); nothing when there is none.
+func versusSection(w io.Writer, s *Suite, title string, vs func(Run) *Versus, line func(r Run, v *Versus) string) {
+	titled := false
 	for _, r := range s.Runs {
-		if r.VsNonDurable != nil {
-			rows = append(rows, r)
+		v := vs(r)
+		if v == nil {
+			continue
 		}
-	}
-	if len(rows) == 0 {
-		return
-	}
-	section(w, "Cost of durability (Redis with deploy/redis.conf: AOF, appendfsync always; against Redis without persistence, same invocation)")
-	for _, r := range rows {
-		v := r.VsNonDurable
-		fmt.Fprintf(w, "  %s vs %s: throughput %s vs %s %s/s = %sx; p99 %s %s vs %s ms = %sx\n", r.Scenario, v.Run,
-			num(r.ThroughputPerS), num(v.ThroughputPerS), r.Unit, fixed2(v.ThroughputRatio),
-			r.LatencyOp, ms(r.P99Ms), ms(v.P99Ms), fixed2(v.P99Ratio))
+		if !titled {
+			section(w, title)
+			titled = true
+		}
+		fmt.Fprintln(w, "  "+line(r, v))
 	}
 }
 

@@ -20,7 +20,22 @@ import (
 // and returns the environment a scenario runs in.
 func ticketd(t *testing.T) (*servertest.Server, *Env) {
 	t.Helper()
-	s := servertest.Start(t, servertest.Options{})
+	return ticketdWith(t, servertest.Options{})
+}
+
+// storefrontTicketd is ticketd as the bench starts it for the storefront
+// scenarios: X-Forwarded-For believed from loopback, the card webhook
+// secret known to the bench.
+func storefrontTicketd(t *testing.T) (*servertest.Server, *Env) {
+	t.Helper()
+	s, env := ticketdWith(t, servertest.Options{Trusted: "127.0.0.1/32,::1/128"})
+	env.CardWebhookSecret = servertest.CardWebhookSecret
+	return s, env
+}
+
+func ticketdWith(t *testing.T, opt servertest.Options) (*servertest.Server, *Env) {
+	t.Helper()
+	s := servertest.Start(t, opt)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -212,5 +227,102 @@ func TestAlternateMeasuresTwoDeploymentsInTurns(t *testing.T) {
 	}
 	if strings.Join(turns, " ") != "side-a side-b side-a" { // A B B A: the two B slices run back to back
 		t.Fatalf("turns %v, want side-a, side-b (twice), side-a", turns)
+	}
+}
+
+// TestStorefrontFlashSellsOutExactlyAgainstTicketd runs storefront-flash
+// with 200 buyers for 80 tickets against a real ticketd: it sells out,
+// every registration is confirmed by the signed webhook (every tenth
+// delivered twice), and every check passes, Redis and Postgres included.
+func TestStorefrontFlashSellsOutExactlyAgainstTicketd(t *testing.T) {
+	t.Parallel()
+	_, env := storefrontTicketd(t)
+	out, err := StorefrontFlash.Run(context.Background(), env, Options{Duration: time.Minute, Arrivals: 200, Workers: 16, Capacity: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failedChecks(out.Checks); len(f) > 0 || !out.Checks.OK() {
+		t.Fatalf("integrity failed:\n%s", strings.Join(f, "\n"))
+	}
+	res := out.Result
+	if res.Units != 80 || len(res.Errors) > 0 || res.Rejections["EVENT_SOLD_OUT"]+res.Rejections["TICKET_SOLD_OUT"] != 120 {
+		t.Fatalf("%d confirmed (want 80), errors %v, rejections %v", res.Units, res.Errors, res.Rejections)
+	}
+	if n := res.Op("webhook_redelivered").Count; n == 0 {
+		t.Fatal("no webhook was delivered twice")
+	}
+	checked := 0
+	for _, c := range out.Checks {
+		if c.Status == integrity.Pass {
+			checked++
+		}
+	}
+	if checked != len(out.Checks) {
+		t.Fatalf("not every check was made: %+v", out.Checks)
+	}
+}
+
+// TestStorefrontSeatsBooksNoSeatTwiceAgainstTicketd races 150 buyers for
+// 40 seats through storefront holds: some pay, the others meet
+// SEAT_CONFLICT, and every seat check passes against Redis and Postgres.
+func TestStorefrontSeatsBooksNoSeatTwiceAgainstTicketd(t *testing.T) {
+	t.Parallel()
+	_, env := storefrontTicketd(t)
+	p := &storefrontSeats{rows: 4, seats: 10}
+	out, err := runParts(context.Background(), env, "storefront-seats", "buyers", "buyer", Options{Duration: time.Minute, Arrivals: 150, Workers: 16},
+		[]weighted{{p: p, weight: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failedChecks(out.Checks); len(f) > 0 {
+		t.Fatalf("integrity failed:\n%s", strings.Join(f, "\n"))
+	}
+	res := out.Result
+	if res.Units == 0 || len(res.Errors) > 0 || res.Rejections["SEAT_CONFLICT"] == 0 {
+		t.Fatalf("%d buyers confirmed, errors %v, rejections %v", res.Units, res.Errors, res.Rejections)
+	}
+	for _, c := range out.Checks {
+		if c.Status != integrity.Pass {
+			t.Fatalf("a check was not made: %+v", c)
+		}
+	}
+}
+
+// TestStorefrontIntegrityCatchesASeatBookedTwice sells seats, then books
+// one of them to another order behind the buyers' backs, and loses a
+// buyer e-mail: the checks must fail.
+func TestStorefrontIntegrityCatchesASeatBookedTwice(t *testing.T) {
+	t.Parallel()
+	s, env := storefrontTicketd(t)
+	p := &storefrontSeats{rows: 2, seats: 10}
+	ctx := context.Background()
+	out, err := runParts(ctx, env, "storefront-seats", "buyers", "buyer", Options{Duration: time.Minute, Arrivals: 20, Workers: 4},
+		[]weighted{{p: p, weight: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Checks.OK() || out.Result.Units == 0 {
+		t.Fatalf("the honest run failed: %v", failedChecks(out.Checks))
+	}
+	booked, err := s.Redis.Do(ctx, s.Redis.B().Hgetall().Key(s.Space.Booked(p.event)).Build()).AsStrMap()
+	if err != nil || len(booked) == 0 {
+		t.Fatalf("booked %v: %v", booked, err)
+	}
+	for label := range booked {
+		if err := s.Redis.Do(ctx, s.Redis.B().Hset().Key(s.Space.Booked(p.event)).FieldValue().FieldValue(label, "oxyz."+p.event).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	if _, err := s.Pool.Exec(ctx, `DELETE FROM outbox WHERE id = (SELECT min(x.id) FROM outbox x JOIN orders o ON o.id = x.order_id
+		WHERE o.event_id = $1 AND x.kind = 'buyer_tickets')`, p.event); err != nil {
+		t.Fatal(err)
+	}
+	checks, _ := p.check(ctx, env)
+	failed := strings.Join(failedChecks(checks), "\n")
+	for _, want := range []string{"belongs to exactly one confirmed registration", "in the order Redis booked it to", "exactly one buyer e-mail"} {
+		if !strings.Contains(failed, want) {
+			t.Errorf("check %q did not fail; failed:\n%s", want, failed)
+		}
 	}
 }

@@ -39,14 +39,19 @@ func (o *opSet) add(name string) int {
 }
 
 // docBuilder gathers the catalog document of a run: one tenant holding
-// every part's events, and the parts' channels.
+// every part's events and storefront keys, and the parts' channels.
 type docBuilder struct {
 	events   []catalog.Event
 	channels []catalog.Channel
+	keys     []catalog.PublishableKey
 }
 
 func (b *docBuilder) doc(run string) *catalog.Document {
-	return &catalog.Document{Tenants: []catalog.Tenant{tenant(run, b.events...)}, Channels: b.channels}
+	t := tenant(run, b.events...)
+	if len(b.keys) > 0 {
+		t.PublishableKeys = b.keys
+	}
+	return &catalog.Document{Tenants: []catalog.Tenant{t}, Channels: b.channels}
 }
 
 // actors is a part's list of the actors it made, one per worker.

@@ -45,6 +45,10 @@ type Env struct {
 	DrainTimeout time.Duration
 	// CPU, when set, measures the processes under load over the timed run.
 	CPU *cpuuse.Meter
+	// CardWebhookSecret is the target's TICKETD_CARD_WEBHOOK_SECRET: the
+	// storefront scenarios play the card processor and sign its webhook
+	// with it. Empty when unknown; those scenarios then do not run.
+	CardWebhookSecret string
 }
 
 // Record is the durable record of a target: ticketd's Postgres, or the
@@ -131,4 +135,4 @@ type Scenario interface {
 }
 
 // All are the scenarios, in the order of the standard suite.
-var All = []Scenario{Flash, FlashDurable, FlashOpen, Sellout, Catalog, SeatRush, Mixed, Memory}
+var All = []Scenario{Flash, FlashDurable, FlashOpen, Sellout, Catalog, SeatRush, StorefrontFlash, StorefrontSeats, Mixed, Memory}

@@ -45,32 +45,52 @@ func (s *seatRush) register(ops *opSet) {
 }
 
 func (s *seatRush) actor(w *load.Worker) load.Actor {
-	return s.actors.add(&seatActor{s: s, p: newPartner(s.ch, w.ID), rng: rand.New(rand.NewPCG(uint64(w.ID), 0x5ea7)),
+	return s.actors.add(&seatActor{s: s, p: newPartner(s.ch, w.ID), seatPicker: newSeatPicker(w.ID, s.rows, s.seats),
 		paid: map[string]int{}})
 }
 
 type seatActor struct {
-	s      *seatRush
-	p      *partner
-	rng    *rand.Rand
-	auth   []byte // "Bearer <session token>"
-	body   []byte
-	labels [2]string
-	t      tally
-	paid   map[string]int
+	seatPicker
+	s    *seatRush
+	p    *partner
+	auth []byte // "Bearer <session token>"
+	body []byte
+	t    tally
+	paid map[string]int
 }
 
-// pick chooses two adjacent seats, front rows more likely.
+// pick chooses two seats and makes them the hold's body.
 func (a *seatActor) pick() {
-	u := a.rng.Float64()
-	row := 1 + int(float64(a.s.rows)*u*u)
-	n := 1 + a.rng.IntN(a.s.seats-1)
-	a.labels[0], a.labels[1] = seatLabel(row, n), seatLabel(row, n+1)
-	b := append(a.body[:0], `{"seatLabels":["`...)
-	b = append(b, a.labels[0]...)
-	b = append(b, `","`...)
-	b = append(b, a.labels[1]...)
-	a.body = append(b, `"]}`...)
+	a.seatPicker.pick()
+	a.body = append(a.appendLabels(append(a.body[:0], `{"seatLabels":`...)), '}')
+}
+
+// seatPicker picks two adjacent seats of a rows x seats map, front rows
+// more likely (they are wanted most).
+type seatPicker struct {
+	rng         *rand.Rand
+	rows, seats int
+	labels      [2]string
+}
+
+func newSeatPicker(worker, rows, seats int) seatPicker {
+	return seatPicker{rng: rand.New(rand.NewPCG(uint64(worker), 0x5ea7)), rows: rows, seats: seats}
+}
+
+func (p *seatPicker) pick() {
+	u := p.rng.Float64()
+	row := 1 + int(float64(p.rows)*u*u)
+	n := 1 + p.rng.IntN(p.seats-1)
+	p.labels[0], p.labels[1] = seatLabel(row, n), seatLabel(row, n+1)
+}
+
+// appendLabels appends the picked labels as a JSON array.
+func (p *seatPicker) appendLabels(dst []byte) []byte {
+	dst = append(dst, `["`...)
+	dst = append(dst, p.labels[0]...)
+	dst = append(dst, `","`...)
+	dst = append(dst, p.labels[1]...)
+	return append(dst, `"]`...)
 }
 
 // session sets up w.Req as a call inside the buyer's session.

@@ -46,8 +46,11 @@ as a door scanner does, and prints the ticket id, event and admission and
 Verify flags:
   -public-key k  the event's public key, unpadded base64url (as
                  GET /v1/storefront/events/:id/ticket-key publishes it);
-                 default: derived from $TICKETD_SECRETS_KEY (ticketd's
-                 development key when unset)
+                 default: derived from $TICKETD_SECRETS_KEY, which is
+                 then required
+  -dev           check against ticketd's development key (a ticket of
+                 ticketd -demo); the output says "development key": that
+                 key is public, anyone can sign such a ticket
   -event id      refuse a ticket of any other event
   -json          print the result as JSON
 

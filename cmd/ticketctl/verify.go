@@ -20,7 +20,14 @@ type verifyResult struct {
 	EventID   string `json:"eventId,omitempty"`
 	Admission string `json:"admission,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Key is "development key" when the ticket was checked against
+	// ticketd's public development key (-dev): anyone can sign such a
+	// ticket, so valid means nothing at a real door.
+	Key string `json:"key,omitempty"`
 }
+
+// devKeyNote is what verify says of a check against the development key.
+const devKeyNote = "development key"
 
 // verifyCmd checks a ticket's QR text offline, as a door scanner does.
 func verifyCmd(args []string, e env) int {
@@ -29,6 +36,7 @@ func verifyCmd(args []string, e env) int {
 	fs.Usage = func() { fmt.Fprint(e.stderr, usage) }
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	pubFlag := fs.String("public-key", "", "the event's public key (base64url); default: derived from $TICKETD_SECRETS_KEY")
+	dev := fs.Bool("dev", false, "check against ticketd's public development key (a ticketd -demo ticket)")
 	event := fs.String("event", "", "refuse tickets of any other event")
 	// Flags may come after the QR text too.
 	var texts []string
@@ -60,17 +68,36 @@ func verifyCmd(args []string, e env) int {
 	}
 	text = strings.TrimSpace(text)
 
+	// The development key is in ticketd's source: anyone can sign with it,
+	// so it is used only when asked for, never for want of a key.
 	var pub ed25519.PublicKey
-	if *pubFlag != "" {
+	var secret string
+	switch {
+	case *pubFlag != "" && *dev:
+		fmt.Fprintln(e.stderr, "ticketctl verify: -public-key and -dev exclude each other")
+		return 2
+	case *pubFlag != "":
 		var err error
 		if pub, err = tickets.ParsePublicKey(*pubFlag); err != nil {
 			fmt.Fprintln(e.stderr, "ticketctl verify: -public-key:", err)
 			return 2
 		}
+	case *dev:
+		secret = tickets.DevelopmentSecretsKey
+		fmt.Fprintln(e.stderr, "ticketctl verify: checking against ticketd's public development key: anyone can sign such a ticket")
+	default:
+		if secret = e.getenv("TICKETD_SECRETS_KEY"); secret == "" {
+			fmt.Fprintln(e.stderr, "ticketctl verify: TICKETD_SECRETS_KEY is not set: give it, or -public-key, or -dev for ticketd's development key")
+			return 2
+		}
 	}
-	t, err := verifyText(text, pub, *event, e)
+	t, err := verifyText(text, pub, secret, *event)
+	note := ""
+	if *dev {
+		note = devKeyNote
+	}
 	if *asJSON {
-		r := verifyResult{Valid: err == nil, TicketID: t.ID, EventID: t.EventID, Admission: t.Admission}
+		r := verifyResult{Valid: err == nil, TicketID: t.ID, EventID: t.EventID, Admission: t.Admission, Key: note}
 		if err != nil {
 			r.Error = err.Error()
 		}
@@ -79,7 +106,11 @@ func verifyCmd(args []string, e env) int {
 	} else if err != nil {
 		fmt.Fprintln(e.stdout, "invalid:", strings.TrimPrefix(err.Error(), "tickets: "))
 	} else {
-		fmt.Fprintf(e.stdout, "ticket     %s\nevent      %s\nadmission  %s\nvalid\n", t.ID, t.EventID, t.Admission)
+		fmt.Fprintf(e.stdout, "ticket     %s\nevent      %s\nadmission  %s\n", t.ID, t.EventID, t.Admission)
+		if note != "" {
+			fmt.Fprintf(e.stdout, "key        %s (public: anyone can sign such a ticket)\n", note)
+		}
+		fmt.Fprintln(e.stdout, "valid")
 	}
 	if err != nil {
 		return 1
@@ -88,17 +119,12 @@ func verifyCmd(args []string, e env) int {
 }
 
 // verifyText checks text against pub or, without it, against the key its
-// event has under TICKETD_SECRETS_KEY.
-func verifyText(text string, pub ed25519.PublicKey, event string, e env) (tickets.Ticket, error) {
+// event has under the secrets key.
+func verifyText(text string, pub ed25519.PublicKey, secret, event string) (tickets.Ticket, error) {
 	if pub == nil {
 		claimed, err := tickets.Parse(text)
 		if err != nil {
 			return tickets.Ticket{}, err
-		}
-		secret := e.getenv("TICKETD_SECRETS_KEY")
-		if secret == "" {
-			fmt.Fprintln(e.stderr, "ticketctl verify: TICKETD_SECRETS_KEY is not set: using ticketd's development key")
-			secret = tickets.DevelopmentSecretsKey
 		}
 		pub = tickets.NewKeys(secret).VerifyKey(claimed.EventID)
 	}

@@ -82,3 +82,35 @@ func TestVerifyUsage(t *testing.T) {
 		}
 	}
 }
+
+// The development key is in ticketd's source: a ticket signed with it
+// verifies only when -dev asks for that key, and the output says so;
+// without TICKETD_SECRETS_KEY, -public-key or -dev verify refuses to
+// guess (exit 2) rather than print "valid" for a forgery.
+func TestVerifyUsesTheDevelopmentKeyOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
+	forged, tk := signedTicket(tickets.DevelopmentSecretsKey)
+	r := ticketctl(nil, "", "verify", forged)
+	if r.code != 2 || strings.Contains(r.stdout, "valid") || !strings.Contains(r.stderr, "TICKETD_SECRETS_KEY") {
+		t.Fatalf("no key: exit %d, stdout %q, stderr %q; want exit 2 naming TICKETD_SECRETS_KEY", r.code, r.stdout, r.stderr)
+	}
+	r = ticketctl(nil, "", "verify", "-dev", forged)
+	if r.code != 0 || !strings.HasSuffix(r.stdout, "valid\n") || !strings.Contains(r.stdout, "development key") {
+		t.Fatalf("-dev: exit %d, stdout %q; want valid, saying development key", r.code, r.stdout)
+	}
+	r = ticketctl(map[string]string{"TICKETD_SECRETS_KEY": "prod secret"}, "", "verify", forged, "-dev", "-json")
+	var got verifyResult
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 0 {
+		t.Fatalf("-dev -json: exit %d, stdout %q (%v)", r.code, r.stdout, err)
+	}
+	if want := (verifyResult{Valid: true, TicketID: tk.ID, EventID: tk.EventID, Admission: tk.Admission, Key: "development key"}); got != want {
+		t.Fatalf("-dev -json: %+v, want %+v", got, want)
+	}
+	// With the deployment's key, the forgery is what it is.
+	if r := ticketctl(map[string]string{"TICKETD_SECRETS_KEY": "prod secret"}, "", "verify", forged); r.code != 1 || strings.Contains(r.stdout, "development key") {
+		t.Fatalf("prod key: exit %d, stdout %q; want invalid", r.code, r.stdout)
+	}
+	if r := ticketctl(nil, "", "verify", "-dev", "-public-key", tickets.NewKeys("x").PublicKey("ev_fest"), forged); r.code != 2 {
+		t.Fatalf("-dev with -public-key: exit %d, want 2", r.code)
+	}
+}

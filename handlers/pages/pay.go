@@ -123,9 +123,44 @@ func (p *Pay) pay(h Hosted) fasthttp.RequestHandler {
 		case errors.Is(err, payments.ErrCardInvalid):
 			ctx.SetStatusCode(fasthttp.StatusBadRequest)
 			p.render(ctx, h, s, true, nil, "That card number is not valid. Check it and try again.")
+		case err != nil && !errors.Is(err, payments.ErrNotOpen):
+			p.unconfirmed(ctx, h, err)
 		default:
 			p.render(ctx, h, s, found, err, "")
 		}
+	}
+}
+
+// msgUnconfirmed is what a buyer reads when Pay failed without saying
+// whether the payment went through: pressing Pay again is safe, a paid
+// session is never paid twice.
+const msgUnconfirmed = "We could not confirm the payment. Press Pay again: you will not be charged twice."
+
+// unconfirmed answers a Pay that failed (payErr) other than by a closed
+// session: it may have committed and lost only its reply, so the session
+// is read again, with a fresh bound since the first may be spent. Paid, the
+// buyer goes on to the success URL; otherwise the page never says that
+// nothing was charged.
+func (p *Pay) unconfirmed(ctx *fasthttp.RequestCtx, h Hosted, payErr error) {
+	p.log().Error("pages: pay", "processor", h.Name(), "err", payErr)
+	c, cancel := p.requestContext()
+	defer cancel()
+	s, found, err := h.Get(c, sessionID(ctx))
+	switch {
+	case err == nil && found && s.Status == payments.StatusPaid:
+		if dst, ok := safeURL(s.ReturnURL()); ok {
+			ctx.Redirect(dst, fasthttp.StatusSeeOther)
+			return
+		}
+		p.render(ctx, h, s, true, nil, "")
+	case err == nil && found && s.Status == payments.StatusOpen:
+		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		ctx.Response.Header.Set("Retry-After", "30")
+		p.render(ctx, h, s, true, nil, msgUnconfirmed)
+	case err == nil:
+		p.render(ctx, h, s, found, nil, "") // closed meanwhile: its own page
+	default:
+		p.render(ctx, h, s, found, err, msgUnconfirmed)
 	}
 }
 
@@ -150,6 +185,7 @@ type payPage struct {
 	EventName, Total, Error     string
 	Lines                       []payLine
 	Card                        bool
+	CardInvalid                 bool // Error is about the card number
 	CardNumber                  string
 	PayAction, CancelAction     string
 	Heading, Message            string
@@ -173,6 +209,7 @@ func (p *Pay) render(ctx *fasthttp.RequestCtx, h Hosted, s payments.HostedSessio
 		Card:          h.Name() == payments.Card,
 		CardNumber:    testCard,
 		Error:         formError,
+		CardInvalid:   formError != "" && formError != msgUnconfirmed,
 	}
 	status := fasthttp.StatusOK
 	if cur := ctx.Response.StatusCode(); cur != fasthttp.StatusOK {
@@ -188,6 +225,9 @@ func (p *Pay) render(ctx *fasthttp.RequestCtx, h Hosted, s payments.HostedSessio
 		status = fasthttp.StatusServiceUnavailable
 		pg.State, pg.Heading = "unavailable", "Payments are unavailable right now"
 		pg.Message = "Nothing was charged. Please try again in a minute."
+		if formError != "" { // a Pay whose outcome is unknown
+			pg.Message = formError
+		}
 		ctx.Response.Header.Set("Retry-After", "30")
 	case !found:
 		status = fasthttp.StatusNotFound

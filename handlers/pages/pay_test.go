@@ -127,6 +127,11 @@ func TestCardPageShowsTheOrderAndPays(t *testing.T) {
 	if p = f.do("POST", "/pay/card/"+id+"/pay", "card=1234"); p.status != 400 || !strings.Contains(p.body, "not valid") {
 		t.Fatalf("invalid card: %d", p.status)
 	}
+	// Focus lands on the card input after an error: it names the error
+	// message as well as its note, for a screen reader to read out.
+	if !strings.Contains(p.body, `aria-describedby="status card-note" autofocus aria-invalid="true"`) {
+		t.Errorf("card input after an error does not point at the message:\n%s", p.body)
+	}
 
 	// Paid: to the success URL with the session id, and the webhook sent.
 	p = f.do("POST", "/pay/card/"+id+"/pay", "card=4242+4242+4242+4242")
@@ -233,6 +238,55 @@ func TestPageWhenRedisFails(t *testing.T) {
 		body := string(ctx.Response.Body())
 		if ctx.Response.StatusCode() != 503 || !strings.Contains(body, "unavailable") || strings.Contains(body, "redis") {
 			t.Fatalf("%s: %d %s", m, ctx.Response.StatusCode(), body)
+		}
+		// A failed Pay may have charged: the page must not say it did not.
+		if m == "POST" && (strings.Contains(body, "Nothing was charged") || !strings.Contains(body, "could not confirm the payment")) {
+			t.Fatalf("POST with Redis away: %s", body)
+		}
+	}
+}
+
+// lostReply pays through the real processor, or not, and then fails as a
+// Redis call whose reply was lost does.
+type lostReply struct {
+	*payments.Hosted
+	commit bool
+}
+
+func (l lostReply) Pay(ctx context.Context, id, card string) (payments.HostedSession, bool, error) {
+	if l.commit {
+		if _, _, err := l.Hosted.Pay(ctx, id, card); err != nil {
+			return payments.HostedSession{}, false, err
+		}
+	}
+	return payments.HostedSession{}, false, errors.New("redis: i/o timeout")
+}
+
+// A Pay whose reply was lost may have paid: the page reads the session
+// again and sends a paid buyer on to the success URL; one not paid is told
+// the payment could not be confirmed, never that nothing was charged.
+func TestPayWhoseReplyWasLost(t *testing.T) {
+	f := newPayFixture(t)
+	for _, commit := range []bool{true, false} {
+		r := router.New()
+		(&pages.Pay{Card: lostReply{f.card, commit}}).Register(r)
+		id := f.open(t, f.card, "lost"+map[bool]string{true: "a", false: "b"}[commit], time.Now().Add(10*time.Minute))
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod("POST")
+		ctx.Request.SetRequestURI("/pay/card/" + id + "/pay")
+		ctx.Request.Header.SetContentType("application/x-www-form-urlencoded")
+		ctx.Request.SetBodyString("card=4242+4242+4242+4242")
+		r.Handler(&ctx)
+		status, body, loc := ctx.Response.StatusCode(), string(ctx.Response.Body()), string(ctx.Response.Header.Peek("Location"))
+		if commit {
+			if status != 303 || loc != "https://host.example/done?sid="+id {
+				t.Fatalf("paid, reply lost: %d to %q\n%s", status, loc, body)
+			}
+			continue
+		}
+		if status != 503 || strings.Contains(body, "Nothing was charged") || !strings.Contains(body, "could not confirm the payment") ||
+			!strings.Contains(body, ">Pay $42.00<") || strings.Contains(body, "redis") {
+			t.Fatalf("not paid, reply lost: %d\n%s", status, body)
 		}
 	}
 }

@@ -69,7 +69,8 @@ func newFrontStack(d frontDeps) frontStack {
 	card, wallet := payments.NewCard(hosted(CardWebhookSecret)), payments.NewWallet(hosted(WalletWebhookSecret))
 	procs := payments.NewSet(card, wallet)
 	regs := &registrations.Service{Redis: d.redis, Space: d.space, Orders: d.orders, CheckoutTTL: d.opt.CheckoutTTL,
-		Archive: orderdb.Store{Pool: d.pool}, Expirer: procs, Logger: d.log}
+		Archive: orderdb.Store{Pool: d.pool}, Expirer: procs, Event: registrations.CatalogEvents(d.catalog.Current),
+		Gate: d.gate, Logger: d.log}
 	keys := tickets.NewKeys(SecretsKey)
 	var front payments.Processor = card
 	if d.opt.StorefrontCard != nil {
@@ -82,7 +83,7 @@ func newFrontStack(d frontDeps) frontStack {
 			Limiter: d.limiter, ClientIP: d.resolver, Gate: d.gate, Timeout: d.opt.StorefrontTimeout, Logger: d.log,
 		},
 		hooks: &webhooks.API{Booker: regs, Refunds: refunddb.Store{Pool: d.pool}, Redis: d.redis, Space: d.space,
-			CardSecret: CardWebhookSecret, WalletSecret: WalletWebhookSecret, Logger: d.log},
+			CardSecret: CardWebhookSecret, WalletSecret: WalletWebhookSecret, Gate: d.gate, Logger: d.log},
 		pay:     &pages.Pay{Card: card, Wallet: wallet, Logger: d.log},
 		tickets: &pages.Tickets{Orders: orderdb.Store{Pool: d.pool}, Keys: keys, Logger: d.log},
 		regs:    regs, card: card, wallet: wallet, keys: keys,

@@ -14,7 +14,6 @@ package webhooks
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -44,8 +43,16 @@ type RefundRecorder interface {
 
 // API holds the webhook handlers' dependencies.
 type API struct {
-	Booker  Booker
+	Booker Booker
+	// Refunds is required: without it every webhook is answered 503
+	// (and logged), because a payment that needs a refund must never be
+	// booked half-way; the processor's retries book it once it is set.
 	Refunds RefundRecorder
+	// Gate, when set, is checked before anything else: nil, or the 503 to
+	// answer while the Redis state is not current (redisstate.Monitor.Gate:
+	// unreachable, lost or being rebuilt), so a stale Redis never books a
+	// payment; the processor retries the 503.
+	Gate func() *apierr.Error
 	// Redis and Space keep the ids of processed events (replay protection).
 	Redis rueidis.Client
 	Space keys.Space
@@ -65,9 +72,31 @@ type API struct {
 // Register mounts POST /v1/webhooks/card, /wallet and /stripe.
 func (a *API) Register(r *router.Router) {
 	g := r.Group("/v1/webhooks")
-	g.POST("/card", a.signed(payments.Card, &a.CardSecret, decodeCard))
-	g.POST("/wallet", a.signed(payments.Wallet, &a.WalletSecret, decodeWallet))
-	g.POST("/stripe", a.stripe)
+	g.POST("/card", a.guard(a.signed(payments.Card, &a.CardSecret, decodeCard)))
+	g.POST("/wallet", a.guard(a.signed(payments.Wallet, &a.WalletSecret, decodeWallet)))
+	g.POST("/stripe", a.guard(a.stripe))
+}
+
+var errNoRefunds = apierr.Unavailable("webhooks cannot be booked now; retry later")
+
+// guard answers 503 before h runs while the API cannot book safely: no
+// RefundRecorder (a misconfiguration, logged), or the Gate says Redis is
+// not current.
+func (a *API) guard(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if a.Gate != nil {
+			if e := a.Gate(); e != nil {
+				httpx.Fail(ctx, e)
+				return
+			}
+		}
+		if a.Refunds == nil {
+			a.log().Error("webhooks: no RefundRecorder is set; every webhook is refused")
+			httpx.Fail(ctx, errNoRefunds)
+			return
+		}
+		h(ctx)
+	}
 }
 
 const (
@@ -108,6 +137,10 @@ func (a *API) timeout() time.Duration {
 type event struct {
 	id      string
 	ignored bool // not a completed payment: answered 200, not recorded
+	// foreign: a Stripe checkout session without ticketd's marker
+	// (metadata.registration_id), ignored; session is its id, for the log.
+	foreign bool
+	session string
 	payment registrations.Payment
 }
 
@@ -177,9 +210,6 @@ func (a *API) book(ctx context.Context, p registrations.Payment) (registrations.
 	// registration ("already_paid") leaves it confirmed, and its money must
 	// go back all the same.
 	if out.RefundReason != "" {
-		if a.Refunds == nil {
-			return out, errors.New("webhooks: a refund is required and no RefundRecorder is set")
-		}
 		if err := a.Refunds.Refund(ctx, out, p); err != nil {
 			return out, err
 		}

@@ -95,6 +95,7 @@ type fixture struct {
 	booker  *fakeBooker
 	refunds *fakeRefunds
 	now     time.Time
+	api     *webhooks.API
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -109,6 +110,7 @@ func newFixture(t *testing.T) *fixture {
 	r := router.New()
 	api.Register(r)
 	f.h = r.Handler
+	f.api = api
 	return f
 }
 
@@ -394,11 +396,17 @@ func TestStripeWebhookSignedByStripeGoIsBooked(t *testing.T) {
 	wrong := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_other", Timestamp: f.now})
 	stale := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: stripeSecret, Timestamp: time.Now().Add(-10 * time.Minute)})
 	future := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: stripeSecret, Timestamp: f.now.Add(10 * time.Minute)})
+	forgedFuture := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_forger", Timestamp: f.now.Add(10 * time.Minute)})
+	forgedStale := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_forger", Timestamp: f.now.Add(-10 * time.Minute)})
 	for _, c := range []struct{ name, header, code string }{
 		{"wrong secret", wrong.Header, "INVALID_SIGNATURE"},
 		{"unsigned", "", "INVALID_SIGNATURE"},
 		{"stale", stale.Header, "WEBHOOK_STALE"},
 		{"future", future.Header, "WEBHOOK_STALE"},
+		// A forger learns nothing of the timestamp: wrong secret is
+		// INVALID_SIGNATURE whether it is dated now, later or earlier.
+		{"forged future", forgedFuture.Header, "INVALID_SIGNATURE"},
+		{"forged stale", forgedStale.Header, "INVALID_SIGNATURE"},
 	} {
 		if a := f.post(t, "/v1/webhooks/stripe", "Stripe-Signature", c.header, body); a.status != 401 || a.env.Code != c.code {
 			t.Errorf("%s: %d %s", c.name, a.status, a.raw)
@@ -417,5 +425,65 @@ func TestStripeWebhookSignedByStripeGoIsBooked(t *testing.T) {
 	}
 	if n := len(f.booker.payments()); n != 1 {
 		t.Fatalf("booked %d payments, want 1", n)
+	}
+}
+
+func signedStripe(f *fixture, body []byte) string {
+	return webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: stripeSecret, Timestamp: f.now}).Header
+}
+
+// A checkout session another integration on the same Stripe account
+// created (no metadata.registration_id) is acknowledged, or Stripe would
+// retry it for days and disable the endpoint; one with ticketd's marker
+// that is malformed is still refused.
+func TestStripeSessionNotCreatedByTicketdIsAcknowledged(t *testing.T) {
+	f := newFixture(t)
+	foreign := []byte(`{"id":"evt_f1","object":"event","type":"checkout.session.completed","data":{"object":{"id":"cs_other","object":"checkout.session",` +
+		`"payment_status":"paid","amount_total":990,"currency":"eur","client_reference_id":"cart-77","metadata":{"shop":"other"}}}}`)
+	a := f.post(t, "/v1/webhooks/stripe", "Stripe-Signature", signedStripe(f, foreign), foreign)
+	if a.status != 200 || !a.env.Data.Ignored {
+		t.Fatalf("foreign session: %d %s", a.status, a.raw)
+	}
+	bad := []byte(`{"id":"evt_f2","object":"event","type":"checkout.session.completed","data":{"object":{"id":"cs_ours","object":"checkout.session",` +
+		`"payment_status":"paid","amount_total":4250,"currency":"usd","client_reference_id":"cart-77","metadata":{"registration_id":"cart-77"}}}}`)
+	if a := f.post(t, "/v1/webhooks/stripe", "Stripe-Signature", signedStripe(f, bad), bad); a.status != 400 {
+		t.Fatalf("malformed session of ticketd: %d %s", a.status, a.raw)
+	}
+	if n := len(f.booker.payments()); n != 0 {
+		t.Fatalf("booked %d payments, want none", n)
+	}
+}
+
+// While Redis is not current the Gate's 503 is the answer and nothing is
+// booked; the processor's retry books it once Redis is back.
+func TestGateRefusesWebhooksWhileRedisIsNotCurrent(t *testing.T) {
+	f := newFixture(t)
+	gate := apierr.Of("NOT_READY", "redis is being rebuilt")
+	f.api.Gate = func() *apierr.Error { return gate }
+	body := cardBody("evt_gated", reg, 4250)
+	if a := f.card(t, body); a.status != 503 || a.env.Code != "NOT_READY" {
+		t.Fatalf("gated: %d %s", a.status, a.raw)
+	}
+	if n := len(f.booker.payments()); n != 0 {
+		t.Fatalf("booked %d payments behind the gate", n)
+	}
+	gate = nil
+	if a := f.card(t, body); a.status != 200 || a.env.Data.Status != registrations.StatusConfirmed {
+		t.Fatalf("after the gate opened: %d %s", a.status, a.raw)
+	}
+}
+
+// Without a RefundRecorder no webhook is booked at all (a payment needing
+// a refund would otherwise be booked and its refund lost).
+func TestWithoutRefundRecorderEveryWebhookIs503(t *testing.T) {
+	f := newFixture(t)
+	f.api.Refunds = nil
+	for _, body := range [][]byte{cardBody("evt_ok", reg, 4250), cardBody("evt_short", reg, 4000)} {
+		if a := f.card(t, body); a.status != 503 {
+			t.Fatalf("without refunds: %d %s", a.status, a.raw)
+		}
+	}
+	if n := len(f.booker.payments()); n != 0 {
+		t.Fatalf("booked %d payments without a RefundRecorder", n)
 	}
 }

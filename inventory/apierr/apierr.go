@@ -94,19 +94,3 @@ func SeatNotFound(labels []string) *Error {
 	return Of("SEAT_NOT_FOUND", "no such seats on this event's map: %s", strings.Join(labels, ", ")).
 		WithData(map[string]any{"seats": labels})
 }
-
-// New returns an Error with a status given by hand.
-//
-// Deprecated: build errors with Of, which takes the status from the table;
-// New stays only so branches started before the table still compile, and
-// codes_test.go reports every use.
-func New(status int, code, format string, args ...any) *Error {
-	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// BadRequest is Of under its old name.
-//
-// Deprecated: use Of.
-func BadRequest(code, format string, args ...any) *Error {
-	return Of(code, format, args...)
-}

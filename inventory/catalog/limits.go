@@ -35,6 +35,12 @@ const (
 	MaxGAAreas    = 100
 	MaxCategories = 100
 
+	// Per name (tenant, event, ticket, extra, category, GA area, channel),
+	// in characters. Names are printed into QR admissions, e-mail subjects
+	// and ticket pages: the longest admission label still makes a QR code
+	// a phone screen shows (inventory/tickets tests it).
+	MaxName = 200
+
 	// Per channel. The allowlist is scanned on every partner call.
 	MaxAllowlist = 100
 	minSecretLen = 8

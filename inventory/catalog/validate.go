@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
 
@@ -154,9 +156,23 @@ func checkUniqueID(s seen, id, path, what string) *ValidationError {
 	return s.add(id, path, what)
 }
 
+// checkName bounds a name that ends up on tickets and in e-mail headers:
+// at most MaxName characters, none a control character (a line break in a
+// header or a QR admission label) or a line or paragraph separator.
 func checkName(name, path string) *ValidationError {
 	if strings.TrimSpace(name) == "" {
 		return fail(path, "is required")
+	}
+	if n := utf8.RuneCountInString(name); n > MaxName {
+		return fail(path, "is %d characters; at most %d are allowed", n, MaxName)
+	}
+	if !utf8.ValidString(name) {
+		return fail(path, "is not valid UTF-8")
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return fail(path, "holds the control character %U", r)
+		}
 	}
 	return nil
 }

@@ -104,6 +104,10 @@ func TestValidEdges(t *testing.T) {
 	}{
 		{"empty document", func(d *catalog.Document) { *d = catalog.Document{} }},
 		{"id of 64 characters", func(d *catalog.Document) { ga(d).ID = strings.Repeat("a", 64) }},
+		{"names of 200 characters, non-ASCII", func(d *catalog.Document) {
+			name := strings.Repeat("🎟", catalog.MaxName)
+			ga(d).Name, tk0(d).Name, sm(d).GAAreas[0].Name, tenA(d).Name = name, name, name, name
+		}},
 		{"tenantId equal to its tenant", func(d *catalog.Document) { ga(d).TenantID = "t_acme" }},
 		{"channel applied earlier", func(d *catalog.Document) { ga(d).Channels = []string{"ch_not_in_this_document"} }},
 		{"event capacity 0", func(d *catalog.Document) { ga(d).Capacity = ptr[int64](0) }},
@@ -156,6 +160,8 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 		{"tenant id of 65 characters", func(d *catalog.Document) { tenA(d).ID = strings.Repeat("a", 65) }, "tenants[0].id"},
 		{"duplicate tenant id", func(d *catalog.Document) { tenB(d).ID = "t_acme" }, "tenants[1].id"},
 		{"tenant name missing", func(d *catalog.Document) { tenA(d).Name = " " }, "tenants[0].name"},
+		{"tenant name of 201 characters", func(d *catalog.Document) { tenA(d).Name = strings.Repeat("a", 201) }, "tenants[0].name"},
+		{"tenant name with DEL", func(d *catalog.Document) { tenA(d).Name = "Acme\x7f" }, "tenants[0].name"},
 		{"notifyEmail not an address", func(d *catalog.Document) { tenA(d).NotifyEmail = "host.acme.test" }, "tenants[0].notifyEmail"},
 		{"publishable key missing", func(d *catalog.Document) { tenA(d).PublishableKeys[0].Key = "" }, "tenants[0].publishableKeys[0].key"},
 		{"publishable key used by two tenants", func(d *catalog.Document) {
@@ -174,6 +180,8 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 		{"duplicate shortId", func(d *catalog.Document) { other(d).ShortID = "gA1" }, "tenants[1].events[0].shortId"},
 		{"slug with a space", func(d *catalog.Document) { ga(d).Slug = "summer fest" }, ev0 + ".slug"},
 		{"event name missing", func(d *catalog.Document) { ga(d).Name = "" }, ev0 + ".name"},
+		{"event name of 201 characters", func(d *catalog.Document) { ga(d).Name = strings.Repeat("é", 201) }, ev0 + ".name"},
+		{"event name with a line break", func(d *catalog.Document) { ga(d).Name = "Summer\r\nBcc: x@y.test" }, ev0 + ".name"},
 		{"startsAt missing", func(d *catalog.Document) { ga(d).StartsAt = "" }, ev0 + ".startsAt"},
 		{"startsAt not RFC 3339", func(d *catalog.Document) { ga(d).StartsAt = "2027-07-01 18:00" }, ev0 + ".startsAt"},
 		{"status unknown", func(d *catalog.Document) { ga(d).Status = "bogus" }, ev0 + ".status"},
@@ -205,6 +213,8 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 		{"ticket id invalid", func(d *catalog.Document) { tk0(d).ID = "tk ga" }, ev0 + ".tickets[0].id"},
 		{"duplicate ticket id", func(d *catalog.Document) { ga(d).Tickets[1].ID = "tk_ga" }, ev0 + ".tickets[1].id"},
 		{"ticket name missing", func(d *catalog.Document) { tk0(d).Name = "" }, ev0 + ".tickets[0].name"},
+		{"ticket name of 201 characters", func(d *catalog.Document) { tk0(d).Name = strings.Repeat("a", 201) }, ev0 + ".tickets[0].name"},
+		{"ticket name with a tab", func(d *catalog.Document) { tk0(d).Name = "VIP\tpass" }, ev0 + ".tickets[0].name"},
 		{"ticket price negative", func(d *catalog.Document) { tk0(d).Price = -1 }, ev0 + ".tickets[0].price"},
 		{"ticket capacity negative", func(d *catalog.Document) { tk0(d).Capacity = -1 }, ev0 + ".tickets[0].capacity"},
 		{"maxPerOrder negative", func(d *catalog.Document) { tk0(d).MaxPerOrder = -1 }, ev0 + ".tickets[0].maxPerOrder"},
@@ -213,6 +223,7 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 			ga(d).Extras = append(ga(d).Extras, catalog.Extra{ID: "ex_parking", Name: "P2"})
 		}, ev0 + ".extras[1].id"},
 		{"extra name missing", func(d *catalog.Document) { ga(d).Extras[0].Name = "" }, ev0 + ".extras[0].name"},
+		{"extra name of 201 characters", func(d *catalog.Document) { ga(d).Extras[0].Name = strings.Repeat("a", 201) }, ev0 + ".extras[0].name"},
 		{"extra price negative", func(d *catalog.Document) { ga(d).Extras[0].Price = -100 }, ev0 + ".extras[0].price"},
 		{"extra capacity negative", func(d *catalog.Document) { ga(d).Extras[0].Capacity = ptr[int64](-1) }, ev0 + ".extras[0].capacity"},
 
@@ -244,6 +255,7 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 		{"category id invalid", func(d *catalog.Document) { sm(d).Categories[0].ID = "" }, seat + ".categories[0].id"},
 		{"duplicate category id", func(d *catalog.Document) { sm(d).Categories[1].ID = "stalls" }, seat + ".categories[1].id"},
 		{"category name missing", func(d *catalog.Document) { sm(d).Categories[1].Name = "" }, seat + ".categories[1].name"},
+		{"category name with a NUL", func(d *catalog.Document) { sm(d).Categories[1].Name = "Box\x00" }, seat + ".categories[1].name"},
 		{"category price negative", func(d *catalog.Document) { sm(d).Categories[0].Price = ptr[money.Cents](-1) }, seat + ".categories[0].price"},
 		{"row label with a dash", func(d *catalog.Document) { sm(d).Rows[0].Label = "A-1" }, seat + ".rows[0].label"},
 		{"row label of 9 characters", func(d *catalog.Document) { sm(d).Rows[0].Label = "ABCDEFGHI" }, seat + ".rows[0].label"},
@@ -254,6 +266,8 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 		{"row in an unknown category", func(d *catalog.Document) { sm(d).Rows[1].Category = "gallery" }, seat + ".rows[1].category"},
 		{"GA area id invalid", func(d *catalog.Document) { sm(d).GAAreas[0].ID = "fl oor" }, seat + ".gaAreas[0].id"},
 		{"GA area name missing", func(d *catalog.Document) { sm(d).GAAreas[0].Name = "" }, seat + ".gaAreas[0].name"},
+		{"GA area name of 201 characters", func(d *catalog.Document) { sm(d).GAAreas[0].Name = strings.Repeat("界", 201) }, seat + ".gaAreas[0].name"},
+		{"GA area name with a line separator", func(d *catalog.Document) { sm(d).GAAreas[0].Name = "Floor\u2028A" }, seat + ".gaAreas[0].name"},
 		{"GA area capacity 0", func(d *catalog.Document) { sm(d).GAAreas[0].Capacity = 0 }, seat + ".gaAreas[0].capacity"},
 		{"GA area in an unknown category", func(d *catalog.Document) { sm(d).GAAreas[0].Category = "" }, seat + ".gaAreas[0].category"},
 		{"duplicate GA area id", func(d *catalog.Document) {

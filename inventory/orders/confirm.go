@@ -159,6 +159,9 @@ type State struct {
 	// PartnerReference is the charge a paid order was confirmed with; set
 	// for orders read back from Postgres.
 	PartnerReference string
+	// BuyerName and BuyerEmail are set for orders read back from Postgres
+	// (a refund notice of a registration Redis no longer holds needs them).
+	BuyerName, BuyerEmail string
 }
 
 // Archive is the record of paid orders that outlives their Redis copies

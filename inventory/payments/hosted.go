@@ -66,11 +66,12 @@ const (
 )
 
 var (
-	scriptOpen  = lua.Load("paysession_open")
-	scriptPay   = lua.Load("paysession_pay")
-	scriptClose = lua.Load("paysession_close")
-	scriptClaim = lua.Load("paydue_claim")
-	scriptRetry = lua.Load("paydue_retry")
+	scriptOpen   = lua.Load("paysession_open")
+	scriptPay    = lua.Load("paysession_pay")
+	scriptClose  = lua.Load("paysession_close")
+	scriptClaim  = lua.Load("paydue_claim")
+	scriptRetry  = lua.Load("paydue_retry")
+	scriptExtend = lua.Load("paydue_extend")
 )
 
 // HostedConfig configures a built-in test processor.
@@ -102,6 +103,9 @@ type Hosted struct {
 	webhookURL string
 	http       *http.Client
 	log        *slog.Logger
+	// lease keeps a claimed delivery from other nodes' loops; it is taken
+	// again right before each send, so it need only outlast one send.
+	lease time.Duration
 }
 
 // NewCard returns the built-in test card processor ("card").
@@ -120,6 +124,7 @@ func newHosted(name, prefix string, cfg HostedConfig) *Hosted {
 		webhookURL: strings.TrimRight(base, "/") + "/v1/webhooks/" + name,
 		http:       cfg.HTTPClient,
 		log:        cfg.Logger,
+		lease:      deliveryTimeout + 5*time.Second,
 	}
 	if h.http == nil {
 		h.http = &http.Client{Timeout: deliveryTimeout}
@@ -361,8 +366,11 @@ func (h *Hosted) Run(ctx context.Context, tick time.Duration) {
 
 // DeliverDue sends every webhook that is due now, once; it returns how many
 // it attempted. The claims of all partitions go to Redis in one round trip.
+// A batch may take far longer than a lease (each send may take
+// deliveryTimeout), so each delivery's lease is taken again right before
+// it is sent; one another node has taken meanwhile is left to it.
 func (h *Hosted) DeliverDue(ctx context.Context) int {
-	lease := strconv.FormatInt((deliveryTimeout + 5*time.Second).Milliseconds(), 10)
+	lease := strconv.FormatInt(h.lease.Milliseconds(), 10)
 	batch := strconv.Itoa(claimBatch)
 	claims := make([]lua.Pipelined, keys.Partitions)
 	cmds := make(rueidis.Commands, keys.Partitions)
@@ -374,16 +382,33 @@ func (h *Hosted) DeliverDue(ctx context.Context) int {
 	for p, res := range h.cfg.Redis.DoMulti(ctx, cmds...) {
 		arr, err := claims[p].Reply(ctx, res)
 		var ids []string
+		var until int64
 		if err == nil {
 			ids, err = lua.Strs(arr, 1)
+		}
+		if err == nil && len(ids) > 0 {
+			until, err = lua.Int(arr, 2)
 		}
 		if err != nil {
 			h.log.Warn("payments: claim due webhooks", "processor", h.name, "err", err)
 			continue
 		}
+		due := h.cfg.Space.PayDue(p, h.name)
 		for _, id := range ids {
 			if ctx.Err() != nil {
 				return n // the rest stay leased, then due again
+			}
+			arr, err := lua.Array(ctx, h.cfg.Redis, scriptExtend, []string{due}, []string{id, strconv.FormatInt(until, 10), lease})
+			var held int64
+			if err == nil {
+				held, err = lua.Int(arr, 0)
+			}
+			if err != nil {
+				h.log.Warn("payments: extend webhook lease", "processor", h.name, "err", err)
+				continue // still leased, then due again
+			}
+			if held == 0 {
+				continue // delivered, rescheduled or taken by another node
 			}
 			h.deliver(ctx, id)
 			n++
@@ -406,6 +431,7 @@ func (h *Hosted) deliver(ctx context.Context, sessionID string) {
 		return // still due: the loop tries again when the lease ends
 	}
 	if !found {
+		h.abandoned(sessionID)
 		h.cfg.Redis.Do(ctx, h.cfg.Redis.B().Zrem().Key(due).Member(sessionID).Build())
 		return
 	}
@@ -427,8 +453,21 @@ func (h *Hosted) deliver(ctx context.Context, sessionID string) {
 	arr, rerr := lua.Array(ctx, h.cfg.Redis, scriptRetry, []string{key, due}, []string{
 		sessionID, strconv.FormatInt(retryBase.Milliseconds(), 10), strconv.FormatInt(retryMax.Milliseconds(), 10),
 	})
+	if code, _ := lua.Int(arr, 0); rerr == nil && code == 1 {
+		h.abandoned(sessionID)
+		return
+	}
 	att, _ := lua.Int(arr, 1)
 	h.log.Warn("payments: webhook delivery failed; will retry", "processor", h.name, "session", sessionID, "attempts", att, "err", err, "scheduleErr", rerr)
+}
+
+// abandoned records a delivery given up: its session is gone (its retention
+// passed without ticketd accepting the webhook), so a payment may never
+// have been booked. An operator must look: the ids say where.
+func (h *Hosted) abandoned(sessionID string) {
+	reg, _ := keys.SessionRegistration(sessionID)
+	h.log.Error("payments: webhook delivery abandoned: the session expired before ticketd accepted it",
+		"processor", h.name, "session", sessionID, "registration", reg)
 }
 
 // webhookBody is the webhook of a paid session (decisions.md section 4).

@@ -1,11 +1,14 @@
 package payments
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +29,8 @@ type receiver struct {
 	secret   string
 	statuses []int // answers in turn; 200 once used up
 	got      []delivery
+	// hook, when set, sees each delivery's body before it is answered.
+	hook func(body []byte)
 }
 
 type delivery struct {
@@ -37,6 +42,12 @@ type delivery struct {
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	h := req.Header.Get(SignatureHeader)
+	r.mu.Lock()
+	hook := r.hook
+	r.mu.Unlock()
+	if hook != nil {
+		hook(body)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, delivery{path: req.URL.Path, header: h, body: body, verifyErr: Verify(r.secret, h, body, time.Now())})
@@ -128,9 +139,24 @@ func TestCardPayDeliversASignedWebhook(t *testing.T) {
 	if s, _, err := card.Pay(f.ctx, sess.ID, "4242424242424242"); err != nil || s.Status != StatusPaid {
 		t.Fatalf("second Pay = %+v, %v", s, err)
 	}
-	if n := card.DeliverDue(f.ctx); n != 0 || len(f.recv.deliveries()) != 1 {
-		t.Fatalf("a delivered webhook was sent again (%d due, %d deliveries)", n, len(f.recv.deliveries()))
+	// Accepted: nothing owed any more, now or later.
+	if n := f.dueCount(t); n != 0 {
+		t.Fatalf("due set holds %d after ticketd accepted the webhook", n)
 	}
+	if len(f.recv.deliveries()) != 1 {
+		t.Fatalf("a delivered webhook was sent again (%d deliveries)", len(f.recv.deliveries()))
+	}
+}
+
+// dueCount is the size of the card processor's due set of ev_jazz's partition.
+func (f hostedFixture) dueCount(t *testing.T) int64 {
+	t.Helper()
+	rc := f.cfg.Redis
+	n, err := rc.Do(f.ctx, rc.B().Zcard().Key(f.cfg.Space.PayDue(keys.Partition("ev_jazz"), Card)).Build()).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // A failed delivery is retried, by another process too (the owed delivery
@@ -173,10 +199,8 @@ func TestFailedDeliveryIsRetriedUntilAccepted(t *testing.T) {
 		}
 	}
 	// Accepted: no more deliveries owed.
-	rc := f.cfg.Redis
-	n, err := rc.Do(f.ctx, rc.B().Zcard().Key(f.cfg.Space.PayDue(keys.Partition("ev_jazz"), Card)).Build()).AsInt64()
-	if err != nil || n != 0 {
-		t.Fatalf("due set holds %d after acceptance (%v)", n, err)
+	if n := f.dueCount(t); n != 0 {
+		t.Fatalf("due set holds %d after acceptance", n)
 	}
 }
 
@@ -287,5 +311,134 @@ func TestWalletPayDeliversItsCallback(t *testing.T) {
 	var w WalletWebhook
 	if err := json.Unmarshal(got[0].body, &w); err != nil || w.Amount != money.Cents(4205) {
 		t.Fatalf("amount %v, %v", w.Amount, err)
+	}
+}
+
+// sessionOf is the session a card webhook body reports.
+func sessionOf(t *testing.T, body []byte) string {
+	t.Helper()
+	var w CardWebhook
+	if err := json.Unmarshal(body, &w); err != nil {
+		t.Error(err)
+	}
+	return w.Data.Object.ID
+}
+
+// A batch may take longer than a delivery's lease: a node stuck on one
+// delivery must not send the next one of its batch once another node has
+// taken and delivered it, so each delivery's lease is taken again right
+// before it is sent.
+func TestSlowBatchDoesNotSendATakenDeliveryAgain(t *testing.T) {
+	f := newHostedFixture(t, 500, 500) // Pay's own deliveries are refused
+	node1, node2 := NewCard(f.cfg), NewCard(f.cfg)
+	node1.lease = 300 * time.Millisecond
+	a, _ := node1.CreateSession(f.ctx, checkout(keys.OrderID("ev_jazz", "slowa")))
+	b, _ := node1.CreateSession(f.ctx, checkout(keys.OrderID("ev_jazz", "slowb")))
+	for _, s := range []Session{a, b} {
+		if _, _, err := node1.Pay(f.ctx, s.ID, "4242424242424242"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := f.cfg.Redis
+	due := f.cfg.Space.PayDue(keys.Partition("ev_jazz"), Card)
+	// Both due now, a first.
+	if err := rc.Do(f.ctx, rc.B().Zadd().Key(due).ScoreMember().ScoreMember(1, a.ID).ScoreMember(2, b.ID).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	f.recv.mu.Lock()
+	f.recv.hook = func(body []byte) {
+		if sessionOf(t, body) == a.ID {
+			once.Do(func() { close(arrived); <-release })
+		}
+	}
+	f.recv.mu.Unlock()
+	done := make(chan struct{})
+	go func() { defer close(done); node1.DeliverDue(f.ctx) }()
+	<-arrived
+	// node1 is stuck sending a: hold a's lease for it, and wait until b's
+	// lease from node1's claim has run out.
+	if err := rc.Do(f.ctx, rc.B().Zadd().Key(due).ScoreMember().ScoreMember(float64(time.Now().Add(time.Hour).UnixMilli()), a.ID).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		score, err := rc.Do(f.ctx, rc.B().Zscore().Key(due).Member(b.ID).Build()).AsFloat64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm, err := rc.Do(f.ctx, rc.B().Time().Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec, _ := strconv.ParseInt(tm[0], 10, 64)
+		usec, _ := strconv.ParseInt(tm[1], 10, 64)
+		if sec*1000+usec/1000 > int64(score) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("b's lease did not run out")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	node2.DeliverDue(f.ctx) // takes b and delivers it
+	close(release)
+	<-done
+	nb := 0
+	for _, d := range f.recv.deliveries() {
+		if sessionOf(t, d.body) == b.ID {
+			nb++
+		}
+	}
+	if nb != 2 { // Pay's refused one, and node2's
+		t.Fatalf("b was sent %d times, want 2: node1 sent it again after node2 delivered it", nb)
+	}
+	if n := f.dueCount(t); n != 0 {
+		t.Fatalf("due set holds %d", n)
+	}
+}
+
+// A delivery given up (its session's retention passed before ticketd took
+// the webhook) is logged as an error naming the session and registration,
+// since the payment may never have been booked.
+func TestAbandonedDeliveryIsLoggedAsAnError(t *testing.T) {
+	f := newHostedFixture(t, 500)
+	var buf bytes.Buffer
+	f.cfg.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+	card := NewCard(f.cfg)
+	reg := keys.OrderID("ev_jazz", "gone1")
+	sess, _ := card.CreateSession(f.ctx, checkout(reg))
+	if _, _, err := card.Pay(f.ctx, sess.ID, "4242424242424242"); err != nil {
+		t.Fatal(err)
+	}
+	rc := f.cfg.Redis
+	key, _ := f.cfg.Space.PaySession(sess.ID)
+	due := f.cfg.Space.PayDue(keys.Partition("ev_jazz"), Card)
+	if err := rc.Do(f.ctx, rc.B().Del().Key(key).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Do(f.ctx, rc.B().Zadd().Key(due).ScoreMember().ScoreMember(1, sess.ID).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	card.DeliverDue(f.ctx)
+	if n := f.dueCount(t); n != 0 {
+		t.Fatalf("due set holds %d", n)
+	}
+	var found bool
+	for line := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec["level"] == "ERROR" && rec["session"] == sess.ID && rec["registration"] == reg {
+			found = true
+		}
+		if strings.Contains(line, "whsec_test") {
+			t.Fatalf("a secret in the log: %s", line)
+		}
+	}
+	if !found {
+		t.Fatalf("no error logged for the abandoned delivery:\n%s", buf.String())
 	}
 }

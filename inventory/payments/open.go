@@ -29,18 +29,28 @@ type Processors struct {
 	Wallet *Hosted
 	// TestCard is the built-in card processor; nil when Stripe takes cards.
 	TestCard *Hosted
-	// Set holds them all by name (the registrations.Expirer).
+	// Set holds them all by name (the registrations.Expirer). With
+	// STRIPE_SECRET_KEY set it holds Stripe even when Stripe does not take
+	// cards (any more), so sessions opened before a switch can be closed.
 	Set Set
 }
 
-// Open builds the processors of cfg.
+// Open builds the processors of cfg. A built-in processor without its
+// webhook secret is an error: it would sign with "" and ticketd would
+// refuse every webhook it sends.
 func Open(cfg Config) (Processors, error) {
 	var ps Processors
+	if cfg.WalletSecret == "" {
+		return Processors{}, errors.New("payments: the wallet needs TICKETD_WALLET_WEBHOOK_SECRET")
+	}
 	h := cfg.Hosted
 	h.Secret = cfg.WalletSecret
 	ps.Wallet = NewWallet(h)
 	switch cfg.CardProcessor {
 	case "", Card:
+		if cfg.CardSecret == "" {
+			return Processors{}, errors.New("payments: the test card processor needs TICKETD_CARD_WEBHOOK_SECRET")
+		}
 		h.Secret = cfg.CardSecret
 		ps.TestCard = NewCard(h)
 		ps.Card = ps.TestCard
@@ -53,6 +63,10 @@ func Open(cfg Config) (Processors, error) {
 		return Processors{}, fmt.Errorf("payments: TICKETD_CARD_PROCESSOR is %q: want card or stripe", cfg.CardProcessor)
 	}
 	ps.Set = NewSet(ps.Card, ps.Wallet)
+	if _, ok := ps.Set[StripeName]; !ok && cfg.Stripe.SecretKey != "" {
+		// Expire only: no new session is opened with Stripe.
+		ps.Set[StripeName] = NewStripe(cfg.Stripe)
+	}
 	return ps, nil
 }
 

@@ -145,27 +145,43 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// Expire expires an open Checkout Session. A session that can no longer be
-// expired is read back: paid when it was completed and paid.
+// Expire expires an open Checkout Session. A session Stripe would not
+// expire (a 4xx: it may be complete already, or the call was rate limited)
+// is read back: complete (whatever its payment_status: an async payment may
+// still succeed) is paid, expired is not, and one still open is an error so
+// the hold is kept while the buyer can pay.
 func (s *Stripe) Expire(ctx context.Context, sessionID string) (paid bool, err error) {
 	p := &stripe.CheckoutSessionExpireParams{}
-	cs, err := s.sc.V1CheckoutSessions.Expire(ctx, sessionID, p)
+	_, err = s.sc.V1CheckoutSessions.Expire(ctx, sessionID, p)
 	if err == nil {
-		return stripePaid(cs), nil
+		return false, nil // it was open and is expired now: never paid
 	}
 	var se *stripe.Error
 	if !errors.As(err, &se) || se.HTTPStatusCode < 400 || se.HTTPStatusCode >= 500 {
 		return false, fmt.Errorf("payments: stripe: expire checkout session: %w", err)
 	}
-	// Stripe refuses to expire a session that is not open: see what it is.
 	rp := &stripe.CheckoutSessionRetrieveParams{}
 	cs, rerr := s.sc.V1CheckoutSessions.Retrieve(ctx, sessionID, rp)
 	if rerr != nil {
 		return false, fmt.Errorf("payments: stripe: expire checkout session: %w (retrieve: %v)", err, rerr)
 	}
-	return stripePaid(cs), nil
+	paid, serr := stripeClosed(cs)
+	if serr != nil {
+		return false, fmt.Errorf("payments: stripe: expire checkout session: %w (%v)", err, serr)
+	}
+	return paid, nil
 }
 
-func stripePaid(cs *stripe.CheckoutSession) bool {
-	return cs.Status == stripe.CheckoutSessionStatusComplete && cs.PaymentStatus == stripe.CheckoutSessionPaymentStatusPaid
+// stripeClosed reads a session that should no longer be open: complete is
+// paid (a complete but unpaid session awaits an async payment, whose
+// webhook still comes), expired is not, anything else is an error.
+func stripeClosed(cs *stripe.CheckoutSession) (paid bool, err error) {
+	switch cs.Status {
+	case stripe.CheckoutSessionStatusComplete:
+		return true, nil
+	case stripe.CheckoutSessionStatusExpired:
+		return false, nil
+	default:
+		return false, fmt.Errorf("session %s is still %q", cs.ID, cs.Status)
+	}
 }

@@ -109,6 +109,42 @@ func TestStripeRequestsAndExpireOfACompletedSession(t *testing.T) {
 	}
 }
 
+// A 4xx from the expire call is not proof the session is closed: one still
+// open (the call was rate limited) keeps its hold, and a complete session
+// whose payment has not settled yet counts as paid.
+func TestStripeExpireReadsTheSessionAfterARefusal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		id := strings.Split(strings.TrimPrefix(r.URL.Path, "/v1/checkout/sessions/"), "/")[0]
+		if r.Method == "POST" {
+			// Stripe-Should-Retry false: stripe-go retries no further.
+			w.Header().Set("Stripe-Should-Retry", "false")
+			if id == "cs_limited" {
+				w.WriteHeader(429)
+				_, _ = io.WriteString(w, `{"error":{"type":"invalid_request_error","code":"rate_limit","message":"Too many requests"}}`)
+				return
+			}
+			w.WriteHeader(400)
+			_, _ = io.WriteString(w, `{"error":{"type":"invalid_request_error","message":"Only Checkout Sessions with a status in [\"open\"] can be expired."}}`)
+			return
+		}
+		status := map[string]string{"cs_limited": "open", "cs_async": "complete", "cs_gone": "expired"}[id]
+		_, _ = io.WriteString(w, `{"id":"`+id+`","object":"checkout.session","status":"`+status+`","payment_status":"unpaid"}`)
+	}))
+	defer srv.Close()
+	s := NewStripe(StripeConfig{SecretKey: "sk_test_123", APIBase: srv.URL})
+	ctx := context.Background()
+	if paid, err := s.Expire(ctx, "cs_limited"); err == nil {
+		t.Fatalf("Expire(429, still open) = %v, nil; want an error so the hold stays", paid)
+	}
+	if paid, err := s.Expire(ctx, "cs_async"); err != nil || !paid {
+		t.Fatalf("Expire(complete, unpaid) = %v, %v; want paid", paid, err)
+	}
+	if paid, err := s.Expire(ctx, "cs_gone"); err != nil || paid {
+		t.Fatalf("Expire(expired) = %v, %v; want not paid", paid, err)
+	}
+}
+
 // A discount (total below the lines) is charged as one line of the total.
 func TestStripeLinesChargeExactlyTheTotal(t *testing.T) {
 	req := CheckoutRequest{RegistrationID: "oa.ev", EventName: "Gala", Amount: 3000,
@@ -120,18 +156,60 @@ func TestStripeLinesChargeExactlyTheTotal(t *testing.T) {
 }
 
 func TestOpenChoosesTheCardProcessor(t *testing.T) {
-	ps, err := Open(Config{CardProcessor: "stripe", Stripe: StripeConfig{SecretKey: "sk_test_1"}})
+	secrets := Config{CardSecret: "whsec_c", WalletSecret: "whsec_w"}
+	cfg := secrets
+	cfg.CardProcessor, cfg.Stripe = "stripe", StripeConfig{SecretKey: "sk_test_1"}
+	ps, err := Open(cfg)
 	if err != nil || ps.Card.Name() != "stripe" || ps.TestCard != nil || ps.Set["stripe"] == nil || ps.Set["wallet"] == nil || ps.Set["card"] != nil {
 		t.Fatalf("stripe: %+v, %v", ps, err)
 	}
-	if _, err := Open(Config{CardProcessor: "stripe"}); err == nil {
+	cfg.Stripe = StripeConfig{}
+	if _, err := Open(cfg); err == nil {
 		t.Fatal("stripe without a secret key opened")
 	}
-	if _, err := Open(Config{CardProcessor: "paypal"}); err == nil {
+	cfg.CardProcessor = "paypal"
+	if _, err := Open(cfg); err == nil {
 		t.Fatal("an unknown processor opened")
 	}
-	ps, err = Open(Config{})
-	if err != nil || ps.Card.Name() != "card" || ps.TestCard == nil {
+	ps, err = Open(secrets)
+	if err != nil || ps.Card.Name() != "card" || ps.TestCard == nil || ps.Set["stripe"] != nil {
 		t.Fatalf("default: %+v, %v", ps, err)
+	}
+}
+
+// A built-in processor without its webhook secret would sign with "" and
+// have every webhook refused: Open says so instead.
+func TestOpenRefusesABuiltInProcessorWithoutItsSecret(t *testing.T) {
+	if _, err := Open(Config{WalletSecret: "whsec_w"}); err == nil {
+		t.Fatal("the test card processor opened without TICKETD_CARD_WEBHOOK_SECRET")
+	}
+	if _, err := Open(Config{CardSecret: "whsec_c"}); err == nil {
+		t.Fatal("the wallet opened without TICKETD_WALLET_WEBHOOK_SECRET")
+	}
+	if _, err := Open(Config{CardProcessor: "stripe", WalletSecret: "whsec_w", Stripe: StripeConfig{SecretKey: "sk_test_1"}}); err != nil {
+		t.Fatalf("stripe takes cards, so no card secret is needed: %v", err)
+	}
+}
+
+// Switched back from Stripe to the test card processor, ticketd can still
+// close the Stripe sessions it opened before: the sweeper's Set.Expire
+// reaches Stripe while STRIPE_SECRET_KEY is set.
+func TestSetExpiresStripeSessionsAfterASwitchAway(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == "POST" && r.URL.Path == "/v1/checkout/sessions/cs_before/expire" {
+			_, _ = io.WriteString(w, `{"id":"cs_before","object":"checkout.session","status":"expired","payment_status":"unpaid"}`)
+			return
+		}
+		w.WriteHeader(404)
+		_, _ = io.WriteString(w, `{"error":{"type":"invalid_request_error","message":"no such thing"}}`)
+	}))
+	defer srv.Close()
+	ps, err := Open(Config{CardSecret: "whsec_c", WalletSecret: "whsec_w", Stripe: StripeConfig{SecretKey: "sk_test_1", APIBase: srv.URL}})
+	if err != nil || ps.Card.Name() != Card {
+		t.Fatalf("Open: %+v, %v", ps, err)
+	}
+	if paid, err := ps.Set.Expire(context.Background(), StripeName, "cs_before"); err != nil || paid {
+		t.Fatalf("Set.Expire(stripe) after the switch = %v, %v; want closed, not paid", paid, err)
 	}
 }

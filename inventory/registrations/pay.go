@@ -21,9 +21,11 @@ import (
 // ("amount_mismatch") and gives its hold back at once, as no later payment
 // can book a registration that needs a refund. A second payment of a
 // confirmed registration leaves it confirmed and comes back with
-// RefundReason "already_paid". A registration ticketd knows nowhere (lost
-// with Redis' state, or aged out of both Redis and Postgres) comes back
-// refund_required, Reason "lost", and a tombstone makes later reads say so.
+// RefundReason "already_paid". A payment of a registration of a cancelled
+// event (s.Event) needs a refund ("cancelled"), and a held one gives its
+// hold back. A registration ticketd knows nowhere (lost with Redis' state,
+// or aged out of both Redis and Postgres) comes back refund_required,
+// Reason "lost", and a tombstone makes later reads say so.
 func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
 	id := p.RegistrationID
 	ev, ok := keys.OrderEvent(id)
@@ -87,8 +89,12 @@ func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, sea
 	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHoldsOrNone(ev, dc),
 		s.Space.DiscountUsed(ev), s.Space.Paid(part), s.Space.Live(part), s.Space.Buyers(ev), s.Space.Expiry(part)}
 	ks = append(ks, s.seatKeys(ev, seats)...)
+	cancelled := "0"
+	if _, c, ok := s.event(ev); ok && c {
+		cancelled = "1"
+	}
 	return lua.Array(ctx, s.Redis, payScript, ks, []string{id, ref, strconv.FormatInt(int64(p.Amount), 10),
-		strings.ToUpper(p.Currency), seats, dc, strconv.FormatInt(s.StreamCap, 10), ms(s.retention())})
+		strings.ToUpper(p.Currency), seats, dc, strconv.FormatInt(s.StreamCap, 10), ms(s.retention()), cancelled})
 }
 
 // outcome reads the registration a payment changed into o.
@@ -100,12 +106,21 @@ func (s *Service) outcome(ctx context.Context, id string, o Outcome) (Outcome, e
 	if !found {
 		return Outcome{}, fmt.Errorf("pay %s: the registration went while it was paid", id)
 	}
+	if o.RefundReason != "" && reg.BuyerEmail == "" && s.Archive != nil {
+		// The worker dropped the record from the hash once Postgres had
+		// it: the refund notice needs the buyer from there.
+		if a, ok, err := s.Archive.Order(ctx, id); err == nil && ok {
+			reg.BuyerName, reg.BuyerEmail = a.BuyerName, a.BuyerEmail
+		}
+	}
 	o.Registration = reg
 	return o, nil
 }
 
 // payUnknown answers a payment of a registration Redis does not hold:
-// Postgres may have it (paid, aged out of Redis); else it is lost.
+// Postgres may have it (paid, aged out of Redis); else it is lost. The
+// tenant is the payment's or, as webhooks do not know it, the event's in
+// the catalog: when known, only an id ticketd minted for it is taken.
 func (s *Service) payUnknown(ctx context.Context, id, ref string, p Payment) (Outcome, error) {
 	reg, found, err := s.archived(ctx, id)
 	if err != nil {
@@ -118,12 +133,17 @@ func (s *Service) payUnknown(ctx context.Context, id, ref string, p Payment) (Ou
 		}
 		return o, nil
 	}
-	if p.TenantID != "" && s.Orders != nil && len(s.Orders.IDKey) > 0 && !s.Orders.Minted(id, Owner(p.TenantID)) {
+	ev, _ := keys.OrderEvent(id)
+	tenant := p.TenantID
+	if tenant == "" {
+		tenant, _, _ = s.event(ev)
+	}
+	if tenant != "" && (s.Orders == nil || !s.Orders.Minted(id, Owner(tenant))) {
 		return Outcome{}, ErrNotFound // not an id ticketd made for this tenant
 	}
 	okey, _ := s.Space.Order(id)
 	arr, err := lua.Array(ctx, s.Redis, lostScript, []string{okey},
-		[]string{Owner(p.TenantID), ref, strconv.FormatInt(int64(p.Amount), 10), ms(s.retention())})
+		[]string{Owner(tenant), ref, strconv.FormatInt(int64(p.Amount), 10), ms(s.retention())})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("pay %s: %w", id, err)
 	}
@@ -133,8 +153,7 @@ func (s *Service) payUnknown(ctx context.Context, id, ref string, p Payment) (Ou
 	}
 	s.logger().Warn("registrations: a payment came for a registration ticketd no longer knows; it needs a refund",
 		"registration", id, "processor", p.Processor)
-	ev, _ := keys.OrderEvent(id)
-	return Outcome{RefundReason: "lost", Registration: Registration{ID: id, EventID: ev, TenantID: p.TenantID,
+	return Outcome{RefundReason: "lost", Registration: Registration{ID: id, EventID: ev, TenantID: tenant,
 		Status: StatusRefundRequired, PaymentStatus: PaymentRefundRequired, Reason: "lost",
 		Paid: p.Amount, Currency: "USD", Processor: p.Processor, SessionID: p.PaymentID}}, nil
 }

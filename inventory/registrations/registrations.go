@@ -14,7 +14,9 @@
 // buyer's admissions): a paid registration must never find its capacity
 // gone. The claim lasts the checkout window (TICKETD_CHECKOUT_TTL); a
 // registration whose window passed unpaid is expired by the sweeper, which
-// gives everything back.
+// gives everything back. Nothing of the claim lapses by itself before
+// that: a payment that comes after the window but before the sweep books
+// it.
 package registrations
 
 import (
@@ -88,8 +90,9 @@ type Registration struct {
 	// Processor and SessionID name the checkout session attached to it.
 	Processor string
 	SessionID string
-	// Reason says why a registration needs a refund: "sold_out",
-	// "seat_lost", "amount_mismatch", "lost".
+	// Reason says why a registration needs a refund: "cancelled",
+	// "amount_mismatch", "sold_out", "seat_lost", "discount_used_up",
+	// "buyer_limit", "lost".
 	Reason string
 }
 
@@ -102,8 +105,9 @@ type Payment struct {
 	Amount    money.Cents
 	Currency  string // lower or upper case; only USD is accepted
 	// TenantID is the tenant the processor's session was opened for, when
-	// the caller knows it: a registration ticketd knows nowhere is then
-	// taken for lost only if its id was minted for that tenant.
+	// the caller knows it (else Service.Event's tenant of the event): a
+	// registration ticketd knows nowhere is then taken for lost only if its
+	// id was minted for that tenant.
 	TenantID string
 }
 

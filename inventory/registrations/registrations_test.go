@@ -131,6 +131,43 @@ func (b *bundle) backdate(t *testing.T, id string) {
 	}
 }
 
+// expireNow puts a held registration's window in the past and expires it.
+func (b *bundle) expireNow(t *testing.T, id string) {
+	t.Helper()
+	b.backdate(t, id)
+	if ok, err := b.regs.Expire(b.ctx, id); err != nil || !ok {
+		t.Fatalf("expire %s: %v %v", id, ok, err)
+	}
+}
+
+// dueWithSession registers one GA ticket at 10.00 with a card session
+// attached, its window passed.
+func (b *bundle) dueWithSession(t *testing.T, session string) Registration {
+	t.Helper()
+	reg, err := b.regs.Register(b.ctx, gaReq(1, 1000, "a@x.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.regs.AttachSession(b.ctx, reg.ID, "card", session); err != nil {
+		t.Fatal(err)
+	}
+	b.backdate(t, reg.ID)
+	return reg
+}
+
+// nothingKept fails unless the event has nothing sold, nothing on its paid
+// stream and no registration awaiting payment.
+func (b *bundle) nothingKept(t *testing.T, ev string) {
+	t.Helper()
+	if s := b.sold(t, ev); s["ev"] != 0 {
+		t.Fatalf("sold %v", s)
+	}
+	if n := b.streamLen(t, ev); n != 0 {
+		t.Fatalf("paid stream holds %d", n)
+	}
+	b.noneHeld(t, ev)
+}
+
 // gaQuote is n GA tickets of type tk at unit cents each.
 func gaQuote(n int64, unit money.Cents) pricing.Quote {
 	q := pricing.Quote{Total: money.Cents(n) * unit, Subtotal: money.Cents(n) * unit,
@@ -431,14 +468,7 @@ func TestSweeperAsksTheProcessorFirstAndKeepsAPaidSession(t *testing.T) {
 func TestSweeperRetriesAProcessorThatFails(t *testing.T) {
 	b := setup(t)
 	b.caps(t, evGA, "ev", "5")
-	reg, err := b.regs.Register(b.ctx, gaReq(1, 1000, "a@x.test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.regs.AttachSession(b.ctx, reg.ID, "card", "cs_1"); err != nil {
-		t.Fatal(err)
-	}
-	b.backdate(t, reg.ID)
+	b.dueWithSession(t, "cs_1")
 	x := &fakeExpirer{err: errors.New("processor down")}
 	if n, err := b.regs.Sweep(b.ctx, x); err != nil || n != 0 {
 		t.Fatalf("sweep with the processor down: %d %v", n, err)
@@ -458,15 +488,8 @@ func TestLatePaymentReclaimsOrIsRefunded(t *testing.T) {
 	b := setup(t)
 	b.caps(t, evGA, "t:tk", "2", "ev", "2")
 	b.caps(t, evSeated, "ev", "20")
-	expire := func(id string) {
-		t.Helper()
-		b.backdate(t, id)
-		if ok, err := b.regs.Expire(b.ctx, id); err != nil || !ok {
-			t.Fatalf("expire: %v %v", ok, err)
-		}
-	}
 	a, _ := b.regs.Register(b.ctx, gaReq(2, 1000, "a@x.test"))
-	expire(a.ID)
+	b.expireNow(t, a.ID)
 	out, err := pay(b, a.ID, "cs_a", 2000)
 	if err != nil || out.Status != StatusConfirmed || !out.Reclaimed {
 		t.Fatalf("late payment with capacity free: %+v %v", out, err)
@@ -484,7 +507,7 @@ func TestLatePaymentReclaimsOrIsRefunded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expire(d.ID)
+	b.expireNow(t, d.ID)
 	if _, err := b.regs.Register(b.ctx, gaReq(1, 1000, "e@x.test")); err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +521,7 @@ func TestLatePaymentReclaimsOrIsRefunded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expire(s1.ID)
+	b.expireNow(t, s1.ID)
 	b.hold(t, "C-5")
 	out, err = pay(b, s1.ID, "cs_s", 1000)
 	if err != nil || out.Status != StatusRefundRequired || out.Reason != "seat_lost" {
@@ -507,7 +530,7 @@ func TestLatePaymentReclaimsOrIsRefunded(t *testing.T) {
 	// the same seat still free
 	tok = b.hold(t, "C-6")
 	s2, _ := b.regs.Register(b.ctx, Request{EventID: evSeated, TenantID: tenant, Quote: seatQuote("C-6"), HoldToken: tok, Buyer: Buyer{Email: "s@x.test"}})
-	expire(s2.ID)
+	b.expireNow(t, s2.ID)
 	out, err = pay(b, s2.ID, "cs_s2", 1000)
 	if err != nil || out.Status != StatusConfirmed || !out.Reclaimed {
 		t.Fatalf("late payment, seat free: %+v %v", out, err)
@@ -535,7 +558,8 @@ func TestAmountMismatchIsNotConfirmed(t *testing.T) {
 		}
 		p.RegistrationID, p.Processor, p.PaymentID = reg.ID, "card", "cs_"+reg.ID[:6]
 		out, err := b.regs.Pay(b.ctx, p)
-		if err != nil || out.Status != StatusRefundRequired || out.Reason != "amount_mismatch" || len(out.Tickets) != 0 {
+		if err != nil || out.Status != StatusRefundRequired || out.Reason != "amount_mismatch" || len(out.Tickets) != 0 ||
+			out.Paid != p.Amount { // what is to be refunded
 			t.Fatalf("%s %d: %+v %v", p.Currency, p.Amount, out, err)
 		}
 		p.Amount, p.Currency = 1000, "USD"
@@ -543,13 +567,7 @@ func TestAmountMismatchIsNotConfirmed(t *testing.T) {
 			t.Fatalf("the right amount after a mismatch: %+v", out)
 		}
 	}
-	if s := b.sold(t, evGA); s["ev"] != 0 {
-		t.Fatalf("sold %v", s)
-	}
-	if n := b.streamLen(t, evGA); n != 0 {
-		t.Fatalf("paid stream holds %d", n)
-	}
-	b.noneHeld(t, evGA)
+	b.nothingKept(t, evGA)
 }
 
 // A payment for a registration ticketd knows nowhere needs a refund

@@ -47,14 +47,52 @@ type Service struct {
 	Expirer Expirer
 	// Grace is how much longer a registration whose session the processor
 	// reports paid keeps its hold, once (default 10m).
-	Grace  time.Duration
+	Grace time.Duration
+	// ExpireTimeout bounds each call to the Expirer (default 5s): a
+	// processor that hangs delays the sweep of its registration, not the
+	// others'.
+	ExpireTimeout time.Duration
+	// Event tells an event's tenant and whether it is cancelled (ok false:
+	// the catalog does not know it); CatalogEvents builds it from the
+	// catalog snapshot. nil: no event is cancelled, and a payment of a
+	// registration ticketd knows nowhere has only Payment.TenantID.
+	Event func(eventID string) (tenantID string, cancelled bool, ok bool)
+	// Gate says whether the Redis state is current (redisstate.Monitor's
+	// Gate): the sweeper does nothing while it answers an error, as a Redis
+	// back from an older snapshot must give nothing back. nil: always.
+	Gate   func() *apierr.Error
 	Logger *slog.Logger
+}
+
+// CatalogEvents is a Service.Event reading the current catalog snapshot
+// (catalogstore.Store.Current).
+func CatalogEvents(current func() *catalog.Snapshot) func(string) (string, bool, bool) {
+	return func(eventID string) (string, bool, bool) {
+		snap := current()
+		if snap == nil {
+			return "", false, false
+		}
+		e := snap.Events[eventID]
+		if e == nil || e.Event == nil {
+			return "", false, false
+		}
+		return e.TenantID, e.Status == catalog.StatusCancelled, true
+	}
+}
+
+// event is s.Event's answer, or nothing known.
+func (s *Service) event(eventID string) (tenantID string, cancelled bool, ok bool) {
+	if s.Event == nil {
+		return "", false, false
+	}
+	return s.Event(eventID)
 }
 
 // Defaults of the Service's zero fields.
 const (
-	DefaultCheckoutTTL = 15 * time.Minute
-	DefaultGrace       = 10 * time.Minute
+	DefaultCheckoutTTL   = 15 * time.Minute
+	DefaultGrace         = 10 * time.Minute
+	DefaultExpireTimeout = 5 * time.Second
 	// MaxSessions bounds the checkout sessions one registration may open.
 	MaxSessions = 10
 )
@@ -62,6 +100,9 @@ const (
 func (s *Service) checkoutTTL() time.Duration { return orDefault(s.CheckoutTTL, DefaultCheckoutTTL) }
 func (s *Service) retention() time.Duration   { return orDefault(s.Retention, orders.DefaultRetention) }
 func (s *Service) grace() time.Duration       { return orDefault(s.Grace, DefaultGrace) }
+func (s *Service) expireTimeout() time.Duration {
+	return orDefault(s.ExpireTimeout, DefaultExpireTimeout)
+}
 
 func (s *Service) logger() *slog.Logger {
 	if s.Logger != nil {
@@ -260,7 +301,9 @@ func (s *Service) Get(ctx context.Context, id string) (reg Registration, found b
 	reg = Registration{ID: id, EventID: ev, TenantID: strings.TrimPrefix(ch, ownerPrefix), Currency: "USD", Reason: why}
 	t, _ := strconv.ParseInt(total, 10, 64)
 	reg.Total = money.Cents(t)
-	if a, err := strconv.ParseInt(amt, 10, 64); err == nil && st == "paid" {
+	// What the processor charged: a refund_required registration shows
+	// what is to be refunded.
+	if a, err := strconv.ParseInt(amt, 10, 64); err == nil && (st == "paid" || st == "refund") {
 		reg.Paid = money.Cents(a)
 	}
 	e, _ := strconv.ParseInt(exp, 10, 64)
@@ -320,7 +363,8 @@ func (s *Service) archived(ctx context.Context, id string) (Registration, bool, 
 	}
 	ev, _ := keys.OrderEvent(id)
 	reg := Registration{ID: id, EventID: ev, TenantID: strings.TrimPrefix(o.Caller, ownerPrefix),
-		Status: StatusConfirmed, PaymentStatus: PaymentPaid, Total: o.Amount, Paid: o.Amount, Currency: "USD", Tickets: tix}
+		Status: StatusConfirmed, PaymentStatus: PaymentPaid, Total: o.Amount, Paid: o.Amount, Currency: "USD", Tickets: tix,
+		BuyerName: o.BuyerName, BuyerEmail: o.BuyerEmail}
 	if o.Amount == 0 {
 		reg.PaymentStatus, reg.Paid = PaymentNotRequired, 0
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/lua"
 )
@@ -46,18 +47,16 @@ func (s *Service) Expire(ctx context.Context, id string) (expired bool, err erro
 	return code == 0, err
 }
 
-// keep pushes a registration's window out by the grace period, once, with
-// its seats and discount hold; kept is false when it was not held or its
-// grace was used.
+// keep pushes a registration's window out by the grace period, once; kept
+// is false when it was not held or its grace was used. Its seats and
+// discount use are held without expiry: nothing to take again.
 func (s *Service) keep(ctx context.Context, id string) (kept bool, err error) {
 	ev, _ := keys.OrderEvent(id)
 	okey, _ := s.Space.Order(id)
-	arr, err := s.declared(id, func(seats, dc string) ([]rueidis.RedisMessage, error) {
-		ks := []string{okey, s.Space.Expiry(keys.Partition(ev)), s.Space.DiscountHoldsOrNone(ev, dc), s.Space.Booked(ev)}
-		return lua.Array(ctx, s.Redis, graceScript, append(ks, s.seatKeys(ev, seats)...), []string{id, ms(s.grace()), seats, dc})
-	})
+	arr, err := lua.Array(ctx, s.Redis, graceScript, []string{okey, s.Space.Expiry(keys.Partition(ev))},
+		[]string{id, ms(s.grace())})
 	if err != nil {
-		return false, fmt.Errorf("keep: %w", err)
+		return false, fmt.Errorf("keep %s: %w", id, err)
 	}
 	code, err := lua.Int(arr, 0)
 	if err == nil && code > 1 {
@@ -68,16 +67,23 @@ func (s *Service) keep(ctx context.Context, id string) (kept bool, err error) {
 
 // Sweep expires every registration whose window has passed, partition by
 // partition (members of the expiry zsets scored up to Redis' now). One with
-// checkout sessions has them closed through expirer first (nil: none); when
+// checkout sessions has them closed through expirer first (nil: none),
+// every time, as a session may be opened during the grace period too; when
 // the processor reports one paid, the registration keeps its hold for the
 // grace period, once, so the webhook on its way books it. When the
-// processor cannot be asked, the registration is tried again at the next
-// sweep, and expired anyway once its window is a grace period past.
+// processor cannot be asked (each call is cut at ExpireTimeout), the
+// registration is tried again at the next sweep, and expired anyway once
+// its window is a grace period past.
 //
 // Members leave the zsets only in the expire and pay scripts, so no sweep
 // misses one; several nodes may sweep at once (the scripts are idempotent,
-// a processor's expire too). It returns how many it expired.
+// a processor's expire too). While s.Gate refuses (the Redis state is not
+// current) it does nothing and returns the gate's error. It returns how
+// many it expired.
 func (s *Service) Sweep(ctx context.Context, expirer Expirer) (int, error) {
+	if g := s.gated(); g != nil {
+		return 0, g
+	}
 	now, err := s.Redis.Do(ctx, s.Redis.B().Time().Build()).AsStrSlice()
 	if err != nil || len(now) != 2 {
 		return 0, fmt.Errorf("sweep: redis time: %v", err)
@@ -93,11 +99,11 @@ func (s *Service) Sweep(ctx context.Context, expirer Expirer) (int, error) {
 			Withscores().Limit(0, sweepBatch).Build()
 	}
 	res := s.Redis.DoMulti(ctx, cmds...)
-	// The members of a partition run side by side (a processor's expire is
-	// a network call), at most sweepWorkers at once.
+	// Every due member runs side by side, whatever its partition (a
+	// processor's expire is a network call), at most sweepWorkers at once.
 	var (
 		mu       sync.Mutex
-		total    int
+		counts   = make([]int, keys.Partitions)
 		firstErr error
 		wg       sync.WaitGroup
 	)
@@ -105,10 +111,13 @@ func (s *Service) Sweep(ctx context.Context, expirer Expirer) (int, error) {
 	for p, r := range res {
 		members, err := r.AsZScores()
 		if err != nil {
-			wg.Wait()
-			return total, fmt.Errorf("sweep: read %s: %w", zsets[p], err)
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = fmt.Errorf("sweep: read %s: %w", zsets[p], err)
+			}
+			mu.Unlock()
+			continue
 		}
-		n := 0
 		for _, m := range members {
 			sem <- struct{}{}
 			wg.Add(1)
@@ -121,20 +130,31 @@ func (s *Service) Sweep(ctx context.Context, expirer Expirer) (int, error) {
 					firstErr = err
 				}
 				if expired {
-					n++
+					counts[p]++
 				}
 			}()
 		}
-		wg.Wait()
+	}
+	wg.Wait()
+	total := 0
+	for p, n := range counts {
 		if n > 0 {
 			s.logger().Info("registrations: checkout holds expired; their inventory is back on sale", "partition", p, "count", n)
 		}
 		total += n
-		if ctx.Err() != nil {
-			return total, ctx.Err()
-		}
+	}
+	if ctx.Err() != nil {
+		return total, ctx.Err()
 	}
 	return total, firstErr
+}
+
+// gated is s.Gate's refusal, nil while the sweeper may run.
+func (s *Service) gated() *apierr.Error {
+	if s.Gate == nil {
+		return nil
+	}
+	return s.Gate()
 }
 
 // sweepOne handles one due member of an expiry zset.
@@ -153,14 +173,17 @@ func (s *Service) sweepOne(ctx context.Context, expirer Expirer, zset, id string
 		st, _ := vals[0].ToString()
 		sess, _ := vals[1].ToString()
 		graced := !vals[2].IsNil()
-		if st == "held" && sess != "" && !graced {
-			paid, err := closeSessions(ctx, expirer, sess)
-			if paid {
+		if st == "held" && sess != "" {
+			// Closed at every sweep: a session opened during the grace
+			// period must not be paid after the hold is given back.
+			paid, err := closeSessions(ctx, expirer, sess, s.expireTimeout())
+			switch {
+			case paid && !graced:
 				kept, err := s.keep(ctx, id)
 				if err != nil || kept {
 					return false, err
 				}
-			} else if err != nil && nowMs < expMs+s.grace().Milliseconds() {
+			case err != nil && nowMs < expMs+s.grace().Milliseconds():
 				s.logger().Warn("registrations: a processor could not close a checkout session; trying again at the next sweep",
 					"registration", id, "err", err)
 				return false, nil
@@ -170,12 +193,14 @@ func (s *Service) sweepOne(ctx context.Context, expirer Expirer, zset, id string
 	return s.Expire(ctx, id)
 }
 
-// closeSessions closes every session of a registration ("proc:id ...");
-// paid is true when any was paid already.
-func closeSessions(ctx context.Context, expirer Expirer, sess string) (paid bool, err error) {
+// closeSessions closes every session of a registration ("proc:id ..."),
+// each call cut at timeout; paid is true when any was paid already.
+func closeSessions(ctx context.Context, expirer Expirer, sess string, timeout time.Duration) (paid bool, err error) {
 	for _, e := range strings.Fields(sess) {
 		proc, sid, _ := strings.Cut(e, ":")
-		p, xerr := expirer.Expire(ctx, proc, sid)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		p, xerr := expirer.Expire(cctx, proc, sid)
+		cancel()
 		if xerr != nil {
 			err = fmt.Errorf("%s session: %w", proc, xerr)
 			continue
@@ -186,7 +211,8 @@ func closeSessions(ctx context.Context, expirer Expirer, sess string) (paid bool
 }
 
 // Run sweeps every interval (about a second) until ctx ends, closing
-// sessions through s.Expirer. Every node may run it.
+// sessions through s.Expirer. Every node may run it. While s.Gate refuses
+// it skips its sweeps (the monitor says why).
 func (s *Service) Run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = time.Second
@@ -194,8 +220,10 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if _, err := s.Sweep(ctx, s.Expirer); err != nil && ctx.Err() == nil {
-			s.logger().Warn("registrations: sweep failed; trying again", "err", err)
+		if s.gated() == nil {
+			if _, err := s.Sweep(ctx, s.Expirer); err != nil && ctx.Err() == nil {
+				s.logger().Warn("registrations: sweep failed; trying again", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():

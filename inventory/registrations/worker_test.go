@@ -66,23 +66,29 @@ func TestWorkerWritesAPaidRegistration(t *testing.T) {
 			t.Fatalf("order %s: %d tickets, %d buyer e-mails", want.id, tickets, mails)
 		}
 	}
+	// The worker dropped the record from the hash: a second charge's refund
+	// notice still names the buyer, from Postgres.
+	b.regs.Archive = orderdb.Store{Pool: pool}
+	out, err := pay(b, reg.ID, "cs_9", 3000)
+	if err != nil || out.RefundReason != "already_paid" || out.BuyerEmail != "ann@example.test" || out.BuyerName != "Ann" {
+		t.Fatalf("another payment once the record is in Postgres: %+v %v", out, err)
+	}
 	// The Redis copy ages out: Postgres answers.
 	okey, _ := b.sp.Order(reg.ID)
 	if err := b.rc.Do(b.ctx, b.rc.B().Del().Key(okey).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	b.regs.Archive = orderdb.Store{Pool: pool}
 	got, found, err := b.regs.Get(b.ctx, reg.ID)
 	if err != nil || !found || got.Status != StatusConfirmed || got.PaymentStatus != PaymentPaid || got.Total != 3000 ||
-		len(got.Tickets) != 2 || got.TenantID != tenant {
+		len(got.Tickets) != 2 || got.TenantID != tenant || got.BuyerEmail != "ann@example.test" || got.BuyerName != "Ann" {
 		t.Fatalf("get from Postgres: %+v %v %v", got, found, err)
 	}
-	out, err := pay(b, reg.ID, "cs_1", 3000)
+	out, err = pay(b, reg.ID, "cs_1", 3000)
 	if err != nil || !out.Duplicate || out.Status != StatusConfirmed {
 		t.Fatalf("webhook again after the Redis copy went: %+v %v", out, err)
 	}
 	out, err = pay(b, reg.ID, "cs_2", 3000)
-	if err != nil || out.RefundReason != "already_paid" {
+	if err != nil || out.RefundReason != "already_paid" || out.BuyerEmail != "ann@example.test" {
 		t.Fatalf("another payment after the Redis copy went: %+v %v", out, err)
 	}
 }

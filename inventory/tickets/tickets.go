@@ -23,8 +23,8 @@ const Version = "TD1"
 const MaxText = 2048
 
 // DevelopmentSecretsKey is what ticketd uses when TICKETD_SECRETS_KEY is
-// unset (a development setup); ticketctl falls back to it too, so a ticket
-// of `ticketd -demo` verifies out of the box.
+// unset (a development setup). It is public: `ticketctl verify` uses it
+// only when asked to (-dev), and says so.
 const DevelopmentSecretsKey = "ticketd-development-secrets-key"
 
 var b64 = base64.RawURLEncoding.Strict()
@@ -137,6 +137,13 @@ func split(text string) (t Ticket, signed string, sig []byte, err error) {
 	text = strings.TrimSpace(text)
 	if len(text) > MaxText {
 		return t, "", nil, fmt.Errorf("%w: longer than %d characters", ErrMalformed, MaxText)
+	}
+	// Base64 decoders skip CR and LF: without this, a text with a line
+	// break inside a field would verify as a second, different code.
+	for i := range len(text) {
+		if c := text[i]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return t, "", nil, fmt.Errorf("%w: byte %d is %q, not one of A-Z a-z 0-9 - _ and the dot", ErrMalformed, i, c)
+		}
 	}
 	parts := strings.Split(text, ".")
 	if len(parts) > 0 && parts[0] != Version {

@@ -3,9 +3,13 @@ package tickets_test
 import (
 	"encoding/base64"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/pricing"
 	"github.com/ticketd/ticketd/inventory/tickets"
 	"github.com/ticketd/ticketd/inventory/tickets/qrtest"
 )
@@ -115,6 +119,54 @@ func TestPNGDecodesToTheSignedText(t *testing.T) {
 	}
 	if _, err := tickets.Verify(got, k.VerifyKey(sample.EventID)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The longest admission label a catalog allows (a ticket type or GA area
+// name of catalog.MaxName four-byte characters), with the longest event id
+// and ticket id, still signs into a QR text within MaxText that renders as
+// a PNG a scanner reads back and verifies.
+func TestLongestAdmissionRendersAndVerifies(t *testing.T) {
+	t.Parallel()
+	k := tickets.NewKeys("secret one")
+	event := strings.Repeat("e", 64)
+	tk := tickets.Ticket{ID: orders.NewOrderID(event) + "-" + strconv.Itoa(pricing.MaxQuantity), EventID: event,
+		Admission: strings.Repeat("🎟", catalog.MaxName)}
+	text := k.Sign(tk)
+	if len(text) > tickets.MaxText {
+		t.Fatalf("QR text of %d characters, Verify reads at most %d", len(text), tickets.MaxText)
+	}
+	b, err := tickets.PNG(text, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := qrtest.Decode(t, b)
+	if v, err := tickets.Verify(got, k.VerifyKey(event)); err != nil || v != tk {
+		t.Fatalf("Verify = %+v, %v; want %+v", v, err, tk)
+	}
+}
+
+// Base64 decoders skip CR and LF; a code with one inside a field (or any
+// byte outside the alphabet) is not the signed text and is refused.
+func TestVerifyRefusesBytesOutsideTheAlphabet(t *testing.T) {
+	t.Parallel()
+	k := tickets.NewKeys("secret one")
+	text := k.Sign(sample)
+	sig := strings.LastIndexByte(text, '.') + 10
+	for _, bad := range []string{
+		text[:sig] + "\n" + text[sig:],
+		text[:sig] + "\r\n" + text[sig:],
+		text[:6] + "\n" + text[6:],
+		text[:sig] + " " + text[sig:],
+		text[:sig] + "=" + text[sig:],
+	} {
+		if _, err := tickets.Verify(bad, k.VerifyKey(sample.EventID)); !errors.Is(err, tickets.ErrMalformed) {
+			t.Errorf("Verify(%q) = %v, want ErrMalformed", bad, err)
+		}
+	}
+	// A scanner's trailing line break is still read.
+	if _, err := tickets.Verify(text+"\r\n", k.VerifyKey(sample.EventID)); err != nil {
+		t.Errorf("a trailing CRLF: %v", err)
 	}
 }
 

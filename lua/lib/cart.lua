@@ -1,10 +1,14 @@
 -- lib/cart: how the scripts that take a cart (order_reserve, reg_register)
 -- read and check it, with the same reply codes (orders.RefusalError maps
--- them), and how the scripts that settle one (order_confirm, reg_pay,
--- reg_expire) read it back from the order hash. A script takes it with the
+-- them), how the scripts that settle one (order_confirm, reg_pay,
+-- reg_expire) read it back from the order hash, and the discount holds
+-- they share. A script takes it with the
 -- line
 --   --@include cart
--- after "--@include capacity" (cart_refusal uses capacity_short).
+-- which brings lib/capacity too (cart_refusal uses capacity_short), once
+-- however many includes name it.
+
+--@include capacity
 
 -- cart_args(i): the claims and seats in ARGV from index i, as
 -- orders.ClaimArgs appends them (C, C field/quantity pairs, S, S labels).
@@ -93,12 +97,46 @@ local function cart_refusal(k, c, now)
   return nil
 end
 
--- cart_hold_discount(key, id, exp, ttl): holds one use of a limited code
--- for id until exp; the holds expire with the last of them, so a code
--- nobody takes again leaves nothing behind.
-local function cart_hold_discount(key, id, exp, ttl)
-  redis.call('ZADD', key, exp, id)
-  if redis.call('PTTL', key) < ttl then
-    redis.call('PEXPIRE', key, ttl)
+-- cart_discount_expiry(key): the holds of a code expire with the last of
+-- them, so a code nobody takes again leaves nothing behind; never while a
+-- hold without end is among them.
+local function cart_discount_expiry(key)
+  if redis.call('ZCOUNT', key, '+inf', '+inf') > 0 then
+    redis.call('PERSIST', key)
+    return
   end
+  local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if top[2] then
+    redis.call('PEXPIREAT', key, math.ceil(tonumber(top[2])))
+  end
+end
+
+-- cart_hold_discount(key, id, score): holds one use of a limited code for
+-- id until score (ms, Redis time), or '+inf': a storefront registration's
+-- hold never lapses by itself, as the registration may still be paid after
+-- its window; only reg_expire or reg_pay give it back.
+local function cart_hold_discount(key, id, score)
+  redis.call('ZADD', key, score, id)
+  cart_discount_expiry(key)
+end
+
+-- cart_drop_discount(key, id): gives id's hold back.
+local function cart_drop_discount(key, id)
+  if redis.call('ZREM', key, id) == 1 then
+    cart_discount_expiry(key)
+  end
+end
+
+-- cart_discount_refusal(k, code, maxuses, id, now): true when id, which
+-- holds no live use of the code (its hold was given back, or taken under
+-- an older state), cannot take one now: the paid uses and the live holds
+-- of others reach maxuses, as cart_refusal counts them. Reads only.
+--   k: dcholds, dcused
+local function cart_discount_refusal(k, code, maxuses, id, now)
+  local mine = redis.call('ZSCORE', k.dcholds, id)
+  if mine and (mine == 'inf' or tonumber(mine) > now) then
+    return false
+  end
+  local used = tonumber(redis.call('HGET', k.dcused, code)) or 0
+  return used + redis.call('ZCOUNT', k.dcholds, '(' .. now, '+inf') >= maxuses
 end

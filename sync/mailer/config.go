@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/mail"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Config is the mailer's environment.
@@ -25,6 +27,10 @@ type Config struct {
 	// From (TICKETD_MAIL_FROM) is the sender; default tickets@ the host of
 	// the app URL.
 	From string
+	// Helo (TICKETD_SMTP_HELO) is the name the mailer gives in EHLO: a
+	// fully qualified domain name; default the host of the app URL (an IP
+	// address as an address literal).
+	Helo string
 }
 
 // ConfigFromEnv reads the mailer's variables through getenv (os.Getenv);
@@ -59,14 +65,68 @@ func ConfigFromEnv(getenv func(string) string, appURL string) (Config, error) {
 	if _, err := mail.ParseAddress(c.From); err != nil {
 		return c, fmt.Errorf("TICKETD_MAIL_FROM=%q: not an address: %w", c.From, err)
 	}
+	c.Helo = getenv("TICKETD_SMTP_HELO")
+	if c.Helo == "" {
+		c.Helo = heloName(appURL)
+	} else if !validHelo(c.Helo) {
+		return c, fmt.Errorf("TICKETD_SMTP_HELO=%q: want a domain name such as mail.example.com or an address literal such as [192.0.2.1]", c.Helo)
+	}
 	return c, nil
+}
+
+// heloName is the EHLO name of the app URL's host: the name itself, an IP
+// address as an address literal, "" (localhost) when there is none.
+func heloName(appURL string) string {
+	u, err := url.Parse(appURL)
+	if err != nil || u.Hostname() == "" {
+		return ""
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if ip.Is6() {
+			return "[IPv6:" + ip.String() + "]"
+		}
+		return "[" + ip.String() + "]"
+	}
+	if !validHelo(host) {
+		return ""
+	}
+	return host
+}
+
+// validHelo accepts a domain name or an address literal: nothing that
+// could break the EHLO line.
+func validHelo(s string) bool {
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		_, err := netip.ParseAddr(strings.TrimPrefix(s[1:len(s)-1], "IPv6:"))
+		return err == nil
+	}
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Sender returns where the configuration sends mail: SMTP, or the folder
 // (each file logged to logger).
 func (c Config) Sender(logger *slog.Logger) (Sender, error) {
 	if c.SMTPURL != "" {
-		return NewSMTP(c.SMTPURL)
+		s, err := NewSMTP(c.SMTPURL)
+		if err != nil {
+			return nil, err
+		}
+		s.Helo = c.Helo
+		return s, nil
 	}
 	return &Dir{Path: c.Dir, Logger: logger}, nil
 }

@@ -2,6 +2,8 @@ package mailer
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,7 +31,7 @@ const (
 )
 
 // Mailer sends due outbox rows. Pool, Sender and Keys are required; zero
-// fields take the defaults above, Name "<hostname>-<pid>". The fields must
+// fields take the defaults above, Name "<hostname>-<pid>-<random>". The fields must
 // not change once the mailer is in use.
 type Mailer struct {
 	Pool   *pgxpool.Pool
@@ -81,8 +83,12 @@ func (m *Mailer) name() string {
 	m.nameOnce.Do(func() {
 		m.nameVal = m.Name
 		if m.nameVal == "" {
+			// Containers all run as pid 1, and a hostname may repeat: the
+			// random part keeps two processes from sharing one lease.
 			host, _ := os.Hostname()
-			m.nameVal = host + "-" + strconv.Itoa(os.Getpid())
+			b := make([]byte, 4)
+			_, _ = rand.Read(b)
+			m.nameVal = host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b)
 		}
 	})
 	return m.nameVal
@@ -97,24 +103,36 @@ func orDefault[T int | time.Duration](v, def T) T {
 
 // Run sends due rows until ctx ends; a nil Mailer (mail off) returns at
 // once. A round that fails (Postgres unreachable) is logged and retried
-// after PollInterval; a full batch is followed by the next at once.
+// after PollInterval; a full batch is followed by the next at once. After
+// a failure of the mail server (ErrServer) Run waits Backoff, doubling
+// while the server keeps failing, so a misconfiguration spends one
+// attempt of one row per wait, not one of every row in the backlog.
 func (m *Mailer) Run(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
 	poll := orDefault(m.PollInterval, DefaultPollInterval)
+	down := 0 // rounds in a row the server failed
 	for {
 		n, err := m.RunOnce(ctx)
-		if err != nil && ctx.Err() == nil {
+		wait := poll
+		switch {
+		case errors.Is(err, ErrServer):
+			down++
+			wait = Backoff(down, orDefault(m.Backoff, DefaultBackoff), orDefault(m.MaxBackoff, DefaultMaxBackoff))
+			m.logger().Warn("mailer: the mail server failed; pausing", "retry_in", wait.String(), "err", logText(err))
+		case err != nil && ctx.Err() == nil:
 			m.logger().Warn("mailer: round failed", "err", err)
-		}
-		if err == nil && n >= orDefault(m.Batch, DefaultBatch) {
-			continue
+		case err == nil:
+			down = 0
+			if n >= orDefault(m.Batch, DefaultBatch) {
+				continue
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(poll):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -123,13 +141,22 @@ func (m *Mailer) Run(ctx context.Context) error {
 type row struct {
 	id                       int64
 	orderID, kind, recipient string
+	ref                      string // host_refund: the payment id
 	payload                  []byte
 	attempts                 int
 }
 
+// ErrServer wraps the failure RunOnce returns when the mail server (or the
+// configuration: credentials, TLS, the sender) failed rather than one
+// message: it would fail every row alike.
+var ErrServer = errors.New("mailer: the mail server failed")
+
 // RunOnce claims up to Batch due rows, sends each and records the outcome.
-// It returns how many rows it claimed. A send's failure is recorded on its
-// row, not returned.
+// It returns how many rows it claimed. A failure of one message is
+// recorded on its row, not returned. A failure of the server is recorded
+// on the row begun (retried after its backoff, as a 5xx there is no
+// verdict on the message), the rows not begun are handed back unattempted,
+// and the failure is returned wrapping ErrServer.
 func (m *Mailer) RunOnce(ctx context.Context) (int, error) {
 	rows, err := m.claim(ctx)
 	if err != nil {
@@ -152,15 +179,23 @@ func (m *Mailer) RunOnce(ctx context.Context) (int, error) {
 			}
 			continue // the batch outlasted the lease and another mailer took the row
 		}
-		err = m.send(rctx, r)
-		if err == nil {
-			err = m.markSent(rctx, r)
-		} else {
-			err = m.markFailed(rctx, r, err)
-		}
+		sendErr := m.send(rctx, r)
 		cancel()
+		// The outcome is recorded with contexts of its own: the send's may
+		// have run out just as the server accepted the message.
+		if sendErr == nil {
+			err = m.markSent(ctx, r)
+		} else {
+			err = m.markFailed(ctx, r, sendErr)
+		}
 		if err != nil {
 			return len(rows), err
+		}
+		if errors.Is(sendErr, ErrServer) {
+			if err := m.release(context.WithoutCancel(ctx), rows[i+1:]); err != nil {
+				return len(rows), err
+			}
+			return len(rows), sendErr
 		}
 	}
 	return len(rows), nil
@@ -169,23 +204,36 @@ func (m *Mailer) RunOnce(ctx context.Context) (int, error) {
 const claimSQL = `UPDATE outbox o SET attempts = o.attempts + 1, locked_by = $1,
 	locked_until = now() + make_interval(secs => $2)
 FROM (SELECT id FROM outbox
-	WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
+	WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now() AND attempts < $4
 	AND (locked_until IS NULL OR locked_until <= now())
 	ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) due
 WHERE o.id = due.id
-RETURNING o.id, o.order_id, o.kind, o.recipient, o.payload, o.attempts`
+RETURNING o.id, o.order_id, o.kind, o.ref, o.recipient, o.payload, o.attempts`
+
+// exhaustedSQL gives up the rows whose attempts ran out with no outcome
+// recorded: their mailer died or hung on each (a crash the row causes).
+const exhaustedSQL = `UPDATE outbox SET failed_at = now(), locked_until = NULL,
+	last_error = coalesce(last_error || '; ', '') || 'no outcome recorded after ' || attempts || ' attempts (the mailer died or hung sending it)'
+WHERE sent_at IS NULL AND failed_at IS NULL AND attempts >= $1
+	AND (locked_until IS NULL OR locked_until <= now())`
 
 // claim leases due rows to this mailer. SKIP LOCKED lets concurrent
 // mailers claim disjoint rows; the lease keeps them off a claimed row
-// after this transaction commits.
+// after this transaction commits. A row whose claims reached MaxAttempts
+// is not claimed again but given up, so one that kills or hangs its
+// mailer every time is not taken forever.
 func (m *Mailer) claim(ctx context.Context) ([]row, error) {
-	rs, err := m.Pool.Query(ctx, claimSQL, m.name(), orDefault(m.Lease, DefaultLease).Seconds(), orDefault(m.Batch, DefaultBatch))
+	maxAttempts := orDefault(m.MaxAttempts, DefaultMaxAttempts)
+	if _, err := m.Pool.Exec(ctx, exhaustedSQL, maxAttempts); err != nil {
+		return nil, fmt.Errorf("mailer: give up exhausted rows: %w", err)
+	}
+	rs, err := m.Pool.Query(ctx, claimSQL, m.name(), orDefault(m.Lease, DefaultLease).Seconds(), orDefault(m.Batch, DefaultBatch), maxAttempts)
 	if err != nil {
 		return nil, fmt.Errorf("mailer: claim: %w", err)
 	}
 	out, err := pgx.CollectRows(rs, func(r pgx.CollectableRow) (row, error) {
 		var x row
-		err := r.Scan(&x.id, &x.orderID, &x.kind, &x.recipient, &x.payload, &x.attempts)
+		err := r.Scan(&x.id, &x.orderID, &x.kind, &x.ref, &x.recipient, &x.payload, &x.attempts)
 		return x, err
 	})
 	if err != nil {
@@ -222,31 +270,69 @@ func (m *Mailer) renew(ctx context.Context, r row) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
-func (m *Mailer) send(ctx context.Context, r row) error {
+// send renders and sends r. A panic while rendering or sending is
+// recorded on the row (its attempts bound the retries) rather than killing
+// the process, which would take the row again after the lease. A Sender's
+// failure that is not about the message wraps ErrServer.
+func (m *Mailer) send(ctx context.Context, r row) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("mailer: panic sending %s of %s: %v", r.kind, r.orderID, p)
+		}
+	}()
 	msg, err := m.render(ctx, r)
 	if err != nil {
 		return err
 	}
 	if err := m.Sender.Send(ctx, msg); err != nil {
-		return err
+		if errors.Is(err, ErrMessage) || errors.Is(err, ErrPermanent) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrServer, err)
 	}
 	m.logger().Debug("mailer: sent", "order", r.orderID, "kind", r.kind)
 	return nil
 }
 
-func (m *Mailer) markSent(ctx context.Context, r row) error {
-	_, err := m.Pool.Exec(ctx, `UPDATE outbox SET sent_at = now(), locked_until = NULL, last_error = NULL
-		WHERE id = $1 AND sent_at IS NULL`, r.id)
-	if err != nil {
-		return fmt.Errorf("mailer: mark %d sent: %w", r.id, err)
+// markTries is how often an outcome's write is tried: a message the
+// server accepted but that is not marked sent goes out again after the
+// lease.
+const markTries = 4
+
+// mark runs an outcome's UPDATE, each try with a context of its own, so a
+// send that used up its time still gets its outcome written. ctx ending
+// stops further tries, not the one begun.
+func (m *Mailer) mark(ctx context.Context, what, sql string, args ...any) error {
+	var err error
+	for try := range markTries {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(try) * 200 * time.Millisecond):
+			}
+		}
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_, err = m.Pool.Exec(tctx, sql, args...)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		err = fmt.Errorf("mailer: %s: %w", what, err)
 	}
-	return nil
+	return err
+}
+
+func (m *Mailer) markSent(ctx context.Context, r row) error {
+	return m.mark(ctx, fmt.Sprintf("mark %d sent", r.id), `UPDATE outbox SET sent_at = now(), locked_until = NULL, last_error = NULL
+		WHERE id = $1 AND sent_at IS NULL`, r.id)
 }
 
 // markFailed records a failed send: due again after the backoff, or given
 // up when it can never succeed or was the last attempt. Only the lease's
 // holder writes, so a mailer that overran its lease cannot undo another's
-// send.
+// send. The log names the stage and reply code; the reply's text (it may
+// quote the buyer's address) is kept in last_error only.
 func (m *Mailer) markFailed(ctx context.Context, r row, cause error) error {
 	giveUp := errors.Is(cause, ErrPermanent) || r.attempts >= orDefault(m.MaxAttempts, DefaultMaxAttempts)
 	wait := Backoff(r.attempts, orDefault(m.Backoff, DefaultBackoff), orDefault(m.MaxBackoff, DefaultMaxBackoff))
@@ -254,19 +340,29 @@ func (m *Mailer) markFailed(ctx context.Context, r row, cause error) error {
 	if len(msg) > 1000 {
 		msg = msg[:1000]
 	}
-	_, err := m.Pool.Exec(ctx, `UPDATE outbox SET next_attempt_at = now() + make_interval(secs => $2),
+	err := m.mark(ctx, fmt.Sprintf("record failure of %d", r.id), `UPDATE outbox SET next_attempt_at = now() + make_interval(secs => $2),
 		last_error = $3, locked_until = NULL, failed_at = CASE WHEN $4 THEN now() END
 		WHERE id = $1 AND locked_by = $5 AND sent_at IS NULL`, r.id, wait.Seconds(), storable(msg), giveUp, m.name())
 	if err != nil {
-		return fmt.Errorf("mailer: record failure of %d: %w", r.id, err)
+		return err
 	}
 	if giveUp {
-		m.logger().Error("mailer: gave up a message", "order", r.orderID, "kind", r.kind, "attempts", r.attempts, "err", msg)
+		m.logger().Error("mailer: gave up a message", "order", r.orderID, "kind", r.kind, "attempts", r.attempts, "err", logText(cause))
 	} else {
 		m.logger().Warn("mailer: send failed, will retry", "order", r.orderID, "kind", r.kind, "attempts", r.attempts,
-			"retry_in", wait.String(), "err", msg)
+			"retry_in", wait.String(), "err", logText(cause))
 	}
 	return nil
+}
+
+// logText is what a log says of a failed send: an SMTP failure's stage and
+// reply code, not the reply's text.
+func logText(err error) string {
+	var se *SMTPError
+	if errors.As(err, &se) {
+		return se.Summary()
+	}
+	return err.Error()
 }
 
 // Backoff is the wait after the n-th failed attempt (n from 1): base

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
-	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
 	"net/textproto"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // inline is an image the HTML part shows by its Content-ID.
@@ -34,7 +35,7 @@ func (m message) encode() ([]byte, error) {
 	h := func(k, v string) { fmt.Fprintf(&buf, "%s: %s\r\n", k, v) }
 	h("From", m.from)
 	h("To", m.to)
-	h("Subject", mime.QEncoding.Encode("utf-8", m.subject))
+	h("Subject", headerText(m.subject))
 	h("Date", m.date.Format(time.RFC1123Z))
 	h("Message-ID", "<"+m.messageID+">")
 	h("MIME-Version", "1.0")
@@ -101,6 +102,42 @@ func (m message) encode() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// headerText is s as a header's value: as it is when short printable
+// ASCII, else RFC 2047 encoded words of whole characters, one per line
+// ("?=\r\n =?" between them). However long s is (names run to 200
+// characters, each up to 4 bytes), no line passes 78 characters, and a
+// CR or LF in s cannot start a header of its own.
+func headerText(s string) string {
+	if len(s) <= 60 && plainASCII(s) {
+		return s
+	}
+	var words []string
+	for len(s) > 0 {
+		// 39 bytes are 52 of base64: a word of 64, a line of 73 after
+		// "Subject: ".
+		n := min(39, len(s))
+		for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		if n == 0 { // not UTF-8: cut anywhere
+			n = min(39, len(s))
+		}
+		words = append(words, "=?utf-8?b?"+base64.StdEncoding.EncodeToString([]byte(s[:n]))+"?=")
+		s = s[n:]
+	}
+	return strings.Join(words, "\r\n ")
+}
+
+// plainASCII reports whether s can stand in a header unencoded.
+func plainASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return !strings.Contains(s, "=?")
 }
 
 // writeBase64 writes b in base64 lines of 76 characters (RFC 2045).

@@ -27,32 +27,40 @@ var reasons = map[string]string{
 	"seat_lost":       "the payment arrived after the checkout window closed, and a seat had been taken meanwhile",
 	"amount_mismatch": "the amount paid differs from the registration's total",
 	"lost":            "ticketd lost the registration before the payment arrived",
+
+	"discount_used_up": "the payment arrived after the checkout window closed, and the discount code had been used up meanwhile",
 }
 
 // refundPayload is the outbox row's payload, when its writer gave one:
 // the fallback for a refunds row that is not there (yet).
 type refundPayload struct {
-	EventID     string `json:"eventId"`
-	AmountCents int64  `json:"amountCents"`
-	Currency    string `json:"currency"`
-	Reason      string `json:"reason"`
-	Processor   string `json:"processor"`
-	PaymentID   string `json:"paymentId"`
+	EventID     string       `json:"eventId"`
+	Amount      *money.Cents `json:"amount"` // sync/refunddb's Notice, in dollars
+	AmountCents int64        `json:"amountCents"`
+	Currency    string       `json:"currency"`
+	Reason      string       `json:"reason"`
+	Processor   string       `json:"processor"`
+	PaymentID   string       `json:"paymentId"`
 }
 
-// refund reads what a host_refund row needs: the newest refunds row of the
-// registration (sync/refunddb writes it with the outbox row), else what
-// the row's payload says.
+// refund reads what a host_refund row needs: the refunds row of the
+// payment the outbox row names (ref; sync/refunddb writes both at once; a
+// row without a ref takes the registration's newest), else what the row's
+// payload says.
 func (m *Mailer) refund(ctx context.Context, r row) (refundData, error) {
 	var p refundPayload
 	_ = json.Unmarshal(r.payload, &p) // a payload is optional
 	cents := money.Cents(p.AmountCents)
+	if p.Amount != nil {
+		cents = *p.Amount
+	}
 	var fromTable struct {
 		eventID, processor, paymentID, currency, reason string
 		cents                                           int64
 	}
 	err := m.Pool.QueryRow(ctx, `SELECT event_id, processor, payment_id, amount_cents, currency, reason
-		FROM refunds WHERE registration_id = $1 ORDER BY created_at DESC LIMIT 1`, r.orderID).
+		FROM refunds WHERE registration_id = $1 AND ($2 = '' OR payment_id = $2)
+		ORDER BY created_at DESC LIMIT 1`, r.orderID, r.ref).
 		Scan(&fromTable.eventID, &fromTable.processor, &fromTable.paymentID, &fromTable.cents, &fromTable.currency, &fromTable.reason)
 	switch {
 	case err == nil:

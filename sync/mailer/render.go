@@ -11,14 +11,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/tickets"
 	"github.com/ticketd/ticketd/sync/orderdb"
-)
-
-// Outbox kinds the mailer renders (sync/worker writes the first two,
-// registrations the third).
-const (
-	KindBuyerTickets = "buyer_tickets"
-	KindHostNotify   = "host_notify"
-	KindHostRefund   = "host_refund"
+	"github.com/ticketd/ticketd/sync/outbox"
 )
 
 // errNotYet is a row whose data Postgres does not hold (yet): retried.
@@ -36,7 +29,7 @@ func (m *Mailer) render(ctx context.Context, r row) (Message, error) {
 	}
 	var msg message
 	switch r.kind {
-	case KindBuyerTickets, KindHostNotify:
+	case outbox.BuyerTickets, outbox.HostNotify:
 		o, ok, err := orderdb.Store{Pool: m.Pool}.Paid(ctx, r.orderID)
 		if err != nil {
 			return Message{}, err
@@ -44,7 +37,7 @@ func (m *Mailer) render(ctx context.Context, r row) (Message, error) {
 		if !ok {
 			return Message{}, errNotYet
 		}
-		if r.kind == KindBuyerTickets {
+		if r.kind == outbox.BuyerTickets {
 			msg, err = m.buyerTickets(o)
 		} else {
 			msg, err = hostNotify(o)
@@ -52,7 +45,7 @@ func (m *Mailer) render(ctx context.Context, r row) (Message, error) {
 		if err != nil {
 			return Message{}, err
 		}
-	case KindHostRefund:
+	case outbox.HostRefund:
 		rf, err := m.refund(ctx, r)
 		if err != nil {
 			return Message{}, err

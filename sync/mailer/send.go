@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,16 +30,65 @@ type Sender interface {
 	Send(ctx context.Context, m Message) error
 }
 
-// ErrPermanent marks a send that can never succeed (an SMTP 5xx reply:
-// say, a recipient the server refuses): the row is given up at once.
+// ErrPermanent marks a send that can never succeed (a recipient the
+// server refuses for good, a row that cannot be rendered): the row is
+// given up at once.
 var ErrPermanent = errors.New("mailer: permanent failure")
+
+// ErrMessage marks a failure about one message (its recipient or its
+// content): the other messages of a batch are still tried. Any other
+// failure of a Sender is taken as the server's or the configuration's
+// (unreachable, TLS, credentials, sender refused), which would fail every
+// message alike: the mailer stops the batch and waits.
+var ErrMessage = errors.New("mailer: message refused")
+
+// SMTPError is a failed step of an SMTP send. Its Error() carries the
+// server's reply text, which may quote the recipient's address: it goes
+// into the row's last_error, never into a log (Summary does).
+type SMTPError struct {
+	Stage string // "greeting", "STARTTLS", "AUTH", "MAIL FROM", "RCPT TO", "DATA", "end of DATA"
+	Code  int    // the server's reply code; 0 when the failure was not a reply
+	Err   error
+}
+
+func (e *SMTPError) Error() string { return "smtp " + e.Stage + ": " + e.Err.Error() }
+
+func (e *SMTPError) Unwrap() error { return e.Err }
+
+// Is makes a refusal of the recipient or of the finished message
+// (RCPT TO, end of DATA) ErrMessage, and permanent when it is a 5xx; a
+// 5xx anywhere else (a wrong password, a sender the server refuses) is the
+// configuration's and retried once it is fixed. 421 is the server closing
+// the connection at any stage.
+func (e *SMTPError) Is(target error) bool {
+	aboutMessage := (e.Stage == "RCPT TO" || e.Stage == "end of DATA") && e.Code != 0 && e.Code != 421
+	switch target {
+	case ErrMessage:
+		return aboutMessage
+	case ErrPermanent:
+		return aboutMessage && e.Code >= 500
+	}
+	return false
+}
+
+// Summary is the failure without the reply's text: stage and code.
+func (e *SMTPError) Summary() string {
+	if e.Code == 0 {
+		return "smtp " + e.Stage + ": no reply"
+	}
+	return "smtp " + e.Stage + ": " + strconv.Itoa(e.Code)
+}
 
 // SMTP sends over one SMTP connection per message.
 type SMTP struct {
 	addr        string // host:port
 	host        string
 	implicitTLS bool
-	user, pass  string
+	// Helo is the name this client gives in EHLO/HELO, a fully qualified
+	// domain name or an address literal ("[192.0.2.1]"); "" says
+	// "localhost", which many servers take for spam.
+	Helo       string
+	user, pass string
 	// Timeout bounds one whole send (dial to QUIT); default 1 minute.
 	Timeout time.Duration
 	// TLS configures STARTTLS and smtps; nil verifies the server's
@@ -100,6 +150,11 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 		return classify("greeting", err)
 	}
 	defer c.Close()
+	if s.Helo != "" {
+		if err := c.Hello(s.Helo); err != nil {
+			return classify("EHLO", err)
+		}
+	}
 	if !s.implicitTLS {
 		if ok, _ := c.Extension("STARTTLS"); ok {
 			if err := c.StartTLS(tlsConfig); err != nil {
@@ -126,20 +181,21 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 		return classify("DATA", err)
 	}
 	if err := w.Close(); err != nil {
-		return classify("DATA", err)
+		return classify("end of DATA", err)
 	}
 	// The message is accepted; a failed QUIT changes nothing.
 	_ = c.Quit()
 	return nil
 }
 
-// classify wraps an SMTP error, marking 5xx replies permanent.
+// classify wraps an SMTP error with its stage and reply code.
 func classify(stage string, err error) error {
+	e := &SMTPError{Stage: stage, Err: err}
 	var te *textproto.Error
-	if errors.As(err, &te) && te.Code >= 500 {
-		return fmt.Errorf("smtp %s: %w: %w", stage, ErrPermanent, err)
+	if errors.As(err, &te) {
+		e.Code = te.Code
 	}
-	return fmt.Errorf("smtp %s: %w", stage, err)
+	return e
 }
 
 // Dir writes each message as an .eml file into a folder (created when

@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"errors"
 	"io"
 	"math/big"
 	"net"
@@ -26,7 +25,8 @@ type received struct {
 	from string
 	to   []string
 	data []byte
-	tls  bool // it came over TLS (STARTTLS)
+	tls  bool   // it came over TLS (STARTTLS)
+	helo string // the name the client gave in EHLO
 }
 
 // smtpServer is a real SMTP server (go-smtp) on a loopback port that keeps
@@ -114,7 +114,7 @@ func (s *session) AuthMechanisms() []string {
 func (s *session) Auth(string) (sasl.Server, error) {
 	return sasl.NewPlainServer(func(_, user, pass string) error {
 		if user != s.srv.user || pass != s.srv.pass {
-			return errors.New("invalid credentials")
+			return smtp.ErrAuthFailed // 535
 		}
 		s.authed = true
 		return nil
@@ -126,12 +126,14 @@ func (s *session) Mail(from string, _ *smtp.MailOptions) error {
 		return smtp.ErrAuthRequired
 	}
 	s.msg.from = from
+	s.msg.helo = s.conn.Hostname()
 	return nil
 }
 
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	if to == "refused@example.com" {
-		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}
+		// Servers quote the address, as this one does.
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox: <" + to + ">"}
 	}
 	s.msg.to = append(s.msg.to, to)
 	return nil

@@ -21,8 +21,11 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Parallel()
 	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
 	c, err := mailer.ConfigFromEnv(env(nil), "http://localhost:8080")
-	if err != nil || c.Off || c.SMTPURL != "" || c.Dir == "" || c.From != "ticketd <tickets@localhost>" {
+	if err != nil || c.Off || c.SMTPURL != "" || c.Dir == "" || c.From != "ticketd <tickets@localhost>" || c.Helo != "localhost" {
 		t.Fatalf("defaults: %+v, %v", c, err)
+	}
+	if c, _ := mailer.ConfigFromEnv(env(nil), "http://10.0.0.7:8080"); c.Helo != "[10.0.0.7]" {
+		t.Fatalf("EHLO name of an IP app URL = %q, want an address literal", c.Helo)
 	}
 	c, err = mailer.ConfigFromEnv(env(map[string]string{"TICKETD_MAIL": "off"}), "")
 	if err != nil || !c.Off {
@@ -35,6 +38,7 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 	for _, bad := range []map[string]string{
 		{"TICKETD_MAIL": "maybe"}, {"TICKETD_SMTP_URL": "http://mail.example.com"}, {"TICKETD_MAIL_FROM": "not an address"},
+		{"TICKETD_SMTP_HELO": "mx.example.com\r\nRSET"}, {"TICKETD_SMTP_HELO": "two words"},
 	} {
 		if _, err := mailer.ConfigFromEnv(env(bad), ""); err == nil {
 			t.Errorf("%v accepted", bad)

@@ -35,7 +35,8 @@ func TestOrderAndTickets(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("Order(ochan) = %+v, %v, %v", o, ok, err)
 	}
-	want := orders.State{OrderID: "ochan.ev_1", Status: "paid", ChannelID: "ch_1", Amount: 1150, PartnerReference: "psp-1"}
+	want := orders.State{OrderID: "ochan.ev_1", Status: "paid", ChannelID: "ch_1", Amount: 1150, PartnerReference: "psp-1",
+		BuyerName: "A", BuyerEmail: "a@example.com"}
 	if o != want {
 		t.Fatalf("Order(ochan) = %+v, want %+v", o, want)
 	}

@@ -27,7 +27,8 @@ type PaidOrder struct {
 }
 
 // Paid returns a paid order with its lines and tickets; ok is false when
-// Postgres has no such order.
+// Postgres has no such order, or has it in another status (an order
+// cancelled or refunded gets no e-mail and no ticket page).
 func (s Store) Paid(ctx context.Context, orderID string) (PaidOrder, bool, error) {
 	if _, ok := keys.OrderEvent(orderID); !ok {
 		return PaidOrder{}, false, nil
@@ -44,7 +45,7 @@ func (s Store) Paid(ctx context.Context, orderID string) (PaidOrder, bool, error
 			THEN e.doc->'showings' ELSE '[]'::jsonb END) s WHERE s->>'id' = o.showing_id LIMIT 1), e.doc->>'startsAt', ''),
 		coalesce(t.doc->>'name', o.tenant_id)
 		FROM orders o LEFT JOIN events e ON e.id = o.event_id LEFT JOIN tenants t ON t.id = o.tenant_id
-		WHERE o.id = $1`, orderID).
+		WHERE o.id = $1 AND o.status = 'paid'`, orderID).
 		Scan(&o.OrderID, &o.EventID, &o.TenantID, &o.ChannelID, &o.Source, &o.Status,
 			&o.BuyerName, &o.BuyerEmail, &o.BuyerPhone, &o.ShowingID, &o.DiscountCode,
 			&o.Currency, &sub, &disc, &extras, &fee, &vat, &rp, &total, &o.PartnerReference, &created, &paid,

@@ -21,7 +21,8 @@ func TestPaidReadsTheOrderWithLinesTicketsAndNames(t *testing.T) {
 			subtotal_cents, discount_cents, extras_cents, fee_cents, vat_cents, refund_protection_cents, total_cents,
 			created_at, paid_at, stream_id) VALUES
 			('oshop.ev_1', 'ev_1', 't_1', 'storefront', 'paid', 'Bea', 'b@example.com', 'sh_2', 'USD', 2000, 0, 300, 0, 0, 0, 2300, now(), now(), '1-1'),
-			('olost.ev_9', 'ev_9', 't_9', 'channel', 'paid', 'Cy', 'c@example.com', NULL, 'USD', 0, 0, 0, 0, 0, 0, 0, now(), now(), '1-2');
+			('olost.ev_9', 'ev_9', 't_9', 'channel', 'paid', 'Cy', 'c@example.com', NULL, 'USD', 0, 0, 0, 0, 0, 0, 0, now(), now(), '1-2'),
+			('ogone.ev_1', 'ev_1', 't_1', 'channel', 'refunded', 'Di', 'd@example.com', NULL, 'USD', 0, 0, 0, 0, 0, 0, 0, now(), now(), '1-3');
 		INSERT INTO order_lines VALUES ('oshop.ev_1', 1, 'ticket', 'tk_ga', 2, 1000, 2000), ('oshop.ev_1', 2, 'extra', 'ex_p', 1, 300, 300);
 		INSERT INTO tickets (id, order_id, event_id, label, issued_at) VALUES
 			('oshop.ev_1-001', 'oshop.ev_1', 'ev_1', 'GA', now()), ('oshop.ev_1-002', 'oshop.ev_1', 'ev_1', 'GA', now())`)
@@ -52,7 +53,8 @@ func TestPaidReadsTheOrderWithLinesTicketsAndNames(t *testing.T) {
 	if err != nil || !ok || to.EventName != "Summer Fest" || len(to.Tickets) != 2 || to.Ticket(0).EventID != "ev_1" {
 		t.Fatalf("TicketOrder = %+v, %v, %v", to, ok, err)
 	}
-	for _, id := range []string{"onone.ev_1", "not an order", "o\x00.ev_1"} {
+	// An order no longer paid is not one: no mail, no ticket page.
+	for _, id := range []string{"ogone.ev_1", "onone.ev_1", "not an order", "o\x00.ev_1"} {
 		if _, ok, err := s.Paid(ctx, id); ok || err != nil {
 			t.Errorf("Paid(%q) = %v, %v; want not found", id, ok, err)
 		}

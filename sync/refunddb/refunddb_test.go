@@ -83,6 +83,9 @@ func TestRefundWritesTheRowAndOneHostNotice(t *testing.T) {
 func TestEachPaymentToRefundHasItsRow(t *testing.T) {
 	pool := newPool(t)
 	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO tenants (id, doc) VALUES ('t1', '{"id":"t1","notifyEmail":"host@example.test"}')`); err != nil {
+		t.Fatal(err)
+	}
 	s := refunddb.Store{Pool: pool}
 	reg := keys.OrderID("ev_jazz", "twice")
 	if err := s.Refund(ctx, outcome(reg, "t1"), payment(reg, "cs_a")); err != nil {
@@ -99,6 +102,44 @@ func TestEachPaymentToRefundHasItsRow(t *testing.T) {
 	}
 	if reasons != "cs_a:sold_out,cs_b:already_paid" {
 		t.Fatalf("refund rows: %s", reasons)
+	}
+	// The host hears of each payment, not once for the registration.
+	if err := pool.QueryRow(ctx, `SELECT string_agg(ref || ':' || (payload->>'paymentId'), ',' ORDER BY ref) FROM outbox
+		WHERE order_id = $1 AND kind = 'host_refund'`, reg).Scan(&reasons); err != nil {
+		t.Fatal(err)
+	}
+	if reasons != "cs_a:cs_a,cs_b:cs_b" {
+		t.Fatalf("host notices (ref:paymentId): %s", reasons)
+	}
+}
+
+// A registration Redis lost comes without a tenant: the event's tenant in
+// the catalog of record is the host told, and the refunds row keeps it.
+func TestLostRegistrationsRefundReachesTheEventsHost(t *testing.T) {
+	pool := newPool(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO tenants (id, doc) VALUES ('t1', '{"id":"t1","notifyEmail":"host@example.test"}');
+		INSERT INTO events (id, tenant_id, doc) VALUES ('ev_jazz', 't1', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	reg := keys.OrderID("ev_jazz", "lost1")
+	o := outcome(reg, "")
+	o.EventID, o.RefundReason, o.Reason = "", "lost", "lost"
+	if err := (refunddb.Store{Pool: pool}).Refund(ctx, o, payment(reg, "cs_lost")); err != nil {
+		t.Fatal(err)
+	}
+	var tenant, event, recipient string
+	if err := pool.QueryRow(ctx, `SELECT tenant_id, event_id FROM refunds WHERE registration_id = $1`, reg).Scan(&tenant, &event); err != nil {
+		t.Fatal(err)
+	}
+	if tenant != "t1" || event != "ev_jazz" {
+		t.Fatalf("refunds row: tenant %q, event %q", tenant, event)
+	}
+	if err := pool.QueryRow(ctx, `SELECT recipient FROM outbox WHERE order_id = $1 AND kind = 'host_refund'`, reg).Scan(&recipient); err != nil {
+		t.Fatalf("no host notice for a lost registration: %v", err)
+	}
+	if recipient != "host@example.test" {
+		t.Fatalf("notice to %s", recipient)
 	}
 }
 

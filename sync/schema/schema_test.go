@@ -126,3 +126,75 @@ func TestOutboxTakesHostRefundWithoutOrder(t *testing.T) {
 		t.Fatalf("a new row: attempts %d, due %v (err %v); want 0, due at once", attempts, due, err)
 	}
 }
+
+// A database that had outbox rows before migration 003 (nothing sent mail
+// then) does not mail them all at once after it: 003 gives the unsent ones
+// up with a last_error an operator can find, and leaves sent ones alone.
+func TestMailMigrationGivesUpRowsQueuedBeforeIt(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	ms, err := schema.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Back to a database that has seen the migrations before 003 only.
+	if _, err := pool.Exec(ctx, `DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Version >= 3 {
+			break
+		}
+		if _, err := pool.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `
+		CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
+		INSERT INTO schema_migrations (version, name) SELECT v, 'before 003' FROM generate_series(1, 2) v;
+		INSERT INTO orders (id, event_id, tenant_id, source, status, buyer_name, buyer_email, currency,
+			subtotal_cents, discount_cents, extras_cents, fee_cents, vat_cents, refund_protection_cents, total_cents,
+			created_at, paid_at, stream_id) VALUES
+			('o01old.ev', 'ev', 't', 'storefront', 'paid', 'A', 'a@example.com', 'USD', 0, 0, 0, 0, 0, 0, 0, now(), now(), '1-0');
+		INSERT INTO outbox (order_id, kind, recipient, payload, sent_at) VALUES
+			('o01old.ev', 'buyer_tickets', 'a@example.com', '{}', NULL),
+			('o01old.ev', 'host_notify', 'h@example.com', '{}', now())`); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]struct {
+		failed  bool
+		lastErr string
+	}{}
+	rs, err := pool.Query(ctx, `SELECT kind, failed_at IS NOT NULL, coalesce(last_error, '') FROM outbox`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rs.Next() {
+		var kind string
+		var r struct {
+			failed  bool
+			lastErr string
+		}
+		if err := rs.Scan(&kind, &r.failed, &r.lastErr); err != nil {
+			t.Fatal(err)
+		}
+		rows[kind] = r
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r := rows["buyer_tickets"]; !r.failed || r.lastErr != "queued before the mailer existed" {
+		t.Errorf("unsent row from before 003: %+v; want given up, saying why", r)
+	}
+	if r := rows["host_notify"]; r.failed || r.lastErr != "" {
+		t.Errorf("sent row from before 003: %+v; want left alone", r)
+	}
+	var due int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE sent_at IS NULL AND failed_at IS NULL`).Scan(&due); err != nil || due != 0 {
+		t.Fatalf("%d rows due after the migration (err %v), want 0", due, err)
+	}
+}

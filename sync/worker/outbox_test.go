@@ -3,6 +3,9 @@ package worker
 import (
 	"context"
 	"testing"
+
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/sync/outbox"
 )
 
 // A paid storefront order queues the buyer's e-mail and the host's notice
@@ -18,9 +21,9 @@ func TestPaidOrdersQueueBuyerAndHostMail(t *testing.T) {
 		t.Fatal(err)
 	}
 	shop := record("ev_shop", 2)
-	shop.ChannelID, shop.Source = "", SourceStorefront
+	shop.ChannelID, shop.Source = "", orders.SourceStorefront
 	quiet := record("ev_shop", 1)
-	quiet.ChannelID, quiet.Source, quiet.TenantID = "", SourceStorefront, "t_quiet"
+	quiet.ChannelID, quiet.Source, quiet.TenantID = "", orders.SourceStorefront, "t_quiet"
 	partner := record("ev_partner", 1)
 	for range 2 {
 		b.confirm(t, shop, "", 1_700_000_000_000)
@@ -29,10 +32,10 @@ func TestPaidOrdersQueueBuyerAndHostMail(t *testing.T) {
 		drain(t, b.worker("w"))
 	}
 	want := map[string]string{
-		shop.OrderID + "/" + OutboxBuyerTickets:    "ada@example.com",
-		shop.OrderID + "/" + OutboxHostNotify:      "host@acme.test",
-		quiet.OrderID + "/" + OutboxBuyerTickets:   "ada@example.com",
-		partner.OrderID + "/" + OutboxBuyerTickets: "ada@example.com",
+		shop.OrderID + "/" + outbox.BuyerTickets:    "ada@example.com",
+		shop.OrderID + "/" + outbox.HostNotify:      "host@acme.test",
+		quiet.OrderID + "/" + outbox.BuyerTickets:   "ada@example.com",
+		partner.OrderID + "/" + outbox.BuyerTickets: "ada@example.com",
 	}
 	rows, err := b.pool.Query(ctx, `SELECT order_id || '/' || kind, recipient FROM outbox`)
 	if err != nil {

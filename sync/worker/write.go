@@ -12,23 +12,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/sync/outbox"
 )
 
 // StatusPaid is the status of every order the worker writes.
 const StatusPaid = "paid"
-
-// Outbox kinds: the buyer's ticket e-mail, the host's notice of a new
-// storefront registration, and the host's notice of a payment to refund
-// (written by registrations, not by the worker).
-const (
-	OutboxBuyerTickets = "buyer_tickets"
-	OutboxHostNotify   = "host_notify"
-	OutboxHostRefund   = "host_refund"
-)
-
-// SourceStorefront is the source of orders made through the storefront
-// (registrations): the host is told of each.
-const SourceStorefront = "storefront"
 
 // paid is an entry decoded into the record to write.
 type paid struct {
@@ -190,7 +178,7 @@ func (r *rows) addOrder(o paid) {
 		r.outOrder = append(r.outOrder, rec.OrderID)
 		r.outRecipient = append(r.outRecipient, rec.BuyerEmail)
 	}
-	if rec.Source == SourceStorefront {
+	if rec.Source == orders.SourceStorefront {
 		r.hostOrder = append(r.hostOrder, rec.OrderID)
 		r.hostTenant = append(r.hostTenant, rec.TenantID)
 	}
@@ -246,18 +234,18 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timesta
 ON CONFLICT (id) DO NOTHING`
 
 	insertOutbox = `INSERT INTO outbox (order_id, kind, recipient, payload)
-SELECT order_id, '` + OutboxBuyerTickets + `', recipient, '{}'::jsonb
+SELECT order_id, '` + outbox.BuyerTickets + `', recipient, '{}'::jsonb
 FROM unnest($1::text[], $2::text[]) AS u(order_id, recipient)
-ON CONFLICT (order_id, kind) DO NOTHING`
+ON CONFLICT (order_id, kind, ref) DO NOTHING`
 
 	// The host's address is the tenant's notifyEmail at the time of the
 	// sale; a tenant without one gets no row.
 	insertHostNotify = `INSERT INTO outbox (order_id, kind, recipient, payload)
-SELECT u.order_id, '` + OutboxHostNotify + `', t.doc->>'notifyEmail', '{}'::jsonb
+SELECT u.order_id, '` + outbox.HostNotify + `', t.doc->>'notifyEmail', '{}'::jsonb
 FROM unnest($1::text[], $2::text[]) AS u(order_id, tenant_id)
 JOIN tenants t ON t.id = u.tenant_id
 WHERE coalesce(t.doc->>'notifyEmail', '') <> ''
-ON CONFLICT (order_id, kind) DO NOTHING`
+ON CONFLICT (order_id, kind, ref) DO NOTHING`
 
 	insertDead = `INSERT INTO dead_letters (stream, entry_id, fields, error)
 SELECT stream, entry_id, fields::jsonb, error

@@ -25,7 +25,15 @@ func Decode(t testing.TB, b []byte) string {
 	}
 	res, err := qrcode.NewQRCodeReader().Decode(bmp, nil)
 	if err != nil {
-		t.Fatalf("qrtest: no QR code in the PNG: %v", err)
+		// gozxing's finder-pattern detector misplaces the grid of about
+		// one code in 40 of these renderings (ReedSolomonException); read
+		// as the pure, upright code the PNG is, every one decodes. The
+		// data and its error correction are still checked in full.
+		pure := map[gozxing.DecodeHintType]any{gozxing.DecodeHintType_PURE_BARCODE: true}
+		var perr error
+		if res, perr = qrcode.NewQRCodeReader().Decode(bmp, pure); perr != nil {
+			t.Fatalf("qrtest: no QR code in the PNG: %v (as a pure code: %v)", err, perr)
+		}
 	}
 	return res.GetText()
 }

@@ -1,0 +1,102 @@
+package lua
+
+import (
+	"io/fs"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func lib(text string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(text)} }
+
+// Every embedded script expands: a defect in an include fails here (and
+// Load panics at start), not in Redis when the script first runs.
+func TestEveryScriptExpands(t *testing.T) {
+	names, err := fs.Glob(files, "*.lua")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	for _, n := range names {
+		src, err := Source(strings.TrimSuffix(n, ".lua"))
+		if err != nil {
+			t.Errorf("%s: %v", n, err)
+			continue
+		}
+		for _, line := range strings.Split(string(src), "\n") {
+			if strings.HasPrefix(line, "--@") {
+				t.Errorf("%s: %q left in the expanded script", n, line)
+			}
+		}
+	}
+}
+
+// A library may include another; each library is expanded once, where it
+// is first included, before the text that uses it.
+func TestLibraryIncludesAnotherOnce(t *testing.T) {
+	fsys := fstest.MapFS{
+		"lib/base.lua": lib("local function base() return 1 end\n"),
+		"lib/mid.lua":  lib("--@include base\nlocal function mid() return base() end\n"),
+		"s.lua":        lib("-- s\n--@include mid\n--@include base\n--@include mid\nreturn mid()\n"),
+	}
+	src, err := expand(fsys, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "-- s\nlocal function base() return 1 end\nlocal function mid() return base() end\nreturn mid()\n"
+	if string(src) != want {
+		t.Fatalf("expanded:\n%s\nwant:\n%s", src, want)
+	}
+	// lib/cart includes lib/capacity itself: a script naming only cart
+	// gets capacity_short, once.
+	fsys["c.lua"] = lib("--@include cart\nreturn 1\n")
+	fsys["lib/cart.lua"] = lib(mustRead(t, "lib/cart.lua"))
+	fsys["lib/capacity.lua"] = lib(mustRead(t, "lib/capacity.lua"))
+	src, err = expand(fsys, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(src), "local function capacity_short("); n != 1 ||
+		strings.Index(string(src), "local function capacity_short(") > strings.Index(string(src), "local function cart_args(") {
+		t.Fatalf("capacity_short defined %d times, or after the cart: %s", n, src)
+	}
+}
+
+func mustRead(t *testing.T, name string) string {
+	t.Helper()
+	b, err := files.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Any directive-like line Source does not expand is an error, never left
+// as a comment that leaves the script without its library.
+func TestIncludeLinesNotExpandedAreErrors(t *testing.T) {
+	for name, line := range map[string]string{
+		"indented":          "  --@include base",
+		"tab-indented":      "\t--@include base",
+		"misspelt":          "--@inclde base",
+		"space after --":    "-- @include base",
+		"two spaces":        "--@include  base",
+		"no name":           "--@include",
+		"unknown library":   "--@include nosuch",
+		"path as the name":  "--@include ../s",
+		"text after a name": "--@include base extra",
+	} {
+		fsys := fstest.MapFS{"lib/base.lua": lib("local x = 1\n"), "s.lua": lib("-- s\n" + line + "\nreturn 1\n")}
+		if src, err := expand(fsys, "s"); err == nil || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("%s (%q): expanded to %q, %v; want an error naming line 2", name, line, src, err)
+		}
+	}
+	// Mentions of the directive inside a comment's text are text.
+	fsys := fstest.MapFS{"lib/base.lua": lib("local x = 1\n"),
+		"s.lua": lib("-- take it with\n--   --@include base\n-- after \"--@include base\"\nreturn 1\n")}
+	if _, err := expand(fsys, "s"); err != nil {
+		t.Fatalf("a comment quoting an include: %v", err)
+	}
+	cycle := fstest.MapFS{"lib/a.lua": lib("--@include b\n"), "lib/b.lua": lib("--@include a\n"), "s.lua": lib("--@include a\n")}
+	if _, err := expand(cycle, "s"); err == nil || !strings.Contains(err.Error(), "cycle") {
+		t.Fatalf("include cycle: %v, want an error", err)
+	}
+}
