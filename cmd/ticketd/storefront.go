@@ -78,8 +78,13 @@ func newFront(d frontDeps) (front, error) {
 	if err != nil {
 		return front{}, err
 	}
+	// The sweep and the webhooks wait while the Redis state is not
+	// current (a Redis back from an older snapshot must neither give holds
+	// back nor book payments); payments know each event's tenant and
+	// cancellation from the catalog.
 	regs := &registrations.Service{Redis: d.redis, Space: d.space, Orders: d.orders, CheckoutTTL: d.cfg.CheckoutTTL,
-		StreamCap: d.orders.StreamCap, Expirer: procs.Set, Logger: d.log}
+		StreamCap: d.orders.StreamCap, Expirer: procs.Set, Event: registrations.CatalogEvents(d.store.Current),
+		Gate: d.monitor.Gate, Logger: d.log}
 	if d.pool != nil {
 		regs.Archive = orderdb.Store{Pool: d.pool}
 	}
@@ -90,7 +95,7 @@ func newFront(d frontDeps) (front, error) {
 		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log,
 	}
 	hooks := &webhooks.API{Booker: regs, Redis: d.redis, Space: d.space, CardSecret: cardSecret,
-		WalletSecret: walletSecret, StripeSecret: d.cfg.StripeWebhookSecret, Logger: d.log}
+		WalletSecret: walletSecret, StripeSecret: d.cfg.StripeWebhookSecret, Gate: d.monitor.Gate, Logger: d.log}
 	pay := &pages.Pay{Wallet: procs.Wallet, Logger: d.log}
 	if procs.TestCard != nil {
 		pay.Card = procs.TestCard
