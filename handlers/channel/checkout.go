@@ -126,12 +126,12 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 		// caller names its own.
 		if c.Session != nil {
 			token = a.Sessions.HoldToken(c.Session, ev.ID)
-		} else if token = body.SeatHoldToken; token == "" {
-			httpx.Fail(ctx, apierr.Invalid("seatLabels need the seatHoldToken that holds them"))
-			return
-		} else if !seats.ValidToken(token) {
-			httpx.Fail(ctx, seats.ErrInvalidToken)
-			return
+		} else {
+			token = body.SeatHoldToken
+			if e := seats.CheckToken(token); e != nil {
+				httpx.Fail(ctx, e)
+				return
+			}
 		}
 	}
 	fp := checkout.Fingerprint(ev.ID+"\x1f"+body.ShowingID, buyer, body.SuccessCallbackURL, token, q)

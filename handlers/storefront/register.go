@@ -6,7 +6,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
-	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/checkout"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/registrations"
@@ -92,12 +91,9 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 	}
 	token := ""
 	if len(q.SeatLabels) > 0 {
-		if token = b.SeatHoldToken; token == "" {
-			httpx.Fail(ctx, apierr.Invalid("seatLabels need the seatHoldToken that holds them"))
-			return
-		}
-		if !seats.ValidToken(token) {
-			httpx.Fail(ctx, seats.ErrInvalidToken)
+		token = b.SeatHoldToken
+		if e := seats.CheckToken(token); e != nil {
+			httpx.Fail(ctx, e)
 			return
 		}
 	}

@@ -169,8 +169,10 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 		return Registration{}, apierr.Invalid("a registration needs an event and its tenant")
 	}
 	q := req.Quote
-	if len(q.SeatLabels) > 0 && !seats.ValidToken(req.HoldToken) {
-		return Registration{}, apierr.Of("INVALID_HOLD_TOKEN", "seatLabels need the seatHoldToken that holds them")
+	if len(q.SeatLabels) > 0 {
+		if e := seats.CheckToken(req.HoldToken); e != nil {
+			return Registration{}, e
+		}
 	}
 	id := s.Orders.NewID(ev, Owner(req.TenantID))
 	rec, tix := s.record(req, id)

@@ -83,7 +83,22 @@ var (
 	ErrInvalidToken = apierr.Of("INVALID_HOLD_TOKEN",
 		"holdToken must be a hold token of yours: 8 to 64 lowercase letters or digits, as returned by hold-token")
 	ErrNotSeated = apierr.Of("NOT_SEATED", "this event has no seat map")
+	// ErrTokenRequired answers a cart with seats but no seatHoldToken, on
+	// both surfaces.
+	ErrTokenRequired = apierr.Invalid("seatLabels need the seatHoldToken that holds them")
 )
+
+// CheckToken is the hold-token rule of a cart with seats: a token is
+// named, and has a token's shape.
+func CheckToken(token string) *apierr.Error {
+	if token == "" {
+		return ErrTokenRequired
+	}
+	if !ValidToken(token) {
+		return ErrInvalidToken
+	}
+	return nil
+}
 
 // ConflictError is the 409 naming the seats someone else holds or booked.
 func ConflictError(labels []string) *apierr.Error {
