@@ -35,17 +35,20 @@ func (a *API) signed(processor string, secret *string, decode func([]byte) (even
 			httpx.Fail(ctx, ae)
 			return
 		}
+		ev.delivery = delivery(ctx.Request.Header.Peek(payments.SignatureHeader))
 		a.process(ctx, processor, ev)
 	}
 }
 
 // stripe: POST /v1/webhooks/stripe, Stripe's events.
 func (a *API) stripe(ctx *fasthttp.RequestCtx) {
-	ev, ae := decodeStripe(a.StripeSecret, string(ctx.Request.Header.Peek("Stripe-Signature")), ctx.PostBody(), a.now())
+	sig := ctx.Request.Header.Peek("Stripe-Signature")
+	ev, ae := decodeStripe(a.StripeSecret, string(sig), ctx.PostBody(), a.now())
 	if ae != nil {
 		httpx.Fail(ctx, ae)
 		return
 	}
+	ev.delivery = delivery(sig)
 	if ev.foreign {
 		a.log().Info("webhooks: stripe checkout session not created by ticketd, ignored", "event", ev.id, "session", ev.session)
 	}

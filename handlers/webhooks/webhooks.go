@@ -4,17 +4,23 @@
 // (Stripe-Signature, verified with stripe-go's webhook package). A verified
 // payment is booked through registrations.Service.Pay.
 //
-// Each event is processed once: its id is remembered in Redis, and a
-// delivery of an event already processed is answered 200 with data
-// {duplicate: true} rather than refused, because a processor retries
-// every non-2xx answer for days and the event's work is done. An event
-// whose processing failed (Redis or Postgres away: 503) is not
+// Each event is processed once: its id is remembered in Redis with the
+// delivery that processed it. The same delivery again (the very signature
+// header, so the same signed request captured and replayed) is refused
+// 409 WEBHOOK_REPLAYED; a new delivery of an event already processed (a
+// processor's retry, signed anew with its own timestamp) is answered 200
+// with data {duplicate: true}, because a processor retries every non-2xx
+// answer for days and the event's work is done. Neither is booked again.
+// An event whose processing failed (Redis or Postgres away: 503) is not
 // remembered, so the processor's retry books it; Pay is idempotent.
 package webhooks
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -109,7 +115,17 @@ const (
 	maxEventID = 255
 )
 
-var errInProgress = apierr.Of("WEBHOOK_IN_PROGRESS", "this event is being processed; retry later")
+var (
+	errInProgress = apierr.Of("WEBHOOK_IN_PROGRESS", "this event is being processed; retry later")
+	errReplayed   = apierr.Of("WEBHOOK_REPLAYED", "this very delivery was processed before: a replay is refused")
+)
+
+// delivery names one signed delivery by its signature header: a
+// processor signs each attempt anew, so only a replay repeats it.
+func delivery(signature []byte) string {
+	sum := sha256.Sum256(signature)
+	return hex.EncodeToString(sum[:8])
+}
 
 func (a *API) now() time.Time {
 	if a.Now != nil {
@@ -135,8 +151,10 @@ func (a *API) timeout() time.Duration {
 
 // event is a verified, decoded webhook: a payment to book, or nothing.
 type event struct {
-	id      string
-	ignored bool // not a completed payment: answered 200, not recorded
+	id string
+	// delivery is the signature header's digest (see delivery).
+	delivery string
+	ignored  bool // not a completed payment: answered 200, not recorded
 	// foreign: a Stripe checkout session without ticketd's marker
 	// (metadata.registration_id), ignored; session is its id, for the log.
 	foreign bool
@@ -171,7 +189,9 @@ func (a *API) process(ctx *fasthttp.RequestCtx, processor string, ev event) {
 	if !set {
 		st, err := a.Redis.Do(c, a.Redis.B().Get().Key(key).Build()).ToString()
 		switch {
-		case err == nil && st == "done":
+		case err == nil && st == "done:"+ev.delivery:
+			httpx.Fail(ctx, errReplayed)
+		case err == nil && strings.HasPrefix(st, "done"):
 			httpx.OK(ctx, reply{Received: true, Duplicate: true, RegistrationID: ev.payment.RegistrationID})
 		case err == nil || rueidis.IsRedisNil(err):
 			httpx.Fail(ctx, errInProgress)
@@ -189,7 +209,7 @@ func (a *API) process(ctx *fasthttp.RequestCtx, processor string, ev event) {
 		httpx.Error(ctx, err)
 		return
 	}
-	if err := a.Redis.Do(c, a.Redis.B().Set().Key(key).Value("done").Px(seenTTL).Build()).Error(); err != nil {
+	if err := a.Redis.Do(c, a.Redis.B().Set().Key(key).Value("done:"+ev.delivery).Px(seenTTL).Build()).Error(); err != nil {
 		// Booked all the same; a redelivery is then booked again as a
 		// Duplicate by Pay.
 		a.log().Warn("webhooks: remember event", "processor", processor, "err", err)

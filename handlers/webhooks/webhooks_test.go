@@ -177,21 +177,23 @@ func TestCardWebhookBooksThePayment(t *testing.T) {
 
 // A webhook delivered twice (the same event, each delivery signed anew as a
 // processor's retry is) is booked once; the second is answered 200
-// duplicate so the processor stops.
+// duplicate so the processor stops. The very same signed request again
+// (captured and replayed within its 5 minutes) is refused.
 func TestWebhookDeliveredTwiceBooksOnce(t *testing.T) {
 	f := newFixture(t)
 	body := cardBody("evt_twice", reg, 4250)
 	if a := f.card(t, body); a.status != 200 || a.env.Data.Duplicate {
 		t.Fatalf("first delivery: %d %s", a.status, a.raw)
 	}
-	// The same bytes replayed, and a retry signed a few seconds later.
+	// The same bytes and signature replayed, then a retry signed a few
+	// seconds later.
 	replay := f.post(t, "/v1/webhooks/card", payments.SignatureHeader, payments.Sign(cardSecret, f.now, body), body)
+	if replay.status != 409 || replay.env.Code != "WEBHOOK_REPLAYED" {
+		t.Fatalf("replayed delivery: %d %s", replay.status, replay.raw)
+	}
 	f.now = f.now.Add(3 * time.Second)
-	retry := f.card(t, body)
-	for _, a := range []answer{replay, retry} {
-		if a.status != 200 || !a.env.Data.Duplicate {
-			t.Fatalf("second delivery: %d %s", a.status, a.raw)
-		}
+	if retry := f.card(t, body); retry.status != 200 || !retry.env.Data.Duplicate {
+		t.Fatalf("second delivery: %d %s", retry.status, retry.raw)
 	}
 	if n := len(f.booker.payments()); n != 1 {
 		t.Fatalf("booked %d times, want once", n)
@@ -388,8 +390,12 @@ func TestStripeWebhookSignedByStripeGoIsBooked(t *testing.T) {
 	if got := f.booker.payments(); len(got) != 1 || got[0] != want {
 		t.Fatalf("booked %+v", got)
 	}
-	// Delivered again: booked once.
-	if a := f.post(t, "/v1/webhooks/stripe", "Stripe-Signature", sp.Header, body); a.status != 200 || !a.env.Data.Duplicate {
+	// Replayed as it was: refused; delivered again, signed anew: booked once.
+	if a := f.post(t, "/v1/webhooks/stripe", "Stripe-Signature", sp.Header, body); a.status != 409 || a.env.Code != "WEBHOOK_REPLAYED" {
+		t.Fatalf("stripe replay: %d %s", a.status, a.raw)
+	}
+	again := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: stripeSecret, Timestamp: f.now.Add(time.Second)})
+	if a := f.post(t, "/v1/webhooks/stripe", "Stripe-Signature", again.Header, body); a.status != 200 || !a.env.Data.Duplicate {
 		t.Fatalf("stripe redelivery: %d %s", a.status, a.raw)
 	}
 

@@ -99,6 +99,7 @@ var statuses = map[string]int{
 	// INVALID_SIGNATURE above.
 	"WEBHOOK_STALE":       401,
 	"WEBHOOK_IN_PROGRESS": 409,
+	"WEBHOOK_REPLAYED":    409,
 }
 
 // ClientAmountMismatch is the storefront's AMOUNT_MISMATCH (interface.md,
