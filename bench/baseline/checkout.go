@@ -53,7 +53,7 @@ func (a *app) checkout(ctx *fasthttp.RequestCtx, s *snapshot, ch *channel) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	b, e := checkout.ValidateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone)
+	b, e := checkout.ValidateBuyer(checkout.PartnerFields, body.BuyerName, body.BuyerEmail, body.BuyerPhone)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return

@@ -107,7 +107,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 	var buyer checkout.Buyer
 	if s := c.Session; s != nil {
 		buyer = checkout.Buyer{Name: s.Name, Email: s.Email, Phone: s.Phone}
-	} else if buyer, e = checkout.ValidateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone); e != nil {
+	} else if buyer, e = checkout.ValidateBuyer(checkout.PartnerFields, body.BuyerName, body.BuyerEmail, body.BuyerPhone); e != nil {
 		httpx.Fail(ctx, e)
 		return
 	}

@@ -112,7 +112,7 @@ func (a *API) createSession(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	b, e := checkout.ValidateBuyer(body.BuyerName, body.BuyerEmail, body.BuyerPhone)
+	b, e := checkout.ValidateBuyer(checkout.PartnerFields, body.BuyerName, body.BuyerEmail, body.BuyerPhone)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return

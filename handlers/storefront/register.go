@@ -79,7 +79,7 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	buyer, e := checkout.ValidateBuyer(b.Name, b.Email, b.Phone)
+	buyer, e := checkout.ValidateBuyer(checkout.StorefrontFields, b.Name, b.Email, b.Phone)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return

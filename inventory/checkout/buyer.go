@@ -12,28 +12,38 @@ import (
 // Buyer is a validated buyer identity.
 type Buyer struct{ Name, Email, Phone string }
 
+// Fields names a surface's buyer fields, for the messages: the codes are
+// the same on both surfaces.
+type Fields struct{ Name, Email, Phone string }
+
+// The buyer fields of each surface's body.
+var (
+	PartnerFields    = Fields{Name: "buyerName", Email: "buyerEmail", Phone: "buyerPhone"}
+	StorefrontFields = Fields{Name: "name", Email: "email", Phone: "phone"}
+)
+
 // ValidateBuyer applies interface.md's buyer field rules before anything is
-// reserved or charged.
-func ValidateBuyer(name, email, phone *string) (Buyer, *apierr.Error) {
+// reserved or charged; f names the fields as the caller's body does.
+func ValidateBuyer(f Fields, name, email, phone *string) (Buyer, *apierr.Error) {
 	var b Buyer
 	if name == nil || strings.TrimSpace(*name) == "" {
-		return b, apierr.Of("INVALID_BUYER_NAME", "buyerName is required")
+		return b, apierr.Of("INVALID_BUYER_NAME", "%s is required", f.Name)
 	}
 	b.Name = strings.TrimSpace(*name)
 	if utf8.RuneCountInString(b.Name) > 200 || HasControl(b.Name) {
-		return b, apierr.Of("INVALID_BUYER_NAME", "buyerName must be at most 200 characters of text")
+		return b, apierr.Of("INVALID_BUYER_NAME", "%s must be at most 200 characters of text", f.Name)
 	}
 	if email == nil || strings.TrimSpace(*email) == "" {
-		return b, apierr.Of("INVALID_BUYER_EMAIL", "buyerEmail is required")
+		return b, apierr.Of("INVALID_BUYER_EMAIL", "%s is required", f.Email)
 	}
 	b.Email = strings.TrimSpace(*email)
 	if utf8.RuneCountInString(b.Email) > 200 || !validEmail(b.Email) {
-		return b, apierr.Of("INVALID_BUYER_EMAIL", "buyerEmail must be a valid address of at most 200 characters")
+		return b, apierr.Of("INVALID_BUYER_EMAIL", "%s must be a valid address of at most 200 characters", f.Email)
 	}
 	if phone != nil {
 		b.Phone = strings.TrimSpace(*phone)
 		if utf8.RuneCountInString(b.Phone) > 32 || HasControl(b.Phone) {
-			return b, apierr.Of("INVALID_BUYER_PHONE", "buyerPhone must be at most 32 characters")
+			return b, apierr.Of("INVALID_BUYER_PHONE", "%s must be at most 32 characters", f.Phone)
 		}
 	}
 	return b, nil

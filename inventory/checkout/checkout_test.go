@@ -22,7 +22,7 @@ func TestValidateBuyerCodes(t *testing.T) {
 		{ptr("Ann"), ptr("a@b.co"), ptr("0123456789012345678901234567890123"), "INVALID_BUYER_PHONE"},
 		{ptr(" Ann "), ptr(" a@b.co "), nil, ""},
 	} {
-		b, e := ValidateBuyer(c.name, c.email, c.phone)
+		b, e := ValidateBuyer(PartnerFields, c.name, c.email, c.phone)
 		if c.code == "" {
 			if e != nil || b != (Buyer{Name: "Ann", Email: "a@b.co"}) {
 				t.Errorf("%+v, %v; want Ann a@b.co trimmed", b, e)
@@ -30,6 +30,20 @@ func TestValidateBuyerCodes(t *testing.T) {
 		} else if e == nil || e.Code != c.code || e.Status != 400 {
 			t.Errorf("%v, want 400 %s", e, c.code)
 		}
+	}
+}
+
+// Each surface's messages name the fields as its body does: the
+// storefront's register-guest sends name and email, the partner's reserve
+// buyerName and buyerEmail.
+func TestValidateBuyerNamesTheSurfacesFields(t *testing.T) {
+	_, e := ValidateBuyer(StorefrontFields, ptr("Ann"), nil, nil)
+	if e == nil || e.Code != "INVALID_BUYER_EMAIL" || e.Message != "email is required" {
+		t.Errorf("storefront: %v", e)
+	}
+	_, e = ValidateBuyer(PartnerFields, nil, ptr("a@b.co"), nil)
+	if e == nil || e.Code != "INVALID_BUYER_NAME" || e.Message != "buyerName is required" {
+		t.Errorf("partner: %v", e)
 	}
 }
 
