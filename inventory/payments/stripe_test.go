@@ -14,10 +14,11 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/payments/stripemock"
 )
 
 func TestStripeCreateAndExpireAgainstStripeMock(t *testing.T) {
-	base := startStripeMock(t)
+	base := stripemock.Start(t)
 	s := NewStripe(StripeConfig{SecretKey: "sk_test_123", APIBase: base})
 	ctx := context.Background()
 	if s.Name() != "stripe" {

@@ -1,4 +1,7 @@
-package payments
+// Package stripemock starts a stripe-mock (github.com/stripe/stripe-mock,
+// the Stripe API double `make stripe-mock` installs) for a test. It is used
+// by tests only: the payments package's and a whole ticketd's.
+package stripemock
 
 import (
 	"bufio"
@@ -10,10 +13,10 @@ import (
 	"time"
 )
 
-// startStripeMock runs a stripe-mock (github.com/stripe/stripe-mock, which
-// .ci/run installs) on free loopback ports for the test and returns its
-// HTTP base URL.
-func startStripeMock(t *testing.T) string {
+// Start runs a stripe-mock on free loopback ports until t ends and
+// returns its HTTP base URL (STRIPE_API_BASE). stripe-mock keeps no
+// state: every call answers its fixture, with a fresh id on a create.
+func Start(t testing.TB) string {
 	t.Helper()
 	bin, err := exec.LookPath("stripe-mock")
 	if err != nil {
@@ -38,21 +41,31 @@ func startStripeMock(t *testing.T) string {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
+	// The address, or what it printed instead when it exits without one.
 	addr := make(chan string, 1)
+	failed := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		sent := false
+		var said []string
 		for sc.Scan() {
 			// "Listening for HTTP at address: 127.0.0.1:33721"
 			if a, ok := strings.CutPrefix(sc.Text(), "Listening for HTTP at address: "); ok && !sent {
 				addr <- a
 				sent = true
+			} else if !sent && len(said) < 20 {
+				said = append(said, sc.Text())
 			}
+		}
+		if !sent {
+			failed <- strings.Join(said, "\n")
 		}
 	}()
 	select {
 	case a := <-addr:
 		return "http://" + a
+	case said := <-failed:
+		t.Fatalf("stripe-mock exited without listening:\n%s", said)
 	case <-time.After(30 * time.Second):
 		t.Fatal("stripe-mock did not say where it listens")
 	}
