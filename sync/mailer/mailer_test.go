@@ -627,4 +627,11 @@ func TestEachRefundNoticeNamesItsPayment(t *testing.T) {
 	if !strings.Contains(got["cs_second"], "USD 10.00") || strings.Contains(got["cs_second"], "cs_first") {
 		t.Errorf("notice of cs_second:\n%s", got["cs_second"])
 	}
+	// Each says why in words, the second charge of a paid registration too.
+	if !strings.Contains(got["cs_first"], "the event had sold out meanwhile") {
+		t.Errorf("notice of cs_first does not say why:\n%s", got["cs_first"])
+	}
+	if !strings.Contains(got["cs_second"], "paid already by another payment") || strings.Contains(got["cs_second"], "already_paid") {
+		t.Errorf("notice of cs_second does not say why in words:\n%s", got["cs_second"])
+	}
 }

@@ -23,12 +23,14 @@ type refundData struct {
 // reasons says in words why a registration needs a refund
 // (registrations.Registration.Reason).
 var reasons = map[string]string{
-	"sold_out":        "the payment arrived after the checkout window closed, and the event had sold out meanwhile",
-	"seat_lost":       "the payment arrived after the checkout window closed, and a seat had been taken meanwhile",
-	"amount_mismatch": "the amount paid differs from the registration's total",
-	"lost":            "ticketd lost the registration before the payment arrived",
-
+	"sold_out":         "the payment arrived after the checkout window closed, and the event had sold out meanwhile",
+	"seat_lost":        "the payment arrived after the checkout window closed, and a seat had been taken meanwhile",
 	"discount_used_up": "the payment arrived after the checkout window closed, and the discount code had been used up meanwhile",
+	"buyer_limit":      "the payment arrived after the checkout window closed, and the buyer had reached the event's limit per buyer meanwhile",
+	"amount_mismatch":  "the amount paid differs from the registration's total",
+	"already_paid":     "the registration was paid already by another payment: this second charge is not needed",
+	"cancelled":        "the event was cancelled, so the registration cannot be booked",
+	"lost":             "ticketd lost the registration before the payment arrived",
 }
 
 // refundPayload is the outbox row's payload, when its writer gave one:
