@@ -18,27 +18,42 @@ import (
 	"github.com/ticketd/ticketd/inventory/payments/stripemock"
 )
 
-// TestStripeCheckoutThroughTicketd runs a whole ticketd with
-// TICKETD_CARD_PROCESSOR=stripe, its Stripe API at a stripe-mock, as an
-// operator configures it: the storefront's card checkout opens a Stripe
-// Checkout Session (the buyer is sent to Stripe, not to ticketd's test
-// card page), and Stripe's signed checkout.session.completed at
-// /v1/webhooks/stripe confirms the registration, which the sync worker
-// then writes to Postgres and the mailer sends the buyer. A webhook
-// signed with another secret is refused.
-func TestStripeCheckoutThroughTicketd(t *testing.T) {
-	const whsec = "whsec_ticketd_stripe_test"
+// stripeWebhookSecret is STRIPE_WEBHOOK_SECRET in these tests.
+const stripeWebhookSecret = "whsec_ticketd_stripe_test"
+
+// shopHeaders are a page's on the demo's publishable key's domain.
+var shopHeaders = map[string]string{"x-service-key": "pk_demo", "Origin": "http://localhost:3000", "Content-Type": "application/json"}
+
+// startStripeTicketd runs ticketd with the demo catalog and
+// TICKETD_CARD_PROCESSOR=stripe, its Stripe API a stripe-mock of the
+// test's own, configured through the environment as an operator does
+// (extra: more variables). It returns the config and the base URL.
+func startStripeTicketd(t *testing.T, extra map[string]string) (config, string) {
+	t.Helper()
 	t.Setenv("TICKETD_CARD_PROCESSOR", "stripe")
 	t.Setenv("STRIPE_SECRET_KEY", "sk_test_ticketd")
-	t.Setenv("STRIPE_WEBHOOK_SECRET", whsec)
+	t.Setenv("STRIPE_WEBHOOK_SECRET", stripeWebhookSecret)
 	t.Setenv("STRIPE_API_BASE", stripemock.Start(t))
-	mailDir := t.TempDir()
-	t.Setenv("TICKETD_MAIL_DIR", mailDir)
-	cfg := localConfig(t) // reads the environment above
-	base := startTicketd(t, cfg)
+	for k, v := range extra {
+		t.Setenv(k, v)
+	}
+	cfg := localConfig(t) // loadConfig reads the variables above
+	return cfg, startTicketd(t, cfg)
+}
 
-	shop := map[string]string{"x-service-key": "pk_demo", "Origin": "http://localhost:3000", "Content-Type": "application/json"}
-	st, body := call(t, "POST", base+"/v1/storefront/register-guest", shop,
+// stripeSession is create-checkout-session's data.
+type stripeSession struct {
+	URL            string `json:"url"`
+	SessionID      string `json:"sessionId"`
+	RegistrationID string `json:"registrationId"`
+}
+
+// registerAndCheckout registers a guest for two general tickets of
+// ev_demo_ga and opens a card checkout for the registration: its id,
+// total and session.
+func registerAndCheckout(t *testing.T, base string) (id string, total money.Cents, sess stripeSession) {
+	t.Helper()
+	st, body := call(t, "POST", base+"/v1/storefront/register-guest", shopHeaders,
 		`{"eventId":"ev_demo_ga","name":"Ada Lovelace","email":"ada@example.com","selectedTicketId":"tk_general","quantity":2}`)
 	var reg struct {
 		Data struct {
@@ -50,76 +65,92 @@ func TestStripeCheckoutThroughTicketd(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &reg); st != 200 || err != nil || reg.Data.RegistrationID == "" || reg.Data.Status != "awaiting_payment" {
 		t.Fatalf("register-guest: %d %s (%v)", st, body, err)
 	}
-	id, total := reg.Data.RegistrationID, reg.Data.Total
-	if total != 5300 { // 2 x 25.00 + 2 x 1.50 of fees
-		t.Fatalf("total %s, want 53.00", total)
+	if reg.Data.Total != 5300 { // 2 x 25.00 + 2 x 1.50 of fees
+		t.Fatalf("total %s, want 53.00", reg.Data.Total)
 	}
-
-	st, body = call(t, "POST", base+"/v1/storefront/card/create-checkout-session", shop, fmt.Sprintf(
+	st, body = call(t, "POST", base+"/v1/storefront/card/create-checkout-session", shopHeaders, fmt.Sprintf(
 		`{"eventId":"ev_demo_ga","registrationId":%q,"selectedTicketId":"tk_general","quantity":2,"selectedTicketAmount":50,`+
-			`"successUrl":"http://localhost:3000/thanks?session={CHECKOUT_SESSION_ID}","cancelUrl":"http://localhost:3000/cart"}`, id))
-	var sess struct {
-		Data struct {
-			URL            string `json:"url"`
-			SessionID      string `json:"sessionId"`
-			RegistrationID string `json:"registrationId"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(body), &sess); st != 200 || err != nil {
+			`"successUrl":"http://localhost:3000/thanks?session={CHECKOUT_SESSION_ID}","cancelUrl":"http://localhost:3000/cart"}`,
+		reg.Data.RegistrationID))
+	var s struct{ Data stripeSession }
+	if err := json.Unmarshal([]byte(body), &s); st != 200 || err != nil {
 		t.Fatalf("create-checkout-session: %d %s (%v)", st, body, err)
 	}
+	if !strings.HasPrefix(s.Data.SessionID, "cs_") || s.Data.RegistrationID != reg.Data.RegistrationID {
+		t.Fatalf("create-checkout-session answered %s", body)
+	}
+	return reg.Data.RegistrationID, reg.Data.Total, s.Data
+}
+
+// stripeCompleted posts to /v1/webhooks/stripe Stripe's
+// checkout.session.completed event evt of session sessionID, paid
+// amount of registration id, signed by stripe-go with secret.
+func stripeCompleted(t *testing.T, base, secret, evt, sessionID, id string, amount money.Cents) (int, string) {
+	t.Helper()
+	event := fmt.Sprintf(`{"id":%q,"object":"event","api_version":"2025-01-27.acacia","type":"checkout.session.completed",`+
+		`"data":{"object":{"id":%q,"object":"checkout.session","status":"complete","payment_status":"paid","amount_total":%d,"currency":"usd",`+
+		`"client_reference_id":%q,"metadata":{"registration_id":%q}}}}`, evt, sessionID, int64(amount), id, id)
+	sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: []byte(event), Secret: secret, Timestamp: time.Now()})
+	return call(t, "POST", base+"/v1/webhooks/stripe",
+		map[string]string{"Content-Type": "application/json", "Stripe-Signature": sp.Header}, event)
+}
+
+// registrationState is what GET /v1/storefront/registration/<id> says of
+// the registration and its payment.
+func registrationState(t *testing.T, base, id string) (status, paymentStatus string, paid money.Cents) {
+	t.Helper()
+	st, body := call(t, "GET", base+"/v1/storefront/registration/"+id, shopHeaders, "")
+	var r struct {
+		Data struct {
+			Status  string `json:"status"`
+			Payment struct {
+				PaymentStatus string      `json:"paymentStatus"`
+				Amount        money.Cents `json:"amount"`
+			} `json:"payment"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &r); st != 200 || err != nil {
+		t.Fatalf("registration %s: %d %s (%v)", id, st, body, err)
+	}
+	return r.Data.Status, r.Data.Payment.PaymentStatus, r.Data.Payment.Amount
+}
+
+// TestStripeCheckoutThroughTicketd: the storefront's card checkout opens
+// a Stripe Checkout Session (the buyer is sent to Stripe, not to
+// ticketd's test card page), and Stripe's signed
+// checkout.session.completed at /v1/webhooks/stripe confirms the
+// registration, which the sync worker writes to Postgres and the mailer
+// sends the buyer. A webhook signed with another secret is refused.
+func TestStripeCheckoutThroughTicketd(t *testing.T) {
+	mailDir := t.TempDir()
+	cfg, base := startStripeTicketd(t, map[string]string{"TICKETD_MAIL_DIR": mailDir})
+	id, total, sess := registerAndCheckout(t, base)
 	// stripe-mock keeps no state: it answers its fixture's URL (Stripe's
 	// checkout host) and a fresh cs_ id; what counts is that the buyer goes
 	// to Stripe, not to the test card page ticketd hosts.
-	u, err := url.Parse(sess.Data.URL)
+	u, err := url.Parse(sess.URL)
 	if err != nil || u.Scheme != "https" || u.Host != "checkout.stripe.com" ||
-		strings.HasPrefix(sess.Data.URL, cfg.AppURL) || strings.Contains(sess.Data.URL, "/pay/card/") {
-		t.Fatalf("checkout url %q: want Stripe's checkout page, not ticketd's", sess.Data.URL)
+		strings.HasPrefix(sess.URL, cfg.AppURL) || strings.Contains(sess.URL, "/pay/card/") {
+		t.Fatalf("checkout url %q: want Stripe's checkout page, not ticketd's", sess.URL)
 	}
-	if !strings.HasPrefix(sess.Data.SessionID, "cs_") || sess.Data.RegistrationID != id {
-		t.Fatalf("create-checkout-session answered %s", body)
-	}
-	// ticketd's own test card page knows no such session.
-	if st, _ := call(t, "GET", base+"/pay/card/"+sess.Data.SessionID, nil, ""); st == 200 {
-		t.Fatalf("ticketd's test card page served a Stripe session")
+	if st, _ := call(t, "GET", base+"/pay/card/"+sess.SessionID, nil, ""); st == 200 {
+		t.Fatal("ticketd's test card page served a Stripe session")
 	}
 
-	// Stripe reports the payment of the session ticketd attached.
-	event := []byte(fmt.Sprintf(`{"id":"evt_ticketd_1","object":"event","api_version":"2025-01-27.acacia","type":"checkout.session.completed",`+
-		`"data":{"object":{"id":%q,"object":"checkout.session","status":"complete","payment_status":"paid","amount_total":%d,"currency":"usd",`+
-		`"client_reference_id":%q,"metadata":{"registration_id":%q}}}}`, sess.Data.SessionID, int64(total), id, id))
-	hook := func(secret string) (int, string) {
-		sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: event, Secret: secret, Timestamp: time.Now()})
-		return call(t, "POST", base+"/v1/webhooks/stripe", map[string]string{"Content-Type": "application/json", "Stripe-Signature": sp.Header}, string(event))
-	}
-	// Another secret first: refused, and nothing is booked.
-	if st, body := hook("whsec_someone_else"); st != 401 || !strings.Contains(body, `"code":"INVALID_SIGNATURE"`) {
+	// Signed with another secret: refused, and nothing is booked.
+	if st, body := stripeCompleted(t, base, "whsec_someone_else", "evt_ticketd_1", sess.SessionID, id, total); st != 401 ||
+		!strings.Contains(body, `"code":"INVALID_SIGNATURE"`) {
 		t.Fatalf("webhook signed with another secret: %d %s, want 401 INVALID_SIGNATURE", st, body)
 	}
-	readReg := func() (status, paymentStatus string, paid money.Cents) {
-		st, body := call(t, "GET", base+"/v1/storefront/registration/"+id, shop, "")
-		var r struct {
-			Data struct {
-				Status  string `json:"status"`
-				Payment struct {
-					PaymentStatus string      `json:"paymentStatus"`
-					Amount        money.Cents `json:"amount"`
-				} `json:"payment"`
-			} `json:"data"`
-		}
-		if err := json.Unmarshal([]byte(body), &r); st != 200 || err != nil {
-			t.Fatalf("registration: %d %s (%v)", st, body, err)
-		}
-		return r.Data.Status, r.Data.Payment.PaymentStatus, r.Data.Payment.Amount
-	}
-	if s, ps, _ := readReg(); s != "awaiting_payment" || ps != "unpaid" {
+	if s, ps, _ := registrationState(t, base, id); s != "awaiting_payment" || ps != "unpaid" {
 		t.Fatalf("after a forged webhook the registration is %s, payment %s", s, ps)
 	}
-
-	if st, body := hook(whsec); st != 200 || !strings.Contains(body, `"status":"confirmed"`) {
+	// Stripe reports the payment of the session ticketd attached.
+	if st, body := stripeCompleted(t, base, stripeWebhookSecret, "evt_ticketd_1", sess.SessionID, id, total); st != 200 ||
+		!strings.Contains(body, `"status":"confirmed"`) {
 		t.Fatalf("stripe webhook: %d %s, want 200 confirmed", st, body)
 	}
-	if s, ps, paid := readReg(); s != "confirmed" || ps != "paid" || paid != total {
+	if s, ps, paid := registrationState(t, base, id); s != "confirmed" || ps != "paid" || paid != total {
 		t.Fatalf("registration after Stripe's webhook: %s, payment %s of %s; want confirmed, paid %s", s, ps, paid, total)
 	}
 
@@ -147,18 +178,88 @@ func TestStripeCheckoutThroughTicketd(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if source != "storefront" || !strings.Contains(ref, sess.Data.SessionID) || money.Cents(cents) != total {
+	if source != "storefront" || !strings.Contains(ref, sess.SessionID) || money.Cents(cents) != total {
 		t.Fatalf("orders row: source %q, reference %q, total %d; want storefront, the Stripe session %s, %d",
-			source, ref, cents, sess.Data.SessionID, int64(total))
+			source, ref, cents, sess.SessionID, int64(total))
 	}
-	for {
-		if mailed(t, mailDir, id) {
-			break
-		}
+	for !mailed(t, mailDir, id) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no e-mail for %s in the mail folder after 20s", id)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestStripeSessionClosedWhenTheHoldEnds: when the checkout window ends,
+// ticketd's sweep closes the registration's Stripe session through
+// Stripe (here stripe-mock, which expires any session) before it gives
+// the tickets back; a processor it could not reach would keep them held
+// for the 10-minute grace. Stripe's payment arriving after that books the
+// registration anew while the tickets are still there.
+func TestStripeSessionClosedWhenTheHoldEnds(t *testing.T) {
+	_, base := startStripeTicketd(t, map[string]string{"TICKETD_CHECKOUT_TTL": "2s", "TICKETD_MAIL": "off"})
+	// remaining is tk_general's count left; ok false when the read was
+	// rate limited (reads are 120 a minute per client IP).
+	remaining := func() (n int64, ok bool) {
+		t.Helper()
+		st, body := call(t, "GET", base+"/v1/storefront/events/ev_demo_ga", shopHeaders, "")
+		if st == 429 {
+			return 0, false
+		}
+		var ev struct {
+			Data struct {
+				Tickets []struct {
+					ID        string `json:"id"`
+					Remaining *int64 `json:"remaining"`
+				} `json:"tickets"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(body), &ev); st != 200 || err != nil {
+			t.Fatalf("event: %d %s (%v)", st, body, err)
+		}
+		for _, tk := range ev.Data.Tickets {
+			if tk.ID == "tk_general" && tk.Remaining != nil {
+				return *tk.Remaining, true
+			}
+		}
+		t.Fatalf("event answered no remaining count of tk_general: %s", body)
+		return 0, false
+	}
+	mustRemaining := func() int64 {
+		t.Helper()
+		n, ok := remaining()
+		if !ok {
+			t.Fatal("event read rate limited")
+		}
+		return n
+	}
+	before := mustRemaining()
+	id, total, sess := registerAndCheckout(t, base)
+	if n := mustRemaining(); n != before-2 {
+		t.Fatalf("remaining %d after registering 2, want %d", n, before-2)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if n, ok := remaining(); ok && n == before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tickets of a registration with a Stripe session were not given back after its window")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if s, _, _ := registrationState(t, base, id); s != "expired" {
+		t.Fatalf("registration %s after its window, want expired", s)
+	}
+	st, body := stripeCompleted(t, base, stripeWebhookSecret, "evt_ticketd_late", sess.SessionID, id, total)
+	if st != 200 || !strings.Contains(body, `"status":"confirmed"`) || !strings.Contains(body, `"reclaimed":true`) {
+		t.Fatalf("late stripe webhook: %d %s, want 200 confirmed, reclaimed", st, body)
+	}
+	if s, ps, paid := registrationState(t, base, id); s != "confirmed" || ps != "paid" || paid != total {
+		t.Fatalf("registration after the late payment: %s, payment %s of %s", s, ps, paid)
+	}
+	if n := mustRemaining(); n != before-2 {
+		t.Fatalf("remaining %d after the late payment, want %d", n, before-2)
 	}
 }
 
