@@ -101,6 +101,12 @@ func loadConfig() (config, error) {
 	c.StripeAPIBase, _ = env("STRIPE_API_BASE", "")
 	switch c.CardProcessor {
 	case "card":
+		// Stripe stays on after a switch back to the test card, to close
+		// the sessions opened before it; their late payments need the
+		// webhook secret, or Stripe's deliveries are refused for days.
+		if c.StripeSecretKey != "" && c.StripeWebhookSecret == "" {
+			return c, fmt.Errorf("STRIPE_SECRET_KEY is set without STRIPE_WEBHOOK_SECRET: Stripe's webhooks could not be verified")
+		}
 	case "stripe":
 		if c.StripeSecretKey == "" || c.StripeWebhookSecret == "" {
 			return c, fmt.Errorf("TICKETD_CARD_PROCESSOR=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET")

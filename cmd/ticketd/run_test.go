@@ -331,3 +331,21 @@ func TestRedisConnectionsFollowDurability(t *testing.T) {
 		})
 	}
 }
+
+// The Stripe settings go together: a secret key without the webhook
+// secret would open (or close) Stripe sessions whose payments ticketd then
+// refuses, with either card processor.
+func TestLoadConfigStripeNeedsItsWebhookSecret(t *testing.T) {
+	for _, proc := range []string{"stripe", "card"} {
+		t.Setenv("TICKETD_CARD_PROCESSOR", proc)
+		t.Setenv("STRIPE_SECRET_KEY", "sk_test_x")
+		t.Setenv("STRIPE_WEBHOOK_SECRET", "")
+		if _, err := loadConfig(); err == nil || !strings.Contains(err.Error(), "STRIPE_WEBHOOK_SECRET") {
+			t.Errorf("TICKETD_CARD_PROCESSOR=%s, STRIPE_SECRET_KEY without STRIPE_WEBHOOK_SECRET: %v", proc, err)
+		}
+		t.Setenv("STRIPE_WEBHOOK_SECRET", "whsec_x")
+		if _, err := loadConfig(); err != nil {
+			t.Errorf("TICKETD_CARD_PROCESSOR=%s with both Stripe secrets: %v", proc, err)
+		}
+	}
+}
