@@ -146,11 +146,14 @@ type HostedSession struct {
 	EventName      string
 	Amount         money.Cents
 	Currency       string
-	Lines          []orders.Line
-	SuccessURL     string
-	CancelURL      string
-	Status         string // one of the Status constants
-	ExpiresAt      time.Time
+	// Items are the session's lines by name; a session opened before
+	// items were stored has none, only Lines.
+	Items      Items
+	Lines      []orders.Line
+	SuccessURL string
+	CancelURL  string
+	Status     string // one of the Status constants
+	ExpiresAt  time.Time
 }
 
 // ReturnURL is where a paid session sends the buyer: SuccessURL with
@@ -171,6 +174,10 @@ func (h *Hosted) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 	if err != nil {
 		return Session{}, fmt.Errorf("payments: %s: encode lines: %w", h.name, err)
 	}
+	items, err := json.Marshal(req.Items)
+	if err != nil {
+		return Session{}, fmt.Errorf("payments: %s: encode items: %w", h.name, err)
+	}
 	id := h.prefix + "_" + randomHex(12) + "_" + req.RegistrationID
 	key, _ := h.cfg.Space.PaySession(id)
 	cur := req.Currency
@@ -186,6 +193,7 @@ func (h *Hosted) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 		"cur", strings.ToUpper(cur),
 		"evn", req.EventName,
 		"lines", string(lines),
+		"items", string(items),
 		"ok", req.SuccessURL,
 		"cancel", req.CancelURL,
 	}
@@ -261,6 +269,11 @@ func (h *Hosted) Get(ctx context.Context, sessionID string) (s HostedSession, fo
 	}
 	if err := json.Unmarshal([]byte(m["lines"]), &s.Lines); err != nil {
 		return HostedSession{}, false, fmt.Errorf("payments: %s: session lines: %w", h.name, err)
+	}
+	if v := m["items"]; v != "" { // absent in a session opened before items
+		if err := json.Unmarshal([]byte(v), &s.Items); err != nil {
+			return HostedSession{}, false, fmt.Errorf("payments: %s: session items: %w", h.name, err)
+		}
 	}
 	return s, true, nil
 }

@@ -88,6 +88,7 @@ func checkout(regID string) CheckoutRequest {
 		RegistrationID: regID, EventID: "ev_jazz", EventName: "Jazz night",
 		Amount: 4250, Currency: "USD",
 		Lines:      []orders.Line{{Kind: orders.LineTicket, RefID: "ga", Quantity: 2, UnitPrice: 2125, Amount: 4250}},
+		Items:      Items{{Name: "General admission", Quantity: 2, UnitPrice: 2125, Amount: 4250}},
 		SuccessURL: "https://host.example/thanks?session={CHECKOUT_SESSION_ID}",
 		CancelURL:  "https://host.example/cart",
 		ExpiresAt:  time.Now().Add(15 * time.Minute),
@@ -106,7 +107,8 @@ func TestCardPayDeliversASignedWebhook(t *testing.T) {
 		t.Fatalf("URL = %s, want %s", sess.URL, want)
 	}
 	s, found, err := card.Get(f.ctx, sess.ID)
-	if err != nil || !found || s.Status != StatusOpen || s.Amount != 4250 || s.EventName != "Jazz night" || len(s.Lines) != 1 || s.RegistrationID != reg {
+	if err != nil || !found || s.Status != StatusOpen || s.Amount != 4250 || s.EventName != "Jazz night" || len(s.Lines) != 1 ||
+		len(s.Items) != 1 || s.Items[0].Name != "General admission" || s.Items.Sum() != s.Amount || s.RegistrationID != reg {
 		t.Fatalf("Get = %+v, %v, %v", s, found, err)
 	}
 

@@ -22,13 +22,49 @@ type CheckoutRequest struct {
 	Amount         money.Cents
 	Currency       string // "USD"
 	Lines          []orders.Line
-	BuyerEmail     string
+	// Items are what the checkout shows the buyer, by name: every ticket,
+	// seat, area, table and extra, then each adjustment (a discount as a
+	// negative item, the service fee, VAT, refund protection). They sum to
+	// Amount; see Items.Sum.
+	Items      Items
+	BuyerEmail string
 	// SuccessURL may hold the literal {CHECKOUT_SESSION_ID}, replaced by
 	// the session id when the buyer is sent there.
 	SuccessURL string
 	CancelURL  string
 	// ExpiresAt is the end of the registration's checkout window.
 	ExpiresAt time.Time
+}
+
+// Item is one line of a checkout as the buyer reads it. Amount is the
+// line's total (UnitPrice times Quantity); a discount is negative.
+type Item struct {
+	Name      string      `json:"name"`
+	Quantity  int64       `json:"quantity"`
+	UnitPrice money.Cents `json:"unitPrice"`
+	Amount    money.Cents `json:"amount"`
+}
+
+// Items are a checkout's lines.
+type Items []Item
+
+// Sum is the items' total.
+func (its Items) Sum() money.Cents {
+	var sum money.Cents
+	for _, it := range its {
+		sum += it.Amount
+	}
+	return sum
+}
+
+// HasNegative reports whether an item (a discount) takes money off.
+func (its Items) HasNegative() bool {
+	for _, it := range its {
+		if it.Amount < 0 || it.UnitPrice < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Session is an opened checkout: URL is the hosted page to send the buyer to.

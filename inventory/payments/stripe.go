@@ -89,16 +89,12 @@ func (s *Stripe) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 	return Session{ID: cs.ID, URL: cs.URL}, nil
 }
 
-// stripeLines turns the order lines into Checkout line items in usd. The
-// lines are the items; a total above their sum (fees, VAT) adds one line
-// for the difference, and a total below it (a discount, which Stripe
-// cannot take as a negative price) becomes a single line of the event for
-// the total, so Stripe always charges exactly the registration's total.
+// stripeLines turns the checkout items into Checkout line items in usd,
+// the fee and VAT as lines of their own. Stripe takes no negative price, so
+// a checkout with a discount, one without items, or one whose items do not
+// sum to the amount becomes a single line of the event for the total:
+// Stripe always charges exactly the registration's total.
 func stripeLines(req CheckoutRequest) []*stripe.CheckoutSessionCreateLineItemParams {
-	var sum money.Cents
-	for _, l := range req.Lines {
-		sum += l.UnitPrice * money.Cents(l.Quantity)
-	}
 	item := func(name string, unit money.Cents, qty int64) *stripe.CheckoutSessionCreateLineItemParams {
 		return &stripe.CheckoutSessionCreateLineItemParams{
 			Quantity: stripe.Int64(qty),
@@ -109,20 +105,28 @@ func stripeLines(req CheckoutRequest) []*stripe.CheckoutSessionCreateLineItemPar
 			},
 		}
 	}
-	if len(req.Lines) == 0 || sum > req.Amount {
+	if len(req.Items) == 0 || req.Items.HasNegative() || req.Items.Sum() != req.Amount {
 		return []*stripe.CheckoutSessionCreateLineItemParams{item(orDefault(req.EventName, "Registration "+req.RegistrationID), req.Amount, 1)}
 	}
-	out := make([]*stripe.CheckoutSessionCreateLineItemParams, 0, len(req.Lines)+1)
-	for _, l := range req.Lines {
-		out = append(out, item(LineName(req.EventName, l), l.UnitPrice, l.Quantity))
+	out := make([]*stripe.CheckoutSessionCreateLineItemParams, 0, len(req.Items))
+	for _, it := range req.Items {
+		if it.Amount == 0 {
+			continue // nothing to charge; Stripe shows no free lines
+		}
+		if it.Quantity > 0 && it.UnitPrice*money.Cents(it.Quantity) == it.Amount {
+			out = append(out, item(it.Name, it.UnitPrice, it.Quantity))
+		} else {
+			out = append(out, item(it.Name, it.Amount, 1))
+		}
 	}
-	if sum < req.Amount {
-		out = append(out, item("Fees and taxes", req.Amount-sum, 1))
+	if len(out) == 0 { // a free checkout: Stripe needs a line
+		return []*stripe.CheckoutSessionCreateLineItemParams{item(orDefault(req.EventName, "Registration "+req.RegistrationID), req.Amount, 1)}
 	}
 	return out
 }
 
-// LineName is how a payment page names an order line.
+// LineName names an order line of a hosted session opened before sessions
+// stored items (its page has nothing better to show).
 func LineName(eventName string, l orders.Line) string {
 	kind := map[string]string{
 		orders.LineTicket: "Ticket", orders.LineSeat: "Seat", orders.LineArea: "Area",

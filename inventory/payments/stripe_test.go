@@ -69,7 +69,9 @@ func TestStripeRequestsAndExpireOfACompletedSession(t *testing.T) {
 	ctx := context.Background()
 
 	req := checkout(keys.OrderID("ev_jazz", "str2"))
-	req.Amount = 4750 // 2 x 21.25 + 5.00 of fees
+	req.Amount = 4750 // 2 x 21.25 + 3.00 of fees + 2.00 of VAT
+	req.Items = append(req.Items, Item{Name: "Service fee", Quantity: 1, UnitPrice: 300, Amount: 300},
+		Item{Name: "VAT", Quantity: 1, UnitPrice: 200, Amount: 200})
 	req.ExpiresAt = time.Now().Add(10 * time.Minute)
 	sess, err := s.CreateSession(ctx, req)
 	if err != nil || sess.ID != "cs_test_a" || sess.URL != "https://checkout.stripe.com/c/pay/cs_test_a" {
@@ -85,14 +87,28 @@ func TestStripeRequestsAndExpireOfACompletedSession(t *testing.T) {
 		"line_items[0][quantity]":                       "2",
 		"line_items[0][price_data][unit_amount]":        "2125",
 		"line_items[0][price_data][currency]":           "usd",
-		"line_items[0][price_data][product_data][name]": "Jazz night: Ticket ga",
+		"line_items[0][price_data][product_data][name]": "General admission",
 		"line_items[1][quantity]":                       "1",
-		"line_items[1][price_data][unit_amount]":        "500",
+		"line_items[1][price_data][unit_amount]":        "300",
+		"line_items[1][price_data][product_data][name]": "Service fee",
+		"line_items[2][quantity]":                       "1",
+		"line_items[2][price_data][unit_amount]":        "200",
+		"line_items[2][price_data][product_data][name]": "VAT",
 	}
 	for k, v := range want {
 		if f.Get(k) != v {
 			t.Errorf("%s = %q, want %q", k, f.Get(k), v)
 		}
+	}
+	// What Stripe charges is what the registration costs.
+	var charged int64
+	for i := 0; f.Has("line_items[" + strconv.Itoa(i) + "][quantity]"); i++ {
+		q, _ := strconv.ParseInt(f.Get("line_items["+strconv.Itoa(i)+"][quantity]"), 10, 64)
+		u, _ := strconv.ParseInt(f.Get("line_items["+strconv.Itoa(i)+"][price_data][unit_amount]"), 10, 64)
+		charged += q * u
+	}
+	if charged != int64(req.Amount) {
+		t.Errorf("line items charge %d, want the amount %d", charged, req.Amount)
 	}
 	// Stripe wants at least 30 minutes, even for a shorter checkout window.
 	if exp, _ := strconv.ParseInt(f.Get("expires_at"), 10, 64); exp < time.Now().Add(30*time.Minute).Unix() {
@@ -146,13 +162,18 @@ func TestStripeExpireReadsTheSessionAfterARefusal(t *testing.T) {
 	}
 }
 
-// A discount (total below the lines) is charged as one line of the total.
+// A discount (a negative item Stripe cannot take), or items that do not
+// sum to the amount, is charged as one line of the total.
 func TestStripeLinesChargeExactlyTheTotal(t *testing.T) {
 	req := CheckoutRequest{RegistrationID: "oa.ev", EventName: "Gala", Amount: 3000,
-		Lines: []orders.Line{{Kind: orders.LineTicket, RefID: "vip", Quantity: 2, UnitPrice: 2000, Amount: 4000}}}
-	ls := stripeLines(req)
-	if len(ls) != 1 || *ls[0].PriceData.UnitAmount != 3000 || *ls[0].Quantity != 1 || !strings.Contains(*ls[0].PriceData.ProductData.Name, "Gala") {
-		t.Fatalf("lines %+v", ls)
+		Lines: []orders.Line{{Kind: orders.LineTicket, RefID: "vip", Quantity: 2, UnitPrice: 2000, Amount: 4000}},
+		Items: Items{{Name: "VIP", Quantity: 2, UnitPrice: 2000, Amount: 4000}, {Name: "Discount (HALF)", Quantity: 1, UnitPrice: -1000, Amount: -1000}}}
+	for _, items := range []Items{req.Items, req.Items[:1], nil} {
+		req.Items = items
+		ls := stripeLines(req)
+		if len(ls) != 1 || *ls[0].PriceData.UnitAmount != 3000 || *ls[0].Quantity != 1 || !strings.Contains(*ls[0].PriceData.ProductData.Name, "Gala") {
+			t.Fatalf("items %+v: lines %+v", items, ls)
+		}
 	}
 }
 
