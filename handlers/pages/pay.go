@@ -198,7 +198,13 @@ type payLine struct {
 	Quantity           int64
 }
 
-func dollars(c money.Cents) string { return "$" + c.String() }
+// dollars formats an amount; a negative one (a discount) as -$5.00.
+func dollars(c money.Cents) string {
+	if c < 0 {
+		return "-$" + (-c).String()
+	}
+	return "$" + c.String()
+}
 
 // render writes the page for session s in its state; a status code set
 // before (402, 400) is kept for the open page.
@@ -236,8 +242,13 @@ func (p *Pay) render(ctx *fasthttp.RequestCtx, h Hosted, s payments.HostedSessio
 	case s.Status == payments.StatusOpen:
 		pg.State = "open"
 		pg.Title = "Pay " + pg.Total + " · " + s.EventName
-		for _, l := range s.Lines {
-			pg.Lines = append(pg.Lines, payLine{Name: payments.LineName("", l), Quantity: l.Quantity, Unit: dollars(l.UnitPrice), Amount: dollars(l.Amount)})
+		for _, it := range s.Items {
+			pg.Lines = append(pg.Lines, payLine{Name: it.Name, Quantity: it.Quantity, Unit: dollars(it.UnitPrice), Amount: dollars(it.Amount)})
+		}
+		if len(s.Items) == 0 { // a session opened before sessions stored items
+			for _, l := range s.Lines {
+				pg.Lines = append(pg.Lines, payLine{Name: payments.LineName("", l), Quantity: l.Quantity, Unit: dollars(l.UnitPrice), Amount: dollars(l.Amount)})
+			}
 		}
 		if pg.Card {
 			if n := string(ctx.PostArgs().Peek("card")); n != "" && formError != "" {

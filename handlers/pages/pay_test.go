@@ -49,6 +49,8 @@ func newPayFixture(t *testing.T) payFixture {
 	return f
 }
 
+// open opens a session without items, as sessions were opened before they
+// stored items: its page names the lines by kind and id.
 func (f payFixture) open(t *testing.T, h *payments.Hosted, random string, expires time.Time) string {
 	t.Helper()
 	s, err := h.CreateSession(context.Background(), payments.CheckoutRequest{

@@ -156,6 +156,31 @@ type HostedSession struct {
 	ExpiresAt  time.Time
 }
 
+// storedItem is an Item in a session hash, in integer cents: money.Cents
+// encodes as a non-negative decimal, and a discount is negative.
+type storedItem struct {
+	Name      string `json:"name"`
+	Quantity  int64  `json:"qty"`
+	UnitPrice int64  `json:"unit"`
+	Amount    int64  `json:"amt"`
+}
+
+func storeItems(items Items) []storedItem {
+	out := make([]storedItem, len(items))
+	for i, it := range items {
+		out[i] = storedItem{Name: it.Name, Quantity: it.Quantity, UnitPrice: int64(it.UnitPrice), Amount: int64(it.Amount)}
+	}
+	return out
+}
+
+func loadItems(stored []storedItem) Items {
+	out := make(Items, len(stored))
+	for i, it := range stored {
+		out[i] = Item{Name: it.Name, Quantity: it.Quantity, UnitPrice: money.Cents(it.UnitPrice), Amount: money.Cents(it.Amount)}
+	}
+	return out
+}
+
 // ReturnURL is where a paid session sends the buyer: SuccessURL with
 // {CHECKOUT_SESSION_ID} replaced by the session id.
 func (s HostedSession) ReturnURL() string {
@@ -174,7 +199,7 @@ func (h *Hosted) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 	if err != nil {
 		return Session{}, fmt.Errorf("payments: %s: encode lines: %w", h.name, err)
 	}
-	items, err := json.Marshal(req.Items)
+	items, err := json.Marshal(storeItems(req.Items))
 	if err != nil {
 		return Session{}, fmt.Errorf("payments: %s: encode items: %w", h.name, err)
 	}
@@ -271,9 +296,11 @@ func (h *Hosted) Get(ctx context.Context, sessionID string) (s HostedSession, fo
 		return HostedSession{}, false, fmt.Errorf("payments: %s: session lines: %w", h.name, err)
 	}
 	if v := m["items"]; v != "" { // absent in a session opened before items
-		if err := json.Unmarshal([]byte(v), &s.Items); err != nil {
+		var stored []storedItem
+		if err := json.Unmarshal([]byte(v), &stored); err != nil {
 			return HostedSession{}, false, fmt.Errorf("payments: %s: session items: %w", h.name, err)
 		}
+		s.Items = loadItems(stored)
 	}
 	return s, true, nil
 }

@@ -39,10 +39,10 @@ type CheckoutRequest struct {
 // Item is one line of a checkout as the buyer reads it. Amount is the
 // line's total (UnitPrice times Quantity); a discount is negative.
 type Item struct {
-	Name      string      `json:"name"`
-	Quantity  int64       `json:"quantity"`
-	UnitPrice money.Cents `json:"unitPrice"`
-	Amount    money.Cents `json:"amount"`
+	Name      string
+	Quantity  int64
+	UnitPrice money.Cents
+	Amount    money.Cents
 }
 
 // Items are a checkout's lines.

@@ -83,6 +83,14 @@ type Registration struct {
 	// ExpiresAt ends the checkout window of a registration awaiting payment.
 	ExpiresAt time.Time
 	Lines     []orders.Line
+	// The adjustments Total holds beside the lines (a registration read
+	// while its order record is in Redis; zero otherwise): Total is the
+	// lines' amounts - Discount + Fee + VAT + RefundProtection.
+	Discount         money.Cents
+	DiscountCode     string
+	Fee              money.Cents
+	VAT              money.Cents
+	RefundProtection money.Cents
 	// Tickets are issued when the registration is confirmed.
 	Tickets    []orders.Ticket
 	BuyerName  string

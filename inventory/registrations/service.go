@@ -316,6 +316,7 @@ func (s *Service) Get(ctx context.Context, id string) (reg Registration, found b
 		var r orders.Record
 		if json.Unmarshal([]byte(rec), &r) == nil {
 			reg.BuyerName, reg.BuyerEmail, reg.Lines = r.BuyerName, r.BuyerEmail, r.Lines
+			reg.Discount, reg.DiscountCode, reg.Fee, reg.VAT, reg.RefundProtection = r.Discount, r.DiscountCode, r.Fee, r.VAT, r.RefundProtection
 		}
 	}
 	if fs := strings.Fields(sess); len(fs) > 0 {
