@@ -51,22 +51,19 @@ func lineName(ev *catalog.CompiledEvent, l orders.Line) string {
 		}
 		return "Ticket"
 	case orders.LineSeat:
-		if c, ok := ev.SeatCategory(l.RefID); ok && c != nil && c.Name != "" {
-			return "Seat " + l.RefID + " (" + c.Name + ")"
-		}
-		return "Seat " + l.RefID
+		c, _ := ev.SeatCategory(l.RefID)
+		return inCategory("Seat "+l.RefID, c)
 	case orders.LineArea:
 		if a := ev.Areas[l.RefID]; a != nil && a.Name != "" {
 			return a.Name
 		}
 		return "Standing area"
 	case orders.LineTable:
+		var c *catalog.Category
 		if tb := ev.Tables[l.RefID]; tb != nil {
-			if c := ev.Categories[tb.Category]; c != nil && c.Name != "" {
-				return "Table " + l.RefID + " (" + c.Name + ")"
-			}
+			c = ev.Categories[tb.Category]
 		}
-		return "Table " + l.RefID
+		return inCategory("Table "+l.RefID, c)
 	case orders.LineExtra:
 		if x := ev.Extras[l.RefID]; x != nil && x.Name != "" {
 			return x.Name
@@ -74,4 +71,12 @@ func lineName(ev *catalog.CompiledEvent, l orders.Line) string {
 		return "Extra"
 	}
 	return "Item"
+}
+
+// inCategory adds a seat's or table's category to its name.
+func inCategory(name string, c *catalog.Category) string {
+	if c == nil || c.Name == "" {
+		return name
+	}
+	return name + " (" + c.Name + ")"
 }
