@@ -144,16 +144,6 @@ if bk then
   redis.call('HINCRBY', KEYS[9], bk, tonumber(o[13]))
 end
 redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
--- The entry names the order; its record and tickets stay in the order
--- hash (written once, not copied: a durable Redis writes every byte to its
--- append-only file), without expiry until the sync worker has written them
--- to Postgres (paid_ack.lua then drops the record and sets the retention).
--- Without a worker nothing will read the record: it goes.
-if ARGV[9] == '0' then
-  redis.call('PERSIST', order)
-  redis.call('XADD', KEYS[7], '*', 'order', oid, 'ref', ARGV[5], 'paidAt', now)
-else
-  redis.call('HDEL', order, 'rec')
-  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[9], '*', 'order', oid, 'ref', ARGV[5], 'paidAt', now)
-end
+-- Without a worker the order keeps the expiry reserve gave its hash.
+cart_queue_paid(order, KEYS[7], ARGV[9], oid, ARGV[5], now, nil)
 return {0, 0, o[8]}

@@ -86,14 +86,7 @@ if code ~= '' and maxuses > 0 then
   cart_hold_discount(KEYS[6], oid, exp)
 end
 local kv = {'st', 'pending', 'exp', exp}
-if limit > 0 then
-  kv[#kv + 1] = 'bk'
-  kv[#kv + 1] = ARGV[8]
-  kv[#kv + 1] = 'adm'
-  kv[#kv + 1] = adm
-  kv[#kv + 1] = 'lim'
-  kv[#kv + 1] = limit
-end
+cart_buyer_fields(kv, limit, ARGV[8], adm)
 for j = rest, #ARGV do
   kv[#kv + 1] = ARGV[j]
 end

@@ -160,14 +160,5 @@ if code ~= '' then
 end
 redis.call('ZREM', KEYS[10], id)
 redis.call('HSET', reg, 'st', 'paid', 'ref', ref, 'paid', now, 'amt', ARGV[3])
--- As order_confirm.lua: the record stays in the hash, without expiry, until
--- the sync worker has written it (paid_ack.lua sets the retention).
-if ARGV[7] == '0' then
-  redis.call('PERSIST', reg)
-  redis.call('XADD', KEYS[7], '*', 'order', id, 'ref', ref, 'paidAt', now)
-else
-  redis.call('HDEL', reg, 'rec')
-  redis.call('PEXPIRE', reg, tonumber(ARGV[8]))
-  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[7], '*', 'order', id, 'ref', ref, 'paidAt', now)
-end
+cart_queue_paid(reg, KEYS[7], ARGV[7], id, ref, now, tonumber(ARGV[8]))
 return {0, 0, counted and 0 or 1, o[8]}

@@ -106,14 +106,7 @@ if limit > 0 then
   redis.call('HINCRBY', KEYS[9], ARGV[8], adm)
 end
 local kv = {'exp', exp, 'gen', gen}
-if limit > 0 then
-  kv[#kv + 1] = 'bk'
-  kv[#kv + 1] = ARGV[8]
-  kv[#kv + 1] = 'adm'
-  kv[#kv + 1] = adm
-  kv[#kv + 1] = 'lim'
-  kv[#kv + 1] = limit
-end
+cart_buyer_fields(kv, limit, ARGV[8], adm)
 if limited then
   kv[#kv + 1] = 'dmax'
   kv[#kv + 1] = maxuses
@@ -145,12 +138,5 @@ kv[#kv + 1] = ''
 kv[#kv + 1] = 'paid'
 kv[#kv + 1] = now
 redis.call('HSET', reg, unpack(kv))
-if ARGV[11] == '0' then
-  redis.call('PERSIST', reg)
-  redis.call('XADD', KEYS[11], '*', 'order', id, 'ref', '', 'paidAt', now)
-else
-  redis.call('HDEL', reg, 'rec')
-  redis.call('PEXPIRE', reg, tonumber(ARGV[3]))
-  redis.call('XADD', KEYS[11], 'MAXLEN', '~', ARGV[11], '*', 'order', id, 'ref', '', 'paidAt', now)
-end
+cart_queue_paid(reg, KEYS[11], ARGV[11], id, '', now, tonumber(ARGV[3]))
 return {9, now}

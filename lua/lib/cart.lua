@@ -1,8 +1,8 @@
 -- lib/cart: how the scripts that take a cart (order_reserve, reg_register)
 -- read and check it, with the same reply codes (orders.RefusalError maps
 -- them), how the scripts that settle one (order_confirm, reg_pay,
--- reg_expire) read it back from the order hash, and the discount holds
--- they share. A script takes it with the
+-- reg_expire) read it back from the order hash, the discount holds and
+-- the paid stream entry they share. A script takes it with the
 -- line
 --   --@include cart
 -- which brings lib/capacity too (cart_refusal uses capacity_short), once
@@ -139,4 +139,40 @@ local function cart_discount_refusal(k, code, maxuses, id, now)
   end
   local used = tonumber(redis.call('HGET', k.dcused, code)) or 0
   return used + redis.call('ZCOUNT', k.dcholds, '(' .. now, '+inf') >= maxuses
+end
+
+-- cart_buyer_fields(kv, limit, buyer, adm): appends to kv the buyer key, the
+-- cart's admissions and the limit (bk, adm, lim) when the event has a
+-- limit, for the settling script's check.
+local function cart_buyer_fields(kv, limit, buyer, adm)
+  if limit > 0 then
+    kv[#kv + 1] = 'bk'
+    kv[#kv + 1] = buyer
+    kv[#kv + 1] = 'adm'
+    kv[#kv + 1] = adm
+    kv[#kv + 1] = 'lim'
+    kv[#kv + 1] = limit
+  end
+end
+
+-- cart_queue_paid(hash, stream, cap, id, ref, now, retention): queues the
+-- paid order id on its partition's paid stream. The entry names the order;
+-- its record and tickets stay in the hash (written once, not copied: a
+-- durable Redis writes every byte to its append-only file), without expiry
+-- until the sync worker has written them to Postgres (paid_ack.lua then
+-- drops the record and sets the retention). cap is ARGV's stream cap: '0'
+-- when a worker drains the stream; else nothing will read the record: it
+-- goes, the stream keeps about cap entries and, when retention (ms) is
+-- given, the hash expires after it (else it keeps the expiry it has).
+local function cart_queue_paid(hash, stream, cap, id, ref, now, retention)
+  if cap == '0' then
+    redis.call('PERSIST', hash)
+    redis.call('XADD', stream, '*', 'order', id, 'ref', ref, 'paidAt', now)
+    return
+  end
+  redis.call('HDEL', hash, 'rec')
+  if retention then
+    redis.call('PEXPIRE', hash, retention)
+  end
+  redis.call('XADD', stream, 'MAXLEN', '~', cap, '*', 'order', id, 'ref', ref, 'paidAt', now)
 end
