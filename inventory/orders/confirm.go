@@ -125,7 +125,7 @@ func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest,
 	labels := strings.Fields(seats)
 	p := keys.Partition(ev)
 	ks := make([]string, 0, 9+len(labels))
-	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.discountHolds(ev, dc),
+	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHoldsOrNone(ev, dc),
 		s.Space.DiscountUsed(ev), s.Space.Paid(p), s.Space.Live(p), s.Space.Buyers(ev))
 	for _, l := range labels {
 		ks = append(ks, s.Space.Seat(ev, l))

@@ -286,7 +286,7 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	}
 	ks = make([]string, 0, 9+len(req.SeatLabels))
 	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
-		s.discountHolds(ev, req.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(keys.Partition(ev)),
+		s.Space.DiscountHoldsOrNone(ev, req.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(keys.Partition(ev)),
 		s.Space.Buyers(ev))
 	for _, l := range req.SeatLabels {
 		ks = append(ks, s.Space.Seat(ev, l))
@@ -404,12 +404,6 @@ func CapacityError(field string, left int64) *apierr.Error {
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-
-// discountHolds is the discount holds key of code; a script that takes no
-// limited code is given a placeholder name in the event's slot.
-func (s *Service) discountHolds(eventID, code string) string {
-	return s.Space.DiscountHoldsOrNone(eventID, code)
-}
 
 var discountLeftScript = lua.Load("discount_left")
 
