@@ -79,7 +79,7 @@ func amount(c money.Cents, currency string) string {
 // buyerTickets renders the buyer's e-mail: one signed QR image per ticket,
 // inline, and the link to the ticket page.
 func (m *Mailer) buyerTickets(o orderdb.PaidOrder) (message, error) {
-	page := tickets.Order{OrderID: o.OrderID, EventID: o.EventID, EventName: o.EventName, Tickets: o.Tickets}
+	page := o.TicketOrder()
 	d := buyerData{PaidOrder: o, When: tickets.FormatStart(o.StartsAt), Total: amount(o.Total, o.Currency),
 		PageURL: m.Keys.PageURL(m.AppURL, o.OrderID)}
 	var images []inline
