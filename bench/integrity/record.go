@@ -8,6 +8,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/sync/outbox"
 )
 
 // Postgres reads ticketd's record (tables orders and tickets, written by
@@ -78,8 +80,8 @@ func WaitRecord(ctx context.Context, read func(context.Context) (Record, error),
 func (p Postgres) StorefrontOrders(ctx context.Context, eventID string) (map[string]StoredRegistration, error) {
 	rows, err := p.Pool.Query(ctx, `SELECT o.id, o.total_cents,
 		(SELECT count(*) FROM tickets t WHERE t.order_id = o.id),
-		(SELECT count(*) FROM outbox x WHERE x.order_id = o.id AND x.kind = 'buyer_tickets')
-		FROM orders o WHERE o.event_id = $1 AND o.source = 'storefront'`, eventID)
+		(SELECT count(*) FROM outbox x WHERE x.order_id = o.id AND x.kind = $2)
+		FROM orders o WHERE o.event_id = $1 AND o.source = $3`, eventID, outbox.BuyerTickets, orders.SourceStorefront)
 	if err != nil {
 		return nil, fmt.Errorf("integrity: read storefront orders of %s: %w", eventID, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ticketd/ticketd/inventory/tickets"
+	"github.com/ticketd/ticketd/sync/orderdb"
 )
 
 // Defaults of the Mailer's zero fields.
@@ -162,6 +163,9 @@ func (m *Mailer) RunOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// An order's buyer_tickets and host_notify rows are written together
+	// and so mostly claimed in one batch: its order is read once.
+	paid := map[string]orderdb.PaidOrder{}
 	for i, r := range rows {
 		if ctx.Err() != nil {
 			// Shutting down: hand the rows not begun back at once rather
@@ -179,7 +183,7 @@ func (m *Mailer) RunOnce(ctx context.Context) (int, error) {
 			}
 			continue // the batch outlasted the lease and another mailer took the row
 		}
-		sendErr := m.send(rctx, r)
+		sendErr := m.send(rctx, r, paid)
 		cancel()
 		// The outcome is recorded with contexts of its own: the send's may
 		// have run out just as the server accepted the message.
@@ -274,13 +278,13 @@ func (m *Mailer) renew(ctx context.Context, r row) (bool, error) {
 // recorded on the row (its attempts bound the retries) rather than killing
 // the process, which would take the row again after the lease. A Sender's
 // failure that is not about the message wraps ErrServer.
-func (m *Mailer) send(ctx context.Context, r row) (err error) {
+func (m *Mailer) send(ctx context.Context, r row, paid map[string]orderdb.PaidOrder) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("mailer: panic sending %s of %s: %v", r.kind, r.orderID, p)
 		}
 	}()
-	msg, err := m.render(ctx, r)
+	msg, err := m.render(ctx, r, paid)
 	if err != nil {
 		return err
 	}

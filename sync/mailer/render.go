@@ -17,8 +17,9 @@ import (
 // errNotYet is a row whose data Postgres does not hold (yet): retried.
 var errNotYet = errors.New("mailer: the order is not in Postgres")
 
-// render builds the message of a claimed row from Postgres.
-func (m *Mailer) render(ctx context.Context, r row) (Message, error) {
+// render builds the message of a claimed row from Postgres; paid holds the
+// orders this batch read already (render adds those it reads).
+func (m *Mailer) render(ctx context.Context, r row, paid map[string]orderdb.PaidOrder) (Message, error) {
 	to, err := mail.ParseAddress(r.recipient)
 	if err != nil {
 		return Message{}, fmt.Errorf("%w: recipient is not an address", ErrPermanent)
@@ -30,12 +31,16 @@ func (m *Mailer) render(ctx context.Context, r row) (Message, error) {
 	var msg message
 	switch r.kind {
 	case outbox.BuyerTickets, outbox.HostNotify:
-		o, ok, err := orderdb.Store{Pool: m.Pool}.Paid(ctx, r.orderID)
-		if err != nil {
-			return Message{}, err
-		}
+		o, ok := paid[r.orderID]
 		if !ok {
-			return Message{}, errNotYet
+			var err error
+			if o, ok, err = (orderdb.Store{Pool: m.Pool}).Paid(ctx, r.orderID); err != nil {
+				return Message{}, err
+			}
+			if !ok {
+				return Message{}, errNotYet
+			}
+			paid[r.orderID] = o
 		}
 		if r.kind == outbox.BuyerTickets {
 			msg, err = m.buyerTickets(o)
@@ -79,7 +84,7 @@ func amount(c money.Cents, currency string) string {
 // buyerTickets renders the buyer's e-mail: one signed QR image per ticket,
 // inline, and the link to the ticket page.
 func (m *Mailer) buyerTickets(o orderdb.PaidOrder) (message, error) {
-	page := tickets.Order{OrderID: o.OrderID, EventID: o.EventID, EventName: o.EventName, Tickets: o.Tickets}
+	page := o.TicketOrder()
 	d := buyerData{PaidOrder: o, When: tickets.FormatStart(o.StartsAt), Total: amount(o.Total, o.Currency),
 		PageURL: m.Keys.PageURL(m.AppURL, o.OrderID)}
 	var images []inline

@@ -88,6 +88,11 @@ func (s Store) TicketOrder(ctx context.Context, orderID string) (tickets.Order, 
 	if !ok || err != nil {
 		return tickets.Order{}, ok, err
 	}
+	return o.TicketOrder(), true, nil
+}
+
+// TicketOrder is o as its ticket page and its tickets' QR codes show it.
+func (o PaidOrder) TicketOrder() tickets.Order {
 	return tickets.Order{OrderID: o.OrderID, EventID: o.EventID, EventName: o.EventName, StartsAt: o.StartsAt,
-		BuyerName: o.BuyerName, Tickets: o.Tickets}, true, nil
+		BuyerName: o.BuyerName, Tickets: o.Tickets}
 }
