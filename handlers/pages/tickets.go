@@ -3,7 +3,7 @@ package pages
 import (
 	"context"
 	"crypto/sha256"
-	"embed"
+	_ "embed"
 	"encoding/base64"
 	"html/template"
 	"log/slog"
@@ -18,18 +18,14 @@ import (
 	"github.com/ticketd/ticketd/inventory/tickets"
 )
 
-//go:embed static/tickets.html static/tickets.css
-var ticketFiles embed.FS
+//go:embed static/tickets.html
+var ticketHTML string
+
+//go:embed static/tickets.css
+var ticketCSS string
 
 var (
-	ticketCSS = func() string {
-		b, err := ticketFiles.ReadFile("static/tickets.css")
-		if err != nil {
-			panic(err)
-		}
-		return string(b)
-	}()
-	ticketTemplates = template.Must(template.ParseFS(ticketFiles, "static/tickets.html"))
+	ticketTemplates = template.Must(template.New("tickets.html").Parse(ticketHTML))
 	// The page runs no script and loads nothing but its own QR images;
 	// its one inline style is allowed by hash.
 	ticketCSP = func() string {
