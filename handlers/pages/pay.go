@@ -112,11 +112,7 @@ func (p *Pay) pay(h Hosted) fasthttp.RequestHandler {
 		s, found, err := h.Pay(c, sessionID(ctx), string(ctx.PostArgs().Peek("card")))
 		switch {
 		case err == nil && s.Status == payments.StatusPaid:
-			if dst, ok := safeURL(s.ReturnURL()); ok {
-				ctx.Redirect(dst, fasthttp.StatusSeeOther)
-				return
-			}
-			p.render(ctx, h, s, true, nil, "")
+			p.paid(ctx, h, s)
 		case errors.Is(err, payments.ErrCardDeclined):
 			ctx.SetStatusCode(fasthttp.StatusPaymentRequired)
 			p.render(ctx, h, s, true, nil, "Your card was declined. Nothing was charged. Try another card.")
@@ -148,11 +144,7 @@ func (p *Pay) unconfirmed(ctx *fasthttp.RequestCtx, h Hosted, payErr error) {
 	s, found, err := h.Get(c, sessionID(ctx))
 	switch {
 	case err == nil && found && s.Status == payments.StatusPaid:
-		if dst, ok := safeURL(s.ReturnURL()); ok {
-			ctx.Redirect(dst, fasthttp.StatusSeeOther)
-			return
-		}
-		p.render(ctx, h, s, true, nil, "")
+		p.paid(ctx, h, s)
 	case err == nil && found && s.Status == payments.StatusOpen:
 		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
 		ctx.Response.Header.Set("Retry-After", "30")
@@ -162,6 +154,16 @@ func (p *Pay) unconfirmed(ctx *fasthttp.RequestCtx, h Hosted, payErr error) {
 	default:
 		p.render(ctx, h, s, found, err, msgUnconfirmed)
 	}
+}
+
+// paid sends the buyer of paid session s on to its success URL, or shows
+// the paid page when that URL is not one to send a browser to.
+func (p *Pay) paid(ctx *fasthttp.RequestCtx, h Hosted, s payments.HostedSession) {
+	if dst, ok := safeURL(s.ReturnURL()); ok {
+		ctx.Redirect(dst, fasthttp.StatusSeeOther)
+		return
+	}
+	p.render(ctx, h, s, true, nil, "")
 }
 
 func (p *Pay) cancel(h Hosted) fasthttp.RequestHandler {
@@ -247,7 +249,7 @@ func (p *Pay) render(ctx *fasthttp.RequestCtx, h Hosted, s payments.HostedSessio
 		}
 		if len(s.Items) == 0 { // a session opened before sessions stored items
 			for _, l := range s.Lines {
-				pg.Lines = append(pg.Lines, payLine{Name: payments.LineName("", l), Quantity: l.Quantity, Unit: dollars(l.UnitPrice), Amount: dollars(l.Amount)})
+				pg.Lines = append(pg.Lines, payLine{Name: payments.LineName(l), Quantity: l.Quantity, Unit: dollars(l.UnitPrice), Amount: dollars(l.Amount)})
 			}
 		}
 		if pg.Card {

@@ -3,7 +3,7 @@ package pages
 import (
 	"context"
 	"crypto/sha256"
-	"embed"
+	_ "embed"
 	"encoding/base64"
 	"html/template"
 	"log/slog"
@@ -18,18 +18,17 @@ import (
 	"github.com/ticketd/ticketd/inventory/tickets"
 )
 
-//go:embed static/tickets.html static/tickets.css
-var ticketFiles embed.FS
+//go:embed static/tickets.html
+var ticketHTML string
+
+//go:embed static/tickets.css
+var ticketCSS string
 
 var (
-	ticketCSS = func() string {
-		b, err := ticketFiles.ReadFile("static/tickets.css")
-		if err != nil {
-			panic(err)
-		}
-		return string(b)
-	}()
-	ticketTemplates = template.Must(template.ParseFS(ticketFiles, "static/tickets.html"))
+	// Every page of the file takes the one style block through {{css}}.
+	ticketTemplates = template.Must(template.New("tickets.html").
+			Funcs(template.FuncMap{"css": func() template.CSS { return template.CSS(ticketCSS) }}).
+			Parse(ticketHTML))
 	// The page runs no script and loads nothing but its own QR images;
 	// its one inline style is allowed by hash.
 	ticketCSP = func() string {
@@ -113,12 +112,10 @@ type ticketsView struct {
 	When    string
 	Count   int
 	Tickets []ticketView
-	CSS     template.CSS
 }
 
 type ticketMessage struct {
 	Title, Text string
-	CSS         template.CSS
 }
 
 func (h *Tickets) page(ctx *fasthttp.RequestCtx) {
@@ -180,13 +177,6 @@ func ticketHeaders(ctx *fasthttp.RequestCtx) {
 }
 
 func ticketPage(ctx *fasthttp.RequestCtx, status int, name string, data any) {
-	switch d := data.(type) {
-	case *ticketsView:
-		d.CSS = template.CSS(ticketCSS)
-	case ticketMessage:
-		d.CSS = template.CSS(ticketCSS)
-		data = d
-	}
 	var b strings.Builder
 	if err := ticketTemplates.ExecuteTemplate(&b, name, data); err != nil {
 		ctx.Error("ticket page unavailable", fasthttp.StatusServiceUnavailable)

@@ -274,16 +274,23 @@ func (h *Hosted) sessionKey(sessionID string) (string, bool) {
 
 // Get reads a session; found is false when the processor does not know it.
 func (h *Hosted) Get(ctx context.Context, sessionID string) (s HostedSession, found bool, err error) {
+	s, _, found, err = h.get(ctx, sessionID)
+	return s, found, err
+}
+
+// get is Get that also returns the session's webhook event id (evt, set
+// once paid) from the same read.
+func (h *Hosted) get(ctx context.Context, sessionID string) (s HostedSession, evt string, found bool, err error) {
 	key, ok := h.sessionKey(sessionID)
 	if !ok {
-		return HostedSession{}, false, nil
+		return HostedSession{}, "", false, nil
 	}
 	m, err := h.cfg.Redis.Do(ctx, h.cfg.Redis.B().Hgetall().Key(key).Build()).AsStrMap()
 	if err != nil {
-		return HostedSession{}, false, fmt.Errorf("payments: %s: read session: %w", h.name, err)
+		return HostedSession{}, "", false, fmt.Errorf("payments: %s: read session: %w", h.name, err)
 	}
 	if m["st"] == "" || m["proc"] != h.name {
-		return HostedSession{}, false, nil
+		return HostedSession{}, "", false, nil
 	}
 	amt, _ := strconv.ParseInt(m["amt"], 10, 64)
 	exp, _ := strconv.ParseInt(m["exp"], 10, 64)
@@ -293,16 +300,16 @@ func (h *Hosted) Get(ctx context.Context, sessionID string) (s HostedSession, fo
 		Status: m["st"], ExpiresAt: time.UnixMilli(exp),
 	}
 	if err := json.Unmarshal([]byte(m["lines"]), &s.Lines); err != nil {
-		return HostedSession{}, false, fmt.Errorf("payments: %s: session lines: %w", h.name, err)
+		return HostedSession{}, "", false, fmt.Errorf("payments: %s: session lines: %w", h.name, err)
 	}
 	if v := m["items"]; v != "" { // absent in a session opened before items
 		var stored []storedItem
 		if err := json.Unmarshal([]byte(v), &stored); err != nil {
-			return HostedSession{}, false, fmt.Errorf("payments: %s: session items: %w", h.name, err)
+			return HostedSession{}, "", false, fmt.Errorf("payments: %s: session items: %w", h.name, err)
 		}
 		s.Items = loadItems(stored)
 	}
-	return s, true, nil
+	return s, m["evt"], true, nil
 }
 
 // Pay pays an open session with a test card (the wallet ignores card):
@@ -465,7 +472,7 @@ func (h *Hosted) deliver(ctx context.Context, sessionID string) {
 		return
 	}
 	due := h.dueKey(sessionID)
-	s, found, err := h.Get(ctx, sessionID)
+	s, evt, found, err := h.get(ctx, sessionID)
 	if err != nil {
 		h.log.Warn("payments: read session for webhook", "processor", h.name, "err", err)
 		return // still due: the loop tries again when the lease ends
@@ -475,9 +482,8 @@ func (h *Hosted) deliver(ctx context.Context, sessionID string) {
 		h.cfg.Redis.Do(ctx, h.cfg.Redis.B().Zrem().Key(due).Member(sessionID).Build())
 		return
 	}
-	evt, err := h.cfg.Redis.Do(ctx, h.cfg.Redis.B().Hget().Key(key).Field("evt").Build()).ToString()
-	if err != nil {
-		h.log.Warn("payments: read session for webhook", "processor", h.name, "err", err)
+	if evt == "" { // not paid: nothing is owed yet
+		h.log.Warn("payments: webhook due for a session not paid", "processor", h.name, "session", sessionID)
 		return
 	}
 	body, err := h.webhookBody(evt, s)

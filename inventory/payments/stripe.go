@@ -127,7 +127,7 @@ func stripeLines(req CheckoutRequest) []*stripe.CheckoutSessionCreateLineItemPar
 
 // LineName names an order line of a hosted session opened before sessions
 // stored items (its page has nothing better to show).
-func LineName(eventName string, l orders.Line) string {
+func LineName(l orders.Line) string {
 	kind := map[string]string{
 		orders.LineTicket: "Ticket", orders.LineSeat: "Seat", orders.LineArea: "Area",
 		orders.LineTable: "Table", orders.LineExtra: "Extra",
@@ -135,11 +135,7 @@ func LineName(eventName string, l orders.Line) string {
 	if kind == "" {
 		kind = l.Kind
 	}
-	name := kind + " " + l.RefID
-	if eventName != "" {
-		name = eventName + ": " + name
-	}
-	return name
+	return kind + " " + l.RefID
 }
 
 func orDefault(s, def string) string {
