@@ -85,9 +85,9 @@ func seated(r Request) *apierr.Error {
 	return nil
 }
 
-// Token picks the hold token of a request from the one the caller named
+// token picks the hold token of a request from the one the caller named
 // ("" when none) under r's token policy.
-func Token(r Request, named string) (string, *apierr.Error) {
+func token(r Request, named string) (string, *apierr.Error) {
 	if r.OwnToken != "" {
 		if named != "" && named != r.OwnToken {
 			return "", seats.ErrInvalidToken
@@ -154,7 +154,7 @@ func holdRequest(ctx *fasthttp.RequestCtx, r Request) (holdBody, string, *apierr
 	if e != nil {
 		return body, "", e
 	}
-	tok, e := Token(r, body.HoldToken)
+	tok, e := token(r, body.HoldToken)
 	return body, tok, e
 }
 
@@ -187,7 +187,7 @@ func (s *server) extend(ctx *fasthttp.RequestCtx, r Request) {
 		return
 	}
 	named, _ := ctx.UserValue("token").(string)
-	tok, e := Token(r, named)
+	tok, e := token(r, named)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return

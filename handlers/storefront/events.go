@@ -46,13 +46,11 @@ func (a *API) saleable(r *request, ref string) (*catalog.CompiledEvent, *apierr.
 	if e != nil {
 		return nil, e
 	}
-	if !a.onSale(ev) {
+	if !ev.SaleStarted(time.Now()) {
 		return nil, apierr.Of("EVENT_NOT_AVAILABLE", "not on sale yet; on sale from %s", ev.OnSaleAt).With("onSaleAt", ev.OnSaleAt)
 	}
 	return ev, nil
 }
-
-func (a *API) onSale(ev *catalog.CompiledEvent) bool { return ev.SaleStarted(time.Now()) }
 
 // eventDetail is GET /v1/storefront/events/:eventId.
 func (a *API) eventDetail(ctx *fasthttp.RequestCtx, r *request) {

@@ -53,7 +53,9 @@ func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
 		if key != nil && !key.enabled {
 			key = nil
 		}
-		a.cors(ctx, ix, key)
+		// The Origin is parsed once: CORS and the gate's check share it.
+		o, oHost := origin(ctx)
+		a.cors(ctx, ix, key, o, oHost)
 		if a.Gate != nil {
 			if e := a.Gate(); e != nil {
 				httpx.Fail(ctx, e)
@@ -68,7 +70,7 @@ func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
 			httpx.Fail(ctx, errInvalidKey)
 			return
 		}
-		host := requestHost(ctx)
+		host := requestHost(ctx, oHost)
 		if host == "" {
 			e := errBadOrigin
 			if !hasOriginHeader(ctx) {
@@ -120,22 +122,21 @@ const (
 // before a key is known to be good, when any enabled key does (so that a
 // page can read its MISSING_KEY or a 503). Vary: Origin always, as the
 // answer depends on it.
-func (a *API) cors(ctx *fasthttp.RequestCtx, ix *index, key *pubKey) {
+func (a *API) cors(ctx *fasthttp.RequestCtx, ix *index, key *pubKey, o, oHost string) {
 	domains := ix.anyKey
 	if key != nil {
 		domains = key.domains
 	}
-	if o := allowedOrigin(ctx, domains); o != "" {
+	if o := allowedOrigin(ctx, o, oHost, domains); o != "" {
 		ctx.Response.Header.Set("Access-Control-Allow-Origin", o)
 		ctx.Response.Header.Set("Access-Control-Expose-Headers", exposeHeaders)
 	}
 }
 
-// allowedOrigin sets Vary: Origin and returns the request's Origin when it
-// is on domains, else "".
-func allowedOrigin(ctx *fasthttp.RequestCtx, domains []string) string {
+// allowedOrigin sets Vary: Origin and returns the request's Origin o (as
+// origin returns it, with its host) when it is on domains, else "".
+func allowedOrigin(ctx *fasthttp.RequestCtx, o, host string, domains []string) string {
 	ctx.Response.Header.Set("Vary", "Origin")
-	o, host := origin(ctx)
 	if o == "" || !hostAllowed(domains, host) {
 		return ""
 	}
@@ -148,7 +149,8 @@ func allowedOrigin(ctx *fasthttp.RequestCtx, domains []string) string {
 // foreign origin (or none) gets 403 ORIGIN_NOT_ALLOWED without CORS
 // headers, which the browser reports as a refused preflight.
 func (a *API) preflight(ctx *fasthttp.RequestCtx) {
-	o := allowedOrigin(ctx, a.idx.of(a.Catalog()).anyKey)
+	o, host := origin(ctx)
+	o = allowedOrigin(ctx, o, host, a.idx.of(a.Catalog()).anyKey)
 	if o == "" {
 		httpx.Fail(ctx, errOrigin)
 		return

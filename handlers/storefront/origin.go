@@ -8,13 +8,14 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// requestHost returns the lower-cased host of the request's Origin header,
-// or, when the request has none, of its Referer; "" when neither names an
-// http(s) origin. A present Origin is final: an unusable one ("null" from
-// a sandboxed frame, a file: page) is not rescued by a Referer.
-func requestHost(ctx *fasthttp.RequestCtx) string {
-	if o := ctx.Request.Header.Peek("Origin"); len(o) > 0 {
-		return urlHost(string(o))
+// requestHost returns the lower-cased host of the request's Origin header
+// (originHost, as origin returned it), or, when the request has none, of
+// its Referer; "" when neither names an http(s) origin. A present Origin
+// is final: an unusable one ("null" from a sandboxed frame, a file: page)
+// is not rescued by a Referer.
+func requestHost(ctx *fasthttp.RequestCtx, originHost string) string {
+	if len(ctx.Request.Header.Peek("Origin")) > 0 {
+		return originHost
 	}
 	return urlHost(string(ctx.Request.Header.Peek("Referer")))
 }

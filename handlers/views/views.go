@@ -41,7 +41,7 @@ func EventOf(ev *catalog.CompiledEvent, accessCode string, remaining map[string]
 	return Event{ID: ev.ID, ShortID: ev.ShortID, Slug: ev.Slug, Name: ev.Name, StartsAt: ev.StartsAt,
 		Status: ev.Status, OnSaleAt: ev.OnSaleAt, Currency: "USD", Seated: ev.Seated(),
 		Available: ev.Status == catalog.StatusOnSale && ev.SaleStarted(now),
-		Tickets:   TicketsOf(ev, accessCode, remaining), Parts: PartsOf(ev, remaining),
+		Tickets:   ticketsOf(ev, accessCode, remaining), Parts: partsOf(ev, remaining),
 		Remaining: Left(remaining, capacity.Event)}
 }
 
@@ -69,10 +69,10 @@ type Ticket struct {
 	SoldOut   *bool  `json:"soldOut,omitempty"`
 }
 
-// TicketsOf lists ev's ticket types a buyer with accessCode may see
+// ticketsOf lists ev's ticket types a buyer with accessCode may see
 // (hidden ones only with their code), with what remains of each when
 // remaining is not nil.
-func TicketsOf(ev *catalog.CompiledEvent, accessCode string, remaining map[string]int64) []Ticket {
+func ticketsOf(ev *catalog.CompiledEvent, accessCode string, remaining map[string]int64) []Ticket {
 	out := []Ticket{}
 	for _, t := range ev.Event.Tickets {
 		if t.Hidden && (accessCode == "" || accessCode != t.AccessCode) {
@@ -134,9 +134,9 @@ func Left(remaining map[string]int64, field string) *int64 {
 	return nil
 }
 
-// PartsOf renders ev's parts with what remains of each (remaining may be
+// partsOf renders ev's parts with what remains of each (remaining may be
 // nil: nothing is said about what remains).
-func PartsOf(ev *catalog.CompiledEvent, remaining map[string]int64) Parts {
+func partsOf(ev *catalog.CompiledEvent, remaining map[string]int64) Parts {
 	var p Parts
 	for _, s := range ev.Event.Showings {
 		p.Showings = append(p.Showings, Showing{ID: s.ID, StartsAt: s.StartsAt, Remaining: Left(remaining, "sh:"+s.ID)})
