@@ -6,7 +6,7 @@ GO ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .DEFAULT_GOAL := help
-.PHONY: help build run services stripe-mock test lint bench clean
+.PHONY: help build run services stripe-mock chromium test lint bench clean
 
 help: ## list the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z][a-z-]*:.*## / { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -23,7 +23,10 @@ services: ## start Redis and PostgreSQL unless they already answer (installs the
 stripe-mock: ## install stripe-mock (the Stripe API double the Stripe tests start) unless it is on PATH or in GOPATH/bin
 	@command -v stripe-mock >/dev/null || [ -x "$$($(GO) env GOPATH)/bin/stripe-mock" ] || $(GO) install github.com/stripe/stripe-mock@v0.203.0
 
-test: services stripe-mock ## run every test against the real services, with the race detector
+chromium: ## install Chromium for the browser tests unless it is on PATH (apt-get install chromium)
+	bash .ci/chromium.sh
+
+test: services stripe-mock chromium ## run every test against the real services, with the race detector
 	$(GO) test -race -count=1 -timeout 9m ./...
 
 lint: ## gofmt, go vet and staticcheck
