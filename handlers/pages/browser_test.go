@@ -272,6 +272,12 @@ func TestBrowserCancelReturnsToTheCart(t *testing.T) {
 		t.Errorf("the cancelled session's page has %d forms", n)
 	}
 	browsertest.Shot(t, ctx, "1-cancelled")
+	// A broken link gets a page that says so, on a phone too.
+	do(t, ctx, browsertest.Phone, chromedp.Navigate(s.URL+"/pay/card/cs_nothing"), chromedp.WaitVisible(chromedp.CSS("main h1")))
+	if h := eval[string](t, ctx, `document.querySelector("main h1").innerText`); !strings.Contains(h, "not valid") {
+		t.Errorf("an unknown session's page says %q", h)
+	}
+	browsertest.Shot(t, ctx, "2-unknown-phone")
 	// ... and a Pay posted anyway is refused.
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
