@@ -3,13 +3,12 @@ package pages
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/base64"
 	"errors"
 	"html/template"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,16 +27,16 @@ var payCSS string
 
 var (
 	payTemplate = template.Must(template.New("pay").Parse(payHTML))
-	// payStyleHash lets the page's one inline style block through the CSP,
-	// and nothing else: the page needs no script and no external asset.
-	payStyleHash = func() string {
-		sum := sha256.Sum256([]byte(payCSS))
-		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
-	}()
+	payStyle    = newAsset("pay.css", payCSS)
 )
 
-// testCard is the card number the card page offers.
-const testCard = "4242 4242 4242 4242"
+// testCard is the card number the card page offers; declineCard is the
+// test card the processor declines (payments.Hosted), named on the page
+// so a host can try the declined path.
+const (
+	testCard    = "4242 4242 4242 4242"
+	declineCard = "4000 0000 0000 0002"
+)
 
 // Hosted is what a hosted payment page needs of its processor
 // (payments.Hosted is one).
@@ -64,11 +63,16 @@ type Pay struct {
 
 // Register mounts the pages of the processors that are set.
 func (p *Pay) Register(r *router.Router) {
+	registered := false // the style sheet is mounted with the first page
 	for _, h := range []Hosted{p.Card, p.Wallet} {
 		if h == nil {
 			continue
 		}
 		base := "/pay/" + h.Name() + "/{sessionId}"
+		if !registered {
+			r.GET(payStyle.path, payStyle.serve)
+			registered = true
+		}
 		r.GET(base, p.show(h))
 		r.POST(base+"/pay", p.pay(h))
 		r.POST(base+"/cancel", p.cancel(h))
@@ -187,25 +191,35 @@ type payPage struct {
 	EventName, Total, Error     string
 	Lines                       []payLine
 	Card                        bool
-	CardInvalid                 bool // Error is about the card number
-	CardNumber                  string
+	CardInvalid                 bool   // Error is about the card number
+	CardNumber                  string // the card input's value
+	GoodCard, DeclineCard       string // the test cards the note names
 	PayAction, CancelAction     string
 	Heading, Message            string
 	ContinueURL, ContinueText   string
-	CSS                         template.CSS
+	Style                       string // the style sheet's href
 }
 
 type payLine struct {
 	Name, Unit, Amount string
 	Quantity           int64
+	Minus              bool // a discount
 }
 
-// dollars formats an amount; a negative one (a discount) as -$5.00.
-func dollars(c money.Cents) string {
-	if c < 0 {
-		return "-$" + (-c).String()
+// symbols are the currency signs the pages write before an amount; any
+// other currency is written by its code ("CHF 42.00").
+var symbols = map[string]string{"USD": "$", "EUR": "€", "GBP": "£", "CAD": "CA$", "AUD": "A$", "": "$"}
+
+// amount formats c in currency cur; a negative one (a discount) as -$5.00.
+func amount(cur string, c money.Cents) string {
+	sym, ok := symbols[strings.ToUpper(cur)]
+	if !ok {
+		sym = strings.ToUpper(cur) + " "
 	}
-	return "$" + c.String()
+	if c < 0 {
+		return "-" + sym + (-c).String()
+	}
+	return sym + c.String()
 }
 
 // render writes the page for session s in its state; a status code set
@@ -213,9 +227,11 @@ func dollars(c money.Cents) string {
 func (p *Pay) render(ctx *fasthttp.RequestCtx, h Hosted, s payments.HostedSession, found bool, err error, formError string) {
 	pg := payPage{
 		ProcessorName: map[string]string{payments.Card: "Test card", payments.Wallet: "Test wallet"}[h.Name()],
-		CSS:           template.CSS(payCSS),
+		Style:         payStyle.href,
 		Card:          h.Name() == payments.Card,
 		CardNumber:    testCard,
+		GoodCard:      testCard,
+		DeclineCard:   declineCard,
 		Error:         formError,
 		CardInvalid:   formError != "" && formError != msgUnconfirmed,
 	}
@@ -224,7 +240,7 @@ func (p *Pay) render(ctx *fasthttp.RequestCtx, h Hosted, s payments.HostedSessio
 		status = cur
 	}
 	if found {
-		pg.EventName, pg.Total = s.EventName, dollars(s.Amount)
+		pg.EventName, pg.Total = s.EventName, amount(s.Currency, s.Amount)
 	}
 	formActions := []string{"'self'"}
 	switch {
@@ -245,11 +261,13 @@ func (p *Pay) render(ctx *fasthttp.RequestCtx, h Hosted, s payments.HostedSessio
 		pg.State = "open"
 		pg.Title = "Pay " + pg.Total + " · " + s.EventName
 		for _, it := range s.Items {
-			pg.Lines = append(pg.Lines, payLine{Name: it.Name, Quantity: it.Quantity, Unit: dollars(it.UnitPrice), Amount: dollars(it.Amount)})
+			pg.Lines = append(pg.Lines, payLine{Name: it.Name, Quantity: it.Quantity, Unit: amount(s.Currency, it.UnitPrice),
+				Amount: amount(s.Currency, it.Amount), Minus: it.Amount < 0})
 		}
 		if len(s.Items) == 0 { // a session opened before sessions stored items
 			for _, l := range s.Lines {
-				pg.Lines = append(pg.Lines, payLine{Name: payments.LineName(l), Quantity: l.Quantity, Unit: dollars(l.UnitPrice), Amount: dollars(l.Amount)})
+				pg.Lines = append(pg.Lines, payLine{Name: payments.LineName(l), Quantity: l.Quantity, Unit: amount(s.Currency, l.UnitPrice),
+					Amount: amount(s.Currency, l.Amount), Minus: l.Amount < 0})
 			}
 		}
 		if pg.Card {
@@ -263,7 +281,7 @@ func (p *Pay) render(ctx *fasthttp.RequestCtx, h Hosted, s payments.HostedSessio
 		// The forms' answers redirect to the host's site; browsers apply
 		// form-action to those redirects too.
 		for _, u := range []string{s.SuccessURL, s.CancelURL} {
-			if o := origin(u); o != "" {
+			if o := origin(u); o != "" && !slices.Contains(formActions, o) {
 				formActions = append(formActions, o)
 			}
 		}
@@ -295,8 +313,12 @@ func (p *Pay) render(ctx *fasthttp.RequestCtx, h Hosted, s payments.HostedSessio
 		return
 	}
 	hd := &ctx.Response.Header
-	hd.Set("Content-Security-Policy", "default-src 'none'; style-src "+payStyleHash+"; form-action "+strings.Join(formActions, " ")+
-		"; frame-ancestors 'none'; base-uri 'none'")
+	// No script at all, style only from the sheet above. form-action
+	// lists the host's origins because Chromium applies it to the 303
+	// that answers the form, too; frame-ancestors 'none' keeps the page
+	// out of other sites' frames (no clickjacking of the Pay button).
+	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action "+
+		strings.Join(formActions, " ")+"; frame-ancestors 'none'; base-uri 'none'")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	// The session id in the URL must not travel to other sites.
 	hd.Set("Referrer-Policy", "no-referrer")

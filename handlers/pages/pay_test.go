@@ -2,12 +2,11 @@ package pages_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -105,17 +104,22 @@ func TestCardPageShowsTheOrderAndPays(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	if !strings.Contains(p.csp, "default-src 'none'") || !strings.Contains(p.csp, "form-action 'self' https://host.example") {
-		t.Errorf("CSP %q", p.csp)
+	for _, want := range []string{"default-src 'none'", "style-src 'self'", "form-action 'self' https://host.example;", "frame-ancestors 'none'"} {
+		if !strings.Contains(p.csp, want) {
+			t.Errorf("CSP %q lacks %q", p.csp, want)
+		}
 	}
-	// The one inline style block is allowed by its hash, so it renders.
-	if i, j := strings.Index(p.body, "<style>"), strings.Index(p.body, "</style>"); i < 0 || j < i {
-		t.Error("page has no style block")
-	} else if sum := sha256.Sum256([]byte(p.body[i+len("<style>") : j])); !strings.Contains(p.csp, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'") {
-		t.Errorf("CSP %q does not allow the page's style", p.csp)
+	// The page's one style sheet is its own, served from this surface.
+	sheets := regexp.MustCompile(`<link rel="stylesheet" href="([^"]+)">`).FindAllStringSubmatch(p.body, -1)
+	if len(sheets) != 1 || !strings.HasPrefix(sheets[0][1], "/assets/pages/pay.css?v=") {
+		t.Fatalf("style sheets %q, want the one /assets/pages/pay.css", sheets)
 	}
-	if strings.Contains(p.body, "<script") || strings.Contains(p.body, "<link") || strings.Contains(p.body, "src=") {
-		t.Errorf("page has a script or an external asset")
+	if css := f.do("GET", strings.ReplaceAll(sheets[0][1], "&amp;", "&"), ""); css.status != 200 || !strings.Contains(css.body, ".btn") {
+		t.Errorf("style sheet: %d", css.status)
+	}
+	if strings.Contains(p.body, "<script") || strings.Contains(p.body, "<style") || strings.Contains(p.body, "style=") ||
+		strings.Contains(p.body, "src=") || strings.Contains(p.body, "http") {
+		t.Errorf("page has a script, an inline style or an external asset")
 	}
 
 	// The declining card: the page again with a clear message, nothing paid.
@@ -208,6 +212,25 @@ func TestWalletPagePays(t *testing.T) {
 	}
 	if p = f.do("POST", "/pay/wallet/"+id+"/pay", ""); p.status != 303 || p.location != "https://host.example/done?sid="+id || f.webhooks.Load() != 1 {
 		t.Fatalf("wallet pay: %d to %q, %d webhooks", p.status, p.location, f.webhooks.Load())
+	}
+}
+
+// Amounts are written in the session's currency.
+func TestPageWritesTheSessionsCurrency(t *testing.T) {
+	f := newPayFixture(t)
+	s, err := f.card.CreateSession(context.Background(), payments.CheckoutRequest{
+		RegistrationID: keys.OrderID("ev_gala", "eur"), EventName: "Gala", Amount: 4200, Currency: "EUR",
+		Items:      payments.Items{{Name: "Seat A-1", Quantity: 1, UnitPrice: 4700, Amount: 4700}, {Name: "Discount", Quantity: 1, UnitPrice: -500, Amount: -500}},
+		SuccessURL: "https://host.example/done", CancelURL: "https://host.example/cart", ExpiresAt: time.Now().Add(10 * time.Minute),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.do("GET", "/pay/card/"+s.ID, "")
+	for _, want := range []string{">Pay €42.00<", "€47.00", "-€5.00"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("page lacks %q", want)
+		}
 	}
 }
 

@@ -2,12 +2,9 @@ package pages
 
 import (
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/base64"
 	"html/template"
 	"log/slog"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -25,18 +22,17 @@ var ticketHTML string
 var ticketCSS string
 
 var (
-	// Every page of the file takes the one style block through {{css}}.
+	// Every page of the file links the one style sheet through {{style}}.
 	ticketTemplates = template.Must(template.New("tickets.html").
-			Funcs(template.FuncMap{"css": func() template.CSS { return template.CSS(ticketCSS) }}).
+			Funcs(template.FuncMap{"style": func() string { return ticketStyle.href }}).
 			Parse(ticketHTML))
-	// The page runs no script and loads nothing but its own QR images;
-	// its one inline style is allowed by hash.
-	ticketCSP = func() string {
-		sum := sha256.Sum256([]byte(ticketCSS))
-		return "default-src 'none'; img-src 'self'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
-			"'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-	}()
+	ticketStyle = newAsset("tickets.css", ticketCSS)
 )
+
+// ticketCSP: the page runs no script, and its style comes from its own
+// sheet; the QR codes are inline SVG (img-src only for the PNGs of
+// .../{n}.png opened on their own).
+const ticketCSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // TicketOrders reads paid orders for their ticket page; sync/orderdb.Store
 // implements it.
@@ -61,6 +57,7 @@ type Tickets struct {
 
 // Register mounts the ticket page's routes.
 func (h *Tickets) Register(r *router.Router) {
+	r.GET(ticketStyle.path, ticketStyle.serve)
 	r.GET("/tickets/{orderId}", h.page)
 	r.GET("/tickets/{orderId}/{image}", h.image)
 }
@@ -102,8 +99,9 @@ func (h *Tickets) logger() *slog.Logger {
 }
 
 type ticketView struct {
-	N                      int
-	ID, Label, Image, Code string
+	N               int
+	ID, Label, Code string
+	QR              template.HTML // inline SVG
 }
 
 type ticketsView struct {
@@ -123,12 +121,23 @@ func (h *Tickets) page(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	v := ticketsView{Order: o, Title: "Your tickets for " + o.EventName, When: tickets.FormatStart(o.StartsAt), Count: len(o.Tickets)}
-	k := url.QueryEscape(h.Keys.PageMAC(o.OrderID))
+	v := ticketsView{Order: o, Title: "Your tickets for " + o.EventName,
+		When: tickets.FormatStart(o.StartsAt), Count: len(o.Tickets)}
 	for i, t := range o.Tickets {
-		v.Tickets = append(v.Tickets, ticketView{N: i + 1, ID: t.TicketID, Label: t.Label, Code: h.Keys.Sign(o.Ticket(i)),
-			Image: "/tickets/" + url.PathEscape(o.OrderID) + "/" + strconv.Itoa(i+1) + ".png?k=" + k})
+		code := h.Keys.Sign(o.Ticket(i))
+		qr, err := qrSVG(code, "QR code of ticket "+strconv.Itoa(i+1)+", "+t.Label)
+		if err != nil {
+			h.logger().Error("ticket page: render QR", "order", o.OrderID, "err", err)
+			ticketPage(ctx, fasthttp.StatusServiceUnavailable, "notfound", ticketMessage{Title: "Tickets unavailable",
+				Text: "Your tickets cannot be shown right now. Please try again in a minute."})
+			return
+		}
+		v.Tickets = append(v.Tickets, ticketView{N: i + 1, ID: t.TicketID, Label: t.Label, Code: code, QR: qr})
 	}
+	// The buyer's own browser may keep the page (never a shared cache:
+	// the link is the key to it), so it opens again at the door without
+	// signal.
+	ctx.Response.Header.Set("Cache-Control", "private, max-age=86400")
 	ticketPage(ctx, fasthttp.StatusOK, "tickets", &v)
 }
 
@@ -154,9 +163,9 @@ func (h *Tickets) image(ctx *fasthttp.RequestCtx) {
 		ticketNotFound(ctx)
 		return
 	}
+	ctx.Response.Header.Set("Cache-Control", "private, max-age=86400")
 	ticketHeaders(ctx)
 	ctx.SetContentType("image/png")
-	ctx.Response.Header.Set("Cache-Control", "private, max-age=86400")
 	ctx.SetBody(png)
 }
 
@@ -173,7 +182,9 @@ func ticketHeaders(ctx *fasthttp.RequestCtx) {
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Robots-Tag", "noindex")
-	hd.Set("Cache-Control", "private, no-store")
+	if len(hd.Peek("Cache-Control")) == 0 { // a ticket page or image sets its own
+		hd.Set("Cache-Control", "private, no-store")
+	}
 }
 
 func ticketPage(ctx *fasthttp.RequestCtx, status int, name string, data any) {
