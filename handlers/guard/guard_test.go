@@ -10,10 +10,11 @@ import (
 )
 
 // TestLimits: the storefront's per-IP limits are interface.md's (about 120
-// reads, 30 writes, 20 payment calls a minute), and a partner key's
+// reads, 30 writes, 20 payment calls a minute; the seat picker polls on a
+// budget of its own, 300), and a partner key's
 // seating calls count against its catalog budget with its override.
 func TestLimits(t *testing.T) {
-	for c, want := range map[Class]int64{Read: 120, Write: 30, Payment: 20} {
+	for c, want := range map[Class]int64{Read: 120, Write: 30, Payment: 20, Poll: 300} {
 		if got := IPLimit(c); got != want {
 			t.Errorf("IPLimit(%s) = %d, want %d", c, got, want)
 		}
