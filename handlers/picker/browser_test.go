@@ -136,7 +136,7 @@ func attrs(t *testing.T, ctx context.Context, fr *chromedp.Node, sel string) map
 func waitLive(t *testing.T, ctx context.Context, fr *chromedp.Node, want string) string {
 	t.Helper()
 	var last string
-	for range 100 {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#live"), chromedp.FromNode(fr)))
 		if err != nil {
 			t.Fatalf("live region: %v", err)
@@ -406,4 +406,115 @@ func TestBrowserPickerOnAPhone(t *testing.T) {
 		t.Fatal(err)
 	}
 	browsertest.Shot(t, ctx, "phone-one-held")
+}
+
+// Through the picker: a seat that would leave its neighbour alone (the
+// map's lenient single-seat rule) is refused and the buyer told which
+// seat, in words; best-available holds a block of adjacent seats, which
+// the host page hears of; and a block that does not exist is explained.
+func TestBrowserSeatRuleAndBestAvailable(t *testing.T) {
+	s := start(t)
+	site := newHostSite(t, s.URL+"/events/rules/sfrl1/seatmap?app=storefront")
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 90*time.Second)
+	if err := chromedp.Do(ctx, browsertest.Desktop); err != nil {
+		t.Fatal(err)
+	}
+	fr := openHost(t, ctx, site, "localhost")
+	waitHeld(t, ctx)
+	click := func(label string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat(label)), chromedp.FromNode(fr))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	click("A-1")
+	waitState(t, ctx, fr, "A-1", "mine")
+	click("A-3")
+	said := waitLive(t, ctx, fr, "would leave seat A-2 alone")
+	if strings.Contains(said, "SEAT_RULE") {
+		t.Errorf("the buyer is shown a code: %q", said)
+	}
+	waitState(t, ctx, fr, "A-3", "free")
+	waitHeld(t, ctx, "A-1")
+	browsertest.Shot(t, ctx, "1-single-seat-rule")
+	click("A-2")
+	waitState(t, ctx, fr, "A-2", "mine")
+	waitHeld(t, ctx, "A-1", "A-2")
+
+	// Best available: three seats in the back.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS("#best-qty"), "3", chromedp.FromNode(fr)),
+		chromedp.SetValue(chromedp.CSS("#best-cat"), "back", chromedp.FromNode(fr)),
+		chromedp.Click(chromedp.CSS("#best-go"), chromedp.FromNode(fr))); err != nil {
+		t.Fatal(err)
+	}
+	waitLive(t, ctx, fr, "We found 3 seats together")
+	js := `(() => { const m = (window.messages || []).filter((x) => x.data && x.data.type === 'held').pop();
+		return !!m && m.data.seatLabels.length === 5; })()`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		t.Fatalf("no held message with five seats: %+v", messages(t, ctx))
+	}
+	ms := messages(t, ctx)
+	held := ms[len(ms)-1]
+	var block []int
+	for _, l := range held.Data.SeatLabels {
+		if n, ok := strings.CutPrefix(l, "C-"); ok {
+			var i int
+			fmt.Sscan(n, &i)
+			block = append(block, i)
+			waitState(t, ctx, fr, l, "mine")
+		}
+	}
+	if len(block) != 3 || block[1] != block[0]+1 || block[2] != block[1]+1 || held.Data.Subtotal != 2*50+3*30 {
+		t.Fatalf("best available: held %+v, want A-1, A-2 and three adjacent seats of row C", held.Data)
+	}
+	browsertest.Shot(t, ctx, "2-best-available")
+
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS("#best-qty"), "10", chromedp.FromNode(fr)),
+		chromedp.Click(chromedp.CSS("#best-go"), chromedp.FromNode(fr))); err != nil {
+		t.Fatal(err)
+	}
+	waitLive(t, ctx, fr, "There are no 10 seats together left in Back")
+	browsertest.Shot(t, ctx, "3-no-such-block")
+}
+
+// The hold timer counts down, Extend moves it, and when it runs out the
+// buyer is told in words, the seat goes back on sale and the host page
+// hears that nothing is held any more.
+func TestBrowserHoldRunsOut(t *testing.T) {
+	s := servertest.StartStorefront(t, servertest.Options{SeatHoldTTL: 6 * time.Second})
+	site := newHostSite(t, s.URL+hallPage)
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 90*time.Second)
+	if err := chromedp.Do(ctx, browsertest.Desktop); err != nil {
+		t.Fatal(err)
+	}
+	fr := openHost(t, ctx, site, "localhost")
+	waitHeld(t, ctx)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat("A-4")), chromedp.FromNode(fr))); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ctx, fr, "A-4", "mine")
+	waitHeld(t, ctx, "A-4")
+	if err := chromedp.Do(ctx, chromedp.Sleep(time.Second), chromedp.Click(chromedp.CSS("#extend"), chromedp.FromNode(fr))); err != nil {
+		t.Fatal(err)
+	}
+	waitLive(t, ctx, fr, "Done: your seats are now held for 0:0")
+	browsertest.Shot(t, ctx, "1-extended")
+	said := waitLive(t, ctx, fr, "Your hold ran out")
+	if !strings.Contains(said, "went back on sale") {
+		t.Errorf("expiry: %q", said)
+	}
+	waitState(t, ctx, fr, "A-4", "free")
+	waitHeld(t, ctx)
+	if hidden, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#hold"), "hidden", chromedp.FromNode(fr))); err != nil || !hidden.Exists {
+		t.Errorf("the hold timer is still shown (%v)", err)
+	}
+	browsertest.Shot(t, ctx, "2-ran-out")
+	// A new click takes a new hold.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat("A-4")), chromedp.FromNode(fr))); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ctx, fr, "A-4", "mine")
+	waitHeld(t, ctx, "A-4")
 }

@@ -42,7 +42,7 @@
     areaEls: new Map(), tableEls: new Map(),
     held: new Set(), booked: new Set(),
     mine: [], // the labels the buyer holds, as the server listed them
-    pending: new Map(), // label -> the state shown while a call is out
+    pending: new Set(), // seats with a hold or release call out: shown busy, state unchanged until the answer
     subtotal: 0, // cents
     token: '', expiresAt: 0, // the hold token and its expiry (local clock, ms)
     skew: 0, // server clock minus ours, when they differ by more than 2 s
@@ -102,7 +102,8 @@
       }
       case 'SEAT_RULE':
         // The server names the seat that would be left alone, in words.
-        return e.message || 'That choice would leave a single seat on its own. Please pick seats next to each other.';
+        return e.message ? e.message[0].toUpperCase() + e.message.slice(1) + '.' :
+          'That choice would leave a single seat on its own. Please pick seats next to each other.';
       case 'HOLD_EXPIRED':
         return EXPIRED_WORDS;
       case 'RATE_LIMITED':
@@ -148,7 +149,11 @@
 
   function setExpiry(iso) {
     const t = Date.parse(iso);
-    if (!Number.isNaN(t)) st.expiresAt = t;
+    if (Number.isNaN(t)) return;
+    st.expiresAt = t;
+    // Warn once when the time left drops under two minutes; a hold that
+    // is short from the start is not warned about.
+    st.warned = remaining() <= 150000;
   }
 
   function recount() {
@@ -203,6 +208,7 @@
   }
 
   function applyHold(d) {
+    d.seatLabels.forEach((l) => { const s = st.seats.get(l); if (s) s.el.classList.remove('flag'); });
     st.token = d.holdToken;
     setExpiry(d.expiresAt);
     st.mine = d.seatLabels.slice();
@@ -217,7 +223,6 @@
     st.token = '';
     st.expiresAt = 0;
     st.subtotal = 0;
-    st.warned = false;
     changed();
     say(text || EXPIRED_WORDS, 'warn');
   }
@@ -280,7 +285,7 @@
   }
 
   async function hold(labels) {
-    labels.forEach((l) => st.pending.set(l, 'mine'));
+    labels.forEach((l) => st.pending.add(l));
     paint();
     try {
       const d = await withToken(() => api('POST', '/hold', { holdToken: st.token, seatLabels: labels }));
@@ -293,7 +298,7 @@
   }
 
   async function release(labels) {
-    labels.forEach((l) => st.pending.set(l, 'free'));
+    labels.forEach((l) => st.pending.add(l));
     paint();
     try {
       const d = await api('POST', '/release', { holdToken: st.token, seatLabels: labels });
@@ -346,8 +351,7 @@
     const before = st.expiresAt;
     const d = await api('POST', '/hold/' + encodeURIComponent(st.token) + '/extend');
     setExpiry(d.expiresAt);
-    st.warned = false;
-    if (st.expiresAt - before < 5000) {
+    if (st.expiresAt - before < 500) {
       say('Your hold cannot be extended any further. Please finish your booking before the timer runs out.', 'warn');
     } else {
       say('Done: your seats are now held for ' + clock(remaining()) + '.');
@@ -503,6 +507,17 @@
       }
     });
 
+    if (config.singleSeatRule === 'lenient' || config.singleSeatRule === 'strict') {
+      ui.hint.textContent = 'Tap a seat to hold it. Please leave no single seat on its own' +
+        (config.singleSeatRule === 'strict' ? ', not even at the end of a row.' : ' between others.');
+    }
+
+    // The state keys of the legend take the first price's colour.
+    const firstPriced = [...st.cats.values()].find((c) => c.cents !== null);
+    if (firstPriced) {
+      document.querySelectorAll('.key-state').forEach((k) => k.classList.replace('cat-0', 'cat-' + firstPriced.idx));
+    }
+
     const rows = config.rows || [];
     const extras = (config.gaAreas || []).length + (config.tables || []).length;
     const maxSeats = Math.max(8, ...rows.map((r) => r.seats));
@@ -545,10 +560,11 @@
     });
 
     if (extras) {
-      text(svg, 16, extrasTop + 12, 'extras-title', 'Standing areas and tables');
+      const x0 = (w - (Math.min(cols, extras) * 168 - 12)) / 2;
+      text(svg, w / 2, extrasTop + 12, 'extras-title', 'Standing areas and tables');
       let k = 0;
       const cell = (g) => {
-        const x = 16 + (k % cols) * 168;
+        const x = x0 + (k % cols) * 168;
         const y = extrasTop + 28 + Math.floor(k / cols) * 112;
         k++;
         g.setAttribute('transform', 'translate(' + x + ' ' + y + ')');
@@ -604,7 +620,6 @@
 
   function stateOf(label) {
     const s = st.seats.get(label);
-    if (st.pending.has(label)) return st.pending.get(label);
     if (st.booked.has(label) || s.cat.cents === null) return 'booked';
     if (st.mine.includes(label)) return 'mine';
     if (st.held.has(label)) return 'held';
@@ -626,6 +641,7 @@
         if (state === 'booked' || state === 'held') s.el.setAttribute('aria-disabled', 'true');
         else s.el.removeAttribute('aria-disabled');
         s.el.classList.toggle('pending', pending);
+        s.el.setAttribute('aria-busy', pending ? 'true' : 'false');
         s.state = state;
         s.aria = aria;
         s.pendingShown = pending;
@@ -718,6 +734,7 @@
     st.svg.setAttribute('width', Math.round(st.w * st.zoom));
     st.svg.setAttribute('height', Math.round(st.h * st.zoom));
     ui.zoomOut.disabled = st.zoom <= Math.min(st.fit, 1) + 0.001;
+    ui.wrap.parentElement.classList.toggle('overflows', st.w * st.zoom > ui.wrap.clientWidth + 1);
     ui.zoomIn.disabled = st.zoom >= 2.5 - 0.001;
   }
 
