@@ -9,10 +9,13 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -383,6 +386,7 @@ func stripCSP(t *testing.T, ctx context.Context) {
 func TestBrowserPickerOnAPhone(t *testing.T) {
 	s := start(t)
 	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 90*time.Second)
+	errs := consoleErrors(t, ctx)
 	if err := chromedp.Do(ctx, browsertest.Phone, chromedp.Navigate(s.URL+hallPage),
 		chromedp.WaitReady(chromedp.CSS(".picker.ready "+seat("A-1")))); err != nil {
 		t.Fatal(err)
@@ -406,6 +410,40 @@ func TestBrowserPickerOnAPhone(t *testing.T) {
 		t.Fatal(err)
 	}
 	browsertest.Shot(t, ctx, "phone-one-held")
+	// Nothing the page does is refused by its own CSP, nor fails to load.
+	if e := errs(); len(e) > 0 {
+		t.Errorf("the browser logged errors: %q", e)
+	}
+}
+
+// consoleErrors collects the errors the browser logs for the tab (a CSP
+// violation, a resource that failed to load); call the func it returns
+// to read them.
+func consoleErrors(t *testing.T, ctx context.Context) func() []string {
+	t.Helper()
+	entries := chromedp.Events(ctx, cdplog.EntryAdded)
+	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var errs []string
+	go func() {
+		for ev, err := range entries {
+			if err != nil {
+				return
+			}
+			if ev.Entry.Level == cdplog.EntryLevelError {
+				mu.Lock()
+				errs = append(errs, ev.Entry.Text+" "+ev.Entry.URL)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(errs)
+	}
 }
 
 // Through the picker: a seat that would leave its neighbour alone (the

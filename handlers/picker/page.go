@@ -170,7 +170,7 @@ var notFoundPage = func() []byte {
 // notFound answers the one 404 page: it tells nothing about why.
 func notFound(ctx *fasthttp.RequestCtx) {
 	commonHeaders(ctx)
-	ctx.Response.Header.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'none'")
+	ctx.Response.Header.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src data:; base-uri 'none'; form-action 'none'")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.SetStatusCode(fasthttp.StatusNotFound)
 	ctx.SetContentType("text/html; charset=utf-8")

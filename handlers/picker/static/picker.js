@@ -139,7 +139,7 @@
     ui.live.className = 'live' + (kind ? ' live-' + kind : '');
     ui.live.textContent = '';
     // A new node each time, so the same sentence twice is read twice.
-    requestAnimationFrame(() => { ui.live.textContent = text; });
+    sayTimer = setTimeout(() => { ui.live.textContent = text; }, 30);
   }
 
   // ---- the held set and the host page ----
