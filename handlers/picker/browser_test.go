@@ -556,3 +556,45 @@ func TestBrowserHoldRunsOut(t *testing.T) {
 	waitState(t, ctx, fr, "A-4", "mine")
 	waitHeld(t, ctx, "A-4")
 }
+
+// A seat another buyer took since the map was last read: the click is
+// refused, the buyer told in words, and the seat shown taken at once.
+func TestBrowserConflictIsExplained(t *testing.T) {
+	s := start(t)
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 90*time.Second)
+	if err := chromedp.Do(ctx, browsertest.Desktop, chromedp.Navigate(s.URL+hallPage),
+		chromedp.WaitReady(chromedp.CSS(".picker.ready "+seat("A-1")))); err != nil {
+		t.Fatal(err)
+	}
+	// From now on the page's availability polls get no answer: the map
+	// stays as it was read.
+	paused := chromedp.Events(ctx, fetch.RequestPaused)
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/availability*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range paused {
+		if err != nil {
+			t.Fatal(err)
+		}
+		break // a poll is held back
+	}
+	// Another buyer takes A-7 through the storefront.
+	r := s.Front(t, "POST", "/seating/events/hall/hold-token", nil)
+	var ht struct{ HoldToken string }
+	r.Decode(t, &ht)
+	servertest.Expect(t, s.Front(t, "POST", "/seating/events/hall/hold", map[string]any{"holdToken": ht.HoldToken, "seatLabels": []string{"A-7"}}), 200, "")
+	if st, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(seat("A-7")), "data-state")); err != nil || st.Value != "free" {
+		t.Fatalf("A-7 before the click: %+v %v", st, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat("A-7")))); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(seat("A-7")+`[data-state="held"]`))); err != nil {
+		t.Fatal(err)
+	}
+	said, err := chromedp.Run(ctx, chromedp.Poll[string](`document.getElementById('live').textContent`))
+	if err != nil || said != "Sorry, seat A-7 was just taken by someone else. Please pick another seat." {
+		t.Fatalf("live region: %q %v", said, err)
+	}
+	browsertest.Shot(t, ctx, "conflict")
+}

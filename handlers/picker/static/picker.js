@@ -253,6 +253,11 @@
       return;
     }
     if (e.code === 'SEAT_RULE' && e.data.seatLabel) flag(e.data.seatLabel);
+    // The seats someone else took show taken at once, before the next poll.
+    if (e.code === 'SEAT_CONFLICT') {
+      (e.data.conflicts || []).forEach((l) => st.held.add(l));
+      paint();
+    }
     say(words(e), 'warn');
   }
 
