@@ -132,14 +132,13 @@
       '. You can look at the map until then.';
   }
 
-  let sayTimer = 0;
-  // say puts a sentence in the live region, which screen readers read out.
+  // say puts a sentence in the live region, which screen readers read
+  // out. The same sentence twice gets an invisible mark, so it is a change
+  // and read again.
   function say(text, kind) {
-    clearTimeout(sayTimer);
-    ui.live.className = 'live' + (kind ? ' live-' + kind : '');
-    ui.live.textContent = '';
-    // A new node each time, so the same sentence twice is read twice.
-    sayTimer = setTimeout(() => { ui.live.textContent = text; }, 30);
+    if (ui.live.textContent === text) text += '\u200b';
+    ui.live.className = 'live live-' + (kind || 'info');
+    ui.live.textContent = text;
   }
 
   // ---- the held set and the host page ----
@@ -445,13 +444,12 @@
   }
 
   function tick() {
+    ui.hold.classList.toggle('holding', st.mine.length > 0);
     if (!st.mine.length) {
-      ui.hold.hidden = true;
       if (st.token && remaining() <= 0) st.token = '';
       return;
     }
     const left = remaining();
-    ui.hold.hidden = false;
     ui.timer.textContent = clock(left);
     ui.hold.classList.toggle('hold-low', left <= 120000);
     if (left <= 120000 && !st.warned) {
@@ -675,7 +673,7 @@
   function summary() {
     const n = st.mine.length;
     ui.chosen.textContent = n ? n + (n === 1 ? ' seat' : ' seats') : 'No seats chosen yet';
-    ui.chosenLabels.textContent = n ? st.mine.join(', ') : 'Pick seats on the map or let us find the best ones.';
+    ui.chosenLabels.textContent = n ? st.mine.join(', ') : '';
     ui.subtotal.textContent = n ? fmt(st.subtotal) : '';
     root.classList.toggle('has-seats', n > 0);
     tick();
