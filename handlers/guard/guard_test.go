@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -28,6 +29,13 @@ func TestLimits(t *testing.T) {
 	}
 	if b := Bucket(ByIP, "203.0.113.9", Write); b != "ip:203.0.113.9:write" {
 		t.Errorf("bucket %q", b)
+	}
+	// An IPv6 client counts by its /64, which one subscriber holds whole.
+	if b := IPBucket(netip.MustParseAddr("2001:db8:1:2:aaaa::1"), Poll); b != "ip:2001:db8:1:2::/64:poll" {
+		t.Errorf("IPv6 bucket %q", b)
+	}
+	if b := IPBucket(netip.MustParseAddr("203.0.113.9"), Read); b != "ip:203.0.113.9:read" {
+		t.Errorf("IPv4 bucket %q", b)
 	}
 }
 
