@@ -10,6 +10,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/handlers/pages"
+	"github.com/ticketd/ticketd/handlers/picker"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/handlers/webhooks"
@@ -32,6 +33,8 @@ const (
 	CardWebhookSecret   = "test-card-webhook-secret"
 	WalletWebhookSecret = "test-wallet-webhook-secret"
 	SecretsKey          = "test-secrets-key"
+	// PickerKey signs the seat picker's page tokens.
+	PickerKey = "test-picker-key"
 )
 
 // frontDeps are what the storefront side of the stack takes from the rest.
@@ -57,6 +60,7 @@ type frontStack struct {
 	hooks        *webhooks.API
 	pay          *pages.Pay
 	tickets      *pages.Tickets
+	picker       *picker.Picker
 	regs         *registrations.Service
 	card, wallet *payments.Hosted
 	keys         *tickets.Keys
@@ -87,6 +91,8 @@ func newFrontStack(d frontDeps) frontStack {
 		pay:     &pages.Pay{Card: card, Wallet: wallet, Logger: d.log},
 		tickets: &pages.Tickets{Orders: orderdb.Store{Pool: d.pool}, Keys: keys, Logger: d.log},
 		regs:    regs, card: card, wallet: wallet, keys: keys,
+		picker: &picker.Picker{Catalog: d.catalog.Current, Seats: d.seats, Key: []byte(PickerKey), Limiter: d.limiter,
+			ClientIP: d.resolver, Gate: d.gate, Logger: d.log},
 	}
 }
 
