@@ -598,3 +598,47 @@ func TestBrowserConflictIsExplained(t *testing.T) {
 	}
 	browsertest.Shot(t, ctx, "conflict")
 }
+
+// takeSeats holds labels of an event for another buyer, through the
+// storefront.
+func takeSeats(t *testing.T, s *servertest.Server, event string, labels ...string) {
+	t.Helper()
+	r := s.Front(t, "POST", "/seating/events/"+event+"/hold-token", nil)
+	var ht struct{ HoldToken string }
+	r.Decode(t, &ht)
+	servertest.Expect(t, s.Front(t, "POST", "/seating/events/"+event+"/hold", map[string]any{"holdToken": ht.HoldToken, "seatLabels": labels}), 200, "")
+}
+
+// A gap of two seats between taken seats (lenient rule), or between a
+// taken seat and the row's end (strict rule), cannot be filled one seat at
+// a time: each seat alone would leave the other alone. One click on either
+// seat holds both, and the buyer is told the neighbour was added.
+func TestBrowserTwoSeatGapFillsWithOneClick(t *testing.T) {
+	s := start(t)
+	takeSeats(t, s, "rules", "A-3", "A-6")
+	takeSeats(t, s, "strict", "A-3")
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 90*time.Second)
+	if err := chromedp.Do(ctx, browsertest.Desktop); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ page, click, added string }{
+		{"/events/rules/sfrl1/seatmap?app=storefront", "A-4", "A-5"},
+		{"/events/strict/sfsr1/seatmap?app=storefront", "A-2", "A-1"},
+	} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(s.URL+c.page),
+			chromedp.WaitReady(chromedp.CSS(".picker.ready "+seat("A-3")+`[data-state="held"]`)),
+			chromedp.Click(chromedp.CSS(seat(c.click)))); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range []string{c.click, c.added} {
+			if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(seat(l)+`[data-state="mine"]`))); err != nil {
+				t.Fatalf("%s: seat %s is not the buyer's: %v", c.page, l, err)
+			}
+		}
+		said, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#live")))
+		if err != nil || !strings.Contains(said, "We added seat "+c.added+" so that no seat is left on its own") {
+			t.Fatalf("%s: live region %q %v", c.page, said, err)
+		}
+		browsertest.Shot(t, ctx, "gap-"+c.click)
+	}
+}

@@ -291,14 +291,52 @@
   async function hold(labels) {
     labels.forEach((l) => st.pending.add(l));
     paint();
+    const call = () => withToken(() => api('POST', '/hold', { holdToken: st.token, seatLabels: labels }));
+    let added = '';
     try {
-      const d = await withToken(() => api('POST', '/hold', { holdToken: st.token, seatLabels: labels }));
+      let d;
+      try {
+        d = await call();
+      } catch (e) {
+        // A gap of two seats cannot be filled one seat at a time: each
+        // click alone would leave the other seat alone. When the seat the
+        // rule names is the free one right next to the clicked seat, hold
+        // both in one call, once.
+        added = e.code === 'SEAT_RULE' && labels.length === 1 ? mate(labels[0], e.data.seatLabel) : '';
+        if (!added) throw e;
+        labels = order([labels[0], added]);
+        st.pending.add(added);
+        paint();
+        d = await call();
+      }
       applyHold(d);
-      say('Seat ' + list(labels) + ' is yours while the timer runs. ' + seatsWords() + '.');
+      say('Seat ' + list(labels) + (labels.length > 1 ? ' are' : ' is') + ' yours while the timer runs. ' +
+        (added ? 'We added seat ' + added + ' so that no seat is left on its own. ' : '') + seatsWords() + '.');
     } finally {
       labels.forEach((l) => st.pending.delete(l));
       paint();
     }
+  }
+
+  // mate returns other when label and other are together the whole run of
+  // free seats they sit in (a gap of two between taken seats, or at a
+  // row's end), else ''. A seat named in a wider gap is not added: the
+  // buyer picks again.
+  function mate(label, other) {
+    const a = st.seats.get(label), b = st.seats.get(other || '');
+    if (!a || !b || a.row !== b.row || Math.abs(a.i - b.i) !== 1 || stateOf(other) !== 'free' || st.pending.has(other)) return '';
+    const row = st.rows[a.row];
+    const lo = Math.min(a.i, b.i), hi = Math.max(a.i, b.i);
+    const open = (i) => i >= 0 && i < row.length && stateOf(row[i]) === 'free' && !st.pending.has(row[i]);
+    return open(lo - 1) || open(hi + 1) ? '' : other;
+  }
+
+  // order sorts seat labels as the map shows them: by row, then number.
+  function order(labels) {
+    return labels.slice().sort((x, y) => {
+      const a = st.seats.get(x), b = st.seats.get(y);
+      return a.row - b.row || a.i - b.i;
+    });
   }
 
   async function release(labels) {
