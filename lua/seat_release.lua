@@ -4,22 +4,45 @@
 -- releasing all, the caller reads the token's seats first; if they changed
 -- meanwhile the script answers {2} and the caller reads again.
 --
+-- The event's single-seat rule (decisions.md §7) holds for releases too, so
+-- a buyer cannot hold three seats and let go of the middle one: a partial
+-- release (the token still holds a seat afterwards) is refused when a seat
+-- it frees would be left alone between taken seats ('lenient'), or between
+-- a taken seat and its row's end ('strict'). A release that leaves the token
+-- with nothing is always allowed: it puts back what the hold took. The
+-- caller passes the neighbour seats as for seat_hold (same row, within two,
+-- not released themselves; a label missing is beyond its row's end).
+--
 -- KEYS[1]  -> hold token hash {pN}:ev:<id>:hold:<token>
--- KEYS[2..] -> one seat key per label, in the order of the labels in ARGV
+-- KEYS[2]  -> booked seats hash {pN}:ev:<id>:booked (label -> order id)
+-- KEYS[3..2+n] -> one seat key per label, in the order of the labels in ARGV
+-- KEYS[3+n..]  -> one seat key per neighbour label, in the order of ARGV
 --
 -- ARGV[1] -> hold token
 -- ARGV[2] -> "1" when the labels must be all of the token's seats, else "0"
--- ARGV[3..] -> seat labels (distinct)
+-- ARGV[3] -> n, the number of labels
+-- ARGV[4] -> single-seat rule: 'off', 'lenient' or 'strict'
+-- ARGV[5..4+n] -> seat labels "<row>-<number>" (distinct)
+-- ARGV[5+n..]  -> neighbour seat labels (distinct, none of the labels)
 --
 -- Output:
 --   {0, {labels}}  released (only the seats that were held by the token)
 --   {2}            releasing all, and the token's seats are not the labels given; retry
+--   {5, {labels}}  the rule refuses: these freed seats would be stranded
 local hold = KEYS[1]
-local n = #KEYS - 1
+local n = tonumber(ARGV[3])
+local rule = ARGV[4]
+local holder = 'h:' .. ARGV[1]
+local labels, isLabel = {}, {}
+for i = 1, n do
+  labels[i] = ARGV[4 + i]
+  isLabel[labels[i]] = true
+end
 
-if ARGV[2] == '1' and redis.call('EXISTS', hold) == 1 then
+local fields = redis.call('HKEYS', hold)
+if ARGV[2] == '1' and #fields > 0 then
   local count = 0
-  for _, f in ipairs(redis.call('HKEYS', hold)) do
+  for _, f in ipairs(fields) do
     if string.sub(f, 1, 2) == 's:' then
       count = count + 1
     end
@@ -28,21 +51,70 @@ if ARGV[2] == '1' and redis.call('EXISTS', hold) == 1 then
     return {2}
   end
   for i = 1, n do
-    if redis.call('HEXISTS', hold, 's:' .. ARGV[2 + i]) == 0 then
+    if redis.call('HEXISTS', hold, 's:' .. labels[i]) == 0 then
       return {2}
     end
   end
 end
 
+local cur = {}
+if n > 0 then
+  cur = redis.call('MGET', unpack(KEYS, 3, 2 + n))
+end
+
+local m = #KEYS - 2 - n
+if ARGV[2] == '0' and rule ~= 'off' and m > 0 then
+  local keeps = false
+  for _, f in ipairs(fields) do
+    if string.sub(f, 1, 2) == 's:' and not isLabel[string.sub(f, 3)] then
+      keeps = true
+      break
+    end
+  end
+  if keeps then
+    -- taken[label]: true taken, false free, nil beyond the row's end; as it
+    -- would be after the release.
+    local taken = {}
+    local booked = redis.call('HMGET', KEYS[2], unpack(labels))
+    for i = 1, n do
+      taken[labels[i]] = (booked[i] or (cur[i] and cur[i] ~= holder)) and true or false
+    end
+    local nl = {}
+    for i = 1, m do
+      nl[i] = ARGV[4 + n + i]
+    end
+    local nbooked = redis.call('HMGET', KEYS[2], unpack(nl))
+    local ncur = redis.call('MGET', unpack(KEYS, 3 + n, 2 + n + m))
+    for i = 1, m do
+      taken[nl[i]] = (nbooked[i] or ncur[i]) and true or false
+    end
+    local strict = rule == 'strict'
+    local stranded = {}
+    for i = 1, n do
+      if cur[i] == holder then
+        local row, num = string.match(labels[i], '^(.*)-(%d+)$')
+        num = tonumber(num)
+        local left, right = taken[row .. '-' .. (num - 1)], taken[row .. '-' .. (num + 1)]
+        -- Under strict, a seat with no neighbour at all (a one-seat row)
+        -- is never alone by the row's ends.
+        if (left and right) or (strict and left ~= false and right ~= false and (left or right)) then
+          stranded[#stranded + 1] = labels[i]
+        end
+      end
+    end
+    if #stranded > 0 then
+      return {5, stranded}
+    end
+  end
+end
+
 -- writes
-local holder = 'h:' .. ARGV[1]
 local released = {}
 for i = 1, n do
-  local label = ARGV[2 + i]
-  if redis.call('GET', KEYS[1 + i]) == holder then
-    redis.call('DEL', KEYS[1 + i])
-    released[#released + 1] = label
+  if cur[i] == holder then
+    redis.call('DEL', KEYS[2 + i])
+    released[#released + 1] = labels[i]
   end
-  redis.call('HDEL', hold, 's:' .. label)
+  redis.call('HDEL', hold, 's:' .. labels[i])
 end
 return {0, released}

@@ -211,7 +211,7 @@ func (s *server) release(ctx *fasthttp.RequestCtx, r Request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	released, err := s.seats.Release(r.Ctx, r.Event.ID, tok, body.SeatLabels)
+	released, err := s.seats.Release(r.Ctx, r.Event, tok, body.SeatLabels)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/lua"
 )
 
@@ -16,8 +18,11 @@ var releaseScript = lua.Load("seat_release")
 // holds are freed: a seat handed to an order or held by someone else is left
 // alone. The token stays usable until it expires. An unknown or expired
 // token frees nothing and is not an error. A non-nil empty list is a 400:
-// omit the labels to release everything.
-func (e *Engine) Release(ctx context.Context, eventID, token string, labels []string) ([]string, error) {
+// omit the labels to release everything. A partial release that would leave
+// a freed seat alone under the event's single-seat rule is a 409 SEAT_RULE
+// naming it (ReleaseRuleError); releasing all of the token's seats, by nil
+// or by naming them all, is always allowed.
+func (e *Engine) Release(ctx context.Context, ev *catalog.CompiledEvent, token string, labels []string) ([]string, error) {
 	if !ValidToken(token) {
 		return nil, ErrInvalidToken
 	}
@@ -33,6 +38,7 @@ func (e *Engine) Release(ctx context.Context, eventID, token string, labels []st
 			}
 		}
 	}
+	eventID := ev.ID
 	hold := e.Space.Hold(eventID, token)
 	for range retries {
 		flag := "0"
@@ -46,10 +52,16 @@ func (e *Engine) Release(ctx context.Context, eventID, token string, labels []st
 				return []string{}, nil
 			}
 		}
-		args := make([]string, 0, 2+len(labels))
-		args = append(args, token, flag)
+		var near []string
+		if !all {
+			near = neighbours(ev, labels)
+		}
+		args := make([]string, 0, 4+len(labels)+len(near))
+		args = append(args, token, flag, strconv.Itoa(len(labels)), ev.SeatMap.Rule())
 		args = append(args, labels...)
-		arr, err := lua.Array(ctx, e.Redis, releaseScript, e.seatKeys(eventID, labels, hold), args)
+		args = append(args, near...)
+		ks := e.seatKeys(eventID, append(labels[:len(labels):len(labels)], near...), hold, e.Space.Booked(eventID))
+		arr, err := lua.Array(ctx, e.Redis, releaseScript, ks, args)
 		if err != nil {
 			return nil, fmt.Errorf("seats: release: %w", err)
 		}
@@ -70,6 +82,12 @@ func (e *Engine) Release(ctx context.Context, eventID, token string, labels []st
 			return released, nil
 		case 2:
 			continue // a hold changed the token's seats since we read them
+		case 5:
+			stranded, err := lua.Strs(arr, 1)
+			if err != nil || len(stranded) == 0 {
+				return nil, unexpected("release: no stranded seat", code)
+			}
+			return nil, ReleaseRuleError(ev, stranded)
 		default:
 			return nil, unexpected("release", code)
 		}

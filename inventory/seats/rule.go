@@ -81,14 +81,28 @@ func strands(rule string, seats int, taken func(k int) bool, held []int) []int {
 	return out
 }
 
-// RuleError is the 409 SEAT_RULE naming the first of the stranded seats
-// (by row and number) in data.seatLabel.
+// RuleError is the 409 SEAT_RULE of a hold, naming the first of the
+// stranded seats (by row and number) in data.seatLabel.
 func RuleError(ev *catalog.CompiledEvent, stranded []string) *apierr.Error {
+	return ruleError(ev, stranded, false)
+}
+
+// ReleaseRuleError is the 409 SEAT_RULE of a partial release that would
+// leave a freed seat alone, named in data.seatLabel.
+func ReleaseRuleError(ev *catalog.CompiledEvent, stranded []string) *apierr.Error {
+	return ruleError(ev, stranded, true)
+}
+
+func ruleError(ev *catalog.CompiledEvent, stranded []string, release bool) *apierr.Error {
 	sortLabels(stranded)
 	l := stranded[0]
 	where := "alone between taken seats"
 	if row, n := splitLabel(l); ev.Rows[row] != nil && (n == 1 || n == ev.Rows[row].Seats) {
 		where = "alone at the end of its row"
+	}
+	if release {
+		return apierr.Of("SEAT_RULE", "letting go of seat %s on its own would leave it %s; let go of a seat next to it too, or of all your seats", l, where).
+			WithData(map[string]any{"seatLabel": l})
 	}
 	return apierr.Of("SEAT_RULE", "this choice would leave seat %s %s; add %s or pick other seats", l, where, l).
 		WithData(map[string]any{"seatLabel": l})

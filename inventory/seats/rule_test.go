@@ -273,3 +273,68 @@ func TestNeighboursAreWithinTwoInTheRow(t *testing.T) {
 		t.Fatalf("rule off reads neighbours %v", got)
 	}
 }
+
+// releaseRefused checks err is the release's SEAT_RULE naming seat.
+func releaseRefused(t *testing.T, err error, seat, where string) {
+	t.Helper()
+	ae := apiErr(t, err, 409, "SEAT_RULE")
+	if m, _ := ae.Data.(map[string]any); m["seatLabel"] != seat {
+		t.Fatalf("data %v, want seatLabel %s", ae.Data, seat)
+	}
+	if want := fmt.Sprintf("letting go of seat %s on its own would leave it alone %s", seat, where); !strings.Contains(ae.Message, want) {
+		t.Fatalf("message %q, want it to say %q", ae.Message, want)
+	}
+}
+
+// Releasing cannot get around the rule: letting go of the middle of three
+// held seats (or, under strict, of a row end next to a held seat) is
+// refused and changes nothing; letting go of two together, of the end of
+// a block, or of everything (by nil or by naming every seat) is fine.
+func TestPartialReleaseCannotStrandASeat(t *testing.T) {
+	b := ruleSetup(t)
+	for _, ev := range []string{"ev_lenient", "ev_strict"} {
+		tok := b.token(t, ev)
+		if err := b.holdIn(t, ev, tok, "A-1", "A-2", "A-3", "A-4"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := b.eng.Release(b.ctx, b.evs[ev], tok, []string{"A-2"})
+		releaseRefused(t, err, "A-2", "between taken seats")
+		_, err = b.eng.Release(b.ctx, b.evs[ev], tok, []string{"A-3", "A-1"})
+		// A-3 would sit between; under strict, A-1 (named
+		// first) between the row's end and A-2 too.
+		if ev == "ev_strict" {
+			releaseRefused(t, err, "A-1", "at the end of its row")
+		} else {
+			releaseRefused(t, err, "A-3", "between taken seats")
+		}
+		if got := b.seatsOf(t, ev, tok); !reflect.DeepEqual(got, []string{"A-1", "A-2", "A-3", "A-4"}) || b.get(t, b.sp.Seat(ev, "A-2")) != "h:"+tok {
+			t.Fatalf("%s: a refused release changed the hold: %v", ev, got)
+		}
+		if got, err := b.eng.Release(b.ctx, b.evs[ev], tok, []string{"A-3", "A-2"}); err != nil || !reflect.DeepEqual(got, []string{"A-2", "A-3"}) {
+			t.Fatalf("%s: release two together: %v %v", ev, got, err)
+		}
+		// are left, apart: each alone may go only with the other.
+		if got, err := b.eng.Release(b.ctx, b.evs[ev], tok, []string{"A-4", "A-1"}); err != nil || !reflect.DeepEqual(got, []string{"A-1", "A-4"}) {
+			t.Fatalf("%s: release all by name: %v %v", ev, got, err)
+		}
+		if err := b.holdIn(t, ev, tok, "A-5", "A-6", "A-7"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.eng.Release(b.ctx, b.evs[ev], tok, []string{"A-7"}); err != nil || !reflect.DeepEqual(got, []string{"A-7"}) {
+			t.Fatalf("%s: release the end of a block: %v %v", ev, got, err)
+		}
+		b.take(t, ev, "A-4")
+		if _, err := b.eng.Release(b.ctx, b.evs[ev], tok, nil); err != nil {
+			t.Fatalf("%s: release all: %v", ev, err)
+		}
+	}
+	// The rule off: anything goes.
+	const off = "ev_off"
+	tok := b.token(t, off)
+	if err := b.holdIn(t, off, tok, "A-1", "A-2", "A-3"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.eng.Release(b.ctx, b.evs[off], tok, []string{"A-2"}); err != nil || !reflect.DeepEqual(got, []string{"A-2"}) {
+		t.Fatalf("rule off: %v %v", got, err)
+	}
+}

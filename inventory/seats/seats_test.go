@@ -471,7 +471,7 @@ func TestReleaseFreesOnlyTheTokensSeats(t *testing.T) {
 	b.rc.Do(b.ctx, b.rc.B().Set().Key(b.sp.Seat(b.ev.ID, "A-4")).Value("o:o01xyz").Px(time.Minute).Build())
 	b.rc.Do(b.ctx, b.rc.B().Hdel().Key(b.sp.Hold(b.ev.ID, t1)).Field("s:A-4").Build())
 
-	got, err := b.eng.Release(b.ctx, b.ev.ID, t1, []string{"A-2", "A-5", "A-4"})
+	got, err := b.eng.Release(b.ctx, b.ev, t1, []string{"A-2", "A-5", "A-4"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +491,7 @@ func TestReleaseFreesOnlyTheTokensSeats(t *testing.T) {
 		t.Fatalf("token holds %v", s)
 	}
 
-	got, err = b.eng.Release(b.ctx, b.ev.ID, t1, nil)
+	got, err = b.eng.Release(b.ctx, b.ev, t1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,17 +507,17 @@ func TestReleaseFreesOnlyTheTokensSeats(t *testing.T) {
 	}
 
 	for _, tok := range []string{NewToken(), t2} {
-		got, err = b.eng.Release(b.ctx, b.ev.ID, tok, []string{"A-1"})
+		got, err = b.eng.Release(b.ctx, b.ev, tok, []string{"A-1"})
 		if err != nil || got == nil || len(got) != 0 {
 			t.Fatalf("release by a token that holds nothing there: %v %v", got, err)
 		}
 	}
-	got, err = b.eng.Release(b.ctx, b.ev.ID, NewToken(), nil)
+	got, err = b.eng.Release(b.ctx, b.ev, NewToken(), nil)
 	if err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("release all of an unknown token: %v %v", got, err)
 	}
-	apiErr(t, errOf(b.eng.Release(b.ctx, b.ev.ID, t1, []string{})), 400, "INVALID_REQUEST")
-	apiErr(t, errOf(b.eng.Release(b.ctx, b.ev.ID, "NOPE", nil)), 400, "INVALID_HOLD_TOKEN")
+	apiErr(t, errOf(b.eng.Release(b.ctx, b.ev, t1, []string{})), 400, "INVALID_REQUEST")
+	apiErr(t, errOf(b.eng.Release(b.ctx, b.ev, "NOPE", nil)), 400, "INVALID_HOLD_TOKEN")
 }
 
 func TestAvailabilityShowsHeldBookedAreasAndTables(t *testing.T) {
@@ -551,7 +551,7 @@ func TestAvailabilityShowsHeldBookedAreasAndTables(t *testing.T) {
 		t.Fatalf("availability %+v, want %+v", av, want)
 	}
 
-	if _, err := b.eng.Release(b.ctx, ev, tok, nil); err != nil {
+	if _, err := b.eng.Release(b.ctx, b.ev, tok, nil); err != nil {
 		t.Fatal(err)
 	}
 	av, err = b.eng.Availability(b.ctx, b.ev)
