@@ -1,6 +1,7 @@
 package picker
 
 import (
+	"context"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -10,6 +11,8 @@ import (
 	"github.com/ticketd/ticketd/handlers/seating"
 	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/seats"
 )
 
 // The token failures reuse the storefront's key codes: the token is what
@@ -21,11 +24,16 @@ var (
 
 // seatGate puts the seat endpoints behind the picker's gate: the Redis
 // state, the page's token (good, unexpired, for the path's event id and
-// its tenant), the client IP's budget (availability polls on guard.Poll,
-// other reads on guard.Read, holds on guard.Write, the storefront's
-// buckets), then the storefront's event rule: switched on for the
-// storefront, and on sale for writes. Each page names its own hold tokens
-// (from hold-token or best-available), as the storefront does.
+// its tenant, and the tenant still has a site: an enabled publishable key
+// with a domain, as the page needs to be served, so disabling the keys
+// stops pages already open), the client IP's budget, then the
+// storefront's event rule: switched on for the storefront, and on sale
+// for writes. Reads (guard.Read) and holds (guard.Write) count in the same
+// per-IP buckets as the storefront's keyless calls, so one address has one
+// budget whichever surface it uses; availability polls count in a bucket
+// of their own (guard.Poll) and share a short-lived read (availCache).
+// Each page names its own hold tokens (from hold-token or best-available),
+// as the storefront does.
 func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestHandler {
 	cl := guard.Read
 	switch {
@@ -52,8 +60,9 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 			httpx.Fail(ctx, errBadToken)
 			return
 		}
-		ev := p.Catalog().Events[id]
-		if ev != nil && ev.TenantID != tenantID {
+		snap := p.Catalog()
+		ev := snap.Events[id]
+		if ev != nil && ev.TenantID != tenantID || !p.idx.of(snap).hasSite(tenantID) {
 			httpx.Fail(ctx, errBadToken)
 			return
 		}
@@ -76,6 +85,15 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 			httpx.Fail(ctx, e)
 			return
 		}
-		h(ctx, seating.Request{Ctx: rctx, Event: ev})
+		req := seating.Request{Ctx: rctx, Event: ev}
+		if ep == seating.Availability {
+			req.Read = func(c context.Context, ev *catalog.CompiledEvent) (seats.Availability, error) {
+				return p.avail.read(c, ev, func() (seats.Availability, error) { return p.Seats.Availability(c, ev) })
+			}
+		}
+		h(ctx, req)
+		if ep.Writes() {
+			p.avail.changed(id)
+		}
 	}
 }

@@ -97,6 +97,13 @@ func cspHost(d string) bool {
 	return true
 }
 
+// hasSite reports whether a tenant has a site the picker can serve: an
+// enabled publishable key with a domain. The page and its API both need it.
+func (ix *index) hasSite(tenantID string) bool {
+	s := ix.tenants[tenantID]
+	return s != nil && len(s.domains) > 0
+}
+
 // indexCache holds the index of the newest snapshot seen.
 type indexCache struct{ cur atomic.Pointer[index] }
 

@@ -113,11 +113,11 @@ func (p *Picker) page(ctx *fasthttp.RequestCtx) {
 		notFound(ctx)
 		return
 	}
-	st := ix.tenants[ev.TenantID]
-	if st == nil || len(st.domains) == 0 {
+	if !ix.hasSite(ev.TenantID) {
 		notFound(ctx)
 		return
 	}
+	st := ix.tenants[ev.TenantID]
 	now := time.Now()
 	cfg := pageConfig{EventID: ev.ID, API: Prefix + "/seating/events/" + ev.ID,
 		Token: Sign(p.Key, ev.ID, ev.TenantID, now.Add(TokenTTL)), Currency: "USD", Domains: st.domains}
@@ -170,7 +170,7 @@ var notFoundPage = func() []byte {
 // notFound answers the one 404 page: it tells nothing about why.
 func notFound(ctx *fasthttp.RequestCtx) {
 	commonHeaders(ctx)
-	ctx.Response.Header.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src data:; base-uri 'none'; form-action 'none'")
+	ctx.Response.Header.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 	ctx.Response.Header.Set("Cache-Control", "no-cache")
 	ctx.SetStatusCode(fasthttp.StatusNotFound)
 	ctx.SetContentType("text/html; charset=utf-8")

@@ -39,7 +39,8 @@ type Picker struct {
 	Timeout time.Duration
 	Logger  *slog.Logger
 
-	idx indexCache
+	idx   indexCache
+	avail availCache
 }
 
 func (p *Picker) logger() *slog.Logger {

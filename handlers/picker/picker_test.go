@@ -329,3 +329,48 @@ func TestAPIRateClasses(t *testing.T) {
 		t.Error("429 without Retry-After")
 	}
 }
+
+// A page already open stops working when its tenant disables its
+// publishable keys: the same refusal as a bad token, and no new page.
+func TestAPIStopsWhenTheTenantsKeysAreDisabled(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	tok := config(t, get(t, s, hallPage)).Token
+	servertest.Expect(t, call(t, s, tok, "GET", "sf_seated", "/availability", nil), 200, "")
+	doc := catalogWith(t, extraShop, extraOther)
+	for _, k := range doc["tenants"].([]any)[0].(map[string]any)["publishableKeys"].([]any) {
+		k.(map[string]any)["enabled"] = false
+	}
+	s.Apply(t, doc)
+	for _, c := range []struct{ method, path string }{{"GET", "/availability"}, {"GET", "/config"}, {"POST", "/hold-token"}} {
+		servertest.Expect(t, call(t, s, tok, c.method, "sf_seated", c.path, nil), 401, "INVALID_KEY")
+	}
+	if p := get(t, s, hallPage); p.Status != 404 {
+		t.Fatalf("page with every key disabled: %d", p.Status)
+	}
+}
+
+// Releasing one seat out of the middle of three (lenient rule) would leave
+// it alone: refused, naming it; releasing all of them is fine.
+func TestAPIReleaseKeepsTheSeatRule(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	tok := config(t, get(t, s, "/events/rules/sfrl1/seatmap?app=storefront")).Token
+	r := call(t, s, tok, "POST", "sf_rules", "/hold-token", nil)
+	var ht struct{ HoldToken string }
+	r.Decode(t, &ht)
+	servertest.Expect(t, call(t, s, tok, "POST", "sf_rules", "/hold", map[string]any{"holdToken": ht.HoldToken, "seatLabels": []string{"A-1", "A-2", "A-3"}}), 200, "")
+	r = call(t, s, tok, "POST", "sf_rules", "/release", map[string]any{"holdToken": ht.HoldToken, "seatLabels": []string{"A-2"}})
+	servertest.Expect(t, r, 409, "SEAT_RULE")
+	var env struct{ Data struct{ SeatLabel string } }
+	if err := json.Unmarshal(r.Body, &env); err != nil || env.Data.SeatLabel != "A-2" {
+		t.Fatalf("refusal %s: want data.seatLabel A-2", r)
+	}
+	r = call(t, s, tok, "POST", "sf_rules", "/release", map[string]any{"holdToken": ht.HoldToken})
+	servertest.Expect(t, r, 200, "")
+	var rel struct{ Released []string }
+	r.Decode(t, &rel)
+	if strings.Join(rel.Released, ",") != "A-1,A-2,A-3" {
+		t.Fatalf("release all: %s", r)
+	}
+}

@@ -1,9 +1,9 @@
 // Package seating serves the seat endpoints of decisions.md §4 (config,
 // availability, hold-token, hold, extend, release) and §7 (best-available)
-// once, for every surface
-// that sells seats. A surface mounts them under its own prefix with its
-// Gate: the gate authenticates the caller, applies its limits, resolves the
-// request's event and says whose hold token the caller uses (Request).
+// once, for every surface that sells seats. A surface mounts them under its
+// own prefix with its Gate: the gate authenticates the caller, applies its
+// limits, resolves the request's event and says whose hold token the caller
+// uses (Request).
 //
 //	seating.Mount(r.Group("/v1/storefront/seating/events/{id}"), engine, gate)
 package seating
@@ -50,10 +50,15 @@ type Request struct {
 	Event *catalog.CompiledEvent
 	// OwnToken is the token policy. Non-empty, it is the one hold token
 	// the caller owns for Event (a partner buyer session's derived token):
-	// hold-token hands it out, hold creates it on first use, and a request
-	// naming another token is refused. Empty, the caller names its own
-	// token, taken from hold-token (a keyed partner, the storefront).
+	// hold-token hands it out, hold and best-available create it on first
+	// use, and a request naming another token is refused. Empty, the
+	// caller names its own token, taken from hold-token or made by
+	// best-available (a keyed partner, the storefront, the picker).
 	OwnToken string
+	// Read, when set, is how availability is read: the seat picker's
+	// short-lived cache shared by its polling pages. Nil reads Redis
+	// afresh (the storefront, the partner API).
+	Read func(ctx context.Context, ev *catalog.CompiledEvent) (seats.Availability, error)
 }
 
 // Handler serves one seat request the gate let through.
@@ -123,7 +128,11 @@ func (s *server) availability(ctx *fasthttp.RequestCtx, r Request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	av, err := s.seats.Availability(r.Ctx, r.Event)
+	read := s.seats.Availability
+	if r.Read != nil {
+		read = r.Read
+	}
+	av, err := read(r.Ctx, r.Event)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return

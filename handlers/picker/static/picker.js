@@ -47,20 +47,23 @@
     token: '', expiresAt: 0, // the hold token and its expiry (local clock, ms)
     skew: 0, // server clock minus ours, when they differ by more than 2 s
     gen: 0, inflight: 0, // polls started before a change are not applied
+    wrote: 0, // when the buyer's last hold or release was answered (local clock, ms)
     host: '', // the origin of the host page that said hello
     zoom: 1, userZoom: false, fit: 1, w: 0, h: 0, svg: null,
     warned: false, expiring: false, focus: '',
-    onSale: !cfg.onSaleAt,
+    onSale: false, // set by start, and by tick when the on-sale time passes
+    hint: '', // the map's hint once seats are on sale
   };
 
   // ---- the API ----
 
   class ApiError extends Error {
-    constructor(code, message, data, retryAfter) {
+    constructor(code, message, data, retryAfter, status) {
       super(message || code);
       this.code = code;
       this.data = data || {};
       this.retryAfter = retryAfter;
+      this.status = status || 0;
     }
   }
 
@@ -89,7 +92,7 @@
     }
     if (res.ok && env && env.success) return env.data;
     throw new ApiError((env && env.code) || 'HTTP_' + res.status, env && env.message, env && env.data,
-      Number(res.headers.get('retry-after')) || 0);
+      Number(res.headers.get('retry-after')) || 0, res.status);
   }
 
   // words turns a refusal into what the buyer reads: never a code.
@@ -123,6 +126,14 @@
       default:
         return 'Something went wrong. Please try again.';
     }
+  }
+
+  // saleOpen reports whether the on-sale time has passed by the server's
+  // clock; a page opened before it opens by itself when it does.
+  function saleOpen() {
+    if (!cfg.onSaleAt) return true;
+    const t = Date.parse(cfg.onSaleAt);
+    return Number.isNaN(t) || t <= now();
   }
 
   function onSaleWords() {
@@ -214,6 +225,7 @@
     st.mine.forEach((l) => st.held.add(l));
     st.subtotal = toCents(d.subtotal);
     st.expiring = false;
+    st.wrote = Date.now();
     changed();
   }
 
@@ -346,6 +358,7 @@
       const d = await api('POST', '/release', { holdToken: st.token, seatLabels: labels });
       (d.released || []).forEach((l) => st.held.delete(l));
       st.mine = st.mine.filter((l) => !labels.includes(l));
+      st.wrote = Date.now();
       recount();
       changed();
       say('Seat ' + list(labels) + ' let go. ' + seatsWords() + '.');
@@ -432,13 +445,19 @@
   }
 
   async function poll() {
-    if (polling) return;
+    // A hidden tab does not poll (its buyer sees nothing); it reads at
+    // once when shown again (visibilitychange, in start).
+    if (polling || document.hidden) return;
     polling = true;
     const gen = st.gen;
+    const began = Date.now();
     let next = POLL_MS;
     try {
       const d = await api('GET', '/availability');
-      if (gen === st.gen && !st.inflight) applyAvailability(d);
+      // The server shares one read among polls for half a second; one
+      // asked for just after the buyer's own change may predate it (on
+      // another node), so it cannot tell that a seat of theirs was lost.
+      if (gen === st.gen && !st.inflight) applyAvailability(d, began - st.wrote > 1000);
       else next = 100; // a change came in between: read again
       if (ui.live.dataset.offline) {
         delete ui.live.dataset.offline;
@@ -447,7 +466,9 @@
     } catch (e) {
       next = e.retryAfter ? e.retryAfter * 1000 : 3000;
       if (e.code === 'MISSING_KEY' || e.code === 'INVALID_KEY') next = 60000;
-      if (!ui.live.dataset.offline) {
+      // A refused poll is the page's doing, not the buyer's: it just
+      // reads again later, without a word.
+      if (e.code !== 'RATE_LIMITED' && !ui.live.dataset.offline) {
         ui.live.dataset.offline = '1';
         say(words(e), 'warn');
       }
@@ -457,9 +478,10 @@
     }
   }
 
-  function applyAvailability(d) {
+  function applyAvailability(d, sure = true) {
     st.held = new Set(d.held || []);
     st.booked = new Set(d.booked || []);
+    if (!sure) st.mine.forEach((l) => { if (!st.booked.has(l)) st.held.add(l); });
     // Seats of mine the server no longer holds for me: sold (paid for) or
     // gone with a hold that timed out.
     const lost = st.mine.filter((l) => !st.booked.has(l) && !st.held.has(l));
@@ -482,6 +504,7 @@
   }
 
   function tick() {
+    if (!st.onSale && saleOpen()) opened();
     ui.hold.classList.toggle('holding', st.mine.length > 0);
     if (!st.mine.length) {
       if (st.token && remaining() <= 0) st.token = '';
@@ -549,8 +572,9 @@
     });
 
     if (config.singleSeatRule === 'lenient' || config.singleSeatRule === 'strict') {
-      ui.hint.textContent = 'Tap a seat to hold it. Please leave no single seat on its own' +
+      st.hint = 'Tap a seat to hold it. Please leave no single seat on its own' +
         (config.singleSeatRule === 'strict' ? ', not even at the end of a row.' : ' between others.');
+      if (st.onSale) ui.hint.textContent = st.hint;
     }
 
     // The state keys of the legend take the first price's colour.
@@ -795,6 +819,19 @@
 
   // ---- start ----
 
+  function closed() {
+    say(onSaleWords());
+    ui.bestGo.disabled = true;
+    ui.hint.textContent = 'Seats are not on sale yet.';
+  }
+
+  function opened() {
+    st.onSale = true;
+    ui.bestGo.disabled = false;
+    ui.hint.textContent = st.hint;
+    say('Seats are on sale now. Pick seats on the map, or let us find the best ones.');
+  }
+
   function start() {
     if (ui.when) {
       const d = new Date(ui.when.getAttribute('datetime'));
@@ -804,11 +841,12 @@
         }).format(d);
       }
     }
-    if (!st.onSale) {
-      say(onSaleWords());
-      ui.bestGo.disabled = true;
-      ui.hint.textContent = 'Seats are not on sale yet.';
-    }
+    st.hint = ui.hint.textContent;
+    st.onSale = saleOpen();
+    if (!st.onSale) closed();
+    document.addEventListener('visibilitychange', () => {
+      if (!document.hidden) schedulePoll(0);
+    });
     ui.extend.addEventListener('click', () => enqueue(extend));
     ui.best.addEventListener('submit', (e) => {
       e.preventDefault();
@@ -836,6 +874,12 @@
       schedulePoll(POLL_MS);
     } catch (e) {
       ui.loading.textContent = words(e);
+      // A token refused or an event gone will not mend by trying again:
+      // only a reload (a new page, a new token) can.
+      if (e.status === 401 || e.status === 403 || e.status === 404) {
+        if (!/reload/i.test(ui.loading.textContent)) ui.loading.textContent += ' Please reload the page to try again.';
+        return;
+      }
       setTimeout(load, e.retryAfter ? e.retryAfter * 1000 : 3000);
     }
   }
