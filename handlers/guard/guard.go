@@ -117,8 +117,11 @@ func Bucket(who, id string, c Class) string {
 }
 
 // IPBucket is the bucket of a client IP and class: its address, or for
-// IPv6 its /64, which one subscriber usually holds whole.
+// IPv6 its /64, which one subscriber usually holds whole. An IPv4-mapped
+// address counts as its IPv4 address (else every IPv4 client would share
+// ::ffff:0:0/64).
 func IPBucket(ip netip.Addr, c Class) string {
+	ip = ip.Unmap()
 	id := ip.String()
 	if ip.Is6() {
 		p, _ := ip.Prefix(64)

@@ -37,6 +37,11 @@ func TestLimits(t *testing.T) {
 	if b := IPBucket(netip.MustParseAddr("203.0.113.9"), Read); b != "ip:203.0.113.9:read" {
 		t.Errorf("IPv4 bucket %q", b)
 	}
+	// An IPv4 client seen on a dual-stack socket (::ffff:a.b.c.d) is the
+	// same address, not the /64 every IPv4 client shares.
+	if b := IPBucket(netip.MustParseAddr("::ffff:203.0.113.9"), Read); b != "ip:203.0.113.9:read" {
+		t.Errorf("IPv4-mapped bucket %q", b)
+	}
 }
 
 // TestRefuseHeaderAndBodyAgree: Retry-After and retryAfter carry the same

@@ -642,3 +642,92 @@ func TestBrowserTwoSeatGapFillsWithOneClick(t *testing.T) {
 		browsertest.Shot(t, ctx, "gap-"+c.click)
 	}
 }
+
+// A page opened before the event goes on sale shows the map but holds
+// nothing; when the on-sale time passes it opens by itself, without a
+// reload.
+func TestBrowserPageOpensAtOnSaleTime(t *testing.T) {
+	s := servertest.StartStorefront(t, servertest.Options{})
+	at := time.Now().Add(6 * time.Second).UTC().Truncate(time.Second)
+	soon := []map[string]any{{
+		"id": "pk_soon", "shortId": "pksoon1", "slug": "soon", "name": "Soon", "startsAt": "2099-07-01T18:00:00Z",
+		"status": "on_sale", "onSaleAt": at.Format(time.RFC3339), "storefront": true, "channels": []string{}, "tickets": []any{},
+		"seatMap": map[string]any{"categories": []any{map[string]any{"id": "std", "name": "Standard", "price": 30}},
+			"rows": []any{map[string]any{"label": "A", "seats": 8, "category": "std"}}},
+	}}
+	s.Apply(t, catalogWith(t, soon, nil))
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 90*time.Second)
+	if err := chromedp.Do(ctx, browsertest.Desktop, chromedp.Navigate(s.URL+"/events/soon/pksoon1/seatmap?app=storefront"),
+		chromedp.WaitReady(chromedp.CSS(".picker.ready "+seat("A-1"))),
+		chromedp.Click(chromedp.CSS(seat("A-4")))); err != nil {
+		t.Fatal(err)
+	}
+	said, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#live")))
+	if err != nil || !strings.Contains(said, "Seats go on sale on") {
+		t.Fatalf("before on-sale: live region %q %v", said, err)
+	}
+	if time.Now().After(at) {
+		t.Skip("the machine was too slow to see the page before on-sale")
+	}
+	if a, err := chromedp.Run(ctx, chromedp.Attributes(chromedp.CSS("#best-go"))); err != nil || !hasKey(a, "disabled") {
+		t.Fatalf("Find seats is not disabled before on-sale: %v %v", a, err)
+	}
+	browsertest.Shot(t, ctx, "1-before-on-sale")
+	if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS("#best-go:not([disabled])"))); err != nil {
+		t.Fatalf("Find seats never enabled: %v", err)
+	}
+	said, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#live")))
+	if err != nil || !strings.Contains(said, "Seats are on sale now") {
+		t.Fatalf("at on-sale: live region %q %v", said, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat("A-4"))),
+		chromedp.WaitReady(chromedp.CSS(seat("A-4")+`[data-state="mine"]`))); err != nil {
+		t.Fatalf("the seat was not held after on-sale: %v", err)
+	}
+	browsertest.Shot(t, ctx, "2-on-sale")
+}
+
+func hasKey(m map[string]string, k string) bool { _, ok := m[k]; return ok }
+
+// A poll the server refuses (429) is the page's doing, not the buyer's:
+// the page reads again later without a word to the buyer, and the buyer's
+// own clicks still work.
+func TestBrowserRefusedPollsAreSilent(t *testing.T) {
+	s := start(t)
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 90*time.Second)
+	if err := chromedp.Do(ctx, browsertest.Desktop, chromedp.Navigate(s.URL+hallPage),
+		chromedp.WaitReady(chromedp.CSS(".picker.ready "+seat("A-1")))); err != nil {
+		t.Fatal(err)
+	}
+	before, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#live")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused := chromedp.Events(ctx, fetch.RequestPaused)
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/availability*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for ev, err := range paused {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Call(ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{
+			RequestID: ev.RequestID, ResponseCode: 429,
+			ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "application/json"}, {Name: "Retry-After", Value: "1"}},
+			Body:            []byte(`{"success":false,"code":"RATE_LIMITED","message":"too many requests; retry after 1s","retryAfter":1}`),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if refused++; refused == 2 {
+			break // the page took the first refusal in and polled again
+		}
+	}
+	if said, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#live"))); err != nil || said != before {
+		t.Fatalf("after refused polls the live region says %q (%v), want it unchanged: %q", said, err, before)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat("A-5"))),
+		chromedp.WaitReady(chromedp.CSS(seat("A-5")+`[data-state="mine"]`))); err != nil {
+		t.Fatal(err)
+	}
+}

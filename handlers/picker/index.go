@@ -1,10 +1,10 @@
 package picker
 
 import (
-	"net"
 	"strings"
 	"sync/atomic"
 
+	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/inventory/catalog"
 )
 
@@ -42,7 +42,7 @@ func buildIndex(snap *catalog.Snapshot) *index {
 				continue
 			}
 			for _, d := range k.Domains {
-				d = normalDomain(d)
+				d = storefront.NormalDomain(d)
 				if d == "" || seen[d] {
 					continue
 				}
@@ -60,17 +60,6 @@ func buildIndex(snap *catalog.Snapshot) *index {
 		ix.tenants[id] = s
 	}
 	return ix
-}
-
-// normalDomain is a domain list entry as a host is compared with it (as
-// the storefront's Origin check does): lower-cased, without port,
-// brackets or trailing dot.
-func normalDomain(d string) string {
-	if h, _, err := net.SplitHostPort(d); err == nil {
-		d = h
-	}
-	d = strings.ToLower(strings.TrimSuffix(d, "."))
-	return strings.TrimSuffix(strings.TrimPrefix(d, "["), "]")
 }
 
 // cspHost reports whether a normalised domain can be written as a CSP

@@ -132,6 +132,9 @@ func TestPageNotFoundTellsNothing(t *testing.T) {
 	if strings.Contains(unknown.Body, "data-picker") || strings.Contains(unknown.Body, "x-picker-token") {
 		t.Fatal("the 404 page carries a token")
 	}
+	if csp := unknown.Header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "; frame-ancestors 'none'") {
+		t.Errorf("the 404 page can be framed: %s", csp)
+	}
 	for _, path := range []string{
 		"/events/draft/sfdr1/seatmap?app=storefront",        // draft
 		"/events/called-off/sfca1/seatmap?app=storefront",   // cancelled

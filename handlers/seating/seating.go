@@ -187,6 +187,11 @@ func (s *server) hold(ctx *fasthttp.RequestCtx, r Request) {
 		}
 	}
 	res, err := s.seats.Hold(r.Ctx, r.Event, tok, body.SeatLabels)
+	held(ctx, res, err)
+}
+
+// held answers hold and best-available alike: what the token holds now.
+func held(ctx *fasthttp.RequestCtx, res seats.HoldResult, err error) {
 	if err != nil {
 		httpx.Error(ctx, err)
 		return
@@ -262,10 +267,5 @@ func (s *server) bestAvailable(ctx *fasthttp.RequestCtx, r Request) {
 		req.Token, req.Create = seats.NewToken(), true
 	}
 	res, err := s.seats.BestAvailable(r.Ctx, r.Event, req)
-	if err != nil {
-		httpx.Error(ctx, err)
-		return
-	}
-	httpx.OK(ctx, map[string]any{"holdToken": res.HoldToken, "seatLabels": res.SeatLabels,
-		"subtotal": res.Subtotal, "expiresAt": rfc3339(res.ExpiresAt)})
+	held(ctx, res, err)
 }

@@ -32,10 +32,11 @@ func (a *API) event(r *request, ref string) (*catalog.CompiledEvent, *apierr.Err
 }
 
 // Switched is the storefront's rule for an event found in the caller's
-// tenant (nil when none was): storefront true and on sale. Drafts are
-// not found; cancelled events and events the host has not switched on
-// are EVENT_NOT_PUBLIC. ticketd's seat picker (handlers/picker) applies
-// the same rule.
+// tenant (nil when none was): not a draft, switched on for the storefront,
+// not cancelled. Drafts are not found; cancelled events and events the
+// host has not switched on are EVENT_NOT_PUBLIC. Whether sales have
+// started is OnSale's question, asked of writes only. ticketd's seat
+// picker (handlers/picker) applies the same rules.
 func Switched(ev *catalog.CompiledEvent) *apierr.Error {
 	if ev == nil || ev.Status == catalog.StatusDraft {
 		return errEventNotFound

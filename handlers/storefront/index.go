@@ -24,7 +24,7 @@ type index struct {
 type pubKey struct {
 	tenantID string
 	enabled  bool
-	domains  []string // normalDomain'd
+	domains  []string // NormalDomain'd
 }
 
 // tenantEvents finds a tenant's events by the three names interface.md
@@ -51,7 +51,7 @@ func buildIndex(snap *catalog.Snapshot) *index {
 	for k, pk := range snap.PublishableKeys {
 		p := &pubKey{tenantID: pk.TenantID, enabled: pk.Enabled, domains: make([]string, len(pk.Domains))}
 		for i, d := range pk.Domains {
-			p.domains[i] = normalDomain(d)
+			p.domains[i] = NormalDomain(d)
 		}
 		ix.keys[k] = p
 		if p.enabled {

@@ -58,9 +58,10 @@ func normalHost(h string) string {
 	return strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 }
 
-// normalDomain is a domain list entry as hostAllowed compares it: like a
-// host, and without a port ("localhost:3000" is "localhost").
-func normalDomain(d string) string {
+// NormalDomain is a domain list entry as hostAllowed compares it: like a
+// host, and without a port ("localhost:3000" is "localhost"). The seat
+// picker (handlers/picker) compares its host pages the same way.
+func NormalDomain(d string) string {
 	if h, _, err := net.SplitHostPort(d); err == nil {
 		d = h
 	}
@@ -68,10 +69,11 @@ func normalDomain(d string) string {
 }
 
 // hostAllowed reports whether host (as urlHost returns it) is on a
-// publishable key's domain list (entries as normalDomain returns them): an entry "shop.example.com" matches that
-// host exactly, "*.example.com" matches its subdomains at any depth but
-// not example.com itself, and nothing matches by prefix or substring, so
-// shop.example.com.evil.test and evilexample.com match neither.
+// publishable key's domain list (entries as NormalDomain returns them):
+// an entry "shop.example.com" matches that host exactly, "*.example.com"
+// matches its subdomains at any depth but not example.com itself, and
+// nothing matches by prefix or substring, so shop.example.com.evil.test
+// and evilexample.com match neither.
 func hostAllowed(domains []string, host string) bool {
 	if host == "" {
 		return false

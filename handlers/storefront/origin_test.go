@@ -3,7 +3,7 @@ package storefront
 import "testing"
 
 func TestHostAllowedMatchesWholeLabelsOnly(t *testing.T) {
-	domains := []string{normalDomain("Shop.Example.com"), normalDomain("*.example.org"), normalDomain("localhost:3000"), normalDomain("[::1]")}
+	domains := []string{NormalDomain("Shop.Example.com"), NormalDomain("*.example.org"), NormalDomain("localhost:3000"), NormalDomain("[::1]")}
 	for host, want := range map[string]bool{
 		"shop.example.com": true, "a.example.org": true, "x.y.example.org": true, "localhost": true, "::1": true,
 		"example.org": false, "shop.example.com.evil.test": false, "evilexample.org": false, "xexample.org": false,

@@ -26,7 +26,7 @@
     live: $('live'), hold: $('hold'), timer: $('timer'), extend: $('extend'),
     best: $('best'), qty: $('best-qty'), cat: $('best-cat'), bestGo: $('best-go'),
     legend: $('legend'), wrap: $('map-wrap'), loading: $('loading'), note: $('note'),
-    hint: $('map-hint'), chosen: $('chosen'), chosenLabels: $('chosen-labels'), subtotal: $('subtotal'),
+    hint: $('map-hint'), chosen: $('chosen'), chosenLabels: $('chosen-labels'), subtotal: $('subtotal'), subtotalLine: $('subtotal-line'),
     zoomIn: $('zoom-in'), zoomOut: $('zoom-out'), when: $('when'),
   };
 
@@ -737,6 +737,7 @@
     ui.chosen.textContent = n ? n + (n === 1 ? ' seat' : ' seats') : 'No seats chosen yet';
     ui.chosenLabels.textContent = n ? st.mine.join(', ') : '';
     ui.subtotal.textContent = n ? fmt(st.subtotal) : '';
+    ui.subtotalLine.hidden = !n;
     root.classList.toggle('has-seats', n > 0);
     tick();
   }
