@@ -72,7 +72,10 @@ func TestAvailabilityReadsAreShared(t *testing.T) {
 	if av, _ := c.read(ctx, ev2, load); av.Held[0] != "A-3" {
 		t.Fatalf("a new catalog's event got the old read: %+v", av)
 	}
-	fail := func() (seats.Availability, error) { loads.Add(1); return seats.Availability{}, errors.New("redis down") }
+	fail := func() (seats.Availability, error) {
+		loads.Add(1)
+		return seats.Availability{}, errors.New("redis down")
+	}
 	c.changed("ev1")
 	if _, err := c.read(ctx, ev2, fail); err == nil {
 		t.Fatal("a failed read was not reported")
