@@ -322,7 +322,7 @@
         d = await call();
       }
       applyHold(d);
-      say('Seat ' + list(labels) + (labels.length > 1 ? ' are' : ' is') + ' yours while the timer runs. ' +
+      say((labels.length > 1 ? 'Seats ' : 'Seat ') + list(labels) + (labels.length > 1 ? ' are' : ' is') + ' yours while the timer runs. ' +
         (added ? 'We added seat ' + added + ' so that no seat is left on its own. ' : '') + seatsWords() + '.');
     } finally {
       labels.forEach((l) => st.pending.delete(l));
