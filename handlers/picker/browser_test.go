@@ -731,3 +731,46 @@ func TestBrowserRefusedPollsAreSilent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A tab the buyer cannot see does not poll; shown again, it reads at once.
+func TestBrowserHiddenTabDoesNotPoll(t *testing.T) {
+	s := start(t)
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 90*time.Second)
+	if err := chromedp.Do(ctx, browsertest.Desktop, chromedp.Navigate(s.URL+hallPage),
+		chromedp.WaitReady(chromedp.CSS(".picker.ready "+seat("A-1")))); err != nil {
+		t.Fatal(err)
+	}
+	const polls = `performance.getEntriesByType('resource').filter((e) => e.name.includes('/availability')).length`
+	visible := func(v bool) {
+		t.Helper()
+		js := fmt.Sprintf(`Object.defineProperty(document, 'hidden', { configurable: true, get: () => %t });
+			document.dispatchEvent(new Event('visibilitychange')); true`, !v)
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() int {
+		t.Helper()
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](polls))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	visible(false)
+	// A poll already under way may still finish; after it, none.
+	if err := chromedp.Do(ctx, chromedp.Sleep(1500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	hidden := count()
+	if err := chromedp.Do(ctx, chromedp.Sleep(2500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != hidden {
+		t.Fatalf("a hidden tab polled %d times", n-hidden)
+	}
+	visible(true)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`%s > %d`, polls, hidden), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		t.Fatalf("the tab did not poll when shown again: %v", err)
+	}
+}
