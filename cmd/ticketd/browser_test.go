@@ -1,0 +1,274 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/ticketd/ticketd/handlers/browsertest"
+)
+
+// The browser tests buy through the demo shop (handlers/demosite) in
+// headless Chromium, as a buyer would after `make run`: the shop on
+// http://localhost:<port>, ticketd's API, hosted pages and seat picker on
+// http://127.0.0.1:<port>, two origins, so CORS, the Origin check and the
+// picker's messages work as on a real host's site. ticketd runs with its
+// sync worker and the test card processor, whose webhook confirms a
+// payment. Screenshots of each step are in screenshots/.
+
+// shopRun is a ticketd serving the demo catalog and the demo shop.
+type shopRun struct {
+	api, shop string
+}
+
+func startShop(t *testing.T) shopRun {
+	t.Helper()
+	// The hosted pages' links and the processor's webhook go to
+	// TICKETD_APP_URL: it must be this ticketd's own address.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := localConfig(t)
+	cfg.Addr, cfg.AppURL, cfg.DemoAddr = addr, "http://"+addr, "127.0.0.1:0"
+	t.Setenv("TICKETD_MAIL_DIR", t.TempDir())
+	shopAddr := make(chan string, 1)
+	api := runTicketd(t, cfg, options{API: true, Worker: true, Demo: true, DemoSite: true, DemoReady: shopAddr})
+	select {
+	case a := <-shopAddr:
+		_, port, _ := net.SplitHostPort(a)
+		return shopRun{api: api, shop: "http://localhost:" + port}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the demo shop did not listen")
+	}
+	return shopRun{}
+}
+
+// registration reads a registration through the storefront API, as the
+// shop's success page does.
+func (s shopRun) registration(t *testing.T, id string) (status, paymentStatus string) {
+	t.Helper()
+	st, body := call(t, "GET", s.api+"/v1/storefront/registration/"+url.PathEscape(id),
+		map[string]string{"x-service-key": "pk_demo", "Origin": s.shop}, "")
+	var r struct {
+		Data struct {
+			Status  string `json:"status"`
+			Payment struct {
+				PaymentStatus string `json:"paymentStatus"`
+			} `json:"payment"`
+		} `json:"data"`
+	}
+	if st != 200 || json.Unmarshal([]byte(body), &r) != nil {
+		t.Fatalf("registration %s: %d %s", id, st, body)
+	}
+	return r.Data.Status, r.Data.Payment.PaymentStatus
+}
+
+// browser starts Chromium at phone size; each test's steps together must
+// end well within the bound.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 45*time.Second)
+	do(t, ctx, browsertest.Phone)
+	return ctx
+}
+
+func do(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		loc, _ := chromedp.Run(ctx, chromedp.Location())
+		msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('.alert')].map(e => e.textContent).join(' | ')`))
+		browsertest.Shot(t, ctx, "failed")
+		t.Fatalf("%v\nat %s, alerts: %q", err, loc, msg)
+	}
+}
+
+// shot saves the page at phone size and, for the main pages, at desktop
+// size too.
+func shot(t *testing.T, ctx context.Context, name string, desktop bool) {
+	t.Helper()
+	browsertest.Shot(t, ctx, name+"-phone")
+	if desktop {
+		do(t, ctx, browsertest.Desktop)
+		browsertest.Shot(t, ctx, name+"-desktop")
+		do(t, ctx, browsertest.Phone)
+	}
+}
+
+// until waits for a JavaScript condition of the page to hold, across
+// navigations (an evaluation during one fails and is retried).
+func until(js string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		for {
+			ok, err := chromedp.Evaluate[bool](`!!(` + js + `)`)(ctx, t)
+			if err == nil && ok {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for %s: %w (last error %v)", js, ctx.Err(), err)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// The hosted card page's Pay button (its text begins with "Pay").
+const payButton = `//button[starts-with(normalize-space(.), "Pay")]`
+
+// buyer fills the buyer form of the shop.
+func buyer(name, email string) []chromedp.Action[chromedp.Void] {
+	return []chromedp.Action[chromedp.Void]{
+		chromedp.SendKeys(chromedp.ID("name"), name),
+		chromedp.SendKeys(chromedp.ID("email"), email),
+	}
+}
+
+// payOnHostedPage goes from the shop's order button to the hosted card
+// page and pays there; it returns the success page's URL.
+func payOnHostedPage(t *testing.T, ctx context.Context, shop string) string {
+	t.Helper()
+	do(t, ctx, chromedp.Click(chromedp.ID("pay-card")), until(`location.pathname.startsWith('/pay/card/')`),
+		chromedp.WaitVisible(chromedp.ID("card")))
+	shot(t, ctx, "4-hosted-card-page", true)
+	do(t, ctx, chromedp.Click(payButton), until(`location.pathname === '/success.html'`),
+		chromedp.WaitVisible(chromedp.CSS(`#result[data-status="confirmed"]`)))
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(loc, shop+"/success.html?") {
+		t.Fatalf("paid, the buyer is at %s, not on the shop's success page", loc)
+	}
+	return loc
+}
+
+// checkSuccess: the success page names the session in its URL (the
+// placeholder replaced) and shows the registration confirmed, as the API
+// says it is.
+func checkSuccess(t *testing.T, ctx context.Context, s shopRun, loc string) {
+	t.Helper()
+	u, err := url.Parse(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, sess := u.Query().Get("registration"), u.Query().Get("session")
+	if reg == "" || sess == "" || strings.Contains(loc, "{") || strings.Contains(loc, "%7B") {
+		t.Fatalf("success URL %s lacks the registration or the session id", loc)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("result")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "registration is confirmed") || !strings.Contains(text, reg) {
+		t.Fatalf("success page says %q", text)
+	}
+	shot(t, ctx, "5-success", true)
+	if st, pay := s.registration(t, reg); st != "confirmed" || pay != "paid" {
+		t.Fatalf("the API says registration %s is %s / %s, want confirmed / paid", reg, st, pay)
+	}
+}
+
+// GA: two General tickets through the shop's event page, paid on the
+// hosted card page, end on the shop's success page, confirmed.
+func TestBrowserDemoShopGA(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_free"] a`)))
+	shot(t, ctx, "1-events", true)
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
+	shot(t, ctx, "2-event", true)
+	do(t, ctx,
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
+	do(t, ctx, buyer("Ada Lovelace", "ada@example.com")...)
+	// 2 x 25.00 and a fee of 1.50 a ticket, quoted by the API.
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $53.00 by card' && !document.getElementById('pay-card').disabled`))
+	shot(t, ctx, "3-order", true)
+	loc := payOnHostedPage(t, ctx, s.shop)
+	checkSuccess(t, ctx, s, loc)
+}
+
+// A free event: registering confirms at once, with no payment page.
+func TestBrowserDemoShopFree(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_free"] a`)),
+		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_free"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_free"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_free"] .plus`)))
+	do(t, ctx, buyer("Grace Hopper", "grace@example.com")...)
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Get free tickets' && !document.getElementById('pay-card').disabled`))
+	shot(t, ctx, "1-order", true)
+	do(t, ctx, chromedp.Click(chromedp.ID("pay-card")), chromedp.WaitVisible(chromedp.CSS(`#done[data-status="confirmed"]`)))
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	if !strings.HasPrefix(loc, s.shop+"/event.html") {
+		t.Fatalf("a free registration left the shop for %s", loc)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("done")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "registration is confirmed") || !strings.Contains(text, "grace@example.com") {
+		t.Fatalf("confirmation says %q", text)
+	}
+	shot(t, ctx, "2-confirmed", true)
+	id, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#done .mono`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.registration(t, id); st != "confirmed" {
+		t.Fatalf("the API says free registration %s is %s", id, st)
+	}
+}
+
+// A declined card: the hosted page says so in words, the buyer stays on
+// it, and the registration stays unpaid.
+func TestBrowserDemoShopDecline(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_ga"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_vip"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_vip"] .plus`)))
+	do(t, ctx, buyer("Alan Turing", "alan@example.com")...)
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $61.50 by card' && !document.getElementById('pay-card').disabled`),
+		chromedp.Click(chromedp.ID("pay-card")), until(`location.pathname.startsWith('/pay/card/')`),
+		chromedp.WaitVisible(chromedp.ID("card")),
+		chromedp.SetValue(chromedp.ID("card"), "4000 0000 0000 0002"))
+	shot(t, ctx, "1-declining-card", false)
+	do(t, ctx, chromedp.Click(payButton), until(`/declined/.test(document.body.innerText)`))
+	shot(t, ctx, "2-declined", true)
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	if !strings.Contains(loc, "/pay/card/") {
+		t.Fatalf("after the decline the buyer is at %s, not on the card page", loc)
+	}
+	text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	if !strings.Contains(text, "Your card was declined") {
+		t.Fatalf("the card page says %q", text)
+	}
+	// Cancel goes back to the shop's cancel page, which names the
+	// registration: still awaiting payment, nothing paid.
+	do(t, ctx, chromedp.Click(`//button[starts-with(normalize-space(.), "Cancel")]`), until(`location.pathname === '/cancel.html'`),
+		until(`/reserved until/.test(document.getElementById('status').textContent)`))
+	shot(t, ctx, "3-cancelled", true)
+	loc, _ = chromedp.Run(ctx, chromedp.Location())
+	u, _ := url.Parse(loc)
+	id := u.Query().Get("registration")
+	if id == "" || strings.Contains(id, "{") {
+		t.Fatalf("cancel URL %s does not name the registration", loc)
+	}
+	if st, pay := s.registration(t, id); st != "awaiting_payment" || pay != "unpaid" {
+		t.Fatalf("after a decline registration %s is %s / %s, want awaiting_payment / unpaid", id, st, pay)
+	}
+}
