@@ -96,6 +96,9 @@ func do(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.V
 // size too.
 func shot(t *testing.T, ctx context.Context, name string, desktop bool) {
 	t.Helper()
+	// From the top: a full-page shot of a scrolled page draws sticky
+	// elements where the viewport was.
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 	browsertest.Shot(t, ctx, name+"-phone")
 	if desktop {
 		do(t, ctx, browsertest.Desktop)
@@ -109,7 +112,7 @@ func shot(t *testing.T, ctx context.Context, name string, desktop bool) {
 func until(js string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		for {
-			ok, err := chromedp.Evaluate[bool](`!!(` + js + `)`)(ctx, t)
+			ok, err := chromedp.Evaluate[bool](`!!(`+js+`)`)(ctx, t)
 			if err == nil && ok {
 				return nil
 			}
@@ -270,5 +273,18 @@ func TestBrowserDemoShopDecline(t *testing.T) {
 	}
 	if st, pay := s.registration(t, id); st != "awaiting_payment" || pay != "unpaid" {
 		t.Fatalf("after a decline registration %s is %s / %s, want awaiting_payment / unpaid", id, st, pay)
+	}
+	// The buyer changes their mind: the same registration is paid with
+	// the test card the page offers.
+	do(t, ctx, chromedp.Click(chromedp.ID("again")), until(`location.pathname.startsWith('/pay/card/')`),
+		chromedp.WaitVisible(chromedp.ID("card")), chromedp.Click(payButton), until(`location.pathname === '/success.html'`),
+		chromedp.WaitVisible(chromedp.CSS(`#result[data-status="confirmed"]`)))
+	loc, _ = chromedp.Run(ctx, chromedp.Location())
+	if !strings.Contains(loc, "registration="+url.QueryEscape(id)) {
+		t.Fatalf("paid again, the success page %s is not registration %s's", loc, id)
+	}
+	shot(t, ctx, "4-paid-after-all", false)
+	if st, pay := s.registration(t, id); st != "confirmed" || pay != "paid" {
+		t.Fatalf("paid after a decline, registration %s is %s / %s", id, st, pay)
 	}
 }

@@ -188,7 +188,7 @@
   Shop.art = function (id) {
     let h = 0;
     for (let i = 0; i < id.length; i++) h = (h * 31 + id.charCodeAt(i)) >>> 0;
-    return 'art art-' + (h % 4);
+    return 'art art-' + (h % 5);
   };
 
   // lowest is the lowest price a buyer sees for ev ("From ..."), 0 when
@@ -238,6 +238,37 @@
     };
   };
 
+  // grouped names a registration's tickets by label with their count:
+  // "2 × General, VIP".
+  Shop.grouped = function (tickets) {
+    const n = new Map();
+    for (const t of tickets || []) n.set(t.label, (n.get(t.label) || 0) + 1);
+    return Array.from(n, function (e) { return e[1] > 1 ? e[1] + ' × ' + e[0] : e[0]; });
+  };
+
+  // checkout opens the hosted payment page of a registration (card, or
+  // wallet with the fee-inclusive amount) and sends the buyer there. The
+  // call is kept in this tab's sessionStorage so that the cancel page can
+  // reopen the same registration's payment.
+  Shop.checkout = async function (method, pay) {
+    const path = method === 'wallet' ? '/wallet/create-payment' : '/card/create-checkout-session';
+    const res = await Shop.api('POST', path, pay);
+    try {
+      sessionStorage.setItem('pay:' + pay.registrationId, JSON.stringify({ path: path, pay: pay }));
+    } catch (e) {
+      // Private mode: the cancel page then cannot offer to pay again.
+    }
+    Shop.say('Taking you to the secure payment page…');
+    location.assign(res.url);
+  };
+  Shop.savedCheckout = function (registrationId) {
+    try {
+      return JSON.parse(sessionStorage.getItem('pay:' + registrationId) || 'null');
+    } catch (e) {
+      return null;
+    }
+  };
+
   // busy marks a button as working (disabled, with a label saying so) or
   // gives it back its label.
   Shop.busy = function (btn, on, label) {
@@ -258,8 +289,8 @@
   // confirmed replaces the order form with the confirmation of a free
   // registration (interface.md flow 3a).
   Shop.confirmed = function (host, ev, reg, email) {
-    const list = Shop.el('ul', { class: 'tickets-list' });
-    for (const t of reg.tickets || []) list.append(Shop.el('li', { text: t.label }));
+    const list = Shop.el('ul', { class: 'tickets-list', 'aria-label': 'Your tickets' });
+    for (const label of Shop.grouped(reg.tickets)) list.append(Shop.el('li', { text: label }));
     const done = Shop.el('section', { id: 'done', class: 'panel done', 'data-status': reg.status, tabindex: '-1', 'aria-labelledby': 'done-h' },
       Shop.el('div', { class: 'tick', 'aria-hidden': 'true' }),
       Shop.el('h2', { id: 'done-h', text: 'You’re going to ' + ev.name + '!' }),

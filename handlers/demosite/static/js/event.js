@@ -276,16 +276,9 @@
         pay.quantity = body.quantity;
       }
       Shop.busy(btn, true, 'Opening secure checkout…');
-      let res;
-      if (method === 'wallet') {
-        pay.amount = reg.total;
-        res = await Shop.api('POST', '/wallet/create-payment', pay);
-      } else {
-        pay.selectedTicketAmount = admissions() / 100;
-        res = await Shop.api('POST', '/card/create-checkout-session', pay);
-      }
-      Shop.say('Taking you to the secure payment page…');
-      location.assign(res.url);
+      if (method === 'wallet') pay.amount = reg.total;
+      else pay.selectedTicketAmount = admissions() / 100;
+      await Shop.checkout(method, pay);
     } catch (err) {
       if (err.code === 'REGISTRATION_NOT_PAYABLE' || err.code === 'CART_MISMATCH' || err.code === 'AMOUNT_MISMATCH') state.pending = null;
       Shop.fail(err, 'pay-error');

@@ -125,17 +125,9 @@
       }
       const pay = Object.assign({ eventId: state.ev.id, registrationId: reg.registrationId }, seats, Shop.returnURLs(state.ev.id));
       Shop.busy(btn, true, 'Opening secure checkout…');
-      let res;
-      if (method === 'wallet') {
-        pay.amount = reg.total;
-        res = await Shop.api('POST', '/wallet/create-payment', pay);
-      } else {
-        // The seats at their prices, before the fee: the picker's subtotal.
-        pay.selectedTicketAmount = state.subtotal / 100;
-        res = await Shop.api('POST', '/card/create-checkout-session', pay);
-      }
-      Shop.say('Taking you to the secure payment page…');
-      location.assign(res.url);
+      if (method === 'wallet') pay.amount = reg.total;
+      else pay.selectedTicketAmount = state.subtotal / 100; // the seats at their prices, before the fee
+      await Shop.checkout(method, pay);
     } catch (err) {
       if (err.code !== 'PAYMENT_PROCESSOR_ERROR' && err.status !== 0) state.pending = null;
       Shop.fail(err, 'pay-error');

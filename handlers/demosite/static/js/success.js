@@ -38,7 +38,7 @@
     ];
     if (reg.status === 'confirmed') {
       rows.push(fact('Paid', Shop.money(reg.payment.amount, reg.currency)));
-      if ((reg.tickets || []).length) rows.push(fact(reg.tickets.length === 1 ? 'Ticket' : 'Tickets', reg.tickets.map(function (t) { return t.label; }).join(', ')));
+      if ((reg.tickets || []).length) rows.push(fact(reg.tickets.length === 1 ? 'Ticket' : 'Tickets', Shop.grouped(reg.tickets).join(', ')));
     } else {
       rows.push(fact('Amount', Shop.money(reg.total, reg.currency)));
     }
