@@ -288,3 +288,66 @@ func TestBrowserDemoShopDecline(t *testing.T) {
 		t.Fatalf("paid after a decline, registration %s is %s / %s", id, st, pay)
 	}
 }
+
+// inPicker waits until the seat picker in the shop's iframe shows seat
+// label, and returns the iframe's node, to query inside it (browsertest
+// keeps the cross-origin frame in the page's process).
+func inPicker(t *testing.T, ctx context.Context, label string) *chromedp.Node {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSS("#picker")))
+		if err == nil && len(nodes) == 1 {
+			try, cancel := context.WithTimeout(ctx, time.Second)
+			err = chromedp.Do(try, chromedp.WaitVisible(chromedp.CSS(`[data-seat-label="`+label+`"]`), chromedp.FromNode(nodes[0])))
+			cancel()
+			if err == nil {
+				return nodes[0]
+			}
+		}
+		if time.Now().After(deadline) {
+			browsertest.Shot(t, ctx, "failed")
+			t.Fatalf("the seat picker never showed seat %s in the shop's page (%v)", label, err)
+		}
+	}
+}
+
+// seatState is a seat's data-state in the picker.
+func seatState(t *testing.T, ctx context.Context, frame *chromedp.Node, label string) string {
+	t.Helper()
+	a, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`[data-seat-label="`+label+`"]`), "data-state", chromedp.FromNode(frame)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Value
+}
+
+// Seats: the shop embeds ticketd's seat picker; two seats picked in it
+// (one by mouse, one by keyboard) reach the shop's page as the picker's
+// held message, are quoted, registered with their hold token, paid on the
+// hosted card page and confirmed.
+func TestBrowserDemoShopSeated(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_seated"] a`)),
+		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_seated"] a`)), until(`location.pathname === '/seated.html'`))
+	frame := inPicker(t, ctx, "A-1")
+	shot(t, ctx, "1-seat-map", true)
+	frame = inPicker(t, ctx, "A-1") // the desktop shot may have redrawn the map
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="A-1"]`), chromedp.FromNode(frame)),
+		chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-1"]`)))
+	do(t, ctx, chromedp.Focus(chromedp.CSS(`[data-seat-label="A-2"]`), chromedp.FromNode(frame)),
+		chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-2"]`)))
+	for _, l := range []string{"A-1", "A-2"} {
+		if st := seatState(t, ctx, frame, l); st != "mine" {
+			t.Fatalf("seat %s is %q in the picker, want mine", l, st)
+		}
+	}
+	do(t, ctx, buyer("Katherine Johnson", "katherine@example.com")...)
+	// Two Stalls seats at 40.00 and a fee of 2.00 a seat.
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $84.00 by card' && !document.getElementById('pay-card').disabled`))
+	shot(t, ctx, "3-order", true)
+	loc := payOnHostedPage(t, ctx, s.shop)
+	checkSuccess(t, ctx, s, loc)
+}
