@@ -43,6 +43,10 @@
     }));
     const cards = [];
     let failed = null;
+    // Soonest first, as a listing of dates reads.
+    results.sort(function (a, b) {
+      return (a.ev ? Date.parse(a.ev.startsAt) : Infinity) - (b.ev ? Date.parse(b.ev.startsAt) : Infinity);
+    });
     for (const r of results) {
       if (r.ev) cards.push(card(r.ev));
       else failed = r.err;
