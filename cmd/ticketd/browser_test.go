@@ -86,7 +86,7 @@ func do(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.V
 	t.Helper()
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		loc, _ := chromedp.Run(ctx, chromedp.Location())
-		msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('.alert')].map(e => e.textContent).join(' | ')`))
+		msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('.alert, #totals, #pay-card')].map(e => e.textContent).join(' | ')`))
 		browsertest.Shot(t, ctx, "failed")
 		t.Fatalf("%v\nat %s, alerts: %q", err, loc, msg)
 	}
@@ -111,6 +111,10 @@ func shot(t *testing.T, ctx context.Context, name string, desktop bool) {
 // navigations (an evaluation during one fails and is retried).
 func until(js string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		// Within the test's bound, so that a failure still has time for
+		// its screenshot.
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
 		for {
 			ok, err := chromedp.Evaluate[bool](`!!(`+js+`)`)(ctx, t)
 			if err == nil && ok {
@@ -349,5 +353,46 @@ func TestBrowserDemoShopSeated(t *testing.T) {
 	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $84.00 by card' && !document.getElementById('pay-card').disabled`))
 	shot(t, ctx, "3-order", true)
 	loc := payOnHostedPage(t, ctx, s.shop)
+	checkSuccess(t, ctx, s, loc)
+}
+
+// A cart of several lines: the access code unlocks the hidden Crew
+// ticket, one General ticket with the discount code, parking, paid with
+// the wallet: the quote and the registration agree with the hosted page.
+func TestBrowserDemoShopCartWithCodesAndWallet(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=dEmO1"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
+		chromedp.Click(chromedp.CSS(`#access summary`)),
+		chromedp.SendKeys(chromedp.ID("access-code"), "NOPE"),
+		chromedp.Click(chromedp.ID("access-apply")),
+		until(`/does not unlock/.test(document.getElementById('error').textContent)`))
+	shot(t, ctx, "1-wrong-access-code", false)
+	do(t, ctx, chromedp.SetValue(chromedp.ID("access-code"), "CREW2027"),
+		chromedp.Click(chromedp.ID("access-apply")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_crew"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_crew"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-extra="ex_parking"] .plus`)),
+		chromedp.SendKeys(chromedp.ID("discount"), "early10"),
+		chromedp.Click(chromedp.ID("discount-apply")))
+	do(t, ctx, buyer("Hedy Lamarr", "hedy@example.com")...)
+	// General 25.00 - 10%, Crew free, parking 10.00 and a fee of 1.50 for
+	// the one paid ticket.
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $34.00 by card' && !document.getElementById('pay-wallet').disabled`))
+	if text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID("discount-note"))); !strings.Contains(text, "EARLY10 applied") {
+		t.Fatalf("discount note says %q", text)
+	}
+	shot(t, ctx, "2-order", true)
+	do(t, ctx, chromedp.Click(chromedp.ID("pay-wallet")), until(`location.pathname.startsWith('/pay/wallet/')`),
+		chromedp.WaitVisible(payButton))
+	if text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body"))); !strings.Contains(text, "$34.00") {
+		t.Fatalf("the wallet page does not show the quoted total:\n%s", text)
+	}
+	shot(t, ctx, "3-wallet-page", false)
+	do(t, ctx, chromedp.Click(payButton), until(`location.pathname === '/success.html'`),
+		chromedp.WaitVisible(chromedp.CSS(`#result[data-status="confirmed"]`)))
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
 	checkSuccess(t, ctx, s, loc)
 }

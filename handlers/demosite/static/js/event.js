@@ -35,7 +35,7 @@
       'data-kind': kind, 'data-id': item.id, 'aria-label': 'Number of ' + (kind === 'ticket' ? item.name + ' tickets' : item.name), disabled: max === 0 });
     const minus = Shop.el('button', { type: 'button', class: 'step minus', 'data-for': id, 'data-step': '-1', 'aria-label': 'Remove one ' + noun, disabled: max === 0, text: '−' });
     const plus = Shop.el('button', { type: 'button', class: 'step plus', 'data-for': id, 'data-step': '1', 'aria-label': 'Add one ' + noun, disabled: max === 0, text: '+' });
-    return Shop.el('div', { class: 'stepper' }, minus, input, plus);
+    return Shop.el('div', { class: 'stepper', role: 'group', 'aria-label': 'Quantity: ' + item.name }, minus, input, plus);
   }
 
   function note(t) {
@@ -124,7 +124,7 @@
     lines.replaceChildren();
     for (const t of ev.tickets) {
       const n = state.qty[t.id] || 0;
-      if (n > 0) lines.append(Shop.el('li', {}, Shop.el('span', { text: n + ' × ' + t.name }), Shop.el('span', { text: Shop.money(Shop.cents(t.price) * n / 100, cur) })));
+      if (n > 0) lines.append(Shop.el('li', {}, Shop.el('span', { text: n + ' × ' + t.name }), Shop.el('span', { text: Shop.price(Shop.cents(t.price) * n / 100, cur) })));
     }
     for (const x of ev.extras || []) {
       const n = state.extras[x.id] || 0;
@@ -136,7 +136,11 @@
     const q = state.quote;
     const free = q && Shop.cents(q.total) === 0;
     if (ids.length && q) {
-      totals.append(row('Subtotal', Shop.money(q.subtotal, cur)));
+      // The quote's subtotal is the tickets'; extras are added after the
+      // discount (pricing: total = subtotal - discount + extras + fee + VAT).
+      totals.append(row('Tickets', Shop.money(q.subtotal, cur)));
+      const extras = (q.extras || []).reduce(function (sum, x) { return sum + Shop.cents(x.amount); }, 0);
+      if (extras) totals.append(row('Extras', Shop.money(extras / 100, cur)));
       if (Shop.cents(q.discount)) totals.append(row('Discount' + (state.discount ? ' (' + state.discount + ')' : ''), '−' + Shop.money(q.discount, cur), 'discount'));
       if (Shop.cents(q.fee)) totals.append(row('Service fee', Shop.money(q.fee, cur)));
       if (Shop.cents(q.vat)) totals.append(row('VAT', Shop.money(q.vat, cur)));
