@@ -278,16 +278,24 @@ func TestBrowserDemoShopDecline(t *testing.T) {
 	if st, pay := s.registration(t, id); st != "awaiting_payment" || pay != "unpaid" {
 		t.Fatalf("after a decline registration %s is %s / %s, want awaiting_payment / unpaid", id, st, pay)
 	}
-	// The buyer changes their mind: the same registration is paid with
-	// the test card the page offers.
-	do(t, ctx, chromedp.Click(chromedp.ID("again")), until(`location.pathname.startsWith('/pay/card/')`),
+	// Its success page, opened now, says the payment is being confirmed.
+	do(t, ctx, chromedp.Navigate(s.shop+"/success.html?registration="+url.QueryEscape(id)),
+		chromedp.WaitVisible(chromedp.CSS(`#result[data-status="pending"]`)))
+	if text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID("result"))); !strings.Contains(text, "being confirmed") {
+		t.Fatalf("the success page of an unpaid registration says %q", text)
+	}
+	shot(t, ctx, "4-success-page-while-unpaid", false)
+	// The buyer changes their mind: back on the cancel page, the same
+	// registration is paid with the test card the hosted page offers.
+	do(t, ctx, chromedp.Navigate(loc), until(`!document.getElementById('again').hidden`),
+		chromedp.Click(chromedp.ID("again")), until(`location.pathname.startsWith('/pay/card/')`),
 		chromedp.WaitVisible(chromedp.ID("card")), chromedp.Click(payButton), until(`location.pathname === '/success.html'`),
 		chromedp.WaitVisible(chromedp.CSS(`#result[data-status="confirmed"]`)))
 	loc, _ = chromedp.Run(ctx, chromedp.Location())
 	if !strings.Contains(loc, "registration="+url.QueryEscape(id)) {
 		t.Fatalf("paid again, the success page %s is not registration %s's", loc, id)
 	}
-	shot(t, ctx, "4-paid-after-all", false)
+	shot(t, ctx, "5-paid-after-all", false)
 	if st, pay := s.registration(t, id); st != "confirmed" || pay != "paid" {
 		t.Fatalf("paid after a decline, registration %s is %s / %s", id, st, pay)
 	}

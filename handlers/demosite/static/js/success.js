@@ -12,9 +12,9 @@
   const FIRST_MS = 500;
   const MAX_MS = 4000;
 
-  function fact(label, value) {
+  function fact(label, value, cls) {
     if (!value) return null;
-    return Shop.el('div', {}, Shop.el('dt', { text: label }), Shop.el('dd', { text: value }));
+    return Shop.el('div', {}, Shop.el('dt', { text: label }), Shop.el('dd', { text: value, class: cls }));
   }
 
   // show sets the page's state: its data-status, icon, heading and words.
@@ -34,7 +34,7 @@
     const rows = [
       fact('Event', ev ? ev.name : ''),
       fact('Date', ev ? Shop.when(ev.startsAt) : ''),
-      fact('Order number', reg.registrationId)
+      fact('Order number', reg.registrationId, 'mono')
     ];
     if (reg.status === 'confirmed') {
       rows.push(fact('Paid', Shop.money(reg.payment.amount, reg.currency)));
