@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +109,19 @@ func shot(t *testing.T, ctx context.Context, name string, desktop bool) {
 	}
 }
 
+// viewShot saves what the screen shows (not the whole page), as
+// screenshots/<Test>-<name>.png.
+func viewShot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(browsertest.Dir(t), t.Name()+"-"+name+".png"), buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // until waits for a JavaScript condition of the page to hold, across
 // navigations (an evaluation during one fails and is retried).
 func until(js string) chromedp.Action[chromedp.Void] {
@@ -199,6 +214,10 @@ func TestBrowserDemoShopGA(t *testing.T) {
 	do(t, ctx,
 		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
 		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
+	// On a phone the summary is below the fold: a bar at the bottom of the
+	// screen shows the quoted total, 2 x 25.00 and a fee of 1.50 a ticket.
+	do(t, ctx, chromedp.WaitVisible(chromedp.ID("bar")), until(`document.getElementById('bar-total').textContent === '$53.00'`))
+	viewShot(t, ctx, "2-event-bar-phone")
 	do(t, ctx, buyer("Ada Lovelace", "ada@example.com")...)
 	// 2 x 25.00 and a fee of 1.50 a ticket, quoted by the API.
 	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $53.00 by card' && !document.getElementById('pay-card').disabled`))

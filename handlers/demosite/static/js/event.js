@@ -138,15 +138,15 @@
     if (ids.length && q) {
       // The quote's subtotal is the tickets'; extras are added after the
       // discount (pricing: total = subtotal - discount + extras + fee + VAT).
-      totals.append(row('Tickets', Shop.money(q.subtotal, cur)));
+      if (!free) totals.append(row('Tickets', Shop.money(q.subtotal, cur)));
       const extras = (q.extras || []).reduce(function (sum, x) { return sum + Shop.cents(x.amount); }, 0);
       if (extras) totals.append(row('Extras', Shop.money(extras / 100, cur)));
       if (Shop.cents(q.discount)) totals.append(row('Discount' + (state.discount ? ' (' + state.discount + ')' : ''), '−' + Shop.money(q.discount, cur), 'discount'));
       if (Shop.cents(q.fee)) totals.append(row('Service fee', Shop.money(q.fee, cur)));
       if (Shop.cents(q.vat)) totals.append(row('VAT', Shop.money(q.vat, cur)));
       if (q.refundProtection && Shop.cents(q.refundProtection.amount)) totals.append(row('Refund protection', Shop.money(q.refundProtection.amount, cur)));
-      totals.append(row('Total', Shop.money(q.total, cur), 'total'));
-      $('total-live').textContent = 'Total ' + Shop.money(q.total, cur);
+      totals.append(row('Total', Shop.price(q.total, cur), 'total'));
+      $('total-live').textContent = 'Total ' + Shop.price(q.total, cur);
     } else if (ids.length) {
       totals.append(row('Total', 'Calculating…', 'total'));
     }
@@ -157,8 +157,33 @@
       card.textContent = free ? 'Get free tickets' : (q ? 'Pay ' + Shop.money(q.total, cur) + ' by card' : 'Continue to payment');
       card.disabled = !ready;
     }
+    state.summaryTotal = ids.length && q ? Shop.price(q.total, cur) : '';
+    bar();
+    // A free order has nothing to pay and nothing to discount.
     wallet.hidden = !!free;
+    $('secure').hidden = !!free;
+    $('discount-box').hidden = !!free && !state.discount;
     if (!wallet.getAttribute('aria-busy')) wallet.disabled = !ready;
+  }
+
+  // bar shows the total at the bottom of a phone's screen while the
+  // summary (and its pay button) is out of view.
+  let summaryVisible = true;
+  function bar() {
+    $('bar-total').textContent = state.summaryTotal || '';
+    $('bar').hidden = summaryVisible || !state.summaryTotal;
+  }
+  function watchSummary() {
+    if (!('IntersectionObserver' in window)) return;
+    new IntersectionObserver(function (entries) {
+      summaryVisible = entries[0].isIntersecting;
+      bar();
+    }).observe(document.querySelector('.summary'));
+    $('bar-go').addEventListener('click', function (e) {
+      e.preventDefault();
+      document.querySelector('.summary').scrollIntoView({ behavior: 'smooth', block: 'start' });
+      $('pay-card').focus({ preventScroll: true });
+    });
   }
 
   let timer = 0;
@@ -346,6 +371,7 @@
     if (!ev.available) Shop.fail(Shop.words(new Shop.ApiError(400, 'EVENT_NOT_AVAILABLE', '')));
     $('order').hidden = false;
     wire();
+    watchSummary();
     renderSummary();
   }
 
