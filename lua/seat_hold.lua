@@ -3,14 +3,28 @@
 -- kept. New seat keys expire with the token (PXAT = the hash's exp), so a
 -- timed-out hold leaves no key behind. The token's expiry is not changed.
 --
+-- The event's single-seat rule (decisions.md §7) is checked here, so no
+-- surface can bypass it: a hold is refused when a free seat next to a newly
+-- held seat would be left alone between taken seats ('lenient'), or between
+-- a taken seat and its row's end ('strict'). Taken = booked or with a seat
+-- key (any token, this one included, or an order). Only seats next to newly
+-- held seats are looked at: an older stranded seat is not this hold's doing.
+-- The caller passes, as neighbour keys, every seat of the same row within
+-- two of a requested seat that is not itself requested; a label missing
+-- from labels and neighbours is beyond its row's end.
+--
 -- KEYS[1]  -> hold token hash   {pN}:ev:<id>:hold:<token>
 -- KEYS[2]  -> booked seats hash {pN}:ev:<id>:booked (label -> order id)
 -- KEYS[3]  -> partition marker  {pN}:live (sales stop while it is missing)
--- KEYS[4..] -> one seat key per label, in the order of the labels in ARGV
+-- KEYS[4..3+n] -> one seat key per requested label, in the order of ARGV
+-- KEYS[4+n..]  -> one seat key per neighbour label, in the order of ARGV
 --
 -- ARGV[1] -> hold token
 -- ARGV[2] -> most seats one token may hold
--- ARGV[3..] -> seat labels (distinct)
+-- ARGV[3] -> n, the number of requested labels
+-- ARGV[4] -> single-seat rule: 'off', 'lenient' or 'strict'
+-- ARGV[5..4+n] -> requested seat labels "<row>-<number>" (distinct)
+-- ARGV[5+n..]  -> neighbour seat labels (distinct, none requested)
 --
 -- Output:
 --   {0, expiresAtMs, {labels}}  held; labels = every seat the token now holds
@@ -19,6 +33,8 @@
 --   {3, max}                    the token would hold more than max seats
 --   {4}                         the partition's marker is missing: Redis lost
 --                               its state or is being rebuilt
+--   {5, {labels}}               the rule refuses: these free seats would be
+--                               stranded
 if redis.call('EXISTS', KEYS[3]) == 0 then
   return {4}
 end
@@ -28,10 +44,11 @@ if not exp then
   return {1}
 end
 
-local n = #KEYS - 3
+local n = tonumber(ARGV[3])
+local rule = ARGV[4]
 local labels = {}
 for i = 1, n do
-  labels[i] = ARGV[2 + i]
+  labels[i] = ARGV[4 + i]
 end
 local holder = 'h:' .. ARGV[1]
 local booked = redis.call('HMGET', KEYS[2], unpack(labels))
@@ -61,6 +78,45 @@ for i = 1, n do
 end
 if #all > tonumber(ARGV[2]) then
   return {3, tonumber(ARGV[2])}
+end
+
+local m = #KEYS - 3 - n
+if rule ~= 'off' and m > 0 then
+  -- taken[label]: true taken, false free, nil beyond the row's end.
+  local taken = {}
+  local nl = {}
+  for i = 1, m do
+    nl[i] = ARGV[4 + n + i]
+  end
+  local nbooked = redis.call('HMGET', KEYS[2], unpack(nl))
+  local ncur = redis.call('MGET', unpack(KEYS, 4 + n, 3 + n + m))
+  for i = 1, m do
+    taken[nl[i]] = (nbooked[i] or ncur[i]) and true or false
+  end
+  for i = 1, n do
+    taken[labels[i]] = true
+  end
+  local strict = rule == 'strict'
+  local stranded, seen = {}, {}
+  for i = 1, n do
+    if not cur[i] then -- newly held
+      local row, num = string.match(labels[i], '^(.*)-(%d+)$')
+      num = tonumber(num)
+      for _, s in ipairs({num - 1, num + 1}) do
+        local l = row .. '-' .. s
+        if taken[l] == false and not seen[l] then
+          local left, right = taken[row .. '-' .. (s - 1)], taken[row .. '-' .. (s + 1)]
+          if (left and right) or (strict and left ~= false and right ~= false) then
+            seen[l] = true
+            stranded[#stranded + 1] = l
+          end
+        end
+      end
+    end
+  end
+  if #stranded > 0 then
+    return {5, stranded}
+  end
 end
 
 -- writes

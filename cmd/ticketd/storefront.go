@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/handlers/pages"
+	"github.com/ticketd/ticketd/handlers/picker"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/handlers/storefront"
@@ -100,7 +101,11 @@ func newFront(d frontDeps) (front, error) {
 	if procs.TestCard != nil {
 		pay.Card = procs.TestCard
 	}
-	f := front{surfaces: []server.Surface{api, hooks, pay}}
+	// The seat picker's page tokens are signed under a key of their own:
+	// every node derives the same one, so any node serves the page's calls.
+	pick := &picker.Picker{Catalog: d.store.Current, Seats: d.seats, Key: derive(d.secretsKey, "ticketd seat picker v1"),
+		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log}
+	f := front{surfaces: []server.Surface{api, hooks, pay, pick}}
 	if d.pool != nil {
 		hooks.Refunds = refunddb.Store{Pool: d.pool}
 		f.surfaces = append(f.surfaces, &pages.Tickets{Orders: orderdb.Store{Pool: d.pool}, Keys: tix, Logger: d.log})

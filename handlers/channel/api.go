@@ -76,8 +76,9 @@ func (a *API) Register(r *router.Router) {
 
 // seatGate is the partner surface's gate for the shared seat endpoints:
 // a key or a buyer session, the seats rate class, the event of the
-// caller's catalog on sale. A session owns one derived hold token per
-// event; a keyed caller names its own.
+// caller's catalog on sale. Writes (hold-token, hold, extend, release,
+// best-available) need orders:write. A session owns one derived hold token
+// per event; a keyed caller names its own.
 func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestHandler {
 	scope := catalog.ScopeCatalogRead
 	if ep.Writes() {

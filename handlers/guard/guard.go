@@ -8,6 +8,7 @@ package guard
 
 import (
 	"context"
+	"net/netip"
 
 	"github.com/valyala/fasthttp"
 
@@ -36,6 +37,10 @@ const (
 	Read    Class = "read"    // events, quotes, registration reads, seat reads
 	Write   Class = "write"   // register-guest, seat holds
 	Payment Class = "payment" // checkout sessions and wallet payments
+	// Poll is the seat picker's availability poll (handlers/picker): one
+	// a second while the page is open, apart from the read budget so
+	// that polling never starves the buyer's own reads.
+	Poll Class = "poll"
 )
 
 // KeyedLimit is the per-minute limit of a partner key for a class; the
@@ -90,6 +95,10 @@ func IPLimit(c Class) int64 {
 		return 30
 	case Payment:
 		return 20
+	case Poll:
+		// Five pickers open behind one address (a household, an office
+		// NAT) at one poll a second.
+		return 300
 	}
 	return 120 // reads
 }
@@ -105,6 +114,17 @@ const (
 // e.g. "k:<channel id>:catalog", "ip:203.0.113.9:write".
 func Bucket(who, id string, c Class) string {
 	return who + ":" + id + ":" + string(c)
+}
+
+// IPBucket is the bucket of a client IP and class: its address, or for
+// IPv6 its /64, which one subscriber usually holds whole.
+func IPBucket(ip netip.Addr, c Class) string {
+	id := ip.String()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		id = p.String()
+	}
+	return Bucket(ByIP, id, c)
 }
 
 // Limit takes one request from bucket: nil when it may go on, the 429

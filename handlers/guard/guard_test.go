@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -10,10 +11,11 @@ import (
 )
 
 // TestLimits: the storefront's per-IP limits are interface.md's (about 120
-// reads, 30 writes, 20 payment calls a minute), and a partner key's
+// reads, 30 writes, 20 payment calls a minute; the seat picker polls on a
+// budget of its own, 300), and a partner key's
 // seating calls count against its catalog budget with its override.
 func TestLimits(t *testing.T) {
-	for c, want := range map[Class]int64{Read: 120, Write: 30, Payment: 20} {
+	for c, want := range map[Class]int64{Read: 120, Write: 30, Payment: 20, Poll: 300} {
 		if got := IPLimit(c); got != want {
 			t.Errorf("IPLimit(%s) = %d, want %d", c, got, want)
 		}
@@ -27,6 +29,13 @@ func TestLimits(t *testing.T) {
 	}
 	if b := Bucket(ByIP, "203.0.113.9", Write); b != "ip:203.0.113.9:write" {
 		t.Errorf("bucket %q", b)
+	}
+	// An IPv6 client counts by its /64, which one subscriber holds whole.
+	if b := IPBucket(netip.MustParseAddr("2001:db8:1:2:aaaa::1"), Poll); b != "ip:2001:db8:1:2::/64:poll" {
+		t.Errorf("IPv6 bucket %q", b)
+	}
+	if b := IPBucket(netip.MustParseAddr("203.0.113.9"), Read); b != "ip:203.0.113.9:read" {
+		t.Errorf("IPv4 bucket %q", b)
 	}
 }
 

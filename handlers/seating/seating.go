@@ -1,5 +1,6 @@
 // Package seating serves the seat endpoints of decisions.md §4 (config,
-// availability, hold-token, hold, extend, release) once, for every surface
+// availability, hold-token, hold, extend, release) and §7 (best-available)
+// once, for every surface
 // that sells seats. A surface mounts them under its own prefix with its
 // Gate: the gate authenticates the caller, applies its limits, resolves the
 // request's event and says whose hold token the caller uses (Request).
@@ -32,6 +33,9 @@ const (
 	Hold
 	Extend
 	Release
+	// BestAvailable picks and holds adjacent seats (decisions.md §7): a
+	// write, with hold's scope and rate class.
+	BestAvailable
 )
 
 // Writes reports whether the endpoint changes holds (the others read).
@@ -69,6 +73,7 @@ func Mount(g *router.Group, eng *seats.Engine, gate Gate) {
 	g.POST("/hold", gate(Hold, s.hold))
 	g.POST("/hold/{token}/extend", gate(Extend, s.extend))
 	g.POST("/release", gate(Release, s.release))
+	g.POST("/best-available", gate(BestAvailable, s.bestAvailable))
 }
 
 type server struct{ seats *seats.Engine }
@@ -215,4 +220,43 @@ func (s *server) release(ctx *fasthttp.RequestCtx, r Request) {
 		released = []string{}
 	}
 	httpx.OK(ctx, map[string]any{"holdToken": tok, "released": released})
+}
+
+type bestBody struct {
+	Quantity  int    `json:"quantity"`
+	Category  string `json:"category"`
+	HoldToken string `json:"holdToken"`
+}
+
+// bestAvailable holds the best block of adjacent free seats. Its token is
+// the caller's own (created on first use), the one named (which must
+// exist, as for hold), or else a new one, as hold-token would give.
+func (s *server) bestAvailable(ctx *fasthttp.RequestCtx, r Request) {
+	var body bestBody
+	e := seated(r)
+	if e == nil {
+		e = httpx.Decode(ctx, &body)
+	}
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	req := seats.BestRequest{Quantity: body.Quantity, Category: body.Category, Token: body.HoldToken}
+	switch {
+	case r.OwnToken != "":
+		if body.HoldToken != "" && body.HoldToken != r.OwnToken {
+			httpx.Fail(ctx, seats.ErrInvalidToken)
+			return
+		}
+		req.Token, req.Create = r.OwnToken, true
+	case body.HoldToken == "":
+		req.Token, req.Create = seats.NewToken(), true
+	}
+	res, err := s.seats.BestAvailable(r.Ctx, r.Event, req)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	httpx.OK(ctx, map[string]any{"holdToken": res.HoldToken, "seatLabels": res.SeatLabels,
+		"subtotal": res.Subtotal, "expiresAt": rfc3339(res.ExpiresAt)})
 }

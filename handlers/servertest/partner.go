@@ -13,7 +13,8 @@ import (
 )
 
 // Catalog is the catalog the partner tests run against: events of every
-// kind (GA, seated, showings, draft, cancelled, embargoed) and channels of
+// kind (GA, seated, seated with the strict single-seat rule, showings,
+// draft, cancelled, embargoed) and channels of
 // every configuration, all allowlisted from loopback except ch_ip.
 const Catalog = `{
  "tenants": [{
@@ -47,6 +48,10 @@ const Catalog = `{
      "rows": [{"label": "A", "seats": 20, "category": "stalls"}, {"label": "B", "seats": 5, "category": "box"}],
      "gaAreas": [{"id": "floor", "name": "Floor", "capacity": 3, "category": "stalls"}],
      "tables": [{"id": "T1", "seats": 4, "category": "stalls"}]}},
+   {"id": "ev_rules", "shortId": "rl1", "slug": "rules", "name": "Strict seats", "startsAt": "2027-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": false, "channels": ["ch_a"], "tickets": [],
+    "seatMap": {"singleSeatRule": "strict", "categories": [{"id": "stalls", "name": "Stalls", "price": 40}],
+     "rows": [{"label": "A", "seats": 10, "category": "stalls"}, {"label": "B", "seats": 6, "category": "stalls"}]}},
    {"id": "ev_show", "shortId": "sh1", "slug": "shows", "name": "Two shows", "startsAt": "2027-07-01T18:00:00Z",
     "status": "on_sale", "storefront": false, "channels": ["ch_a"],
     "showings": [{"id": "sh_1", "startsAt": "2027-07-01T18:00:00Z", "capacity": 2}, {"id": "sh_2", "startsAt": "2027-07-02T18:00:00Z"}],

@@ -160,7 +160,7 @@ func Start(t testing.TB, opt Options) *Server {
 		limiter: limiter, resolver: resolver, gate: mon.Gate, log: log, appURL: url, opt: opt})
 	// The sweeper gives expired checkout holds back, as on every node.
 	go fs.regs.Run(monCtx, 100*time.Millisecond)
-	handler := m.Instrument(server.Handler(health, api, fs.api, fs.hooks, fs.pay, fs.tickets,
+	handler := m.Instrument(server.Handler(health, api, fs.api, fs.hooks, fs.pay, fs.tickets, fs.picker,
 		&admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m))
 	srv := server.New(handler, server.AdminToken(AdminToken), server.Logger(log))
 	go func() { _ = srv.Serve(ln) }()

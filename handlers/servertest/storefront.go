@@ -10,6 +10,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/handlers/pages"
+	"github.com/ticketd/ticketd/handlers/picker"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/handlers/webhooks"
@@ -32,6 +33,8 @@ const (
 	CardWebhookSecret   = "test-card-webhook-secret"
 	WalletWebhookSecret = "test-wallet-webhook-secret"
 	SecretsKey          = "test-secrets-key"
+	// PickerKey signs the seat picker's page tokens.
+	PickerKey = "test-picker-key"
 )
 
 // frontDeps are what the storefront side of the stack takes from the rest.
@@ -57,6 +60,7 @@ type frontStack struct {
 	hooks        *webhooks.API
 	pay          *pages.Pay
 	tickets      *pages.Tickets
+	picker       *picker.Picker
 	regs         *registrations.Service
 	card, wallet *payments.Hosted
 	keys         *tickets.Keys
@@ -87,13 +91,16 @@ func newFrontStack(d frontDeps) frontStack {
 		pay:     &pages.Pay{Card: card, Wallet: wallet, Logger: d.log},
 		tickets: &pages.Tickets{Orders: orderdb.Store{Pool: d.pool}, Keys: keys, Logger: d.log},
 		regs:    regs, card: card, wallet: wallet, keys: keys,
+		picker: &picker.Picker{Catalog: d.catalog.Current, Seats: d.seats, Key: []byte(PickerKey), Limiter: d.limiter,
+			ClientIP: d.resolver, Gate: d.gate, Logger: d.log},
 	}
 }
 
 // StorefrontCatalog is the catalog the storefront tests run against: two
 // tenants with publishable keys and domains, and events of every kind a
 // host's site meets (GA with a hidden ticket and a limited code, seated,
-// free, not switched on, draft, cancelled, embargoed), plus a channel
+// seated with the lenient (sf_rules) and strict (sf_strict) single-seat
+// rule, free, not switched on, draft, cancelled, embargoed), plus a channel
 // that sells sf_ga and sf_rush on the partner surface beside the
 // storefront.
 const StorefrontCatalog = `{
@@ -125,6 +132,15 @@ const StorefrontCatalog = `{
    {"id": "sf_rush", "shortId": "sfru1", "slug": "rush", "name": "Rush", "startsAt": "2027-07-01T18:00:00Z",
     "status": "on_sale", "storefront": true, "channels": ["ch_front"], "tickets": [],
     "seatMap": {"categories": [{"id": "std", "name": "Standard", "price": 30}], "rows": [{"label": "R", "seats": 20, "category": "std"}]}},
+   {"id": "sf_rules", "shortId": "sfrl1", "slug": "rules", "name": "Rules Hall", "startsAt": "2027-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [], "tickets": [],
+    "seatMap": {"singleSeatRule": "lenient", "categories": [{"id": "crew", "name": "Crew"}, {"id": "front", "name": "Front", "price": 50}, {"id": "back", "name": "Back", "price": 30}],
+     "rows": [{"label": "K", "seats": 10, "category": "crew"}, {"label": "A", "seats": 10, "category": "front"}, {"label": "B", "seats": 10, "category": "front"},
+      {"label": "C", "seats": 7, "category": "back"}, {"label": "S", "seats": 1, "category": "back"}]}},
+   {"id": "sf_strict", "shortId": "sfsr1", "slug": "strict", "name": "Strict Hall", "startsAt": "2027-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [], "tickets": [],
+    "seatMap": {"singleSeatRule": "strict", "categories": [{"id": "front", "name": "Front", "price": 50}, {"id": "back", "name": "Back", "price": 30}],
+     "rows": [{"label": "A", "seats": 10, "category": "front"}, {"label": "S", "seats": 1, "category": "back"}]}},
    {"id": "sf_off", "shortId": "sfof1", "slug": "private", "name": "Not on the shop", "startsAt": "2027-07-01T18:00:00Z",
     "status": "on_sale", "storefront": false, "channels": [], "tickets": [{"id": "tk", "name": "T", "price": 1, "capacity": 1}]},
    {"id": "sf_draft", "shortId": "sfdr1", "slug": "draft", "name": "Draft", "startsAt": "2027-07-01T18:00:00Z",

@@ -86,8 +86,9 @@ func (a *API) Register(r *router.Router) {
 
 // seatGate puts the seat endpoints behind the storefront's gate: the key,
 // the origin, the client IP's read or write budget, and the path's event
-// (id, shortId or slug) of the key's tenant, switched on; holds also need
-// it on sale. The caller names its own hold tokens (from hold-token).
+// (id, shortId or slug) of the key's tenant, switched on; writes (holds,
+// best-available) take the write class and need it on sale. The caller
+// names its own hold tokens (from hold-token, or best-available's new one).
 func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestHandler {
 	cl, find := guard.Read, a.event
 	if ep.Writes() {

@@ -22,34 +22,52 @@ var (
 )
 
 // event resolves ref (an id, shortId or slug, within the key's tenant
-// only) to an event switched on for the storefront: storefront true and
-// on sale. Drafts are not found; cancelled events and events the host
-// has not switched on are EVENT_NOT_PUBLIC.
+// only) to an event switched on for the storefront (Switched).
 func (a *API) event(r *request, ref string) (*catalog.CompiledEvent, *apierr.Error) {
 	ev := r.ix.tenants[r.tenantID].find(ref)
-	if ev == nil || ev.Status == catalog.StatusDraft {
-		return nil, errEventNotFound
-	}
-	if !ev.Storefront {
-		return nil, errNotPublic
-	}
-	if ev.Status == catalog.StatusCancelled {
-		return nil, errCancelled
+	if e := Switched(ev); e != nil {
+		return nil, e
 	}
 	return ev, nil
 }
 
-// saleable additionally refuses an event not on sale yet (onSaleAt in the
-// future): the detail shows it, but nothing can be quoted or bought.
+// Switched is the storefront's rule for an event found in the caller's
+// tenant (nil when none was): storefront true and on sale. Drafts are
+// not found; cancelled events and events the host has not switched on
+// are EVENT_NOT_PUBLIC. ticketd's seat picker (handlers/picker) applies
+// the same rule.
+func Switched(ev *catalog.CompiledEvent) *apierr.Error {
+	if ev == nil || ev.Status == catalog.StatusDraft {
+		return errEventNotFound
+	}
+	if !ev.Storefront {
+		return errNotPublic
+	}
+	if ev.Status == catalog.StatusCancelled {
+		return errCancelled
+	}
+	return nil
+}
+
+// saleable additionally refuses an event not on sale yet (OnSale).
 func (a *API) saleable(r *request, ref string) (*catalog.CompiledEvent, *apierr.Error) {
 	ev, e := a.event(r, ref)
+	if e == nil {
+		e = OnSale(ev, time.Now())
+	}
 	if e != nil {
 		return nil, e
 	}
-	if !ev.SaleStarted(time.Now()) {
-		return nil, apierr.Of("EVENT_NOT_AVAILABLE", "not on sale yet; on sale from %s", ev.OnSaleAt).With("onSaleAt", ev.OnSaleAt)
-	}
 	return ev, nil
+}
+
+// OnSale refuses an event whose onSaleAt is still ahead at now: the
+// detail shows it, but nothing can be quoted, bought or held.
+func OnSale(ev *catalog.CompiledEvent, now time.Time) *apierr.Error {
+	if !ev.SaleStarted(now) {
+		return apierr.Of("EVENT_NOT_AVAILABLE", "not on sale yet; on sale from %s", ev.OnSaleAt).With("onSaleAt", ev.OnSaleAt)
+	}
+	return nil
 }
 
 // eventDetail is GET /v1/storefront/events/:eventId.

@@ -2,7 +2,6 @@ package storefront
 
 import (
 	"context"
-	"net/netip"
 
 	"github.com/valyala/fasthttp"
 
@@ -85,7 +84,7 @@ func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
 		}
 		rctx, cancel := guard.RequestContext(a.Timeout)
 		defer cancel()
-		bucket := guard.Bucket(guard.ByIP, clientBucket(a.ClientIP.ClientIP(ctx)), cl)
+		bucket := guard.IPBucket(a.ClientIP.ClientIP(ctx), cl)
 		refused, err := guard.Limit(ctx, rctx, a.Limiter, bucket, guard.IPLimit(cl))
 		if err != nil {
 			httpx.Error(ctx, err) // Redis went away before the gate saw it
@@ -97,16 +96,6 @@ func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
 		}
 		h(ctx, &request{snap: snap, ix: ix, key: key, tenantID: key.tenantID, ctx: rctx})
 	}
-}
-
-// clientBucket names a client for rate limits: its address, or for IPv6
-// its /64, which one subscriber usually holds whole.
-func clientBucket(ip netip.Addr) string {
-	if ip.Is6() {
-		p, _ := ip.Prefix(64)
-		return p.String()
-	}
-	return ip.String()
 }
 
 // Headers of CORS answers.

@@ -114,6 +114,26 @@ type SeatMap struct {
 	Rows       []Row      `json:"rows"`
 	GAAreas    []GAArea   `json:"gaAreas,omitempty"`
 	Tables     []Table    `json:"tables,omitempty"`
+	// SingleSeatRule refuses holds that strand a free seat (decisions.md
+	// §7): SeatRuleOff (also when empty), SeatRuleLenient or SeatRuleStrict.
+	SingleSeatRule string `json:"singleSeatRule,omitempty"`
+}
+
+// Values of SeatMap.SingleSeatRule. Lenient refuses a hold that leaves one
+// free seat alone between two taken seats of a row; strict also one alone
+// at a row's end.
+const (
+	SeatRuleOff     = "off"
+	SeatRuleLenient = "lenient"
+	SeatRuleStrict  = "strict"
+)
+
+// Rule is the map's single-seat rule, SeatRuleOff when none is set.
+func (sm *SeatMap) Rule() string {
+	if sm == nil || sm.SingleSeatRule == "" {
+		return SeatRuleOff
+	}
+	return sm.SingleSeatRule
 }
 
 // Category prices the seats, areas and tables that name it. A nil Price

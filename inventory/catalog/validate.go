@@ -484,6 +484,11 @@ func seatMap(sm *SeatMap, path string) *ValidationError {
 	if len(sm.Rows)+len(sm.GAAreas)+len(sm.Tables) == 0 {
 		return fail(path, "needs at least one row, GA area or table")
 	}
+	switch sm.SingleSeatRule {
+	case "", SeatRuleOff, SeatRuleLenient, SeatRuleStrict:
+	default:
+		return fail(path+".singleSeatRule", "%q must be %q, %q or %q", sm.SingleSeatRule, SeatRuleOff, SeatRuleLenient, SeatRuleStrict)
+	}
 	if ve := checkLen(len(sm.Categories), MaxCategories, path+".categories", "categories"); ve != nil {
 		return ve
 	}

@@ -126,6 +126,9 @@ func TestValidEdges(t *testing.T) {
 			sm(d).Rows[0] = catalog.Row{Label: "AB12cd34", Seats: 1000, Category: "box"}
 		}},
 		{"table of 100 seats", func(d *catalog.Document) { sm(d).Tables[0].Seats = 100 }},
+		{"singleSeatRule off", func(d *catalog.Document) { sm(d).SingleSeatRule = "off" }},
+		{"singleSeatRule lenient", func(d *catalog.Document) { sm(d).SingleSeatRule = "lenient" }},
+		{"singleSeatRule strict", func(d *catalog.Document) { sm(d).SingleSeatRule = "strict" }},
 		{"table id like a seat beyond the row", func(d *catalog.Document) { sm(d).Tables[0].ID = "B-5" }},
 		{"GA area capacity 1", func(d *catalog.Document) { sm(d).GAAreas[0].Capacity = 1 }},
 		{"secret of 8 characters", func(d *catalog.Document) { chA(d).Secret = "12345678" }},
@@ -252,6 +255,8 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 		{"seat map with nothing to sell", func(d *catalog.Document) {
 			sm(d).Rows, sm(d).GAAreas, sm(d).Tables = nil, nil, nil
 		}, seat},
+		{"singleSeatRule unknown", func(d *catalog.Document) { sm(d).SingleSeatRule = "sometimes" }, seat + ".singleSeatRule"},
+		{"singleSeatRule in another case", func(d *catalog.Document) { sm(d).SingleSeatRule = "Strict" }, seat + ".singleSeatRule"},
 		{"category id invalid", func(d *catalog.Document) { sm(d).Categories[0].ID = "" }, seat + ".categories[0].id"},
 		{"duplicate category id", func(d *catalog.Document) { sm(d).Categories[1].ID = "stalls" }, seat + ".categories[1].id"},
 		{"category name missing", func(d *catalog.Document) { sm(d).Categories[1].Name = "" }, seat + ".categories[1].name"},

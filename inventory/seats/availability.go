@@ -145,6 +145,8 @@ type Config struct {
 	Rows       []catalog.Row    `json:"rows"`
 	GAAreas    []catalog.GAArea `json:"gaAreas"`
 	Tables     []ConfigTable    `json:"tables"`
+	// SingleSeatRule is the map's rule: "off", "lenient" or "strict".
+	SingleSeatRule string `json:"singleSeatRule"`
 }
 
 // ConfigCategory is a price category; Price is null when its seats cannot
@@ -169,7 +171,7 @@ type ConfigTable struct {
 // category differs only in writing a missing price as null.
 func (e *Engine) Config(ev *catalog.CompiledEvent) Config {
 	c := Config{EventID: ev.ID, Categories: []ConfigCategory{}, Rows: []catalog.Row{},
-		GAAreas: []catalog.GAArea{}, Tables: []ConfigTable{}}
+		GAAreas: []catalog.GAArea{}, Tables: []ConfigTable{}, SingleSeatRule: ev.SeatMap.Rule()}
 	sm := ev.SeatMap
 	if sm == nil {
 		return c

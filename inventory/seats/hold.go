@@ -30,7 +30,9 @@ type HoldResult struct {
 // is booked or held by another token or order, nothing is held and the
 // error is a 409 SEAT_CONFLICT naming exactly those seats. Seats the token
 // already holds are kept. The token's expiry does not move (Extend does
-// that); the new seats expire with it. A gone token is ErrHoldExpired.
+// that); the new seats expire with it. A gone token is ErrHoldExpired. A
+// hold the event's single-seat rule refuses is a 409 SEAT_RULE (RuleError);
+// conflicts are answered first.
 func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token string, labels []string) (HoldResult, error) {
 	if !ev.Seated() {
 		return HoldResult{}, ErrNotSeated
@@ -42,10 +44,13 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 	if err != nil {
 		return HoldResult{}, err
 	}
-	ks := e.seatKeys(ev.ID, labels, e.Space.Hold(ev.ID, token), e.Space.Booked(ev.ID), e.Space.Live(keys.Partition(ev.ID)))
-	args := make([]string, 0, 2+len(labels))
-	args = append(args, token, strconv.Itoa(MaxLabels))
+	near := neighbours(ev, labels)
+	ks := e.seatKeys(ev.ID, append(labels[:len(labels):len(labels)], near...),
+		e.Space.Hold(ev.ID, token), e.Space.Booked(ev.ID), e.Space.Live(keys.Partition(ev.ID)))
+	args := make([]string, 0, 4+len(labels)+len(near))
+	args = append(args, token, strconv.Itoa(MaxLabels), strconv.Itoa(len(labels)), ev.SeatMap.Rule())
 	args = append(args, labels...)
+	args = append(args, near...)
 	arr, err := lua.Array(ctx, e.Redis, holdScript, ks, args)
 	if err != nil {
 		return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
@@ -78,6 +83,15 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 		return HoldResult{}, apierr.Invalid("a hold token holds at most %d seats; release some first", MaxLabels)
 	case 4:
 		return HoldResult{}, redisstate.ErrSalesStopped
+	case 5:
+		stranded, err := lua.Strs(arr, 1)
+		if err != nil {
+			return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
+		}
+		if len(stranded) == 0 {
+			return HoldResult{}, unexpected("hold: no stranded seat", code)
+		}
+		return HoldResult{}, RuleError(ev, stranded)
 	}
 	return HoldResult{}, unexpected("hold", code)
 }

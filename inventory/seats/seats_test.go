@@ -610,7 +610,8 @@ func TestConfigIsTheSeatMapWithPrices(t *testing.T) {
 		`"categories":[{"id":"stalls","name":"Stalls","price":40.00},{"id":"box","name":"Box","price":null}],` +
 		`"rows":[{"label":"A","seats":10,"category":"stalls"},{"label":"B","seats":5,"category":"box"}],` +
 		`"gaAreas":[{"id":"floor","name":"Floor","capacity":100,"category":"stalls"}],` +
-		`"tables":[{"id":"T1","seats":4,"category":"stalls","price":160.00},{"id":"T2","seats":2,"category":"stalls","price":80.00}]}`
+		`"tables":[{"id":"T1","seats":4,"category":"stalls","price":160.00},{"id":"T2","seats":2,"category":"stalls","price":80.00}],` +
+		`"singleSeatRule":"off"}`
 	if string(js) != want {
 		t.Fatalf("config\n got %s\nwant %s", js, want)
 	}

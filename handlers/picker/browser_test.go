@@ -1,0 +1,600 @@
+package picker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/ticketd/ticketd/handlers/browsertest"
+	"github.com/ticketd/ticketd/handlers/servertest"
+)
+
+// hostPage is a host's shop page as interface.md describes it: it embeds
+// the picker and says hello once the frame has loaded, with the picker's
+// origin as the target; it records every message it gets in
+// window.messages for the test to read.
+var hostPage = template.Must(template.New("host").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Shop}}: choose your seats</title>
+<style>
+body { margin: 0; background: #f3f4f6; font: 15px system-ui, sans-serif; }
+header { padding: 14px 20px; background: #0f172a; color: #fff; font-weight: 700; }
+main { max-width: 1040px; margin: 0 auto; padding: 16px 12px; }
+iframe { display: block; width: 100%; height: 1180px; border: 0; border-radius: 12px; background: #fff; }
+</style></head>
+<body><header>{{.Shop}}</header><main>
+<iframe id="picker" title="Choose your seats" src="{{.Src}}"></iframe>
+</main>
+<script>
+window.messages = [];
+window.addEventListener('message', (e) => { window.messages.push({ origin: e.origin, data: e.data }); });
+const frame = document.getElementById('picker');
+frame.addEventListener('load', () => {
+  frame.contentWindow.postMessage({ source: 'service-host', type: 'hello' }, new URL(frame.src).origin);
+});
+</script></body></html>`))
+
+// hostSite serves hostPage on any host name that reaches it: localhost
+// (on pk_shop's list) and evil.test (on none).
+type hostSite struct {
+	port string
+}
+
+func newHostSite(t *testing.T, pickerURL string) *hostSite {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_ = hostPage.Execute(w, map[string]string{"Shop": "Shop at " + r.Host, "Src": pickerURL})
+	}))
+	t.Cleanup(srv.Close)
+	return &hostSite{port: srv.URL[strings.LastIndexByte(srv.URL, ':'):]}
+}
+
+func (h *hostSite) url(host string) string { return "http://" + host + h.port + "/" }
+
+// heldMessage is the picker's message to the host page.
+type heldMessage struct {
+	Origin string `json:"origin"`
+	Data   struct {
+		Type       string   `json:"type"`
+		SeatLabels []string `json:"seatLabels"`
+		HoldToken  string   `json:"holdToken"`
+		Subtotal   float64  `json:"subtotal"`
+	} `json:"data"`
+}
+
+func messages(t *testing.T, ctx context.Context) []heldMessage {
+	t.Helper()
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](`window.messages || []`))
+	if err != nil {
+		t.Fatalf("read the host page's messages: %v", err)
+	}
+	var ms []heldMessage
+	if err := json.Unmarshal(raw, &ms); err != nil {
+		t.Fatalf("messages %s: %v", raw, err)
+	}
+	return ms
+}
+
+// waitHeld waits for the host page's last held message to list labels.
+func waitHeld(t *testing.T, ctx context.Context, labels ...string) heldMessage {
+	t.Helper()
+	want, _ := json.Marshal(append([]string{}, labels...))
+	js := fmt.Sprintf(`(() => { const m = (window.messages || []).filter((x) => x.data && x.data.type === 'held').pop();
+		return !!m && JSON.stringify(m.data.seatLabels) === %q; })()`, want)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		t.Fatalf("no held message listing %v (%v); messages: %+v", labels, err, messages(t, ctx))
+	}
+	ms := messages(t, ctx)
+	return ms[len(ms)-1]
+}
+
+// frame returns the picker's iframe node, its document loaded.
+func frame(t *testing.T, ctx context.Context) *chromedp.Node {
+	t.Helper()
+	nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSS("iframe")))
+	if err != nil || len(nodes) == 0 {
+		t.Fatalf("no iframe: %v", err)
+	}
+	return nodes[0]
+}
+
+func seat(label string) string { return `[data-seat-label="` + label + `"]` }
+
+// waitState waits for a seat of the picker in the frame to be in state.
+func waitState(t *testing.T, ctx context.Context, fr *chromedp.Node, label, state string) {
+	t.Helper()
+	sel := seat(label) + `[data-state="` + state + `"]`
+	if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(sel), chromedp.FromNode(fr))); err != nil {
+		got, _ := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(seat(label)), "data-state", chromedp.FromNode(fr)))
+		t.Fatalf("seat %s: want %s, is %+v (%v)", label, state, got, err)
+	}
+}
+
+func attrs(t *testing.T, ctx context.Context, fr *chromedp.Node, sel string) map[string]string {
+	t.Helper()
+	a, err := chromedp.Run(ctx, chromedp.Attributes(chromedp.CSS(sel), chromedp.FromNode(fr)))
+	if err != nil {
+		t.Fatalf("attributes of %s: %v", sel, err)
+	}
+	return a
+}
+
+// waitLive waits for the picker's live region to say something with want
+// in it.
+func waitLive(t *testing.T, ctx context.Context, fr *chromedp.Node, want string) string {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#live"), chromedp.FromNode(fr)))
+		if err != nil {
+			t.Fatalf("live region: %v", err)
+		}
+		if strings.Contains(s, want) {
+			return s
+		}
+		last = s
+		if err := chromedp.Do(ctx, chromedp.Sleep(50*time.Millisecond)); err != nil {
+			break
+		}
+	}
+	t.Fatalf("the live region says %q, want %q", last, want)
+	return ""
+}
+
+// openHost opens the host page on host in the tab and waits for the
+// picker inside it to be drawn.
+func openHost(t *testing.T, ctx context.Context, site *hostSite, host string) *chromedp.Node {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(site.url(host))); err != nil {
+		t.Fatal(err)
+	}
+	fr := frame(t, ctx)
+	if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(".picker.ready "+seat("A-1")), chromedp.FromNode(fr))); err != nil {
+		t.Fatalf("the picker did not draw its map: %v", err)
+	}
+	return fr
+}
+
+// A buyer picks two seats with the mouse and two with the keyboard inside
+// the host's page, which hears of each change; the seats are paid for
+// through the storefront with the held set the page got, and a second
+// buyer's picker shows them sold within two seconds, without a reload.
+func TestBrowserPickPayAndSecondBuyerSeesThemSold(t *testing.T) {
+	s := start(t)
+	site := newHostSite(t, s.URL+hallPage)
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 120*time.Second)
+	if err := chromedp.Do(ctx, browsertest.Desktop); err != nil {
+		t.Fatal(err)
+	}
+	fr := openHost(t, ctx, site, "localhost")
+	// The answer to hello: nothing held yet.
+	first := waitHeld(t, ctx)
+	if first.Origin != s.URL || first.Data.HoldToken != "" || first.Data.Subtotal != 0 {
+		t.Fatalf("answer to hello: %+v", first)
+	}
+	browsertest.Shot(t, ctx, "1-desktop-loaded")
+
+	// The second buyer's picker is open all along.
+	other := browsertest.Tab(t, ctx)
+	if err := chromedp.Do(other, browsertest.Desktop); err != nil {
+		t.Fatal(err)
+	}
+	otherFr := openHost(t, other, site, "localhost")
+
+	// Two by mouse.
+	for _, l := range []string{"A-9", "A-10"} {
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat(l)), chromedp.FromNode(fr))); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, ctx, fr, l, "mine")
+	}
+	waitHeld(t, ctx, "A-9", "A-10")
+	browsertest.Shot(t, ctx, "2-two-by-mouse")
+
+	// Two by keyboard: focus a seat, Enter; the arrow key to the next one,
+	// Space.
+	if err := chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(seat("A-11")), chromedp.FromNode(fr)), chromedp.KeyEvent(kb.Enter)); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ctx, fr, "A-11", "mine")
+	if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.ArrowRight), chromedp.KeyEvent(" ")); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ctx, fr, "A-12", "mine")
+	a := attrs(t, ctx, fr, seat("A-12"))
+	if a["role"] != "button" || a["aria-pressed"] != "true" || a["aria-label"] != "Seat A-12, Stalls, $40.00, held by you" ||
+		a["tabindex"] != "0" {
+		t.Errorf("A-12 after Space: %v", a)
+	}
+	if a := attrs(t, ctx, fr, seat("A-13")); a["aria-pressed"] != "false" || a["aria-label"] != "Seat A-13, Stalls, $40.00, available" {
+		t.Errorf("A-13: %v", a)
+	}
+	held := waitHeld(t, ctx, "A-9", "A-10", "A-11", "A-12")
+	if held.Origin != s.URL || held.Data.HoldToken == "" || held.Data.Subtotal != 160 {
+		t.Fatalf("held message: %+v", held)
+	}
+	timer, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#hold"), chromedp.FromNode(fr)))
+	if err != nil || !strings.Contains(timer, "Your seats are held for") {
+		t.Errorf("hold timer: %q %v", timer, err)
+	}
+	browsertest.Shot(t, ctx, "3-four-held")
+
+	// The other buyer sees them held by someone else, and is told so.
+	for _, l := range held.Data.SeatLabels {
+		waitState(t, other, otherFr, l, "held")
+	}
+	if a := attrs(t, other, otherFr, seat("A-9")); a["aria-label"] != "Seat A-9, Stalls, $40.00, held by someone else" {
+		t.Errorf("A-9 to the other buyer: %v", a)
+	}
+	if err := chromedp.Do(other, chromedp.Click(chromedp.CSS(seat("A-9")), chromedp.FromNode(otherFr))); err != nil {
+		t.Fatal(err)
+	}
+	waitLive(t, other, otherFr, "Seat A-9 is held by someone else")
+	browsertest.Shot(t, other, "4-other-buyer-sees-held")
+
+	// The host pays for what the message said.
+	reg := s.MustRegister(t, servertest.Guest("hall", map[string]any{"seatLabels": held.Data.SeatLabels, "seatHoldToken": held.Data.HoldToken}))
+	r := s.Front(t, "POST", "/card/create-checkout-session", map[string]any{"eventId": "hall", "registrationId": reg.RegistrationID,
+		"seatLabels": held.Data.SeatLabels, "selectedTicketAmount": held.Data.Subtotal,
+		"successUrl": "http://localhost" + site.port + "/thanks?cs={CHECKOUT_SESSION_ID}", "cancelUrl": "http://localhost" + site.port + "/"})
+	servertest.Expect(t, r, 200, "")
+	var sess struct{ URL string }
+	r.Decode(t, &sess)
+	if status, _ := s.PayOnPage(t, sess.URL, "4242424242424242"); status != 303 {
+		t.Fatalf("pay: %d", status)
+	}
+	waitBooked(t, s, held.Data.SeatLabels)
+
+	// Within two seconds the other buyer's picker shows them sold.
+	soon := browsertest.Timeout(t, other, 2*time.Second)
+	for _, l := range held.Data.SeatLabels {
+		waitState(t, soon, otherFr, l, "booked")
+	}
+	if a := attrs(t, other, otherFr, seat("A-10")); a["aria-label"] != "Seat A-10, Stalls, $40.00, sold" {
+		t.Errorf("A-10 after the sale: %v", a)
+	}
+	browsertest.Shot(t, other, "5-other-buyer-sees-sold")
+}
+
+// waitBooked waits until the storefront's availability lists the seats
+// as booked (the webhook has been handled).
+func waitBooked(t *testing.T, s *servertest.Server, labels []string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := s.Front(t, "GET", "/seating/events/sf_seated/availability", nil)
+		var a struct{ Booked []string }
+		r.Decode(t, &a)
+		done := true
+		for _, l := range labels {
+			done = done && slices.Contains(a.Booked, l)
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("seats %v never booked: %s", labels, r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A page on a site that is not the tenant's cannot frame the picker (the
+// browser keeps the frame empty: frame-ancestors) and gets no message
+// after its hello; the tenant's own site, in the same browser, does. And
+// where the frame does load (the CSP header stripped in transit, as for
+// a browser that ignores frame-ancestors), the picker still answers no
+// hello of the foreign page and tells it nothing of the seats picked.
+func TestBrowserForeignOriginCannotFrameThePicker(t *testing.T) {
+	s := start(t)
+	site := newHostSite(t, s.URL+hallPage)
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{Hosts: []string{"evil.test"}}), 90*time.Second)
+	if err := chromedp.Do(ctx, browsertest.Desktop); err != nil {
+		t.Fatal(err)
+	}
+	openHost(t, ctx, site, "localhost")
+	waitHeld(t, ctx)
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(site.url("evil.test"))); err != nil {
+		t.Fatal(err)
+	}
+	// The frame's load event (and so the hello) has fired; the picker
+	// would have answered at once.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.readyState === 'complete'`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Sleep(1500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if ms := messages(t, ctx); len(ms) != 0 {
+		t.Fatalf("the foreign page got messages: %+v", ms)
+	}
+	seats, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSS("[data-seat-label], #picker"), chromedp.FromNode(frame(t, ctx)), chromedp.AtLeast(0)))
+	if err != nil || len(seats) != 0 {
+		t.Fatalf("the foreign page's frame shows the picker: %d nodes (%v)", len(seats), err)
+	}
+	browsertest.Shot(t, ctx, "1-framing-blocked")
+
+	stripCSP(t, ctx)
+	fr := openHost(t, ctx, site, "evil.test")
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('picker').contentWindow.postMessage(
+		{ source: 'service-host', type: 'hello' }, '*'), true`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat("A-3")), chromedp.FromNode(fr))); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ctx, fr, "A-3", "mine")
+	if err := chromedp.Do(ctx, chromedp.Sleep(1500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if ms := messages(t, ctx); len(ms) != 0 {
+		t.Fatalf("the foreign page got messages: %+v", ms)
+	}
+	browsertest.Shot(t, ctx, "2-no-messages-without-csp")
+}
+
+// stripCSP makes the tab drop the picker page's Content-Security-Policy
+// header as it arrives.
+func stripCSP(t *testing.T, ctx context.Context) {
+	t.Helper()
+	paused := chromedp.Events(ctx, fetch.RequestPaused)
+	_, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+		{URLPattern: "*/seatmap*", RequestStage: fetch.RequestStageResponse}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			var hs []*fetch.HeaderEntry
+			for _, h := range ev.ResponseHeaders {
+				if !strings.EqualFold(h.Name, "Content-Security-Policy") {
+					hs = append(hs, h)
+				}
+			}
+			body, err := chromedp.Call(ctx, fetch.GetResponseBody, fetch.GetResponseBodyParams{RequestID: ev.RequestID})
+			if err != nil {
+				return
+			}
+			_, _ = chromedp.Call(ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: ev.RequestID,
+				ResponseCode: ev.ResponseStatusCode, ResponseHeaders: hs, Body: body.Body})
+		}
+	}()
+}
+
+// On a phone the page fits the screen's width (the map scrolls inside its
+// own box, never the page), seats stay big enough to tap, and a tap holds
+// a seat.
+func TestBrowserPickerOnAPhone(t *testing.T) {
+	s := start(t)
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 90*time.Second)
+	errs := consoleErrors(t, ctx)
+	if err := chromedp.Do(ctx, browsertest.Phone, chromedp.Navigate(s.URL+hallPage),
+		chromedp.WaitReady(chromedp.CSS(".picker.ready "+seat("A-1")))); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Shot(t, ctx, "phone-loaded")
+	fit, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`(() => {
+		const r = document.querySelector('[data-seat-label="A-10"] .seat-bg').getBoundingClientRect();
+		return { page: document.documentElement.scrollWidth, view: window.innerWidth, seat: r.width };
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fit["page"] > fit["view"] || fit["seat"] < 24 {
+		t.Errorf("on a phone: page %v px wide in a %v px view, seats %v px (want no page overflow, seats of 24 px or more)",
+			fit["page"], fit["view"], fit["seat"])
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat("A-10")))); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(seat("A-10")+`[data-state="mine"]`))); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.Shot(t, ctx, "phone-one-held")
+	// Nothing the page does is refused by its own CSP, nor fails to load.
+	if e := errs(); len(e) > 0 {
+		t.Errorf("the browser logged errors: %q", e)
+	}
+}
+
+// consoleErrors collects the errors the browser logs for the tab (a CSP
+// violation, a resource that failed to load); call the func it returns
+// to read them.
+func consoleErrors(t *testing.T, ctx context.Context) func() []string {
+	t.Helper()
+	entries := chromedp.Events(ctx, cdplog.EntryAdded)
+	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var errs []string
+	go func() {
+		for ev, err := range entries {
+			if err != nil {
+				return
+			}
+			if ev.Entry.Level == cdplog.EntryLevelError {
+				mu.Lock()
+				errs = append(errs, ev.Entry.Text+" "+ev.Entry.URL)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(errs)
+	}
+}
+
+// Through the picker: a seat that would leave its neighbour alone (the
+// map's lenient single-seat rule) is refused and the buyer told which
+// seat, in words; best-available holds a block of adjacent seats, which
+// the host page hears of; and a block that does not exist is explained.
+func TestBrowserSeatRuleAndBestAvailable(t *testing.T) {
+	s := start(t)
+	site := newHostSite(t, s.URL+"/events/rules/sfrl1/seatmap?app=storefront")
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 90*time.Second)
+	if err := chromedp.Do(ctx, browsertest.Desktop); err != nil {
+		t.Fatal(err)
+	}
+	fr := openHost(t, ctx, site, "localhost")
+	waitHeld(t, ctx)
+	click := func(label string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat(label)), chromedp.FromNode(fr))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	click("A-1")
+	waitState(t, ctx, fr, "A-1", "mine")
+	click("A-3")
+	said := waitLive(t, ctx, fr, "would leave seat A-2 alone")
+	if strings.Contains(said, "SEAT_RULE") {
+		t.Errorf("the buyer is shown a code: %q", said)
+	}
+	waitState(t, ctx, fr, "A-3", "free")
+	waitHeld(t, ctx, "A-1")
+	browsertest.Shot(t, ctx, "1-single-seat-rule")
+	click("A-2")
+	waitState(t, ctx, fr, "A-2", "mine")
+	waitHeld(t, ctx, "A-1", "A-2")
+
+	// Best available: three seats in the back.
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS("#best-qty"), "3", chromedp.FromNode(fr)),
+		chromedp.SetValue(chromedp.CSS("#best-cat"), "back", chromedp.FromNode(fr)),
+		chromedp.Click(chromedp.CSS("#best-go"), chromedp.FromNode(fr))); err != nil {
+		t.Fatal(err)
+	}
+	waitLive(t, ctx, fr, "We found 3 seats together")
+	js := `(() => { const m = (window.messages || []).filter((x) => x.data && x.data.type === 'held').pop();
+		return !!m && m.data.seatLabels.length === 5; })()`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		t.Fatalf("no held message with five seats: %+v", messages(t, ctx))
+	}
+	ms := messages(t, ctx)
+	held := ms[len(ms)-1]
+	var block []int
+	for _, l := range held.Data.SeatLabels {
+		if n, ok := strings.CutPrefix(l, "C-"); ok {
+			var i int
+			fmt.Sscan(n, &i)
+			block = append(block, i)
+			waitState(t, ctx, fr, l, "mine")
+		}
+	}
+	if len(block) != 3 || block[1] != block[0]+1 || block[2] != block[1]+1 || held.Data.Subtotal != 2*50+3*30 {
+		t.Fatalf("best available: held %+v, want A-1, A-2 and three adjacent seats of row C", held.Data)
+	}
+	browsertest.Shot(t, ctx, "2-best-available")
+
+	if err := chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS("#best-qty"), "10", chromedp.FromNode(fr)),
+		chromedp.Click(chromedp.CSS("#best-go"), chromedp.FromNode(fr))); err != nil {
+		t.Fatal(err)
+	}
+	waitLive(t, ctx, fr, "There are no 10 seats together left in Back")
+	browsertest.Shot(t, ctx, "3-no-such-block")
+}
+
+// The hold timer counts down, Extend moves it, and when it runs out the
+// buyer is told in words, the seat goes back on sale and the host page
+// hears that nothing is held any more.
+func TestBrowserHoldRunsOut(t *testing.T) {
+	s := servertest.StartStorefront(t, servertest.Options{SeatHoldTTL: 6 * time.Second})
+	site := newHostSite(t, s.URL+hallPage)
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 90*time.Second)
+	if err := chromedp.Do(ctx, browsertest.Desktop); err != nil {
+		t.Fatal(err)
+	}
+	fr := openHost(t, ctx, site, "localhost")
+	waitHeld(t, ctx)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat("A-4")), chromedp.FromNode(fr))); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ctx, fr, "A-4", "mine")
+	waitHeld(t, ctx, "A-4")
+	if err := chromedp.Do(ctx, chromedp.Sleep(time.Second), chromedp.Click(chromedp.CSS("#extend"), chromedp.FromNode(fr))); err != nil {
+		t.Fatal(err)
+	}
+	waitLive(t, ctx, fr, "Done: your seats are now held for 0:0")
+	browsertest.Shot(t, ctx, "1-extended")
+	said := waitLive(t, ctx, fr, "Your hold ran out")
+	if !strings.Contains(said, "went back on sale") {
+		t.Errorf("expiry: %q", said)
+	}
+	waitState(t, ctx, fr, "A-4", "free")
+	waitHeld(t, ctx)
+	if cls := attrs(t, ctx, fr, "#hold")["class"]; strings.Contains(cls, "holding") {
+		t.Errorf("the hold timer is still shown (%s)", cls)
+	}
+	browsertest.Shot(t, ctx, "2-ran-out")
+	// A new click takes a new hold.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat("A-4")), chromedp.FromNode(fr))); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ctx, fr, "A-4", "mine")
+	waitHeld(t, ctx, "A-4")
+}
+
+// A seat another buyer took since the map was last read: the click is
+// refused, the buyer told in words, and the seat shown taken at once.
+func TestBrowserConflictIsExplained(t *testing.T) {
+	s := start(t)
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 90*time.Second)
+	if err := chromedp.Do(ctx, browsertest.Desktop, chromedp.Navigate(s.URL+hallPage),
+		chromedp.WaitReady(chromedp.CSS(".picker.ready "+seat("A-1")))); err != nil {
+		t.Fatal(err)
+	}
+	// From now on the page's availability polls get no answer: the map
+	// stays as it was read.
+	paused := chromedp.Events(ctx, fetch.RequestPaused)
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/availability*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range paused {
+		if err != nil {
+			t.Fatal(err)
+		}
+		break // a poll is held back
+	}
+	// Another buyer takes A-7 through the storefront.
+	r := s.Front(t, "POST", "/seating/events/hall/hold-token", nil)
+	var ht struct{ HoldToken string }
+	r.Decode(t, &ht)
+	servertest.Expect(t, s.Front(t, "POST", "/seating/events/hall/hold", map[string]any{"holdToken": ht.HoldToken, "seatLabels": []string{"A-7"}}), 200, "")
+	if st, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(seat("A-7")), "data-state")); err != nil || st.Value != "free" {
+		t.Fatalf("A-7 before the click: %+v %v", st, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat("A-7")))); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS(seat("A-7")+`[data-state="held"]`))); err != nil {
+		t.Fatal(err)
+	}
+	said, err := chromedp.Run(ctx, chromedp.Poll[string](`document.getElementById('live').textContent`))
+	if err != nil || said != "Sorry, seat A-7 was just taken by someone else. Please pick another seat." {
+		t.Fatalf("live region: %q %v", said, err)
+	}
+	browsertest.Shot(t, ctx, "conflict")
+}

@@ -1,0 +1,81 @@
+package picker
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/guard"
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/handlers/seating"
+	"github.com/ticketd/ticketd/handlers/storefront"
+	"github.com/ticketd/ticketd/inventory/apierr"
+)
+
+// The token failures reuse the storefront's key codes: the token is what
+// the page presents instead of a publishable key.
+var (
+	errNoToken  = apierr.Of("MISSING_KEY", "send the seat picker's token in the x-picker-token header")
+	errBadToken = apierr.Of("INVALID_KEY", "the seat picker's token is invalid, expired or for another event; reload the page")
+)
+
+// seatGate puts the seat endpoints behind the picker's gate: the Redis
+// state, the page's token (good, unexpired, for the path's event id and
+// its tenant), the client IP's budget (availability polls on guard.Poll,
+// other reads on guard.Read, holds on guard.Write, the storefront's
+// buckets), then the storefront's event rule: switched on for the
+// storefront, and on sale for writes. Each page names its own hold tokens
+// (from hold-token or best-available), as the storefront does.
+func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestHandler {
+	cl := guard.Read
+	switch {
+	case ep == seating.Availability:
+		cl = guard.Poll
+	case ep.Writes():
+		cl = guard.Write
+	}
+	return func(ctx *fasthttp.RequestCtx) {
+		if p.Gate != nil {
+			if e := p.Gate(); e != nil {
+				httpx.Fail(ctx, e)
+				return
+			}
+		}
+		raw := ctx.Request.Header.Peek(TokenHeader)
+		if len(raw) == 0 {
+			httpx.Fail(ctx, errNoToken)
+			return
+		}
+		id, _ := ctx.UserValue("id").(string)
+		evID, tenantID, ok := verify(p.Key, string(raw), time.Now())
+		if !ok || evID != id {
+			httpx.Fail(ctx, errBadToken)
+			return
+		}
+		ev := p.Catalog().Events[id]
+		if ev != nil && ev.TenantID != tenantID {
+			httpx.Fail(ctx, errBadToken)
+			return
+		}
+		rctx, cancel := guard.RequestContext(p.Timeout)
+		defer cancel()
+		refused, err := guard.Limit(ctx, rctx, p.Limiter, guard.IPBucket(p.ClientIP.ClientIP(ctx), cl), guard.IPLimit(cl))
+		if err != nil {
+			httpx.Error(ctx, err)
+			return
+		}
+		if refused != nil {
+			httpx.Fail(ctx, refused)
+			return
+		}
+		e := storefront.Switched(ev)
+		if e == nil && ep.Writes() {
+			e = storefront.OnSale(ev, time.Now())
+		}
+		if e != nil {
+			httpx.Fail(ctx, e)
+			return
+		}
+		h(ctx, seating.Request{Ctx: rctx, Event: ev})
+	}
+}

@@ -1,0 +1,806 @@
+// ticketd's seat picker (handlers/picker; docs/decisions.md, Seat picker).
+// Plain ES2020, no build step, no inline script: the page's data comes from
+// its data-picker attribute. It draws the seat map, holds and releases
+// seats through /v1/picker/seating/events/{id} with the page's token, polls
+// availability so other buyers' holds and sales show within two seconds,
+// and tells the host page that said hello which seats the buyer holds.
+'use strict';
+(() => {
+  const root = document.getElementById('picker');
+  if (!root || !root.dataset.picker) return;
+  const cfg = JSON.parse(root.dataset.picker);
+
+  const SVGNS = 'http://www.w3.org/2000/svg';
+  // One poll a second: another buyer's change shows within two seconds.
+  // The server counts these on a budget of their own (guard.Poll).
+  const POLL_MS = 1000;
+  const PITCH = 32; // seat to seat, in map units
+  const ROW_H = 36;
+  const R = 13; // seat radius
+  const SIDE = 36; // room for the row labels
+  const TAP = 30; // smallest seat pitch on screen, in CSS pixels
+  const EXPIRED_WORDS = 'Your hold ran out, so your seats went back on sale. Pick them again if they are still free.';
+
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    live: $('live'), hold: $('hold'), timer: $('timer'), extend: $('extend'),
+    best: $('best'), qty: $('best-qty'), cat: $('best-cat'), bestGo: $('best-go'),
+    legend: $('legend'), wrap: $('map-wrap'), loading: $('loading'), note: $('note'),
+    hint: $('map-hint'), chosen: $('chosen'), chosenLabels: $('chosen-labels'), subtotal: $('subtotal'),
+    zoomIn: $('zoom-in'), zoomOut: $('zoom-out'), when: $('when'),
+  };
+
+  const money = new Intl.NumberFormat('en-US', { style: 'currency', currency: cfg.currency || 'USD' });
+  const fmt = (cents) => money.format(cents / 100);
+  const toCents = (v) => (v === null || v === undefined ? null : Math.round(Number(v) * 100));
+  const list = (xs) => (xs.length < 2 ? xs.join('') : xs.slice(0, -1).join(', ') + ' and ' + xs[xs.length - 1]);
+
+  const st = {
+    cats: new Map(), // id -> {name, cents|null, idx}
+    seats: new Map(), // label -> {el, row, i, cat}
+    rows: [], // [[label, ...], ...] in map order
+    areaEls: new Map(), tableEls: new Map(),
+    held: new Set(), booked: new Set(),
+    mine: [], // the labels the buyer holds, as the server listed them
+    pending: new Set(), // seats with a hold or release call out: shown busy, state unchanged until the answer
+    subtotal: 0, // cents
+    token: '', expiresAt: 0, // the hold token and its expiry (local clock, ms)
+    skew: 0, // server clock minus ours, when they differ by more than 2 s
+    gen: 0, inflight: 0, // polls started before a change are not applied
+    host: '', // the origin of the host page that said hello
+    zoom: 1, userZoom: false, fit: 1, w: 0, h: 0, svg: null,
+    warned: false, expiring: false, focus: '',
+    onSale: !cfg.onSaleAt,
+  };
+
+  // ---- the API ----
+
+  class ApiError extends Error {
+    constructor(code, message, data, retryAfter) {
+      super(message || code);
+      this.code = code;
+      this.data = data || {};
+      this.retryAfter = retryAfter;
+    }
+  }
+
+  async function api(method, path, body) {
+    const opt = { method, headers: { 'x-picker-token': cfg.token }, cache: 'no-store', credentials: 'omit' };
+    if (body !== undefined) {
+      opt.headers['content-type'] = 'application/json';
+      opt.body = JSON.stringify(body);
+    }
+    let res;
+    try {
+      res = await fetch(cfg.api + path, opt);
+    } catch (e) {
+      throw new ApiError('NETWORK', '');
+    }
+    const date = Date.parse(res.headers.get('date') || '');
+    if (!Number.isNaN(date)) {
+      const skew = date - Date.now();
+      st.skew = Math.abs(skew) > 2000 ? skew : 0;
+    }
+    let env = null;
+    try {
+      env = await res.json();
+    } catch (e) {
+      env = null;
+    }
+    if (res.ok && env && env.success) return env.data;
+    throw new ApiError((env && env.code) || 'HTTP_' + res.status, env && env.message, env && env.data,
+      Number(res.headers.get('retry-after')) || 0);
+  }
+
+  // words turns a refusal into what the buyer reads: never a code.
+  function words(e) {
+    switch (e.code) {
+      case 'SEAT_CONFLICT': {
+        const c = e.data.conflicts || [];
+        if (!c.length) return 'Those seats were just taken by someone else. Please pick again.';
+        return 'Sorry, seat ' + list(c) + (c.length > 1 ? ' were' : ' was') + ' just taken by someone else. Please pick another seat.';
+      }
+      case 'SEAT_RULE':
+        // The server names the seat that would be left alone, in words.
+        return e.message ? e.message[0].toUpperCase() + e.message.slice(1) + '.' :
+          'That choice would leave a single seat on its own. Please pick seats next to each other.';
+      case 'HOLD_EXPIRED':
+        return EXPIRED_WORDS;
+      case 'RATE_LIMITED':
+        return 'That was a lot at once. Please wait a few seconds and try again.';
+      case 'EVENT_NOT_AVAILABLE':
+        return onSaleWords();
+      case 'EVENT_NOT_PUBLIC': case 'EVENT_NOT_FOUND': case 'NOT_SEATED':
+        return 'Seats for this event are not on sale here any more.';
+      case 'MISSING_KEY': case 'INVALID_KEY':
+        return 'This page has been open for a long time. Please reload it to keep choosing seats.';
+      case 'SEAT_NOT_PRICED':
+        return 'That seat is not for sale.';
+      case 'SEAT_NOT_FOUND':
+        return 'That seat is no longer on the map. Please reload the page.';
+      case 'NETWORK': case 'SERVICE_UNAVAILABLE': case 'NOT_READY':
+        return 'We cannot reach the box office right now. Please try again in a moment.';
+      default:
+        return 'Something went wrong. Please try again.';
+    }
+  }
+
+  function onSaleWords() {
+    const d = new Date(cfg.onSaleAt || '');
+    if (Number.isNaN(d.getTime())) return 'Seats are not on sale yet.';
+    return 'Seats go on sale on ' + new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'short' }).format(d) +
+      '. You can look at the map until then.';
+  }
+
+  // say puts a sentence in the live region, which screen readers read
+  // out. The same sentence twice gets an invisible mark, so it is a change
+  // and read again.
+  function say(text, kind) {
+    if (ui.live.textContent === text) text += '\u200b';
+    ui.live.className = 'live live-' + (kind || 'info');
+    ui.live.textContent = text;
+  }
+
+  // ---- the held set and the host page ----
+
+  const now = () => Date.now() + st.skew;
+  const remaining = () => st.expiresAt - now();
+
+  function setExpiry(iso) {
+    const t = Date.parse(iso);
+    if (Number.isNaN(t)) return;
+    st.expiresAt = t;
+    // Warn once when the time left drops under two minutes; a hold that
+    // is short from the start is not warned about.
+    st.warned = remaining() <= 150000;
+  }
+
+  function recount() {
+    st.subtotal = st.mine.reduce((sum, l) => {
+      const s = st.seats.get(l);
+      return sum + ((s && s.cat.cents) || 0);
+    }, 0);
+  }
+
+  // post tells the host page the whole held set, to the origin that said
+  // hello only (never "*"), and nothing before a hello.
+  function post() {
+    if (!st.host) return;
+    window.parent.postMessage({
+      type: 'held', seatLabels: st.mine.slice(), holdToken: st.token || '', subtotal: st.subtotal / 100,
+    }, st.host);
+  }
+
+  function hostAllowed(host) {
+    return cfg.domains.some((d) => {
+      if (d.startsWith('*.')) {
+        const suffix = d.slice(1); // ".example.com"
+        return host.length > suffix.length && host.endsWith(suffix);
+      }
+      return host === d;
+    });
+  }
+
+  window.addEventListener('message', (e) => {
+    if (window.parent === window || e.source !== window.parent) return;
+    const d = e.data;
+    if (!d || typeof d !== 'object' || d.source !== 'service-host' || d.type !== 'hello') return;
+    let u;
+    try {
+      u = new URL(e.origin);
+    } catch (err) {
+      return;
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return;
+    const host = u.hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
+    if (!hostAllowed(host)) return;
+    st.host = e.origin;
+    post();
+  });
+
+  // changed shows a new held set and tells the host.
+  function changed() {
+    st.gen++;
+    paint();
+    summary();
+    post();
+  }
+
+  function applyHold(d) {
+    d.seatLabels.forEach((l) => { const s = st.seats.get(l); if (s) s.el.classList.remove('flag'); });
+    st.token = d.holdToken;
+    setExpiry(d.expiresAt);
+    st.mine = d.seatLabels.slice();
+    st.mine.forEach((l) => st.held.add(l));
+    st.subtotal = toCents(d.subtotal);
+    st.expiring = false;
+    changed();
+  }
+
+  function expire(text) {
+    st.mine = [];
+    st.token = '';
+    st.expiresAt = 0;
+    st.subtotal = 0;
+    changed();
+    say(text || EXPIRED_WORDS, 'warn');
+  }
+
+  // ---- calls, one at a time ----
+
+  let chain = Promise.resolve();
+  function enqueue(fn) {
+    chain = chain.then(async () => {
+      st.inflight++;
+      st.gen++;
+      try {
+        await fn();
+      } catch (e) {
+        report(e);
+      } finally {
+        st.inflight--;
+        schedulePoll(0);
+      }
+    });
+    return chain;
+  }
+
+  function report(e) {
+    if (e.code === 'HOLD_EXPIRED') {
+      if (st.mine.length) expire();
+      else st.token = '';
+      return;
+    }
+    if (e.code === 'SEAT_RULE' && e.data.seatLabel) flag(e.data.seatLabel);
+    // The seats someone else took show taken at once, before the next poll.
+    if (e.code === 'SEAT_CONFLICT') {
+      (e.data.conflicts || []).forEach((l) => st.held.add(l));
+      paint();
+    }
+    say(words(e), 'warn');
+  }
+
+  function flag(label) {
+    const s = st.seats.get(label);
+    if (!s) return;
+    s.el.classList.add('flag');
+    setTimeout(() => s.el.classList.remove('flag'), 4000);
+  }
+
+  async function ensureToken() {
+    if (st.token && remaining() > 1000) return;
+    const d = await api('POST', '/hold-token');
+    st.token = d.holdToken;
+    setExpiry(d.expiresAt);
+  }
+
+  // withToken runs a call that names the hold token; a token that timed
+  // out while it held nothing is replaced once, silently.
+  async function withToken(call) {
+    await ensureToken();
+    try {
+      return await call();
+    } catch (e) {
+      if (e.code !== 'HOLD_EXPIRED' || st.mine.length) throw e;
+      st.token = '';
+      await ensureToken();
+      return call();
+    }
+  }
+
+  async function hold(labels) {
+    labels.forEach((l) => st.pending.add(l));
+    paint();
+    try {
+      const d = await withToken(() => api('POST', '/hold', { holdToken: st.token, seatLabels: labels }));
+      applyHold(d);
+      say('Seat ' + list(labels) + ' is yours while the timer runs. ' + seatsWords() + '.');
+    } finally {
+      labels.forEach((l) => st.pending.delete(l));
+      paint();
+    }
+  }
+
+  async function release(labels) {
+    labels.forEach((l) => st.pending.add(l));
+    paint();
+    try {
+      const d = await api('POST', '/release', { holdToken: st.token, seatLabels: labels });
+      (d.released || []).forEach((l) => st.held.delete(l));
+      st.mine = st.mine.filter((l) => !labels.includes(l));
+      recount();
+      changed();
+      say('Seat ' + list(labels) + ' let go. ' + seatsWords() + '.');
+    } finally {
+      labels.forEach((l) => st.pending.delete(l));
+      paint();
+    }
+  }
+
+  async function bestAvailable(q, cat) {
+    const body = { quantity: q };
+    if (cat) body.category = cat;
+    if (st.token && remaining() > 1000) body.holdToken = st.token;
+    const before = new Set(st.mine);
+    let d;
+    try {
+      d = await api('POST', '/best-available', body);
+    } catch (e) {
+      if (e.code === 'HOLD_EXPIRED' && body.holdToken) {
+        if (st.mine.length) expire();
+        st.token = '';
+        delete body.holdToken;
+        d = await api('POST', '/best-available', body);
+      } else if (e.code === 'SEAT_CONFLICT') {
+        const c = st.cats.get(cat);
+        say('There are no ' + q + ' seats together left' + (c ? ' in ' + c.name : '') +
+          '. Try fewer seats or another price.', 'warn');
+        return;
+      } else {
+        throw e;
+      }
+    }
+    applyHold(d);
+    const got = d.seatLabels.filter((l) => !before.has(l));
+    say('We found ' + (got.length === 1 ? 'seat ' : got.length + ' seats together: ') + list(got) +
+      '. They are yours while the timer runs. ' + seatsWords() + '.');
+    if (got.length) {
+      const s = st.seats.get(got[0]);
+      if (s) s.el.scrollIntoView({ block: 'nearest', inline: 'center' });
+    }
+  }
+
+  async function extend() {
+    if (!st.token || !st.mine.length) return;
+    const before = st.expiresAt;
+    const d = await api('POST', '/hold/' + encodeURIComponent(st.token) + '/extend');
+    setExpiry(d.expiresAt);
+    if (st.expiresAt - before < 500) {
+      say('Your hold cannot be extended any further. Please finish your booking before the timer runs out.', 'warn');
+    } else {
+      say('Done: your seats are now held for ' + clock(remaining()) + '.');
+    }
+    tick();
+  }
+
+  function seatsWords() {
+    if (!st.mine.length) return 'You have no seats now';
+    return 'You have ' + st.mine.length + (st.mine.length === 1 ? ' seat' : ' seats') + ', ' + fmt(st.subtotal);
+  }
+
+  function toggle(label) {
+    const s = st.seats.get(label);
+    if (!s) return;
+    if (!st.onSale) {
+      say(onSaleWords());
+      return;
+    }
+    if (st.pending.has(label)) return;
+    const state = stateOf(label);
+    if (state === 'mine') enqueue(() => release([label]));
+    else if (state === 'free') enqueue(() => hold([label]));
+    else if (state === 'held') say('Seat ' + label + ' is held by someone else right now. It may come free again in a few minutes.');
+    else if (s.cat.cents === null) say('Seat ' + label + ' is not for sale.');
+    else say('Seat ' + label + ' is sold.');
+  }
+
+  // ---- availability ----
+
+  let pollTimer = 0;
+  let polling = false;
+  function schedulePoll(ms) {
+    clearTimeout(pollTimer);
+    pollTimer = setTimeout(poll, ms);
+  }
+
+  async function poll() {
+    if (polling) return;
+    polling = true;
+    const gen = st.gen;
+    let next = POLL_MS;
+    try {
+      const d = await api('GET', '/availability');
+      if (gen === st.gen && !st.inflight) applyAvailability(d);
+      else next = 100; // a change came in between: read again
+      if (ui.live.dataset.offline) {
+        delete ui.live.dataset.offline;
+        say('Connected again.');
+      }
+    } catch (e) {
+      next = e.retryAfter ? e.retryAfter * 1000 : 3000;
+      if (e.code === 'MISSING_KEY' || e.code === 'INVALID_KEY') next = 60000;
+      if (!ui.live.dataset.offline) {
+        ui.live.dataset.offline = '1';
+        say(words(e), 'warn');
+      }
+    } finally {
+      polling = false;
+      schedulePoll(next);
+    }
+  }
+
+  function applyAvailability(d) {
+    st.held = new Set(d.held || []);
+    st.booked = new Set(d.booked || []);
+    // Seats of mine the server no longer holds for me: sold (paid for) or
+    // gone with a hold that timed out.
+    const lost = st.mine.filter((l) => !st.booked.has(l) && !st.held.has(l));
+    const kept = st.mine.filter((l) => st.held.has(l) && !st.booked.has(l));
+    if (kept.length !== st.mine.length) {
+      st.mine = kept;
+      recount();
+      changed();
+      if (lost.length) say(kept.length ? 'Your hold on seat ' + list(lost) + ' ended.' : EXPIRED_WORDS, 'warn');
+    }
+    paintAreas(d.areas || {}, d.tables || {});
+    paint();
+  }
+
+  // ---- the timer ----
+
+  function clock(ms) {
+    const s = Math.max(0, Math.ceil(ms / 1000));
+    return Math.floor(s / 60) + ':' + String(s % 60).padStart(2, '0');
+  }
+
+  function tick() {
+    ui.hold.classList.toggle('holding', st.mine.length > 0);
+    if (!st.mine.length) {
+      if (st.token && remaining() <= 0) st.token = '';
+      return;
+    }
+    const left = remaining();
+    ui.timer.textContent = clock(left);
+    ui.hold.classList.toggle('hold-low', left <= 120000);
+    if (left <= 120000 && !st.warned) {
+      st.warned = true;
+      say('Less than two minutes left on your hold. Press Extend for more time.', 'warn');
+    }
+    if (left <= 0 && !st.expiring) {
+      st.expiring = true;
+      enqueue(async () => {
+        if (st.mine.length && remaining() <= 0) expire();
+        st.expiring = false;
+      });
+    }
+  }
+
+  // ---- drawing ----
+
+  function el(name, attrs, parent) {
+    const n = document.createElementNS(SVGNS, name);
+    for (const k in attrs) n.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(n);
+    return n;
+  }
+
+  function text(parent, x, y, cls, s) {
+    const t = el('text', { x, y, class: cls }, parent);
+    t.textContent = s;
+    return t;
+  }
+
+  function priceWords(c) {
+    return c.cents === null ? 'not for sale' : fmt(c.cents);
+  }
+
+  function build(config) {
+    config.categories.forEach((c, idx) => st.cats.set(c.id, { name: c.name, cents: toCents(c.price), idx: idx % 8 }));
+    const none = { name: '', cents: null, idx: 0 };
+
+    // Legend and the best-available choice of price.
+    ui.legend.textContent = '';
+    st.cats.forEach((c, id) => {
+      const li = document.createElement('li');
+      const key = el('svg', { viewBox: '-14 -14 28 28', class: 'key cat-' + c.idx, 'aria-hidden': 'true' }, li);
+      el('circle', { r: 11, class: c.cents === null ? 'key-unpriced' : 'key-cat' }, key);
+      const name = document.createElement('span');
+      name.className = 'legend-name';
+      name.textContent = c.name;
+      const price = document.createElement('span');
+      price.className = 'legend-price';
+      price.textContent = priceWords(c);
+      li.append(name, price);
+      ui.legend.appendChild(li);
+      if (c.cents !== null) {
+        const o = document.createElement('option');
+        o.value = id;
+        o.textContent = c.name + ' \u00b7 ' + fmt(c.cents);
+        ui.cat.appendChild(o);
+      }
+    });
+
+    if (config.singleSeatRule === 'lenient' || config.singleSeatRule === 'strict') {
+      ui.hint.textContent = 'Tap a seat to hold it. Please leave no single seat on its own' +
+        (config.singleSeatRule === 'strict' ? ', not even at the end of a row.' : ' between others.');
+    }
+
+    // The state keys of the legend take the first price's colour.
+    const firstPriced = [...st.cats.values()].find((c) => c.cents !== null);
+    if (firstPriced) {
+      document.querySelectorAll('.key-state').forEach((k) => k.classList.replace('cat-0', 'cat-' + firstPriced.idx));
+    }
+
+    const rows = config.rows || [];
+    const extras = (config.gaAreas || []).length + (config.tables || []).length;
+    const maxSeats = Math.max(8, ...rows.map((r) => r.seats));
+    const w = SIDE * 2 + maxSeats * PITCH + 16;
+    const cols = Math.max(1, Math.floor((w - 16) / 168));
+    const top = 64;
+    const rowsEnd = top + rows.length * ROW_H;
+    const extrasTop = rowsEnd + 28;
+    const h = extras ? extrasTop + 40 + Math.ceil(extras / cols) * 112 : rowsEnd + 12;
+    st.w = w;
+    st.h = h;
+
+    const svg = el('svg', { viewBox: '0 0 ' + w + ' ' + h, class: 'map', role: 'group', 'aria-label': 'Seat map' });
+    el('rect', { x: w / 2 - Math.min(w * 0.3, 180), y: 8, width: Math.min(w * 0.6, 360), height: 28, rx: 6, class: 'stage' }, svg);
+    text(svg, w / 2, 27, 'stage-text', 'STAGE');
+
+    rows.forEach((r, ri) => {
+      const cat = st.cats.get(r.category) || none;
+      const y = top + ri * ROW_H + ROW_H / 2;
+      const x0 = SIDE + 8 + ((maxSeats - r.seats) * PITCH) / 2 + PITCH / 2;
+      const g = el('g', { class: 'row', role: 'group', 'aria-label': 'Row ' + r.label }, svg);
+      text(g, x0 - PITCH / 2 - 14, y + 4, 'row-label', r.label).setAttribute('aria-hidden', 'true');
+      text(g, x0 + (r.seats - 1) * PITCH + PITCH / 2 + 14, y + 4, 'row-label', r.label).setAttribute('aria-hidden', 'true');
+      const labels = [];
+      for (let n = 1; n <= r.seats; n++) {
+        const label = r.label + '-' + n;
+        const s = el('g', {
+          class: 'seat cat-' + cat.idx, 'data-seat-label': label, 'data-state': 'free', role: 'button',
+          tabindex: '-1', 'aria-pressed': 'false', transform: 'translate(' + (x0 + (n - 1) * PITCH) + ' ' + y + ')',
+        }, g);
+        el('circle', { r: R + 4, class: 'ring' }, s);
+        el('circle', { r: R, class: 'seat-bg' }, s);
+        text(s, 0, 4, 'seat-num', String(n)).setAttribute('aria-hidden', 'true');
+        el('path', { d: 'M-5.5 0 L-1.5 4.5 L6 -5', class: 'mark mark-mine' }, s);
+        el('path', { d: 'M-5 -5 L5 5 M5 -5 L-5 5', class: 'mark mark-booked' }, s);
+        st.seats.set(label, { el: s, row: ri, i: n - 1, cat });
+        labels.push(label);
+      }
+      st.rows.push(labels);
+    });
+
+    if (extras) {
+      const x0 = (w - (Math.min(cols, extras) * 168 - 12)) / 2;
+      text(svg, w / 2, extrasTop + 12, 'extras-title', 'Standing areas and tables');
+      let k = 0;
+      const cell = (g) => {
+        const x = x0 + (k % cols) * 168;
+        const y = extrasTop + 28 + Math.floor(k / cols) * 112;
+        k++;
+        g.setAttribute('transform', 'translate(' + x + ' ' + y + ')');
+      };
+      (config.gaAreas || []).forEach((a) => {
+        const cat = st.cats.get(a.category) || none;
+        const g = el('g', { class: 'area cat-' + cat.idx, role: 'img' }, svg);
+        cell(g);
+        el('rect', { width: 156, height: 96, rx: 12, class: 'area-bg' }, g);
+        text(g, 78, 36, 'area-name', a.name);
+        text(g, 78, 56, 'area-price', priceWords(cat));
+        const left = text(g, 78, 78, 'area-left', a.capacity + ' left');
+        st.areaEls.set(a.id, { g, left, name: a.name, cat });
+        g.setAttribute('aria-label', a.name + ', standing, ' + priceWords(cat) + ', ' + a.capacity + ' left');
+      });
+      (config.tables || []).forEach((t) => {
+        const cat = st.cats.get(t.category) || none;
+        const g = el('g', { class: 'table cat-' + cat.idx, role: 'img' }, svg);
+        cell(g);
+        const n = Math.min(t.seats, 12);
+        for (let i = 0; i < n; i++) {
+          const a = (2 * Math.PI * i) / n - Math.PI / 2;
+          el('circle', { cx: 78 + 34 * Math.cos(a), cy: 44 + 34 * Math.sin(a), r: 7, class: 'chair' }, g);
+        }
+        el('circle', { cx: 78, cy: 44, r: 24, class: 'table-top' }, g);
+        text(g, 78, 48, 'table-name', t.id);
+        const price = t.price === null ? 'not for sale' : fmt(toCents(t.price));
+        const state = text(g, 78, 98, 'table-state', t.seats + ' seats \u00b7 ' + price);
+        st.tableEls.set(t.id, { g, state, id: t.id, seats: t.seats, price });
+        g.setAttribute('aria-label', 'Table ' + t.id + ', ' + t.seats + ' seats, ' + price);
+      });
+      ui.note.hidden = false;
+    }
+
+    ui.loading.remove();
+    ui.wrap.appendChild(svg);
+    st.svg = svg;
+    const first = st.rows.length && st.rows[0].length ? st.rows[0][Math.floor(st.rows[0].length / 2)] : '';
+    if (first) rove(first);
+    fitZoom();
+    ui.wrap.scrollLeft = (ui.wrap.scrollWidth - ui.wrap.clientWidth) / 2;
+
+    svg.addEventListener('click', (e) => {
+      const g = e.target.closest && e.target.closest('.seat');
+      if (g) toggle(g.dataset.seatLabel);
+    });
+    svg.addEventListener('keydown', onKey);
+    svg.addEventListener('focusin', (e) => {
+      const g = e.target.closest && e.target.closest('.seat');
+      if (g) rove(g.dataset.seatLabel);
+    });
+  }
+
+  function stateOf(label) {
+    const s = st.seats.get(label);
+    if (st.booked.has(label) || s.cat.cents === null) return 'booked';
+    if (st.mine.includes(label)) return 'mine';
+    if (st.held.has(label)) return 'held';
+    return 'free';
+  }
+
+  const STATE_WORDS = { free: 'available', mine: 'held by you', held: 'held by someone else', booked: 'sold' };
+
+  function paint() {
+    st.seats.forEach((s, label) => {
+      const state = stateOf(label);
+      const words = s.cat.cents === null ? 'not for sale' : fmt(s.cat.cents) + ', ' + STATE_WORDS[state];
+      const aria = 'Seat ' + label + ', ' + s.cat.name + ', ' + words;
+      const pending = st.pending.has(label);
+      if (s.state !== state || s.aria !== aria || s.pendingShown !== pending) {
+        s.el.setAttribute('data-state', state);
+        s.el.setAttribute('aria-pressed', state === 'mine' ? 'true' : 'false');
+        s.el.setAttribute('aria-label', aria);
+        if (state === 'booked' || state === 'held') s.el.setAttribute('aria-disabled', 'true');
+        else s.el.removeAttribute('aria-disabled');
+        s.el.classList.toggle('pending', pending);
+        s.el.setAttribute('aria-busy', pending ? 'true' : 'false');
+        s.state = state;
+        s.aria = aria;
+        s.pendingShown = pending;
+      }
+    });
+  }
+
+  function paintAreas(areas, tables) {
+    st.areaEls.forEach((a, id) => {
+      const left = areas[id];
+      if (left === undefined) return;
+      const s = left > 0 ? left + ' left' : 'Sold out';
+      a.left.textContent = s;
+      a.g.classList.toggle('soldout', left <= 0);
+      a.g.setAttribute('aria-label', a.name + ', standing, ' + priceWords(a.cat) + ', ' + s.toLowerCase());
+    });
+    st.tableEls.forEach((t, id) => {
+      const free = tables[id];
+      if (free === undefined) return;
+      t.state.textContent = free ? t.seats + ' seats \u00b7 ' + t.price : 'Taken';
+      t.g.classList.toggle('soldout', !free);
+      t.g.setAttribute('aria-label', 'Table ' + t.id + ', ' + t.seats + ' seats, ' + (free ? t.price : 'taken'));
+    });
+  }
+
+  function summary() {
+    const n = st.mine.length;
+    ui.chosen.textContent = n ? n + (n === 1 ? ' seat' : ' seats') : 'No seats chosen yet';
+    ui.chosenLabels.textContent = n ? st.mine.join(', ') : '';
+    ui.subtotal.textContent = n ? fmt(st.subtotal) : '';
+    root.classList.toggle('has-seats', n > 0);
+    tick();
+  }
+
+  // ---- keyboard: one seat in the tab order, arrows move between seats ----
+
+  function rove(label) {
+    if (st.focus === label) return;
+    const prev = st.seats.get(st.focus);
+    if (prev) prev.el.setAttribute('tabindex', '-1');
+    const s = st.seats.get(label);
+    s.el.setAttribute('tabindex', '0');
+    st.focus = label;
+  }
+
+  function focusSeat(label) {
+    rove(label);
+    st.seats.get(label).el.focus();
+  }
+
+  function onKey(e) {
+    const g = e.target.closest && e.target.closest('.seat');
+    if (!g) return;
+    const s = st.seats.get(g.dataset.seatLabel);
+    const row = st.rows[s.row];
+    let to = '';
+    switch (e.key) {
+      case 'Enter': case ' ': case 'Spacebar':
+        e.preventDefault();
+        if (!e.repeat) toggle(g.dataset.seatLabel);
+        return;
+      case 'ArrowLeft': to = row[Math.max(0, s.i - 1)]; break;
+      case 'ArrowRight': to = row[Math.min(row.length - 1, s.i + 1)]; break;
+      case 'Home': to = row[0]; break;
+      case 'End': to = row[row.length - 1]; break;
+      case 'ArrowUp': case 'ArrowDown': {
+        const r = s.row + (e.key === 'ArrowUp' ? -1 : 1);
+        if (r < 0 || r >= st.rows.length) return;
+        // The seat of the next row nearest on screen.
+        const x = s.el.getCTM().e;
+        let best = '', dist = Infinity;
+        st.rows[r].forEach((l) => {
+          const d = Math.abs(st.seats.get(l).el.getCTM().e - x);
+          if (d < dist) { dist = d; best = l; }
+        });
+        to = best;
+        break;
+      }
+      default:
+        return;
+    }
+    e.preventDefault();
+    if (to) focusSeat(to);
+  }
+
+  // ---- zoom: the map fits the width, never below a tappable seat size ----
+
+  function applyZoom() {
+    if (!st.svg) return;
+    st.svg.setAttribute('width', Math.round(st.w * st.zoom));
+    st.svg.setAttribute('height', Math.round(st.h * st.zoom));
+    ui.zoomOut.disabled = st.zoom <= Math.min(st.fit, 1) + 0.001;
+    ui.wrap.parentElement.classList.toggle('overflows', st.w * st.zoom > ui.wrap.clientWidth + 1);
+    ui.zoomIn.disabled = st.zoom >= 2.5 - 0.001;
+  }
+
+  function fitZoom() {
+    st.fit = Math.max(0.2, (ui.wrap.clientWidth - 2) / st.w);
+    if (!st.userZoom) st.zoom = Math.min(1.3, Math.max(st.fit, TAP / PITCH));
+    applyZoom();
+  }
+
+  function zoomBy(f) {
+    const cx = (ui.wrap.scrollLeft + ui.wrap.clientWidth / 2) / (st.w * st.zoom);
+    st.zoom = Math.min(2.5, Math.max(Math.min(st.fit, 1), st.zoom * f));
+    st.userZoom = true;
+    applyZoom();
+    ui.wrap.scrollLeft = cx * st.w * st.zoom - ui.wrap.clientWidth / 2;
+  }
+
+  // ---- start ----
+
+  function start() {
+    if (ui.when) {
+      const d = new Date(ui.when.getAttribute('datetime'));
+      if (!Number.isNaN(d.getTime())) {
+        ui.when.textContent = new Intl.DateTimeFormat(undefined, {
+          weekday: 'long', day: 'numeric', month: 'long', year: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short',
+        }).format(d);
+      }
+    }
+    if (!st.onSale) {
+      say(onSaleWords());
+      ui.bestGo.disabled = true;
+      ui.hint.textContent = 'Seats are not on sale yet.';
+    }
+    ui.extend.addEventListener('click', () => enqueue(extend));
+    ui.best.addEventListener('submit', (e) => {
+      e.preventDefault();
+      if (!st.onSale) {
+        say(onSaleWords());
+        return;
+      }
+      ui.bestGo.disabled = true;
+      enqueue(() => bestAvailable(Number(ui.qty.value), ui.cat.value)).then(() => { ui.bestGo.disabled = false; });
+    });
+    ui.zoomIn.addEventListener('click', () => zoomBy(1.25));
+    ui.zoomOut.addEventListener('click', () => zoomBy(0.8));
+    window.addEventListener('resize', fitZoom);
+    setInterval(tick, 250);
+    summary();
+    load();
+  }
+
+  async function load() {
+    try {
+      const [config, avail] = await Promise.all([api('GET', '/config'), api('GET', '/availability')]);
+      if (!st.svg) build(config);
+      applyAvailability(avail);
+      root.classList.add('ready');
+      schedulePoll(POLL_MS);
+    } catch (e) {
+      ui.loading.textContent = words(e);
+      setTimeout(load, e.retryAfter ? e.retryAfter * 1000 : 3000);
+    }
+  }
+
+  start();
+})();

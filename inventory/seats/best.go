@@ -1,0 +1,216 @@
+package seats
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+)
+
+// MaxBest is the most seats one best-available call picks.
+const MaxBest = 10
+
+// bestTries is how many candidate blocks one read of the map tries before
+// reading it again (once): a block is lost only to a buyer who took a seat
+// of it since the read, so a few tries cover all but a rush on one row.
+const bestTries = 5
+
+// BestRequest is a best-available call.
+type BestRequest struct {
+	// Quantity is the number of adjacent seats, 1 to MaxBest.
+	Quantity int
+	// Category limits the pick to rows of this category ("" any priced one).
+	Category string
+	// Token holds the seats. Create makes it first (CreateToken) when it
+	// does not exist: a new token, or a buyer session's own. Without
+	// Create the token must exist (ErrHoldExpired otherwise), as for Hold.
+	Token  string
+	Create bool
+}
+
+// BestAvailable picks Quantity adjacent free seats in one row and holds
+// them under the token, all or nothing, answering as Hold does. Best first:
+// rows in map order, priced categories only; within a row the block whose
+// centre is nearest the row's middle (the lower seats on a tie); never a
+// block the event's single-seat rule would refuse. It reads the rows once,
+// then tries the best few blocks through Hold (each try atomic, the rule
+// checked by the script); when others took them all meanwhile it reads
+// once more. No block left is a 409 SEAT_CONFLICT with no conflicts.
+func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, req BestRequest) (HoldResult, error) {
+	if !ev.Seated() {
+		return HoldResult{}, ErrNotSeated
+	}
+	q := req.Quantity
+	if q < 1 || q > MaxBest {
+		return HoldResult{}, apierr.Invalid("quantity must be between 1 and %d", MaxBest)
+	}
+	if req.Category != "" {
+		c := ev.Categories[req.Category]
+		if c == nil {
+			return HoldResult{}, apierr.Invalid("category %q is not a category of this event's seat map", req.Category)
+		}
+		if c.Price == nil {
+			return HoldResult{}, apierr.Invalid("category %q has no price: its seats are not for sale", req.Category)
+		}
+	}
+	if !ValidToken(req.Token) {
+		return HoldResult{}, ErrInvalidToken
+	}
+	if !req.Create {
+		// As Hold answers a gone token before looking at seats.
+		if _, ok, err := e.heldLabels(ctx, ev.ID, req.Token); err != nil {
+			return HoldResult{}, fmt.Errorf("seats: best available: %w", err)
+		} else if !ok {
+			return HoldResult{}, ErrHoldExpired
+		}
+	}
+	var rows []*catalog.Row
+	for i := range ev.SeatMap.Rows {
+		r := &ev.SeatMap.Rows[i]
+		c := ev.Categories[r.Category]
+		if r.Seats >= q && c != nil && c.Price != nil && (req.Category == "" || r.Category == req.Category) {
+			rows = append(rows, r)
+		}
+	}
+	created := !req.Create
+	for range 2 {
+		blocks, err := e.bestBlocks(ctx, ev, rows, q)
+		if err != nil {
+			return HoldResult{}, err
+		}
+		if len(blocks) == 0 {
+			break
+		}
+		if !created {
+			if _, err := e.CreateToken(ctx, ev.ID, req.Token); err != nil {
+				return HoldResult{}, err
+			}
+			created = true
+		}
+		for _, b := range blocks {
+			res, err := e.Hold(ctx, ev, req.Token, b)
+			var ae *apierr.Error
+			if err != nil && errors.As(err, &ae) && (ae.Code == "SEAT_CONFLICT" || ae.Code == "SEAT_RULE") {
+				continue // taken since the read
+			}
+			return res, err
+		}
+	}
+	return HoldResult{}, noBlock(q)
+}
+
+func noBlock(q int) *apierr.Error {
+	msg := fmt.Sprintf("no %d adjacent seats are free together; try fewer or pick seats on the map", q)
+	if q == 1 {
+		msg = "no seat can be picked on its own now; pick seats on the map"
+	}
+	return apierr.Of("SEAT_CONFLICT", "%s", msg).WithData(map[string]any{"conflicts": []string{}})
+}
+
+// bestBlocks reads rows in map order, a batch of about mgetChunk seats per
+// round trip, and returns up to bestTries blocks of q free seats, best
+// first, stopping once it has them.
+func (e *Engine) bestBlocks(ctx context.Context, ev *catalog.CompiledEvent, rows []*catalog.Row, q int) ([][]string, error) {
+	var out [][]string
+	for i := 0; i < len(rows) && len(out) < bestTries; {
+		j, n := i, 0
+		for j < len(rows) && (j == i || n+rows[j].Seats <= mgetChunk) {
+			n += rows[j].Seats
+			j++
+		}
+		taken, err := e.takenSeats(ctx, ev, rows[i:j], n)
+		if err != nil {
+			return nil, err
+		}
+		off := 0
+		for _, r := range rows[i:j] {
+			out = append(out, rowBlocks(ev.SeatMap.Rule(), r, taken[off:off+r.Seats], q)...)
+			off += r.Seats
+		}
+		i = j
+	}
+	return out[:min(len(out), bestTries)], nil
+}
+
+// takenSeats reads whether each seat of rows (n seats in all) is booked or
+// has a seat key, in row and number order.
+func (e *Engine) takenSeats(ctx context.Context, ev *catalog.CompiledEvent, rows []*catalog.Row, n int) ([]bool, error) {
+	labels := make([]string, 0, n)
+	for _, r := range rows {
+		for k := 1; k <= r.Seats; k++ {
+			labels = append(labels, r.Label+"-"+strconv.Itoa(k))
+		}
+	}
+	b := e.Redis.B()
+	res := e.Redis.DoMulti(ctx,
+		b.Hmget().Key(e.Space.Booked(ev.ID)).Field(labels...).Build(),
+		b.Mget().Key(e.seatKeys(ev.ID, labels)...).Build())
+	booked, err := res[0].ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("seats: best available: booked: %w", err)
+	}
+	held, err := res[1].ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("seats: best available: seats: %w", err)
+	}
+	out := make([]bool, len(labels))
+	for i := range out {
+		out[i] = !booked[i].IsNil() || !held[i].IsNil()
+	}
+	return out, nil
+}
+
+// rowBlocks returns the blocks of q free seats of row r (taken[k-1] for
+// seat k) that the rule allows, best first: the centre nearest the row's
+// middle, then the lower seats.
+func rowBlocks(rule string, r *catalog.Row, taken []bool, q int) [][]string {
+	isTaken := func(k int) bool { return taken[k-1] }
+	var starts []int
+	free := 0 // free seats in a row ending at the current one
+	for k := 1; k <= r.Seats; k++ {
+		if taken[k-1] {
+			free = 0
+			continue
+		}
+		free++
+		if free < q {
+			continue
+		}
+		a := k - q + 1
+		block := make([]int, q)
+		for i := range block {
+			block[i] = a + i
+		}
+		if len(strands(rule, r.Seats, isTaken, block)) == 0 {
+			starts = append(starts, a)
+		}
+	}
+	// Twice the distance of a block's centre from the row's middle.
+	dist := func(a int) int {
+		d := 2*a + q - 1 - (r.Seats + 1)
+		if d < 0 {
+			return -d
+		}
+		return d
+	}
+	slices.SortFunc(starts, func(a, b int) int {
+		if c := cmp.Compare(dist(a), dist(b)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	out := make([][]string, 0, min(len(starts), bestTries))
+	for _, a := range starts[:min(len(starts), bestTries)] {
+		block := make([]string, q)
+		for i := range block {
+			block[i] = r.Label + "-" + strconv.Itoa(a+i)
+		}
+		out = append(out, block)
+	}
+	return out
+}

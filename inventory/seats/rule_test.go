@@ -1,0 +1,275 @@
+package seats
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/redistest"
+)
+
+// ruleEvents compiles one event per single-seat rule, each with row A (10
+// seats), row P (2 seats), row S (1 seat) and row Z (10 unpriced seats).
+func ruleEvents(t *testing.T) map[string]*catalog.CompiledEvent {
+	t.Helper()
+	var evs []catalog.Event
+	for _, rule := range []string{"", catalog.SeatRuleOff, catalog.SeatRuleLenient, catalog.SeatRuleStrict} {
+		id := "ev_" + rule
+		if rule == "" {
+			id = "ev_unset"
+		}
+		evs = append(evs, catalog.Event{ID: id, Status: catalog.StatusOnSale, SeatMap: &catalog.SeatMap{
+			SingleSeatRule: rule,
+			Categories:     []catalog.Category{{ID: "std", Name: "Std", Price: cents(1000)}, {ID: "side", Name: "Side", Price: cents(500)}, {ID: "none", Name: "None"}},
+			Rows: []catalog.Row{{Label: "Z", Seats: 10, Category: "none"}, {Label: "A", Seats: 10, Category: "std"},
+				{Label: "P", Seats: 2, Category: "side"}, {Label: "S", Seats: 1, Category: "side"}},
+		}})
+	}
+	snap, err := catalog.Compile(1, []catalog.Tenant{{ID: "t1", Events: evs}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap.Events
+}
+
+func ruleSetup(t *testing.T) *bundle {
+	t.Parallel()
+	rc, sp := redistest.New(t)
+	evs := ruleEvents(t)
+	return &bundle{eng: &Engine{Redis: rc, Space: sp, TTL: time.Minute, MaxTTL: 5 * time.Minute},
+		rc: rc, sp: sp, evs: evs, ctx: context.Background()}
+}
+
+// take marks seats of ev taken by someone else, bypassing the rule (as a
+// stranding made before the rule was set, or by an order).
+func (b *bundle) take(t *testing.T, ev string, labels ...string) {
+	t.Helper()
+	for _, l := range labels {
+		if err := b.rc.Do(b.ctx, b.rc.B().Set().Key(b.sp.Seat(ev, l)).Value("o:o01other").Px(time.Minute).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (b *bundle) holdIn(t *testing.T, ev, tok string, labels ...string) error {
+	t.Helper()
+	_, err := b.eng.Hold(b.ctx, b.evs[ev], tok, labels)
+	return err
+}
+
+// refused checks err is SEAT_RULE naming seat, in words.
+func refused(t *testing.T, err error, seat, where string) {
+	t.Helper()
+	ae := apiErr(t, err, 409, "SEAT_RULE")
+	if m, _ := ae.Data.(map[string]any); m["seatLabel"] != seat {
+		t.Fatalf("data %v, want seatLabel %s", ae.Data, seat)
+	}
+	if want := fmt.Sprintf("would leave seat %s alone %s; add %s or pick other seats", seat, where, seat); !strings.Contains(ae.Message, want) {
+		t.Fatalf("message %q, want it to say %q", ae.Message, want)
+	}
+}
+
+func TestLenientRuleRefusesAMiddleGapOnly(t *testing.T) {
+	b := ruleSetup(t)
+	const ev = "ev_lenient"
+	b.take(t, ev, "A-3")
+	tok := b.token(t, ev)
+	// A-4 would sit alone between.
+	refused(t, b.holdIn(t, ev, tok, "A-5"), "A-4", "between taken seats")
+	if got := b.seatsOf(t, ev, tok); len(got) != 0 || b.get(t, b.sp.Seat(ev, "A-5")) != "" {
+		t.Fatalf("a refused hold held %v", got)
+	}
+	// Taking the stranded seat along is fine; so is a gap of two, and a
+	// seat alone at a row's end.
+	for _, labels := range [][]string{{"A-5", "A-4"}, {"A-8"}, {"P-1"}, {"A-2"}} {
+		if err := b.holdIn(t, ev, tok, labels...); err != nil {
+			t.Fatalf("hold %v: %v", labels, err)
+		}
+	}
+	if got := b.seatsOf(t, ev, tok); !reflect.DeepEqual(got, []string{"A-2", "A-4", "A-5", "A-8", "P-1"}) {
+		t.Fatalf("held %v", got)
+	}
+}
+
+func TestStrictRuleRefusesARowEndToo(t *testing.T) {
+	b := ruleSetup(t)
+	const ev = "ev_strict"
+	tok := b.token(t, ev)
+	refused(t, b.holdIn(t, ev, tok, "A-2"), "A-1", "at the end of its row")
+	refused(t, b.holdIn(t, ev, tok, "A-9"), "A-10", "at the end of its row")
+	refused(t, b.holdIn(t, ev, tok, "P-2"), "P-1", "at the end of its row")
+	b.take(t, ev, "A-5")
+	refused(t, b.holdIn(t, ev, tok, "A-7"), "A-6", "between taken seats")
+	// A row of one seat is never stranded; a whole row of two is fine,
+	// and so is a row end left with company.
+	for _, labels := range [][]string{{"S-1"}, {"P-1", "P-2"}, {"A-1", "A-2"}, {"A-8"}} {
+		if err := b.holdIn(t, ev, tok, labels...); err != nil {
+			t.Fatalf("hold %v: %v", labels, err)
+		}
+	}
+}
+
+func TestOwnBookedAndOrderSeatsCountAsTaken(t *testing.T) {
+	b := ruleSetup(t)
+	const ev = "ev_lenient"
+	tok := b.token(t, ev)
+	if err := b.holdIn(t, ev, tok, "A-7"); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, b.holdIn(t, ev, tok, "A-9"), "A-8", "between taken seats")
+	if err := b.holdIn(t, ev, tok, "A-9", "A-8"); err != nil {
+		t.Fatal(err)
+	}
+	b.take(t, ev, "A-5") // handed to an order
+	refused(t, b.holdIn(t, ev, tok, "A-3"), "A-4", "between taken seats")
+	b.rc.Do(b.ctx, b.rc.B().Hset().Key(b.sp.Booked(ev)).FieldValue().FieldValue("A-1", "o01sold").Build())
+	refused(t, b.holdIn(t, ev, tok, "A-3", "A-4"), "A-2", "between taken seats")
+	// Holding again what the token holds strands nothing new.
+	if err := b.holdIn(t, ev, tok, "A-7", "A-8"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRuleNamesTheFirstStrandedSeatAndComesAfterConflicts(t *testing.T) {
+	b := ruleSetup(t)
+	const ev = "ev_lenient"
+	b.take(t, ev, "A-2", "A-8")
+	tok := b.token(t, ev)
+	// would all be alone: A-3 is named.
+	refused(t, b.holdIn(t, ev, tok, "A-6", "A-4"), "A-3", "between taken seats")
+	// A seat someone holds is a conflict, even where the rule would refuse.
+	apiErr(t, b.holdIn(t, ev, tok, "A-8", "A-4"), 409, "SEAT_CONFLICT")
+}
+
+func TestAnOlderStrandedSeatIsNotThisHoldsFault(t *testing.T) {
+	b := ruleSetup(t)
+	const ev = "ev_strict"
+	b.take(t, ev, "A-2", "A-4") // are alone already
+	tok := b.token(t, ev)
+	if err := b.holdIn(t, ev, tok, "A-6", "A-5"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRuleOffOrUnsetHoldsAnything(t *testing.T) {
+	b := ruleSetup(t)
+	for _, ev := range []string{"ev_off", "ev_unset"} {
+		tok := b.token(t, ev)
+		if err := b.holdIn(t, ev, tok, "A-2", "A-4", "P-2"); err != nil {
+			t.Fatalf("%s: %v", ev, err)
+		}
+		if r := b.eng.Config(b.evs[ev]).SingleSeatRule; r != "off" {
+			t.Fatalf("%s: config rule %q", ev, r)
+		}
+	}
+	if r := b.eng.Config(b.evs["ev_strict"]).SingleSeatRule; r != "strict" {
+		t.Fatalf("config rule %q", r)
+	}
+}
+
+// The script and strands (best-available's filter) agree: random rows,
+// random holds; whenever strands says a hold is fine the script holds it,
+// and whenever it names seats the script refuses with the first of them.
+func TestScriptAndStrandsAgree(t *testing.T) {
+	b := ruleSetup(t)
+	rnd := rand.New(rand.NewPCG(7, 11))
+	for _, ev := range []string{"ev_lenient", "ev_strict"} {
+		e := b.evs[ev]
+		for round := 0; round < 60; round++ {
+			// A fresh state of row A: each seat taken by someone else
+			// with probability 1/3, or by the token with 1/6.
+			for k := 1; k <= 10; k++ {
+				b.rc.Do(b.ctx, b.rc.B().Del().Key(b.sp.Seat(ev, fmt.Sprint("A-", k))).Build())
+			}
+			tok := b.token(t, ev)
+			taken := make([]bool, 11)
+			for k := 1; k <= 10; k++ {
+				l := fmt.Sprint("A-", k)
+				switch x := rnd.IntN(6); {
+				case x < 2:
+					b.take(t, ev, l)
+					taken[k] = true
+				case x == 2:
+					b.rc.Do(b.ctx, b.rc.B().Set().Key(b.sp.Seat(ev, l)).Value("h:"+tok).Px(time.Minute).Build())
+					b.rc.Do(b.ctx, b.rc.B().Hset().Key(b.sp.Hold(ev, tok)).FieldValue().FieldValue("s:"+l, "1").Build())
+					taken[k] = true
+				}
+			}
+			var free []int
+			for k := 1; k <= 10; k++ {
+				if !taken[k] {
+					free = append(free, k)
+				}
+			}
+			if len(free) == 0 {
+				continue
+			}
+			rnd.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
+			held := free[:1+rnd.IntN(min(3, len(free)))]
+			labels := make([]string, len(held))
+			for i, k := range held {
+				labels[i] = fmt.Sprint("A-", k)
+			}
+			want := strands(e.SeatMap.Rule(), 10, func(k int) bool { return taken[k] }, held)
+			slices.Sort(want)
+			err := b.holdIn(t, ev, tok, labels...)
+			if len(want) == 0 {
+				if err != nil {
+					t.Fatalf("%s %v taken %v: script refused %v, strands found nothing", ev, labels, taken, err)
+				}
+				continue
+			}
+			ae := apiErr(t, err, 409, "SEAT_RULE")
+			if got := ae.Data.(map[string]any)["seatLabel"]; got != fmt.Sprint("A-", want[0]) {
+				t.Fatalf("%s %v taken %v: script names %v, strands %v", ev, labels, taken, got, want)
+			}
+		}
+	}
+}
+
+func TestRowBlocksBestFirst(t *testing.T) {
+	row := &catalog.Row{Label: "A", Seats: 10}
+	free := make([]bool, 10)
+	got := rowBlocks(catalog.SeatRuleOff, row, free, 2)
+	want := [][]string{{"A-5", "A-6"}, {"A-4", "A-5"}, {"A-6", "A-7"}, {"A-3", "A-4"}, {"A-7", "A-8"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("blocks of 2 in an empty row: %v, want %v", got, want)
+	}
+	if got := rowBlocks(catalog.SeatRuleOff, row, free, 3)[0]; !reflect.DeepEqual(got, []string{"A-4", "A-5", "A-6"}) {
+		t.Fatalf("best block of 3: %v (a tie takes the lower seats)", got)
+	}
+	// taken: under lenient, blocks that leave alone
+	// are skipped (A-3..A-4 would be fine, A-2..A-3 would strand A-4).
+	taken := make([]bool, 10)
+	taken[4], taken[5] = true, true
+	got = rowBlocks(catalog.SeatRuleLenient, row, taken, 2)
+	want = [][]string{{"A-3", "A-4"}, {"A-7", "A-8"}, {"A-1", "A-2"}, {"A-9", "A-10"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("lenient blocks: %v, want %v", got, want)
+	}
+	// Under strict, A-9..A-10 would not strand (A-8 has A-7 free beside
+	// it), but A-8..A-9 would strand A-10 at the row's end.
+	for _, bl := range rowBlocks(catalog.SeatRuleStrict, row, taken, 2) {
+		if bl[0] == "A-8" || bl[0] == "A-2" {
+			t.Fatalf("strict offered %v", bl)
+		}
+	}
+}
+
+func TestNeighboursAreWithinTwoInTheRow(t *testing.T) {
+	evs := ruleEvents(t)
+	got := neighbours(evs["ev_lenient"], []string{"A-1", "A-2", "A-10", "P-2", "S-1"})
+	want := []string{"A-3", "A-4", "A-8", "A-9", "P-1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("neighbours %v, want %v", got, want)
+	}
+	if got := neighbours(evs["ev_off"], []string{"A-5"}); got != nil {
+		t.Fatalf("rule off reads neighbours %v", got)
+	}
+}
