@@ -45,6 +45,10 @@ type config struct {
 	// Redis (TICKETD_REDIS_CONNECTIONS, a power of two from 1 to 256); 0
 	// (unset) chooses by the server's durability (see connectRedis).
 	RedisConnections int
+	// DemoAddr is where ticketd -demo serves the demo shop
+	// (TICKETD_DEMO_ADDR, default localhost:8081): an origin of its own, as a
+	// host's site is.
+	DemoAddr string
 }
 
 // defaultDatabaseURL is DATABASE_URL's default: database "ticketd" on the
@@ -74,6 +78,7 @@ func loadConfig() (config, error) {
 	var c config
 	c.Addr, _ = env("TICKETD_ADDR", ":8080")
 	c.AppURL, _ = env("TICKETD_APP_URL", defaultAppURL(c.Addr))
+	c.DemoAddr, _ = env("TICKETD_DEMO_ADDR", "localhost:8081")
 	c.RedisURL, c.RedisURLSet = env("REDIS_URL", "redis://127.0.0.1:6379")
 	// The default is a database of ticketd's own on the local server
 	// (created when missing, see ensureDefaultDatabase), so no TLS on

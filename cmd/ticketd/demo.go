@@ -3,7 +3,39 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/demosite"
 )
+
+// demoEvents are the events the demo shop sells, in the order it lists
+// them (demo.json).
+var demoEvents = []string{"ev_demo_ga", "ev_demo_seated", "ev_demo_free"}
+
+// demoShop listens on cfg.DemoAddr and returns the demo shop's server,
+// which calls the API at cfg.AppURL from the buyer's browser.
+func demoShop(cfg config, log *slog.Logger) (*fasthttp.Server, net.Listener, error) {
+	ln, err := net.Listen("tcp", cfg.DemoAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("demo shop: listen %s (TICKETD_DEMO_ADDR): %w", cfg.DemoAddr, err)
+	}
+	site := demosite.Site{AppURL: cfg.AppURL, PublishableKey: "pk_demo", Events: demoEvents}
+	srv := &fasthttp.Server{Handler: site.Handler(), Name: "demo-shop",
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	log.Info("demo shop: "+shopURL(ln.Addr()), "api", cfg.AppURL)
+	return srv, ln, nil
+}
+
+// shopURL is the demo shop's address as a browser opens it: localhost
+// (a key domain of pk_demo, and another origin than the API's port).
+func shopURL(a net.Addr) string {
+	_, port, _ := net.SplitHostPort(a.String())
+	return "http://localhost:" + port
+}
 
 // printDemo prints the demo credentials and three curl lines that work as
 // pasted, in order, into one shell (the second sets ORDER and AMOUNT).
@@ -16,7 +48,8 @@ channel key      ck_demo
 channel secret   cs_demo_secret
 signing key      sk_demo_signing
 publishable key  pk_demo (storefront pages on localhost, 127.0.0.1; README: The storefront flow)
-events           ev_demo_ga (GA), ev_demo_seated (seat map)
+events           ev_demo_ga (GA), ev_demo_seated (seat map), ev_demo_free (free)
+demo shop        http://localhost%s (TICKETD_DEMO_ADDR; README: The demo shop)
 admin token      %s
 
 # 1. the partner catalog
@@ -28,7 +61,7 @@ eval "$(curl -s %s -H 'Content-Type: application/json' -H "Idempotency-Key: $(da
 # 3. confirm it with the signed request (HMAC-SHA256 over orderId.amount.USD.partnerReference)
 curl -s %s -H 'Content-Type: application/json' -H "x-service-signature: $(printf '%%s' "$ORDER.$AMOUNT.USD.demo-ref-1" | openssl dgst -sha256 -hmac sk_demo_signing | sed 's/^.* //')" -d "{\"orderId\":\"$ORDER\",\"amount\":$AMOUNT,\"partnerReference\":\"demo-ref-1\"}" %s/v1/channel/orders/confirm
 ==============================================
-`, adminShown(cfg.AdminToken), hdr, base, hdr, base, hdr, base)
+`, demoPort(cfg.DemoAddr), adminShown(cfg.AdminToken), hdr, base, hdr, base, hdr, base)
 }
 
 func adminShown(tok string) string {
@@ -36,4 +69,12 @@ func adminShown(tok string) string {
 		return "(TICKETD_ADMIN_TOKEN not set: admin surface off)"
 	}
 	return "(from TICKETD_ADMIN_TOKEN)"
+}
+
+// demoPort is ":port" of the demo shop's address, as printDemo shows it.
+func demoPort(addr string) string {
+	if _, p, err := net.SplitHostPort(addr); err == nil && p != "" {
+		return ":" + p
+	}
+	return ":8081"
 }

@@ -17,7 +17,7 @@ import (
 
 func main() {
 	mode := flag.String("mode", "all", "what to run: all (API and sync worker), api, or worker")
-	demo := flag.Bool("demo", false, "apply the demo catalog and print demo credentials and curl lines")
+	demo := flag.Bool("demo", false, "apply the demo catalog, print demo credentials and curl lines, and serve the demo shop on TICKETD_DEMO_ADDR")
 	flag.Parse()
 	cfg, err := loadConfig()
 	if err != nil {
@@ -54,7 +54,7 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = run(ctx, cfg, options{API: *mode != "worker", Worker: *mode != "api", Demo: *demo}, log, nil)
+	err = run(ctx, cfg, options{API: *mode != "worker", Worker: *mode != "api", Demo: *demo, DemoSite: *demo && *mode != "worker"}, log, nil)
 	if err != nil {
 		log.Error("ticketd stopped", "err", err)
 		os.Exit(1)

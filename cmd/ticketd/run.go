@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
+	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/admin"
 	"github.com/ticketd/ticketd/handlers/channel"
@@ -45,6 +46,10 @@ var demoCatalog []byte
 
 type options struct {
 	API, Worker, Demo bool
+	// DemoSite serves the demo shop (handlers/demosite) on cfg.DemoAddr
+	// beside the API; DemoReady, when not nil, receives its address.
+	DemoSite  bool
+	DemoReady chan<- string
 }
 
 // run starts what opts asks for and blocks until ctx ends, then shuts down
@@ -192,7 +197,20 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
+	var shop *fasthttp.Server
+	if opts.DemoSite {
+		var shopLn net.Listener
+		shop, shopLn, err = demoShop(cfg, log)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		if opts.DemoReady != nil {
+			opts.DemoReady <- shopLn.Addr().String()
+		}
+		go func() { serveErr <- shop.Serve(shopLn) }()
+	}
 	go func() { serveErr <- srv.Serve(ln) }()
 	select {
 	case err := <-serveErr:
@@ -202,6 +220,11 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	log.Info("shutting down: finishing in-flight requests and the current sync batch")
 	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	if shop != nil {
+		if err := shop.ShutdownWithContext(sctx); err != nil {
+			log.Warn("demo shop shutdown", "err", err)
+		}
+	}
 	if err := srv.ShutdownWithContext(sctx); err != nil {
 		log.Warn("shutdown", "err", err)
 	}
@@ -314,7 +337,7 @@ func applyDemo(ctx context.Context, store *catalogstore.Store, cfg config, log *
 	if err != nil {
 		return fmt.Errorf("demo catalog: %w", err)
 	}
-	log.Info("demo catalog applied", "tenant", "t_demo", "channel", "ch_demo", "events", "ev_demo_ga, ev_demo_seated")
+	log.Info("demo catalog applied", "tenant", "t_demo", "channel", "ch_demo", "events", "ev_demo_ga, ev_demo_seated, ev_demo_free")
 	printDemo(os.Stdout, cfg)
 	return nil
 }

@@ -1,0 +1,425 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/ticketd/ticketd/handlers/browsertest"
+)
+
+// The browser tests buy through the demo shop (handlers/demosite) in
+// headless Chromium, as a buyer would after `make run`: the shop on
+// http://localhost:<port>, ticketd's API, hosted pages and seat picker on
+// http://127.0.0.1:<port>, two origins, so CORS, the Origin check and the
+// picker's messages work as on a real host's site. ticketd runs with its
+// sync worker and the test card processor, whose webhook confirms a
+// payment. Screenshots of each step are in screenshots/.
+
+// shopRun is a ticketd serving the demo catalog and the demo shop.
+type shopRun struct {
+	api, shop string
+}
+
+func startShop(t *testing.T) shopRun {
+	t.Helper()
+	// The hosted pages' links and the processor's webhook go to
+	// TICKETD_APP_URL: it must be this ticketd's own address.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := localConfig(t)
+	cfg.Addr, cfg.AppURL, cfg.DemoAddr = addr, "http://"+addr, "127.0.0.1:0"
+	t.Setenv("TICKETD_MAIL_DIR", t.TempDir())
+	shopAddr := make(chan string, 1)
+	api := runTicketd(t, cfg, options{API: true, Worker: true, Demo: true, DemoSite: true, DemoReady: shopAddr})
+	select {
+	case a := <-shopAddr:
+		_, port, _ := net.SplitHostPort(a)
+		return shopRun{api: api, shop: "http://localhost:" + port}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the demo shop did not listen")
+	}
+	return shopRun{}
+}
+
+// registration reads a registration through the storefront API, as the
+// shop's success page does.
+func (s shopRun) registration(t *testing.T, id string) (status, paymentStatus string) {
+	t.Helper()
+	st, body := call(t, "GET", s.api+"/v1/storefront/registration/"+url.PathEscape(id),
+		map[string]string{"x-service-key": "pk_demo", "Origin": s.shop}, "")
+	var r struct {
+		Data struct {
+			Status  string `json:"status"`
+			Payment struct {
+				PaymentStatus string `json:"paymentStatus"`
+			} `json:"payment"`
+		} `json:"data"`
+	}
+	if st != 200 || json.Unmarshal([]byte(body), &r) != nil {
+		t.Fatalf("registration %s: %d %s", id, st, body)
+	}
+	return r.Data.Status, r.Data.Payment.PaymentStatus
+}
+
+// browser starts Chromium at phone size; each test's steps together must
+// end well within the bound.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 45*time.Second)
+	do(t, ctx, browsertest.Phone)
+	return ctx
+}
+
+func do(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		loc, _ := chromedp.Run(ctx, chromedp.Location())
+		msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('.alert, #totals, #pay-card')].map(e => e.textContent).join(' | ')`))
+		browsertest.Shot(t, ctx, "failed")
+		t.Fatalf("%v\nat %s, alerts: %q", err, loc, msg)
+	}
+}
+
+// shot saves the page at phone size and, for the main pages, at desktop
+// size too.
+func shot(t *testing.T, ctx context.Context, name string, desktop bool) {
+	t.Helper()
+	// From the top: a full-page shot of a scrolled page draws sticky
+	// elements where the viewport was.
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+	browsertest.Shot(t, ctx, name+"-phone")
+	if desktop {
+		do(t, ctx, browsertest.Desktop)
+		browsertest.Shot(t, ctx, name+"-desktop")
+		do(t, ctx, browsertest.Phone)
+	}
+}
+
+// viewShot saves what the screen shows (not the whole page), as
+// screenshots/<Test>-<name>.png.
+func viewShot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(browsertest.Dir(t), t.Name()+"-"+name+".png"), buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// until waits for a JavaScript condition of the page to hold, across
+// navigations (an evaluation during one fails and is retried).
+func until(js string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		// Within the test's bound, so that a failure still has time for
+		// its screenshot.
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		for {
+			ok, err := chromedp.Evaluate[bool](`!!(`+js+`)`)(ctx, t)
+			if err == nil && ok {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for %s: %w (last error %v)", js, ctx.Err(), err)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// The hosted card page's Pay button (its text begins with "Pay").
+const payButton = `//button[starts-with(normalize-space(.), "Pay")]`
+
+// buyer fills the buyer form of the shop.
+func buyer(name, email string) []chromedp.Action[chromedp.Void] {
+	return []chromedp.Action[chromedp.Void]{
+		chromedp.SendKeys(chromedp.ID("name"), name),
+		chromedp.SendKeys(chromedp.ID("email"), email),
+	}
+}
+
+// payOnHostedPage goes from the shop's order button to the hosted card
+// page and pays there; it returns the success page's URL.
+func payOnHostedPage(t *testing.T, ctx context.Context, shop string) string {
+	t.Helper()
+	do(t, ctx, chromedp.Click(chromedp.ID("pay-card")), until(`location.pathname.startsWith('/pay/card/')`),
+		chromedp.WaitVisible(chromedp.ID("card")))
+	shot(t, ctx, "4-hosted-card-page", true)
+	do(t, ctx, chromedp.Click(payButton), until(`location.pathname === '/success.html'`),
+		chromedp.WaitVisible(chromedp.CSS(`#result[data-status="confirmed"]`)))
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(loc, shop+"/success.html?") {
+		t.Fatalf("paid, the buyer is at %s, not on the shop's success page", loc)
+	}
+	return loc
+}
+
+// checkSuccess: the success page names the session in its URL (the
+// placeholder replaced) and shows the registration confirmed, as the API
+// says it is.
+func checkSuccess(t *testing.T, ctx context.Context, s shopRun, loc string) {
+	t.Helper()
+	u, err := url.Parse(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, sess := u.Query().Get("registration"), u.Query().Get("session")
+	if reg == "" || sess == "" || strings.Contains(loc, "{") || strings.Contains(loc, "%7B") {
+		t.Fatalf("success URL %s lacks the registration or the session id", loc)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("result")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "registration is confirmed") || !strings.Contains(text, reg) {
+		t.Fatalf("success page says %q", text)
+	}
+	shot(t, ctx, "5-success", true)
+	if st, pay := s.registration(t, reg); st != "confirmed" || pay != "paid" {
+		t.Fatalf("the API says registration %s is %s / %s, want confirmed / paid", reg, st, pay)
+	}
+}
+
+// GA: two General tickets through the shop's event page, paid on the
+// hosted card page, end on the shop's success page, confirmed.
+func TestBrowserDemoShopGA(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_free"] a`)))
+	shot(t, ctx, "1-events", true)
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
+	shot(t, ctx, "2-event", true)
+	do(t, ctx,
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
+	// On a phone the summary is below the fold: a bar at the bottom of the
+	// screen shows the quoted total, 2 x 25.00 and a fee of 1.50 a ticket.
+	do(t, ctx, chromedp.WaitVisible(chromedp.ID("bar")), until(`document.getElementById('bar-total').textContent === '$53.00'`))
+	viewShot(t, ctx, "2-event-bar-phone")
+	do(t, ctx, buyer("Ada Lovelace", "ada@example.com")...)
+	// 2 x 25.00 and a fee of 1.50 a ticket, quoted by the API.
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $53.00 by card' && !document.getElementById('pay-card').disabled`))
+	shot(t, ctx, "3-order", true)
+	loc := payOnHostedPage(t, ctx, s.shop)
+	checkSuccess(t, ctx, s, loc)
+}
+
+// A free event: registering confirms at once, with no payment page.
+func TestBrowserDemoShopFree(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_free"] a`)),
+		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_free"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_free"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_free"] .plus`)))
+	do(t, ctx, buyer("Grace Hopper", "grace@example.com")...)
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Get free tickets' && !document.getElementById('pay-card').disabled`))
+	shot(t, ctx, "1-order", true)
+	do(t, ctx, chromedp.Click(chromedp.ID("pay-card")), chromedp.WaitVisible(chromedp.CSS(`#done[data-status="confirmed"]`)))
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	if !strings.HasPrefix(loc, s.shop+"/event.html") {
+		t.Fatalf("a free registration left the shop for %s", loc)
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("done")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "registration is confirmed") || !strings.Contains(text, "grace@example.com") {
+		t.Fatalf("confirmation says %q", text)
+	}
+	shot(t, ctx, "2-confirmed", true)
+	id, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#done .mono`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.registration(t, id); st != "confirmed" {
+		t.Fatalf("the API says free registration %s is %s", id, st)
+	}
+}
+
+// A declined card: the hosted page says so in words, the buyer stays on
+// it, and the registration stays unpaid.
+func TestBrowserDemoShopDecline(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_ga"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_vip"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_vip"] .plus`)))
+	do(t, ctx, buyer("Alan Turing", "alan@example.com")...)
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $61.50 by card' && !document.getElementById('pay-card').disabled`),
+		chromedp.Click(chromedp.ID("pay-card")), until(`location.pathname.startsWith('/pay/card/')`),
+		chromedp.WaitVisible(chromedp.ID("card")),
+		chromedp.SetValue(chromedp.ID("card"), "4000 0000 0000 0002"))
+	shot(t, ctx, "1-declining-card", false)
+	do(t, ctx, chromedp.Click(payButton), until(`/declined/i.test(document.body.innerText)`))
+	shot(t, ctx, "2-declined", true)
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	if !strings.Contains(loc, "/pay/card/") {
+		t.Fatalf("after the decline the buyer is at %s, not on the card page", loc)
+	}
+	text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	if !strings.Contains(strings.ToLower(text), "card was declined") {
+		t.Fatalf("the card page says %q", text)
+	}
+	// Cancel goes back to the shop's cancel page, which names the
+	// registration: still awaiting payment, nothing paid.
+	do(t, ctx, chromedp.Click(`//button[starts-with(normalize-space(.), "Cancel")]`), until(`location.pathname === '/cancel.html'`),
+		until(`/reserved until/.test(document.getElementById('status').textContent)`))
+	shot(t, ctx, "3-cancelled", true)
+	loc, _ = chromedp.Run(ctx, chromedp.Location())
+	u, _ := url.Parse(loc)
+	id := u.Query().Get("registration")
+	if id == "" || strings.Contains(id, "{") {
+		t.Fatalf("cancel URL %s does not name the registration", loc)
+	}
+	if st, pay := s.registration(t, id); st != "awaiting_payment" || pay != "unpaid" {
+		t.Fatalf("after a decline registration %s is %s / %s, want awaiting_payment / unpaid", id, st, pay)
+	}
+	// Its success page, opened now, says the payment is being confirmed.
+	do(t, ctx, chromedp.Navigate(s.shop+"/success.html?registration="+url.QueryEscape(id)),
+		chromedp.WaitVisible(chromedp.CSS(`#result[data-status="pending"]`)))
+	if text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID("result"))); !strings.Contains(text, "being confirmed") {
+		t.Fatalf("the success page of an unpaid registration says %q", text)
+	}
+	shot(t, ctx, "4-success-page-while-unpaid", false)
+	// The buyer changes their mind: back on the cancel page, the same
+	// registration is paid with the test card the hosted page offers.
+	do(t, ctx, chromedp.Navigate(loc), until(`!document.getElementById('again').hidden`),
+		chromedp.Click(chromedp.ID("again")), until(`location.pathname.startsWith('/pay/card/')`),
+		chromedp.WaitVisible(chromedp.ID("card")), chromedp.Click(payButton), until(`location.pathname === '/success.html'`),
+		chromedp.WaitVisible(chromedp.CSS(`#result[data-status="confirmed"]`)))
+	loc, _ = chromedp.Run(ctx, chromedp.Location())
+	if !strings.Contains(loc, "registration="+url.QueryEscape(id)) {
+		t.Fatalf("paid again, the success page %s is not registration %s's", loc, id)
+	}
+	shot(t, ctx, "5-paid-after-all", false)
+	if st, pay := s.registration(t, id); st != "confirmed" || pay != "paid" {
+		t.Fatalf("paid after a decline, registration %s is %s / %s", id, st, pay)
+	}
+}
+
+// inPicker waits until the seat picker in the shop's iframe shows seat
+// label, and returns the iframe's node, to query inside it (browsertest
+// keeps the cross-origin frame in the page's process).
+func inPicker(t *testing.T, ctx context.Context, label string) *chromedp.Node {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSS("#picker")))
+		if err == nil && len(nodes) == 1 {
+			try, cancel := context.WithTimeout(ctx, time.Second)
+			err = chromedp.Do(try, chromedp.WaitVisible(chromedp.CSS(`[data-seat-label="`+label+`"]`), chromedp.FromNode(nodes[0])))
+			cancel()
+			if err == nil {
+				return nodes[0]
+			}
+		}
+		if time.Now().After(deadline) {
+			browsertest.Shot(t, ctx, "failed")
+			t.Fatalf("the seat picker never showed seat %s in the shop's page (%v)", label, err)
+		}
+	}
+}
+
+// seatState is a seat's data-state in the picker.
+func seatState(t *testing.T, ctx context.Context, frame *chromedp.Node, label string) string {
+	t.Helper()
+	a, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`[data-seat-label="`+label+`"]`), "data-state", chromedp.FromNode(frame)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Value
+}
+
+// Seats: the shop embeds ticketd's seat picker; two seats picked in it
+// (one by mouse, one by keyboard) reach the shop's page as the picker's
+// held message, are quoted, registered with their hold token, paid on the
+// hosted card page and confirmed.
+func TestBrowserDemoShopSeated(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_seated"] a`)),
+		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_seated"] a`)), until(`location.pathname === '/seated.html'`))
+	inPicker(t, ctx, "A-1")
+	shot(t, ctx, "1-seat-map", true)
+	frame := inPicker(t, ctx, "A-1") // the desktop shot may have redrawn the map
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="A-1"]`), chromedp.FromNode(frame)),
+		chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-1"]`)))
+	do(t, ctx, chromedp.Focus(chromedp.CSS(`[data-seat-label="A-2"]`), chromedp.FromNode(frame)),
+		chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-2"]`)))
+	for _, l := range []string{"A-1", "A-2"} {
+		if st := seatState(t, ctx, frame, l); st != "mine" {
+			t.Fatalf("seat %s is %q in the picker, want mine", l, st)
+		}
+	}
+	do(t, ctx, buyer("Katherine Johnson", "katherine@example.com")...)
+	// Two Stalls seats at 40.00 and a fee of 2.00 a seat.
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $84.00 by card' && !document.getElementById('pay-card').disabled`))
+	shot(t, ctx, "3-order", true)
+	loc := payOnHostedPage(t, ctx, s.shop)
+	checkSuccess(t, ctx, s, loc)
+}
+
+// A cart of several lines: the access code unlocks the hidden Crew
+// ticket, one General ticket with the discount code, parking, paid with
+// the wallet: the quote and the registration agree with the hosted page.
+func TestBrowserDemoShopCartWithCodesAndWallet(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=dEmO1"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
+		chromedp.Click(chromedp.CSS(`#access summary`)),
+		chromedp.SendKeys(chromedp.ID("access-code"), "NOPE"),
+		chromedp.Click(chromedp.ID("access-apply")),
+		until(`/does not unlock/.test(document.getElementById('error').textContent)`))
+	shot(t, ctx, "1-wrong-access-code", false)
+	do(t, ctx, chromedp.SetValue(chromedp.ID("access-code"), "CREW2027"),
+		chromedp.Click(chromedp.ID("access-apply")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_crew"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_crew"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-extra="ex_parking"] .plus`)),
+		chromedp.SendKeys(chromedp.ID("discount"), "early10"),
+		chromedp.Click(chromedp.ID("discount-apply")))
+	do(t, ctx, buyer("Hedy Lamarr", "hedy@example.com")...)
+	// General 25.00 - 10%, Crew free, parking 10.00 and a fee of 1.50 for
+	// the one paid ticket.
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $34.00 by card' && !document.getElementById('pay-wallet').disabled`))
+	if text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID("discount-note"))); !strings.Contains(text, "EARLY10 applied") {
+		t.Fatalf("discount note says %q", text)
+	}
+	shot(t, ctx, "2-order", true)
+	do(t, ctx, chromedp.Click(chromedp.ID("pay-wallet")), until(`location.pathname.startsWith('/pay/wallet/')`),
+		chromedp.WaitVisible(payButton))
+	if text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body"))); !strings.Contains(text, "$34.00") {
+		t.Fatalf("the wallet page does not show the quoted total:\n%s", text)
+	}
+	shot(t, ctx, "3-wallet-page", false)
+	do(t, ctx, chromedp.Click(payButton), until(`location.pathname === '/success.html'`),
+		chromedp.WaitVisible(chromedp.CSS(`#result[data-status="confirmed"]`)))
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	checkSuccess(t, ctx, s, loc)
+}

@@ -1,0 +1,379 @@
+// The ticket page of a general-admission event: tickets with quantity
+// pickers (hidden ones behind an access code), extras, a discount code and
+// refund protection, a live quote, the buyer's details, then register-guest
+// and, for a paid order, the hosted payment page (interface.md,
+// Recommended flow 1 to 3).
+'use strict';
+
+(function () {
+  const Shop = window.Shop;
+  const $ = function (id) { return document.getElementById(id); };
+  const MAX = 10; // the most of one ticket type the page offers
+
+  const state = {
+    ev: null,
+    qty: {}, // ticket id -> quantity
+    extras: {}, // extra id -> quantity
+    access: '', // an access code that unlocked a ticket
+    discount: '', // the discount code applied
+    quote: null,
+    seq: 0, // the newest quote asked for; older answers are dropped
+    pending: null // {key, reg}: the registration of the cart and buyer last registered
+  };
+
+  function ticketMax(t) {
+    let max = Math.min(MAX, Number(t.maxPerOrder) || MAX);
+    if (t.remaining !== undefined && t.remaining !== null) max = Math.min(max, Number(t.remaining));
+    return Math.max(0, max);
+  }
+
+  // stepper is a quantity picker: a number field between − and + buttons.
+  function stepper(kind, item, max, value) {
+    const id = 'q-' + kind + '-' + item.id;
+    const noun = kind === 'ticket' ? item.name + ' ticket' : item.name;
+    const input = Shop.el('input', { id: id, type: 'number', inputmode: 'numeric', min: 0, max: max, value: value, class: 'qty',
+      'data-kind': kind, 'data-id': item.id, 'aria-label': 'Number of ' + (kind === 'ticket' ? item.name + ' tickets' : item.name), disabled: max === 0 });
+    const minus = Shop.el('button', { type: 'button', class: 'step minus', 'data-for': id, 'data-step': '-1', 'aria-label': 'Remove one ' + noun, disabled: max === 0, text: '−' });
+    const plus = Shop.el('button', { type: 'button', class: 'step plus', 'data-for': id, 'data-step': '1', 'aria-label': 'Add one ' + noun, disabled: max === 0, text: '+' });
+    return Shop.el('div', { class: 'stepper', role: 'group', 'aria-label': 'Quantity: ' + item.name }, minus, input, plus);
+  }
+
+  function note(t) {
+    if (t.soldOut) return Shop.el('span', { class: 'note bad', text: 'Sold out' });
+    if (t.remaining !== undefined && t.remaining !== null && t.remaining <= 20) return Shop.el('span', { class: 'note warn', text: 'Only ' + t.remaining + ' left' });
+    if (t.hidden) return Shop.el('span', { class: 'note ok', text: 'Unlocked with your code' });
+    return null;
+  }
+
+  function renderTickets() {
+    const ev = state.ev;
+    const list = $('tickets');
+    list.replaceChildren();
+    for (const t of ev.tickets) {
+      const max = t.soldOut ? 0 : ticketMax(t);
+      if (state.qty[t.id] > max) state.qty[t.id] = max;
+      list.append(Shop.el('li', { class: 'item' + (t.hidden ? ' unlocked' : ''), 'data-ticket': t.id },
+        Shop.el('div', { class: 'item-info' },
+          Shop.el('span', { class: 'item-name', text: t.name }),
+          Shop.el('span', { class: 'item-price', text: Shop.price(t.price, ev.currency) }),
+          note(t)),
+        stepper('ticket', t, max, state.qty[t.id] || 0)));
+    }
+    if (!ev.tickets.length) list.append(Shop.el('li', { class: 'muted', text: 'No tickets are on sale for this event.' }));
+  }
+
+  function renderExtras() {
+    const ev = state.ev;
+    const xs = ev.extras || [];
+    $('extras-panel').hidden = xs.length === 0;
+    const list = $('extras');
+    list.replaceChildren();
+    for (const x of xs) {
+      let max = MAX;
+      if (x.remaining !== undefined && x.remaining !== null) max = Math.min(max, Number(x.remaining));
+      list.append(Shop.el('li', { class: 'item', 'data-extra': x.id },
+        Shop.el('div', { class: 'item-info' },
+          Shop.el('span', { class: 'item-name', text: x.name }),
+          Shop.el('span', { class: 'item-price', text: Shop.price(x.price, ev.currency) }),
+          max === 0 ? Shop.el('span', { class: 'note bad', text: 'Sold out' }) : null),
+        stepper('extra', x, Math.max(0, max), state.extras[x.id] || 0)));
+    }
+  }
+
+  function selected() {
+    return Object.keys(state.qty).filter(function (id) { return state.qty[id] > 0; });
+  }
+
+  // cart is the cart fields of the quote, register-guest and (in part) the
+  // card checkout: one ticket type as selectedTicketId and quantity (as
+  // interface.md shows it), several as tickets.
+  function cart() {
+    const b = { eventId: state.ev.id };
+    const ids = selected();
+    if (ids.length === 1) {
+      b.selectedTicketId = ids[0];
+      b.quantity = state.qty[ids[0]];
+    } else if (ids.length > 1) {
+      b.tickets = ids.map(function (id) { return { ticketId: id, quantity: state.qty[id] }; });
+    }
+    const xs = Object.keys(state.extras).filter(function (id) { return state.extras[id] > 0; });
+    if (xs.length) b.extras = xs.map(function (id) { return { extraId: id, quantity: state.extras[id] }; });
+    if (state.discount) b.discountCode = state.discount;
+    if (state.access) b.accessCode = state.access;
+    if ($('refund').checked && !$('refund-row').hidden) b.refundProtectionOptIn = true;
+    return b;
+  }
+
+  // admissions is the tickets' subtotal in cents (unit price times
+  // quantity): the card checkout's selectedTicketAmount.
+  function admissions() {
+    let sum = 0;
+    for (const t of state.ev.tickets) sum += Shop.cents(t.price) * (state.qty[t.id] || 0);
+    return sum;
+  }
+
+  function row(label, value, cls) {
+    return Shop.el('div', { class: cls || '' }, Shop.el('dt', { text: label }), Shop.el('dd', { text: value }));
+  }
+
+  function renderSummary() {
+    const ev = state.ev;
+    const cur = ev.currency;
+    const ids = selected();
+    const lines = $('lines');
+    lines.replaceChildren();
+    for (const t of ev.tickets) {
+      const n = state.qty[t.id] || 0;
+      if (n > 0) lines.append(Shop.el('li', {}, Shop.el('span', { text: n + ' × ' + t.name }), Shop.el('span', { text: Shop.price(Shop.cents(t.price) * n / 100, cur) })));
+    }
+    for (const x of ev.extras || []) {
+      const n = state.extras[x.id] || 0;
+      if (n > 0) lines.append(Shop.el('li', {}, Shop.el('span', { text: n + ' × ' + x.name }), Shop.el('span', { text: Shop.money(Shop.cents(x.price) * n / 100, cur) })));
+    }
+    $('empty').hidden = ids.length > 0;
+    const totals = $('totals');
+    totals.replaceChildren();
+    const q = state.quote;
+    const free = q && Shop.cents(q.total) === 0;
+    if (ids.length && q) {
+      // The quote's subtotal is the tickets'; extras are added after the
+      // discount (pricing: total = subtotal - discount + extras + fee + VAT).
+      if (!free) totals.append(row('Tickets', Shop.money(q.subtotal, cur)));
+      const extras = (q.extras || []).reduce(function (sum, x) { return sum + Shop.cents(x.amount); }, 0);
+      if (extras) totals.append(row('Extras', Shop.money(extras / 100, cur)));
+      if (Shop.cents(q.discount)) totals.append(row('Discount' + (state.discount ? ' (' + state.discount + ')' : ''), '−' + Shop.money(q.discount, cur), 'discount'));
+      if (Shop.cents(q.fee)) totals.append(row('Service fee', Shop.money(q.fee, cur)));
+      if (Shop.cents(q.vat)) totals.append(row('VAT', Shop.money(q.vat, cur)));
+      if (q.refundProtection && Shop.cents(q.refundProtection.amount)) totals.append(row('Refund protection', Shop.money(q.refundProtection.amount, cur)));
+      totals.append(row('Total', Shop.price(q.total, cur), 'total'));
+      $('total-live').textContent = 'Total ' + Shop.price(q.total, cur);
+    } else if (ids.length) {
+      totals.append(row('Total', 'Calculating…', 'total'));
+    }
+    const ready = ids.length > 0 && q !== null;
+    const card = $('pay-card');
+    const wallet = $('pay-wallet');
+    if (!card.getAttribute('aria-busy')) {
+      card.textContent = free ? 'Get free tickets' : (q ? 'Pay ' + Shop.money(q.total, cur) + ' by card' : 'Continue to payment');
+      card.disabled = !ready;
+    }
+    state.summaryTotal = ids.length && q ? Shop.price(q.total, cur) : '';
+    bar();
+    // A free order has nothing to pay and nothing to discount.
+    wallet.hidden = !!free;
+    $('secure').hidden = !!free;
+    $('discount-box').hidden = !!free && !state.discount;
+    if (!wallet.getAttribute('aria-busy')) wallet.disabled = !ready;
+  }
+
+  // bar shows the total at the bottom of a phone's screen while the
+  // summary (and its pay button) is out of view.
+  let summaryVisible = true;
+  function bar() {
+    $('bar-total').textContent = state.summaryTotal || '';
+    $('bar').hidden = summaryVisible || !state.summaryTotal;
+  }
+  function watchSummary() {
+    if (!('IntersectionObserver' in window)) return;
+    new IntersectionObserver(function (entries) {
+      summaryVisible = entries[0].isIntersecting;
+      bar();
+    }).observe(document.querySelector('.summary'));
+    $('bar-go').addEventListener('click', function (e) {
+      e.preventDefault();
+      document.querySelector('.summary').scrollIntoView({ behavior: 'smooth', block: 'start' });
+      $('pay-card').focus({ preventScroll: true });
+    });
+  }
+
+  let timer = 0;
+  // requote asks for a quote of the cart (debounced), which the summary
+  // shows; a quote refused (a code not valid, too many tickets) says why.
+  function requote() {
+    clearTimeout(timer);
+    state.quote = null;
+    renderSummary();
+    if (!selected().length) return;
+    timer = setTimeout(async function () {
+      const seq = ++state.seq;
+      try {
+        const q = await Shop.api('POST', '/quote', cart());
+        if (seq !== state.seq) return;
+        state.quote = q;
+        $('pay-error').textContent = '';
+        if (state.discount) $('discount-note').textContent = state.discount + ' applied' + (Shop.cents(q.discount) ? ': you save ' + Shop.money(q.discount, state.ev.currency) + '.' : '.');
+      } catch (err) {
+        if (seq !== state.seq) return;
+        if (err.code === 'INVALID_DISCOUNT_CODE' && state.discount) {
+          // Drop the code and price the cart without it.
+          $('discount-note').textContent = '';
+          state.discount = '';
+          Shop.fail(err, 'pay-error');
+          requote();
+          return;
+        }
+        Shop.fail(err, 'pay-error');
+      }
+      renderSummary();
+    }, 250);
+  }
+
+  function setQty(input, n) {
+    const max = Number(input.max);
+    n = Math.max(0, Math.min(max, Math.floor(Number(n) || 0)));
+    input.value = String(n);
+    (input.dataset.kind === 'ticket' ? state.qty : state.extras)[input.dataset.id] = n;
+    requote();
+  }
+
+  async function load(access) {
+    const ref = Shop.param('event');
+    if (!ref) throw new Shop.ApiError(404, 'EVENT_NOT_FOUND', '');
+    let path = '/events/' + encodeURIComponent(ref);
+    if (access) path += '?accessCode=' + encodeURIComponent(access);
+    return Shop.api('GET', path);
+  }
+
+  async function unlock() {
+    const code = $('access-code').value.trim();
+    const btn = $('access-apply');
+    if (!code) {
+      Shop.fail('Enter the access code you were given.', 'error');
+      return;
+    }
+    Shop.busy(btn, true, 'Checking…');
+    try {
+      const before = state.ev.tickets.length;
+      const ev = await load(code);
+      if (ev.tickets.length <= before) {
+        Shop.fail('That access code does not unlock any tickets for this event.', 'error');
+        return;
+      }
+      state.ev = ev;
+      state.access = code;
+      Shop.clearError();
+      renderTickets();
+      const names = ev.tickets.filter(function (t) { return t.hidden; }).map(function (t) { return t.name; });
+      Shop.say('Code accepted: ' + names.join(', ') + ' tickets unlocked.');
+      $('access').open = false;
+      requote();
+    } catch (err) {
+      Shop.fail(err, 'error');
+    } finally {
+      Shop.busy(btn, false);
+    }
+  }
+
+  async function submit(e) {
+    e.preventDefault();
+    const form = $('order');
+    const btn = e.submitter || $('pay-card');
+    const method = btn.dataset.method || 'card';
+    Shop.clearError();
+    if (!selected().length) {
+      Shop.fail('Choose at least one ticket.', 'pay-error');
+      return;
+    }
+    for (const f of [form.elements.name, form.elements.email]) {
+      if (!f.checkValidity()) {
+        f.setAttribute('aria-invalid', 'true');
+        f.focus();
+        Shop.fail(f.name === 'email' ? 'Please enter a valid e-mail address: your tickets are sent there.' : 'Please enter your name.', 'pay-error');
+        return;
+      }
+      f.removeAttribute('aria-invalid');
+    }
+    const body = Object.assign(cart(), Shop.buyer(form));
+    const key = JSON.stringify(body);
+    Shop.busy(btn, true, 'Reserving your tickets…');
+    try {
+      // The same cart and buyer again (back from a failed checkout call):
+      // its registration still holds the tickets.
+      let reg = state.pending && state.pending.key === key ? state.pending.reg : null;
+      if (!reg) {
+        reg = await Shop.api('POST', '/register-guest', body);
+        state.pending = { key: key, reg: reg };
+      }
+      if (reg.status === 'confirmed') {
+        Shop.confirmed($('shop'), state.ev, reg, body.email);
+        Shop.say('Your registration is confirmed.');
+        return;
+      }
+      const pay = Object.assign({ eventId: state.ev.id, registrationId: reg.registrationId }, Shop.returnURLs(state.ev.id));
+      if (body.selectedTicketId) {
+        pay.selectedTicketId = body.selectedTicketId;
+        pay.quantity = body.quantity;
+      }
+      Shop.busy(btn, true, 'Opening secure checkout…');
+      if (method === 'wallet') pay.amount = reg.total;
+      else pay.selectedTicketAmount = admissions() / 100;
+      await Shop.checkout(method, pay);
+    } catch (err) {
+      if (err.code === 'REGISTRATION_NOT_PAYABLE' || err.code === 'CART_MISMATCH' || err.code === 'AMOUNT_MISMATCH') state.pending = null;
+      Shop.fail(err, 'pay-error');
+      Shop.busy(btn, false);
+      renderSummary();
+    }
+  }
+
+  function wire() {
+    const form = $('order');
+    form.addEventListener('click', function (e) {
+      const b = e.target.closest('button.step');
+      if (!b) return;
+      const input = $(b.dataset.for);
+      setQty(input, Number(input.value) + Number(b.dataset.step));
+    });
+    form.addEventListener('change', function (e) {
+      if (e.target.classList.contains('qty')) setQty(e.target, e.target.value);
+      if (e.target.id === 'refund') requote();
+    });
+    // Any change of the order or the buyer needs a new registration.
+    form.addEventListener('input', function () { state.pending = null; });
+    $('access-apply').addEventListener('click', unlock);
+    $('access-code').addEventListener('keydown', function (e) {
+      if (e.key === 'Enter') { e.preventDefault(); unlock(); }
+    });
+    const applyDiscount = function () {
+      state.discount = $('discount').value.trim().toUpperCase();
+      $('discount-note').textContent = '';
+      if (state.discount && !selected().length) $('discount-note').textContent = 'Choose your tickets first; the code is applied to them.';
+      requote();
+    };
+    $('discount-apply').addEventListener('click', applyDiscount);
+    $('discount').addEventListener('keydown', function (e) {
+      if (e.key === 'Enter') { e.preventDefault(); applyDiscount(); }
+    });
+    form.addEventListener('submit', submit);
+  }
+
+  async function main() {
+    let ev;
+    try {
+      ev = await load('');
+    } catch (err) {
+      $('hero').querySelector('h1').textContent = 'Event not available';
+      Shop.fail(err);
+      return;
+    }
+    if (ev.seated) {
+      location.replace(Shop.eventHref(ev));
+      return;
+    }
+    state.ev = ev;
+    Shop.hero(ev);
+    renderTickets();
+    renderExtras();
+    if (ev.refundProtection) {
+      $('refund-pct').textContent = ev.refundProtection.percent;
+      $('refund-row').hidden = false;
+    }
+    if (!ev.available) Shop.fail(Shop.words(new Shop.ApiError(400, 'EVENT_NOT_AVAILABLE', '')));
+    $('order').hidden = false;
+    wire();
+    watchSummary();
+    renderSummary();
+  }
+
+  main();
+})();

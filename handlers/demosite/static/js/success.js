@@ -1,0 +1,108 @@
+// The success page (interface.md, Recommended flow 5): the hosted payment
+// page sends the buyer here; the page reads the registration until it is
+// confirmed (or refunded, or expired), backing off, for at most
+// LIMIT_MS. Past that it says the ticket will arrive by e-mail: the
+// payment webhook may still be on its way.
+'use strict';
+
+(function () {
+  const Shop = window.Shop;
+  const $ = function (id) { return document.getElementById(id); };
+  const LIMIT_MS = 25000;
+  const FIRST_MS = 500;
+  const MAX_MS = 4000;
+
+  function fact(label, value, cls) {
+    if (!value) return null;
+    return Shop.el('div', {}, Shop.el('dt', { text: label }), Shop.el('dd', { text: value, class: cls }));
+  }
+
+  // show sets the page's state: its data-status, icon, heading and words.
+  function show(kind, heading, paragraphs) {
+    $('result').dataset.status = kind;
+    $('result-icon').className = 'icon ' + ({ confirmed: 'ok', pending: 'spin', refund: 'warn', expired: 'warn', timeout: 'info', missing: 'warn' }[kind] || 'info');
+    const h = $('result-h');
+    const changed = h.textContent !== heading;
+    h.textContent = heading;
+    $('status').replaceChildren.apply($('status'), paragraphs.map(function (p, i) { return Shop.el('p', { class: i === 0 ? 'lead' : '', text: p }); }));
+    if (changed && kind !== 'pending') h.focus();
+    document.title = heading + ' · Demo Live';
+  }
+
+  function facts(reg, ev) {
+    const dl = $('facts');
+    const rows = [
+      fact('Event', ev ? ev.name : ''),
+      fact('Date', ev ? Shop.when(ev.startsAt) : ''),
+      fact('Order number', reg.registrationId, 'mono')
+    ];
+    if (reg.status === 'confirmed') {
+      rows.push(fact('Paid', Shop.money(reg.payment.amount, reg.currency)));
+      if ((reg.tickets || []).length) rows.push(fact(reg.tickets.length === 1 ? 'Ticket' : 'Tickets', Shop.grouped(reg.tickets).join(', ')));
+    } else {
+      rows.push(fact('Amount', Shop.money(reg.total, reg.currency)));
+    }
+    dl.replaceChildren.apply(dl, rows.filter(Boolean));
+  }
+
+  // render shows reg and reports whether its state is final.
+  function render(reg, ev) {
+    facts(reg, ev);
+    switch (reg.status) {
+      case 'confirmed':
+        show('confirmed', 'You’re all set!', [
+          'Your payment is received and your registration is confirmed.',
+          'Your tickets are on their way to your inbox. Show the QR code from the e-mail at the door.']);
+        return true;
+      case 'refund_required':
+        show('refund', 'We are refunding your payment', [
+          'Your payment arrived, but we could not issue your tickets: the time to pay had run out or the event changed.',
+          'The full amount will be refunded to your card. You will receive an e-mail about it.']);
+        return true;
+      case 'expired':
+        show('expired', 'This order has expired', [
+          'The time to pay ran out before the payment was completed, so nothing was charged and your tickets went back on sale.']);
+        return true;
+      default:
+        show('pending', 'Confirming your payment…', [
+          'Your payment is being confirmed. This usually takes a few seconds; please keep this page open.']);
+        return false;
+    }
+  }
+
+  async function main() {
+    const id = Shop.param('registration');
+    if (!id || id.indexOf('{') >= 0) {
+      show('missing', 'We could not find your order', ['This link does not name an order. If you paid, your tickets will arrive by e-mail.']);
+      return;
+    }
+    const started = Date.now();
+    let delay = FIRST_MS;
+    let ev = null;
+    let last = null;
+    for (;;) {
+      try {
+        last = await Shop.api('GET', '/registration/' + encodeURIComponent(id));
+        if (!ev) ev = await Shop.api('GET', '/events/' + encodeURIComponent(last.eventId)).catch(function () { return null; });
+        $('error').textContent = '';
+        if (render(last, ev)) return;
+      } catch (err) {
+        if (err.status === 404) {
+          show('missing', 'We could not find your order', ['If you paid, your tickets will arrive by e-mail. Contact us if they do not.']);
+          return;
+        }
+        // A network failure or a busy service: keep trying until the limit.
+        if (!last) Shop.fail(err);
+      }
+      if (Date.now() - started + delay > LIMIT_MS) break;
+      await new Promise(function (r) { setTimeout(r, delay); });
+      delay = Math.min(delay * 1.6, MAX_MS);
+    }
+    $('error').textContent = '';
+    show('timeout', 'Thank you for your order', [
+      'Your payment is still being confirmed. Your ticket will arrive by e-mail as soon as it is, usually within a few minutes.',
+      'You can close this page. If no e-mail arrives within the hour, contact us with your order number.']);
+  }
+
+  main();
+})();
