@@ -7,6 +7,7 @@ import (
 	"errors"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -338,10 +339,28 @@ func safeURL(u string) (string, bool) {
 	return u, true
 }
 
+// origin is u's scheme://host[:port] for form-action, or "" when u is not
+// an absolute http(s) URL whose host is a DNS name of [a-z0-9.-] or an IP
+// and whose port is digits: url.Parse lets ; , ' " through in a host, and
+// those would end or extend the CSP directive.
 func origin(u string) string {
 	pu, err := url.Parse(u)
-	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") {
 		return ""
 	}
-	return pu.Scheme + "://" + pu.Host
+	host, port := strings.ToLower(pu.Hostname()), pu.Port()
+	if host == "" || len(port) > 5 || strings.Trim(port, "0123456789") != "" {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+	} else if strings.Trim(host, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "" {
+		return ""
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return pu.Scheme + "://" + host
 }

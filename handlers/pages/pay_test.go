@@ -315,3 +315,26 @@ func TestPayWhoseReplyWasLost(t *testing.T) {
 		}
 	}
 }
+
+// A session whose successUrl host carries CSP syntax (url.Parse accepts
+// it) does not add directives to the page's policy: its origin is left out
+// of form-action, the good cancelUrl's stays.
+func TestHostileSuccessURLStaysOutOfTheCSP(t *testing.T) {
+	f := newPayFixture(t)
+	s, err := f.card.CreateSession(context.Background(), payments.CheckoutRequest{
+		RegistrationID: keys.OrderID("ev_gala", "csp1"), EventName: "Gala", Amount: 1600, Currency: "USD",
+		Lines:      []orders.Line{{Kind: orders.LineTicket, RefID: "adult", Quantity: 1, UnitPrice: 1600, Amount: 1600}},
+		SuccessURL: "https://a,form-action;sandbox.example.com/done", CancelURL: "https://host.example/cart",
+		ExpiresAt: time.Now().Add(10 * time.Minute),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.do("GET", "/pay/card/"+s.ID, "")
+	if p.status != 200 {
+		t.Fatalf("GET: %d %s", p.status, p.body)
+	}
+	if strings.Contains(p.csp, "sandbox") || strings.Contains(p.csp, ",") || !strings.Contains(p.csp, "form-action 'self' https://host.example;") {
+		t.Errorf("CSP %q", p.csp)
+	}
+}

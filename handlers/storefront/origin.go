@@ -41,7 +41,10 @@ func origin(ctx *fasthttp.RequestCtx) (value, host string) {
 }
 
 // urlHost is the host of an absolute http(s) URL, lower-cased, without
-// port, brackets or a trailing dot; "" for anything else.
+// port, brackets or a trailing dot; "" for anything else, including a host
+// that is neither a DNS name of [a-z0-9.-] (IDN as punycode) nor an IP
+// literal. url.Parse lets ; , ' " through in a host, and a "*." domain
+// entry would match them; such a successUrl would reach the pay page's CSP.
 func urlHost(raw string) string {
 	if raw == "" || len(raw) > 2048 {
 		return ""
@@ -50,7 +53,28 @@ func urlHost(raw string) string {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil {
 		return ""
 	}
-	return normalHost(u.Hostname())
+	if h := normalHost(u.Hostname()); plainHost(h) {
+		return h
+	}
+	return ""
+}
+
+// plainHost reports whether h (as normalHost returns it) is a DNS name of
+// [a-z0-9.-] or an IP address.
+func plainHost(h string) bool {
+	if h == "" {
+		return false
+	}
+	if net.ParseIP(h) != nil {
+		return true
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 func normalHost(h string) string {

@@ -23,3 +23,28 @@ func TestHostAllowedMatchesWholeLabelsOnly(t *testing.T) {
 		}
 	}
 }
+
+// A successUrl or Origin whose host carries CSP or header syntax (; , ' "
+// or a space: url.Parse lets them through) is not a host on any domain
+// list, even under a "*." entry; plain names, ports and IP literals are.
+func TestURLHostRefusesHostsOutsideDNSAndIP(t *testing.T) {
+	domains := []string{NormalDomain("*.example.com"), NormalDomain("127.0.0.1"), NormalDomain("[::1]")}
+	for _, raw := range []string{
+		"https://a;sandbox.example.com/", "https://a,form-action;b.example.com/ok",
+		"https://a'b.example.com/", `https://a"b.example.com/`, "https://a b.example.com/",
+		"https://a%20b.example.com/", "https://a_b.example.com/", "https://ex\u00e4mple.example.com/",
+		"http://[fe80::1%25eth0]/",
+	} {
+		if h := urlHost(raw); h != "" || hostAllowed(domains, h) {
+			t.Errorf("urlHost(%q) = %q, want it refused", raw, h)
+		}
+	}
+	for raw, want := range map[string]string{
+		"https://Shop.Example.com:8443/x": "shop.example.com", "https://xn--mnchen-3ya.example.com/": "xn--mnchen-3ya.example.com",
+		"http://127.0.0.1:8081/done?s=1": "127.0.0.1", "http://[::1]:8080/": "::1", "https://a-b.example.com/": "a-b.example.com",
+	} {
+		if h := urlHost(raw); h != want || !hostAllowed(domains, h) {
+			t.Errorf("urlHost(%q) = %q (allowed %v), want %q allowed", raw, h, hostAllowed(domains, h), want)
+		}
+	}
+}
