@@ -110,6 +110,9 @@ type ticketsView struct {
 	When    string
 	Count   int
 	Tickets []ticketView
+	// Offline: the page is cached until after the event (its start is
+	// known), so it can say it opens without a connection.
+	Offline bool
 }
 
 type ticketMessage struct {
@@ -136,9 +139,29 @@ func (h *Tickets) page(ctx *fasthttp.RequestCtx) {
 	}
 	// The buyer's own browser may keep the page (never a shared cache:
 	// the link is the key to it), so it opens again at the door without
-	// signal.
-	ctx.Response.Header.Set("Cache-Control", "private, max-age=86400")
+	// signal: until the day after the event when its start is known.
+	age, known := ticketCacheAge(o.StartsAt, time.Now())
+	v.Offline = known
+	ctx.Response.Header.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(age/time.Second)))
 	ticketPage(ctx, fasthttp.StatusOK, "tickets", &v)
+}
+
+// ticketCacheAge is how long a browser may keep a ticket page (and its
+// images): until a day after the event's start (RFC 3339), at least a day
+// and at most 400 days (browsers cap longer ages anyway). untilAfter
+// reports whether that age reaches the day after the event: false when
+// the start is unknown (a day) or more than 400 days away.
+func ticketCacheAge(startsAt string, now time.Time) (age time.Duration, untilAfter bool) {
+	const day, most = 24 * time.Hour, 400 * 24 * time.Hour
+	start, err := time.Parse(time.RFC3339, startsAt)
+	if err != nil {
+		return day, false
+	}
+	age = start.Add(day).Sub(now)
+	if age > most {
+		return most, false
+	}
+	return max(age, day), true
 }
 
 func (h *Tickets) image(ctx *fasthttp.RequestCtx) {
@@ -163,7 +186,8 @@ func (h *Tickets) image(ctx *fasthttp.RequestCtx) {
 		ticketNotFound(ctx)
 		return
 	}
-	ctx.Response.Header.Set("Cache-Control", "private, max-age=86400")
+	age, _ := ticketCacheAge(o.StartsAt, time.Now())
+	ctx.Response.Header.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(age/time.Second)))
 	ticketHeaders(ctx)
 	ctx.SetContentType("image/png")
 	ctx.SetBody(png)

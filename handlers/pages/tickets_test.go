@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
@@ -85,9 +86,17 @@ func TestTicketPageShowsEachTicketWithItsQR(t *testing.T) {
 	if css := get(h, sheet[1]); css.StatusCode() != 200 || !strings.Contains(string(css.Body()), "@media print") {
 		t.Errorf("style sheet %s: %d", sheet[1], css.StatusCode())
 	}
-	// The buyer's browser may keep the page for the door; no shared cache may.
-	if cc := string(resp.Header.Peek("Cache-Control")); !strings.HasPrefix(cc, "private") {
-		t.Errorf("Cache-Control %q", cc)
+	// The buyer's browser may keep the page for the door, until the day
+	// after the event (2027-07-01 18:00 UTC), as the page tells them; no
+	// shared cache may.
+	cc := string(resp.Header.Peek("Cache-Control"))
+	age, err := strconv.Atoi(strings.TrimPrefix(cc, "private, max-age="))
+	if until := max(time.Until(time.Date(2027, 7, 2, 18, 0, 0, 0, time.UTC)), 24*time.Hour); err != nil ||
+		time.Duration(age)*time.Second > until || time.Duration(age)*time.Second < until-time.Hour {
+		t.Errorf("Cache-Control %q, want private until %v from now", cc, until)
+	}
+	if !strings.Contains(body, "opens again without a connection until the day after the event") {
+		t.Error("the page does not tell the buyer it opens offline until after the event")
 	}
 
 	codes := regexp.MustCompile(`<p class="code">(TD1[^<]+)</p>`).FindAllStringSubmatch(body, -1)
