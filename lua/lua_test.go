@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/rueidis"
+
 	"github.com/ticketd/ticketd/inventory/redistest"
 	"github.com/ticketd/ticketd/lua"
 )
@@ -62,5 +64,66 @@ func TestIncludeExpandsAndKeepsTheSHA(t *testing.T) {
 	p := lua.Pipeline(rc, lua.Load("order_reserve"), []string{"k"}, nil)
 	if got := p.Cmd.Commands(); len(got) < 2 || got[1] != sha {
 		t.Fatalf("EVALSHA names %v, Redis loaded the script as %s", got, sha)
+	}
+}
+
+// lib/seatrule is the one single-seat test of seat_hold and seat_release:
+// both carry it, and in Redis it marks booked and keyed seats taken and
+// finds a free seat alone between taken seats (lenient) or by its row's
+// end (strict), never in a one-seat row.
+func TestSeatRuleLibrary(t *testing.T) {
+	lib, err := lua.Source("lib/seatrule")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"seat_hold", "seat_release"} {
+		if src, err := lua.Source(s); err != nil || !strings.Contains(string(src), string(lib)) {
+			t.Errorf("%s does not carry lib/seatrule: %v", s, err)
+		}
+	}
+	rc, _ := redistest.New(t)
+	ctx := context.Background()
+	// Row A has seats 1..4: A-1 booked, A-2 keyed (held), A-3 and A-4 free;
+	// row B has the one seat B-1.
+	script := string(lib) + `
+local taken = {}
+seat_taken_mark(taken, KEYS[1], {'A-1', 'A-2', 'A-3', 'A-4', 'B-1'}, {KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]})
+local out = {}
+for _, l in ipairs({'A-1', 'A-2', 'A-3', 'A-4', 'B-1'}) do
+  out[#out + 1] = l .. '=' .. tostring(taken[l])
+end
+local function alone(label, strict)
+  local row, num = seat_split(label)
+  return label .. (strict and ' strict ' or ' lenient ') .. tostring(seat_alone(taken, row, num, strict))
+end
+out[#out + 1] = alone('A-3', false)
+out[#out + 1] = alone('A-4', false)
+out[#out + 1] = alone('A-4', true)
+out[#out + 1] = alone('B-1', true)
+taken['A-4'] = true
+out[#out + 1] = alone('A-3', false)
+taken['A-3'], taken['A-4'] = true, false
+out[#out + 1] = alone('A-4', false)
+out[#out + 1] = alone('A-4', true)
+return out`
+	k := func(s string) string { return "{seatrule-test}:" + s }
+	for _, c := range []rueidis.Completed{
+		rc.B().Hset().Key(k("booked")).FieldValue().FieldValue("A-1", "o1").Build(),
+		rc.B().Set().Key(k("A-2")).Value("h:tok").Build(),
+	} {
+		if err := rc.Do(ctx, c).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := rc.Do(ctx, rc.B().Eval().Script(script).Numkeys(6).
+		Key(k("booked"), k("A-1"), k("A-2"), k("A-3"), k("A-4"), k("B-1")).Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"A-1=true", "A-2=true", "A-3=false", "A-4=false", "B-1=false",
+		"A-3 lenient false", "A-4 lenient false", "A-4 strict false", "B-1 strict false", "A-3 lenient true",
+		"A-4 lenient false", "A-4 strict true"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("got  %q\nwant %q", got, want)
 	}
 }

@@ -35,6 +35,7 @@
 --                               its state or is being rebuilt
 --   {5, {labels}}               the rule refuses: these free seats would be
 --                               stranded
+--@include seatrule
 if redis.call('EXISTS', KEYS[3]) == 0 then
   return {4}
 end
@@ -82,17 +83,9 @@ end
 
 local m = #KEYS - 3 - n
 if rule ~= 'off' and m > 0 then
-  -- taken[label]: true taken, false free, nil beyond the row's end.
+  -- taken as lib/seatrule describes it, as it would be after the hold.
   local taken = {}
-  local nl = {}
-  for i = 1, m do
-    nl[i] = ARGV[4 + n + i]
-  end
-  local nbooked = redis.call('HMGET', KEYS[2], unpack(nl))
-  local ncur = redis.call('MGET', unpack(KEYS, 4 + n, 3 + n + m))
-  for i = 1, m do
-    taken[nl[i]] = (nbooked[i] or ncur[i]) and true or false
-  end
+  seat_taken_mark(taken, KEYS[2], {unpack(ARGV, 5 + n, 4 + n + m)}, {unpack(KEYS, 4 + n, 3 + n + m)})
   for i = 1, n do
     taken[labels[i]] = true
   end
@@ -100,16 +93,12 @@ if rule ~= 'off' and m > 0 then
   local stranded, seen = {}, {}
   for i = 1, n do
     if not cur[i] then -- newly held
-      local row, num = string.match(labels[i], '^(.*)-(%d+)$')
-      num = tonumber(num)
+      local row, num = seat_split(labels[i])
       for _, s in ipairs({num - 1, num + 1}) do
         local l = row .. '-' .. s
-        if taken[l] == false and not seen[l] then
-          local left, right = taken[row .. '-' .. (s - 1)], taken[row .. '-' .. (s + 1)]
-          if (left and right) or (strict and left ~= false and right ~= false) then
-            seen[l] = true
-            stranded[#stranded + 1] = l
-          end
+        if taken[l] == false and not seen[l] and seat_alone(taken, row, s, strict) then
+          seen[l] = true
+          stranded[#stranded + 1] = l
         end
       end
     end

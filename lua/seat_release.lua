@@ -29,6 +29,7 @@
 --   {0, {labels}}  released (only the seats that were held by the token)
 --   {2}            releasing all, and the token's seats are not the labels given; retry
 --   {5, {labels}}  the rule refuses: these freed seats would be stranded
+--@include seatrule
 local hold = KEYS[1]
 local n = tonumber(ARGV[3])
 local rule = ARGV[4]
@@ -72,32 +73,20 @@ if ARGV[2] == '0' and rule ~= 'off' and m > 0 then
     end
   end
   if keeps then
-    -- taken[label]: true taken, false free, nil beyond the row's end; as it
-    -- would be after the release.
+    -- taken as lib/seatrule describes it, as it would be after the
+    -- release: a released seat is taken only when booked or another's.
     local taken = {}
     local booked = redis.call('HMGET', KEYS[2], unpack(labels))
     for i = 1, n do
       taken[labels[i]] = (booked[i] or (cur[i] and cur[i] ~= holder)) and true or false
     end
-    local nl = {}
-    for i = 1, m do
-      nl[i] = ARGV[4 + n + i]
-    end
-    local nbooked = redis.call('HMGET', KEYS[2], unpack(nl))
-    local ncur = redis.call('MGET', unpack(KEYS, 3 + n, 2 + n + m))
-    for i = 1, m do
-      taken[nl[i]] = (nbooked[i] or ncur[i]) and true or false
-    end
+    seat_taken_mark(taken, KEYS[2], {unpack(ARGV, 5 + n, 4 + n + m)}, {unpack(KEYS, 3 + n, 2 + n + m)})
     local strict = rule == 'strict'
     local stranded = {}
     for i = 1, n do
       if cur[i] == holder then
-        local row, num = string.match(labels[i], '^(.*)-(%d+)$')
-        num = tonumber(num)
-        local left, right = taken[row .. '-' .. (num - 1)], taken[row .. '-' .. (num + 1)]
-        -- Under strict, a seat with no neighbour at all (a one-seat row)
-        -- is never alone by the row's ends.
-        if (left and right) or (strict and left ~= false and right ~= false and (left or right)) then
+        local row, num = seat_split(labels[i])
+        if seat_alone(taken, row, num, strict) then
           stranded[#stranded + 1] = labels[i]
         end
       end
