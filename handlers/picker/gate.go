@@ -62,7 +62,7 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 		}
 		snap := p.Catalog()
 		ev := snap.Events[id]
-		if ev != nil && ev.TenantID != tenantID || !p.idx.of(snap).hasSite(tenantID) {
+		if ev != nil && ev.TenantID != tenantID || !p.idx.Of(snap, buildIndex).hasSite(tenantID) {
 			httpx.Fail(ctx, errBadToken)
 			return
 		}

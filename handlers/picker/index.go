@@ -2,7 +2,6 @@ package picker
 
 import (
 	"strings"
-	"sync/atomic"
 
 	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/inventory/catalog"
@@ -11,9 +10,8 @@ import (
 // index is what the picker derives from one catalog snapshot: events by
 // shortId (unique across tenants, catalog validation) and each tenant's
 // site domains. It is built once per snapshot, on the first request that
-// sees it.
+// sees it (Picker.idx, a catalog.Derived).
 type index struct {
-	snap      *catalog.Snapshot
 	byShortID map[string]*catalog.CompiledEvent
 	tenants   map[string]*site
 }
@@ -29,7 +27,7 @@ type site struct {
 }
 
 func buildIndex(snap *catalog.Snapshot) *index {
-	ix := &index{snap: snap, byShortID: map[string]*catalog.CompiledEvent{}, tenants: map[string]*site{}}
+	ix := &index{byShortID: map[string]*catalog.CompiledEvent{}, tenants: map[string]*site{}}
 	for _, ev := range snap.Events {
 		ix.byShortID[ev.ShortID] = ev
 	}
@@ -91,16 +89,4 @@ func cspHost(d string) bool {
 func (ix *index) hasSite(tenantID string) bool {
 	s := ix.tenants[tenantID]
 	return s != nil && len(s.domains) > 0
-}
-
-// indexCache holds the index of the newest snapshot seen.
-type indexCache struct{ cur atomic.Pointer[index] }
-
-func (c *indexCache) of(snap *catalog.Snapshot) *index {
-	if ix := c.cur.Load(); ix != nil && ix.snap == snap {
-		return ix
-	}
-	ix := buildIndex(snap)
-	c.cur.Store(ix)
-	return ix
 }

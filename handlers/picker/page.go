@@ -105,7 +105,7 @@ func (p *Picker) page(ctx *fasthttp.RequestCtx) {
 		notFound(ctx)
 		return
 	}
-	ix := p.idx.of(p.Catalog())
+	ix := p.idx.Of(p.Catalog(), buildIndex)
 	slug, _ := ctx.UserValue("slug").(string)
 	short, _ := ctx.UserValue("shortId").(string)
 	ev := ix.byShortID[short]

@@ -39,7 +39,7 @@ type Picker struct {
 	Timeout time.Duration
 	Logger  *slog.Logger
 
-	idx   indexCache
+	idx   catalog.Derived[index]
 	avail availCache
 }
 

@@ -59,7 +59,7 @@ type API struct {
 	Timeout time.Duration
 	Logger  *slog.Logger
 
-	idx indexCache
+	idx catalog.Derived[index]
 }
 
 func (a *API) logger() *slog.Logger {

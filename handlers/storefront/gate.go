@@ -46,7 +46,7 @@ type handler func(ctx *fasthttp.RequestCtx, r *request)
 func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		snap := a.Catalog()
-		ix := a.idx.of(snap)
+		ix := a.idx.Of(snap, buildIndex)
 		rawKey := ctx.Request.Header.Peek("x-service-key")
 		key := ix.keys[string(rawKey)]
 		if key != nil && !key.enabled {
@@ -139,7 +139,7 @@ func allowedOrigin(ctx *fasthttp.RequestCtx, o, host string, domains []string) s
 // headers, which the browser reports as a refused preflight.
 func (a *API) preflight(ctx *fasthttp.RequestCtx) {
 	o, host := origin(ctx)
-	o = allowedOrigin(ctx, o, host, a.idx.of(a.Catalog()).anyKey)
+	o = allowedOrigin(ctx, o, host, a.idx.Of(a.Catalog(), buildIndex).anyKey)
 	if o == "" {
 		httpx.Fail(ctx, errOrigin)
 		return

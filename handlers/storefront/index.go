@@ -1,17 +1,12 @@
 package storefront
 
-import (
-	"sync/atomic"
-
-	"github.com/ticketd/ticketd/inventory/catalog"
-)
+import "github.com/ticketd/ticketd/inventory/catalog"
 
 // index is what the storefront derives from one catalog snapshot: the
 // publishable keys with their domains ready to compare, and each tenant's
 // events by id, shortId and slug. It is built once per snapshot, on the
-// first request that sees it.
+// first request that sees it (API.idx, a catalog.Derived).
 type index struct {
-	snap *catalog.Snapshot
 	keys map[string]*pubKey
 	// anyKey lists the domains of every enabled key: a CORS preflight
 	// carries no x-service-key, so it can only be answered for an origin
@@ -47,7 +42,7 @@ func (t *tenantEvents) find(ref string) *catalog.CompiledEvent {
 }
 
 func buildIndex(snap *catalog.Snapshot) *index {
-	ix := &index{snap: snap, keys: map[string]*pubKey{}, tenants: map[string]*tenantEvents{}}
+	ix := &index{keys: map[string]*pubKey{}, tenants: map[string]*tenantEvents{}}
 	for k, pk := range snap.PublishableKeys {
 		p := &pubKey{tenantID: pk.TenantID, enabled: pk.Enabled, domains: make([]string, len(pk.Domains))}
 		for i, d := range pk.Domains {
@@ -78,17 +73,5 @@ func buildIndex(snap *catalog.Snapshot) *index {
 		}
 		ix.tenants[id] = te
 	}
-	return ix
-}
-
-// indexCache holds the index of the newest snapshot seen.
-type indexCache struct{ cur atomic.Pointer[index] }
-
-func (c *indexCache) of(snap *catalog.Snapshot) *index {
-	if ix := c.cur.Load(); ix != nil && ix.snap == snap {
-		return ix
-	}
-	ix := buildIndex(snap)
-	c.cur.Store(ix)
 	return ix
 }
