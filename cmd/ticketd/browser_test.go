@@ -9,12 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/browsertest"
+	"github.com/ticketd/ticketd/handlers/demosite"
 )
 
 // The browser tests buy through the demo shop (handlers/demosite) in
@@ -422,4 +425,95 @@ func TestBrowserDemoShopCartWithCodesAndWallet(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#result[data-status="confirmed"]`)))
 	loc, _ := chromedp.Run(ctx, chromedp.Location())
 	checkSuccess(t, ctx, s, loc)
+}
+
+// serveSite serves site on a port of its own until the test ends and
+// returns its address as a buyer opens it (localhost, a key domain of
+// pk_demo).
+func serveSite(t *testing.T, site demosite.Site) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: site.Handler()}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return shopURL(ln.Addr())
+}
+
+// unpaid registers one General ticket through the storefront API and
+// returns the registration's id: awaiting payment, never paid.
+func (s shopRun) unpaid(t *testing.T) string {
+	t.Helper()
+	st, body := call(t, "POST", s.api+"/v1/storefront/register-guest",
+		map[string]string{"x-service-key": "pk_demo", "Origin": s.shop, "content-type": "application/json"},
+		`{"eventId":"ev_demo_ga","selectedTicketId":"tk_general","quantity":1,"name":"Mary Jackson","email":"mary@example.com"}`)
+	var r struct {
+		Data struct {
+			RegistrationID string `json:"registrationId"`
+		} `json:"data"`
+	}
+	if st != 200 || json.Unmarshal([]byte(body), &r) != nil || r.Data.RegistrationID == "" {
+		t.Fatalf("register-guest: %d %s", st, body)
+	}
+	return r.Data.RegistrationID
+}
+
+// waitsAtMost: the success page, its limit reached, says the ticket will
+// arrive by e-mail.
+func waitsAtMost(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	do(t, ctx, chromedp.Navigate(page), until(`document.getElementById('result').dataset.status === 'timeout'`))
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("result")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "arrive by e-mail") || strings.Contains(text, "Confirming your payment") {
+		t.Fatalf("past its limit the success page says %q", text)
+	}
+	shot(t, ctx, "timeout", false)
+}
+
+// A payment that is never confirmed: past the shop's poll limit the
+// success page stops waiting and says the ticket will arrive by e-mail.
+func TestBrowserDemoShopSuccessPageGivesUp(t *testing.T) {
+	s := startShop(t)
+	id := s.unpaid(t)
+	shop := serveSite(t, demosite.Site{AppURL: s.api, PublishableKey: "pk_demo", Events: demoEvents, PollLimit: 1500 * time.Millisecond})
+	ctx := browser(t)
+	waitsAtMost(t, ctx, shop+"/success.html?registration="+url.QueryEscape(id))
+}
+
+// A ticket service that accepts the connection and never answers: the
+// success page does not wait on the stalled call past its limit.
+func TestBrowserDemoShopSuccessPageStalledService(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	shop := serveSite(t, demosite.Site{AppURL: "http://" + ln.Addr().String(), PublishableKey: "pk_demo", Events: demoEvents, PollLimit: 1500 * time.Millisecond})
+	ctx := browser(t)
+	waitsAtMost(t, ctx, shop+"/success.html?registration=reg_stalled")
 }

@@ -32,29 +32,41 @@
 
   // api calls /v1/storefront<path> and returns the answer's data, or
   // throws an ApiError. The envelope is {success, data} or
-  // {success:false, code, message}; an {error:{code,message}} is read too.
-  Shop.api = async function (method, path, body) {
+  // {success:false, code, message, data?} (handlers/httpx). opts.timeoutMs
+  // aborts the call after that long (then it fails as NETWORK).
+  Shop.api = async function (method, path, body, opts) {
     const c = await Shop.config();
-    const opts = { method: method, headers: { 'x-service-key': c.publishableKey }, credentials: 'omit', cache: 'no-store' };
+    const init = { method: method, headers: { 'x-service-key': c.publishableKey }, credentials: 'omit', cache: 'no-store' };
     if (body !== undefined) {
-      opts.headers['content-type'] = 'application/json';
-      opts.body = JSON.stringify(body);
+      init.headers['content-type'] = 'application/json';
+      init.body = JSON.stringify(body);
     }
-    let res;
+    let timer = 0;
+    if (opts && opts.timeoutMs !== undefined) {
+      const ctl = new AbortController();
+      init.signal = ctl.signal;
+      timer = setTimeout(function () { ctl.abort(); }, Math.max(0, opts.timeoutMs));
+    }
     try {
-      res = await fetch(c.apiBase + '/v1/storefront' + path, opts);
-    } catch (e) {
-      throw new ApiError(0, 'NETWORK', '');
+      let res;
+      try {
+        res = await fetch(c.apiBase + '/v1/storefront' + path, init);
+      } catch (e) {
+        throw new ApiError(0, 'NETWORK', '');
+      }
+      let json = null;
+      try {
+        json = await res.json();
+      } catch (e) {
+        if (e && e.name === 'AbortError') throw new ApiError(0, 'NETWORK', '');
+        json = null;
+      }
+      if (res.ok && json && json.success !== false) return json.data;
+      const e = json || {};
+      throw new ApiError(res.status, e.code, e.message, e.data || json); // serverTotal etc. sit beside code
+    } finally {
+      clearTimeout(timer);
     }
-    let json = null;
-    try {
-      json = await res.json();
-    } catch (e) {
-      json = null;
-    }
-    if (res.ok && json && json.success !== false) return json.data;
-    const e = (json && (json.error || json)) || {};
-    throw new ApiError(res.status, e.code, e.message, e.data || json);
   };
 
   // Words a buyer reads for the API's codes; other codes show the API's
