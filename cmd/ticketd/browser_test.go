@@ -517,3 +517,123 @@ func TestBrowserDemoShopSuccessPageStalledService(t *testing.T) {
 	ctx := browser(t)
 	waitsAtMost(t, ctx, shop+"/success.html?registration=reg_stalled")
 }
+
+// failOnce makes the page's next call to path answer as a busy ticket
+// service would (503 SERVICE_UNAVAILABLE, the flat error envelope), once,
+// and counts the page's register-guest calls in window.registers.
+func failOnce(path string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+  const real = window.fetch;
+  let failed = false;
+  window.registers = 0;
+  window.fetch = function (u, o) {
+    if (String(u).endsWith('/register-guest')) window.registers++;
+    if (!failed && String(u).endsWith(%q)) {
+      failed = true;
+      return Promise.resolve(new Response(JSON.stringify({ success: false, code: 'SERVICE_UNAVAILABLE', message: 'busy' }),
+        { status: 503, headers: { 'content-type': 'application/json' } }));
+    }
+    return real.apply(window, arguments);
+  };
+})()`, path))
+}
+
+// A seated checkout that fails for a moment (the service busy): the
+// registration holds the seats now, not the hold token, so pressing Pay
+// again pays that same registration instead of registering the spent
+// token again (HOLD_EXPIRED, the seats stranded). The focus stays on the
+// button pressed, not on <body>.
+func TestBrowserDemoShopSeatedCheckoutRetry(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/seated.html?event=ev_demo_seated"))
+	frame := inPicker(t, ctx, "A-5")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="A-5"]`), chromedp.FromNode(frame)),
+		chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-5"]`)))
+	do(t, ctx, buyer("Dorothy Vaughan", "dorothy@example.com")...)
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $42.00 by card'`),
+		failOnce("/card/create-checkout-session"),
+		chromedp.Click(chromedp.ID("pay-card")),
+		until(`/busy/.test(document.getElementById('pay-error').textContent) && !document.getElementById('pay-card').getAttribute('aria-busy')`))
+	if id, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id || document.activeElement.tagName`)); id != "pay-card" {
+		t.Fatalf("after the failed checkout the focus is on %s, not the Pay button", id)
+	}
+	shot(t, ctx, "1-checkout-failed", false)
+	// The seat has gone from the hold to the registration: the picker
+	// says so within its poll, and the page keeps the registration.
+	do(t, ctx, until(`document.querySelector('#seats [data-seat="A-5"]')`))
+	time.Sleep(2500 * time.Millisecond) // one picker poll: its held message may come meanwhile
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`window.registers`)); n != 1 {
+		t.Fatalf("%d register-guest calls before the retry, want 1", n)
+	}
+	do(t, ctx, chromedp.Click(chromedp.ID("pay-card")), until(`location.pathname.startsWith('/pay/card/')`),
+		chromedp.WaitVisible(chromedp.ID("card")), chromedp.Click(payButton), until(`location.pathname === '/success.html'`),
+		chromedp.WaitVisible(chromedp.CSS(`#result[data-status="confirmed"]`)))
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	checkSuccess(t, ctx, s, loc)
+}
+
+// A buyer detail the API refuses (a phone number too long): the focus
+// moves to that field, marked invalid, not to <body>.
+func TestBrowserDemoShopRefusedFieldTakesFocus(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_ga"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
+	do(t, ctx, buyer("Annie Easley", "annie@example.com")...)
+	// Set, not typed: maxlength stops typing, not a value set (or pasted
+	// by an autofill).
+	do(t, ctx, chromedp.SetValue(chromedp.ID("phone"), strings.Repeat("5", 40)),
+		until(`document.getElementById('pay-card').textContent === 'Pay $26.50 by card'`),
+		chromedp.Click(chromedp.ID("pay-card")),
+		until(`document.getElementById('pay-error').textContent !== ''`))
+	got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id + ' ' + document.activeElement.getAttribute('aria-invalid')`))
+	if got != "phone true" {
+		t.Fatalf("after the refused registration the focus is on %q, want the phone field marked invalid", got)
+	}
+	shot(t, ctx, "1-refused-phone", false)
+}
+
+// A quantity changed just before Pay: the first click pays, for the new
+// quantity, once its quote is in.
+func TestBrowserDemoShopPayRightAfterChange(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_ga"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
+	do(t, ctx, buyer("Evelyn Boyd", "evelyn@example.com")...)
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $26.50 by card'`),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
+		chromedp.Click(chromedp.ID("pay-card")),
+		until(`location.pathname.startsWith('/pay/card/')`), chromedp.WaitVisible(chromedp.ID("card")))
+	if text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body"))); !strings.Contains(text, "$53.00") {
+		t.Fatalf("the card page does not show two tickets' total:\n%s", text)
+	}
+}
+
+// The seated page takes held messages from the picker's frame only: one
+// posted by the page itself, or claiming the picker's origin from another
+// window, changes nothing.
+func TestBrowserDemoShopSeatedIgnoresForgedHeld(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/seated.html?event=ev_demo_seated"))
+	frame := inPicker(t, ctx, "A-7")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="A-7"]`), chromedp.FromNode(frame)),
+		chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-7"]`)),
+		chromedp.Evaluate[chromedp.Void](`(() => {
+  const forged = { type: 'held', seatLabels: ['B-1', 'B-2'], holdToken: 'forged', subtotal: 1 };
+  const picker = new URL(document.getElementById('picker').src).origin;
+  window.dispatchEvent(new MessageEvent('message', { data: forged, origin: picker, source: window }));
+  window.addEventListener('message', (e) => { if (e.data === 'done') window.done = true; });
+  window.postMessage(forged, '*');
+  window.postMessage('done', '*'); // delivered after the forged one
+})()`),
+		until(`window.done`))
+	seats, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#seats [data-seat]')].map(e => e.dataset.seat).join(',')`))
+	if seats != "A-7" {
+		t.Fatalf("after forged held messages the page lists seats %q, want A-7", seats)
+	}
+}

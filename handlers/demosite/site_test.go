@@ -116,3 +116,16 @@ func TestNoInlineCodeOrExternalAssets(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The seated page says each change of the buyer's seats once: it has one
+// polite live region (#status), not one per part of the summary.
+func TestSeatedPageHasOneLiveRegion(t *testing.T) {
+	b, err := fs.ReadFile(files, "static/seated.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := regexp.MustCompile(`<[^>]*(aria-live|role="status")[^>]*>`).FindAllString(string(b), -1)
+	if len(live) != 1 || !strings.Contains(live[0], `id="status"`) {
+		t.Fatalf("seated.html's live regions: %q, want #status only", live)
+	}
+}
