@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -347,5 +348,28 @@ func TestLoadConfigStripeNeedsItsWebhookSecret(t *testing.T) {
 		if _, err := loadConfig(); err != nil {
 			t.Errorf("TICKETD_CARD_PROCESSOR=%s with both Stripe secrets: %v", proc, err)
 		}
+	}
+}
+
+// A demo shop address already taken: ticketd does not start (nor say it
+// is ready) and the error names the address and TICKETD_DEMO_ADDR.
+func TestBusyDemoAddr(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cfg := localConfig(t)
+	cfg.Addr, cfg.AppURL, cfg.DemoAddr = "127.0.0.1:0", "http://127.0.0.1:1", busy.Addr().String()
+	ready := make(chan string, 1)
+	err = run(context.Background(), cfg, options{API: true, Demo: true, DemoSite: true},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), ready)
+	if err == nil || !strings.Contains(err.Error(), "TICKETD_DEMO_ADDR") || !strings.Contains(err.Error(), busy.Addr().String()) {
+		t.Fatalf("ticketd with a busy demo address: %v", err)
+	}
+	select {
+	case a := <-ready:
+		t.Fatalf("ticketd said it was ready on %s without its demo shop", a)
+	default:
 	}
 }
