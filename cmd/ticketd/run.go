@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,7 +95,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	defer stopBg()
 	go mon.Run(bgCtx, 250*time.Millisecond)
 	if opts.Demo {
-		if err := applyDemo(ctx, store, cfg, log); err != nil {
+		if err := applyDemo(ctx, store, cfg, opts.DemoSite, log); err != nil {
 			return err
 		}
 	}
@@ -343,7 +344,7 @@ func connectPostgres(ctx context.Context, cfg config, log *slog.Logger) (*pgxpoo
 	return pool, nil
 }
 
-func applyDemo(ctx context.Context, store *catalogstore.Store, cfg config, log *slog.Logger) error {
+func applyDemo(ctx context.Context, store *catalogstore.Store, cfg config, shop bool, log *slog.Logger) error {
 	doc, err := catalog.Decode(demoCatalog)
 	if err == nil {
 		err = catalog.Validate(doc)
@@ -361,8 +362,8 @@ func applyDemo(ctx context.Context, store *catalogstore.Store, cfg config, log *
 	if err != nil {
 		return fmt.Errorf("demo catalog: %w", err)
 	}
-	log.Info("demo catalog applied", "tenant", "t_demo", "channel", "ch_demo", "events", "ev_demo_ga, ev_demo_seated, ev_demo_free")
-	printDemo(os.Stdout, cfg)
+	log.Info("demo catalog applied", "tenant", "t_demo", "channel", "ch_demo", "events", strings.Join(demoEvents, ", "))
+	printDemo(os.Stdout, cfg, shop)
 	return nil
 }
 

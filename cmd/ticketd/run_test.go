@@ -189,7 +189,7 @@ func TestDemoCurlLinesWork(t *testing.T) {
 	base := startTicketd(t, cfg)
 	cfg.AppURL = base
 	var b bytes.Buffer
-	printDemo(&b, cfg)
+	printDemo(&b, cfg, true)
 	var script []string
 	for _, line := range strings.Split(b.String(), "\n") {
 		if strings.HasPrefix(line, "curl ") || strings.HasPrefix(line, "eval ") {
@@ -275,7 +275,7 @@ func TestAppURLFollowsAddr(t *testing.T) {
 				t.Fatalf("AppURL %q, want %q", cfg.AppURL, tc.want)
 			}
 			var b bytes.Buffer
-			printDemo(&b, cfg)
+			printDemo(&b, cfg, true)
 			if n := strings.Count(b.String(), " "+tc.want+"/v1/channel/"); n != 3 {
 				t.Fatalf("%d of the 3 curl lines use %s:\n%s", n, tc.want, b.String())
 			}
@@ -371,5 +371,23 @@ func TestBusyDemoAddr(t *testing.T) {
 	case a := <-ready:
 		t.Fatalf("ticketd said it was ready on %s without its demo shop", a)
 	default:
+	}
+}
+
+// The printed summary lists demo.json's events, and advertises the demo
+// shop only on a node that serves it (not -mode worker -demo).
+func TestPrintDemoShopLine(t *testing.T) {
+	cfg := config{AppURL: "http://127.0.0.1:8080", DemoAddr: "localhost:8081"}
+	var with, without bytes.Buffer
+	printDemo(&with, cfg, true)
+	printDemo(&without, cfg, false)
+	if !strings.Contains(with.String(), "demo shop        http://localhost:8081") {
+		t.Fatalf("the summary does not name the shop:\n%s", with.String())
+	}
+	if strings.Contains(without.String(), "demo shop") || strings.Contains(without.String(), "8081") {
+		t.Fatalf("a node without the shop advertises it:\n%s", without.String())
+	}
+	if want := "events           ev_demo_ga (GA), ev_demo_seated (seat map), ev_demo_free (free)"; !strings.Contains(with.String(), want) {
+		t.Fatalf("the summary does not list %q:\n%s", want, with.String())
 	}
 }
