@@ -210,6 +210,9 @@ func TestBrowserDemoShopGA(t *testing.T) {
 	ctx := browser(t)
 	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_free"] a`)))
+	if said, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('status').textContent`)); said != "3 events on sale." {
+		t.Fatalf("the events page says %q, want 3 events on sale.", said)
+	}
 	shot(t, ctx, "1-events", true)
 	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
@@ -635,5 +638,20 @@ func TestBrowserDemoShopSeatedIgnoresForgedHeld(t *testing.T) {
 	seats, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#seats [data-seat]')].map(e => e.dataset.seat).join(',')`))
 	if seats != "A-7" {
 		t.Fatalf("after forged held messages the page lists seats %q, want A-7", seats)
+	}
+}
+
+// The events page with two events that fail to load and one that
+// loads: the one is listed, the failure said, and the count is of events
+// on sale, in the singular.
+func TestBrowserDemoShopEventsCount(t *testing.T) {
+	s := startShop(t)
+	shop := serveSite(t, demosite.Site{AppURL: s.api, PublishableKey: "pk_demo", Events: []string{"ev_nope", "ev_demo_free", "ev_gone"}})
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_free"] a`)),
+		until(`document.getElementById('status').textContent !== ''`))
+	said, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('status').textContent + ' | ' + document.getElementById('error').textContent`))
+	if !strings.HasPrefix(said, "1 event on sale. | Some events could not be loaded.") {
+		t.Fatalf("the events page says %q", said)
 	}
 }
