@@ -224,6 +224,14 @@ func TestBrowserDemoShopGA(t *testing.T) {
 	// screen shows the quoted total, 2 x 25.00 and a fee of 1.50 a ticket.
 	do(t, ctx, chromedp.WaitVisible(chromedp.ID("bar")), until(`document.getElementById('bar-total').textContent === '$53.00'`))
 	viewShot(t, ctx, "2-event-bar-phone")
+	// With the keyboard up the bar would cover the field being typed in:
+	// it hides while a field has the focus.
+	do(t, ctx, chromedp.Focus(chromedp.ID("q-ticket-tk_general")), until(`document.getElementById('bar').hidden`))
+	viewShot(t, ctx, "2-event-typing-phone")
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.activeElement.blur(); window.scrollTo(0, 0)`),
+		chromedp.WaitVisible(chromedp.ID("bar")),
+		// "Review order" takes the focus to the summary's heading.
+		chromedp.Click(chromedp.ID("bar-go")), until(`document.activeElement.id === 'summary-h'`))
 	do(t, ctx, buyer("Ada Lovelace", "ada@example.com")...)
 	// 2 x 25.00 and a fee of 1.50 a ticket, quoted by the API.
 	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $53.00 by card' && !document.getElementById('pay-card').disabled`))
