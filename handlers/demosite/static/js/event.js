@@ -276,6 +276,7 @@
   async function unlock() {
     const code = $('access-code').value.trim();
     const btn = $('access-apply');
+    if (btn.getAttribute('aria-busy')) return; // busy is aria-disabled only
     if (!code) {
       Shop.fail('Enter the access code you were given.', 'error');
       return;
