@@ -9,12 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/browsertest"
+	"github.com/ticketd/ticketd/handlers/demosite"
 )
 
 // The browser tests buy through the demo shop (handlers/demosite) in
@@ -207,6 +210,9 @@ func TestBrowserDemoShopGA(t *testing.T) {
 	ctx := browser(t)
 	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_free"] a`)))
+	if said, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('status').textContent`)); said != "3 events on sale." {
+		t.Fatalf("the events page says %q, want 3 events on sale.", said)
+	}
 	shot(t, ctx, "1-events", true)
 	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
@@ -218,6 +224,14 @@ func TestBrowserDemoShopGA(t *testing.T) {
 	// screen shows the quoted total, 2 x 25.00 and a fee of 1.50 a ticket.
 	do(t, ctx, chromedp.WaitVisible(chromedp.ID("bar")), until(`document.getElementById('bar-total').textContent === '$53.00'`))
 	viewShot(t, ctx, "2-event-bar-phone")
+	// With the keyboard up the bar would cover the field being typed in:
+	// it hides while a field has the focus.
+	do(t, ctx, chromedp.Focus(chromedp.ID("q-ticket-tk_general")), until(`document.getElementById('bar').hidden`))
+	viewShot(t, ctx, "2-event-typing-phone")
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.activeElement.blur(); window.scrollTo(0, 0)`),
+		chromedp.WaitVisible(chromedp.ID("bar")),
+		// "Review order" takes the focus to the summary's heading.
+		chromedp.Click(chromedp.ID("bar-go")), until(`document.activeElement.id === 'summary-h'`))
 	do(t, ctx, buyer("Ada Lovelace", "ada@example.com")...)
 	// 2 x 25.00 and a fee of 1.50 a ticket, quoted by the API.
 	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $53.00 by card' && !document.getElementById('pay-card').disabled`))
@@ -422,4 +436,230 @@ func TestBrowserDemoShopCartWithCodesAndWallet(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#result[data-status="confirmed"]`)))
 	loc, _ := chromedp.Run(ctx, chromedp.Location())
 	checkSuccess(t, ctx, s, loc)
+}
+
+// serveSite serves site on a port of its own until the test ends and
+// returns its address as a buyer opens it (localhost, a key domain of
+// pk_demo).
+func serveSite(t *testing.T, site demosite.Site) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: site.Handler()}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return shopURL(ln.Addr())
+}
+
+// unpaid registers one General ticket through the storefront API and
+// returns the registration's id: awaiting payment, never paid.
+func (s shopRun) unpaid(t *testing.T) string {
+	t.Helper()
+	st, body := call(t, "POST", s.api+"/v1/storefront/register-guest",
+		map[string]string{"x-service-key": "pk_demo", "Origin": s.shop, "content-type": "application/json"},
+		`{"eventId":"ev_demo_ga","selectedTicketId":"tk_general","quantity":1,"name":"Mary Jackson","email":"mary@example.com"}`)
+	var r struct {
+		Data struct {
+			RegistrationID string `json:"registrationId"`
+		} `json:"data"`
+	}
+	if st != 200 || json.Unmarshal([]byte(body), &r) != nil || r.Data.RegistrationID == "" {
+		t.Fatalf("register-guest: %d %s", st, body)
+	}
+	return r.Data.RegistrationID
+}
+
+// waitsAtMost: the success page, its limit reached, says the ticket will
+// arrive by e-mail.
+func waitsAtMost(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	do(t, ctx, chromedp.Navigate(page), until(`document.getElementById('result').dataset.status === 'timeout'`))
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("result")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "arrive by e-mail") || strings.Contains(text, "Confirming your payment") {
+		t.Fatalf("past its limit the success page says %q", text)
+	}
+	shot(t, ctx, "timeout", false)
+}
+
+// A payment that is never confirmed: past the shop's poll limit the
+// success page stops waiting and says the ticket will arrive by e-mail.
+func TestBrowserDemoShopSuccessPageGivesUp(t *testing.T) {
+	s := startShop(t)
+	id := s.unpaid(t)
+	shop := serveSite(t, demosite.Site{AppURL: s.api, PublishableKey: "pk_demo", Events: demoEvents, PollLimit: 1500 * time.Millisecond})
+	ctx := browser(t)
+	waitsAtMost(t, ctx, shop+"/success.html?registration="+url.QueryEscape(id))
+}
+
+// A ticket service that accepts the connection and never answers: the
+// success page does not wait on the stalled call past its limit.
+func TestBrowserDemoShopSuccessPageStalledService(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	shop := serveSite(t, demosite.Site{AppURL: "http://" + ln.Addr().String(), PublishableKey: "pk_demo", Events: demoEvents, PollLimit: 1500 * time.Millisecond})
+	ctx := browser(t)
+	waitsAtMost(t, ctx, shop+"/success.html?registration=reg_stalled")
+}
+
+// failOnce makes the page's next call to path answer as a busy ticket
+// service would (503 SERVICE_UNAVAILABLE, the flat error envelope), once,
+// and counts the page's register-guest calls in window.registers.
+func failOnce(path string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+  const real = window.fetch;
+  let failed = false;
+  window.registers = 0;
+  window.fetch = function (u, o) {
+    if (String(u).endsWith('/register-guest')) window.registers++;
+    if (!failed && String(u).endsWith(%q)) {
+      failed = true;
+      return Promise.resolve(new Response(JSON.stringify({ success: false, code: 'SERVICE_UNAVAILABLE', message: 'busy' }),
+        { status: 503, headers: { 'content-type': 'application/json' } }));
+    }
+    return real.apply(window, arguments);
+  };
+})()`, path))
+}
+
+// A seated checkout that fails for a moment (the service busy): the
+// registration holds the seats now, not the hold token, so pressing Pay
+// again pays that same registration instead of registering the spent
+// token again (HOLD_EXPIRED, the seats stranded). The focus stays on the
+// button pressed, not on <body>.
+func TestBrowserDemoShopSeatedCheckoutRetry(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/seated.html?event=ev_demo_seated"))
+	frame := inPicker(t, ctx, "A-5")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="A-5"]`), chromedp.FromNode(frame)),
+		chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-5"]`)))
+	do(t, ctx, buyer("Dorothy Vaughan", "dorothy@example.com")...)
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $42.00 by card'`),
+		failOnce("/card/create-checkout-session"),
+		chromedp.Click(chromedp.ID("pay-card")),
+		until(`/busy/.test(document.getElementById('pay-error').textContent) && !document.getElementById('pay-card').getAttribute('aria-busy')`))
+	if id, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id || document.activeElement.tagName`)); id != "pay-card" {
+		t.Fatalf("after the failed checkout the focus is on %s, not the Pay button", id)
+	}
+	shot(t, ctx, "1-checkout-failed", false)
+	// The seat has gone from the hold to the registration: the picker
+	// says so within its poll, and the page keeps the registration.
+	do(t, ctx, until(`document.querySelector('#seats [data-seat="A-5"]')`))
+	time.Sleep(2500 * time.Millisecond) // one picker poll: its held message may come meanwhile
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`window.registers`)); n != 1 {
+		t.Fatalf("%d register-guest calls before the retry, want 1", n)
+	}
+	do(t, ctx, chromedp.Click(chromedp.ID("pay-card")), until(`location.pathname.startsWith('/pay/card/')`),
+		chromedp.WaitVisible(chromedp.ID("card")), chromedp.Click(payButton), until(`location.pathname === '/success.html'`),
+		chromedp.WaitVisible(chromedp.CSS(`#result[data-status="confirmed"]`)))
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	checkSuccess(t, ctx, s, loc)
+}
+
+// A buyer detail the API refuses (a phone number too long): the focus
+// moves to that field, marked invalid, not to <body>.
+func TestBrowserDemoShopRefusedFieldTakesFocus(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_ga"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
+	do(t, ctx, buyer("Annie Easley", "annie@example.com")...)
+	// Set, not typed: maxlength stops typing, not a value set (or pasted
+	// by an autofill).
+	do(t, ctx, chromedp.SetValue(chromedp.ID("phone"), strings.Repeat("5", 40)),
+		until(`document.getElementById('pay-card').textContent === 'Pay $26.50 by card'`),
+		chromedp.Click(chromedp.ID("pay-card")),
+		until(`document.getElementById('pay-error').textContent !== ''`))
+	got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id + ' ' + document.activeElement.getAttribute('aria-invalid')`))
+	if got != "phone true" {
+		t.Fatalf("after the refused registration the focus is on %q, want the phone field marked invalid", got)
+	}
+	shot(t, ctx, "1-refused-phone", false)
+}
+
+// A quantity changed just before Pay: the first click pays, for the new
+// quantity, once its quote is in.
+func TestBrowserDemoShopPayRightAfterChange(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_ga"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
+	do(t, ctx, buyer("Evelyn Boyd", "evelyn@example.com")...)
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $26.50 by card'`),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
+		chromedp.Click(chromedp.ID("pay-card")),
+		until(`location.pathname.startsWith('/pay/card/')`), chromedp.WaitVisible(chromedp.ID("card")))
+	if text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body"))); !strings.Contains(text, "$53.00") {
+		t.Fatalf("the card page does not show two tickets' total:\n%s", text)
+	}
+}
+
+// The seated page takes held messages from the picker's frame only: one
+// posted by the page itself, or claiming the picker's origin from another
+// window, changes nothing.
+func TestBrowserDemoShopSeatedIgnoresForgedHeld(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/seated.html?event=ev_demo_seated"))
+	frame := inPicker(t, ctx, "A-7")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="A-7"]`), chromedp.FromNode(frame)),
+		chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-7"]`)),
+		chromedp.Evaluate[chromedp.Void](`(() => {
+  const forged = { type: 'held', seatLabels: ['B-1', 'B-2'], holdToken: 'forged', subtotal: 1 };
+  const picker = new URL(document.getElementById('picker').src).origin;
+  window.dispatchEvent(new MessageEvent('message', { data: forged, origin: picker, source: window }));
+  window.addEventListener('message', (e) => { if (e.data === 'done') window.done = true; });
+  window.postMessage(forged, '*');
+  window.postMessage('done', '*'); // delivered after the forged one
+})()`),
+		until(`window.done`))
+	seats, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#seats [data-seat]')].map(e => e.dataset.seat).join(',')`))
+	if seats != "A-7" {
+		t.Fatalf("after forged held messages the page lists seats %q, want A-7", seats)
+	}
+}
+
+// The events page with two events that fail to load and one that
+// loads: the one is listed, the failure said, and the count is of events
+// on sale, in the singular.
+func TestBrowserDemoShopEventsCount(t *testing.T) {
+	s := startShop(t)
+	shop := serveSite(t, demosite.Site{AppURL: s.api, PublishableKey: "pk_demo", Events: []string{"ev_nope", "ev_demo_free", "ev_gone"}})
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_free"] a`)),
+		until(`document.getElementById('status').textContent !== ''`))
+	said, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('status').textContent + ' | ' + document.getElementById('error').textContent`))
+	if !strings.HasPrefix(said, "1 event on sale. | Some events could not be loaded.") {
+		t.Fatalf("the events page says %q", said)
+	}
 }

@@ -5,16 +5,51 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/demosite"
+	"github.com/ticketd/ticketd/inventory/catalog"
 )
 
-// demoEvents are the events the demo shop sells, in the order it lists
-// them (demo.json).
-var demoEvents = []string{"ev_demo_ga", "ev_demo_seated", "ev_demo_free"}
+// demoEvents are the events of the demo catalog (demo.json), in the
+// order the demo shop lists them: those for sale first, free ones last.
+// demoKinds says what each is, for the log and the printed summary.
+var demoEvents, demoKinds = func() ([]string, []string) {
+	doc, err := catalog.Decode(demoCatalog)
+	if err != nil {
+		panic(err) // embedded; TestDemoCatalog and every demo test read it
+	}
+	var ids, kinds, freeIDs, freeKinds []string
+	for _, tn := range doc.Tenants {
+		for _, ev := range tn.Events {
+			free := ev.SeatMap == nil
+			for _, tk := range ev.Tickets {
+				free = free && tk.Price == 0
+			}
+			switch {
+			case ev.SeatMap != nil:
+				ids, kinds = append(ids, ev.ID), append(kinds, "seat map")
+			case free:
+				freeIDs, freeKinds = append(freeIDs, ev.ID), append(freeKinds, "free")
+			default:
+				ids, kinds = append(ids, ev.ID), append(kinds, "GA")
+			}
+		}
+	}
+	return append(ids, freeIDs...), append(kinds, freeKinds...)
+}()
+
+// demoEventList is "ev_a (GA), ev_b (seat map), ...".
+func demoEventList() string {
+	parts := make([]string, len(demoEvents))
+	for i, id := range demoEvents {
+		parts[i] = id + " (" + demoKinds[i] + ")"
+	}
+	return strings.Join(parts, ", ")
+}
 
 // demoShop listens on cfg.DemoAddr and returns the demo shop's server,
 // which calls the API at cfg.AppURL from the buyer's browser.
@@ -38,19 +73,23 @@ func shopURL(a net.Addr) string {
 }
 
 // printDemo prints the demo credentials and three curl lines that work as
-// pasted, in order, into one shell (the second sets ORDER and AMOUNT).
-func printDemo(w io.Writer, cfg config) {
+// pasted, in order, into one shell (the second sets ORDER and AMOUNT). The
+// demo shop's line only when this node serves it (not -mode worker).
+func printDemo(w io.Writer, cfg config, shop bool) {
 	base := cfg.AppURL
 	hdr := `-H 'x-service-key: ck_demo' -H 'x-service-secret: cs_demo_secret'`
+	shopLine := ""
+	if shop {
+		shopLine = "demo shop        http://localhost" + demoPort(cfg.DemoAddr) + " (TICKETD_DEMO_ADDR; README: The demo shop)\n"
+	}
 	fmt.Fprintf(w, `
 ================ ticketd demo ================
 channel key      ck_demo
 channel secret   cs_demo_secret
 signing key      sk_demo_signing
 publishable key  pk_demo (storefront pages on localhost, 127.0.0.1; README: The storefront flow)
-events           ev_demo_ga (GA), ev_demo_seated (seat map), ev_demo_free (free)
-demo shop        http://localhost%s (TICKETD_DEMO_ADDR; README: The demo shop)
-admin token      %s
+events           %s
+%sadmin token      %s
 
 # 1. the partner catalog
 curl -s %s %s/v1/channel/events
@@ -61,7 +100,7 @@ eval "$(curl -s %s -H 'Content-Type: application/json' -H "Idempotency-Key: $(da
 # 3. confirm it with the signed request (HMAC-SHA256 over orderId.amount.USD.partnerReference)
 curl -s %s -H 'Content-Type: application/json' -H "x-service-signature: $(printf '%%s' "$ORDER.$AMOUNT.USD.demo-ref-1" | openssl dgst -sha256 -hmac sk_demo_signing | sed 's/^.* //')" -d "{\"orderId\":\"$ORDER\",\"amount\":$AMOUNT,\"partnerReference\":\"demo-ref-1\"}" %s/v1/channel/orders/confirm
 ==============================================
-`, demoPort(cfg.DemoAddr), adminShown(cfg.AdminToken), hdr, base, hdr, base, hdr, base)
+`, demoEventList(), shopLine, adminShown(cfg.AdminToken), hdr, base, hdr, base, hdr, base)
 }
 
 func adminShown(tok string) string {

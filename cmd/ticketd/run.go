@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,7 +95,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	defer stopBg()
 	go mon.Run(bgCtx, 250*time.Millisecond)
 	if opts.Demo {
-		if err := applyDemo(ctx, store, cfg, log); err != nil {
+		if err := applyDemo(ctx, store, cfg, opts.DemoSite, log); err != nil {
 			return err
 		}
 	}
@@ -189,48 +190,72 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	root := server.Handler(health, surfaces...)
 	srv := server.New(m.Instrument(root), server.AdminToken(cfg.AdminToken), server.Logger(log))
 
+	// Both listeners first: ready means the API and the shop both answer,
+	// and a busy TICKETD_DEMO_ADDR fails the start rather than a running
+	// node without its shop.
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	log.Info("ticketd listening", "addr", ln.Addr().String())
-	if ready != nil {
-		ready <- ln.Addr().String()
-	}
-	serveErr := make(chan error, 2)
 	var shop *fasthttp.Server
+	var shopLn net.Listener
 	if opts.DemoSite {
-		var shopLn net.Listener
 		shop, shopLn, err = demoShop(cfg, log)
 		if err != nil {
 			_ = ln.Close()
 			return err
 		}
-		if opts.DemoReady != nil {
-			opts.DemoReady <- shopLn.Addr().String()
+	}
+	log.Info("ticketd listening", "addr", ln.Addr().String())
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	if opts.DemoReady != nil && shopLn != nil {
+		opts.DemoReady <- shopLn.Addr().String()
+	}
+	serveErr := make(chan error, 2)
+	serve := func(name string, s *fasthttp.Server, l net.Listener) {
+		err := s.Serve(l)
+		if err == nil {
+			err = errors.New("stopped")
 		}
-		go func() { serveErr <- shop.Serve(shopLn) }()
+		serveErr <- fmt.Errorf("%s: serve: %w", name, err)
 	}
-	go func() { serveErr <- srv.Serve(ln) }()
+	go serve("api", srv, ln)
+	if shop != nil {
+		go serve("demo shop", shop, shopLn)
+	}
+	// Either server failing stops the node: the other is shut down too.
+	var failed error
 	select {
-	case err := <-serveErr:
-		return err
+	case failed = <-serveErr:
+		log.Error("a server stopped: shutting down", "err", failed)
 	case <-ctx.Done():
+		log.Info("shutting down: finishing in-flight requests and the current sync batch")
 	}
-	log.Info("shutting down: finishing in-flight requests and the current sync batch")
 	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	var down sync.WaitGroup
+	shutdown := func(name string, s *fasthttp.Server) {
+		down.Add(1)
+		go func() {
+			defer down.Done()
+			if err := s.ShutdownWithContext(sctx); err != nil {
+				log.Warn(name+" shutdown", "err", err)
+			}
+		}()
+	}
+	shutdown("api", srv)
 	if shop != nil {
-		if err := shop.ShutdownWithContext(sctx); err != nil {
-			log.Warn("demo shop shutdown", "err", err)
-		}
+		shutdown("demo shop", shop)
 	}
-	if err := srv.ShutdownWithContext(sctx); err != nil {
-		log.Warn("shutdown", "err", err)
-	}
+	down.Wait()
 	// The server drained: no request needs the loops any more.
 	stopLoops()
 	wg.Wait()
+	if failed != nil {
+		return failed
+	}
 	log.Info("ticketd stopped")
 	return nil
 }
@@ -319,7 +344,7 @@ func connectPostgres(ctx context.Context, cfg config, log *slog.Logger) (*pgxpoo
 	return pool, nil
 }
 
-func applyDemo(ctx context.Context, store *catalogstore.Store, cfg config, log *slog.Logger) error {
+func applyDemo(ctx context.Context, store *catalogstore.Store, cfg config, shop bool, log *slog.Logger) error {
 	doc, err := catalog.Decode(demoCatalog)
 	if err == nil {
 		err = catalog.Validate(doc)
@@ -337,8 +362,8 @@ func applyDemo(ctx context.Context, store *catalogstore.Store, cfg config, log *
 	if err != nil {
 		return fmt.Errorf("demo catalog: %w", err)
 	}
-	log.Info("demo catalog applied", "tenant", "t_demo", "channel", "ch_demo", "events", "ev_demo_ga, ev_demo_seated, ev_demo_free")
-	printDemo(os.Stdout, cfg)
+	log.Info("demo catalog applied", "tenant", "t_demo", "channel", "ch_demo", "events", strings.Join(demoEvents, ", "))
+	printDemo(os.Stdout, cfg, shop)
 	return nil
 }
 

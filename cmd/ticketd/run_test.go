@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -188,7 +189,7 @@ func TestDemoCurlLinesWork(t *testing.T) {
 	base := startTicketd(t, cfg)
 	cfg.AppURL = base
 	var b bytes.Buffer
-	printDemo(&b, cfg)
+	printDemo(&b, cfg, true)
 	var script []string
 	for _, line := range strings.Split(b.String(), "\n") {
 		if strings.HasPrefix(line, "curl ") || strings.HasPrefix(line, "eval ") {
@@ -274,7 +275,7 @@ func TestAppURLFollowsAddr(t *testing.T) {
 				t.Fatalf("AppURL %q, want %q", cfg.AppURL, tc.want)
 			}
 			var b bytes.Buffer
-			printDemo(&b, cfg)
+			printDemo(&b, cfg, true)
 			if n := strings.Count(b.String(), " "+tc.want+"/v1/channel/"); n != 3 {
 				t.Fatalf("%d of the 3 curl lines use %s:\n%s", n, tc.want, b.String())
 			}
@@ -347,5 +348,46 @@ func TestLoadConfigStripeNeedsItsWebhookSecret(t *testing.T) {
 		if _, err := loadConfig(); err != nil {
 			t.Errorf("TICKETD_CARD_PROCESSOR=%s with both Stripe secrets: %v", proc, err)
 		}
+	}
+}
+
+// A demo shop address already taken: ticketd does not start (nor say it
+// is ready) and the error names the address and TICKETD_DEMO_ADDR.
+func TestBusyDemoAddr(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	cfg := localConfig(t)
+	cfg.Addr, cfg.AppURL, cfg.DemoAddr = "127.0.0.1:0", "http://127.0.0.1:1", busy.Addr().String()
+	ready := make(chan string, 1)
+	err = run(context.Background(), cfg, options{API: true, Demo: true, DemoSite: true},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), ready)
+	if err == nil || !strings.Contains(err.Error(), "TICKETD_DEMO_ADDR") || !strings.Contains(err.Error(), busy.Addr().String()) {
+		t.Fatalf("ticketd with a busy demo address: %v", err)
+	}
+	select {
+	case a := <-ready:
+		t.Fatalf("ticketd said it was ready on %s without its demo shop", a)
+	default:
+	}
+}
+
+// The printed summary lists demo.json's events, and advertises the demo
+// shop only on a node that serves it (not -mode worker -demo).
+func TestPrintDemoShopLine(t *testing.T) {
+	cfg := config{AppURL: "http://127.0.0.1:8080", DemoAddr: "localhost:8081"}
+	var with, without bytes.Buffer
+	printDemo(&with, cfg, true)
+	printDemo(&without, cfg, false)
+	if !strings.Contains(with.String(), "demo shop        http://localhost:8081") {
+		t.Fatalf("the summary does not name the shop:\n%s", with.String())
+	}
+	if strings.Contains(without.String(), "demo shop") || strings.Contains(without.String(), "8081") {
+		t.Fatalf("a node without the shop advertises it:\n%s", without.String())
+	}
+	if want := "events           ev_demo_ga (GA), ev_demo_seated (seat map), ev_demo_free (free)"; !strings.Contains(with.String(), want) {
+		t.Fatalf("the summary does not list %q:\n%s", want, with.String())
 	}
 }

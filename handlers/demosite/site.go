@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -31,6 +32,10 @@ type Site struct {
 	// Events are the event ids (or shortIds or slugs) the shop lists, in
 	// order.
 	Events []string
+	// PollLimit is how long the success page waits for a payment's
+	// confirmation before it says the ticket will arrive by e-mail; 0 is
+	// 25 s.
+	PollLimit time.Duration
 }
 
 // config is /config.json: what the static pages read before calling the
@@ -39,6 +44,7 @@ type config struct {
 	APIBase        string   `json:"apiBase"`
 	PublishableKey string   `json:"publishableKey"`
 	Events         []string `json:"events"`
+	PollLimitMs    int64    `json:"pollLimitMs"`
 }
 
 // Handler serves the shop: its pages and assets, and /config.json.
@@ -52,7 +58,11 @@ func (s Site) Handler() fasthttp.RequestHandler {
 	if events == nil {
 		events = []string{}
 	}
-	cfg, _ := json.Marshal(config{APIBase: base, PublishableKey: s.PublishableKey, Events: events})
+	limit := s.PollLimit
+	if limit <= 0 {
+		limit = 25 * time.Second
+	}
+	cfg, _ := json.Marshal(config{APIBase: base, PublishableKey: s.PublishableKey, Events: events, PollLimitMs: limit.Milliseconds()})
 	csp := policy(base)
 	return func(ctx *fasthttp.RequestCtx) {
 		h := &ctx.Response.Header

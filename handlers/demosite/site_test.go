@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -29,11 +30,21 @@ func TestConfigJSON(t *testing.T) {
 	var c struct {
 		APIBase, PublishableKey string
 		Events                  []string
+		PollLimitMs             int64
 	}
 	if err := json.Unmarshal(ctx.Response.Body(), &c); err != nil {
 		t.Fatal(err)
 	}
-	if c.APIBase != "http://127.0.0.1:9999" || c.PublishableKey != "pk_demo" || strings.Join(c.Events, ",") != "ev_a,ev_b" {
+	if c.APIBase != "http://127.0.0.1:9999" || c.PublishableKey != "pk_demo" || strings.Join(c.Events, ",") != "ev_a,ev_b" || c.PollLimitMs != 25000 {
+		t.Fatalf("config.json answered %s", ctx.Response.Body())
+	}
+}
+
+// The success page's wait is the site's PollLimit.
+func TestConfigPollLimit(t *testing.T) {
+	ctx := get(Site{AppURL: "http://127.0.0.1:9999", PollLimit: 1500 * time.Millisecond}.Handler(), "/config.json")
+	var c struct{ PollLimitMs int64 }
+	if err := json.Unmarshal(ctx.Response.Body(), &c); err != nil || c.PollLimitMs != 1500 {
 		t.Fatalf("config.json answered %s", ctx.Response.Body())
 	}
 }
@@ -103,5 +114,18 @@ func TestNoInlineCodeOrExternalAssets(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The seated page says each change of the buyer's seats once: it has one
+// polite live region (#status), not one per part of the summary.
+func TestSeatedPageHasOneLiveRegion(t *testing.T) {
+	b, err := fs.ReadFile(files, "static/seated.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := regexp.MustCompile(`<[^>]*(aria-live|role="status")[^>]*>`).FindAllString(string(b), -1)
+	if len(live) != 1 || !strings.Contains(live[0], `id="status"`) {
+		t.Fatalf("seated.html's live regions: %q, want #status only", live)
 	}
 }

@@ -37,6 +37,7 @@
     again.hidden = false;
     back.className = 'btn secondary';
     again.addEventListener('click', async function () {
+      if (again.getAttribute('aria-busy')) return; // busy is aria-disabled only
       Shop.busy(again, true, 'Opening secure checkout…');
       try {
         await Shop.checkout(saved.path.indexOf('wallet') >= 0 ? 'wallet' : 'card', saved.pay);

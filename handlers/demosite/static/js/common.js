@@ -32,29 +32,41 @@
 
   // api calls /v1/storefront<path> and returns the answer's data, or
   // throws an ApiError. The envelope is {success, data} or
-  // {success:false, code, message}; an {error:{code,message}} is read too.
-  Shop.api = async function (method, path, body) {
+  // {success:false, code, message, data?} (handlers/httpx). opts.timeoutMs
+  // aborts the call after that long (then it fails as NETWORK).
+  Shop.api = async function (method, path, body, opts) {
     const c = await Shop.config();
-    const opts = { method: method, headers: { 'x-service-key': c.publishableKey }, credentials: 'omit', cache: 'no-store' };
+    const init = { method: method, headers: { 'x-service-key': c.publishableKey }, credentials: 'omit', cache: 'no-store' };
     if (body !== undefined) {
-      opts.headers['content-type'] = 'application/json';
-      opts.body = JSON.stringify(body);
+      init.headers['content-type'] = 'application/json';
+      init.body = JSON.stringify(body);
     }
-    let res;
+    let timer = 0;
+    if (opts && opts.timeoutMs !== undefined) {
+      const ctl = new AbortController();
+      init.signal = ctl.signal;
+      timer = setTimeout(function () { ctl.abort(); }, Math.max(0, opts.timeoutMs));
+    }
     try {
-      res = await fetch(c.apiBase + '/v1/storefront' + path, opts);
-    } catch (e) {
-      throw new ApiError(0, 'NETWORK', '');
+      let res;
+      try {
+        res = await fetch(c.apiBase + '/v1/storefront' + path, init);
+      } catch (e) {
+        throw new ApiError(0, 'NETWORK', '');
+      }
+      let json = null;
+      try {
+        json = await res.json();
+      } catch (e) {
+        if (e && e.name === 'AbortError') throw new ApiError(0, 'NETWORK', '');
+        json = null;
+      }
+      if (res.ok && json && json.success !== false) return json.data;
+      const e = json || {};
+      throw new ApiError(res.status, e.code, e.message, e.data || json); // serverTotal etc. sit beside code
+    } finally {
+      clearTimeout(timer);
     }
-    let json = null;
-    try {
-      json = await res.json();
-    } catch (e) {
-      json = null;
-    }
-    if (res.ok && json && json.success !== false) return json.data;
-    const e = (json && (json.error || json)) || {};
-    throw new ApiError(res.status, e.code, e.message, e.data || json);
   };
 
   // Words a buyer reads for the API's codes; other codes show the API's
@@ -269,20 +281,105 @@
     }
   };
 
-  // busy marks a button as working (disabled, with a label saying so) or
-  // gives it back its label.
+  // busy marks a button as working (aria-disabled, with a label saying
+  // so) or gives it back its label. It is not disabled: a disabled button
+  // loses the focus to <body>, and a keyboard or screen reader user their
+  // place; Shop.isBusy guards the handlers instead.
   Shop.busy = function (btn, on, label) {
     if (!btn) return;
     if (on) {
       if (!btn.dataset.label) btn.dataset.label = btn.textContent;
       btn.textContent = label || 'Please wait…';
-      btn.disabled = true;
+      btn.setAttribute('aria-disabled', 'true');
       btn.setAttribute('aria-busy', 'true');
     } else {
       if (btn.dataset.label) btn.textContent = btn.dataset.label;
       delete btn.dataset.label;
-      btn.disabled = false;
+      btn.removeAttribute('aria-disabled');
       btn.removeAttribute('aria-busy');
+    }
+  };
+  // isBusy: a button of form is working on an order already.
+  Shop.isBusy = function (form) {
+    return !!form.querySelector('[aria-busy="true"]');
+  };
+
+  // The buyer fields the API's codes are about.
+  const fieldOf = { INVALID_BUYER_NAME: 'name', INVALID_BUYER_EMAIL: 'email', INVALID_BUYER_PHONE: 'phone' };
+
+  // fieldError marks the field at fault (aria-invalid) and moves the focus
+  // there, so the buyer lands where the fix is.
+  Shop.fieldError = function (form, name, err) {
+    const f = form.elements[name];
+    if (!f) return false;
+    f.setAttribute('aria-invalid', 'true');
+    f.focus();
+    Shop.fail(err, 'pay-error');
+    return true;
+  };
+
+  // checkBuyer checks the required buyer fields before any call.
+  Shop.checkBuyer = function (form) {
+    for (const f of [form.elements.name, form.elements.email, form.elements.phone]) {
+      if (f) f.removeAttribute('aria-invalid');
+    }
+    for (const f of [form.elements.name, form.elements.email]) {
+      if (!f.checkValidity()) {
+        Shop.fieldError(form, f.name, f.name === 'email' ? 'Please enter a valid e-mail address: your tickets are sent there.' : 'Please enter your name.');
+        return false;
+      }
+    }
+    return true;
+  };
+
+  // Codes after which the registration cannot be paid as it is: the next
+  // try registers again. After any other failure (a busy or unreachable
+  // service, a rate limit) the registration still holds the tickets or
+  // seats (a seated one holds them instead of the hold token, which is
+  // spent), so the next try pays the same registration.
+  const deadRegistration = { REGISTRATION_NOT_PAYABLE: true, CART_MISMATCH: true, NOT_FOUND: true };
+
+  // order registers the buyer (or reuses o.holder.pending, the registration
+  // of the same order, when its key is o.key) and opens the hosted payment
+  // page, shared by the event and seated pages. o: form, btn, method,
+  // key, body (register-guest's), holder ({pending}), tag (kept with the
+  // pending registration), payFor(reg) (the
+  // checkout body), refresh() (re-quotes after an AMOUNT_MISMATCH),
+  // reserving (the button's label meanwhile), ev, shop (the element a
+  // confirmation replaces), after() (redraws after a failure).
+  Shop.order = async function (o) {
+    const h = o.holder;
+    Shop.busy(o.btn, true, o.reserving);
+    try {
+      let reg = h.pending && h.pending.key === o.key ? h.pending.reg : null;
+      if (!reg) {
+        reg = await Shop.api('POST', '/register-guest', o.body);
+        h.pending = { key: o.key, reg: reg, tag: o.tag || {} };
+      }
+      if (reg.status === 'confirmed') {
+        h.pending = null;
+        Shop.confirmed(o.shop, o.ev, reg, o.body.email);
+        Shop.say('Your registration is confirmed.');
+        return;
+      }
+      Shop.busy(o.btn, true, 'Opening secure checkout…');
+      try {
+        await Shop.checkout(o.method, o.payFor(reg));
+      } catch (err) {
+        if (err.code !== 'AMOUNT_MISMATCH') throw err;
+        // The page's figures were stale: quote again, read the
+        // registration's own total, and pay the same registration.
+        await o.refresh();
+        const now = await Shop.api('GET', '/registration/' + encodeURIComponent(reg.registrationId));
+        reg = Object.assign({}, reg, { total: now.total, amount: now.amount });
+        h.pending = { key: o.key, reg: reg, tag: o.tag || {} };
+        await Shop.checkout(o.method, o.payFor(reg));
+      }
+    } catch (err) {
+      if (deadRegistration[err.code] || err.status === 404) h.pending = null;
+      Shop.busy(o.btn, false);
+      if (!fieldOf[err.code] || !Shop.fieldError(o.form, fieldOf[err.code], err)) Shop.fail(err, 'pay-error');
+      o.after();
     }
   };
 

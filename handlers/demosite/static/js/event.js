@@ -150,7 +150,9 @@
     } else if (ids.length) {
       totals.append(row('Total', 'Calculating…', 'total'));
     }
-    const ready = ids.length > 0 && q !== null;
+    // Pay stays enabled while a quote is on its way: pressing it waits
+    // for the quote (a disabled button would swallow the click).
+    const ready = ids.length > 0;
     const card = $('pay-card');
     const wallet = $('pay-wallet');
     if (!card.getAttribute('aria-busy')) {
@@ -167,33 +169,69 @@
   }
 
   // bar shows the total at the bottom of a phone's screen while the
-  // summary (and its pay button) is out of view.
+  // summary (and its pay button) is out of view. It hides while the buyer
+  // types in a field (with the keyboard up it would cover the field), and
+  // while it shows the page keeps focused elements clear of it
+  // (scroll-padding-bottom, site.css html.with-bar).
   let summaryVisible = true;
+  let editing = false;
   function bar() {
     $('bar-total').textContent = state.summaryTotal || '';
-    $('bar').hidden = summaryVisible || !state.summaryTotal;
+    $('bar').hidden = summaryVisible || editing || !state.summaryTotal;
+    document.documentElement.classList.toggle('with-bar', !$('bar').hidden);
+  }
+  function isField(el) {
+    return !!el && el.matches('input:not([type="checkbox"]):not([type="radio"]), textarea, select');
   }
   function watchSummary() {
+    const form = $('order');
+    form.addEventListener('focusin', function (e) {
+      editing = isField(e.target);
+      bar();
+    });
+    form.addEventListener('focusout', function (e) {
+      if (!isField(e.relatedTarget)) editing = false;
+      bar();
+    });
+    $('bar-go').addEventListener('click', function (e) {
+      e.preventDefault();
+      document.querySelector('.summary').scrollIntoView({ behavior: 'smooth', block: 'start' });
+      // The heading, not the pay button, which may be waiting for a quote.
+      $('summary-h').focus({ preventScroll: true });
+    });
     if (!('IntersectionObserver' in window)) return;
     new IntersectionObserver(function (entries) {
       summaryVisible = entries[0].isIntersecting;
       bar();
     }).observe(document.querySelector('.summary'));
-    $('bar-go').addEventListener('click', function (e) {
-      e.preventDefault();
-      document.querySelector('.summary').scrollIntoView({ behavior: 'smooth', block: 'start' });
-      $('pay-card').focus({ preventScroll: true });
-    });
   }
 
   let timer = 0;
+  let quoting = false;
+  let waiters = [];
+  function settle() {
+    quoting = false;
+    const w = waiters;
+    waiters = [];
+    for (const r of w) r();
+  }
+  // quoted resolves once no quote is on its way.
+  function quoted() {
+    if (!quoting) return Promise.resolve();
+    return new Promise(function (r) { waiters.push(r); });
+  }
+
   // requote asks for a quote of the cart (debounced), which the summary
   // shows; a quote refused (a code not valid, too many tickets) says why.
   function requote() {
     clearTimeout(timer);
     state.quote = null;
     renderSummary();
-    if (!selected().length) return;
+    if (!selected().length) {
+      settle();
+      return;
+    }
+    quoting = true;
     timer = setTimeout(async function () {
       const seq = ++state.seq;
       try {
@@ -215,6 +253,7 @@
         Shop.fail(err, 'pay-error');
       }
       renderSummary();
+      settle();
     }, 250);
   }
 
@@ -237,6 +276,7 @@
   async function unlock() {
     const code = $('access-code').value.trim();
     const btn = $('access-apply');
+    if (btn.getAttribute('aria-busy')) return; // busy is aria-disabled only
     if (!code) {
       Shop.fail('Enter the access code you were given.', 'error');
       return;
@@ -267,6 +307,7 @@
   async function submit(e) {
     e.preventDefault();
     const form = $('order');
+    if (Shop.isBusy(form)) return;
     const btn = e.submitter || $('pay-card');
     const method = btn.dataset.method || 'card';
     Shop.clearError();
@@ -274,46 +315,40 @@
       Shop.fail('Choose at least one ticket.', 'pay-error');
       return;
     }
-    for (const f of [form.elements.name, form.elements.email]) {
-      if (!f.checkValidity()) {
-        f.setAttribute('aria-invalid', 'true');
-        f.focus();
-        Shop.fail(f.name === 'email' ? 'Please enter a valid e-mail address: your tickets are sent there.' : 'Please enter your name.', 'pay-error');
-        return;
-      }
-      f.removeAttribute('aria-invalid');
-    }
-    const body = Object.assign(cart(), Shop.buyer(form));
-    const key = JSON.stringify(body);
+    if (!Shop.checkBuyer(form)) return;
+    // A quantity changed just before the click: pay for what the buyer
+    // now sees quoted.
     Shop.busy(btn, true, 'Reserving your tickets…');
-    try {
-      // The same cart and buyer again (back from a failed checkout call):
-      // its registration still holds the tickets.
-      let reg = state.pending && state.pending.key === key ? state.pending.reg : null;
-      if (!reg) {
-        reg = await Shop.api('POST', '/register-guest', body);
-        state.pending = { key: key, reg: reg };
-      }
-      if (reg.status === 'confirmed') {
-        Shop.confirmed($('shop'), state.ev, reg, body.email);
-        Shop.say('Your registration is confirmed.');
-        return;
-      }
-      const pay = Object.assign({ eventId: state.ev.id, registrationId: reg.registrationId }, Shop.returnURLs(state.ev.id));
-      if (body.selectedTicketId) {
-        pay.selectedTicketId = body.selectedTicketId;
-        pay.quantity = body.quantity;
-      }
-      Shop.busy(btn, true, 'Opening secure checkout…');
-      if (method === 'wallet') pay.amount = reg.total;
-      else pay.selectedTicketAmount = admissions() / 100;
-      await Shop.checkout(method, pay);
-    } catch (err) {
-      if (err.code === 'REGISTRATION_NOT_PAYABLE' || err.code === 'CART_MISMATCH' || err.code === 'AMOUNT_MISMATCH') state.pending = null;
-      Shop.fail(err, 'pay-error');
-      Shop.busy(btn, false);
-      renderSummary();
+    await quoted();
+    if (!state.quote) {
+      requote();
+      await quoted();
     }
+    Shop.busy(btn, false);
+    if (!state.quote) return; // the quote was refused: pay-error says why
+    const body = Object.assign(cart(), Shop.buyer(form));
+    await Shop.order({
+      form: form, btn: btn, method: method, key: JSON.stringify(body), body: body, holder: state,
+      reserving: 'Reserving your tickets…', ev: state.ev, shop: $('shop'),
+      payFor: function (reg) {
+        const pay = Object.assign({ eventId: state.ev.id, registrationId: reg.registrationId }, Shop.returnURLs(state.ev.id));
+        if (body.selectedTicketId) {
+          pay.selectedTicketId = body.selectedTicketId;
+          pay.quantity = body.quantity;
+        }
+        if (method === 'wallet') pay.amount = reg.total;
+        else pay.selectedTicketAmount = admissions() / 100;
+        return pay;
+      },
+      refresh: async function () {
+        // Prices changed: read them again, then the quote.
+        state.ev = await load(state.access);
+        renderTickets();
+        requote();
+        await quoted();
+      },
+      after: renderSummary
+    });
   }
 
   function wire() {

@@ -5,17 +5,26 @@
 (function () {
   const Shop = window.Shop;
 
+  function soldOut(ev) {
+    return (ev.tickets || []).length > 0 && ev.tickets.every(function (t) { return t.soldOut; });
+  }
+  function onSale(ev) {
+    return ev.available && !soldOut(ev);
+  }
+  function events(n) {
+    return n === 1 ? '1 event' : n + ' events';
+  }
+
   function card(ev) {
     const d = Shop.dayParts(ev.startsAt);
     const low = Shop.lowest(ev);
     let price = '';
     if (low === 0) price = 'Free entry';
     else if (low !== null) price = 'From ' + Shop.money(low, ev.currency);
-    const soldOut = (ev.tickets || []).length > 0 && ev.tickets.every(function (t) { return t.soldOut; });
     let cta = 'Get tickets';
     if (ev.seated) cta = 'Pick seats';
     if (!ev.available) cta = 'Not on sale yet';
-    if (soldOut) cta = 'Sold out';
+    if (soldOut(ev)) cta = 'Sold out';
     const href = Shop.eventHref(ev);
     return Shop.el('li', { class: 'card', 'data-event': ev.id },
       Shop.el('div', { class: Shop.art(ev.id) + ' card-art', 'aria-hidden': 'true' },
@@ -43,9 +52,17 @@
     }));
     const cards = [];
     let failed = null;
-    // Soonest first, as a listing of dates reads.
+    // Soonest first, as a listing of dates reads; failed loads (and
+    // unreadable dates) last. Compared, not subtracted: Infinity minus
+    // Infinity is NaN, which leaves the order to the engine.
+    const at = function (r) {
+      const t = r.ev ? Date.parse(r.ev.startsAt) : NaN;
+      return isNaN(t) ? Infinity : t;
+    };
     results.sort(function (a, b) {
-      return (a.ev ? Date.parse(a.ev.startsAt) : Infinity) - (b.ev ? Date.parse(b.ev.startsAt) : Infinity);
+      const x = at(a);
+      const y = at(b);
+      return x === y ? 0 : (x < y ? -1 : 1);
     });
     for (const r of results) {
       if (r.ev) cards.push(card(r.ev));
@@ -54,7 +71,10 @@
     list.replaceChildren.apply(list, cards);
     list.removeAttribute('aria-busy');
     if (failed) Shop.fail(cards.length ? 'Some events could not be loaded. ' + Shop.words(failed) : Shop.words(failed));
-    Shop.say(cards.length ? cards.length + ' events on sale.' : 'No events are on sale right now.');
+    const sale = results.filter(function (r) { return r.ev && onSale(r.ev); }).length;
+    let said = 'No events are on sale right now.';
+    if (cards.length) said = sale === cards.length ? events(sale) + ' on sale.' : events(cards.length) + ', ' + sale + ' on sale now.';
+    Shop.say(said);
     if (!cards.length && !failed) list.append(Shop.el('li', { class: 'muted', text: 'No events are on sale right now. Check back soon.' }));
   }
 

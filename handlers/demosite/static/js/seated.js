@@ -17,6 +17,9 @@
     subtotal: 0, // in cents, as the picker said
     quote: null,
     seq: 0,
+    // {key, reg, tag: {token, seats}}: the registration of the seats last
+    // registered. It holds them instead of the hold token (spent), so a
+    // failed checkout is retried for it, never by registering again.
     pending: null
   };
 
@@ -38,12 +41,13 @@
         if (Shop.cents(q.fee)) totals.append(row('Service fee', Shop.money(q.fee, cur)));
         if (Shop.cents(q.vat)) totals.append(row('VAT', Shop.money(q.vat, cur)));
         totals.append(row('Total', Shop.money(q.total, cur), 'total'));
-        $('total-live').textContent = state.seats.length + ' seats held, total ' + Shop.money(q.total, cur);
       } else {
         totals.append(row('Total', 'Calculating…', 'total'));
       }
     }
-    const ready = state.seats.length > 0 && q !== null;
+    // Pay stays enabled while a quote is on its way: pressing it waits
+    // for the quote (a disabled button would swallow the click).
+    const ready = state.seats.length > 0;
     const card = $('pay-card');
     if (!card.getAttribute('aria-busy')) {
       card.textContent = q ? 'Pay ' + Shop.money(q.total, cur) + ' by card' : 'Continue to payment';
@@ -53,12 +57,43 @@
     if (!wallet.getAttribute('aria-busy')) wallet.disabled = !ready;
   }
 
+  // announce says the held seats and their total once, in the page's one
+  // live region (#status).
+  function announce() {
+    const n = state.seats.length;
+    if (!n) {
+      Shop.say('No seats held.');
+      return;
+    }
+    let m = (n === 1 ? 'Seat ' : 'Seats ') + state.seats.join(', ') + (n === 1 ? ' is' : ' are') + ' held for you';
+    if (state.quote) m += ': ' + (n === 1 ? '1 seat' : n + ' seats') + ', total ' + Shop.money(state.quote.total, state.ev.currency);
+    Shop.say(m + '.');
+  }
+
   let timer = 0;
+  let waiters = [];
+  let quoting = false;
+  function settle() {
+    quoting = false;
+    const w = waiters;
+    waiters = [];
+    for (const r of w) r();
+  }
+  // quoted resolves once no quote is on its way.
+  function quoted() {
+    if (!quoting) return Promise.resolve();
+    return new Promise(function (r) { waiters.push(r); });
+  }
   function requote() {
     clearTimeout(timer);
     state.quote = null;
     render();
-    if (!state.seats.length) return;
+    if (!state.seats.length) {
+      settle();
+      announce();
+      return;
+    }
+    quoting = true;
     timer = setTimeout(async function () {
       const seq = ++state.seq;
       try {
@@ -71,7 +106,13 @@
         Shop.fail(err, 'pay-error');
       }
       render();
+      announce();
+      settle();
     }, 150);
+  }
+
+  function same(a, b) {
+    return a.length === b.length && a.every(function (l) { return b.includes(l); });
   }
 
   // onMessage takes the picker's held set. Anything not from the picker's
@@ -81,18 +122,26 @@
     if (e.origin !== state.origin || e.source !== frame.contentWindow) return;
     const m = e.data;
     if (!m || typeof m !== 'object' || m.type !== 'held' || !Array.isArray(m.seatLabels)) return;
-    state.seats = m.seatLabels.filter(function (l) { return typeof l === 'string'; });
-    state.token = typeof m.holdToken === 'string' ? m.holdToken : '';
+    const seats = m.seatLabels.filter(function (l) { return typeof l === 'string'; });
+    const token = typeof m.holdToken === 'string' ? m.holdToken : '';
+    const p = state.pending;
+    // The same set again (the answer to a hello), or, once registered,
+    // seats gone from the hold to the registration: they are still the
+    // buyer's, and the registration the one to pay.
+    if (same(seats, state.seats) && token === state.token) return;
+    if (p && token === p.tag.token && seats.every(function (l) { return p.tag.seats.includes(l); })) return;
+    state.seats = seats;
+    state.token = token;
     state.subtotal = Shop.cents(m.subtotal || 0);
     state.pending = null;
     $('pay-error').textContent = '';
-    Shop.say(state.seats.length ? 'Seats held for you: ' + state.seats.join(', ') + '.' : 'No seats held.');
     requote();
   }
 
   async function submit(e) {
     e.preventDefault();
     const form = $('order');
+    if (Shop.isBusy(form)) return;
     const btn = e.submitter || $('pay-card');
     const method = btn.dataset.method || 'card';
     Shop.clearError();
@@ -100,40 +149,36 @@
       Shop.fail('Pick at least one seat on the seat map.', 'pay-error');
       return;
     }
-    for (const f of [form.elements.name, form.elements.email]) {
-      if (!f.checkValidity()) {
-        f.setAttribute('aria-invalid', 'true');
-        f.focus();
-        Shop.fail(f.name === 'email' ? 'Please enter a valid e-mail address: your tickets are sent there.' : 'Please enter your name.', 'pay-error');
-        return;
-      }
-      f.removeAttribute('aria-invalid');
+    if (!Shop.checkBuyer(form)) return;
+    Shop.busy(btn, true, 'Reserving your seats…');
+    await quoted();
+    if (!state.quote) {
+      requote();
+      await quoted();
     }
+    Shop.busy(btn, false);
+    if (!state.quote) return; // the quote was refused: pay-error says why
     const seats = { seatLabels: state.seats.slice(), seatHoldToken: state.token };
     const body = Object.assign({ eventId: state.ev.id }, seats, Shop.buyer(form));
-    const key = JSON.stringify(body);
-    Shop.busy(btn, true, 'Reserving your seats…');
-    try {
-      let reg = state.pending && state.pending.key === key ? state.pending.reg : null;
-      if (!reg) {
-        reg = await Shop.api('POST', '/register-guest', body);
-        state.pending = { key: key, reg: reg };
-      }
-      if (reg.status === 'confirmed') {
-        Shop.confirmed($('shop'), state.ev, reg, body.email);
-        return;
-      }
-      const pay = Object.assign({ eventId: state.ev.id, registrationId: reg.registrationId }, seats, Shop.returnURLs(state.ev.id));
-      Shop.busy(btn, true, 'Opening secure checkout…');
-      if (method === 'wallet') pay.amount = reg.total;
-      else pay.selectedTicketAmount = state.subtotal / 100; // the seats at their prices, before the fee
-      await Shop.checkout(method, pay);
-    } catch (err) {
-      if (err.code !== 'PAYMENT_PROCESSOR_ERROR' && err.status !== 0) state.pending = null;
-      Shop.fail(err, 'pay-error');
-      Shop.busy(btn, false);
-      render();
-    }
+    // The seats and their token name the registration: the buyer's
+    // details go with it, as first registered.
+    const key = JSON.stringify(seats);
+    await Shop.order({
+      tag: { token: seats.seatHoldToken, seats: seats.seatLabels },
+      form: form, btn: btn, method: method, key: key, body: body, holder: state,
+      reserving: 'Reserving your seats…', ev: state.ev, shop: $('shop'),
+      payFor: function (reg) {
+        const pay = Object.assign({ eventId: state.ev.id, registrationId: reg.registrationId }, seats, Shop.returnURLs(state.ev.id));
+        if (method === 'wallet') pay.amount = reg.total;
+        else pay.selectedTicketAmount = state.subtotal / 100; // the seats at their prices, before the fee
+        return pay;
+      },
+      refresh: function () {
+        requote();
+        return quoted();
+      },
+      after: render
+    });
   }
 
   async function main() {
@@ -166,7 +211,6 @@
     frame.src = src;
     $('order').hidden = false;
     $('order').addEventListener('submit', submit);
-    $('order').addEventListener('input', function () { state.pending = null; });
     render();
   }
 

@@ -1,14 +1,16 @@
 // The success page (interface.md, Recommended flow 5): the hosted payment
 // page sends the buyer here; the page reads the registration until it is
-// confirmed (or refunded, or expired), backing off, for at most
-// LIMIT_MS. Past that it says the ticket will arrive by e-mail: the
-// payment webhook may still be on its way.
+// confirmed (or refunded, or expired), backing off, for at most the
+// shop's pollLimitMs (25 s). Past that it says the ticket will arrive by
+// e-mail (the payment webhook may still be on its way), whatever the
+// calls in flight do: a timer ends the wait, and each call is aborted when
+// the time left runs out, so a stalled connection cannot keep the buyer
+// waiting.
 'use strict';
 
 (function () {
   const Shop = window.Shop;
   const $ = function (id) { return document.getElementById(id); };
-  const LIMIT_MS = 25000;
   const FIRST_MS = 500;
   const MAX_MS = 4000;
 
@@ -76,32 +78,52 @@
       show('missing', 'We could not find your order', ['This link does not name an order. If you paid, your tickets will arrive by e-mail.']);
       return;
     }
+    const cfg = await Shop.config().catch(function () { return {}; });
+    const limit = cfg.pollLimitMs > 0 ? cfg.pollLimitMs : 25000;
     const started = Date.now();
+    let done = false;
+    function finish() {
+      if (done) return;
+      done = true;
+      $('error').textContent = '';
+      show('timeout', 'Thank you for your order', [
+        'Your payment is still being confirmed. Your ticket will arrive by e-mail as soon as it is, usually within a few minutes.',
+        'You can close this page. If no e-mail arrives within the hour, contact us with your order number.']);
+    }
+    const hard = setTimeout(finish, limit);
     let delay = FIRST_MS;
     let ev = null;
     let last = null;
-    for (;;) {
+    while (!done) {
+      const left = limit - (Date.now() - started);
       try {
-        last = await Shop.api('GET', '/registration/' + encodeURIComponent(id));
-        if (!ev) ev = await Shop.api('GET', '/events/' + encodeURIComponent(last.eventId)).catch(function () { return null; });
+        last = await Shop.api('GET', '/registration/' + encodeURIComponent(id), undefined, { timeoutMs: left });
+        if (done) return;
+        if (!ev) ev = await Shop.api('GET', '/events/' + encodeURIComponent(last.eventId), undefined, { timeoutMs: limit - (Date.now() - started) }).catch(function () { return null; });
+        if (done) return;
         $('error').textContent = '';
-        if (render(last, ev)) return;
+        if (render(last, ev)) {
+          done = true;
+          clearTimeout(hard);
+          return;
+        }
       } catch (err) {
+        if (done) return;
         if (err.status === 404) {
+          done = true;
+          clearTimeout(hard);
           show('missing', 'We could not find your order', ['If you paid, your tickets will arrive by e-mail. Contact us if they do not.']);
           return;
         }
         // A network failure or a busy service: keep trying until the limit.
         if (!last) Shop.fail(err);
       }
-      if (Date.now() - started + delay > LIMIT_MS) break;
+      if (Date.now() - started + delay >= limit) break;
       await new Promise(function (r) { setTimeout(r, delay); });
       delay = Math.min(delay * 1.6, MAX_MS);
     }
-    $('error').textContent = '';
-    show('timeout', 'Thank you for your order', [
-      'Your payment is still being confirmed. Your ticket will arrive by e-mail as soon as it is, usually within a few minutes.',
-      'You can close this page. If no e-mail arrives within the hour, contact us with your order number.']);
+    clearTimeout(hard);
+    finish();
   }
 
   main();
