@@ -18,6 +18,9 @@ func TestDomainEntriesRefused(t *testing.T) {
 		"*.com.",             // with a trailing dot
 		"*.localhost",        // any label under a single one
 		"*.com:443",          // with a port
+		"*.co.uk",            // a public suffix of two labels
+		"*.github.io",        // a hosting provider's suffix: anyone's site
+		"*.GitHub.IO",        // in any case
 		"shop.example.com\n", // control character
 	} {
 		t.Run(d, func(t *testing.T) {
@@ -26,6 +29,11 @@ func TestDomainEntriesRefused(t *testing.T) {
 			var ve *catalog.ValidationError
 			if err := catalog.Validate(doc); !errors.As(err, &ve) || ve.Path != "tenants[0].publishableKeys[0].domains[1]" {
 				t.Fatalf("%q: %v, want a validation error at tenants[0].publishableKeys[0].domains[1]", d, err)
+			}
+			if strings.HasSuffix(d, ".uk") || strings.HasSuffix(strings.ToLower(d), ".io") {
+				if !strings.Contains(ve.Msg, "public suffix") {
+					t.Fatalf("%q: %q does not say it is a public suffix", d, ve.Msg)
+				}
 			}
 			if strings.Contains(d, "ü") || strings.Contains(d, "ä") {
 				if !strings.Contains(ve.Msg, "punycode") {
@@ -37,7 +45,7 @@ func TestDomainEntriesRefused(t *testing.T) {
 }
 
 func TestDomainEntriesAccepted(t *testing.T) {
-	for _, d := range []string{"xn--bcher-kva.example", "*.example.com", "*.shop.example.co.uk", "localhost:3000", "127.0.0.1", "shop.example.com."} {
+	for _, d := range []string{"xn--bcher-kva.example", "*.example.com", "*.shop.example.co.uk", "*.acme.github.io", "*.acme.test", "localhost:3000", "127.0.0.1", "shop.example.com."} {
 		doc := decodeValid(t)
 		tenA(doc).PublishableKeys[0].Domains[1] = d
 		if err := catalog.Validate(doc); err != nil {

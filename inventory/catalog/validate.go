@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
+	"golang.org/x/net/publicsuffix"
 
 	"github.com/ticketd/ticketd/inventory/cidr"
 	"github.com/ticketd/ticketd/inventory/keys"
@@ -280,6 +281,12 @@ func checkDomain(d, path string) *ValidationError {
 		}
 		if host = strings.TrimSuffix(host, "."); !strings.Contains(host, ".") {
 			return fail(path, "%q is a wildcard over a single label (every site under it): name the site's own domain, such as *.example.com", d)
+		}
+		// A public suffix (co.uk, github.io, vercel.app) has sites of many
+		// owners under it: any of them could then frame the seat picker
+		// and call the storefront with this key.
+		if suffix, _ := publicsuffix.PublicSuffix(strings.ToLower(host)); suffix == strings.ToLower(host) {
+			return fail(path, "%q is a wildcard over the public suffix %s, under which anyone can have a site: name the site's own domain, such as *.shop.%s", d, host, host)
 		}
 	}
 	return nil
