@@ -109,7 +109,7 @@ func noBlock(q int) *apierr.Error {
 	if q == 1 {
 		msg = "no seat can be picked on its own now; pick seats on the map"
 	}
-	return apierr.Of("SEAT_CONFLICT", "%s", msg).WithData(map[string]any{"conflicts": []string{}})
+	return seatConflict(msg, []string{})
 }
 
 // bestBlocks reads rows in map order, a batch of about mgetChunk seats per

@@ -102,8 +102,13 @@ func CheckToken(token string) *apierr.Error {
 
 // ConflictError is the 409 naming the seats someone else holds or booked.
 func ConflictError(labels []string) *apierr.Error {
-	return apierr.Of("SEAT_CONFLICT", "seats were just taken by someone else: %s; pick again", strings.Join(labels, ", ")).
-		WithData(map[string]any{"conflicts": labels})
+	return seatConflict(fmt.Sprintf("seats were just taken by someone else: %s; pick again", strings.Join(labels, ", ")), labels)
+}
+
+// seatConflict is every SEAT_CONFLICT: the message and the conflicting
+// labels (none when no seat in particular is to blame).
+func seatConflict(msg string, labels []string) *apierr.Error {
+	return apierr.Of("SEAT_CONFLICT", "%s", msg).WithData(map[string]any{"conflicts": labels})
 }
 
 var lowerB32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
