@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/handlers/servertest"
+	"github.com/ticketd/ticketd/inventory/seats"
 )
 
 func session(t *testing.T, s *servertest.Server, ch, name string) map[string]string {
@@ -208,3 +209,34 @@ const seatRushCatalog = `{
   "scopes": ["catalog:read", "orders:write", "orders:confirm", "orders:read", "sessions:write"],
   "ipAllowlist": ["127.0.0.1/32", "::1/128"], "settlement": "partner_remit",
   "rateLimits": {"checkout": 100000, "confirm": 100000, "status": 100000, "session": 100000, "catalog": 100000}}]}`
+
+// TestHoldReadOnThePartnerSurface: a buyer session reads its own hold back;
+// naming another session's token is INVALID_HOLD_TOKEN, a gone token
+// HOLD_EXPIRED.
+func TestHoldReadOnThePartnerSurface(t *testing.T) {
+	s := start(t, servertest.Options{})
+	base := "/v1/channel/seating/events/ev_seated"
+	s1, s2 := session(t, s, "a", "One"), session(t, s, "a", "Two")
+	hr := s.Do(t, "POST", base+"/hold", s1, map[string]any{"seatLabels": []string{"A-3", "A-1"}})
+	expect(t, hr, 200, "")
+	var h struct {
+		HoldToken  string
+		SeatLabels []string
+		Subtotal   float64
+	}
+	hr.Decode(t, &h)
+	r := s.Do(t, "GET", base+"/hold/"+h.HoldToken, s1, nil)
+	expect(t, r, 200, "")
+	var got struct {
+		HoldToken  string
+		SeatLabels []string
+		Subtotal   float64
+		ExpiresAt  string
+	}
+	r.Decode(t, &got)
+	if got.HoldToken != h.HoldToken || strings.Join(got.SeatLabels, ",") != "A-1,A-3" || got.Subtotal != h.Subtotal || got.ExpiresAt == "" {
+		t.Fatalf("hold read %+v, want A-1,A-3 of %+v", got, h)
+	}
+	expect(t, s.Do(t, "GET", base+"/hold/"+h.HoldToken, s2, nil), 400, "INVALID_HOLD_TOKEN")
+	expect(t, s.Do(t, "GET", base+"/hold/"+seats.NewToken(), keyed("a"), nil), 409, "HOLD_EXPIRED")
+}

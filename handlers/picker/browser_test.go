@@ -774,3 +774,56 @@ func TestBrowserHiddenTabDoesNotPoll(t *testing.T) {
 		t.Fatalf("the tab did not poll when shown again: %v", err)
 	}
 }
+
+// A buyer who reloads the host page keeps the seats they picked: the
+// picker reads its hold back (its token is kept in the tab's
+// sessionStorage), shows them as the buyer's with the timer, and tells the
+// host again after its hello. Another tab is another buyer: it sees them
+// held by someone else.
+func TestBrowserReloadKeepsTheBuyersHold(t *testing.T) {
+	s := start(t)
+	site := newHostSite(t, s.URL+hallPage)
+	ctx := browsertest.Timeout(t, browsertest.New(t, browsertest.Options{}), 120*time.Second)
+	if err := chromedp.Do(ctx, browsertest.Desktop); err != nil {
+		t.Fatal(err)
+	}
+	fr := openHost(t, ctx, site, "localhost")
+	for _, l := range []string{"A-5", "A-6"} {
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(seat(l)), chromedp.FromNode(fr))); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, ctx, fr, l, "mine")
+	}
+	before := waitHeld(t, ctx, "A-5", "A-6")
+
+	// The reload: a new host page, a new picker page in its frame.
+	fr = openHost(t, ctx, site, "localhost")
+	for _, l := range []string{"A-5", "A-6"} {
+		waitState(t, ctx, fr, l, "mine")
+		if a := attrs(t, ctx, fr, seat(l)); a["aria-pressed"] != "true" {
+			t.Errorf("%s after the reload: %v", l, a)
+		}
+	}
+	after := waitHeld(t, ctx, "A-5", "A-6")
+	if after.Data.HoldToken != before.Data.HoldToken || after.Data.Subtotal != 80 || after.Origin != s.URL {
+		t.Fatalf("held after the reload: %+v, before: %+v", after, before)
+	}
+	timer, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#hold"), chromedp.FromNode(fr)))
+	if err != nil || !strings.Contains(timer, "Your seats are held for") {
+		t.Errorf("hold timer after the reload: %q %v", timer, err)
+	}
+	browsertest.Shot(t, ctx, "reload-keeps-hold")
+
+	other := browsertest.Tab(t, ctx)
+	if err := chromedp.Do(other, browsertest.Desktop); err != nil {
+		t.Fatal(err)
+	}
+	otherFr := openHost(t, other, site, "localhost")
+	for _, l := range []string{"A-5", "A-6"} {
+		waitState(t, other, otherFr, l, "held")
+		if a := attrs(t, other, otherFr, seat(l)); a["aria-pressed"] != "false" {
+			t.Errorf("%s in another tab: %v", l, a)
+		}
+	}
+	waitHeld(t, other)
+}

@@ -1,6 +1,6 @@
 // Package seating serves the seat endpoints of decisions.md §4 (config,
-// availability, hold-token, hold, extend, release) and §7 (best-available)
-// once, for every surface that sells seats. A surface mounts them under its
+// availability, hold-token, hold, extend, release, the hold read) and §7
+// (best-available) once, for every surface that sells seats. A surface mounts them under its
 // own prefix with its Gate: the gate authenticates the caller, applies its
 // limits, resolves the request's event and says whose hold token the caller
 // uses (Request).
@@ -29,6 +29,9 @@ type Endpoint int
 const (
 	Config Endpoint = iota
 	Availability
+	// HoldRead reads what a hold token holds (a page that reloads picks
+	// its hold up again): a read, so it sits before HoldToken.
+	HoldRead
 	HoldToken
 	Hold
 	Extend
@@ -74,6 +77,7 @@ func Mount(g *router.Group, eng *seats.Engine, gate Gate) {
 	s := &server{seats: eng}
 	g.GET("/config", gate(Config, s.config))
 	g.GET("/availability", gate(Availability, s.availability))
+	g.GET("/hold/{token}", gate(HoldRead, s.holdRead))
 	g.POST("/hold-token", gate(HoldToken, s.holdToken))
 	g.POST("/hold", gate(Hold, s.hold))
 	g.POST("/hold/{token}/extend", gate(Extend, s.extend))
@@ -217,6 +221,23 @@ func (s *server) extend(ctx *fasthttp.RequestCtx, r Request) {
 		return
 	}
 	httpx.OK(ctx, map[string]any{"expiresAt": rfc3339(exp)})
+}
+
+// holdRead answers what the named token holds now, as hold does, without
+// changing it; a gone token is HOLD_EXPIRED, as for extend.
+func (s *server) holdRead(ctx *fasthttp.RequestCtx, r Request) {
+	if e := seated(r); e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	named, _ := ctx.UserValue("token").(string)
+	tok, e := token(r, named)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	res, err := s.seats.Held(r.Ctx, r.Event, tok)
+	held(ctx, res, err)
 }
 
 func (s *server) release(ctx *fasthttp.RequestCtx, r Request) {

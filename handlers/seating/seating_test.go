@@ -152,3 +152,14 @@ func TestReadsAndUnseated(t *testing.T) {
 		s.call(t, "POST", "ev_ga/"+p, "", map[string]any{"holdToken": "abcdefgh", "seatLabels": []string{"A-1"}}).want(t, 400, "NOT_SEATED")
 	}
 }
+
+// Gates pick the read or write class and scope by Writes: the hold read
+// must read, or a partner key with catalog:read only could not reload.
+func TestOnlyHoldChangingEndpointsWrite(t *testing.T) {
+	for ep, want := range map[Endpoint]bool{Config: false, Availability: false, HoldRead: false,
+		HoldToken: true, Hold: true, Extend: true, Release: true, BestAvailable: true} {
+		if ep.Writes() != want {
+			t.Errorf("endpoint %d writes = %v, want %v", ep, ep.Writes(), want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/handlers/servertest"
+	"github.com/ticketd/ticketd/inventory/seats"
 )
 
 func holdToken(t *testing.T, s *servertest.Server, event string) string {
@@ -89,4 +90,28 @@ func TestSeatEndpointsNeedTheKeyFromTicketdsOwnOriginToo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A page that reloads reads its hold back by token: the seats by row and
+// number with their subtotal; a gone token is HOLD_EXPIRED, a malformed one
+// INVALID_HOLD_TOKEN.
+func TestHoldReadGivesAReloadedPageItsSeats(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	tok := holdToken(t, s, "sf_seated")
+	expect(t, hold(t, s, "sf_seated", tok, "A-10", "A-2"), 200, "")
+	r := s.Front(t, "GET", "/seating/events/sf_seated/hold/"+tok, nil)
+	expect(t, r, 200, "")
+	var h struct {
+		HoldToken  string
+		SeatLabels []string
+		Subtotal   float64
+		ExpiresAt  string
+	}
+	r.Decode(t, &h)
+	if h.HoldToken != tok || len(h.SeatLabels) != 2 || h.SeatLabels[0] != "A-2" || h.SeatLabels[1] != "A-10" || h.Subtotal != 80 || h.ExpiresAt == "" {
+		t.Fatalf("hold read = %+v, want A-2, A-10 for 80", h)
+	}
+	expect(t, s.Front(t, "GET", "/seating/events/sf_seated/hold/"+seats.NewToken(), nil), 409, "HOLD_EXPIRED")
+	expect(t, s.Front(t, "GET", "/seating/events/sf_seated/hold/nope", nil), 400, "INVALID_HOLD_TOKEN")
 }

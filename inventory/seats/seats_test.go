@@ -619,3 +619,32 @@ func TestConfigIsTheSeatMapWithPrices(t *testing.T) {
 		t.Fatalf("config of an unseated event %s", js)
 	}
 }
+
+func TestHeldReadsTheTokensSeatsWithoutChangingThem(t *testing.T) {
+	b := setup(t)
+	tok := NewToken()
+	exp, err := b.eng.CreateToken(b.ctx, b.ev.ID, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.eng.Held(b.ctx, b.ev, tok)
+	if err != nil || len(res.SeatLabels) != 0 || res.Subtotal != 0 || !res.ExpiresAt.Equal(exp) {
+		t.Fatalf("empty token: %+v, %v", res, err)
+	}
+	if _, err := b.eng.Hold(b.ctx, b.ev, tok, []string{"A-10", "A-2"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = b.eng.Held(b.ctx, b.ev, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"A-2", "A-10"}; !reflect.DeepEqual(res.SeatLabels, want) || res.Subtotal != 8000 || !res.ExpiresAt.Equal(exp) || res.HoldToken != tok {
+		t.Fatalf("held %+v", res)
+	}
+	if _, err := b.eng.Held(b.ctx, b.ev, NewToken()); !errors.Is(err, ErrHoldExpired) {
+		t.Fatalf("gone token: %v, want ErrHoldExpired", err)
+	}
+	if _, err := b.eng.Held(b.ctx, b.ev, "nope"); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("bad token: %v, want ErrInvalidToken", err)
+	}
+}

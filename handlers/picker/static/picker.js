@@ -209,9 +209,31 @@
     post();
   });
 
+  // The hold token is kept in sessionStorage, per event (cfg.api names
+  // it), so a reload picks the hold up again (restore); sessionStorage is
+  // per tab, so two tabs stay two buyers. Storage may be refused (a
+  // sandbox, privacy settings): then a reload forgets, as before.
+  const TOKEN_KEY = 'ticketd-hold:' + cfg.api;
+  function store() {
+    try {
+      if (st.token) sessionStorage.setItem(TOKEN_KEY, st.token);
+      else sessionStorage.removeItem(TOKEN_KEY);
+    } catch (e) {
+      // no storage: nothing to keep
+    }
+  }
+  function stored() {
+    try {
+      return sessionStorage.getItem(TOKEN_KEY) || '';
+    } catch (e) {
+      return '';
+    }
+  }
+
   // changed shows a new held set and tells the host.
   function changed() {
     st.gen++;
+    store();
     paint();
     summary();
     post();
@@ -260,7 +282,10 @@
   function report(e) {
     if (e.code === 'HOLD_EXPIRED') {
       if (st.mine.length) expire();
-      else st.token = '';
+      else {
+        st.token = '';
+        store();
+      }
       return;
     }
     if (e.code === 'SEAT_RULE' && e.data.seatLabel) flag(e.data.seatLabel);
@@ -284,6 +309,7 @@
     const d = await api('POST', '/hold-token');
     st.token = d.holdToken;
     setExpiry(d.expiresAt);
+    store();
   }
 
   // withToken runs a call that names the hold token; a token that timed
@@ -507,7 +533,10 @@
     if (!st.onSale && saleOpen()) opened();
     ui.hold.classList.toggle('holding', st.mine.length > 0);
     if (!st.mine.length) {
-      if (st.token && remaining() <= 0) st.token = '';
+      if (st.token && remaining() <= 0) {
+        st.token = '';
+        store();
+      }
       return;
     }
     const left = remaining();
@@ -866,11 +895,33 @@
     load();
   }
 
+  // restore picks up the hold this tab's page had before a reload: its
+  // seats show as the buyer's again, with their timer, and the host hears
+  // of them (after its hello). A token gone or refused is forgotten; any
+  // other failure leaves it stored for the next load.
+  async function restore() {
+    const tok = stored();
+    if (!tok || st.token) return;
+    try {
+      const d = await api('GET', '/hold/' + encodeURIComponent(tok));
+      if (d.seatLabels.length) {
+        applyHold(d);
+        say('Welcome back. ' + seatsWords() + ', held while the timer runs.');
+      } else {
+        st.token = d.holdToken;
+        setExpiry(d.expiresAt);
+      }
+    } catch (e) {
+      if (e.code === 'HOLD_EXPIRED' || e.code === 'INVALID_HOLD_TOKEN') store();
+    }
+  }
+
   async function load() {
     try {
       const [config, avail] = await Promise.all([api('GET', '/config'), api('GET', '/availability')]);
       if (!st.svg) build(config);
       applyAvailability(avail);
+      await restore();
       root.classList.add('ready');
       schedulePoll(POLL_MS);
     } catch (e) {
