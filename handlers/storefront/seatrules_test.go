@@ -330,4 +330,14 @@ func TestBestAvailableRaceNeverOverlaps(t *testing.T) {
 	if got := heldSeats(t, s, "sf_rules"); !slices.Equal(got, all) {
 		t.Fatalf("held %v, buyers were given %v", got, all)
 	}
+	// The race kept the event's lenient rule: no free seat of row C is
+	// left alone between taken ones.
+	for n := 2; n <= 6; n++ {
+		_, left := owner[fmt.Sprintf("C-%d", n-1)]
+		_, self := owner[fmt.Sprintf("C-%d", n)]
+		_, right := owner[fmt.Sprintf("C-%d", n+1)]
+		if left && !self && right {
+			t.Fatalf("C-%d left alone between taken seats by the race (held %v)", n, all)
+		}
+	}
 }

@@ -260,6 +260,16 @@ func TestRowBlocksBestFirst(t *testing.T) {
 			t.Fatalf("strict offered %v", bl)
 		}
 	}
+	// Where the rules differ: in an empty row of four, the middle pair
+	// leaves alone at the row's ends, which only strict refuses.
+	short := &catalog.Row{Label: "A", Seats: 4}
+	none := make([]bool, 4)
+	if got, want := rowBlocks(catalog.SeatRuleLenient, short, none, 2), [][]string{{"A-2", "A-3"}, {"A-1", "A-2"}, {"A-3", "A-4"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("lenient blocks in a row of four: %v, want %v", got, want)
+	}
+	if got, want := rowBlocks(catalog.SeatRuleStrict, short, none, 2), [][]string{{"A-1", "A-2"}, {"A-3", "A-4"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("strict blocks in a row of four: %v, want %v", got, want)
+	}
 }
 
 func TestNeighboursAreWithinTwoInTheRow(t *testing.T) {
