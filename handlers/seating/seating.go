@@ -161,15 +161,20 @@ func (s *server) holdToken(ctx *fasthttp.RequestCtx, r Request) {
 	httpx.OK(ctx, map[string]any{"holdToken": tok, "expiresAt": rfc3339(exp)})
 }
 
+// seatedBody refuses an event without a seat map, else decodes the JSON
+// body into v: the checks every seat write starts with.
+func seatedBody(ctx *fasthttp.RequestCtx, r Request, v any) *apierr.Error {
+	if e := seated(r); e != nil {
+		return e
+	}
+	return httpx.Decode(ctx, v)
+}
+
 // holdRequest reads what hold and release share: the body and the
 // caller's hold token.
 func holdRequest(ctx *fasthttp.RequestCtx, r Request) (holdBody, string, *apierr.Error) {
 	var body holdBody
-	e := seated(r)
-	if e == nil {
-		e = httpx.Decode(ctx, &body)
-	}
-	if e != nil {
+	if e := seatedBody(ctx, r, &body); e != nil {
 		return body, "", e
 	}
 	tok, e := token(r, body.HoldToken)
@@ -204,13 +209,18 @@ func held(ctx *fasthttp.RequestCtx, res seats.HoldResult, err error) {
 		"subtotal": res.Subtotal, "expiresAt": rfc3339(res.ExpiresAt)})
 }
 
-func (s *server) extend(ctx *fasthttp.RequestCtx, r Request) {
+// pathToken reads what extend and the hold read share: the hold token the
+// path names, under r's token policy.
+func pathToken(ctx *fasthttp.RequestCtx, r Request) (string, *apierr.Error) {
 	if e := seated(r); e != nil {
-		httpx.Fail(ctx, e)
-		return
+		return "", e
 	}
 	named, _ := ctx.UserValue("token").(string)
-	tok, e := token(r, named)
+	return token(r, named)
+}
+
+func (s *server) extend(ctx *fasthttp.RequestCtx, r Request) {
+	tok, e := pathToken(ctx, r)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
@@ -226,12 +236,7 @@ func (s *server) extend(ctx *fasthttp.RequestCtx, r Request) {
 // holdRead answers what the named token holds now, as hold does, without
 // changing it; a gone token is HOLD_EXPIRED, as for extend.
 func (s *server) holdRead(ctx *fasthttp.RequestCtx, r Request) {
-	if e := seated(r); e != nil {
-		httpx.Fail(ctx, e)
-		return
-	}
-	named, _ := ctx.UserValue("token").(string)
-	tok, e := token(r, named)
+	tok, e := pathToken(ctx, r)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
@@ -268,11 +273,7 @@ type bestBody struct {
 // exist, as for hold), or else a new one, as hold-token would give.
 func (s *server) bestAvailable(ctx *fasthttp.RequestCtx, r Request) {
 	var body bestBody
-	e := seated(r)
-	if e == nil {
-		e = httpx.Decode(ctx, &body)
-	}
-	if e != nil {
+	if e := seatedBody(ctx, r, &body); e != nil {
 		httpx.Fail(ctx, e)
 		return
 	}
