@@ -328,6 +328,20 @@ func TestBrowserForeignOriginCannotFrameThePicker(t *testing.T) {
 	if err != nil || len(seats) != 0 {
 		t.Fatalf("the foreign page's frame shows the picker: %d nodes (%v)", len(seats), err)
 	}
+	// The frame did load a document, and not the picker's: an empty
+	// frame not yet drawn would pass the checks above as well.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		doc := frame(t, ctx).ContentDocument
+		if doc != nil && doc.DocumentURL != "" && doc.DocumentURL != "about:blank" {
+			if strings.HasPrefix(doc.DocumentURL, s.URL) {
+				t.Fatalf("the foreign page's frame loaded the picker: %s", doc.DocumentURL)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the foreign page's frame never loaded a document")
+		}
+	}
 	browsertest.Shot(t, ctx, "1-framing-blocked")
 
 	stripCSP(t, ctx)
