@@ -281,6 +281,27 @@
     }
   };
 
+  // quoteGate tracks whether a quote is on its way, so that a pay button
+  // pressed meanwhile can wait for it (event and seated pages): begin()
+  // marks one started, settle() ends it and wakes every wait().
+  Shop.quoteGate = function () {
+    let quoting = false;
+    let waiters = [];
+    return {
+      begin: function () { quoting = true; },
+      settle: function () {
+        quoting = false;
+        const w = waiters;
+        waiters = [];
+        for (const r of w) r();
+      },
+      wait: function () {
+        if (!quoting) return Promise.resolve();
+        return new Promise(function (r) { waiters.push(r); });
+      }
+    };
+  };
+
   // busy marks a button as working (aria-disabled, with a label saying
   // so) or gives it back its label. It is not disabled: a disabled button
   // loses the focus to <body>, and a keyboard or screen reader user their

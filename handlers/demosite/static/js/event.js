@@ -207,19 +207,10 @@
   }
 
   let timer = 0;
-  let quoting = false;
-  let waiters = [];
-  function settle() {
-    quoting = false;
-    const w = waiters;
-    waiters = [];
-    for (const r of w) r();
-  }
+  const gate = Shop.quoteGate();
+  const settle = gate.settle;
   // quoted resolves once no quote is on its way.
-  function quoted() {
-    if (!quoting) return Promise.resolve();
-    return new Promise(function (r) { waiters.push(r); });
-  }
+  const quoted = gate.wait;
 
   // requote asks for a quote of the cart (debounced), which the summary
   // shows; a quote refused (a code not valid, too many tickets) says why.
@@ -231,7 +222,7 @@
       settle();
       return;
     }
-    quoting = true;
+    gate.begin();
     timer = setTimeout(async function () {
       const seq = ++state.seq;
       try {

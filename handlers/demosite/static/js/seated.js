@@ -71,19 +71,10 @@
   }
 
   let timer = 0;
-  let waiters = [];
-  let quoting = false;
-  function settle() {
-    quoting = false;
-    const w = waiters;
-    waiters = [];
-    for (const r of w) r();
-  }
+  const gate = Shop.quoteGate();
+  const settle = gate.settle;
   // quoted resolves once no quote is on its way.
-  function quoted() {
-    if (!quoting) return Promise.resolve();
-    return new Promise(function (r) { waiters.push(r); });
-  }
+  const quoted = gate.wait;
   function requote() {
     clearTimeout(timer);
     state.quote = null;
@@ -93,7 +84,7 @@
       announce();
       return;
     }
-    quoting = true;
+    gate.begin();
     timer = setTimeout(async function () {
       const seq = ++state.seq;
       try {
