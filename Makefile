@@ -6,7 +6,7 @@ GO ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .DEFAULT_GOAL := help
-.PHONY: help build run services stripe-mock chromium test lint bench clean
+.PHONY: help build run services stripe-mock chromium test reliability lint bench clean
 
 help: ## list the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z][a-z-]*:.*## / { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -29,10 +29,13 @@ chromium: ## install Chromium for the browser tests unless it is on PATH (apt-ge
 test: services stripe-mock chromium ## run every test against the real services, with the race detector
 	$(GO) test -race -count=1 -timeout 9m ./...
 
+reliability: services stripe-mock ## the fault, scale-out and bad-input tests (Redis Cluster, several nodes, toxiproxy, fuzzing): under 10 min, prints a summary
+	bash .ci/reliability.sh
+
 lint: ## gofmt, go vet and staticcheck
 	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt -l: not formatted:"; echo "$$files"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) run $(STATICCHECK) ./...
+	$(GO) vet -tags reliability ./...
+	$(GO) run $(STATICCHECK) -tags reliability ./...
 
 bench: services ## run the bench suite (its length and options: README, Bench; e.g. BENCH_FLAGS="-scenario flash")
 	$(GO) run ./bench $(BENCH_FLAGS)
