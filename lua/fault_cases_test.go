@@ -175,8 +175,6 @@ func (f *fixture) sessionKey() string {
 	return k
 }
 
-func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-
 func nowMs(d time.Duration) string { return strconv.FormatInt(time.Now().Add(d).UnixMilli(), 10) }
 
 var faultCases = []faultCase{
@@ -217,8 +215,12 @@ var faultCases = []faultCase{
 		},
 		act: func(f *fixture) { f.confirm("ref1") }},
 	{name: "confirm again: a duplicate",
-		setup: func(f *fixture) { f.event(); f.reserve(map[string]int64{"t:a": 1, "ev": 1}, nil, ""); f.confirm("ref1") },
-		act:   func(f *fixture) { f.confirm("ref1") }},
+		setup: func(f *fixture) {
+			f.event()
+			f.reserve(map[string]int64{"t:a": 1, "ev": 1}, nil, "")
+			f.confirm("ref1")
+		},
+		act: func(f *fixture) { f.confirm("ref1") }},
 	{name: "order status and discount left",
 		setup: func(f *fixture) { f.event(); f.reserve(map[string]int64{"t:a": 1, "ev": 1}, nil, "SAVE") },
 		act: func(f *fixture) {
@@ -265,6 +267,13 @@ var faultCases = []faultCase{
 	{name: "register free held seats with a code",
 		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2") },
 		act:   func(f *fixture) { f.register(0, []string{"A-1", "A-2"}, "SAVE") }},
+	{name: "register free with an unlimited code", setup: (*fixture).event,
+		act: func(f *fixture) {
+			r := f.regReq(0, nil, "OPEN")
+			r.Quote.DiscountMaxUses = 0
+			_, err := f.regs.Register(f.ctx, r)
+			f.ok(err)
+		}},
 	{name: "register free without a worker (capped stream)",
 		setup: func(f *fixture) { f.event(); f.regs.StreamCap = 10 },
 		act:   func(f *fixture) { f.regs.StreamCap = 10; f.register(0, nil, "") }},
@@ -309,7 +318,11 @@ var faultCases = []faultCase{
 			f.ok(err)
 		}},
 	{name: "attach a checkout session, grace, status",
-		setup: func(f *fixture) { f.event(); f.register(1000, nil, ""); f.ok(f.regs.AttachSession(f.ctx, f.id, "card", "cs_one")) },
+		setup: func(f *fixture) {
+			f.event()
+			f.register(1000, nil, "")
+			f.ok(f.regs.AttachSession(f.ctx, f.id, "card", "cs_one"))
+		},
 		act: func(f *fixture) {
 			f.ok(f.regs.AttachSession(f.ctx, f.id, "wallet", "wp_two"))
 			okey, _ := f.sp.Order(f.id)
@@ -353,13 +366,13 @@ var faultCases = []faultCase{
 	{name: "claim and extend due deliveries",
 		setup: func(f *fixture) {
 			f.cmd("ZADD", f.sp.PayDue(part, "card"), nowMs(-time.Minute), "cs_a_o1.ev1", nowMs(-time.Second), "cs_b_o2.ev1",
-				nowMs(time.Hour), "cs_c_o3.ev1")
+				"4102444800000", "cs_c_o3.ev1")
 		},
 		act: func(f *fixture) {
 			due := f.sp.PayDue(part, "card")
-			arr := f.script("paydue_claim", []string{due}, "10", "30000")
-			at, _ := lua.Int(arr, 2)
-			f.script("paydue_extend", []string{due}, "cs_a_o1.ev1", strconv.FormatInt(at, 10), "30000")
+			f.script("paydue_claim", []string{due}, "10", "30000")
+			// the deadline a claim set (a replay's claim sets another)
+			f.script("paydue_extend", []string{due}, "cs_c_o3.ev1", "4102444800000", "30000")
 		}},
 
 	// sync worker: ack and takeover of paid entries
@@ -408,7 +421,11 @@ var faultCases = []faultCase{
 				"2", "t:a", "10", "ev", "100", "1", "t:a", "3", "1", "A-1", "oa.ev1", "1", "SAVE", "2", "1", "bk1", "2")
 		}},
 	{name: "apply an event's capacities",
-		setup: func(f *fixture) { f.event(); f.cmd("HSET", f.sp.Caps(ev), "t:old", "4"); f.cmd("HSET", f.sp.Sold(ev), "t:old", "2") },
+		setup: func(f *fixture) {
+			f.event()
+			f.cmd("HSET", f.sp.Caps(ev), "t:old", "4")
+			f.cmd("HSET", f.sp.Sold(ev), "t:old", "2")
+		},
 		act: func(f *fixture) {
 			f.script("catalog_caps", []string{f.sp.Caps(ev), f.sp.Sold(ev), f.sp.Live(part)}, "2", "t:a", "12", "ev", "120", "1", "t:b")
 		}},

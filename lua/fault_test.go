@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"os"
 
 	"path/filepath"
 	"slices"
@@ -359,7 +360,6 @@ type tally struct {
 
 // runCase tests every script call of c.
 func (d *faultDB) runCase(t *testing.T, c faultCase, tl *tally) {
-	ctx := context.Background()
 	d.must(d.do("FLUSHDB").Error())
 	f := newFixture(t, d)
 	if c.setup != nil {
@@ -454,6 +454,9 @@ func (d *faultDB) runCase(t *testing.T, c faultCase, tl *tally) {
 			tl.wrongTyped++
 			if err == nil {
 				tl.wrongRanThrough++
+				if os.Getenv("FAULT_DEBUG") != "" {
+					t.Logf("%s: ran through a wrong type at %s", label, k)
+				}
 				continue
 			}
 			tl.wrongErrored++
@@ -487,7 +490,6 @@ func (d *faultDB) runCase(t *testing.T, c faultCase, tl *tally) {
 			tl.unchanged++
 		}
 	}
-	_ = ctx
 }
 
 // Every script in lua/ checks every key it will write before its first
@@ -524,5 +526,3 @@ func TestFaultScriptsCheckBeforeTheyWrite(t *testing.T) {
 		Counts: fmt.Sprintf("keyspaces unchanged after a failed script %d/%d", tl.unchanged, tl.compared),
 	})
 }
-
-
