@@ -39,6 +39,7 @@ import (
 type faultDB struct {
 	t       *testing.T
 	c       rueidis.Client
+	conn    net.Conn
 	mon     *bufio.Reader
 	marks   int
 	byName  map[string]string // script name -> SHA-1
@@ -80,7 +81,7 @@ func newFaultDB(t *testing.T) *faultDB {
 	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
 		t.Fatal(err)
 	}
-	d.mon = bufio.NewReader(conn)
+	d.conn, d.mon = conn, bufio.NewReader(conn)
 	if line, err := d.mon.ReadString('\n'); err != nil || strings.TrimSpace(line) != "+OK" {
 		t.Fatalf("MONITOR: %q %v", line, err)
 	}
@@ -106,6 +107,8 @@ func (d *faultDB) record(f func()) []monLine {
 	d.must(d.c.Do(ctx, d.c.B().Echo().Message(end).Build()).Error())
 	var out []monLine
 	in := false
+	// fail, not hang, if the end mark never comes
+	_ = d.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for {
 		line, err := d.mon.ReadString('\n')
 		if err != nil {

@@ -53,9 +53,10 @@ end
 -- written).
 local counted = o[8] == redis.call('GET', KEYS[6])
 local holder = 'o:' .. id
-local mine = {}
+local mine, s = {}, 0
 for _ in string.gmatch(o[4] or '', '%S+') do
-  mine[#mine + 1] = redis.call('GET', KEYS[6 + #mine + 1]) == holder
+  s = s + 1
+  mine[s] = redis.call('GET', KEYS[6 + s]) == holder
 end
 if counted then
   if (o[3] or '') ~= '' then
