@@ -54,6 +54,7 @@
 --                                     lost its state or is being rebuilt
 --@include capacity
 --@include cart
+--@include check
 if redis.call('EXISTS', KEYS[8]) == 0 then
   return {5}
 end
@@ -85,6 +86,13 @@ local code = o[7] or ''
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+-- the seats the order still holds, read once for the checks and the
+-- writes (a failed confirm frees only what is still the order's)
+local mine = {}
+for s = 1, #seats do
+  mine[s] = redis.call('GET', KEYS[9 + s]) == holder
+end
+
 -- checks: an order that can no longer be paid fails whatever the amount,
 -- so the partner is told to refund rather than to re-quote
 local reason = nil
@@ -109,17 +117,26 @@ if not reason and bk then
 end
 if not reason then
   for s = 1, #seats do
-    if redis.call('GET', KEYS[9 + s]) ~= holder or redis.call('HEXISTS', KEYS[4], seats[s]) == 1 then
+    if not mine[s] or redis.call('HEXISTS', KEYS[4], seats[s]) == 1 then
       reason = 'seat_lost'
       break
     end
   end
 end
 
--- writes
+-- The discount keys are written below and read by no check.
+if code ~= '' then
+  check_type(KEYS[5], 'zset')
+  if not reason then
+    check_type(KEYS[6], 'hash')
+  end
+end
+
+-- writes: every key they touch was read or checked above, so no command
+-- below fails on a key's type (Redis would keep what was written before it)
 if reason then
   for s = 1, #seats do
-    if redis.call('GET', KEYS[9 + s]) == holder then
+    if mine[s] then
       redis.call('DEL', KEYS[9 + s])
     end
   end
@@ -129,6 +146,9 @@ if reason then
   redis.call('HSET', order, 'st', 'failed', 'why', reason)
   return {2, reason}
 end
+-- the paid stream first: no check reads it, so when it is not a stream
+-- this first write fails and nothing is written
+cart_queue_paid(KEYS[7], ARGV[9], oid, ARGV[5], now)
 for c = 1, n do
   redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
 end
@@ -145,5 +165,5 @@ if bk then
 end
 redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
 -- Without a worker the order keeps the expiry reserve gave its hash.
-cart_queue_paid(order, KEYS[7], ARGV[9], oid, ARGV[5], now, nil)
+cart_keep_paid(order, ARGV[9], nil)
 return {0, 0, o[8]}

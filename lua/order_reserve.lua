@@ -83,7 +83,7 @@ for s = 1, nseats do
   redis.call('HDEL', KEYS[5], 's:' .. labels[s])
 end
 if code ~= '' and maxuses > 0 then
-  cart_hold_discount(KEYS[6], oid, exp)
+  cart_hold_discount(KEYS[6], oid, exp, now)
 end
 local kv = {'st', 'pending', 'exp', exp}
 cart_buyer_fields(kv, limit, ARGV[8], adm)

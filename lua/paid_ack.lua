@@ -15,8 +15,17 @@
 --
 -- Output: {entries deleted, records dropped}
 
--- writes (nothing to check: every entry given is written), the ids in
--- chunks, as unpack has a stack limit
+-- reads: which orders still carry their record, before any write, as
+-- HDEL below would fail on a key that is not a hash after the stream was
+-- written (Redis keeps what a script wrote before a command failed)
+local rec = {}
+for k = 2, #KEYS do
+  rec[k] = redis.call('HEXISTS', KEYS[k], 'rec') == 1
+end
+
+-- writes, the stream first (its first XDEL fails before anything is
+-- written when it is not a stream), the ids in chunks, as unpack has a
+-- stack limit
 local deleted = 0
 local s = 3
 while s <= #ARGV do
@@ -27,7 +36,8 @@ while s <= #ARGV do
 end
 local dropped = 0
 for k = 2, #KEYS do
-  if redis.call('HDEL', KEYS[k], 'rec') == 1 then
+  if rec[k] then
+    redis.call('HDEL', KEYS[k], 'rec')
     redis.call('PEXPIRE', KEYS[k], ARGV[2])
     dropped = dropped + 1
   end

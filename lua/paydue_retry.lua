@@ -15,11 +15,15 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('ZREM', KEYS[2], ARGV[1])
   return {1}
 end
-local att = redis.call('HINCRBY', KEYS[1], 'att', 1)
+-- The attempt is read, not yet counted: the due set is written first, as
+-- no check reads it (when it is not a zset this first write fails and
+-- nothing is written).
+local att = (tonumber(redis.call('HGET', KEYS[1], 'att')) or 0) + 1
 local delay = tonumber(ARGV[2]) * math.pow(2, math.min(att - 1, 30))
 delay = math.min(delay, tonumber(ARGV[3]))
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local next = now + delay
 redis.call('ZADD', KEYS[2], 'XX', next, ARGV[1])
+redis.call('HSET', KEYS[1], 'att', att)
 return {0, att, next}

@@ -34,7 +34,9 @@ if now >= tonumber(h[2]) then
   return {2, 'expired'}
 end
 
+-- the due set first, as no check reads it (when it is not a zset this
+-- first write fails and nothing is written)
+redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[1])
 redis.call('HSET', s, 'st', 'paid', 'evt', ARGV[2], 'paidAt', now, 'att', 0)
 redis.call('PEXPIRE', s, tonumber(ARGV[3]))
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[1])
 return {0, ARGV[2]}

@@ -28,6 +28,7 @@
 --   {3, seats, discount code}  declared keys are not the registration's
 --@include capacity
 --@include cart
+--@include check
 local reg = KEYS[1]
 local id = ARGV[1]
 local o = redis.call('HMGET', reg, 'st', 'exp', 'claims', 'seats', 'dc', 'bk', 'adm', 'gen')
@@ -45,8 +46,33 @@ if (o[4] or '') ~= ARGV[2] or (o[5] or '') ~= ARGV[3] then
   return {3, o[4] or '', o[5] or ''}
 end
 
+-- Every key the writes below touch is read or checked first: a command
+-- that failed on a key's type after the first write would leave what was
+-- written before it. The seats this registration still holds are read
+-- once; the expiry zset is the first write (when it fails nothing is
+-- written).
+local counted = o[8] == redis.call('GET', KEYS[6])
+local holder = 'o:' .. id
+local mine, s = {}, 0
+for _ in string.gmatch(o[4] or '', '%S+') do
+  s = s + 1
+  mine[s] = redis.call('GET', KEYS[6 + s]) == holder
+end
+if counted then
+  if (o[3] or '') ~= '' then
+    check_type(KEYS[2], 'hash')
+  end
+  if o[6] then
+    check_type(KEYS[4], 'hash')
+  end
+end
+if (o[5] or '') ~= '' then
+  check_type(KEYS[3], 'zset')
+end
+
 -- writes
-if o[8] == redis.call('GET', KEYS[6]) then
+redis.call('ZREM', KEYS[5], id)
+if counted then
   for f, q in string.gmatch(o[3] or '', '(%S+)%s+(%S+)') do
     redis.call('HINCRBY', KEYS[2], f, -tonumber(q))
   end
@@ -54,18 +80,14 @@ if o[8] == redis.call('GET', KEYS[6]) then
     redis.call('HDEL', KEYS[4], o[6])
   end
 end
-local holder = 'o:' .. id
-local s = 0
-for _ in string.gmatch(o[4] or '', '%S+') do
-  s = s + 1
-  if redis.call('GET', KEYS[6 + s]) == holder then
+for s = 1, #mine do
+  if mine[s] then
     redis.call('DEL', KEYS[6 + s])
   end
 end
 if (o[5] or '') ~= '' then
   cart_drop_discount(KEYS[3], id)
 end
-redis.call('ZREM', KEYS[5], id)
 redis.call('HSET', reg, 'st', 'expired')
 redis.call('PEXPIRE', reg, tonumber(ARGV[4]))
 return {0}

@@ -23,7 +23,8 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local exp = now + tonumber(ARGV[2])
 
--- writes
-redis.call('HSET', reg, 'exp', exp, 'grace', '1')
+-- writes: the expiry zset first, as no check reads it (when it is not a
+-- zset this first write fails and nothing is written)
 redis.call('ZADD', KEYS[2], exp, ARGV[1])
+redis.call('HSET', reg, 'exp', exp, 'grace', '1')
 return {0, exp}

@@ -49,6 +49,7 @@
 --   {4}                                  the partition's marker is missing
 --@include capacity
 --@include cart
+--@include check
 local gen = redis.call('GET', KEYS[8])
 if not gen then
   return {4}
@@ -86,6 +87,13 @@ local counted = st == 'held' and o[13] == gen
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+-- the registration's seat keys, read once for the checks and the writes
+-- (a refund frees only what is still the registration's)
+local cur = {}
+for s = 1, #seats do
+  cur[s] = redis.call('GET', KEYS[10 + s])
+end
+
 -- checks
 local reason = nil
 if ARGV[9] == '1' then
@@ -98,7 +106,7 @@ if not reason and not counted and capacity_short(KEYS[2], KEYS[3], fields, qtys)
 end
 if not reason then
   for s = 1, #seats do
-    local v = redis.call('GET', KEYS[10 + s])
+    local v = cur[s]
     if (v and v ~= holder) or redis.call('HEXISTS', KEYS[4], seats[s]) == 1 then
       reason = 'seat_lost'
       break
@@ -119,6 +127,25 @@ if not reason and not counted and bk and lim > 0 then
   end
 end
 
+-- Keys written below that no check above read (the checks a refund or a
+-- counted claim skips among them): checked now, as a command that fails on
+-- a key's type after the first write would leave what was written before.
+check_type(KEYS[10], 'zset')
+if code ~= '' then
+  check_type(KEYS[5], 'zset')
+  if not reason then
+    check_type(KEYS[6], 'hash')
+  end
+end
+if reason and counted then
+  if n > 0 then
+    check_type(KEYS[3], 'hash')
+  end
+  if bk then
+    check_type(KEYS[9], 'hash')
+  end
+end
+
 -- writes
 if reason then
   if counted then
@@ -130,7 +157,7 @@ if reason then
     end
   end
   for s = 1, #seats do
-    if redis.call('GET', KEYS[10 + s]) == holder then
+    if cur[s] == holder then
       redis.call('DEL', KEYS[10 + s])
     end
   end
@@ -142,6 +169,9 @@ if reason then
   redis.call('PEXPIRE', reg, tonumber(ARGV[8]))
   return {2, reason, 0}
 end
+-- the paid stream first: no check reads it, so when it is not a stream
+-- this first write fails and nothing is written
+cart_queue_paid(KEYS[7], ARGV[7], id, ref, now)
 if not counted then
   for c = 1, n do
     redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
@@ -160,5 +190,5 @@ if code ~= '' then
 end
 redis.call('ZREM', KEYS[10], id)
 redis.call('HSET', reg, 'st', 'paid', 'ref', ref, 'paid', now, 'amt', ARGV[3])
-cart_queue_paid(reg, KEYS[7], ARGV[7], id, ref, now, tonumber(ARGV[8]))
+cart_keep_paid(reg, ARGV[7], tonumber(ARGV[8]))
 return {0, 0, counted and 0 or 1, o[8]}

@@ -52,6 +52,7 @@
 --   {9, paidAtMs}            free: paid at once
 --@include capacity
 --@include cart
+--@include check
 local gen = redis.call('GET', KEYS[8])
 if not gen then
   return {7}
@@ -84,9 +85,23 @@ local refusal = cart_refusal(
 if refusal then
   return refusal
 end
+-- a free registration's use of an unlimited code is counted below, on a
+-- key no check read
+if free and code ~= '' and not limited then
+  check_type(KEYS[7], 'hash')
+end
 
--- writes: the claim
+-- writes: every key they touch was read or checked above but one, written
+-- first (when it fails nothing is written): the expiry zset of a held
+-- registration, the paid stream of a free one
 local id = ARGV[1]
+if free then
+  cart_queue_paid(KEYS[11], ARGV[11], id, '', now)
+else
+  -- No expiry on the hash while held: the hash is what gives the claim back.
+  redis.call('ZADD', KEYS[10], exp, id)
+end
+-- the claim
 for c = 1, nclaims do
   redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
 end
@@ -117,13 +132,11 @@ end
 
 if not free then
   if limited then
-    cart_hold_discount(KEYS[6], id, '+inf')
+    cart_hold_discount(KEYS[6], id, '+inf', now)
   end
   kv[#kv + 1] = 'st'
   kv[#kv + 1] = 'held'
   redis.call('HSET', reg, unpack(kv))
-  -- No expiry while held: the hash is what gives the claim back.
-  redis.call('ZADD', KEYS[10], exp, id)
   return {0, exp}
 end
 
@@ -138,5 +151,5 @@ kv[#kv + 1] = ''
 kv[#kv + 1] = 'paid'
 kv[#kv + 1] = now
 redis.call('HSET', reg, unpack(kv))
-cart_queue_paid(reg, KEYS[11], ARGV[11], id, '', now, tonumber(ARGV[3]))
+cart_keep_paid(reg, ARGV[11], tonumber(ARGV[3]))
 return {9, now}

@@ -43,11 +43,19 @@ local first = tonumber(h[1]) or now
 local e = math.min(now + tonumber(ARGV[2]), first + tonumber(ARGV[3]))
 
 -- writes
+-- the seats the token still holds, read before the first write: a GET
+-- that failed on a key of the wrong type after it would leave the token
+-- extended without its seats
+local holder = 'h:' .. ARGV[1]
+local mine = {}
+for i = 1, n do
+  mine[i] = redis.call('GET', KEYS[1 + i]) == holder
+end
+
 redis.call('HSET', hold, 'exp', e)
 redis.call('PEXPIREAT', hold, e)
-local holder = 'h:' .. ARGV[1]
 for i = 1, n do
-  if redis.call('GET', KEYS[1 + i]) == holder then
+  if mine[i] then
     redis.call('PEXPIREAT', KEYS[1 + i], e)
   end
 end

@@ -49,8 +49,12 @@ end
 -- wins: capacity {2, field, left}, the hold token gone {3}, seats booked or
 -- held by someone else {4, labels}, seats the token does not hold {5,
 -- labels}, the discount code used up {6}, the buyer's limit {8, limit,
--- remaining}. nil when the cart fits. It writes nothing but dropping
--- discount holds that expired.
+-- remaining}. nil when the cart fits. It writes nothing (a script's
+-- checks come before its first write: Redis keeps what a script wrote
+-- before a command of it failed), and it reads, with a command that fails
+-- on a key of the wrong type, every key the caller writes after it but the
+-- order hash, the seat keys (SET ignores their type) and the keys only
+-- the caller knows of.
 --   k: caps, sold, booked, hold (the token's hash), seat (the index in KEYS
 --      before the first seat key), dcholds, dcused, buyers
 --   c: fields, qtys, labels, holder ('h:<token>'), code, maxuses, limit,
@@ -61,7 +65,9 @@ local function cart_refusal(k, c, now)
     return {2, c.fields[short], left}
   end
   if #c.labels > 0 then
-    if redis.call('EXISTS', k.hold) == 0 then
+    -- HLEN, not EXISTS: it also fails on a hold key that is not a hash,
+    -- here rather than at the HDEL after the first write
+    if redis.call('HLEN', k.hold) == 0 then
       return {3}
     end
     local conflicts, notheld = {}, {}
@@ -80,11 +86,11 @@ local function cart_refusal(k, c, now)
       return {5, notheld}
     end
   end
-  -- paid uses + uses held by live pending orders and registrations
+  -- paid uses + uses held by live pending orders and registrations (the
+  -- expired holds are dropped by cart_hold_discount, a write)
   if c.code ~= '' and c.maxuses > 0 then
-    redis.call('ZREMRANGEBYSCORE', k.dcholds, '-inf', now)
     local used = tonumber(redis.call('HGET', k.dcused, c.code)) or 0
-    if used + redis.call('ZCARD', k.dcholds) >= c.maxuses then
+    if used + redis.call('ZCOUNT', k.dcholds, '(' .. now, '+inf') >= c.maxuses then
       return {6}
     end
   end
@@ -111,11 +117,13 @@ local function cart_discount_expiry(key)
   end
 end
 
--- cart_hold_discount(key, id, score): holds one use of a limited code for
--- id until score (ms, Redis time), or '+inf': a storefront registration's
--- hold never lapses by itself, as the registration may still be paid after
--- its window; only reg_expire or reg_pay give it back.
-local function cart_hold_discount(key, id, score)
+-- cart_hold_discount(key, id, score, now): holds one use of a limited code
+-- for id until score (ms, Redis time), or '+inf': a storefront
+-- registration's hold never lapses by itself, as the registration may
+-- still be paid after its window; only reg_expire or reg_pay give it back.
+-- The holds that expired by now (pending partner orders that lapsed) go.
+local function cart_hold_discount(key, id, score, now)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
   redis.call('ZADD', key, score, id)
   cart_discount_expiry(key)
 end
@@ -155,24 +163,34 @@ local function cart_buyer_fields(kv, limit, buyer, adm)
   end
 end
 
--- cart_queue_paid(hash, stream, cap, id, ref, now, retention): queues the
--- paid order id on its partition's paid stream. The entry names the order;
--- its record and tickets stay in the hash (written once, not copied: a
--- durable Redis writes every byte to its append-only file), without expiry
--- until the sync worker has written them to Postgres (paid_ack.lua then
--- drops the record and sets the retention). cap is ARGV's stream cap: '0'
--- when a worker drains the stream; else nothing will read the record: it
--- goes, the stream keeps about cap entries and, when retention (ms) is
--- given, the hash expires after it (else it keeps the expiry it has).
-local function cart_queue_paid(hash, stream, cap, id, ref, now, retention)
+-- cart_queue_paid(stream, cap, id, ref, now): queues the paid order id on
+-- its partition's paid stream. The entry names the order; its record and
+-- tickets stay in the hash (written once, not copied: a durable Redis
+-- writes every byte to its append-only file), and cart_keep_paid says for
+-- how long. cap is ARGV's stream cap: '0' when a worker drains the stream;
+-- else the stream keeps about cap entries. No check reads the stream, so
+-- the settling scripts make this their first write: when it fails (the
+-- key is not a stream) nothing is written.
+local function cart_queue_paid(stream, cap, id, ref, now)
+  if cap == '0' then
+    redis.call('XADD', stream, '*', 'order', id, 'ref', ref, 'paidAt', now)
+  else
+    redis.call('XADD', stream, 'MAXLEN', '~', cap, '*', 'order', id, 'ref', ref, 'paidAt', now)
+  end
+end
+
+-- cart_keep_paid(hash, cap, retention): a paid order's hash stays without
+-- expiry until the sync worker has written it to Postgres (paid_ack.lua
+-- then drops the record and sets the retention) when cap is '0'; else
+-- nothing will read the record: it goes and, when retention (ms) is given,
+-- the hash expires after it (else it keeps the expiry it has).
+local function cart_keep_paid(hash, cap, retention)
   if cap == '0' then
     redis.call('PERSIST', hash)
-    redis.call('XADD', stream, '*', 'order', id, 'ref', ref, 'paidAt', now)
     return
   end
   redis.call('HDEL', hash, 'rec')
   if retention then
     redis.call('PEXPIRE', hash, retention)
   end
-  redis.call('XADD', stream, 'MAXLEN', '~', cap, '*', 'order', id, 'ref', ref, 'paidAt', now)
 end
