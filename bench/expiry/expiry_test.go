@@ -41,7 +41,7 @@ type load struct {
 }
 
 const (
-	ttl       = time.Second     // OrderTTL, SeatHoldTTL, CheckoutTTL
+	ttl       = time.Second // OrderTTL, SeatHoldTTL, CheckoutTTL
 	retention = time.Second // orders, registrations and Idempotency-Keys after their end
 	gaEvent   = "ex_ga"
 	hall      = "ex_hall"
