@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -445,7 +446,7 @@ func expire(t *testing.T, l load) {
 	stopSampling()
 	settled := time.Since(start) - loadTook
 	if len(left) > 0 {
-		t.Errorf("%d keys left %s after the load beyond the baseline and the paid state: %s", len(left), settled.Round(time.Millisecond), shapes(left))
+		t.Errorf("%d keys left %s after the load beyond the baseline and the paid state: %s", len(left), settled.Round(time.Millisecond), shapes(s.Space.Prefix, left))
 	}
 	after := len(redistest.Keys(t, s.Redis, s.Space))
 
@@ -479,18 +480,22 @@ func leftover(t *testing.T, s *servertest.Server, baseline []string) []string {
 	return out
 }
 
-// shapes summarises keys by their shape (ids and labels cut off).
-func shapes(ks []string) string {
+// shapes summarises keys by their shape: the space's prefix, partition
+// numbers, ids and labels cut off ("{p*}:ord 344, {i*}:idem 12").
+func shapes(prefix string, ks []string) string {
 	m := map[string]int{}
 	for _, k := range ks {
-		parts := strings.Split(k, ":")
-		if len(parts) > 4 {
-			parts = parts[:4]
+		parts := strings.Split(strings.TrimPrefix(k, prefix), ":")
+		if len(parts) > 3 {
+			parts = parts[:3]
 		}
-		m[strings.Join(parts[1:], ":")]++
+		parts[0] = tagNumber.ReplaceAllString(parts[0], "*")
+		m[strings.Join(parts, ":")]++
 	}
 	return outcomes(m)
 }
+
+var tagNumber = regexp.MustCompile(`[0-9]+`)
 
 // checkPaid checks the state the paid orders left: sold counts exactly the
 // paid admissions, booked exactly the paid seats, every paid order in
