@@ -481,13 +481,17 @@ func leftover(t *testing.T, s *servertest.Server, baseline []string) []string {
 }
 
 // shapes summarises keys by their shape: the space's prefix, partition
-// numbers, ids and labels cut off ("{p*}:ord 344, {i*}:idem 12").
+// numbers, ids and labels cut off ("{p*}:ord 344, {p*}:ev:ex_hall:seat 3").
 func shapes(prefix string, ks []string) string {
 	m := map[string]int{}
 	for _, k := range ks {
 		parts := strings.Split(strings.TrimPrefix(k, prefix), ":")
-		if len(parts) > 3 {
-			parts = parts[:3]
+		n := 2 // {p*}:ord, {i*}:idem, ...
+		if len(parts) > 1 && parts[1] == "ev" {
+			n = 4 // {p*}:ev:<event>:seat, ...:hold, ...
+		}
+		if len(parts) > n {
+			parts = parts[:n]
 		}
 		parts[0] = tagNumber.ReplaceAllString(parts[0], "*")
 		m[strings.Join(parts, ":")]++
