@@ -59,6 +59,9 @@ type Input struct {
 	Seats []string
 	// Order is the order a confirm or a status names.
 	Order string
+	// Key is a GA reserve's Idempotency-Key: a retry after an unknown
+	// outcome sends the same key (and body) again.
+	Key string
 }
 
 // Output is what the caller got back.
@@ -102,6 +105,7 @@ type order struct {
 // returns a new one.
 type state struct {
 	sold   int
+	keys   map[string]string // Idempotency-Key -> its order, or inFlight
 	orders map[string]order
 	seats  map[string]string // label -> "h:<token>", "o:<order>" or booked; absent: free
 	key    string            // canonical encoding, for Equal and Hash
@@ -110,6 +114,9 @@ type state struct {
 func (s *state) seal() *state {
 	var b strings.Builder
 	b.WriteString(strconv.Itoa(s.sold))
+	for _, k := range slices.Sorted(maps.Keys(s.keys)) {
+		fmt.Fprintf(&b, "|%s>%s", k, s.keys[k])
+	}
 	for _, id := range slices.Sorted(maps.Keys(s.orders)) {
 		o := s.orders[id]
 		fmt.Fprintf(&b, "|%s=%s/%s", id, o.st, o.why)
@@ -122,8 +129,14 @@ func (s *state) seal() *state {
 }
 
 func (s *state) clone() *state {
-	return &state{sold: s.sold, orders: maps.Clone(s.orders), seats: maps.Clone(s.seats)}
+	return &state{sold: s.sold, keys: maps.Clone(s.keys), orders: maps.Clone(s.orders), seats: maps.Clone(s.seats)}
 }
+
+// inFlight marks a key whose first attempt got no answer: it may have
+// claimed the key and be running still (a retry meets
+// DUPLICATE_IN_PROGRESS), have made an order (a retry gets it back,
+// duplicate), or have given the key back (a retry runs afresh).
+const inFlight = "~"
 
 // apply runs in on s, as ticketd would one call at a time: the answer it
 // must give and the state after. order names the order a reserve creates.
@@ -131,6 +144,9 @@ func apply(s *state, in Input, newOrder string) (Output, *state) {
 	switch in.Kind {
 	case Reserve:
 		if len(in.Seats) == 0 {
+			if id, ok := s.keys[in.Key]; ok && in.Key != "" && id != inFlight {
+				return Output{OK: true, Order: id, Duplicate: true}, s
+			}
 			left := in.Cap - s.sold
 			switch {
 			case in.Qty <= left:
@@ -139,6 +155,12 @@ func apply(s *state, in Input, newOrder string) (Output, *state) {
 					n.orders = map[string]order{}
 				}
 				n.orders[newOrder] = order{qty: in.Qty, st: "pending"}
+				if in.Key != "" {
+					if n.keys == nil {
+						n.keys = map[string]string{}
+					}
+					n.keys[in.Key] = newOrder
+				}
 				return Output{OK: true, Order: newOrder}, n.seal()
 			case left <= 0:
 				return Output{Code: "TICKET_SOLD_OUT"}, s
@@ -264,6 +286,9 @@ func heldBy(s *state, token string) []string {
 // matches reports whether got is the answer want allows. A reserve's order
 // id is the caller's to learn, so only its presence is compared.
 func matches(want, got Output) bool {
+	if want.Duplicate && want.Order != "" && got.Order != want.Order {
+		return false // a replay must give the same order back
+	}
 	return want.OK == got.OK && want.Code == got.Code && want.Remaining == got.Remaining &&
 		want.Status == got.Status && want.Reason == got.Reason && want.Duplicate == got.Duplicate &&
 		sameSet(want.Seats, got.Seats)
@@ -283,11 +308,20 @@ func sameSet(a, b []string) bool {
 // have happened at any later moment.
 func step(st any, inp any, outp any) []any {
 	s, in, out := st.(*state), inp.(Input), outp.(Output)
+	gaReserve := in.Kind == Reserve && len(in.Seats) == 0
 	if out.Unknown {
-		if in.Kind == Reserve && len(in.Seats) == 0 {
-			// A GA reserve claims nothing, and the order it may have
-			// made is one nobody can name: no state to follow.
-			return []any{s}
+		if gaReserve {
+			// A GA reserve claims nothing; all it may leave is its key,
+			// in flight for a retry to meet.
+			if _, seen := s.keys[in.Key]; seen || in.Key == "" {
+				return []any{s}
+			}
+			n := s.clone()
+			if n.keys == nil {
+				n.keys = map[string]string{}
+			}
+			n.keys[in.Key] = inFlight
+			return []any{s, n.seal()}
 		}
 		_, next := apply(s, in, "?"+strconv.Itoa(in.Op))
 		if next == s {
@@ -295,7 +329,31 @@ func step(st any, inp any, outp any) []any {
 		}
 		return []any{s, next}
 	}
-	if in.Kind == Reserve && out.OK {
+	if gaReserve && in.Key != "" && s.keys[in.Key] == inFlight {
+		switch {
+		case out.Code == "DUPLICATE_IN_PROGRESS":
+			return []any{s}
+		case out.OK && out.Duplicate:
+			// The first attempt made the order (having checked the
+			// capacity at its own moment, unseen).
+			if _, dup := s.orders[out.Order]; dup || out.Order == "" {
+				return nil
+			}
+			n := s.clone()
+			if n.orders == nil {
+				n.orders = map[string]order{}
+			}
+			n.orders[out.Order] = order{qty: in.Qty, st: "pending"}
+			n.keys[in.Key] = out.Order
+			return []any{n.seal()}
+		}
+		// Else the first attempt gave the key back, or never claimed
+		// it: this one runs afresh.
+		f := s.clone()
+		delete(f.keys, in.Key)
+		s = f.seal()
+	}
+	if in.Kind == Reserve && out.OK && !out.Duplicate {
 		if _, dup := s.orders[out.Order]; dup || out.Order == "" {
 			return nil // an order id given out twice
 		}

@@ -18,8 +18,11 @@ func op(client int, in Input, call, ret int64, out Output) porcupine.Operation {
 const ga = "ga:ev/tk"
 
 func reserve(n, qty int) Input { return Input{Op: n, Kind: Reserve, Part: ga, Cap: 1, Qty: qty} }
-func confirm(id string) Input  { return Input{Kind: Confirm, Part: ga, Cap: 1, Order: id} }
-func status(id string) Input   { return Input{Kind: Status, Part: ga, Cap: 1, Order: id} }
+func keyed(n int, key string) Input {
+	return Input{Op: n, Kind: Reserve, Part: ga, Cap: 1, Qty: 1, Key: key}
+}
+func confirm(id string) Input { return Input{Kind: Confirm, Part: ga, Cap: 1, Order: id} }
+func status(id string) Input  { return Input{Kind: Status, Part: ga, Cap: 1, Order: id} }
 func hold(tok string, seats ...string) Input {
 	return Input{Kind: Hold, Part: "seats:ev", Token: tok, Seats: seats}
 }
@@ -86,6 +89,21 @@ func TestModelRejectsNonLinearizableHistories(t *testing.T) {
 			op(0, hold("t1", "A-1"), 0, 10, Output{OK: true, Seats: []string{"A-1"}}),
 			op(1, hold("t2", "A-1", "A-2"), 20, 30, Output{Code: "SEAT_CONFLICT", Seats: []string{"A-1", "A-2"}}),
 		},
+		// one Idempotency-Key, two orders
+		"a retry gets another order back as a duplicate": {
+			op(0, keyed(1, "k"), 0, -1, unknown),
+			op(0, keyed(2, "k"), 20, 30, Output{OK: true, Order: "o1", Duplicate: true}),
+			op(0, keyed(3, "k"), 40, 50, Output{OK: true, Order: "o2", Duplicate: true}),
+		},
+		// a duplicate with no attempt before it
+		"a duplicate out of nowhere": {
+			op(0, keyed(1, "k"), 0, 10, Output{OK: true, Order: "o1", Duplicate: true}),
+		},
+		// in progress after the first attempt was answered
+		"in progress after the order was made": {
+			op(0, keyed(1, "k"), 0, 10, created("o1")),
+			op(0, keyed(2, "k"), 20, 30, Output{Code: "DUPLICATE_IN_PROGRESS"}),
+		},
 		// a timed-out confirm may pay, but not twice over: the other
 		// order still cannot be paid too
 		"unknown confirm and a paid one for the last ticket, then a third sees it free": {
@@ -133,6 +151,22 @@ func TestModelAcceptsLinearizableHistories(t *testing.T) {
 			op(0, confirm("o1"), 20, -1, unknown),
 			op(1, status("o1"), 40, 50, Output{OK: true, Status: "pending"}),
 			op(1, reserve(2, 1), 60, 70, created("o2")),
+		},
+		// a reserve retried after no answer: in progress, then the order
+		// the first attempt made, then confirmed
+		"retried reserve": {
+			op(0, keyed(1, "k"), 0, -1, unknown),
+			op(0, keyed(2, "k"), 20, 30, Output{Code: "DUPLICATE_IN_PROGRESS"}),
+			op(0, keyed(3, "k"), 40, 50, Output{OK: true, Order: "o1", Duplicate: true}),
+			op(0, confirm("o1"), 60, 70, paid),
+			op(1, reserve(4, 1), 80, 90, Output{Code: "TICKET_SOLD_OUT"}),
+		},
+		// the first attempt made nothing (refused, key given back): the
+		// retry runs afresh
+		"retried reserve runs afresh": {
+			op(0, keyed(1, "k"), 0, -1, unknown),
+			op(0, keyed(2, "k"), 20, 30, created("o1")),
+			op(0, keyed(3, "k"), 40, 50, Output{OK: true, Order: "o1", Duplicate: true}),
 		},
 		// quantity beyond what is left names the remaining
 		"quantity exceeds": {

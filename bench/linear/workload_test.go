@@ -115,6 +115,8 @@ func (rec *recorder) add(client int, in Input, call time.Time, out Output, ret t
 		}
 	case in.Kind == Status:
 		what = out.Status
+	case out.OK && out.Duplicate:
+		what = "ok (duplicate)"
 	case !out.OK:
 		what = out.Code
 	}
@@ -223,7 +225,7 @@ func (w *worker) do(in Input, path string, headers map[string]string, body any) 
 		}
 		switch in.Kind {
 		case Reserve:
-			out.Order = d.OrderID
+			out.Order, out.Duplicate = d.OrderID, d.Duplicate
 			if env.Code == "SEAT_CONFLICT" {
 				out.Seats = d.Conflicts
 			} else if env.Code == "SEAT_NOT_HELD" {
@@ -254,18 +256,31 @@ func (w *worker) do(in Input, path string, headers map[string]string, body any) 
 
 // expected are the refusals the load may meet; any other is a test error.
 var expected = map[string]bool{"TICKET_SOLD_OUT": true, "TICKET_QUANTITY_EXCEEDS_CAPACITY": true,
-	"SEAT_CONFLICT": true, "SEAT_NOT_HELD": true, "CONFIRM_FAILED": true}
+	"SEAT_CONFLICT": true, "SEAT_NOT_HELD": true, "CONFIRM_FAILED": true, "DUPLICATE_IN_PROGRESS": true}
 
 func (w *worker) gaPart(ev, tk int) string { return fmt.Sprintf("ga:%s/%s", gaEvent(ev), gaTicket(tk)) }
 
 func (w *worker) reserveGA() {
 	ev, tk := w.rnd.IntN(w.r.GAEvents), w.rnd.IntN(w.r.GATickets)
 	q := 1 + w.rnd.IntN(2)
-	in := Input{Kind: Reserve, Part: w.gaPart(ev, tk), Cap: w.r.Cap, Qty: q}
-	out, d := w.do(in, "/events/"+gaEvent(ev)+"/checkout", map[string]string{"Idempotency-Key": servertest.NewKey()},
-		servertest.Buyer(map[string]any{"selectedTicketId": gaTicket(tk), "quantity": q}))
-	if out.OK {
-		w.orders = append(w.orders, known{id: d.OrderID, part: in.Part, cap: w.r.Cap, amount: d.Amount})
+	key := servertest.NewKey()
+	in := Input{Kind: Reserve, Part: w.gaPart(ev, tk), Cap: w.r.Cap, Qty: q, Key: key}
+	body := servertest.Buyer(map[string]any{"selectedTicketId": gaTicket(tk), "quantity": q})
+	// A partner whose reserve got no answer sends it again with the same
+	// Idempotency-Key, as README asks: it must get the same order back,
+	// or the attempt runs afresh if the first made none.
+	for try := 0; ; try++ {
+		out, d := w.do(in, "/events/"+gaEvent(ev)+"/checkout", map[string]string{"Idempotency-Key": key}, body)
+		if out.OK {
+			if !out.Duplicate || !slices.ContainsFunc(w.orders, func(o known) bool { return o.id == d.OrderID }) {
+				w.orders = append(w.orders, known{id: d.OrderID, part: in.Part, cap: w.r.Cap, amount: d.Amount})
+			}
+			return
+		}
+		if try == 5 || !out.Unknown && out.Code != "DUPLICATE_IN_PROGRESS" {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
