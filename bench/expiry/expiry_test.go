@@ -29,6 +29,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/handlers/servertest"
 	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redistest"
 	"github.com/ticketd/ticketd/inventory/registrations"
 )
@@ -58,6 +59,15 @@ const (
 
 var tickets = []string{"tk_a", "tk_b"}
 
+// code is the GA event's limited discount code; buyers is how many
+// e-mail addresses the GA carts come from.
+const (
+	code   = "EXP"
+	buyers = 50
+)
+
+func buyerEmail(n int) string { return fmt.Sprintf("buyer%d@exp.example", n) }
+
 func catalog() map[string]any {
 	var rowDefs []any
 	for r := range rows {
@@ -71,6 +81,10 @@ func catalog() map[string]any {
 			"events": []any{
 				map[string]any{"id": gaEvent, "shortId": "exga1", "slug": "exp-ga", "name": "GA", "startsAt": "2027-07-01T18:00:00Z",
 					"status": "on_sale", "storefront": true, "channels": []string{"ch_exp"},
+					// A limited code and a per-buyer limit, both far above
+					// the load: their holds and counts must expire too.
+					"discountCodes":      []any{map[string]any{"code": code, "percent": 10, "maxUses": 1_000_000}},
+					"maxTicketsPerBuyer": 1_000_000,
 					"tickets": []any{
 						map[string]any{"id": tickets[0], "name": "A", "price": 10, "capacity": ticketCap, "maxPerOrder": 10},
 						map[string]any{"id": tickets[1], "name": "B", "price": 20, "capacity": ticketCap, "maxPerOrder": 10}}},
@@ -98,6 +112,29 @@ type tally struct {
 	paidSeats   map[string]string // label -> order
 	// partner orders left pending, to read their status at the end
 	unpaid []string
+	// paid GA admissions per buyer (orders.BuyerKey), and paid uses of code
+	buyerAdmissions map[string]int
+	codeUses        int
+}
+
+// ga is a GA cart: its ticket type, quantity, buyer and whether it uses
+// the discount code.
+type ga struct {
+	ticket  string
+	qty     int
+	email   string
+	useCode bool
+}
+
+func (a *actor) gaCart() ga {
+	return ga{ticket: tickets[a.rnd.IntN(len(tickets))], qty: 1 + a.rnd.IntN(3), email: buyerEmail(a.rnd.IntN(buyers)), useCode: a.rnd.IntN(3) == 0}
+}
+
+func (c ga) fields(m map[string]any) {
+	m["selectedTicketId"], m["quantity"] = c.ticket, c.qty
+	if c.useCode {
+		m["discountCode"] = code
+	}
 }
 
 func (t *tally) count(what string) {
@@ -106,12 +143,13 @@ func (t *tally) count(what string) {
 	t.mu.Unlock()
 }
 
-func (t *tally) paidOrder(id, ticket string, qty int, seats []string) {
+func (t *tally) paidOrder(id string, c ga, seats []string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, dup := t.paid[id]; dup {
 		return
 	}
+	qty := c.qty
 	if seats != nil {
 		qty = len(seats)
 		for _, l := range seats {
@@ -121,7 +159,11 @@ func (t *tally) paidOrder(id, ticket string, qty int, seats []string) {
 			t.paidSeats[l] = id
 		}
 	} else {
-		t.paidTickets[ticket] += qty
+		t.paidTickets[c.ticket] += qty
+		t.buyerAdmissions[orders.BuyerKey(c.email)] += qty
+		if c.useCode {
+			t.codeUses++
+		}
 	}
 	t.paid[id] = qty
 }
@@ -204,8 +246,9 @@ func keyed() map[string]string {
 	return map[string]string{"x-service-key": chKey, "x-service-secret": chSecret}
 }
 
-// shop is a storefront caller from an address of its own: the storefront
-// limits each client IP to 30 writes a minute, and the load is many buyers.
+// shop is a storefront call from an address of its own: the storefront
+// limits each client IP to 30 writes a minute (a bucket that lives 2 s a
+// write), and the load is many buyers, each call one.
 func (a *actor) shop() map[string]string {
 	n := a.ips.Add(1)
 	return map[string]string{"x-service-key": pubKey, "Origin": origin,
@@ -236,15 +279,17 @@ func (a *actor) partnerHold() {
 	if code != "" || a.rnd.IntN(3) > 0 {
 		return // the hold expires by itself
 	}
-	a.partnerReserve(map[string]any{"seatLabels": want, "seatHoldToken": tok.HoldToken}, "", 0, want)
+	a.partnerReserve(map[string]any{"seatLabels": want, "seatHoldToken": tok.HoldToken}, ga{}, want)
 }
 
 func (a *actor) partnerGA() {
-	tk, q := tickets[a.rnd.IntN(len(tickets))], 1+a.rnd.IntN(3)
-	a.partnerReserve(map[string]any{"selectedTicketId": tk, "quantity": q}, tk, q, nil)
+	c := a.gaCart()
+	cart := map[string]any{"buyerEmail": c.email}
+	c.fields(cart)
+	a.partnerReserve(cart, c, nil)
 }
 
-func (a *actor) partnerReserve(cart map[string]any, tk string, q int, seats []string) {
+func (a *actor) partnerReserve(cart map[string]any, c ga, seats []string) {
 	h := keyed()
 	h["Idempotency-Key"] = servertest.NewKey()
 	code, res := a.post("/v1/channel/events/"+eventOf(seats)+"/checkout", h, servertest.Buyer(cart))
@@ -264,14 +309,14 @@ func (a *actor) partnerReserve(cart map[string]any, tk string, q int, seats []st
 		wait := ttl + time.Duration(a.rnd.IntN(200))*time.Millisecond
 		a.late.Go(func() {
 			time.Sleep(wait)
-			a.confirm(res, tk, q, seats, true)
+			a.confirm(res, c, seats, true)
 		})
 		return
 	}
-	a.confirm(res, tk, q, seats, false)
+	a.confirm(res, c, seats, false)
 }
 
-func (a *actor) confirm(res answer, tk string, q int, seats []string, late bool) {
+func (a *actor) confirm(res answer, c ga, seats []string, late bool) {
 	ref := "ref-" + res.OrderID
 	h := keyed()
 	h["x-service-signature"] = channel.Signature(chSigning, res.OrderID, res.Amount, ref)
@@ -288,7 +333,7 @@ func (a *actor) confirm(res answer, tk string, q int, seats []string, late bool)
 	}
 	if code == "" && conf.Status == "paid" {
 		a.tally.count("partner confirm paid")
-		a.tally.paidOrder(res.OrderID, tk, q, seats)
+		a.tally.paidOrder(res.OrderID, c, seats)
 	} else {
 		a.tally.count("partner confirm " + code)
 	}
@@ -304,28 +349,28 @@ func eventOf(seats []string) string {
 // register makes a storefront registration (GA, or seats held on the
 // storefront first); a share is paid as the processor's webhook pays it.
 func (a *actor) register() {
-	h := a.shop()
 	var seats []string
 	body := map[string]any{"name": "Grace Hopper", "email": "grace@example.com"}
-	tk, q := "", 0
+	var c ga
 	if a.rnd.IntN(3) == 0 {
-		code, tok := a.post("/v1/storefront/seating/events/"+hall+"/hold-token", h, map[string]any{})
+		code, tok := a.post("/v1/storefront/seating/events/"+hall+"/hold-token", a.shop(), map[string]any{})
 		if code != "" {
 			a.tally.count("storefront hold-token " + code)
 			return
 		}
 		seats = a.seats()
-		code, _ = a.post("/v1/storefront/seating/events/"+hall+"/hold", h, map[string]any{"holdToken": tok.HoldToken, "seatLabels": seats})
+		code, _ = a.post("/v1/storefront/seating/events/"+hall+"/hold", a.shop(), map[string]any{"holdToken": tok.HoldToken, "seatLabels": seats})
 		a.tally.count("storefront seat hold " + orOK(code))
 		if code != "" {
 			return
 		}
 		body["eventId"], body["seatLabels"], body["seatHoldToken"] = hall, seats, tok.HoldToken
 	} else {
-		tk, q = tickets[a.rnd.IntN(len(tickets))], 1+a.rnd.IntN(3)
-		body["eventId"], body["selectedTicketId"], body["quantity"] = gaEvent, tk, q
+		c = a.gaCart()
+		body["eventId"], body["email"] = gaEvent, c.email
+		c.fields(body)
 	}
-	code, reg := a.post("/v1/storefront/register-guest", h, body)
+	code, reg := a.post("/v1/storefront/register-guest", a.shop(), body)
 	a.tally.count("registration " + orOK(code))
 	if code != "" || a.rnd.IntN(a.l.PaidEvery) != 0 {
 		return // it expires unpaid
@@ -336,14 +381,14 @@ func (a *actor) register() {
 		wait := ttl - 100*time.Millisecond + time.Duration(a.rnd.IntN(300))*time.Millisecond
 		a.late.Go(func() {
 			time.Sleep(wait)
-			a.pay(reg, tk, q, seats, "registration paid late")
+			a.pay(reg, c, seats, "registration paid late")
 		})
 		return
 	}
-	a.pay(reg, tk, q, seats, "registration paid")
+	a.pay(reg, c, seats, "registration paid")
 }
 
-func (a *actor) pay(reg answer, tk string, q int, seats []string, what string) {
+func (a *actor) pay(reg answer, c ga, seats []string, what string) {
 	out, err := a.s.Registrations.Pay(context.Background(), registrations.Payment{RegistrationID: reg.RegistrationID,
 		Processor: "card", PaymentID: "cs_" + reg.RegistrationID[1:13], Amount: reg.Total, Currency: "USD"})
 	switch {
@@ -356,7 +401,7 @@ func (a *actor) pay(reg answer, tk string, q int, seats []string, what string) {
 			what += " (claimed anew)"
 		}
 		a.tally.count(what)
-		a.tally.paidOrder(reg.RegistrationID, tk, q, seats)
+		a.tally.paidOrder(reg.RegistrationID, c, seats)
 	}
 }
 
@@ -391,7 +436,8 @@ func expire(t *testing.T, l load) {
 	})
 
 	baseline := redistest.Keys(t, s.Redis, s.Space)
-	tl := &tally{outcomes: map[string]int{}, paid: map[string]int{}, paidTickets: map[string]int{}, paidSeats: map[string]string{}}
+	tl := &tally{outcomes: map[string]int{}, paid: map[string]int{}, paidTickets: map[string]int{}, paidSeats: map[string]string{},
+		buyerAdmissions: map[string]int{}}
 	client := &fasthttp.Client{MaxConnsPerHost: 4 * l.Workers, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
 	var ips atomic.Int64
 
@@ -456,10 +502,11 @@ func expire(t *testing.T, l load) {
 		Injected: fmt.Sprintf("expiry: OrderTTL, SeatHoldTTL and CheckoutTTL %s, retention %s, sweeper every 100 ms", ttl, retention),
 		Load: fmt.Sprintf("%d clients for %s making holds, registrations and partner orders, 1 in %d paid: %s",
 			l.Workers, loadTook.Round(time.Millisecond), l.PaidEvery, outcomes(tl.outcomes)),
-		Counts: fmt.Sprintf("keys baseline %d -> peak %d -> %d after %s, none left but the baseline and the paid state's sold and booked hashes; "+
+		Counts: fmt.Sprintf("keys baseline %d -> peak %d -> %d after %s, none left but the baseline and the paid state (sold, booked, buyers, code uses); "+
 			"sold = paid %d admissions, capacity otherwise full; seats booked %d = paid seats, none held; "+
-			"Postgres rows %d = paid orders %d, each once",
-			len(baseline), peak.Load(), after, settled.Round(time.Millisecond), paidTotal, len(tl.paidSeats), paidOrders, len(tl.paid)),
+			"code uses %d = paid with it, buyer counts = paid admissions (%d buyers); Postgres rows %d = paid orders %d, each once",
+			len(baseline), peak.Load(), after, settled.Round(time.Millisecond), paidTotal, len(tl.paidSeats),
+			tl.codeUses, len(tl.buyerAdmissions), paidOrders, len(tl.paid)),
 	})
 }
 
@@ -467,7 +514,8 @@ func expire(t *testing.T, l load) {
 // nor the paid state (the sold counts and booked seats the paid orders
 // keep for good).
 func leftover(t *testing.T, s *servertest.Server, baseline []string) []string {
-	keep := map[string]bool{s.Space.Sold(gaEvent): true, s.Space.Sold(hall): true, s.Space.Booked(hall): true}
+	keep := map[string]bool{s.Space.Sold(gaEvent): true, s.Space.Sold(hall): true, s.Space.Booked(hall): true,
+		s.Space.Buyers(gaEvent): true, s.Space.DiscountUsed(gaEvent): true}
 	for _, k := range baseline {
 		keep[k] = true
 	}
@@ -528,6 +576,23 @@ func checkPaid(t *testing.T, s *servertest.Server, tl *tally) (admissions, rows 
 				t.Errorf("%s sold %s = %d, want the paid %d (unpaid ones leaked capacity)", ev, f, got, n)
 			}
 		}
+	}
+	// The per-buyer counts and the code's uses: the paid ones, nothing
+	// of the expired.
+	perBuyer, err := s.Redis.Do(ctx, s.Redis.B().Hgetall().Key(s.Space.Buyers(gaEvent)).Build()).AsStrMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBuyers := map[string]string{}
+	for k, n := range tl.buyerAdmissions {
+		wantBuyers[k] = strconv.Itoa(n)
+	}
+	if !maps.Equal(perBuyer, wantBuyers) {
+		t.Errorf("buyers' admissions %v, want the paid %v", perBuyer, wantBuyers)
+	}
+	used, _ := s.Redis.Do(ctx, s.Redis.B().Hget().Key(s.Space.DiscountUsed(gaEvent)).Field(code).Build()).AsInt64()
+	if int(used) != tl.codeUses {
+		t.Errorf("discount code used %d times, want the paid %d", used, tl.codeUses)
 	}
 	booked, err := s.Redis.Do(ctx, s.Redis.B().Hgetall().Key(s.Space.Booked(hall)).Build()).AsStrMap()
 	if err != nil {
