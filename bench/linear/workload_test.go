@@ -153,8 +153,34 @@ type known struct {
 	amount   money.Cents
 }
 
+// shared is every worker's orders, so that workers confirm and read each
+// other's orders too: two confirms of one order race, and exactly one of
+// them may answer paid without duplicate.
+type shared struct {
+	mu     sync.Mutex
+	orders []known
+}
+
+func (sh *shared) add(o known) {
+	sh.mu.Lock()
+	sh.orders = append(sh.orders, o)
+	sh.mu.Unlock()
+}
+
+func (sh *shared) pick(rnd *rand.Rand) (known, bool) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if len(sh.orders) == 0 {
+		return known{}, false
+	}
+	// the recent ones, mostly: those are the pending ones
+	n := len(sh.orders)
+	return sh.orders[n-1-rnd.IntN(min(n, 8))], true
+}
+
 type worker struct {
 	t      *testing.T
+	shared *shared
 	r      run
 	id     int
 	base   string
@@ -273,7 +299,9 @@ func (w *worker) reserveGA() {
 		out, d := w.do(in, "/events/"+gaEvent(ev)+"/checkout", map[string]string{"Idempotency-Key": key}, body)
 		if out.OK {
 			if !out.Duplicate || !slices.ContainsFunc(w.orders, func(o known) bool { return o.id == d.OrderID }) {
-				w.orders = append(w.orders, known{id: d.OrderID, part: in.Part, cap: w.r.Cap, amount: d.Amount})
+				o := known{id: d.OrderID, part: in.Part, cap: w.r.Cap, amount: d.Amount}
+				w.orders = append(w.orders, o)
+				w.shared.add(o)
 			}
 			return
 		}
@@ -293,7 +321,9 @@ func (w *worker) reserveSeats(ev int) {
 		w.held[ev] = nil
 	}
 	if out.OK {
-		w.orders = append(w.orders, known{id: d.OrderID, part: in.Part, amount: d.Amount})
+		o := known{id: d.OrderID, part: in.Part, amount: d.Amount}
+		w.orders = append(w.orders, o)
+		w.shared.add(o)
 	}
 }
 
@@ -330,6 +360,11 @@ func (w *worker) release(ev int) {
 // pick chooses one of the worker's orders, the recent ones more often (they
 // are the pending ones, whose confirms race for the last tickets).
 func (w *worker) pick() known {
+	if w.rnd.IntN(4) == 0 {
+		if o, ok := w.shared.pick(w.rnd); ok {
+			return o
+		}
+	}
 	n := len(w.orders)
 	if w.rnd.IntN(3) > 0 && n > 3 {
 		return w.orders[n-1-w.rnd.IntN(3)]
@@ -388,8 +423,9 @@ func linearize(t *testing.T, r run) {
 	client := &fasthttp.Client{MaxConnsPerHost: 4 * r.Workers, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
 	rec := &recorder{t0: time.Now(), outcomes: map[string]int{}}
 	workers := make([]*worker, r.Workers)
+	sh := &shared{}
 	for i := range workers {
-		w := &worker{t: t, r: r, id: i, base: s.URL, client: client, rec: rec, rnd: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano()))),
+		w := &worker{t: t, shared: sh, r: r, id: i, base: s.URL, client: client, rec: rec, rnd: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano()))),
 			tokens: map[int]string{}, held: map[int][]string{}}
 		for ev := range r.SeatEvents {
 			// Tokens are made before the history starts: a token is
