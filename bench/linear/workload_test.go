@@ -466,6 +466,9 @@ func linearize(t *testing.T, r run) {
 		describe(t, rec.ops)
 		t.Fatalf("history of %d ops (%d unknown) is %s", len(rec.ops), unknown, res)
 	}
+	if r.ShortDeadline == 0 && r.Base == 0 && unknown > 0 {
+		t.Errorf("%d calls without an answer (5xx or a transport error) with no fault injected", unknown)
+	}
 	if r.ShortDeadline > 0 && unknown == 0 {
 		t.Errorf("no call timed out: the run did not exercise unknown outcomes")
 	}
