@@ -70,6 +70,10 @@ type Options struct {
 	// StorefrontTimeout bounds each storefront request's work (0: the
 	// surface's default).
 	StorefrontTimeout time.Duration
+	// Retention is how long orders, registrations and Idempotency-Keys
+	// outlive their end in Redis (0: the 24 h default); a short one lets
+	// a test see every key it made go.
+	Retention time.Duration
 }
 
 // Server is a running test stack.
@@ -132,7 +136,8 @@ func Start(t testing.TB, opt Options) *Server {
 	limiter := &ratelimit.Limiter{Redis: rc, Space: space}
 	resolver := &clientip.Resolver{Trusted: trusted}
 	locks := &lockout.Guard{Limiter: limiter, Logger: log, PerIP: opt.LockoutPerIP, PerKey: opt.LockoutPerKey}
-	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL, IDKey: []byte("test-order-ids")}
+	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL, IDKey: []byte("test-order-ids"),
+		Retention: opt.Retention, IdempotencyTTL: opt.Retention}
 	api := &channel.API{
 		Catalog:  store.Current,
 		Orders:   ord,
@@ -165,7 +170,7 @@ func Start(t testing.TB, opt Options) *Server {
 	srv := server.New(handler, server.AdminToken(AdminToken), server.Logger(log))
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Shutdown() })
-	w := &worker.Worker{Redis: rc, Space: space, Pool: pool, Logger: log, ClaimIdle: time.Second}
+	w := &worker.Worker{Redis: rc, Space: space, Pool: pool, Logger: log, ClaimIdle: time.Second, Retention: opt.Retention}
 	if err := w.EnsureGroups(ctx); err != nil {
 		t.Fatalf("servertest: worker groups: %v", err)
 	}

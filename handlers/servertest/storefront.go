@@ -73,7 +73,7 @@ func newFrontStack(d frontDeps) frontStack {
 	card, wallet := payments.NewCard(hosted(CardWebhookSecret)), payments.NewWallet(hosted(WalletWebhookSecret))
 	procs := payments.NewSet(card, wallet)
 	regs := &registrations.Service{Redis: d.redis, Space: d.space, Orders: d.orders, CheckoutTTL: d.opt.CheckoutTTL,
-		Archive: orderdb.Store{Pool: d.pool}, Expirer: procs, Event: registrations.CatalogEvents(d.catalog.Current),
+		Retention: d.opt.Retention, Archive: orderdb.Store{Pool: d.pool}, Expirer: procs, Event: registrations.CatalogEvents(d.catalog.Current),
 		Gate: d.gate, Logger: d.log}
 	keys := tickets.NewKeys(SecretsKey)
 	var front payments.Processor = card
