@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"slices"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
