@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,9 +26,7 @@ func (d *deployment) meter(ctx context.Context, databaseURL string, procs ...cpu
 	if !cpuuse.Supported() {
 		return nil
 	}
-	if pid, ok := localRedisPID(ctx, d.redis, d.redisURL); ok {
-		procs = append(procs, cpuuse.Process("redis", pid))
-	}
+	procs = append(procs, localRedis(ctx, d.redis, d.redisURL)...)
 	if isLocalPostgres(databaseURL) {
 		// Every Postgres process: one per connection, the WAL writer and
 		// the rest. Other databases' work counts too; the bench runs one
@@ -34,6 +34,31 @@ func (d *deployment) meter(ctx context.Context, databaseURL string, procs ...cpu
 		procs = append(procs, cpuuse.Command("postgres", "postgres"))
 	}
 	return cpuuse.New(append(procs, cpuuse.Self("load generator"))...)
+}
+
+// localRedis is the Redis processes to meter: the one Redis, or on a
+// Redis Cluster each node on this machine, by address ("redis
+// 127.0.0.1:7001"), so the node that holds a hot event's slot shows apart
+// from the others.
+func localRedis(ctx context.Context, rc rueidis.Client, redisURL string) []cpuuse.Source {
+	if rc == nil {
+		return nil
+	}
+	if rc.Mode() != rueidis.ClientModeCluster {
+		if pid, ok := localRedisPID(ctx, rc, redisURL); ok {
+			return []cpuuse.Source{cpuuse.Process("redis", pid)}
+		}
+		return nil
+	}
+	nodes := rc.Nodes()
+	addrs := slices.Sorted(maps.Keys(nodes))
+	var out []cpuuse.Source
+	for _, addr := range addrs {
+		if pid, ok := localRedisPID(ctx, nodes[addr], "redis://"+addr); ok {
+			out = append(out, cpuuse.Process("redis "+addr, pid))
+		}
+	}
+	return out
 }
 
 // localRedisPID is the pid Redis reports (INFO server) when it runs on this

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +55,9 @@ type deployment struct {
 	allow       []string
 	drain       time.Duration
 	cpu         *cpuuse.Meter // ticketd, its stores and the load generator; nil off Linux
+	// cluster is the Redis Cluster the bench started (-redis-cluster), nil
+	// otherwise; it is removed whole at the end.
+	cluster *procs.Cluster
 	// cardSecret is ticketd's TICKETD_CARD_WEBHOOK_SECRET: the storefront
 	// scenarios sign the card webhook with it. Empty when unknown.
 	cardSecret string
@@ -138,6 +142,16 @@ func connectRedis(ctx context.Context, redisURL string) (rueidis.Client, error) 
 func (d *deployment) startLocal(ctx context.Context, c config, stack *procs.Stack) error {
 	d.redisURL = first(c.RedisURL, os.Getenv("REDIS_URL"), defaultRedisURL)
 	d.dbServer = first(c.DatabaseURL, os.Getenv("DATABASE_URL"), defaultDatabaseURL)
+	ownRedis := c.RedisCluster > 0
+	if ownRedis {
+		fmt.Fprintf(os.Stderr, "bench: starting a Redis Cluster of %d masters (redis-server --cluster-enabled yes, redis-cli --cluster create)\n", c.RedisCluster)
+		cl, err := procs.StartCluster(ctx, c.RedisCluster, filepath.Join(d.outDir, "redis-cluster-"+d.stamp))
+		if err != nil {
+			return err
+		}
+		stack.Push("stop the redis cluster", func(context.Context) error { return cl.Stop(10 * time.Second) })
+		d.redisURL, d.cluster = cl.URL(), cl
+	}
 	rc, err := connectRedis(ctx, d.redisURL)
 	if err != nil {
 		return err
@@ -150,7 +164,7 @@ func (d *deployment) startLocal(ctx context.Context, c config, stack *procs.Stac
 	if err := procs.Build(ctx, d.root, "./cmd/ticketd", d.ticketdBin); err != nil {
 		return err
 	}
-	if err := d.startTicketd(ctx, stack, "ticketd", true); err != nil {
+	if err := d.startTicketd(ctx, stack, "ticketd", !ownRedis); err != nil {
 		return err
 	}
 	d.cpu = d.meter(ctx, d.dbServer, cpuuse.Process("ticketd", d.ticketdPID))
@@ -166,7 +180,7 @@ func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name 
 	if sharedRedis {
 		rc, prefix := d.redis, d.prefix
 		stack.Push("delete the bench's redis keys", func(ctx context.Context) error {
-			n, err := redismem.DeletePrefix(ctx, rc, prefix)
+			n, err := deletePrefix(ctx, rc, prefix)
 			if err == nil {
 				fmt.Fprintf(os.Stderr, "bench: deleted %d redis keys under %s\n", n, prefix)
 			}
@@ -217,6 +231,11 @@ func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name 
 	d.record = integrity.Postgres{Pool: pool}
 	d.describe = fmt.Sprintf("%s started by the bench on %s (own process; Redis %s prefix %s; fresh Postgres database; log %s)",
 		name, addr, d.redisURL, d.prefix, p.Log)
+	if d.cluster != nil {
+		d.describe += "; " + d.cluster.Describe()
+	} else if d.redis.Mode() == rueidis.ClientModeCluster {
+		d.describe += "; Redis Cluster of " + strconv.Itoa(len(d.redis.Nodes())) + " nodes"
+	}
 	if len(d.ticketdEnv) > 0 {
 		d.describe += "; extra environment " + strings.Join(d.ticketdEnv, " ")
 	}
@@ -295,4 +314,39 @@ func (d *deployment) connectTarget(ctx context.Context, c config, stack *procs.S
 	stack.Push("close the record's pool", func(context.Context) error { pool.Close(); return nil })
 	d.record = integrity.Postgres{Pool: pool}
 	return nil
+}
+
+// deletePrefix deletes the bench's keys under prefix, on a Redis Cluster
+// node by node: there SCAN sees one node's keys and a many-key UNLINK is
+// refused across slots, so each node is scanned and each key unlinked by
+// itself (routed to its slot's node). redismem.DeletePrefix does the one
+// Redis.
+func deletePrefix(ctx context.Context, rc rueidis.Client, prefix string) (int, error) {
+	if rc.Mode() != rueidis.ClientModeCluster {
+		return redismem.DeletePrefix(ctx, rc, prefix)
+	}
+	if prefix == "" {
+		return 0, errors.New("bench: refusing to delete with an empty prefix")
+	}
+	n := 0
+	for addr, node := range rc.Nodes() {
+		ks, err := redismem.Scan(ctx, node, redismem.Glob(prefix)+"*")
+		if err != nil {
+			return n, fmt.Errorf("node %s: %w", addr, err)
+		}
+		for i := 0; i < len(ks); i += 500 {
+			part := ks[i:min(i+500, len(ks))]
+			cmds := make(rueidis.Commands, len(part))
+			for j, k := range part {
+				cmds[j] = rc.B().Unlink().Key(k).Build()
+			}
+			for _, r := range rc.DoMulti(ctx, cmds...) {
+				if err := r.Error(); err != nil {
+					return n, fmt.Errorf("unlink: %w", err)
+				}
+			}
+			n += len(part)
+		}
+	}
+	return n, nil
 }

@@ -63,6 +63,11 @@ func (d *deployment) startDurable(ctx context.Context, stack *procs.Stack) (*dep
 // fsync time. skip, when not empty, says why it did not run.
 func runDurable(ctx context.Context, d *deployment, o scenario.Options) (runs []report.Run, skip string) {
 	name := scenario.FlashDurable.Name()
+	if d.cluster != nil {
+		// Its durable side is one redis-server: against a cluster the
+		// comparison would measure the cluster, not persistence.
+		return nil, name + " not run: -redis-cluster (it compares one Redis with and without persistence)"
+	}
 	stack := &procs.Stack{Log: os.Stderr}
 	defer stack.Close()
 	dd, rs, err := d.startDurable(ctx, stack)

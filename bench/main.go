@@ -59,6 +59,8 @@ type config struct {
 	DrainTimeout  time.Duration
 	TicketdEnv    []string
 	CardSecret    string
+	RedisCluster  int
+	Capacity      int64
 }
 
 func main() { os.Exit(run()) }
@@ -83,6 +85,8 @@ func run() int {
 	flag.StringVar(&c.Allow, "allow", "127.0.0.1/32,::1/128", "IP allowlist (CIDRs) of the bench channels: where the load comes from")
 	flag.StringVar(&c.CardSecret, "card-webhook-secret", os.Getenv("TICKETD_CARD_WEBHOOK_SECRET"), "with -target: its TICKETD_CARD_WEBHOOK_SECRET, to sign the card webhooks of the storefront scenarios (without it they do not run)")
 	flag.DurationVar(&c.DrainTimeout, "drain-timeout", 2*time.Minute, "how long the integrity check waits for the sync worker to write everything to Postgres")
+	flag.IntVar(&c.RedisCluster, "redis-cluster", 0, "start a Redis Cluster of this many masters (at least 3; redis-server --cluster-enabled yes on loopback ports) for the ticketd the bench starts, and remove it at the end; 0: one Redis")
+	flag.Int64Var(&c.Capacity, "capacity", 0, "capacity of the flash scenarios' event (0: one no run reaches); a small one makes a run of sold-out refusals, to measure what a refused buyer costs")
 	ticketdEnv := flag.String("ticketd-env", "", "extra environment of the ticketd processes the bench starts, NAME=value words (\"TICKETD_REDIS_FLUSH_DELAY=200us GOGC=800\")")
 	serveCanned := flag.String("serve-canned", "", "internal: serve canned responses on this address (the HTTP ceiling)")
 	flag.Parse()
@@ -97,6 +101,17 @@ func run() int {
 			fmt.Fprintf(os.Stderr, "bench: -ticketd-env: %q is not NAME=value\n", kv)
 			return 2
 		}
+	}
+	switch {
+	case c.RedisCluster != 0 && c.RedisCluster < 3:
+		fmt.Fprintln(os.Stderr, "bench: -redis-cluster: a Redis Cluster needs at least 3 masters")
+		return 2
+	case c.RedisCluster > 0 && (c.Target != "" || c.RedisURL != ""):
+		fmt.Fprintln(os.Stderr, "bench: -redis-cluster starts its own cluster: not with -target or -redis-url (give a running cluster's node as -redis-url instead)")
+		return 2
+	case c.Capacity < 0:
+		fmt.Fprintln(os.Stderr, "bench: -capacity must not be negative")
+		return 2
 	}
 	selected, err := selection(c.Scenario)
 	if err != nil {
@@ -228,6 +243,9 @@ func runSuite(ctx context.Context, c config, selected []scenario.Scenario, stack
 func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scenario, alone bool, pr *load.Progress) (runs []report.Run, skip string) {
 	fmt.Fprintf(os.Stderr, "bench: %s\n", sc.Name())
 	o := scenario.Options{Duration: c.Duration, Workers: c.Concurrency, Progress: pr}
+	if sc.Name() == scenario.Flash.Name() || sc.Name() == scenario.FlashOpen.Name() {
+		o.Capacity = c.Capacity // 0: the scenario's own
+	}
 	if sc == scenario.FlashDurable { // closed loops only: -rate does not apply
 		return runDurable(ctx, d, o)
 	}

@@ -3,10 +3,15 @@ package ceiling
 import (
 	"context"
 	"errors"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/bench/procs"
 	"github.com/ticketd/ticketd/inventory/redistest"
 )
 
@@ -53,5 +58,56 @@ func TestRedisClaimRunsTheScript(t *testing.T) {
 	}
 	if n := len(redistest.Keys(t, rc, space)); n != 0 {
 		t.Fatalf("%d keys left behind", n)
+	}
+}
+
+// TestRedisClaimOnClusterRunsOnTheSlotsOwner: given a cluster node that
+// does not hold the claim keys' slot, the ceiling still measures the
+// script on the master that does (redis-benchmark talks to one node and
+// would be answered MOVED), and leaves no key behind.
+func TestRedisClaimOnClusterRunsOnTheSlotsOwner(t *testing.T) {
+	if _, err := exec.LookPath("redis-benchmark"); err != nil {
+		t.Skip(ErrNoRedisBenchmark)
+	}
+	ctx := context.Background()
+	c, err := procs.StartCluster(ctx, 3, filepath.Join(t.TempDir(), "redis"))
+	if errors.Is(err, procs.ErrNoRedisServer) || errors.Is(err, procs.ErrNoRedisCLI) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(5 * time.Second)
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{c.Nodes[0].Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	owner, err := slotOwner(ctx, rc, "bench:t:{claim}:cap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := c.Nodes[0]
+	for _, n := range c.Nodes {
+		if n.Addr != owner {
+			other = n
+		}
+	}
+	if other.Addr == owner {
+		t.Fatalf("no node other than the owner %s", owner)
+	}
+	res, err := RedisClaim(ctx, rc, other.URL(), "bench:t:", 4, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PerSec <= 0 || res.Requests < 1000 {
+		t.Fatalf("result %+v", res)
+	}
+	// redis-benchmark exits 1 on the first MOVED, so a result means every
+	// request ran on the owner; and nothing of the run is left on any node.
+	for addr, n := range rc.Nodes() {
+		if k, err := n.Do(ctx, n.B().Dbsize().Build()).AsInt64(); err != nil || k != 0 {
+			t.Fatalf("node %s: %d keys left (%v)", addr, k, err)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os/exec"
 	"strconv"
@@ -53,11 +54,26 @@ func RedisClaim(ctx context.Context, rc rueidis.Client, redisURL, prefix string,
 	if err != nil {
 		return RedisResult{}, err
 	}
-	sha, err := rc.Do(ctx, rc.B().ScriptLoad().Script(claimScript).Build()).ToString()
+	caps, sold := prefix+"{claim}:cap", prefix+"{claim}:sold"
+	loader := rc
+	if rc.Mode() == rueidis.ClientModeCluster {
+		// redis-benchmark sends every command to the one node it is
+		// given, which must own the keys' slot and have the script.
+		owner, err := slotOwner(ctx, rc, caps)
+		if err != nil {
+			return RedisResult{}, err
+		}
+		if loader = rc.Nodes()[owner]; loader == nil {
+			return RedisResult{}, fmt.Errorf("ceiling: cluster node %s, owner of the claim keys' slot, is not among the client's nodes", owner)
+		}
+		if conn, err = benchmarkArgs(withHost(redisURL, owner)); err != nil {
+			return RedisResult{}, err
+		}
+	}
+	sha, err := loader.Do(ctx, loader.B().ScriptLoad().Script(claimScript).Build()).ToString()
 	if err != nil {
 		return RedisResult{}, fmt.Errorf("ceiling: script load: %w", err)
 	}
-	caps, sold := prefix+"{claim}:cap", prefix+"{claim}:sold"
 	if err := rc.Do(ctx, rc.B().Hset().Key(caps).FieldValue().FieldValue("t:tk", "1000000000000000").Build()).Error(); err != nil {
 		return RedisResult{}, fmt.Errorf("ceiling: %w", err)
 	}
@@ -143,4 +159,45 @@ func benchmarkArgs(redisURL string) ([]string, error) {
 		args = append(args, "--dbnum", db)
 	}
 	return args, nil
+}
+
+// slotOwner is the host:port of the cluster master that holds key's slot.
+func slotOwner(ctx context.Context, rc rueidis.Client, key string) (string, error) {
+	slot, err := rc.Do(ctx, rc.B().ClusterKeyslot().Key(key).Build()).AsInt64()
+	if err != nil {
+		return "", fmt.Errorf("ceiling: cluster keyslot: %w", err)
+	}
+	ranges, err := rc.Do(ctx, rc.B().ClusterSlots().Build()).ToArray()
+	if err != nil {
+		return "", fmt.Errorf("ceiling: cluster slots: %w", err)
+	}
+	for _, r := range ranges {
+		f, err := r.ToArray()
+		if err != nil || len(f) < 3 {
+			continue
+		}
+		lo, _ := f[0].AsInt64()
+		hi, _ := f[1].AsInt64()
+		if slot < lo || slot > hi {
+			continue
+		}
+		master, err := f[2].ToArray()
+		if err != nil || len(master) < 2 {
+			break
+		}
+		host, _ := master[0].ToString()
+		port, _ := master[1].AsInt64()
+		return net.JoinHostPort(host, strconv.FormatInt(port, 10)), nil
+	}
+	return "", fmt.Errorf("ceiling: no cluster master holds slot %d", slot)
+}
+
+// withHost is redisURL with its host:port replaced (credentials kept).
+func withHost(redisURL, hostport string) string {
+	u, err := url.Parse(redisURL)
+	if err != nil {
+		return redisURL
+	}
+	u.Host = hostport
+	return u.String()
 }

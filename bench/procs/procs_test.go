@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +143,60 @@ func redisClient(t *testing.T, addr string) rueidis.Client {
 	}
 	t.Cleanup(rc.Close)
 	return rc
+}
+
+// TestStartClusterServesEverySlot starts a 3-master Redis Cluster as the
+// bench's -redis-cluster does: a cluster client found from one address
+// sees three masters, and keys of slots on every node are written and read
+// back (a slot left uncovered would answer CLUSTERDOWN). Stop removes the
+// nodes' directories.
+func TestStartClusterServesEverySlot(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not installed")
+	}
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skip("redis-cli not installed")
+	}
+	ctx := context.Background()
+	c, err := StartCluster(ctx, 3, filepath.Join(t.TempDir(), "redis"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(5 * time.Second)
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{c.Nodes[0].Addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if rc.Mode() != rueidis.ClientModeCluster || len(rc.Nodes()) != 3 {
+		t.Fatalf("mode %s with %d nodes, want a cluster of 3", rc.Mode(), len(rc.Nodes()))
+	}
+	// {p0}..{p63}, the event partitions' tags, land on all three masters.
+	for p := range 64 {
+		k := "{p" + strconv.Itoa(p) + "}:probe"
+		if err := rc.Do(ctx, rc.B().Set().Key(k).Value("v").Build()).Error(); err != nil {
+			t.Fatalf("set %s: %v", k, err)
+		}
+		if v, err := rc.Do(ctx, rc.B().Get().Key(k).Build()).ToString(); err != nil || v != "v" {
+			t.Fatalf("get %s: %q %v", k, v, err)
+		}
+	}
+	owners := map[string]bool{}
+	for addr, n := range rc.Nodes() {
+		if keys, err := n.Do(ctx, n.B().Dbsize().Build()).AsInt64(); err == nil && keys > 0 {
+			owners[addr] = true
+		}
+	}
+	if len(owners) != 3 {
+		t.Fatalf("the 64 partition tags are on %d nodes, want all 3", len(owners))
+	}
+	dirs := []string{c.Nodes[0].Dir, c.Nodes[1].Dir, c.Nodes[2].Dir}
+	if err := c.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("node directory %s left behind (%v)", d, err)
+		}
+	}
 }

@@ -26,17 +26,22 @@ type Redis struct {
 // URL is the redis:// URL of the server.
 func (r *Redis) URL() string { return "redis://" + r.Addr }
 
-// StartRedis starts redis-server with the config file conf on a free
-// loopback port and a fresh temporary directory (command-line arguments
-// override the file: port, bind, dir, then extra), its log at logPath, and
-// waits until it answers PING.
+// StartRedis starts redis-server with the config file conf (none when
+// conf is empty: Redis's defaults) on a free loopback port and a fresh
+// temporary directory (command-line arguments override the file: port,
+// bind, dir, then extra), its log at logPath, and waits until it answers
+// PING.
 func StartRedis(ctx context.Context, conf, logPath string, extra ...string) (*Redis, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, ErrNoRedisServer
 	}
-	if _, err := os.Stat(conf); err != nil {
-		return nil, fmt.Errorf("procs: redis config: %w", err)
+	var args []string
+	if conf != "" {
+		if _, err := os.Stat(conf); err != nil {
+			return nil, fmt.Errorf("procs: redis config: %w", err)
+		}
+		args = append(args, conf)
 	}
 	addr, err := FreeAddr()
 	if err != nil {
@@ -47,7 +52,7 @@ func StartRedis(ctx context.Context, conf, logPath string, extra ...string) (*Re
 	if err != nil {
 		return nil, fmt.Errorf("procs: redis dir: %w", err)
 	}
-	args := append([]string{conf, "--port", port, "--bind", "127.0.0.1", "--dir", dir}, extra...)
+	args = append(append(args, "--port", port, "--bind", "127.0.0.1", "--dir", dir), extra...)
 	p, err := Start("redis-server", bin, args, nil, logPath)
 	if err != nil {
 		os.RemoveAll(dir)
