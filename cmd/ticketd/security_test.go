@@ -592,3 +592,117 @@ func dumpPostgres(t *testing.T, db *pgxpool.Pool) []string {
 	}
 	return out
 }
+
+// xffCatalog adds to the demo catalog a channel allowlisted from one
+// public address only, 203.0.113.9.
+const xffCatalog = `{"tenants": [], "channels": [{"id": "ch_far", "name": "Far", "key": "ck_far", "secret": "cs_far_secret",
+ "scopes": ["catalog:read"], "ipAllowlist": ["203.0.113.9/32"], "settlement": "partner_remit"}]}`
+
+// startXFF runs ticketd with the demo catalog and xffCatalog, trusting
+// the proxies given (TICKETD_TRUSTED_PROXIES), and returns its base URL.
+func startXFF(t *testing.T, trusted string) string {
+	t.Helper()
+	cfg := localConfig(t)
+	cfg.TrustedProxies, cfg.AdminToken = trusted, "xff-admin-token"
+	base := startTicketd(t, cfg)
+	if st, body := call(t, "PUT", base+"/v1/admin/catalog", map[string]string{"Authorization": "Bearer xff-admin-token"}, xffCatalog); st != 200 {
+		t.Fatalf("apply: %d %s", st, body)
+	}
+	return base
+}
+
+// far asks for the catalog as ch_far with the X-Forwarded-For given ("":
+// none) and returns the status.
+func far(t *testing.T, base, xff string) (int, string) {
+	t.Helper()
+	h := map[string]string{"x-service-key": "ck_far", "x-service-secret": "cs_far_secret"}
+	if xff != "" {
+		h["X-Forwarded-For"] = xff
+	}
+	return call(t, "GET", base+"/v1/channel/events", h, "")
+}
+
+// registerFrom sends a register-guest without a buyer (refused before
+// anything is held, but counted as a write) from the X-Forwarded-For
+// given, and returns the status.
+func registerFrom(t *testing.T, base, xff string) int {
+	t.Helper()
+	st, _ := call(t, "POST", base+"/v1/storefront/register-guest", map[string]string{"x-service-key": "pk_demo",
+		"Origin": "http://localhost:3000", "Content-Type": "application/json", "X-Forwarded-For": xff},
+		`{"eventId":"ev_demo_ga","selectedTicketId":"tk_general"}`)
+	return st
+}
+
+// TestSecurityForwardedForFromUntrustedPeersIsIgnored: without
+// TICKETD_TRUSTED_PROXIES the connection's peer is the client whatever
+// X-Forwarded-For says: the channel allowlist is not opened by naming an
+// allowlisted address, the storefront's write limit (30 a minute per
+// client) is not escaped by naming a new address each time, and the
+// lockout after failed authentications locks the peer, not the addresses
+// it names.
+func TestSecurityForwardedForFromUntrustedPeersIsIgnored(t *testing.T) {
+	base := startXFF(t, "")
+	for _, xff := range []string{"203.0.113.9", "198.51.100.1, 203.0.113.9", "203.0.113.9, 127.0.0.1"} {
+		if st, body := far(t, base, xff); st != 403 || !strings.Contains(body, `"IP_NOT_ALLOWED"`) {
+			t.Fatalf("X-Forwarded-For %q from an untrusted peer: %d %s, want 403 IP_NOT_ALLOWED", xff, st, body)
+		}
+	}
+	for i := 0; i < 30; i++ {
+		if st := registerFrom(t, base, fmt.Sprintf("198.51.100.%d", i+1)); st != 400 {
+			t.Fatalf("write %d: %d, want 400", i+1, st)
+		}
+	}
+	if st := registerFrom(t, base, "198.51.100.200"); st != 429 {
+		t.Fatalf("the 31st write, naming yet another address: %d, want 429: the limit is the peer's", st)
+	}
+	// Failed authentications from "many addresses" lock the one peer out.
+	locked := false
+	for i := 0; i < 60 && !locked; i++ {
+		st, _ := call(t, "GET", base+"/v1/channel/events", map[string]string{"x-service-key": "ck_nope", "x-service-secret": "wrong",
+			"X-Forwarded-For": fmt.Sprintf("192.0.2.%d", i+1)}, "")
+		locked = st == 429
+	}
+	if !locked {
+		t.Fatal("60 failed authentications naming 60 addresses did not lock the peer out")
+	}
+}
+
+// TestSecurityForwardedForFromTrustedProxies: X-Forwarded-For is believed
+// from the proxies of TICKETD_TRUSTED_PROXIES only, read from the right:
+// the client is the right-most address that is not a trusted proxy, so an
+// address the client put at the left of the chain opens nothing. The
+// storefront's limit is then per believed client.
+func TestSecurityForwardedForFromTrustedProxies(t *testing.T) {
+	base := startXFF(t, "127.0.0.1/32, ::1/128, 10.0.0.0/8")
+	for _, c := range []struct {
+		xff string
+		ok  bool
+	}{
+		{"203.0.113.9", true},
+		{"198.51.100.7, 203.0.113.9", true},            // the proxy appended the client; the left entry is the client's own
+		{"203.0.113.9, 10.1.2.3", true},                // a second trusted proxy in front
+		{"203.0.113.9, 198.51.100.7", false},           // spoofed: the client wrote 203.0.113.9 itself
+		{"203.0.113.9, 198.51.100.7, 10.1.2.3", false}, // the same behind two proxies
+		{"203.0.113.9, garbage", false},                // an unreadable hop ends the walk at the proxy
+		{"", false},                                    // no header: the proxy itself
+	} {
+		st, body := far(t, base, c.xff)
+		if c.ok && st != 200 || !c.ok && (st != 403 || !strings.Contains(body, `"IP_NOT_ALLOWED"`)) {
+			t.Errorf("X-Forwarded-For %q through a trusted proxy: %d %s, want allowed %v", c.xff, st, body, c.ok)
+		}
+	}
+	// The write limit counts the believed client: 30 writes of one client
+	// (each naming a different spoofed left entry) fill its bucket; another
+	// client behind the same proxy still writes.
+	for i := 0; i < 30; i++ {
+		if st := registerFrom(t, base, fmt.Sprintf("192.0.2.%d, 198.51.100.50", i+1)); st != 400 {
+			t.Fatalf("write %d: %d, want 400", i+1, st)
+		}
+	}
+	if st := registerFrom(t, base, "192.0.2.99, 198.51.100.50"); st != 429 {
+		t.Fatalf("the client's 31st write: %d, want 429", st)
+	}
+	if st := registerFrom(t, base, "198.51.100.51"); st != 400 {
+		t.Fatalf("another client behind the proxy: %d, want 400 (not limited)", st)
+	}
+}
