@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -705,4 +707,151 @@ func TestSecurityForwardedForFromTrustedProxies(t *testing.T) {
 	if st := registerFrom(t, base, "198.51.100.51"); st != 400 {
 		t.Fatalf("another client behind the proxy: %d, want 400 (not limited)", st)
 	}
+}
+
+// fetchHeaders sends a request and returns the status and headers.
+func fetchHeaders(t *testing.T, method, url string, h map[string]string, body string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestSecurityCORSAndFramingOnlyForAllowedOrigins sweeps every surface of
+// a whole ticketd (demo catalog; pk_demo lists localhost and 127.0.0.1)
+// with an Origin on the key's list and one off it, as an actual request
+// and as a preflight. Only the storefront answers CORS, and only to the
+// allowed origin: echoed exactly, never "*", never with credentials,
+// always with Vary: Origin. Every HTML page names who may frame it:
+// nobody, or the tenant's own sites (the seat picker), never "*".
+func TestSecurityCORSAndFramingOnlyForAllowedOrigins(t *testing.T) {
+	cfg := localConfig(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr = ln.Addr().String()
+	cfg.AppURL = "http://" + cfg.Addr
+	ln.Close()
+	base := startTicketd(t, cfg)
+	const allowed, foreign = "http://localhost:3000", "https://evil.test"
+	shop := map[string]string{"x-service-key": "pk_demo", "Origin": allowed, "Content-Type": "application/json"}
+
+	// A card checkout, for its hosted page.
+	_, reg := call(t, "POST", base+"/v1/storefront/register-guest", shop,
+		`{"eventId":"ev_demo_ga","name":"Ada Lovelace","email":"ada@example.com","selectedTicketId":"tk_general","quantity":1}`)
+	id := regexp.MustCompile(`"registrationId":"([^"]+)"`).FindStringSubmatch(reg)
+	if id == nil {
+		t.Fatalf("register-guest: %s", reg)
+	}
+	_, cs := call(t, "POST", base+"/v1/storefront/card/create-checkout-session", shop, fmt.Sprintf(
+		`{"eventId":"ev_demo_ga","registrationId":%q,"selectedTicketId":"tk_general","quantity":1,"selectedTicketAmount":25,`+
+			`"successUrl":"http://localhost:3000/thanks","cancelUrl":"http://localhost:3000/cart"}`, id[1]))
+	payURL := regexp.MustCompile(`"url":"([^"]+)"`).FindStringSubmatch(cs)
+	if payURL == nil {
+		t.Fatalf("create-checkout-session: %s", cs)
+	}
+	payPath := strings.TrimPrefix(payURL[1], cfg.AppURL)
+
+	type target struct {
+		method, path, body string
+		headers            map[string]string
+		storefront         bool
+	}
+	partner := map[string]string{"x-service-key": "ck_demo", "x-service-secret": "cs_demo_secret", "Content-Type": "application/json"}
+	targets := []target{
+		{"GET", "/v1/storefront/events/ev_demo_ga", "", shop, true},
+		{"GET", "/v1/storefront/events/ev_nope", "", shop, true},
+		{"POST", "/v1/storefront/quote", `{"eventId":"ev_demo_ga","selectedTicketId":"tk_general"}`, shop, true},
+		{"GET", "/v1/storefront/seating/events/ev_demo_seated/availability", "", shop, true},
+		{"GET", "/v1/storefront/events/ev_demo_ga", "", map[string]string{}, true}, // no key: MISSING_KEY
+		{"GET", "/v1/channel/events", "", partner, false},
+		{"POST", "/v1/channel/orders/status", `{"orderId":"x"}`, partner, false},
+		{"PUT", "/v1/admin/catalog", `{}`, map[string]string{}, false},
+		{"POST", "/v1/webhooks/card", `{}`, map[string]string{}, false},
+		{"GET", "/v1/picker/seating/events/ev_demo_seated/config", "", map[string]string{}, false},
+		{"GET", "/events/demo-concert-hall/dEmO2/seatmap?app=storefront", "", map[string]string{}, false},
+		{"GET", payPath, "", map[string]string{}, false},
+		{"GET", "/tickets/nope", "", map[string]string{}, false},
+		{"GET", "/readyz", "", map[string]string{}, false},
+		{"GET", "/metrics", "", map[string]string{}, false},
+	}
+	for _, tg := range targets {
+		for _, o := range []string{allowed, foreign} {
+			h := map[string]string{}
+			for k, v := range tg.headers {
+				h[k] = v
+			}
+			h["Origin"] = o
+			st, hd, _ := fetchHeaders(t, tg.method, base+tg.path, h, tg.body)
+			acao := hd.Values("Access-Control-Allow-Origin")
+			where := fmt.Sprintf("%s %s from %s (%d)", tg.method, tg.path, o, st)
+			if hd.Get("Access-Control-Allow-Credentials") != "" {
+				t.Errorf("%s: Access-Control-Allow-Credentials %q", where, hd.Get("Access-Control-Allow-Credentials"))
+			}
+			switch {
+			case tg.storefront && o == allowed:
+				if len(acao) != 1 || acao[0] != allowed {
+					t.Errorf("%s: Allow-Origin %q, want exactly %q", where, acao, allowed)
+				}
+			case len(acao) > 0:
+				t.Errorf("%s: Allow-Origin %q, want none", where, acao)
+			}
+			if tg.storefront && !strings.Contains(strings.Join(hd.Values("Vary"), ","), "Origin") {
+				t.Errorf("%s: Vary %q lacks Origin", where, hd.Values("Vary"))
+			}
+			if strings.HasPrefix(hd.Get("Content-Type"), "text/html") {
+				fa := frameAncestors(hd.Get("Content-Security-Policy"))
+				if fa == nil {
+					t.Errorf("%s: an HTML page without frame-ancestors: %q", where, hd.Get("Content-Security-Policy"))
+				}
+				for _, src := range fa {
+					if src == "*" || src == "http:" || src == "https:" || strings.HasPrefix(src, "http://*:") ||
+						strings.HasPrefix(src, "https://*:") || src == "http://*" || src == "https://*" {
+						t.Errorf("%s: frame-ancestors allows anyone: %q", where, fa)
+					}
+				}
+			}
+		}
+		// The preflight of the same path.
+		for _, o := range []string{allowed, foreign} {
+			st, hd, _ := fetchHeaders(t, "OPTIONS", base+tg.path, map[string]string{"Origin": o,
+				"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "x-service-key, content-type"}, "")
+			acao := hd.Values("Access-Control-Allow-Origin")
+			where := fmt.Sprintf("preflight of %s from %s (%d)", tg.path, o, st)
+			if tg.storefront && o == allowed {
+				if st != 204 || len(acao) != 1 || acao[0] != allowed || !strings.Contains(strings.Join(hd.Values("Vary"), ","), "Origin") {
+					t.Errorf("%s: Allow-Origin %q, Vary %q; want 204, exactly %q, Vary: Origin", where, acao, hd.Values("Vary"), allowed)
+				}
+			} else if len(acao) > 0 || hd.Get("Access-Control-Allow-Methods") != "" {
+				t.Errorf("%s: Allow-Origin %q, Allow-Methods %q; want none", where, acao, hd.Get("Access-Control-Allow-Methods"))
+			}
+		}
+	}
+	// The seat picker's page may be framed by the tenant's sites only.
+	_, hd, _ := fetchHeaders(t, "GET", base+"/events/demo-concert-hall/dEmO2/seatmap?app=storefront", nil, "")
+	want := []string{"http://localhost:*", "https://localhost:*", "http://127.0.0.1:*", "https://127.0.0.1:*"}
+	if got := frameAncestors(hd.Get("Content-Security-Policy")); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("the picker's frame-ancestors: %q, want %q", got, want)
+	}
+}
+
+// frameAncestors returns the sources of a CSP's frame-ancestors
+// directive, nil when it has none.
+func frameAncestors(csp string) []string {
+	for _, d := range strings.Split(csp, ";") {
+		f := strings.Fields(d)
+		if len(f) > 0 && strings.EqualFold(f[0], "frame-ancestors") {
+			return append([]string{}, f[1:]...)
+		}
+	}
+	return nil
 }
