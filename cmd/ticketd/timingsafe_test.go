@@ -119,9 +119,8 @@ func conversionOf(c *ast.CallExpr) ast.Expr {
 
 // public reports whether an operand can hold nothing secret: nil, a
 // literal, true/false, a length, a constant of the package, or a call of
-// only such values. Comparing a
-// secret with one of these (is it set, is it this fixed word) leaks
-// nothing of the secret.
+// only such values. Comparing a secret with one of these (is it set, is it
+// this fixed word) leaks nothing of the secret.
 func public(e ast.Expr, consts map[string]bool) bool {
 	switch x := e.(type) {
 	case *ast.BasicLit:
