@@ -10,6 +10,7 @@ package seating
 
 import (
 	"context"
+	"crypto/subtle"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -103,7 +104,7 @@ func seated(r Request) *apierr.Error {
 // ("" when none) under r's token policy.
 func token(r Request, named string) (string, *apierr.Error) {
 	if r.OwnToken != "" {
-		if named != "" && named != r.OwnToken {
+		if named != "" && !sameToken(named, r.OwnToken) {
 			return "", seats.ErrInvalidToken
 		}
 		return r.OwnToken, nil
@@ -115,6 +116,13 @@ func token(r Request, named string) (string, *apierr.Error) {
 		return "", seats.ErrInvalidToken
 	}
 	return named, nil
+}
+
+// sameToken compares a named hold token with the caller's own in constant
+// time: a hold token is a bearer secret, and every secret is compared so
+// (cmd/ticketd's TestSecurityTimingSafeComparisons).
+func sameToken(named, own string) bool {
+	return subtle.ConstantTimeCompare([]byte(named), []byte(own)) == 1
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -280,7 +288,7 @@ func (s *server) bestAvailable(ctx *fasthttp.RequestCtx, r Request) {
 	req := seats.BestRequest{Quantity: body.Quantity, Category: body.Category, Token: body.HoldToken}
 	switch {
 	case r.OwnToken != "":
-		if body.HoldToken != "" && body.HoldToken != r.OwnToken {
+		if body.HoldToken != "" && !sameToken(body.HoldToken, r.OwnToken) {
 			httpx.Fail(ctx, seats.ErrInvalidToken)
 			return
 		}

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"net/netip"
 	"sort"
@@ -46,11 +47,7 @@ type CompiledChannel struct {
 // constant time.
 func (c *CompiledChannel) SecretMatches(secret []byte) bool {
 	sum := sha256.Sum256(secret)
-	var diff byte
-	for i := range sum {
-		diff |= sum[i] ^ c.secretHash[i]
-	}
-	return diff == 0
+	return subtle.ConstantTimeCompare(sum[:], c.secretHash[:]) == 1
 }
 
 // Allowed reports whether ip is on the channel's allowlist.
