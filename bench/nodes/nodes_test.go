@@ -480,32 +480,29 @@ func (d *deployment) shopBuy(ctx context.Context, tl *tally, at, n int) bool {
 	// register-guest has no Idempotency-Key: an attempt whose answer was
 	// lost may have made a registration the buyer never learns of. It
 	// holds its ticket for TICKETD_CHECKOUT_TTL, and then the sweep gives
-	// it back; the buyer registers again.
+	// it back; call sends the buyer's register-guest again to another node.
 	var reg struct {
 		RegistrationID string      `json:"registrationId"`
 		Total          money.Cents `json:"total"`
 	}
-	for {
-		r, err := d.call(ctx, at, "POST", "/v1/storefront/register-guest", shop,
-			fixed(fmt.Appendf(nil, `{"eventId":%q,"name":"Grace Hopper","email":"buyer-%d@example.com","selectedTicketId":"tk","quantity":1}`, eventID, n)), nil)
-		if err != nil {
-			tl.odd("register-guest: " + err.Error())
-			return true
-		}
-		if r.status != 200 {
-			if soldOutCode(r.code()) {
-				return false
-			}
-			tl.odd(fmt.Sprintf("register-guest answered %d %s", r.status, r.code()))
-			return true
-		}
-		if err := json.Unmarshal(r.env.Data, &reg); err != nil || reg.RegistrationID == "" {
-			tl.odd(fmt.Sprintf("register-guest data %s (%v)", r.env.Data, err))
-			return true
-		}
-		at = r.node
-		break
+	r, err := d.call(ctx, at, "POST", "/v1/storefront/register-guest", shop,
+		fixed(fmt.Appendf(nil, `{"eventId":%q,"name":"Grace Hopper","email":"buyer-%d@example.com","selectedTicketId":"tk","quantity":1}`, eventID, n)), nil)
+	if err != nil {
+		tl.odd("register-guest: " + err.Error())
+		return true
 	}
+	if r.status != 200 {
+		if soldOutCode(r.code()) {
+			return false
+		}
+		tl.odd(fmt.Sprintf("register-guest answered %d %s", r.status, r.code()))
+		return true
+	}
+	if err := json.Unmarshal(r.env.Data, &reg); err != nil || reg.RegistrationID == "" {
+		tl.odd(fmt.Sprintf("register-guest data %s (%v)", r.env.Data, err))
+		return true
+	}
+	at = r.node
 	cs, err := d.call(ctx, at, "POST", "/v1/storefront/card/create-checkout-session", shop,
 		fixed(fmt.Appendf(nil, `{"eventId":%q,"registrationId":%q,"selectedTicketId":"tk","quantity":1,"selectedTicketAmount":20,"successUrl":"%s/thanks","cancelUrl":"%s/cancelled"}`,
 			eventID, reg.RegistrationID, shopOrigin, shopOrigin)), nil)
