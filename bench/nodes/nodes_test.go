@@ -627,6 +627,8 @@ func isNoGroup(err error) bool {
 // nothing pending.
 func TestFaultSeveralNodesKilledMidSale(t *testing.T) {
 	d := startDeployment(t)
+	start := time.Now()
+	phase := func(what string) { t.Logf("%s at %s", what, time.Since(start).Round(time.Millisecond)) }
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	tl := &tally{refused: map[string]int{}}
@@ -669,6 +671,7 @@ func TestFaultSeveralNodesKilledMidSale(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	d.startWorker(t)
 	wg.Wait()
+	phase("load ended")
 	if err := ctx.Err(); err != nil {
 		t.Fatalf("the load did not end: %v", err)
 	}
@@ -693,6 +696,7 @@ func TestFaultSeveralNodesKilledMidSale(t *testing.T) {
 	}
 
 	mopped := tl.acked.Load() - beforeMop
+	phase("sold out with nothing held")
 	tl.mu.Lock()
 	sales := slices.Clone(tl.sales)
 	tl.mu.Unlock()
