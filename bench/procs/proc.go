@@ -72,6 +72,18 @@ func (p *Proc) Stop(timeout time.Duration) error {
 	}
 }
 
+// Kill kills the process with SIGKILL (a crash: no shutdown, no final
+// flush) and waits until it has ended.
+func (p *Proc) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
 func (p *Proc) exitErr() error {
 	var ee *exec.ExitError
 	if errors.As(p.err, &ee) {

@@ -6,6 +6,7 @@ package httpx
 import (
 	"errors"
 	"log/slog"
+	"net"
 	"reflect"
 
 	json "github.com/goccy/go-json"
@@ -135,7 +136,8 @@ func jsonKind(t reflect.Type) string {
 }
 
 // ServerErrorHandler answers what fasthttp rejects before any handler runs:
-// an oversized body is 413 PAYLOAD_TOO_LARGE, anything else malformed 400.
+// an oversized body is 413 PAYLOAD_TOO_LARGE, a request that did not arrive
+// within the read timeout 408 REQUEST_TIMEOUT, anything else malformed 400.
 func ServerErrorHandler(ctx *fasthttp.RequestCtx, err error) {
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 		Fail(ctx, apierr.Of("PAYLOAD_TOO_LARGE", "request body is too large: 64 KB at most (8 MB for the operator's authenticated catalog)"))
@@ -144,6 +146,15 @@ func ServerErrorHandler(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	if errors.As(err, &small) {
 		Fail(ctx, apierr.Of("HEADERS_TOO_LARGE", "request headers are larger than 8 KB"))
+		return
+	}
+	// A connection a client opened and never used (a pool's or a
+	// browser's spare one) times out here too: nothing was malformed, and
+	// HTTP clients read a 408 on an idle connection as the server closing
+	// it, where a 400 is an answer to a request they never sent.
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		Fail(ctx, apierr.Of("REQUEST_TIMEOUT", "the request did not arrive within the read timeout"))
 		return
 	}
 	Fail(ctx, apierr.Invalid("malformed HTTP request"))

@@ -60,3 +60,19 @@ func roundTrip(t *testing.T, addr, head string, body []byte) rawResponse {
 	_ = json.Unmarshal(b, &env)
 	return rawResponse{Status: resp.StatusCode, Code: env.Code, Body: string(b)}
 }
+
+// A connection that sends nothing, or stops mid-request, until the read
+// timeout passes is answered 408 REQUEST_TIMEOUT, not 400: nothing was
+// malformed. A client pool's spare connection, opened and never used, ends
+// this way, and clients read a 408 on an idle connection as the server
+// closing it (a 400 was logged by Go's client as an unsolicited response).
+func TestReadTimeoutIsRequestTimeout(t *testing.T) {
+	srv := New(func(ctx *fasthttp.RequestCtx) { ctx.SetStatusCode(fasthttp.StatusOK) })
+	srv.ReadTimeout = 200 * time.Millisecond
+	addr := serve(t, srv)
+	for name, head := range map[string]string{"nothing sent": "", "headers cut short": "POST /v1/x HTTP/1.1\r\nHost: x\r\n"} {
+		if r := roundTrip(t, addr, head, nil); r.Status != fasthttp.StatusRequestTimeout || r.Code != "REQUEST_TIMEOUT" {
+			t.Errorf("%s: %d %s, want 408 REQUEST_TIMEOUT", name, r.Status, r.Body)
+		}
+	}
+}

@@ -9,6 +9,7 @@ var statuses = map[string]int{
 	"INVALID_REQUEST":     400,
 	"NOT_FOUND":           404,
 	"METHOD_NOT_ALLOWED":  405,
+	"REQUEST_TIMEOUT":     408,
 	"PAYLOAD_TOO_LARGE":   413,
 	"HEADERS_TOO_LARGE":   431,
 	"RATE_LIMITED":        429,

@@ -138,6 +138,9 @@ func (w *Worker) settle(ctx context.Context, all []entry) (int, error) {
 	if err := w.ack(ctx, all); err != nil {
 		return n, err
 	}
+	if err := w.hook("acked"); err != nil {
+		return n, err
+	}
 	return n, nil
 }
 

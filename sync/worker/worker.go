@@ -104,7 +104,8 @@ type Worker struct {
 	aliveTTL, aliveEvery time.Duration
 
 	// testHook, when set, runs at each stage of a round ("read": entries
-	// read, nothing written; "written": committed, not acknowledged) and
+	// read, nothing written; "written": committed, not acknowledged;
+	// "acked": acknowledged and deleted, the round's last step) and
 	// after each look for stopped consumers ("takeover"). An error ends the
 	// round there, as a crash would.
 	testHook func(stage string) error
