@@ -323,8 +323,11 @@ func (a *actor) confirm(res answer, c ga, seats []string, late bool) {
 	code, conf, why := a.postWhy("/v1/channel/orders/confirm", h, fmt.Sprintf(`{"orderId":%q,"amount":%s,"partnerReference":%q}`, res.OrderID, res.Amount, ref))
 	if late {
 		a.tally.count("partner late confirm " + orOK(code) + " " + why)
-		if code != "CONFIRM_FAILED" || why != "expired" {
-			a.t.Errorf("confirm of %s after its expiry: %s %s, want CONFIRM_FAILED expired", res.OrderID, orOK(code), why)
+		// expired while the order's record is kept; lost once its
+		// retention (1 s here) is over too, which a loaded machine can
+		// reach before the confirm leaves: both refuse and pay nothing.
+		if code != "CONFIRM_FAILED" || (why != "expired" && why != "lost") {
+			a.t.Errorf("confirm of %s after its expiry: %s %s, want CONFIRM_FAILED expired (or lost, after retention)", res.OrderID, orOK(code), why)
 		}
 		a.tally.mu.Lock()
 		a.tally.unpaid = append(a.tally.unpaid, res.OrderID)
