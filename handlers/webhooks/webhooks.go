@@ -116,7 +116,7 @@ const (
 	// releaseTimeout bounds removing the pending mark of a failed
 	// processing, on a context of its own.
 	releaseTimeout = 2 * time.Second
-	maxEventID = 255
+	maxEventID     = 255
 )
 
 var (
