@@ -327,7 +327,17 @@ func (l *faultLoad) tally(op, p string, took time.Duration, r *servertest.Respon
 	if l.answers[p] == nil {
 		l.answers[p] = map[string]int{}
 	}
-	l.answers[p][strings.TrimSpace(fmt.Sprintf("%s %d %s", op, r.Status, r.Code))]++
+	key := strings.TrimSpace(fmt.Sprintf("%s %d %s", op, r.Status, r.Code))
+	if r.Status == 503 {
+		// Who said it: the gate, at once, or a request that waited for
+		// Redis until its timeout.
+		if strings.Contains(r.Message, "sales are stopped") {
+			key += " (gate)"
+		} else {
+			key += " (waited)"
+		}
+	}
+	l.answers[p][key]++
 	l.slowest[p] = max(l.slowest[p], took)
 	if r.Status >= 400 && (r.Success || r.Code == "" || r.Message == "") {
 		l.bad = append(l.bad, fmt.Sprintf("%s answered without the error envelope: %s", op, r))
@@ -701,7 +711,11 @@ func redisFault(t *testing.T, st *proxiedStack, l *faultLoad, name string, hold 
 	l.Phase(name + " starting")
 	st.waitReady(t, 10*time.Second, name+": readyz to say Redis is unreachable", func(s readyState) bool { return s.HTTP == 503 })
 	l.hold(name, hold)
+	// Requests sent under the fault reach the gate before it heals (the
+	// machine may be slow to schedule them), so the phase's answers are
+	// the fault's.
 	l.Phase(name + " healing")
+	time.Sleep(500 * time.Millisecond)
 	st.redisProxy.Restore(t)
 	st.waitReady(t, 10*time.Second, name+": readyz ok again", func(s readyState) bool { return s.HTTP == 200 })
 	l.Phase("healed")
