@@ -128,6 +128,7 @@ func TestFaultPostgresLinkFaultsInTurn(t *testing.T) {
 	after := goroutinesSettle(t, base, 40, 15*time.Second)
 
 	l.Violations()
+	salesOnly(l)
 	counts := l.CheckRecord(60 * time.Second)
 	faultreport.Print(t, faultreport.Report{
 		Injected: "Postgres link (toxiproxy) +200 ms for 4 s; then, 5 s each after /readyz said degraded and healed between: " +
