@@ -110,9 +110,13 @@ const (
 	// captured delivery cannot be replayed after its key is gone, because
 	// its signature is stale by then.
 	seenTTL = 24 * time.Hour
-	// pendingTTL frees an event whose processing died with its node.
-	pendingTTL = time.Minute
-	maxEventID = 255
+	// pendingSlack is how long an event's pending mark outlives the
+	// processing's timeout (pendingTTL).
+	pendingSlack = 5 * time.Second
+	// releaseTimeout bounds removing the pending mark of a failed
+	// processing, on a context of its own.
+	releaseTimeout = 2 * time.Second
+	maxEventID     = 255
 )
 
 var (
@@ -149,6 +153,13 @@ func (a *API) timeout() time.Duration {
 	return 10 * time.Second
 }
 
+// pendingTTL frees an event whose processing died with its node, or whose
+// mark was set by a call that never learnt it (Redis' reply lost on a
+// slow or cut link, answered 503). A processing holds the mark at most its
+// timeout, so the mark need not outlive that by much, and the processor's
+// retry is not refused (WEBHOOK_IN_PROGRESS) for longer than needed.
+func (a *API) pendingTTL() time.Duration { return a.timeout() + pendingSlack }
+
 // event is a verified, decoded webhook: a payment to book, or nothing.
 type event struct {
 	id string
@@ -181,7 +192,7 @@ func (a *API) process(ctx *fasthttp.RequestCtx, processor string, ev event) {
 	c, cancel := context.WithTimeout(context.Background(), a.timeout())
 	defer cancel()
 	key := a.Space.WebhookSeen(processor, ev.id)
-	set, err := a.Redis.Do(c, a.Redis.B().Set().Key(key).Value("pending").Nx().Px(pendingTTL).Build()).AsBool()
+	set, err := a.Redis.Do(c, a.Redis.B().Set().Key(key).Value("pending").Nx().Px(a.pendingTTL()).Build()).AsBool()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		httpx.Error(ctx, err)
 		return
@@ -202,8 +213,13 @@ func (a *API) process(ctx *fasthttp.RequestCtx, processor string, ev event) {
 	}
 	out, err := a.book(c, ev.payment)
 	if err != nil {
-		// Forgotten, so that the processor's retry is processed.
-		if derr := a.Redis.Do(c, a.Redis.B().Del().Key(key).Build()).Error(); derr != nil {
+		// Forgotten, so that the processor's retry is processed. On a
+		// context of its own: c may be what ran out (Redis slow), and the
+		// mark would then refuse the retries until it expires.
+		rctx, rcancel := context.WithTimeout(context.Background(), releaseTimeout)
+		derr := a.Redis.Do(rctx, a.Redis.B().Del().Key(key).Build()).Error()
+		rcancel()
+		if derr != nil {
 			a.log().Warn("webhooks: release event", "processor", processor, "err", derr)
 		}
 		httpx.Error(ctx, err)

@@ -38,9 +38,19 @@ type fakeBooker struct {
 	paid  map[string]registrations.Payment
 	total money.Cents
 	fail  error
+	// hang makes the next calls wait for their context to end (Redis too
+	// slow to answer within the webhook's timeout).
+	hang bool
 }
 
-func (b *fakeBooker) Pay(_ context.Context, p registrations.Payment) (registrations.Outcome, error) {
+func (b *fakeBooker) Pay(ctx context.Context, p registrations.Payment) (registrations.Outcome, error) {
+	b.mu.Lock()
+	hang := b.hang
+	b.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return registrations.Outcome{}, ctx.Err()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls = append(b.calls, p)
@@ -330,6 +340,24 @@ func TestFailedBookingIsRetriedByTheProcessor(t *testing.T) {
 	f.booker.fail = apierr.Of("NOT_FOUND", "no such registration")
 	if a := f.card(t, cardBody("evt_unknown", keys.OrderID("ev_jazz", "zz"), 4250)); a.status != 404 || a.env.Code != "NOT_FOUND" {
 		t.Fatalf("booker apierr: %d %s", a.status, a.raw)
+	}
+}
+
+// A booking that ran out of time (Redis too slow) is answered 503 and
+// forgotten all the same, although its context has ended: the processor's
+// retry books the payment instead of being refused WEBHOOK_IN_PROGRESS
+// until the pending mark expires.
+func TestTimedOutBookingIsRetriedByTheProcessor(t *testing.T) {
+	f := newFixture(t)
+	f.api.Timeout = 200 * time.Millisecond
+	body := cardBody("evt_slow", reg, 4250)
+	f.booker.hang = true
+	if a := f.card(t, body); a.status != 503 || a.env.Code != "SERVICE_UNAVAILABLE" {
+		t.Fatalf("timed-out booking: %d %s", a.status, a.raw)
+	}
+	f.booker.hang = false
+	if a := f.card(t, body); a.status != 200 || a.env.Data.Status != registrations.StatusConfirmed {
+		t.Fatalf("retry after a timed-out booking: %d %s", a.status, a.raw)
 	}
 }
 

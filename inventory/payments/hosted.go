@@ -16,6 +16,7 @@ import (
 	json "github.com/goccy/go-json"
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
@@ -224,7 +225,7 @@ func (h *Hosted) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 	}
 	arr, err := lua.Array(ctx, h.cfg.Redis, scriptOpen, []string{key}, args)
 	if err != nil {
-		return Session{}, fmt.Errorf("payments: %s: open session: %w", h.name, err)
+		return Session{}, h.storeFailed("open session", err)
 	}
 	if code, err := lua.Int(arr, 0); err != nil || code != 0 {
 		return Session{}, fmt.Errorf("payments: %s: open session: id collision or bad reply (%d, %v)", h.name, code, err)
@@ -255,12 +256,21 @@ func (h *Hosted) close(ctx context.Context, sessionID, status string) (string, e
 	}
 	arr, err := lua.Array(ctx, h.cfg.Redis, scriptClose, []string{key}, []string{status})
 	if err != nil {
-		return "", fmt.Errorf("payments: %s: close session: %w", h.name, err)
+		return "", h.storeFailed("close session", err)
 	}
 	if code, err := lua.Int(arr, 0); err != nil || code != 0 {
 		return "", err
 	}
 	return lua.Str(arr, 1)
+}
+
+// storeFailed is a failure of the Redis the built-in processors keep their
+// sessions in: ticketd's own Redis, not a processor's server. It carries
+// the 503 SERVICE_UNAVAILABLE that every call answers while Redis does not
+// (the storefront passes a processor's apierr through), not the 502
+// PAYMENT_PROCESSOR_ERROR of a processor that failed.
+func (h *Hosted) storeFailed(op string, err error) error {
+	return fmt.Errorf("payments: %s: %s: %w: %w", h.name, op, apierr.Unavailable("temporarily unavailable, retry"), err)
 }
 
 // sessionKey is the Redis key of one of this processor's sessions; ok is

@@ -16,6 +16,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
@@ -442,5 +443,25 @@ func TestAbandonedDeliveryIsLoggedAsAnError(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no error logged for the abandoned delivery:\n%s", buf.String())
+	}
+}
+
+// The built-in processors keep their sessions in ticketd's Redis: when it
+// does not answer in time, opening or closing a session fails with the
+// 503 SERVICE_UNAVAILABLE of a Redis outage (the storefront passes it on),
+// not as a processor's failure (502 PAYMENT_PROCESSOR_ERROR).
+func TestSessionStoreOutageIsServiceUnavailable(t *testing.T) {
+	f := newHostedFixture(t)
+	card := NewCard(f.cfg)
+	ctx, cancel := context.WithCancel(f.ctx)
+	cancel() // Redis did not answer within the request's time
+	_, err := card.CreateSession(ctx, checkout(keys.OrderID("ev_jazz", "r1")))
+	var ae *apierr.Error
+	if !errors.As(err, &ae) || ae.Code != "SERVICE_UNAVAILABLE" {
+		t.Fatalf("open session without Redis: %v, want SERVICE_UNAVAILABLE", err)
+	}
+	_, err = card.Expire(ctx, "cs_0123456789abcdef01234567_"+keys.OrderID("ev_jazz", "r1"))
+	if !errors.As(err, &ae) || ae.Code != "SERVICE_UNAVAILABLE" {
+		t.Fatalf("close session without Redis: %v, want SERVICE_UNAVAILABLE", err)
 	}
 }
