@@ -44,6 +44,11 @@ func StartServer(t testing.TB, args ...string) *Server {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
+	return startServer(t, bin, port, args...)
+}
+
+func startServer(t testing.TB, bin string, port int, args ...string) *Server {
+	t.Helper()
 	dir := t.TempDir()
 	s := &Server{
 		Addr: "127.0.0.1:" + strconv.Itoa(port),
