@@ -42,7 +42,7 @@ wait_for() {
 	echo "cluster.sh: $desc did not happen in ${limit}s" >&2
 	return 1
 }
-up() { [ "$(redis-cli -p "$1" ping)" = PONG ]; }
+up() { [ "$(redis-cli -p "$1" ping 2>/dev/null)" = PONG ]; }
 
 # start_nodes: start three cluster-enabled nodes on free ports. Ports and
 # bus ports stay below the kernel's ephemeral range (32768 and up here), so
@@ -95,7 +95,7 @@ redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$d
 # slot is served, so a client starting now sees the final slot map.
 ok() {
 	local info
-	info=$(redis-cli -p "$1" cluster info | tr -d '\r')
+	info=$(redis-cli -p "$1" cluster info 2>/dev/null | tr -d '\r')
 	grep -qx 'cluster_state:ok' <<<"$info" &&
 		grep -qx 'cluster_known_nodes:3' <<<"$info" &&
 		grep -qx 'cluster_slots_ok:16384' <<<"$info"
