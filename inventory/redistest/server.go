@@ -167,10 +167,11 @@ func (s *Server) Wipe() {
 	}
 }
 
-// Client returns a client of the server, closed with the test.
+// Client returns a client of the server, closed with the test. It talks
+// to this server only, also when it is a node of a cluster.
 func (s *Server) Client(t testing.TB) rueidis.Client {
 	t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, ForceSingleClient: true})
 	if err != nil {
 		t.Fatalf("redistest: connect to %s: %v", s.Addr, err)
 	}
