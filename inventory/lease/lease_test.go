@@ -40,9 +40,6 @@ func ownClient(t *testing.T) rueidis.Client {
 		t.Fatal(err)
 	}
 	opt.DisableCache = true
-	// A single client, cut off at once by Close: a Redis Cluster client
-	// closes its connections in the background.
-	opt.ForceSingleClient = true
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
 		t.Fatal(err)
