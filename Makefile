@@ -26,8 +26,14 @@ stripe-mock: ## install stripe-mock (the Stripe API double the Stripe tests star
 chromium: ## install Chromium for the browser tests unless it is on PATH (apt-get install chromium)
 	bash .ci/chromium.sh
 
-test: services stripe-mock chromium ## run every test against the real services, with the race detector
+# The contention and race tests again on a local 3-master Redis Cluster
+# (.ci/cluster.sh): ticketd runs on a cluster unchanged, one slot per script.
+CLUSTER_TESTS = ^(TestContentionSellsExactlyCapacity|TestIdempotentReserveUnderConcurrency|TestBestAvailableRaceNeverOverlaps|TestConcurrentCheckoutsLeaveOnlyTheNewestSessionOpen|TestRaceGA|TestRaceSeats|TestDiscountUseIsNeverExceeded|TestDiscountMaxUsesUnderConcurrency|TestContendedHoldsNeverDoubleHold|TestApplyRefusedByARacingSaleChangesNothing|TestWebhookDeliveredTwiceBooksOnce|TestConcurrentCallersShareOneLimit|TestRedeliveredOrderIsWrittenOnce)$$
+CLUSTER_PKGS = ./handlers/channel ./handlers/storefront ./handlers/webhooks ./handlers/ratelimit ./inventory/registrations ./inventory/seats ./inventory/orders ./inventory/catalogstore ./sync/worker
+
+test: services stripe-mock chromium ## run every test against the real services, with the race detector (the contention tests on a Redis Cluster too)
 	$(GO) test -race -count=1 -timeout 9m ./...
+	bash .ci/cluster.sh $(GO) test -race -count=1 -timeout 3m -run '$(CLUSTER_TESTS)' $(CLUSTER_PKGS)
 
 reliability: services stripe-mock ## the fault, scale-out and bad-input tests (Redis Cluster, several nodes, toxiproxy, fuzzing): under 10 min, prints a summary
 	bash .ci/reliability.sh

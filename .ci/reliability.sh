@@ -26,6 +26,13 @@ step() { # step NAME CMD...: run CMD, record pass/fail
 # Fault tests: named TestFault*, the long ones behind the reliability tag.
 step "fault tests" go test -race -count=1 -tags reliability -timeout 10m -v -run '^TestFault' ./...
 
+# Scale-out: the partner and storefront suites, unchanged, on a local
+# 3-master Redis Cluster (.ci/cluster.sh starts it and points REDIS_URL at
+# one node; tests that start their own redis-server are unaffected).
+step "partner and storefront suites on a Redis Cluster" bash .ci/cluster.sh \
+	go test -race -count=1 -timeout 8m ./handlers/channel/... ./handlers/storefront/... ./handlers/webhooks/... \
+	./inventory/... ./sync/... ./lua/...
+
 # Issue 11 item 1: the bench's flash scenario, unchanged, on a 3-master Redis
 # Cluster the bench starts and removes (-redis-cluster 3); its integrity
 # checks (sold exactly what was confirmed, no oversell, Postgres holds every

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ticketd/ticketd/bench/cpuuse"
 	"github.com/ticketd/ticketd/bench/procs"
+	"github.com/ticketd/ticketd/bench/redismem"
 	"github.com/ticketd/ticketd/inventory/keys"
 )
 
@@ -63,7 +64,7 @@ func TestBenchOnClusterMetersEachNodeAndDeletesOnlyItsKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n, err := deletePrefix(ctx, rc, mine.Prefix)
+	n, err := redismem.DeletePrefix(ctx, rc, mine.Prefix)
 	if err != nil {
 		t.Fatal(err)
 	}

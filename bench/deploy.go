@@ -180,7 +180,7 @@ func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name 
 	if sharedRedis {
 		rc, prefix := d.redis, d.prefix
 		stack.Push("delete the bench's redis keys", func(ctx context.Context) error {
-			n, err := deletePrefix(ctx, rc, prefix)
+			n, err := redismem.DeletePrefix(ctx, rc, prefix)
 			if err == nil {
 				fmt.Fprintf(os.Stderr, "bench: deleted %d redis keys under %s\n", n, prefix)
 			}
@@ -314,39 +314,4 @@ func (d *deployment) connectTarget(ctx context.Context, c config, stack *procs.S
 	stack.Push("close the record's pool", func(context.Context) error { pool.Close(); return nil })
 	d.record = integrity.Postgres{Pool: pool}
 	return nil
-}
-
-// deletePrefix deletes the bench's keys under prefix, on a Redis Cluster
-// node by node: there SCAN sees one node's keys and a many-key UNLINK is
-// refused across slots, so each node is scanned and each key unlinked by
-// itself (routed to its slot's node). redismem.DeletePrefix does the one
-// Redis.
-func deletePrefix(ctx context.Context, rc rueidis.Client, prefix string) (int, error) {
-	if rc.Mode() != rueidis.ClientModeCluster {
-		return redismem.DeletePrefix(ctx, rc, prefix)
-	}
-	if prefix == "" {
-		return 0, errors.New("bench: refusing to delete with an empty prefix")
-	}
-	n := 0
-	for addr, node := range rc.Nodes() {
-		ks, err := redismem.Scan(ctx, node, redismem.Glob(prefix)+"*")
-		if err != nil {
-			return n, fmt.Errorf("node %s: %w", addr, err)
-		}
-		for i := 0; i < len(ks); i += 500 {
-			part := ks[i:min(i+500, len(ks))]
-			cmds := make(rueidis.Commands, len(part))
-			for j, k := range part {
-				cmds[j] = rc.B().Unlink().Key(k).Build()
-			}
-			for _, r := range rc.DoMulti(ctx, cmds...) {
-				if err := r.Error(); err != nil {
-					return n, fmt.Errorf("unlink: %w", err)
-				}
-			}
-			n += len(part)
-		}
-	}
-	return n, nil
 }

@@ -28,6 +28,8 @@ import (
 	"sync"
 
 	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/keys"
 )
 
 //go:embed *.lua lib/*.lua
@@ -118,11 +120,35 @@ func Load(name string) *rueidis.Lua {
 	}
 	s := rueidis.NewLuaScript(string(b))
 	sum := sha1.Sum(b)
-	shas.Store(s, hex.EncodeToString(sum[:]))
+	shas.Store(s, loaded{name: name, sha: hex.EncodeToString(sum[:])})
 	return s
 }
 
-var shas sync.Map // script from Load -> its SHA-1 hex
+var shas sync.Map // script from Load -> loaded
+
+type loaded struct{ name, sha string }
+
+// oneSlot panics unless every key of a run of s shares one hash tag, i.e.
+// one Redis Cluster slot: a script's keys in several slots is a build
+// defect that Redis Cluster refuses (rueidis panics building such a
+// command for a cluster), and checking it here, on every Redis, lets every
+// test on a single Redis catch it too. Comparing the tags' text costs a few
+// nanoseconds a key (no CRC16 on the hot path).
+func oneSlot(s *rueidis.Lua, ks []string) {
+	if len(ks) < 2 {
+		return
+	}
+	tag := keys.HashTag(ks[0])
+	for _, k := range ks[1:] {
+		if keys.HashTag(k) != tag {
+			name := "?"
+			if l, ok := shas.Load(s); ok {
+				name = l.(loaded).name
+			}
+			panic(fmt.Sprintf("lua: script %s declares keys of different slots: %q and %q", name, ks[0], k))
+		}
+	}
+}
 
 // Pipelined is one run of a script that its caller sends together with
 // other commands in one DoMulti: Cmd is the script's EVALSHA, and Reply
@@ -137,12 +163,13 @@ type Pipelined struct {
 // Pipeline prepares a run of s (from Load) with keys and args on c. It
 // panics when s is not from Load: a build defect.
 func Pipeline(c rueidis.Client, s *rueidis.Lua, keys, args []string) Pipelined {
-	sha, ok := shas.Load(s)
+	l, ok := shas.Load(s)
 	if !ok {
 		panic("lua: Pipeline of a script not from Load")
 	}
+	oneSlot(s, keys)
 	return Pipelined{
-		Cmd:    c.B().Evalsha().Sha1(sha.(string)).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
+		Cmd:    c.B().Evalsha().Sha1(l.(loaded).sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
 		client: c, script: s, keys: keys, args: args,
 	}
 }
@@ -180,8 +207,10 @@ func Reply(r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
 }
 
 // Array runs s and returns its reply as an array. Every script of ticketd
-// answers with an array whose first element is an integer status.
+// answers with an array whose first element is an integer status. Like
+// Pipeline, it panics when the keys are not all in one slot.
 func Array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string) ([]rueidis.RedisMessage, error) {
+	oneSlot(s, keys)
 	return Reply(s.Exec(ctx, c, keys, args))
 }
 

@@ -12,25 +12,35 @@ import (
 	"strings"
 
 	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/redisstate"
 )
 
 // chunk bounds the commands of one pipelined round trip.
 const chunk = 500
 
-// Scan returns every key matching pattern (a Redis glob).
+// Scan returns every key matching pattern (a Redis glob), on every master
+// of a Redis Cluster (SCAN sees only the node it is sent to).
 func Scan(ctx context.Context, rc rueidis.Client, pattern string) ([]string, error) {
+	masters, err := redisstate.Masters(ctx, rc)
+	if err != nil {
+		return nil, fmt.Errorf("redismem: scan %s: %w", pattern, err)
+	}
 	var out []string
-	var cursor uint64
-	for {
-		e, err := rc.Do(ctx, rc.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
-		if err != nil {
-			return nil, fmt.Errorf("redismem: scan %s: %w", pattern, err)
-		}
-		out = append(out, e.Elements...)
-		if cursor = e.Cursor; cursor == 0 {
-			return out, nil
+	for _, n := range masters {
+		var cursor uint64
+		for {
+			e, err := n.Do(ctx, n.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
+			if err != nil {
+				return nil, fmt.Errorf("redismem: scan %s: %w", pattern, err)
+			}
+			out = append(out, e.Elements...)
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
 		}
 	}
+	return out, nil
 }
 
 // Usage returns the sum of MEMORY USAGE over keys; absent keys count 0.
@@ -56,13 +66,26 @@ func Usage(ctx context.Context, rc rueidis.Client, keys []string) (int64, error)
 	return sum, nil
 }
 
-// UsedMemory returns used_memory of INFO memory, in bytes.
+// UsedMemory returns used_memory of INFO memory, in bytes, summed over
+// every master of a Redis Cluster.
 func UsedMemory(ctx context.Context, rc rueidis.Client) (int64, error) {
-	v, err := InfoField(ctx, rc, "memory", "used_memory")
+	masters, err := redisstate.Masters(ctx, rc)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("redismem: %w", err)
 	}
-	return strconv.ParseInt(v, 10, 64)
+	var sum int64
+	for _, n := range masters {
+		v, err := InfoField(ctx, n, "memory", "used_memory")
+		if err != nil {
+			return 0, err
+		}
+		b, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("redismem: used_memory %q: %w", v, err)
+		}
+		sum += b
+	}
+	return sum, nil
 }
 
 // InfoField returns the value of field in section of INFO.
@@ -103,10 +126,18 @@ func DeletePrefix(ctx context.Context, rc rueidis.Client, prefix string) (int, e
 	if err != nil {
 		return 0, err
 	}
+	// One UNLINK per key, pipelined: the keys lie in many slots, and a
+	// Redis Cluster takes a multi-key command only within one.
 	for i := 0; i < len(keys); i += chunk {
 		part := keys[i:min(i+chunk, len(keys))]
-		if err := rc.Do(ctx, rc.B().Unlink().Key(part...).Build()).Error(); err != nil {
-			return i, fmt.Errorf("redismem: unlink: %w", err)
+		cmds := make(rueidis.Commands, len(part))
+		for j, k := range part {
+			cmds[j] = rc.B().Unlink().Key(k).Build()
+		}
+		for _, r := range rc.DoMulti(ctx, cmds...) {
+			if err := r.Error(); err != nil {
+				return i, fmt.Errorf("redismem: unlink: %w", err)
+			}
 		}
 	}
 	return len(keys), nil

@@ -50,9 +50,14 @@ func rebuildCmd(args []string, e env) int {
 	if dbURL == "" {
 		dbURL = defaultDatabaseURL
 	}
+	prefix := e.getenv("TICKETD_KEY_PREFIX")
+	if err := keys.CheckPrefix(prefix); err != nil {
+		fmt.Fprintf(e.stderr, "ticketctl rebuild: TICKETD_KEY_PREFIX=%q: %v\n", prefix, err)
+		return 2
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	rep, err := runRebuild(ctx, redisURL, dbURL, keys.Space{Prefix: e.getenv("TICKETD_KEY_PREFIX")},
+	rep, err := runRebuild(ctx, redisURL, dbURL, keys.Space{Prefix: prefix},
 		slog.New(slog.NewTextHandler(e.stderr, nil)))
 	if err != nil {
 		fmt.Fprintln(e.stderr, "ticketctl rebuild:", err)

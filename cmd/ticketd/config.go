@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
 
@@ -88,6 +89,9 @@ func loadConfig() (config, error) {
 	c.AdminToken, _ = env("TICKETD_ADMIN_TOKEN", "")
 	c.SecretsKey, _ = env("TICKETD_SECRETS_KEY", "")
 	c.KeyPrefix, _ = env("TICKETD_KEY_PREFIX", "")
+	if err := keys.CheckPrefix(c.KeyPrefix); err != nil {
+		return c, fmt.Errorf("TICKETD_KEY_PREFIX=%q: %w", c.KeyPrefix, err)
+	}
 	c.TrustedProxies, _ = env("TICKETD_TRUSTED_PROXIES", "")
 	c.LogFormat, _ = env("TICKETD_LOG_FORMAT", "text")
 	c.PprofAddr, _ = env("TICKETD_PPROF_ADDR", "")

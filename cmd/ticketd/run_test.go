@@ -391,3 +391,18 @@ func TestPrintDemoShopLine(t *testing.T) {
 		t.Fatalf("the summary does not list %q:\n%s", want, with.String())
 	}
 }
+
+// A key prefix with a brace would move the Redis Cluster hash tag off the
+// event partition's: ticketd refuses to start with one.
+func TestKeyPrefixWithABraceIsRefused(t *testing.T) {
+	for _, p := range []string{"{}:", "shop{1}:", "a{"} {
+		t.Setenv("TICKETD_KEY_PREFIX", p)
+		if _, err := loadConfig(); err == nil || !strings.Contains(err.Error(), "TICKETD_KEY_PREFIX") {
+			t.Fatalf("prefix %q: %v, want an error naming TICKETD_KEY_PREFIX", p, err)
+		}
+	}
+	t.Setenv("TICKETD_KEY_PREFIX", "shop1:")
+	if c, err := loadConfig(); err != nil || c.KeyPrefix != "shop1:" {
+		t.Fatalf("prefix shop1: %v, %q", err, c.KeyPrefix)
+	}
+}

@@ -16,6 +16,7 @@
 package keys
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 )
@@ -27,6 +28,18 @@ const Partitions = 64
 // Space is a key namespace. The zero value is the production namespace "".
 type Space struct {
 	Prefix string
+}
+
+// CheckPrefix refuses a key prefix with a brace: Redis Cluster hashes the
+// text between a key's first '{' and the next '}', so a brace in the prefix
+// would take the hash tag away from the partition's ({pN}) and either put
+// every key in one slot (one master serves everything) or, with "{}",
+// scatter one script's keys over several slots (the cluster refuses it).
+func CheckPrefix(prefix string) error {
+	if strings.ContainsAny(prefix, "{}") {
+		return errors.New("a key prefix may not contain '{' or '}' (they would change the Redis Cluster hash tag)")
+	}
+	return nil
 }
 
 // Partition returns the partition of an event.

@@ -38,10 +38,46 @@ func (d Durability) Describe() string {
 	return "what a Redis crash would lose is unknown"
 }
 
-// ReadDurability reads the server's persistence settings. CONFIG GET says
-// everything; where CONFIG is not allowed (managed Redis often renames
-// it), INFO persistence still tells whether AOF is on.
+// ReadDurability reads the persistence settings of every Redis master ticketd
+// writes to (one for a single Redis, each master of a Redis Cluster) and
+// returns the weakest: a sale is as safe as the node that holds it, and a
+// cluster places each event on one master, so the weakest master is what
+// some sales get. Settings names each master's when there are several.
 func ReadDurability(ctx context.Context, rc rueidis.Client) (Durability, error) {
+	masters, err := Masters(ctx, rc)
+	if err != nil {
+		return Durability{Loses: LosesUnknown}, err
+	}
+	if len(masters) == 1 {
+		for _, n := range masters {
+			return readNodeDurability(ctx, n)
+		}
+	}
+	var weakest Durability
+	var settings []string
+	for _, addr := range sortedAddrs(masters) {
+		d, err := readNodeDurability(ctx, masters[addr])
+		if err != nil {
+			return Durability{Loses: LosesUnknown}, fmt.Errorf("%s: %w", addr, err)
+		}
+		if weakest.Loses == "" || lossRank[d.Loses] > lossRank[weakest.Loses] {
+			weakest.Loses = d.Loses
+		}
+		settings = append(settings, addr+": "+d.Settings)
+	}
+	weakest.Settings = strings.Join(settings, "; ")
+	return weakest, nil
+}
+
+// lossRank orders the levels from the safest to the weakest. Unknown sits
+// below everything: a node known to lose everything is worse than one
+// whose fsync setting could not be read (its AOF is on).
+var lossRank = map[string]int{LosesNothing: 0, LosesSecond: 1, LosesUnknown: 2, LosesEverything: 3}
+
+// readNodeDurability reads one server's persistence settings. CONFIG GET
+// says everything; where CONFIG is not allowed (managed Redis often
+// renames it), INFO persistence still tells whether AOF is on.
+func readNodeDurability(ctx context.Context, rc rueidis.Client) (Durability, error) {
 	res := rc.DoMulti(ctx,
 		rc.B().ConfigGet().Parameter("appendonly").Build(),
 		rc.B().ConfigGet().Parameter("appendfsync").Build())

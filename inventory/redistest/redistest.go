@@ -74,23 +74,32 @@ func Keys(t testing.TB, c rueidis.Client, space keys.Space) []string {
 	return out
 }
 
+// allKeys scans every master: on a Redis Cluster each holds part of the
+// space, and SCAN only sees the node it is sent to.
 func allKeys(t testing.TB, c rueidis.Client, space keys.Space) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	masters, err := redisstate.Masters(ctx, c)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
 	var out []string
-	var cursor uint64
-	for {
-		e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match(space.Prefix+"*").Count(1000).Build()).AsScanEntry()
-		if err != nil {
-			t.Fatalf("redistest: scan: %v", err)
-		}
-		out = append(out, e.Elements...)
-		cursor = e.Cursor
-		if cursor == 0 {
-			return out
+	for _, n := range masters {
+		var cursor uint64
+		for {
+			e, err := n.Do(ctx, n.B().Scan().Cursor(cursor).Match(space.Prefix+"*").Count(1000).Build()).AsScanEntry()
+			if err != nil {
+				t.Fatalf("redistest: scan: %v", err)
+			}
+			out = append(out, e.Elements...)
+			cursor = e.Cursor
+			if cursor == 0 {
+				break
+			}
 		}
 	}
+	return out
 }
 
 // Flush deletes every key of the space.

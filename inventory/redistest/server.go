@@ -44,6 +44,11 @@ func StartServer(t testing.TB, args ...string) *Server {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
+	return startServer(t, bin, port, args...)
+}
+
+func startServer(t testing.TB, bin string, port int, args ...string) *Server {
+	t.Helper()
 	dir := t.TempDir()
 	s := &Server{
 		Addr: "127.0.0.1:" + strconv.Itoa(port),
@@ -162,10 +167,11 @@ func (s *Server) Wipe() {
 	}
 }
 
-// Client returns a client of the server, closed with the test.
+// Client returns a client of the server, closed with the test. It talks
+// to this server only, also when it is a node of a cluster.
 func (s *Server) Client(t testing.TB) rueidis.Client {
 	t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, ForceSingleClient: true})
 	if err != nil {
 		t.Fatalf("redistest: connect to %s: %v", s.Addr, err)
 	}

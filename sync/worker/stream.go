@@ -234,7 +234,12 @@ func (w *Worker) ack(ctx context.Context, es []entry) error {
 			parts = append(parts, e.part)
 		}
 		b.args = append(b.args, e.id)
-		if okey, ok := w.Space.Order(e.fields[orders.StreamOrderID]); ok {
+		// Only an order of the stream's own partition shares its slot (the
+		// scripts that pay write there); an entry naming another, which no
+		// script writes, is settled without touching an order hash.
+		id := e.fields[orders.StreamOrderID]
+		if ev, ok := keys.OrderEvent(id); ok && keys.Partition(ev) == e.part {
+			okey, _ := w.Space.Order(id)
 			b.ks = append(b.ks, okey)
 		}
 	}
