@@ -70,6 +70,10 @@ type Options struct {
 	// StorefrontTimeout bounds each storefront request's work (0: the
 	// surface's default).
 	StorefrontTimeout time.Duration
+	// StripeWebhookSecret, when set, has POST /v1/webhooks/stripe verify
+	// Stripe's events with it (STRIPE_WEBHOOK_SECRET); unset, each is
+	// refused.
+	StripeWebhookSecret string
 }
 
 // Server is a running test stack.
