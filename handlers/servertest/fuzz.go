@@ -124,6 +124,13 @@ func (s *Server) send(t *testing.T, r FuzzRequest) (FuzzAnswer, bool) {
 		if errors.Is(err, fasthttp.ErrTimeout) {
 			t.Fatalf("%s %s: no answer in 10 s (request headers %q, body %.200q)", r.Method, r.Path, r.Headers, r.Body)
 		}
+		// The client refused to write the request (a header it cannot
+		// send), or the server dropped the connection: the server must
+		// still answer the next one.
+		if code, _, herr := s.Client.GetTimeout(nil, s.URL+"/healthz", 10*time.Second); herr != nil || code != fasthttp.StatusOK {
+			t.Fatalf("%s %s: %v, and then /healthz: %d %v", r.Method, r.Path, err, code, herr)
+		}
+		t.Logf("%s %s: not sent: %v", r.Method, r.Path, err)
 		return FuzzAnswer{}, false
 	}
 	return FuzzAnswer{Status: resp.StatusCode(), Body: append([]byte(nil), resp.Body()...),
