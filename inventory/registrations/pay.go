@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/lua"
@@ -32,8 +33,14 @@ func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
 	if !ok {
 		return Outcome{}, ErrNotFound
 	}
-	if !validName(p.Processor) || p.PaymentID == "" || len(p.PaymentID) > 255 || strings.ContainsAny(p.PaymentID, " \t\r\n") {
-		return Outcome{}, fmt.Errorf("pay %s: processor %q or payment id not usable", id, p.Processor)
+	if !validName(p.Processor) {
+		return Outcome{}, fmt.Errorf("pay %s: processor %q not usable", id, p.Processor)
+	}
+	// The payment id comes from the processor's webhook body: one ticketd
+	// cannot store is that request's fault, a 400, not a 503 the
+	// processor would retry for days (found by FuzzWebhooksHTTP).
+	if p.PaymentID == "" || len(p.PaymentID) > 255 || strings.ContainsAny(p.PaymentID, " \t\r\n") {
+		return Outcome{}, apierr.Invalid("the payment id must be 1 to 255 characters without whitespace")
 	}
 	ref := p.Processor + ":" + p.PaymentID
 	arr, err := s.declared(id, func(seats, dc string) ([]rueidis.RedisMessage, error) {
