@@ -74,6 +74,10 @@ type Options struct {
 	// outlive their end in Redis (0: the 24 h default); a short one lets
 	// a test see every key it made go.
 	Retention time.Duration
+	// StripeWebhookSecret, when set, has POST /v1/webhooks/stripe verify
+	// Stripe's events with it (STRIPE_WEBHOOK_SECRET); unset, each is
+	// refused.
+	StripeWebhookSecret string
 }
 
 // Server is a running test stack.

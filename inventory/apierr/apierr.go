@@ -94,3 +94,10 @@ func SeatNotFound(labels []string) *Error {
 	return Of("SEAT_NOT_FOUND", "no such seats on this event's map: %s", strings.Join(labels, ", ")).
 		WithData(map[string]any{"seats": labels})
 }
+
+// Known reports whether code is in the table: the fuzz tests check that
+// every refusal a client gets carries one.
+func Known(code string) bool {
+	_, ok := statuses[code]
+	return ok
+}

@@ -1,5 +1,7 @@
 package catalog
 
+import "github.com/ticketd/ticketd/inventory/money"
+
 // Limits of a catalog document, all in one place (README, Provisioning;
 // docs/decisions.md). A document beyond one is refused as INVALID_CATALOG
 // naming the list or field. They are generous for real venues and sales and
@@ -45,3 +47,12 @@ const (
 	MaxAllowlist = 100
 	minSecretLen = 8
 )
+
+// MaxAmount is the largest amount a catalog may set (a ticket, category,
+// extra or discount amount, a fee per ticket): $1,000,000.00. Carts are
+// bounded (1,000 admissions, 50 lines of 1,000 extras), so with it no
+// quote, fee, VAT or refund protection can leave 2^53 cents, the range
+// money.Parse and JSON clients read exactly; without it a cart of 1,000
+// tickets at the largest amount wrapped int64 into a negative total
+// (FuzzValidate's bound, inventory/pricing).
+const MaxAmount money.Cents = 100_000_000

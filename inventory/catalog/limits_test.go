@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/money"
 )
 
 // rows returns n rows of seats each, labelled R0, R1, ... in category "stalls".
@@ -176,5 +177,38 @@ func TestValidateAgainstTheAppliedCatalog(t *testing.T) {
 	tenB(doc).PublishableKeys = []catalog.PublishableKey{{Key: "pk_y"}}
 	if err := catalog.ValidateAgainst(doc, tenants, applied); err != nil {
 		t.Fatalf("publishable key of a tenant the document replaces: %v", err)
+	}
+}
+
+// Every amount of a catalog may be catalog.MaxAmount and no more: with it
+// no cart leaves 2^53 cents (inventory/pricing's
+// TestLargestCartAtMaxAmountStaysExact); beyond it a price of 2^53 cents
+// wrapped a 1,000-ticket total negative.
+func TestAmountsBeyondMaxAmountRefused(t *testing.T) {
+	const ev0 = "tenants[0].events[0]"
+	cases := []struct {
+		name   string
+		amount func(d *catalog.Document) *money.Cents
+		path   string
+	}{
+		{"ticket price", func(d *catalog.Document) *money.Cents { return &tk0(d).Price }, ev0 + ".tickets[0].price"},
+		{"extra price", func(d *catalog.Document) *money.Cents { return &ga(d).Extras[0].Price }, ev0 + ".extras[0].price"},
+		{"fee per ticket", func(d *catalog.Document) *money.Cents { return &ga(d).Pricing.FeePerTicket }, ev0 + ".pricing.feePerTicket"},
+		{"discount amount", func(d *catalog.Document) *money.Cents { return ga(d).DiscountCodes[1].Amount }, ev0 + ".discountCodes[1].amount"},
+		{"category price", func(d *catalog.Document) *money.Cents { return sm(d).Categories[0].Price }, "tenants[0].events[1].seatMap.categories[0].price"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := decodeValid(t)
+			*tc.amount(doc) = catalog.MaxAmount
+			if err := catalog.Validate(doc); err != nil {
+				t.Fatalf("MaxAmount refused: %v", err)
+			}
+			*tc.amount(doc) = catalog.MaxAmount + 1
+			var ve *catalog.ValidationError
+			if err := catalog.Validate(doc); !errors.As(err, &ve) || ve.Path != tc.path || !strings.Contains(ve.Msg, "at most 1000000.00") {
+				t.Fatalf("got %v, want a validation error at %s naming the limit", err, tc.path)
+			}
+		})
 	}
 }

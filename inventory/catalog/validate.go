@@ -193,6 +193,9 @@ func checkAmount(c money.Cents, path string) *ValidationError {
 	if c < 0 {
 		return fail(path, "must not be negative")
 	}
+	if c > MaxAmount {
+		return fail(path, "must be at most %s, got %s", MaxAmount, c)
+	}
 	return nil
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // event compiles one event from its catalog JSON.
-func event(t *testing.T, evJSON string) *catalog.CompiledEvent {
+func event(t testing.TB, evJSON string) *catalog.CompiledEvent {
 	t.Helper()
 	var ev catalog.Event
 	if err := json.Unmarshal([]byte(evJSON), &ev); err != nil {

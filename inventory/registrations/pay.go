@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/checkout"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/lua"
@@ -32,8 +35,20 @@ func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
 	if !ok {
 		return Outcome{}, ErrNotFound
 	}
-	if !validName(p.Processor) || p.PaymentID == "" || len(p.PaymentID) > 255 || strings.ContainsAny(p.PaymentID, " \t\r\n") {
-		return Outcome{}, fmt.Errorf("pay %s: processor %q or payment id not usable", id, p.Processor)
+	if !validName(p.Processor) {
+		return Outcome{}, fmt.Errorf("pay %s: processor %q not usable", id, p.Processor)
+	}
+	// The payment id and currency come from the processor's webhook body
+	// and are stored in Postgres with the order or the refund: one ticketd
+	// cannot store (a NUL, which Postgres refuses after the sale, sent the
+	// paid order to dead_letters) is that request's fault, a 400, not a
+	// 503 the processor would retry for days (found by FuzzWebhooksHTTP).
+	if p.PaymentID == "" || len(p.PaymentID) > 255 || !utf8.ValidString(p.PaymentID) ||
+		strings.ContainsAny(p.PaymentID, " \t\r\n") || checkout.HasControl(p.PaymentID) {
+		return Outcome{}, apierr.Invalid("the payment id must be 1 to 255 printable characters without whitespace")
+	}
+	if !currencyCode(p.Currency) {
+		return Outcome{}, apierr.Invalid("the currency must be a three-letter ISO 4217 code")
 	}
 	ref := p.Processor + ":" + p.PaymentID
 	arr, err := s.declared(id, func(seats, dc string) ([]rueidis.RedisMessage, error) {
@@ -156,4 +171,18 @@ func (s *Service) payUnknown(ctx context.Context, id, ref string, p Payment) (Ou
 	return Outcome{RefundReason: "lost", Registration: Registration{ID: id, EventID: ev, TenantID: tenant,
 		Status: StatusRefundRequired, PaymentStatus: PaymentRefundRequired, Reason: "lost",
 		Paid: p.Amount, Currency: "USD", Processor: p.Processor, SessionID: p.PaymentID}}, nil
+}
+
+// currencyCode reports whether c has the shape of an ISO 4217 code, in
+// either case ("USD", Stripe's "usd").
+func currencyCode(c string) bool {
+	if len(c) != 3 {
+		return false
+	}
+	for i := 0; i < 3; i++ {
+		if x := c[i] | 0x20; x < 'a' || x > 'z' {
+			return false
+		}
+	}
+	return true
 }
