@@ -42,7 +42,6 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local first = tonumber(h[1]) or now
 local e = math.min(now + tonumber(ARGV[2]), first + tonumber(ARGV[3]))
 
--- writes
 -- the seats the token still holds, read before the first write: a GET
 -- that failed on a key of the wrong type after it would leave the token
 -- extended without its seats
@@ -52,6 +51,7 @@ for i = 1, n do
   mine[i] = redis.call('GET', KEYS[1 + i]) == holder
 end
 
+-- writes
 redis.call('HSET', hold, 'exp', e)
 redis.call('PEXPIREAT', hold, e)
 for i = 1, n do
