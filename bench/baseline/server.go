@@ -30,8 +30,8 @@ type app struct {
 	// of equal length in constant time tells nothing of the token, not
 	// even its length (as handlers/server does).
 	bearerSum [sha256.Size]byte
-	orderTTL   time.Duration
-	log        *slog.Logger
+	orderTTL  time.Duration
+	log       *slog.Logger
 }
 
 // newApp loads the catalog already in the database (a restart keeps it).
