@@ -796,24 +796,27 @@ func TestSecurityCORSAndFramingOnlyForAllowedOrigins(t *testing.T) {
 		method, path, body string
 		headers            map[string]string
 		storefront         bool
+		// page: an HTML page, which must answer 200 text/html so its
+		// framing check below cannot be skipped.
+		page bool
 	}
 	partner := map[string]string{"x-service-key": "ck_demo", "x-service-secret": "cs_demo_secret", "Content-Type": "application/json"}
 	targets := []target{
-		{"GET", "/v1/storefront/events/ev_demo_ga", "", shop, true},
-		{"GET", "/v1/storefront/events/ev_nope", "", shop, true},
-		{"POST", "/v1/storefront/quote", `{"eventId":"ev_demo_ga","selectedTicketId":"tk_general"}`, shop, true},
-		{"GET", "/v1/storefront/seating/events/ev_demo_seated/availability", "", shop, true},
-		{"GET", "/v1/storefront/events/ev_demo_ga", "", map[string]string{}, true}, // no key: MISSING_KEY
-		{"GET", "/v1/channel/events", "", partner, false},
-		{"POST", "/v1/channel/orders/status", `{"orderId":"x"}`, partner, false},
-		{"PUT", "/v1/admin/catalog", `{}`, map[string]string{}, false},
-		{"POST", "/v1/webhooks/card", `{}`, map[string]string{}, false},
-		{"GET", "/v1/picker/seating/events/ev_demo_seated/config", "", map[string]string{}, false},
-		{"GET", "/events/demo-concert-hall/dEmO2/seatmap?app=storefront", "", map[string]string{}, false},
-		{"GET", payPath, "", map[string]string{}, false},
-		{"GET", "/tickets/nope", "", map[string]string{}, false},
-		{"GET", "/readyz", "", map[string]string{}, false},
-		{"GET", "/metrics", "", map[string]string{}, false},
+		{"GET", "/v1/storefront/events/ev_demo_ga", "", shop, true, false},
+		{"GET", "/v1/storefront/events/ev_nope", "", shop, true, false},
+		{"POST", "/v1/storefront/quote", `{"eventId":"ev_demo_ga","selectedTicketId":"tk_general"}`, shop, true, false},
+		{"GET", "/v1/storefront/seating/events/ev_demo_seated/availability", "", shop, true, false},
+		{"GET", "/v1/storefront/events/ev_demo_ga", "", map[string]string{}, true, false}, // no key: MISSING_KEY
+		{"GET", "/v1/channel/events", "", partner, false, false},
+		{"POST", "/v1/channel/orders/status", `{"orderId":"x"}`, partner, false, false},
+		{"PUT", "/v1/admin/catalog", `{}`, map[string]string{}, false, false},
+		{"POST", "/v1/webhooks/card", `{}`, map[string]string{}, false, false},
+		{"GET", "/v1/picker/seating/events/ev_demo_seated/config", "", map[string]string{}, false, false},
+		{"GET", "/events/demo-concert-hall/dEmO2/seatmap?app=storefront", "", map[string]string{}, false, true},
+		{"GET", payPath, "", map[string]string{}, false, true},
+		{"GET", "/tickets/nope", "", map[string]string{}, false, false},
+		{"GET", "/readyz", "", map[string]string{}, false, false},
+		{"GET", "/metrics", "", map[string]string{}, false, false},
 	}
 	for _, tg := range targets {
 		for _, o := range []string{allowed, foreign} {
@@ -839,7 +842,11 @@ func TestSecurityCORSAndFramingOnlyForAllowedOrigins(t *testing.T) {
 			if tg.storefront && !strings.Contains(strings.Join(hd.Values("Vary"), ","), "Origin") {
 				t.Errorf("%s: Vary %q lacks Origin", where, hd.Values("Vary"))
 			}
-			if strings.HasPrefix(hd.Get("Content-Type"), "text/html") {
+			isHTML := strings.HasPrefix(hd.Get("Content-Type"), "text/html")
+			if tg.page && (st != 200 || !isHTML) {
+				t.Errorf("%s: Content-Type %q; want a 200 HTML page, whose framing is checked", where, hd.Get("Content-Type"))
+			}
+			if isHTML {
 				fa := frameAncestors(hd.Get("Content-Security-Policy"))
 				if fa == nil {
 					t.Errorf("%s: an HTML page without frame-ancestors: %q", where, hd.Get("Content-Security-Policy"))
