@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -153,10 +154,26 @@ var passThrough = map[string]bool{
 }
 
 // taint is the set of locals that hold a secret whatever their names, by
-// their declaration (so an inner e := ... is not the outer tainted e).
-type taint map[*ast.Object]bool
+// the object they denote (so an inner e := ... is not the outer tainted
+// e); info resolves identifiers to objects.
+type taint struct {
+	info *types.Info
+	set  map[types.Object]bool
+}
 
-func (t taint) has(id *ast.Ident) bool { return id.Obj != nil && t[id.Obj] }
+func (t taint) has(id *ast.Ident) bool {
+	if t.info == nil {
+		return false
+	}
+	o := t.info.ObjectOf(id)
+	return o != nil && t.set[o]
+}
+
+func (t taint) add(id *ast.Ident) {
+	if o := t.info.ObjectOf(id); o != nil {
+		t.set[o] = true
+	}
+}
 
 // secretExpr reports whether e can hold a secret, whatever its name: it
 // is named as one (secretName) or is a local tainted one step back; it is
@@ -216,26 +233,26 @@ func secretExpr(e ast.Expr, tainted taint) bool {
 }
 
 // taintedLocals returns the names of the locals of fn assigned (:=, =,
-// var) a value secretExpr calls secret (the parser's object resolution
-// tells which declaration a name means): want := Signature(key, msg),
+// var) a value secretExpr calls secret (info tells which declaration a
+// name means): want := Signature(key, msg),
 // sum := hmac.New(...).Sum(nil), stored := lookupSecret(id), got :=
 // ctx.Request.Header.Peek("Authorization"). Of a multi-value assignment
 // (v, ok := secrets[id]; v, err := lookupSecret(id)) only the first is
 // the value. Assignments are taken in source order, so a local made of a
 // tainted one is tainted too.
-func taintedLocals(fn ast.Node) taint {
-	tainted := taint{}
+func taintedLocals(fn ast.Node, info *types.Info) taint {
+	tainted := taint{info: info, set: map[types.Object]bool{}}
 	assign := func(lhs []ast.Expr, rhs []ast.Expr) {
 		switch {
 		case len(lhs) == len(rhs):
 			for i, r := range rhs {
-				if id, ok := lhs[i].(*ast.Ident); ok && id.Obj != nil && secretExpr(r, tainted) {
-					tainted[id.Obj] = true
+				if id, ok := lhs[i].(*ast.Ident); ok && secretExpr(r, tainted) {
+					tainted.add(id)
 				}
 			}
 		case len(rhs) == 1 && len(lhs) > 1:
-			if id, ok := lhs[0].(*ast.Ident); ok && id.Obj != nil && secretExpr(rhs[0], tainted) {
-				tainted[id.Obj] = true
+			if id, ok := lhs[0].(*ast.Ident); ok && secretExpr(rhs[0], tainted) {
+				tainted.add(id)
 			}
 		}
 	}
@@ -295,7 +312,7 @@ func public(e ast.Expr, consts map[string]bool) bool {
 		// A call of nothing but public values (json.Delim('{'), a
 		// conversion of a literal) is public too, unless it fetches a
 		// secret by name (Header.Peek("x-service-signature")).
-		if secretExpr(x, nil) {
+		if secretExpr(x, taint{}) {
 			return false
 		}
 		for _, a := range x.Args {
@@ -322,8 +339,8 @@ var equalFuncs = map[string]bool{
 // an == or != whose other side is not public (nil, a literal, a length, a
 // constant), and a call of a short-circuiting equality function with a
 // secret argument. consts are the constant names of the package (its
-// functions' local ones included).
-func timingUnsafe(fset *token.FileSet, file *ast.File, consts map[string]bool) []string {
+// functions' local ones included); info resolves the file's identifiers.
+func timingUnsafe(fset *token.FileSet, file *ast.File, info *types.Info, consts map[string]bool) []string {
 	var out []string
 	report := func(n ast.Node, what string) {
 		out = append(out, fset.Position(n.Pos()).String()+": "+what)
@@ -368,9 +385,9 @@ func timingUnsafe(fset *token.FileSet, file *ast.File, consts map[string]bool) [
 		}
 	}
 	for _, d := range file.Decls {
-		tainted := taint{}
+		tainted := taint{info: info, set: map[types.Object]bool{}}
 		if fn, ok := d.(*ast.FuncDecl); ok && fn.Body != nil {
-			tainted = taintedLocals(fn.Body)
+			tainted = taintedLocals(fn.Body, info)
 		}
 		ast.Inspect(d, check(tainted))
 	}
@@ -406,6 +423,16 @@ func packageConsts(files []*ast.File) map[string]bool {
 	return m
 }
 
+// emptyImporter imports every package as an empty one: the scan needs the
+// scopes of a package's own code, not its dependencies.
+type emptyImporter struct{}
+
+func (emptyImporter) Import(path string) (*types.Package, error) {
+	p := types.NewPackage(path, filepath.Base(path))
+	p.MarkComplete()
+	return p, nil
+}
+
 // scanTimingUnsafe parses every non-test Go file under root, by package
 // directory, and returns timingUnsafe's findings, sorted.
 func scanTimingUnsafe(t *testing.T, root string) []string {
@@ -434,15 +461,21 @@ func scanTimingUnsafe(t *testing.T, root string) []string {
 	for _, paths := range byDir {
 		var files []*ast.File
 		for _, p := range paths {
-			f, err := parser.ParseFile(fset, p, nil, 0)
+			f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
 			if err != nil {
 				t.Fatal(err)
 			}
 			files = append(files, f)
 		}
 		consts := packageConsts(files)
+		// Type-checked for scopes only: which declaration each name
+		// means. Imports are empty stand-ins, so the errors about their
+		// members are expected and ignored; locals resolve regardless.
+		info := &types.Info{Defs: map[*ast.Ident]types.Object{}, Uses: map[*ast.Ident]types.Object{}}
+		conf := types.Config{Importer: emptyImporter{}, Error: func(error) {}}
+		_, _ = conf.Check(filepath.Dir(paths[0]), fset, files, info)
 		for _, f := range files {
-			out = append(out, timingUnsafe(fset, f, consts)...)
+			out = append(out, timingUnsafe(fset, f, info, consts)...)
 		}
 	}
 	sort.Strings(out)
