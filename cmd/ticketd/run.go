@@ -143,12 +143,12 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		return nil
 	}
 
-	sessions := &channel.Sessions{Secret: derive(secretsKey, "ticketd buyer sessions v1")}
+	sessions := &channel.Sessions{Secret: derive(secretsKey, purposeSessions)}
 	trusted, err := clientip.ParsePrefixes(cfg.TrustedProxies)
 	if err != nil {
 		return fmt.Errorf("TICKETD_TRUSTED_PROXIES: %w", err)
 	}
-	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: cfg.OrderTTL, IDKey: derive(secretsKey, "ticketd order ids v1")}
+	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: cfg.OrderTTL, IDKey: derive(secretsKey, purposeOrderIDs)}
 	if pool == nil {
 		// Nothing will drain the paid streams: keep the newest entries only.
 		ord.StreamCap = 100_000

@@ -88,6 +88,16 @@ func recorded(ctx context.Context, mon *redisstate.Monitor) bool {
 	return ok || err != nil
 }
 
+// The purposes derive is called with, one per key. Named once so the
+// secrets test derives the very keys ticketd uses.
+const (
+	purposeSessions       = "ticketd buyer sessions v1"
+	purposeOrderIDs       = "ticketd order ids v1"
+	purposePicker         = "ticketd seat picker v1"
+	purposeCardWebhooks   = "ticketd card webhooks v1"
+	purposeWalletWebhooks = "ticketd wallet webhooks v1"
+)
+
 // derive returns a key for one purpose from TICKETD_SECRETS_KEY, so every
 // node of a deployment has the same without storing it anywhere (a Redis
 // that loses its data must not lose it).

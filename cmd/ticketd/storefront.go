@@ -68,8 +68,8 @@ func newFront(d frontDeps) (front, error) {
 		// derived from the secrets key is shared by every node.
 		return hex.EncodeToString(derive(d.secretsKey, purpose))
 	}
-	cardSecret := secret(d.cfg.CardWebhookSecret, "ticketd card webhooks v1")
-	walletSecret := secret(d.cfg.WalletWebhookSecret, "ticketd wallet webhooks v1")
+	cardSecret := secret(d.cfg.CardWebhookSecret, purposeCardWebhooks)
+	walletSecret := secret(d.cfg.WalletWebhookSecret, purposeWalletWebhooks)
 	procs, err := payments.Open(payments.Config{
 		CardProcessor: d.cfg.CardProcessor,
 		Hosted:        payments.HostedConfig{Redis: d.redis, Space: d.space, AppURL: d.cfg.AppURL, Logger: d.log},
@@ -103,7 +103,7 @@ func newFront(d frontDeps) (front, error) {
 	}
 	// The seat picker's page tokens are signed under a key of their own:
 	// every node derives the same one, so any node serves the page's calls.
-	pick := &picker.Picker{Catalog: d.store.Current, Seats: d.seats, Key: derive(d.secretsKey, "ticketd seat picker v1"),
+	pick := &picker.Picker{Catalog: d.store.Current, Seats: d.seats, Key: derive(d.secretsKey, purposePicker),
 		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log}
 	f := front{surfaces: []server.Surface{api, hooks, pay, pick}}
 	if d.pool != nil {

@@ -28,10 +28,17 @@ func HashSecret(secret string) string {
 // Sealer encrypts and decrypts signing keys at rest with AES-256-GCM.
 type Sealer struct{ aead cipher.AEAD }
 
+// SealKey is the 256-bit AES key NewSealer derives from secret
+// (TICKETD_SECRETS_KEY); exported so the secrets test searches the stores
+// for the key actually used.
+func SealKey(secret string) []byte {
+	k := sha256.Sum256([]byte("ticketd-seal:" + secret))
+	return k[:]
+}
+
 // NewSealer derives a 256-bit key from secret (TICKETD_SECRETS_KEY).
 func NewSealer(secret string) *Sealer {
-	k := sha256.Sum256([]byte("ticketd-seal:" + secret))
-	block, err := aes.NewCipher(k[:])
+	block, err := aes.NewCipher(SealKey(secret))
 	if err != nil {
 		panic(err) // a 32-byte key never fails
 	}

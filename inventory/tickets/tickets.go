@@ -55,10 +55,15 @@ type Keys struct {
 // TICKETD_SECRETS_KEY. Each purpose has its own subkey, so a page MAC and
 // an Ed25519 seed never come from the same HMAC input.
 func NewKeys(secretsKey string) *Keys {
-	return &Keys{
-		signing: mac([]byte(secretsKey), "ticketd ticket keys v1"),
-		pages:   mac([]byte(secretsKey), "ticketd ticket pages v1"),
-	}
+	signing, pages := Subkeys(secretsKey)
+	return &Keys{signing: signing, pages: pages}
+}
+
+// Subkeys returns the two keys NewKeys derives from secretsKey: the root
+// of the per-event signing seeds and the ticket page MAC key. Exported so
+// the secrets test searches the stores for the keys actually used.
+func Subkeys(secretsKey string) (signingRoot, pages []byte) {
+	return mac([]byte(secretsKey), "ticketd ticket keys v1"), mac([]byte(secretsKey), "ticketd ticket pages v1")
 }
 
 func mac(key []byte, msg string) []byte {
