@@ -46,11 +46,12 @@ func TestLibraryIncludesAnotherOnce(t *testing.T) {
 	if string(src) != want {
 		t.Fatalf("expanded:\n%s\nwant:\n%s", src, want)
 	}
-	// lib/cart includes lib/capacity itself: a script naming only cart
-	// gets capacity_short, once.
+	// lib/cart includes lib/capacity (and lib/check) itself: a script
+	// naming only cart gets capacity_short, once.
 	fsys["c.lua"] = lib("--@include cart\nreturn 1\n")
 	fsys["lib/cart.lua"] = lib(mustRead(t, "lib/cart.lua"))
 	fsys["lib/capacity.lua"] = lib(mustRead(t, "lib/capacity.lua"))
+	fsys["lib/check.lua"] = lib(mustRead(t, "lib/check.lua"))
 	src, err = expand(fsys, "c")
 	if err != nil {
 		t.Fatal(err)

@@ -54,7 +54,6 @@
 --                                     lost its state or is being rebuilt
 --@include capacity
 --@include cart
---@include check
 if redis.call('EXISTS', KEYS[8]) == 0 then
   return {5}
 end
@@ -125,12 +124,7 @@ if not reason then
 end
 
 -- The discount keys are written below and read by no check.
-if code ~= '' then
-  check_type(KEYS[5], 'zset')
-  if not reason then
-    check_type(KEYS[6], 'hash')
-  end
-end
+cart_check_discount({dcholds = KEYS[5], dcused = KEYS[6]}, code, not reason)
 
 -- writes: every key they touch was read or checked above, so no command
 -- below fails on a key's type (Redis would keep what was written before it)

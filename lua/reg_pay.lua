@@ -131,12 +131,7 @@ end
 -- counted claim skips among them): checked now, as a command that fails on
 -- a key's type after the first write would leave what was written before.
 check_type(KEYS[10], 'zset')
-if code ~= '' then
-  check_type(KEYS[5], 'zset')
-  if not reason then
-    check_type(KEYS[6], 'hash')
-  end
-end
+cart_check_discount({dcholds = KEYS[5], dcused = KEYS[6]}, code, not reason)
 if reason and counted then
   if n > 0 then
     check_type(KEYS[3], 'hash')

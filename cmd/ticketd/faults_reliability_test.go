@@ -7,7 +7,6 @@ package main
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +21,23 @@ func skipUnderLongFaults(t *testing.T) {
 	t.Skip("make reliability runs the long version (TestFault...LinkFaultsInTurn)")
 }
 
+// linkFault is one fault a test injects on a store's link.
+type linkFault struct {
+	name   string
+	inject func()
+}
+
+// linkFaults are the faults both stores' links go through in turn, each
+// healed with x.Restore: 2 s late, hung (requests reach the store, no
+// reply) and down (connections closed and refused).
+func linkFaults(t *testing.T, x *toxicProxy) []linkFault {
+	return []linkFault{
+		{"+2s", func() { x.Toxic(t, "latency", "downstream", `{"latency": 2000}`) }},
+		{"hung", func() { x.Toxic(t, "timeout", "downstream", `{"timeout": 0}`) }},
+		{"down", x.Refuse},
+	}
+}
+
 // TestFaultRedisLinkFaultsInTurn: under 12 partner and 6 storefront
 // buyers, the Redis link is 200 ms late, 2 s late, hung (requests reach
 // Redis, no reply), down (connections closed and refused) and reset
@@ -31,26 +47,15 @@ func skipUnderLongFaults(t *testing.T) {
 // purchase is paid and in Postgres once, and the remaining counts are the
 // capacities less the paid orders: nothing sold twice across the retries.
 func TestFaultRedisLinkFaultsInTurn(t *testing.T) {
-	st := startProxiedStack(t, 3*time.Second)
-	base := runtime.NumGoroutine()
-	l := newFaultLoad(t, st)
-	l.Start(12, 6)
-	l.hold("warm-up", 2*time.Second)
+	st, l, base := startFaultLoad(t, 3*time.Second, 12, 6, 2*time.Second)
 	st.redisProxy.Toxic(t, "latency", "downstream", `{"latency": 200, "jitter": 50}`)
 	l.hold("+200ms", 4*time.Second)
 	l.Phase("between")
 	st.redisProxy.Restore(t)
 	time.Sleep(time.Second)
 
-	faults := []struct {
-		name   string
-		inject func()
-	}{
-		{"+2s", func() { st.redisProxy.Toxic(t, "latency", "downstream", `{"latency": 2000}`) }},
-		{"hung", func() { st.redisProxy.Toxic(t, "timeout", "downstream", `{"timeout": 0}`) }},
-		{"down", st.redisProxy.Refuse},
-		{"reset", func() { st.redisProxy.Toxic(t, "reset_peer", "upstream", `{"timeout": 0}`) }},
-	}
+	faults := append(linkFaults(t, st.redisProxy),
+		linkFault{"reset", func() { st.redisProxy.Toxic(t, "reset_peer", "upstream", `{"timeout": 0}`) }})
 	var names []string
 	for _, f := range faults {
 		// The 5 s request timeout of the requests caught by the fault
@@ -93,11 +98,7 @@ func TestFaultRedisLinkFaultsInTurn(t *testing.T) {
 // exactly one order per paid order, one ticket each: a batch written
 // again after an unseen commit is not doubled.
 func TestFaultPostgresLinkFaultsInTurn(t *testing.T) {
-	st := startProxiedStack(t, 0)
-	base := runtime.NumGoroutine()
-	l := newFaultLoad(t, st)
-	l.Start(12, 6)
-	l.hold("warm-up", 2*time.Second)
+	st, l, base := startFaultLoad(t, 0, 12, 6, 2*time.Second)
 	st.pgProxy.Toxic(t, "latency", "downstream", `{"latency": 200, "jitter": 50}`)
 	l.Phase("+200ms")
 	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
@@ -109,27 +110,13 @@ func TestFaultPostgresLinkFaultsInTurn(t *testing.T) {
 	st.pgProxy.Restore(t)
 	l.OnlyAnswers("+200ms", saleAnswers...)
 
-	faults := []struct {
-		name   string
-		inject func()
-	}{
-		{"+2s", func() { st.pgProxy.Toxic(t, "latency", "downstream", `{"latency": 2000}`) }},
-		{"hung", func() { st.pgProxy.Toxic(t, "timeout", "downstream", `{"timeout": 0}`) }},
-		{"down", st.pgProxy.Refuse},
-	}
 	var load []string
-	for _, f := range faults {
+	for _, f := range linkFaults(t, st.pgProxy) {
 		first, last := postgresFault(t, st, l, f.name, 5*time.Second, f.inject)
 		l.hold("healed after "+f.name, time.Second)
 		load = append(load, fmt.Sprintf("%s: %s; backlog %d -> %d, caught up after", f.name, l.Answers(f.name), first, last))
 	}
-	l.Stop(30 * time.Second)
-	st.drained(t)
-	after := goroutinesSettle(t, base, 40, 15*time.Second)
-
-	l.Violations()
-	salesOnly(l)
-	counts := l.CheckRecord(60 * time.Second)
+	after, counts := endPostgresFault(t, st, l, base, 30*time.Second, 60*time.Second)
 	faultreport.Print(t, faultreport.Report{
 		Injected: "Postgres link (toxiproxy) +200 ms for 4 s; then, 5 s each after /readyz said degraded and healed between: " +
 			"+2 s latency, hung (timeout downstream), down (proxy disabled)",

@@ -268,6 +268,20 @@ func newFaultLoad(t *testing.T, st *proxiedStack) *faultLoad {
 	return l
 }
 
+// startFaultLoad starts a proxied stack (checkoutTTL as startProxiedStack
+// takes it) and on it partners partner and shoppers storefront buyers,
+// run for warm under the phase "warm-up". base is the goroutines counted
+// before the load, for goroutinesSettle.
+func startFaultLoad(t *testing.T, checkoutTTL time.Duration, partners, shoppers int, warm time.Duration) (st *proxiedStack, l *faultLoad, base int) {
+	t.Helper()
+	st = startProxiedStack(t, checkoutTTL)
+	base = runtime.NumGoroutine()
+	l = newFaultLoad(t, st)
+	l.Start(partners, shoppers)
+	l.hold("warm-up", warm)
+	return st, l, base
+}
+
 // Phase names what the answers from now on are tallied under.
 func (l *faultLoad) Phase(name string) { l.phase.Store(&name) }
 
@@ -346,65 +360,74 @@ func (l *faultLoad) tally(op, p string, took time.Duration, r *servertest.Respon
 
 func (l *faultLoad) pause() { time.Sleep(20 * time.Millisecond) }
 
+// retry sends op (send, tallied by call) again, after a pause, until
+// final says its answer is the last; then it returns that answer and
+// whether it came on a retry. Once the purchase is abandoned it returns
+// nil, counted given up.
+func (l *faultLoad) retry(op string, final func(*servertest.Response) bool, send func() *servertest.Response) (r *servertest.Response, retried bool) {
+	for ; ; retried = true {
+		if r = l.call(op, send); final(r) {
+			return r, retried
+		}
+		if l.abandoned() {
+			l.abandon()
+			return nil, retried
+		}
+		l.pause()
+	}
+}
+
+// Which answers end a retry: a buyer sends again only what was answered
+// 503 (reserve, confirm, register, checkout); a processor redelivers a
+// webhook, and the success page reads again, until answered 200.
+func not503(r *servertest.Response) bool { return r.Status != 503 }
+func is200(r *servertest.Response) bool  { return r.Status == 200 }
+
 // partner buys one ticket of event at a time as a partner's server does.
 func (l *faultLoad) partner(event string) {
 	t := l.t
 	for !l.stopping.Load() {
 		key := servertest.NewKey()
+		r, _ := l.retry("reserve", not503, func() *servertest.Response {
+			return l.st.api.ReserveWithKey(t, "a", event, key, map[string]any{"selectedTicketId": "tk", "quantity": 1})
+		})
+		if r == nil {
+			return
+		}
 		var o servertest.Reserved
-		for {
-			r := l.call("reserve", func() *servertest.Response {
-				return l.st.api.ReserveWithKey(t, "a", event, key, map[string]any{"selectedTicketId": "tk", "quantity": 1})
-			})
-			if r.Status == 200 {
-				r.Decode(t, &o)
-				l.mu.Lock()
-				if o.Duplicate {
-					l.replays++
-				}
-				if prev, ok := l.keyed[key]; ok && prev != o.OrderID {
-					l.bad = append(l.bad, fmt.Sprintf("Idempotency-Key %s reserved %s, then %s", key, prev, o.OrderID))
-				}
-				l.keyed[key] = o.OrderID
-				l.mu.Unlock()
-				break
+		if r.Status == 200 {
+			r.Decode(t, &o)
+			l.mu.Lock()
+			if o.Duplicate {
+				l.replays++
 			}
-			if r.Status != 503 {
-				l.refuse(event, r.Code)
-				break
+			if prev, ok := l.keyed[key]; ok && prev != o.OrderID {
+				l.bad = append(l.bad, fmt.Sprintf("Idempotency-Key %s reserved %s, then %s", key, prev, o.OrderID))
 			}
-			if l.abandoned() {
-				l.abandon()
-				return
-			}
-			l.pause()
+			l.keyed[key] = o.OrderID
+			l.mu.Unlock()
+		} else {
+			l.refuse(event, r.Code)
 		}
 		if o.OrderID == "" {
 			l.pause()
 			continue
 		}
-		for retried := false; ; retried = true {
-			c := l.call("confirm", func() *servertest.Response {
-				return l.st.api.Confirm(t, "a", o.OrderID, o.Amount, "psp-"+o.OrderID)
-			})
-			if c.Status == 200 {
-				l.mu.Lock()
-				l.paid[event][o.OrderID] = true
-				if retried {
-					l.lateConfirms++
-				}
-				l.mu.Unlock()
-				break
+		c, retried := l.retry("confirm", not503, func() *servertest.Response {
+			return l.st.api.Confirm(t, "a", o.OrderID, o.Amount, "psp-"+o.OrderID)
+		})
+		switch {
+		case c == nil:
+			return
+		case c.Status == 200:
+			l.mu.Lock()
+			l.paid[event][o.OrderID] = true
+			if retried {
+				l.lateConfirms++
 			}
-			if c.Status != 503 {
-				l.refuse(event, c.Code)
-				break
-			}
-			if l.abandoned() {
-				l.abandon()
-				return
-			}
-			l.pause()
+			l.mu.Unlock()
+		default:
+			l.refuse(event, c.Code)
 		}
 	}
 }
@@ -421,10 +444,10 @@ func (l *faultLoad) abandon() {
 	l.mu.Unlock()
 }
 
-// front sends a storefront call of the buyer at ip.
-func (l *faultLoad) front(op, method, path, ip string, body any) *servertest.Response {
+// front is a storefront call of the buyer at ip, for retry.
+func (l *faultLoad) front(method, path, ip string, body any) func() *servertest.Response {
 	h := map[string]string{"x-service-key": faultShopKey, "Origin": faultShopOrigin, "X-Forwarded-For": ip}
-	return l.call(op, func() *servertest.Response { return l.st.api.Do(l.t, method, "/v1/storefront"+path, h, body) })
+	return func() *servertest.Response { return l.st.api.Do(l.t, method, "/v1/storefront"+path, h, body) }
 }
 
 // shopper buys one storefront ticket at a time: register-guest, the card
@@ -436,81 +459,59 @@ func (l *faultLoad) shopper() {
 		ip := fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255)
 		var reg servertest.Registered
 		for reg.RegistrationID == "" {
-			r := l.front("register", "POST", "/register-guest", ip, map[string]any{"eventId": "ev_s", "name": "Grace Hopper",
-				"email": fmt.Sprintf("buyer-%d@example.com", n), "selectedTicketId": "tk", "quantity": 1})
-			switch {
-			case r.Status == 200:
-				r.Decode(t, &reg)
-			case r.Status != 503:
+			r, _ := l.retry("register", not503, l.front("POST", "/register-guest", ip, map[string]any{"eventId": "ev_s", "name": "Grace Hopper",
+				"email": fmt.Sprintf("buyer-%d@example.com", n), "selectedTicketId": "tk", "quantity": 1}))
+			if r == nil {
+				return
+			}
+			if r.Status != 200 {
 				l.refuse("ev_s", r.Code)
 				return
-			case l.abandoned():
-				l.abandon()
-				return
-			default:
-				l.pause()
 			}
+			r.Decode(t, &reg)
 		}
 		var session string
 		for session == "" {
-			r := l.front("checkout", "POST", "/card/create-checkout-session", ip, map[string]any{"eventId": "ev_s",
+			r, _ := l.retry("checkout", not503, l.front("POST", "/card/create-checkout-session", ip, map[string]any{"eventId": "ev_s",
 				"registrationId": reg.RegistrationID, "selectedTicketId": "tk", "quantity": 1, "selectedTicketAmount": reg.Total,
-				"successUrl": faultShopOrigin + "/thanks", "cancelUrl": faultShopOrigin + "/cancelled"})
-			switch {
-			case r.Status == 200:
-				var d struct {
-					URL string `json:"url"`
-				}
-				r.Decode(t, &d)
-				session = d.URL[strings.LastIndexByte(d.URL, '/')+1:]
-			case r.Status != 503:
+				"successUrl": faultShopOrigin + "/thanks", "cancelUrl": faultShopOrigin + "/cancelled"}))
+			if r == nil {
+				return
+			}
+			if r.Status != 200 {
 				// The hold expired while Redis was away: the buyer starts over.
 				l.endReg("checkout " + r.Code)
 				session = "-"
-			case l.abandoned():
-				l.abandon()
-				return
-			default:
-				l.pause()
+				break
 			}
+			var d struct {
+				URL string `json:"url"`
+			}
+			r.Decode(t, &d)
+			session = d.URL[strings.LastIndexByte(d.URL, '/')+1:]
 		}
 		if session == "-" {
 			continue
 		}
 		hook := fmt.Sprintf(`{"id":"evt_fault_%d","type":%q,"data":{"object":{"id":%q,"payment_status":"paid","amount_total":%d,"currency":"usd","client_reference_id":%q}}}`,
 			l.hookSeq.Add(1), payments.EventCheckoutCompleted, session, int64(reg.Total), reg.RegistrationID)
-		for {
-			r := l.call("webhook", func() *servertest.Response {
-				return l.st.api.Do(t, "POST", "/v1/webhooks/card", map[string]string{payments.SignatureHeader: payments.Sign(faultCardSecret, time.Now(), []byte(hook))}, []byte(hook))
-			})
-			if r.Status == 200 {
-				break
-			}
-			if l.abandoned() {
-				l.abandon()
-				return
-			}
-			l.pause()
+		if r, _ := l.retry("webhook", is200, func() *servertest.Response {
+			return l.st.api.Do(t, "POST", "/v1/webhooks/card", map[string]string{payments.SignatureHeader: payments.Sign(faultCardSecret, time.Now(), []byte(hook))}, []byte(hook))
+		}); r == nil {
+			return
 		}
-		for {
-			r := l.front("read", "GET", "/registration/"+reg.RegistrationID, ip, nil)
-			if r.Status == 200 {
-				var got servertest.Registered
-				r.Decode(t, &got)
-				if got.Status == "confirmed" && got.Payment.PaymentStatus == "paid" {
-					l.mu.Lock()
-					l.regs[reg.RegistrationID] = true
-					l.mu.Unlock()
-				} else {
-					l.endReg(got.Status + "/" + got.Payment.PaymentStatus)
-				}
-				break
-			}
-			if l.abandoned() {
-				l.abandon()
-				return
-			}
-			l.pause()
+		r, _ := l.retry("read", is200, l.front("GET", "/registration/"+reg.RegistrationID, ip, nil))
+		if r == nil {
+			return
+		}
+		var got servertest.Registered
+		r.Decode(t, &got)
+		if got.Status == "confirmed" && got.Payment.PaymentStatus == "paid" {
+			l.mu.Lock()
+			l.regs[reg.RegistrationID] = true
+			l.mu.Unlock()
+		} else {
+			l.endReg(got.Status + "/" + got.Payment.PaymentStatus)
 		}
 	}
 }
@@ -777,11 +778,7 @@ func checkSlowRedis(t *testing.T, l *faultLoad, phase string) {
 // purchases complete: nothing sold twice or lost.
 func TestFaultRedisSlow(t *testing.T) {
 	skipUnderLongFaults(t)
-	st := startProxiedStack(t, 3*time.Second)
-	base := runtime.NumGoroutine()
-	l := newFaultLoad(t, st)
-	l.Start(6, 4)
-	l.hold("warm-up", time.Second)
+	st, l, base := startFaultLoad(t, 3*time.Second, 6, 4, time.Second)
 	st.redisProxy.Toxic(t, "latency", "downstream", `{"latency": 200}`)
 	l.hold("+200ms", 2*time.Second)
 	// The requests sent under +200 ms finish before the next toxic.
@@ -817,11 +814,7 @@ func TestFaultRedisSlow(t *testing.T) {
 // in Postgres once, sold counts equal to the confirmed orders.
 func TestFaultRedisCut(t *testing.T) {
 	skipUnderLongFaults(t)
-	st := startProxiedStack(t, 3*time.Second)
-	base := runtime.NumGoroutine()
-	l := newFaultLoad(t, st)
-	l.Start(6, 4)
-	l.hold("warm-up", time.Second)
+	st, l, base := startFaultLoad(t, 3*time.Second, 6, 4, time.Second)
 	redisFault(t, st, l, "hung", 5*time.Second, func() { st.redisProxy.Toxic(t, "timeout", "downstream", `{"timeout": 0}`) })
 	l.hold("healed", 2*time.Second)
 	l.Stop(20 * time.Second)
@@ -892,6 +885,23 @@ func salesOnly(l *faultLoad) {
 	}
 }
 
+// endPostgresFault ends a Postgres fault test: it stops the load (for at
+// most within), waits for the sync backlog to drain to 0 and for the
+// goroutines to settle, and checks what each of those tests asserts at
+// the end: no violation, only sale answers, and the record exact (waiting
+// up to record for the worker). It returns the goroutines after and the
+// counts for the report.
+func endPostgresFault(t *testing.T, st *proxiedStack, l *faultLoad, base int, within, record time.Duration) (after int, counts string) {
+	t.Helper()
+	l.Stop(within)
+	st.drained(t)
+	after = goroutinesSettle(t, base, 40, 15*time.Second)
+
+	l.Violations()
+	salesOnly(l)
+	return after, l.CheckRecord(record)
+}
+
 // drained waits, with the load stopped, for /readyz to report an empty
 // sync backlog.
 func (st *proxiedStack) drained(t *testing.T) {
@@ -908,20 +918,10 @@ func (st *proxiedStack) drained(t *testing.T) {
 // holds exactly one order per paid order, nothing lost or doubled.
 func TestFaultPostgresCut(t *testing.T) {
 	skipUnderLongFaults(t)
-	st := startProxiedStack(t, 0)
-	base := runtime.NumGoroutine()
-	l := newFaultLoad(t, st)
-	l.Start(6, 4)
-	l.hold("warm-up", time.Second)
+	st, l, base := startFaultLoad(t, 0, 6, 4, time.Second)
 	first, last := postgresFault(t, st, l, "postgres down", 5*time.Second, st.pgProxy.Refuse)
 	l.hold("healed", time.Second)
-	l.Stop(20 * time.Second)
-	st.drained(t)
-	after := goroutinesSettle(t, base, 40, 15*time.Second)
-
-	l.Violations()
-	salesOnly(l)
-	counts := l.CheckRecord(30 * time.Second)
+	after, counts := endPostgresFault(t, st, l, base, 20*time.Second, 30*time.Second)
 	faultreport.Print(t, faultreport.Report{
 		Injected: "Postgres link down 5 s after /readyz said degraded (toxiproxy disabled: connections closed and refused)",
 		Load: fmt.Sprintf("6 partner + 4 storefront buyers; postgres down: %s; readyz degraded, sync backlog %d -> %d, drained to 0 after; goroutines %d before, %d after",

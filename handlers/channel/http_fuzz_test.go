@@ -13,25 +13,26 @@ import (
 
 // channelRoutes are the partner API's endpoints: {id} is the event (or
 // the first half of the fuzzed id before '|'), {token} a hold token (the
-// second half).
-var channelRoutes = []struct{ method, path string }{
-	{"GET", "/v1/channel/events"},
-	{"GET", "/v1/channel/events/{id}"},
-	{"POST", "/v1/channel/events/{id}/quote"},
-	{"POST", "/v1/channel/events/{id}/checkout"},
-	{"POST", "/v1/channel/orders/confirm"},
-	{"POST", "/v1/channel/orders/status"},
-	{"POST", "/v1/channel/session"},
-	{"GET", "/v1/channel/session"},
-	{"GET", "/v1/channel/seating/events/{id}/config"},
-	{"GET", "/v1/channel/seating/events/{id}/availability"},
-	{"GET", "/v1/channel/seating/events/{id}/hold/{token}"},
-	{"POST", "/v1/channel/seating/events/{id}/hold-token"},
-	{"POST", "/v1/channel/seating/events/{id}/hold"},
-	{"POST", "/v1/channel/seating/events/{id}/hold/{token}/extend"},
-	{"POST", "/v1/channel/seating/events/{id}/release"},
-	{"POST", "/v1/channel/seating/events/{id}/best-available"},
-	{"GET", "{raw}"}, // the fuzzed id is the whole path: the router's input
+// second half). Routes 8 to 15 are the seat API, in servertest.SeatSeeds'
+// order.
+var channelRoutes = []string{
+	"GET /v1/channel/events",
+	"GET /v1/channel/events/{id}",
+	"POST /v1/channel/events/{id}/quote",
+	"POST /v1/channel/events/{id}/checkout",
+	"POST /v1/channel/orders/confirm",
+	"POST /v1/channel/orders/status",
+	"POST /v1/channel/session",
+	"GET /v1/channel/session",
+	"GET /v1/channel/seating/events/{id}/config",
+	"GET /v1/channel/seating/events/{id}/availability",
+	"GET /v1/channel/seating/events/{id}/hold/{token}",
+	"POST /v1/channel/seating/events/{id}/hold-token",
+	"POST /v1/channel/seating/events/{id}/hold",
+	"POST /v1/channel/seating/events/{id}/hold/{token}/extend",
+	"POST /v1/channel/seating/events/{id}/release",
+	"POST /v1/channel/seating/events/{id}/best-available",
+	"GET {raw}", // the fuzzed id is the whole path: the router's input
 }
 
 // Credentials of a fuzzed request (auth % 4); auth&4 leaves a confirm
@@ -78,41 +79,21 @@ func FuzzChannelHTTP(f *testing.F) {
 		{"", "", "", `{"orderId":"$ORDER"}`},
 		{"", "", "", `{"buyerName":"Ada Lovelace","buyerEmail":"ada@example.com"}`},
 		{"", "", "Authorization: Bearer $SESSION", ""},
-		{"ev_seated", "", "", ""},
-		{"ev_seated", "", "", ""},
-		{"ev_seated|$HOLD", "", "", ""},
-		{"ev_seated", "", "", `{}`},
-		{"ev_seated", "", "", `{"holdToken":"$HOLD","seatLabels":["A-1","A-2"]}`},
-		{"ev_seated|$HOLD", "", "", `{}`},
-		{"ev_seated", "", "", `{"holdToken":"$HOLD","seatLabels":["A-1"]}`},
-		{"ev_seated", "", "", `{"quantity":2,"category":"stalls"}`},
-		{"/v1/channel/events/ev_ga/../ev_ga", "", "", ""},
 	} {
 		f.Add(uint8(i), seed.id, seed.query, uint8(authKeyedA), seed.headers, []byte(seed.body))
 	}
+	for i, seed := range servertest.SeatSeeds("ev_seated") {
+		f.Add(uint8(8+i), seed[0], "", uint8(authKeyedA), "", []byte(seed[1]))
+	}
+	f.Add(uint8(16), "/v1/channel/events/ev_ga/../ev_ga", "", uint8(authKeyedA), "", []byte(nil))
 	f.Add(uint8(3), "ev_seated", "", uint8(authSession), "Authorization: Bearer $SESSION", []byte(`{"seatLabels":["A-3"],"seatHoldToken":"$HOLD"}`))
 	f.Add(uint8(4), "", "", uint8(authKeyedB), "", []byte(`{"orderId":"$ORDER","amount":11.5,"partnerReference":"r"}`))
 	f.Add(uint8(1), "ev_ga", "", uint8(authNone), "x-service-key: ck_a\nx-service-secret: wrong", []byte(nil))
 
 	f.Fuzz(func(t *testing.T, route uint8, id, query string, auth uint8, headers string, body []byte) {
-		rt := channelRoutes[int(route)%len(channelRoutes)]
-		id = servertest.Subst(id, vars)
-		var path string
-		if rt.path == "{raw}" {
-			if !strings.HasPrefix(id, "/") {
-				id = "/v1/channel/" + id
-			}
-			path = id
-		} else {
-			ev, tok, _ := strings.Cut(id, "|")
-			path = strings.ReplaceAll(rt.path, "{id}", servertest.PathParam(ev))
-			path = strings.ReplaceAll(path, "{token}", servertest.PathParam(tok))
-		}
-		if query != "" {
-			path += "?" + query
-		}
+		method, tmpl, path := servertest.FuzzTarget(channelRoutes, route, servertest.Subst(id, vars), query, "/v1/channel/")
 		b := []byte(servertest.Subst(string(body), vars))
-		req := servertest.FuzzRequest{Method: rt.method, Path: path, Body: b}
+		req := servertest.FuzzRequest{Method: method, Path: path, Body: b}
 		switch auth % 4 {
 		case authKeyedA:
 			req.Headers = [][2]string{{"x-service-key", "ck_a"}, {"x-service-secret", "cs_a_secret"}}
@@ -122,7 +103,7 @@ func FuzzChannelHTTP(f *testing.F) {
 			req.Headers = [][2]string{{"Authorization", "Bearer " + vars["SESSION"]}}
 		}
 		req.Headers = append(req.Headers, [2]string{"Idempotency-Key", servertest.NewKey()})
-		if auth&4 == 0 && rt.path == "/v1/channel/orders/confirm" {
+		if auth&4 == 0 && tmpl == "/v1/channel/orders/confirm" {
 			key := "sk_a"
 			if auth%4 == authKeyedB {
 				key = "sk_b"

@@ -1,7 +1,6 @@
 package pages_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/handlers/servertest"
@@ -10,15 +9,15 @@ import (
 // pageRoutes are the hosted payment pages (form posts) and the ticket
 // pages: {id} is the session or order id, {img} the ticket image (the
 // fuzzed id after '|').
-var pageRoutes = []struct{ method, path string }{
-	{"GET", "/pay/card/{id}"},
-	{"POST", "/pay/card/{id}/pay"},
-	{"POST", "/pay/card/{id}/cancel"},
-	{"GET", "/pay/wallet/{id}"},
-	{"POST", "/pay/wallet/{id}/pay"},
-	{"POST", "/pay/wallet/{id}/cancel"},
-	{"GET", "/tickets/{id}"},
-	{"GET", "/tickets/{id}/{img}"},
+var pageRoutes = []string{
+	"GET /pay/card/{id}",
+	"POST /pay/card/{id}/pay",
+	"POST /pay/card/{id}/cancel",
+	"GET /pay/wallet/{id}",
+	"POST /pay/wallet/{id}/pay",
+	"POST /pay/wallet/{id}/cancel",
+	"GET /tickets/{id}",
+	"GET /tickets/{id}/{img}",
 }
 
 // FuzzPagesHTTP sends fuzzed requests to the hosted payment pages and the
@@ -75,16 +74,10 @@ func FuzzPagesHTTP(f *testing.F) {
 	f.Add(uint8(6), "$ORDER", "k=", "", []byte(nil))
 
 	f.Fuzz(func(t *testing.T, route uint8, id, query, headers string, form []byte) {
-		rt := pageRoutes[int(route)%len(pageRoutes)]
-		id, img, _ := strings.Cut(servertest.Subst(id, vars), "|")
-		path := strings.ReplaceAll(rt.path, "{id}", servertest.PathParam(id))
-		path = strings.ReplaceAll(path, "{img}", servertest.PathParam(img))
-		if query != "" {
-			path += "?" + servertest.Subst(query, vars)
-		}
-		req := servertest.FuzzRequest{Method: rt.method, Path: path, HTML: true,
+		method, _, path := servertest.FuzzTarget(pageRoutes, route, servertest.Subst(id, vars), servertest.Subst(query, vars), "")
+		req := servertest.FuzzRequest{Method: method, Path: path, HTML: true,
 			Headers: [][2]string{{"X-Forwarded-For", servertest.FuzzClientIP()}}}
-		if rt.method == "POST" {
+		if method == "POST" {
 			req.Body = []byte(servertest.Subst(string(form), vars))
 			req.Headers = append(req.Headers, [2]string{"Content-Type", "application/x-www-form-urlencoded"})
 		}

@@ -1,7 +1,6 @@
 package picker_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -11,18 +10,19 @@ import (
 
 // pickerRoutes are the seat picker's page, its assets and its seat API
 // (x-picker-token): {a} and {b} are the halves of the fuzzed id around '|'
-// (slug and shortId, the file, or the event and hold token).
-var pickerRoutes = []struct{ method, path string }{
-	{"GET", "/events/{a}/{b}/seatmap"},
-	{"GET", "/assets/picker/{a}"},
-	{"GET", picker.Prefix + "/seating/events/{a}/config"},
-	{"GET", picker.Prefix + "/seating/events/{a}/availability"},
-	{"GET", picker.Prefix + "/seating/events/{a}/hold/{b}"},
-	{"POST", picker.Prefix + "/seating/events/{a}/hold-token"},
-	{"POST", picker.Prefix + "/seating/events/{a}/hold"},
-	{"POST", picker.Prefix + "/seating/events/{a}/hold/{b}/extend"},
-	{"POST", picker.Prefix + "/seating/events/{a}/release"},
-	{"POST", picker.Prefix + "/seating/events/{a}/best-available"},
+// (slug and shortId, the file, or the event and hold token). Routes 2 to 9
+// are the seat API, in servertest.SeatSeeds' order.
+var pickerRoutes = []string{
+	"GET /events/{a}/{b}/seatmap",
+	"GET /assets/picker/{a}",
+	"GET " + picker.Prefix + "/seating/events/{a}/config",
+	"GET " + picker.Prefix + "/seating/events/{a}/availability",
+	"GET " + picker.Prefix + "/seating/events/{a}/hold/{b}",
+	"POST " + picker.Prefix + "/seating/events/{a}/hold-token",
+	"POST " + picker.Prefix + "/seating/events/{a}/hold",
+	"POST " + picker.Prefix + "/seating/events/{a}/hold/{b}/extend",
+	"POST " + picker.Prefix + "/seating/events/{a}/release",
+	"POST " + picker.Prefix + "/seating/events/{a}/best-available",
 }
 
 // FuzzPickerHTTP sends fuzzed requests to the seat picker through the
@@ -40,35 +40,21 @@ func FuzzPickerHTTP(f *testing.F) {
 	}
 	r.Decode(f, &ht)
 	vars := map[string]string{"HOLD": ht.HoldToken, "TOKEN": tok}
-	for i, seed := range []struct{ id, query, body string }{
-		{"hall|sfst1", "app=storefront", ""},
-		{"picker.js", "v=1", ""},
-		{"sf_seated", "", ""},
-		{"sf_seated", "", ""},
-		{"sf_seated|$HOLD", "", ""},
-		{"sf_seated", "", `{}`},
-		{"sf_seated", "", `{"holdToken":"$HOLD","seatLabels":["A-1","A-2"]}`},
-		{"sf_seated|$HOLD", "", ``},
-		{"sf_seated", "", `{"holdToken":"$HOLD","seatLabels":["A-1"]}`},
-		{"sf_seated", "", `{"quantity":2,"category":"stalls"}`},
-	} {
-		f.Add(uint8(i), seed.id, seed.query, "", []byte(seed.body))
+	f.Add(uint8(0), "hall|sfst1", "app=storefront", "", []byte(nil))
+	f.Add(uint8(1), "picker.js", "v=1", "", []byte(nil))
+	for i, seed := range servertest.SeatSeeds("sf_seated") {
+		f.Add(uint8(2+i), seed[0], "", "", []byte(seed[1]))
 	}
+	f.Add(uint8(7), "sf_seated|$HOLD", "", "", []byte(nil)) // extend with no body at all
 	f.Add(uint8(0), "hall|sfst1", "app=other", "", []byte(nil))
 	f.Add(uint8(2), "sf_ga", "", "x-picker-token: $TOKEN", []byte(nil))
 	f.Add(uint8(2), "sf_seated", "", "x-picker-token: sf_seated:t_shop:1:AAAA", []byte(nil))
 
 	f.Fuzz(func(t *testing.T, route uint8, id, query, headers string, body []byte) {
-		rt := pickerRoutes[int(route)%len(pickerRoutes)]
-		a, b, _ := strings.Cut(servertest.Subst(id, vars), "|")
-		path := strings.ReplaceAll(rt.path, "{a}", servertest.PathParam(a))
-		path = strings.ReplaceAll(path, "{b}", servertest.PathParam(b))
-		if query != "" {
-			path += "?" + query
-		}
-		req := servertest.FuzzRequest{Method: rt.method, Path: path, HTML: route%uint8(len(pickerRoutes)) < 2,
+		method, _, path := servertest.FuzzTarget(pickerRoutes, route, servertest.Subst(id, vars), query, "")
+		req := servertest.FuzzRequest{Method: method, Path: path, HTML: route%uint8(len(pickerRoutes)) < 2,
 			Headers: [][2]string{{picker.TokenHeader, tok}, {"X-Forwarded-For", servertest.FuzzClientIP()}}}
-		if rt.method == "POST" {
+		if method == "POST" {
 			req.Body = []byte(servertest.Subst(string(body), vars))
 		}
 		req.Headers = append(req.Headers, servertest.FuzzHeaders(servertest.Subst(headers, vars))...)

@@ -209,3 +209,62 @@ func FuzzClientIP() string {
 }
 
 func itoa(n uint32) string { return strconv.FormatUint(uint64(n), 10) }
+
+// FuzzTarget picks the route of routes that the fuzzed number route names
+// and builds its path from fuzz input. A route is "METHOD /path", the path
+// with up to two placeholders in braces ("/events/{id}/hold/{token}"), or
+// "METHOD {raw}". id is cut at its first '|' and the halves, path-escaped,
+// fill the first and the second placeholder; a {raw} route takes id as it
+// is for the whole path (rawPrefix before it unless it starts with '/'),
+// so that the router sees dot segments, doubled slashes and raw bytes.
+// query, when not empty, follows a '?' as it is. It returns the method,
+// the route's path as written (for the callers that treat one route apart)
+// and the path to send.
+func FuzzTarget(routes []string, route uint8, id, query, rawPrefix string) (method, tmpl, path string) {
+	method, tmpl, _ = strings.Cut(routes[int(route)%len(routes)], " ")
+	if tmpl == "{raw}" {
+		path = id
+		if !strings.HasPrefix(id, "/") {
+			path = rawPrefix + id
+		}
+	} else {
+		first, second, _ := strings.Cut(id, "|")
+		path = fillPlaceholder(fillPlaceholder(tmpl, PathParam(first)), PathParam(second))
+	}
+	if query != "" {
+		path += "?" + query
+	}
+	return method, tmpl, path
+}
+
+// SeatSeeds are seeds of the seat API's routes for event (seats A-1 to A-3
+// in category stalls), in the order the partner, storefront and picker
+// fuzzers list those routes: config, availability, hold/{token}, hold-token, hold,
+// hold/{token}/extend, release, best-available. Each is the fuzzed id (the
+// event, and "|$HOLD" for a route with a hold token) and the JSON body.
+func SeatSeeds(event string) [][2]string {
+	return [][2]string{
+		{event, ""},
+		{event, ""},
+		{event + "|$HOLD", ""},
+		{event, `{}`},
+		{event, `{"holdToken":"$HOLD","seatLabels":["A-1","A-2"]}`},
+		{event + "|$HOLD", `{}`},
+		{event, `{"holdToken":"$HOLD","seatLabels":["A-1"]}`},
+		{event, `{"quantity":2,"category":"stalls"}`},
+	}
+}
+
+// fillPlaceholder replaces path's first "{name}" with v. v is escaped, so
+// it holds no brace a later call could take for a placeholder.
+func fillPlaceholder(path, v string) string {
+	i := strings.IndexByte(path, '{')
+	if i < 0 {
+		return path
+	}
+	j := strings.IndexByte(path[i:], '}')
+	if j < 0 {
+		return path
+	}
+	return path[:i] + v + path[i+j+1:]
+}

@@ -1,7 +1,6 @@
 package storefront_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/handlers/servertest"
@@ -9,24 +8,25 @@ import (
 
 // storefrontRoutes are the storefront API's endpoints: {id} is the event
 // or registration (the fuzzed id before '|'), {token} a hold token (after).
-var storefrontRoutes = []struct{ method, path string }{
-	{"GET", "/v1/storefront/events/{id}"},
-	{"GET", "/v1/storefront/events/{id}/ticket-key"},
-	{"POST", "/v1/storefront/quote"},
-	{"POST", "/v1/storefront/register-guest"},
-	{"POST", "/v1/storefront/card/create-checkout-session"},
-	{"POST", "/v1/storefront/wallet/create-payment"},
-	{"GET", "/v1/storefront/registration/{id}"},
-	{"OPTIONS", "/v1/storefront/{id}"},
-	{"GET", "/v1/storefront/seating/events/{id}/config"},
-	{"GET", "/v1/storefront/seating/events/{id}/availability"},
-	{"GET", "/v1/storefront/seating/events/{id}/hold/{token}"},
-	{"POST", "/v1/storefront/seating/events/{id}/hold-token"},
-	{"POST", "/v1/storefront/seating/events/{id}/hold"},
-	{"POST", "/v1/storefront/seating/events/{id}/hold/{token}/extend"},
-	{"POST", "/v1/storefront/seating/events/{id}/release"},
-	{"POST", "/v1/storefront/seating/events/{id}/best-available"},
-	{"GET", "{raw}"},
+// Routes 8 to 15 are the seat API, in servertest.SeatSeeds' order.
+var storefrontRoutes = []string{
+	"GET /v1/storefront/events/{id}",
+	"GET /v1/storefront/events/{id}/ticket-key",
+	"POST /v1/storefront/quote",
+	"POST /v1/storefront/register-guest",
+	"POST /v1/storefront/card/create-checkout-session",
+	"POST /v1/storefront/wallet/create-payment",
+	"GET /v1/storefront/registration/{id}",
+	"OPTIONS /v1/storefront/{id}",
+	"GET /v1/storefront/seating/events/{id}/config",
+	"GET /v1/storefront/seating/events/{id}/availability",
+	"GET /v1/storefront/seating/events/{id}/hold/{token}",
+	"POST /v1/storefront/seating/events/{id}/hold-token",
+	"POST /v1/storefront/seating/events/{id}/hold",
+	"POST /v1/storefront/seating/events/{id}/hold/{token}/extend",
+	"POST /v1/storefront/seating/events/{id}/release",
+	"POST /v1/storefront/seating/events/{id}/best-available",
+	"GET {raw}",
 }
 
 // FuzzStorefrontHTTP sends fuzzed storefront requests through the whole
@@ -57,41 +57,21 @@ func FuzzStorefrontHTTP(f *testing.F) {
 		{"", "", "", `{` + pay + `,"amount":53.00}`},
 		{"$REG", "", "", ""},
 		{"register-guest", "", "Access-Control-Request-Method: POST\nAccess-Control-Request-Headers: content-type, x-service-key", ""},
-		{"sf_seated", "", "", ""},
-		{"sf_seated", "", "", ""},
-		{"sf_seated|$HOLD", "", "", ""},
-		{"sf_seated", "", "", `{}`},
-		{"sf_seated", "", "", `{"holdToken":"$HOLD","seatLabels":["A-1","A-2"]}`},
-		{"sf_seated|$HOLD", "", "", `{}`},
-		{"sf_seated", "", "", `{"holdToken":"$HOLD","seatLabels":["A-1"]}`},
-		{"sf_seated", "", "", `{"quantity":2,"category":"stalls"}`},
-		{"/v1/storefront/events/summer", "", "", ""},
 	} {
 		f.Add(uint8(i), seed.id, seed.query, seed.headers, []byte(seed.body))
 	}
+	for i, seed := range servertest.SeatSeeds("sf_seated") {
+		f.Add(uint8(8+i), seed[0], "", "", []byte(seed[1]))
+	}
+	f.Add(uint8(16), "/v1/storefront/events/summer", "", "", []byte(nil))
 	f.Add(uint8(3), "", "", "", []byte(`{"eventId":"sf_seated","name":"Grace Hopper","email":"grace@example.com","seatLabels":["A-3"],"seatHoldToken":"$HOLD"}`))
 	f.Add(uint8(0), "sf_ga", "", "x-service-key: pk_other", []byte(nil))
 	f.Add(uint8(0), "sf_ga", "", "Origin: https://evil.example.com", []byte(nil))
 	f.Add(uint8(0), "summer", "", "Origin: null\nReferer: https://shop.example.com/page", []byte(nil))
 
 	f.Fuzz(func(t *testing.T, route uint8, id, query, headers string, body []byte) {
-		rt := storefrontRoutes[int(route)%len(storefrontRoutes)]
-		id = servertest.Subst(id, vars)
-		var path string
-		if rt.path == "{raw}" {
-			if !strings.HasPrefix(id, "/") {
-				id = "/v1/storefront/" + id
-			}
-			path = id
-		} else {
-			ev, tok, _ := strings.Cut(id, "|")
-			path = strings.ReplaceAll(rt.path, "{id}", servertest.PathParam(ev))
-			path = strings.ReplaceAll(path, "{token}", servertest.PathParam(tok))
-		}
-		if query != "" {
-			path += "?" + query
-		}
-		req := servertest.FuzzRequest{Method: rt.method, Path: path, Body: []byte(servertest.Subst(string(body), vars))}
+		method, _, path := servertest.FuzzTarget(storefrontRoutes, route, servertest.Subst(id, vars), query, "/v1/storefront/")
+		req := servertest.FuzzRequest{Method: method, Path: path, Body: []byte(servertest.Subst(string(body), vars))}
 		req.Headers = [][2]string{{"x-service-key", "pk_shop"}, {"Origin", servertest.ShopOrigin},
 			{"Idempotency-Key", servertest.NewKey()}, {"X-Forwarded-For", servertest.FuzzClientIP()}}
 		req.Headers = append(req.Headers, servertest.FuzzHeaders(servertest.Subst(headers, vars))...)

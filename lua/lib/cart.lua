@@ -5,10 +5,12 @@
 -- the paid stream entry they share. A script takes it with the
 -- line
 --   --@include cart
--- which brings lib/capacity too (cart_refusal uses capacity_short), once
--- however many includes name it.
+-- which brings lib/capacity and lib/check too (cart_refusal uses
+-- capacity_short, cart_check_discount check_type), once however many
+-- includes name it.
 
 --@include capacity
+--@include check
 
 -- cart_args(i): the claims and seats in ARGV from index i, as
 -- orders.ClaimArgs appends them (C, C field/quantity pairs, S, S labels).
@@ -147,6 +149,20 @@ local function cart_discount_refusal(k, code, maxuses, id, now)
   end
   local used = tonumber(redis.call('HGET', k.dcused, code)) or 0
   return used + redis.call('ZCOUNT', k.dcholds, '(' .. now, '+inf') >= maxuses
+end
+
+-- cart_check_discount(k, code, booking): a settling script gives the
+-- code's hold back whether it books or not, and counts a use when it
+-- books; no check reads those keys, so their types are checked here,
+-- before the script's first write (lib/check). Nothing without a code.
+--   k: dcholds, dcused
+local function cart_check_discount(k, code, booking)
+  if code ~= '' then
+    check_type(k.dcholds, 'zset')
+    if booking then
+      check_type(k.dcused, 'hash')
+    end
+  end
 end
 
 -- cart_buyer_fields(kv, limit, buyer, adm): appends to kv the buyer key, the
