@@ -45,6 +45,16 @@ step "partner and storefront suites on a Redis Cluster" bash .ci/cluster.sh \
 step "bench flash on Redis Cluster" go run ./bench -scenario flash -redis-cluster 3 -duration 5s \
 	-no-ceiling -no-baseline -html none
 
+# deadline_race FILE: the run failed only with Go 1.26's fuzz coordinator
+# race (go.dev/issue/75804, fixed in Go 1.27): at the end of a duration
+# -fuzztime it can report its own "context deadline exceeded" as the
+# target's failure. That bare line with no failing input written and no
+# other failure text is not a finding.
+deadline_race() {
+	grep -aq '^    context deadline exceeded$' "$1" &&
+		! grep -aq 'Failing input written\|panic:\|_test.go:[0-9]' "$1"
+}
+
 # Fuzz targets (issue 11 item 10): every FuzzXxx of every package, one
 # `go test -fuzz` per target (go fuzzes one target a run), FUZZTIME each
 # (default 5s; about 20 targets, 2 to 3 minutes with the instrumented
@@ -60,6 +70,8 @@ fuzz_all() {
 			local start=$SECONDS
 			if go test -run '^$' -fuzz "^$t\$" -fuzztime "$fuzztime" -fuzzminimizetime 10s -parallel 2 "$pkg" >"$log.fuzz" 2>&1; then
 				echo "ok    $pkg $t ($((SECONDS - start))s, $(grep -ao 'execs: [0-9]*' "$log.fuzz" | tail -1))"
+			elif deadline_race "$log.fuzz"; then
+				echo "ok    $pkg $t ($((SECONDS - start))s, $(grep -ao 'execs: [0-9]*' "$log.fuzz" | tail -1); go#75804: Go 1.26's fuzz coordinator reported its own -fuzztime deadline, no failing input)"
 			else
 				echo "FAIL  $pkg $t ($((SECONDS - start))s)"
 				grep -av 'fuzz: elapsed' "$log.fuzz"
