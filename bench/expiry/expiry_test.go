@@ -448,7 +448,10 @@ func expire(t *testing.T, l load) {
 	baseline := sizes(t, s, redistest.Keys(t, s.Redis, s.Space))
 	tl := &tally{outcomes: map[string]int{}, paid: map[string]int{}, paidTickets: map[string]int{}, paidSeats: map[string]string{},
 		buyerAdmissions: map[string]int{}}
-	client := &fasthttp.Client{MaxConnsPerHost: 4 * l.Workers, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
+	// The late confirms run beside the workers, as many at once as came
+	// due: a call finding every connection busy waits for one instead of
+	// failing at once with ErrNoFreeConns (it did, now and then).
+	client := &fasthttp.Client{MaxConnsPerHost: 4 * l.Workers, MaxConnWaitTimeout: time.Minute, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
 	var ips atomic.Int64
 
 	// The peak of the key space, sampled while the load runs. Not on the
@@ -521,7 +524,7 @@ func expire(t *testing.T, l load) {
 		t.Errorf("%d keys left %s after the load beyond the baseline and the paid state: %s", len(left), settled.Round(time.Millisecond), shapes(s.Space.Prefix, left))
 	}
 	if len(grown) > 0 {
-		t.Errorf("%d keys of the baseline not back at their size %s after the load: %s", len(grown), settled.Round(time.Millisecond), strings.Join(grown, ", "))
+		t.Errorf("%d keys of the baseline larger %s after the load than before it: %s", len(grown), settled.Round(time.Millisecond), strings.Join(grown, ", "))
 	}
 	after := len(redistest.Keys(t, s.Redis, s.Space))
 
@@ -531,7 +534,7 @@ func expire(t *testing.T, l load) {
 		Injected: fmt.Sprintf("expiry: OrderTTL, SeatHoldTTL and CheckoutTTL %s, retention %s, sweeper every 100 ms", ttl, retention),
 		Load: fmt.Sprintf("%d clients for %s making holds, registrations and partner orders, 1 in %d paid: %s",
 			l.Workers, loadTook.Round(time.Millisecond), l.PaidEvery, outcomes(tl.outcomes)),
-		Counts: fmt.Sprintf("keys baseline %d -> peak %d -> %d after %s, none left but the baseline and the paid state (sold, booked, buyers, code uses), baseline keys not back at their size %d; "+
+		Counts: fmt.Sprintf("keys baseline %d -> peak %d -> %d after %s, none left but the baseline and the paid state (sold, booked, buyers, code uses), baseline keys grown %d; "+
 			"sold = paid %d admissions, capacity otherwise full; seats booked %d = paid seats, none held; "+
 			"code uses %d = paid with it, buyer counts = paid admissions (%d buyers); Postgres rows %d = paid orders %d, each once",
 			len(baseline), peak.Load(), after, settled.Round(time.Millisecond), len(grown), paidTotal, len(tl.paidSeats),
@@ -549,10 +552,10 @@ func paidState(s *servertest.Server) map[string]bool {
 }
 
 // leftover lists the keys of the space that are neither in the baseline
-// nor the paid state, and the baseline's keys (but the paid state's)
-// whose size is not what it was: members an expiry left in a key that
-// existed before the load (a hold in an event's index, an entry in a
-// sweep schedule) are a leak as much as a new key.
+// nor the paid state, and the baseline's keys (but the paid state's) that
+// are larger than they were: members an expiry left in a key that existed
+// before the load (a hold in an event's index, an entry in a sweep
+// schedule, a paid stream's entry) are a leak as much as a new key.
 func leftover(t *testing.T, s *servertest.Server, baseline map[string]size) (left, grown []string) {
 	keep := paidState(s)
 	var old []string
@@ -570,7 +573,10 @@ func leftover(t *testing.T, s *servertest.Server, baseline map[string]size) (lef
 		if keep[k] {
 			continue
 		}
-		if is := now[k]; is != was {
+		// A key gone or smaller leaked nothing (a worker's liveness mark
+		// expires with its TTL); the counts a paid order lowers are
+		// checked in checkPaid.
+		if is, ok := now[k]; ok && (is.kind != was.kind || is.n > was.n) {
 			grown = append(grown, fmt.Sprintf("%s %s %d -> %s %d", k, was.kind, was.n, is.kind, is.n))
 		}
 	}
