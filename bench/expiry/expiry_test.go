@@ -23,6 +23,7 @@ import (
 	"time"
 
 	json "github.com/goccy/go-json"
+	"github.com/redis/rueidis"
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/bench/faultreport"
@@ -143,7 +144,10 @@ func (t *tally) count(what string) {
 	t.mu.Unlock()
 }
 
-func (t *tally) paidOrder(id string, c ga, seats []string) {
+// paidOrder records a paid order. It runs in the load's goroutines: a seat
+// paid twice is reported with tb.Errorf (a panic there would end the test
+// binary without the test's report).
+func (t *tally) paidOrder(tb testing.TB, id string, c ga, seats []string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, dup := t.paid[id]; dup {
@@ -154,8 +158,11 @@ func (t *tally) paidOrder(id string, c ga, seats []string) {
 		qty = len(seats)
 		for _, l := range seats {
 			if o, taken := t.paidSeats[l]; taken {
-				panic(fmt.Sprintf("seat %s paid by %s and %s", l, o, id))
+				tb.Errorf("seat %s paid by %s and %s", l, o, id)
+				return
 			}
+		}
+		for _, l := range seats {
 			t.paidSeats[l] = id
 		}
 	} else {
@@ -336,7 +343,7 @@ func (a *actor) confirm(res answer, c ga, seats []string, late bool) {
 	}
 	if code == "" && conf.Status == "paid" {
 		a.tally.count("partner confirm paid")
-		a.tally.paidOrder(res.OrderID, c, seats)
+		a.tally.paidOrder(a.t, res.OrderID, c, seats)
 	} else {
 		a.tally.count("partner confirm " + code)
 	}
@@ -404,7 +411,7 @@ func (a *actor) pay(reg answer, c ga, seats []string, what string) {
 			what += " (claimed anew)"
 		}
 		a.tally.count(what)
-		a.tally.paidOrder(reg.RegistrationID, c, seats)
+		a.tally.paidOrder(a.t, reg.RegistrationID, c, seats)
 	}
 }
 
@@ -438,18 +445,33 @@ func expire(t *testing.T, l load) {
 		}
 	})
 
-	baseline := redistest.Keys(t, s.Redis, s.Space)
+	baseline := sizes(t, s, redistest.Keys(t, s.Redis, s.Space))
 	tl := &tally{outcomes: map[string]int{}, paid: map[string]int{}, paidTickets: map[string]int{}, paidSeats: map[string]string{},
 		buyerAdmissions: map[string]int{}}
-	client := &fasthttp.Client{MaxConnsPerHost: 4 * l.Workers, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
+	// The late confirms run beside the workers, as many at once as came
+	// due: a call finding every connection busy waits for one instead of
+	// failing at once with ErrNoFreeConns (it did, now and then).
+	client := &fasthttp.Client{MaxConnsPerHost: 4 * l.Workers, MaxConnWaitTimeout: time.Minute, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
 	var ips atomic.Int64
 
-	// The peak of the key space, sampled while the load runs.
+	// The peak of the key space, sampled while the load runs. Not on the
+	// test's goroutine, so no t.Fatal there: its first error is kept, and
+	// reported once the sampler has ended.
 	var peak atomic.Int64
+	var sampleErr error
 	sampling, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
 	bg.Go(func() {
+		defer close(sampled)
 		for sampling.Err() == nil {
-			if n := int64(len(redistest.Keys(t, s.Redis, s.Space))); n > peak.Load() {
+			ks, err := redistest.ListKeys(sampling, s.Redis, s.Space)
+			if err != nil {
+				if sampling.Err() == nil {
+					sampleErr = err
+				}
+				return
+			}
+			if n := int64(len(ks)); n > peak.Load() {
 				peak.Store(n)
 			}
 			select {
@@ -484,18 +506,25 @@ func expire(t *testing.T, l load) {
 	// Everything unpaid has now at most ttl to run, the sweep a tenth of a
 	// second, the records retention: wait for the key space to come back.
 	drainUntil := time.Now().Add(30 * time.Second)
-	var left []string
+	var left, grown []string
 	for {
-		left = leftover(t, s, baseline)
-		if len(left) == 0 || time.Now().After(drainUntil) {
+		left, grown = leftover(t, s, baseline)
+		if len(left)+len(grown) == 0 || time.Now().After(drainUntil) {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	stopSampling()
+	<-sampled
+	if sampleErr != nil {
+		t.Errorf("sampling the key space during the load: %v", sampleErr)
+	}
 	settled := time.Since(start) - loadTook
 	if len(left) > 0 {
 		t.Errorf("%d keys left %s after the load beyond the baseline and the paid state: %s", len(left), settled.Round(time.Millisecond), shapes(s.Space.Prefix, left))
+	}
+	if len(grown) > 0 {
+		t.Errorf("%d keys of the baseline larger %s after the load than before it: %s", len(grown), settled.Round(time.Millisecond), strings.Join(grown, ", "))
 	}
 	after := len(redistest.Keys(t, s.Redis, s.Space))
 
@@ -505,28 +534,109 @@ func expire(t *testing.T, l load) {
 		Injected: fmt.Sprintf("expiry: OrderTTL, SeatHoldTTL and CheckoutTTL %s, retention %s, sweeper every 100 ms", ttl, retention),
 		Load: fmt.Sprintf("%d clients for %s making holds, registrations and partner orders, 1 in %d paid: %s",
 			l.Workers, loadTook.Round(time.Millisecond), l.PaidEvery, outcomes(tl.outcomes)),
-		Counts: fmt.Sprintf("keys baseline %d -> peak %d -> %d after %s, none left but the baseline and the paid state (sold, booked, buyers, code uses); "+
+		Counts: fmt.Sprintf("keys baseline %d -> peak %d -> %d after %s, none left but the baseline and the paid state (sold, booked, buyers, code uses), baseline keys grown %d; "+
 			"sold = paid %d admissions, capacity otherwise full; seats booked %d = paid seats, none held; "+
 			"code uses %d = paid with it, buyer counts = paid admissions (%d buyers); Postgres rows %d = paid orders %d, each once",
-			len(baseline), peak.Load(), after, settled.Round(time.Millisecond), paidTotal, len(tl.paidSeats),
+			len(baseline), peak.Load(), after, settled.Round(time.Millisecond), len(grown), paidTotal, len(tl.paidSeats),
 			tl.codeUses, len(tl.buyerAdmissions), paidOrders, len(tl.paid)),
 	})
 }
 
-// leftover lists the keys of the space that are neither in the baseline
-// nor the paid state (the sold counts and booked seats the paid orders
-// keep for good).
-func leftover(t *testing.T, s *servertest.Server, baseline []string) []string {
-	keep := map[string]bool{s.Space.Sold(gaEvent): true, s.Space.Sold(hall): true, s.Space.Booked(hall): true,
+// paidState are the keys the paid orders keep for good, so they may be new
+// or larger after the load: the sold counts, the booked seats, the buyers'
+// admissions and the code's uses. checkPaid checks their contents exactly
+// against what was paid instead.
+func paidState(s *servertest.Server) map[string]bool {
+	return map[string]bool{s.Space.Sold(gaEvent): true, s.Space.Sold(hall): true, s.Space.Booked(hall): true,
 		s.Space.Buyers(gaEvent): true, s.Space.DiscountUsed(gaEvent): true}
-	for _, k := range baseline {
-		keep[k] = true
-	}
-	var out []string
+}
+
+// leftover lists the keys of the space that are neither in the baseline
+// nor the paid state, and the baseline's keys (but the paid state's) that
+// are larger than they were: members an expiry left in a key that existed
+// before the load (a hold in an event's index, an entry in a sweep
+// schedule, a paid stream's entry) are a leak as much as a new key.
+func leftover(t *testing.T, s *servertest.Server, baseline map[string]size) (left, grown []string) {
+	keep := paidState(s)
+	var old []string
 	for _, k := range redistest.Keys(t, s.Redis, s.Space) {
-		if !keep[k] {
-			out = append(out, k)
+		switch _, known := baseline[k]; {
+		case keep[k]:
+		case known:
+			old = append(old, k)
+		default:
+			left = append(left, k)
 		}
+	}
+	now := sizes(t, s, old)
+	for k, was := range baseline {
+		if keep[k] {
+			continue
+		}
+		// A key gone or smaller leaked nothing (a worker's liveness mark
+		// expires with its TTL); the counts a paid order lowers are
+		// checked in checkPaid.
+		if is, ok := now[k]; ok && (is.kind != was.kind || is.n > was.n) {
+			grown = append(grown, fmt.Sprintf("%s %s %d -> %s %d", k, was.kind, was.n, is.kind, is.n))
+		}
+	}
+	sort.Strings(grown)
+	return left, grown
+}
+
+// size is a key's type and how many members (hash fields, set and sorted
+// set members, stream entries, list items) or, for a string, bytes it
+// holds; a key that is gone is the zero size.
+type size struct {
+	kind string
+	n    int64
+}
+
+// sizes reads the size of each of ks.
+func sizes(t *testing.T, s *servertest.Server, ks []string) map[string]size {
+	t.Helper()
+	ctx := context.Background()
+	cmds := make(rueidis.Commands, len(ks))
+	for i, k := range ks {
+		cmds[i] = s.Redis.B().Type().Key(k).Build()
+	}
+	out := make(map[string]size, len(ks))
+	var kinds []string
+	cmds2 := make(rueidis.Commands, 0, len(ks))
+	for i, r := range s.Redis.DoMulti(ctx, cmds...) {
+		kind, err := r.ToString()
+		if err != nil {
+			t.Fatalf("TYPE %s: %v", ks[i], err)
+		}
+		b := s.Redis.B()
+		var c rueidis.Completed
+		switch kind {
+		case "none":
+			continue // gone since it was listed: the zero size
+		case "hash":
+			c = b.Hlen().Key(ks[i]).Build()
+		case "set":
+			c = b.Scard().Key(ks[i]).Build()
+		case "zset":
+			c = b.Zcard().Key(ks[i]).Build()
+		case "stream":
+			c = b.Xlen().Key(ks[i]).Build()
+		case "list":
+			c = b.Llen().Key(ks[i]).Build()
+		case "string":
+			c = b.Strlen().Key(ks[i]).Build()
+		default:
+			t.Fatalf("%s: a key of type %s", ks[i], kind)
+		}
+		kinds = append(kinds, ks[i], kind)
+		cmds2 = append(cmds2, c)
+	}
+	for i, r := range s.Redis.DoMulti(ctx, cmds2...) {
+		n, err := r.AsInt64()
+		if err != nil {
+			t.Fatalf("size of %s: %v", kinds[2*i], err)
+		}
+		out[kinds[2*i]] = size{kind: kinds[2*i+1], n: n}
 	}
 	return out
 }

@@ -7,6 +7,6 @@ import "testing"
 // long runs, with and without Redis latency, are behind the reliability
 // tag (reliability_test.go).
 func TestFaultLinearizableShort(t *testing.T) {
-	linearize(t, run{Workers: 6, OpsPerWorker: 100, GAEvents: 2, GATickets: 3, Cap: 4, SeatEvents: 2, Seats: 8,
+	linearize(t, run{Workers: 6, OpsPerWorker: 100, GAEvents: 2, GATickets: 3, Cap: 18, SeatEvents: 2, Seats: 50,
 		Injected: "none (the short run: concurrency only)"})
 }

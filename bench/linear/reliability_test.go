@@ -10,7 +10,7 @@ import (
 // TestFaultLinearizable is the long run without a fault: thousands of
 // concurrent partner calls against the shared Redis.
 func TestFaultLinearizable(t *testing.T) {
-	linearize(t, run{Workers: 8, OpsPerWorker: 600, GAEvents: 2, GATickets: 12, Cap: 10, SeatEvents: 6, Seats: 40,
+	linearize(t, run{Workers: 8, OpsPerWorker: 600, GAEvents: 2, GATickets: 12, Cap: 40, SeatEvents: 6, Seats: 60,
 		Injected: "none (concurrency only; shared Redis)"})
 }
 
@@ -22,7 +22,7 @@ func TestFaultLinearizable(t *testing.T) {
 // must be linearizable with it placed at any moment after its call, or
 // never.
 func TestFaultLinearizableRedisLatency(t *testing.T) {
-	linearize(t, run{Workers: 8, OpsPerWorker: 400, GAEvents: 2, GATickets: 12, Cap: 10, SeatEvents: 6, Seats: 40,
+	linearize(t, run{Workers: 8, OpsPerWorker: 400, GAEvents: 2, GATickets: 12, Cap: 40, SeatEvents: 6, Seats: 60,
 		Base: time.Millisecond, Jitter: 8 * time.Millisecond, ShortDeadline: 15 * time.Millisecond, ShortEvery: 5,
 		Injected: "Redis latency 1-9 ms each way (own redis-server behind a delaying TCP proxy); 1 call in 5 with a 15 ms client deadline (unknown outcome)"})
 }

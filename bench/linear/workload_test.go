@@ -1,6 +1,7 @@
 package linear
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -28,8 +29,9 @@ import (
 // run is one linearizability run: the stack, the load and what is injected.
 type run struct {
 	Workers, OpsPerWorker int
-	// GA: GAEvents events of GATickets ticket types of capacity Cap each;
-	// seated: SeatEvents events of one row of Seats seats.
+	// GA: GAEvents events of GATickets ticket types, of capacities spread
+	// up to Cap (capOf); seated: SeatEvents events of one row of Seats
+	// seats.
 	GAEvents, GATickets, Cap int
 	SeatEvents, Seats        int
 	// Latency, when Base > 0, puts the test's own redis-server behind a
@@ -50,6 +52,12 @@ const (
 	price     = 10 // GA ticket price, whole dollars
 )
 
+// capOf is ticket type j's capacity: from Cap/GATickets up to Cap, so the
+// types sell out one after another over the whole run (the confirms that
+// race for a type's last tickets, and the reserves refused once it is
+// gone) while the larger ones still sell.
+func (r run) capOf(j int) int { return max(1, r.Cap*(j+1)/r.GATickets) }
+
 func gaEvent(i int) string   { return fmt.Sprintf("ev_lin_g%d", i) }
 func gaTicket(j int) string  { return fmt.Sprintf("tk_%d", j) }
 func seatEvent(i int) string { return fmt.Sprintf("ev_lin_s%d", i) }
@@ -63,7 +71,7 @@ func (r run) catalog() map[string]any {
 	for i := range r.GAEvents {
 		var tks []map[string]any
 		for j := range r.GATickets {
-			tks = append(tks, map[string]any{"id": gaTicket(j), "name": "T" + fmt.Sprint(j), "price": price, "capacity": r.Cap, "maxPerOrder": 10})
+			tks = append(tks, map[string]any{"id": gaTicket(j), "name": "T" + fmt.Sprint(j), "price": price, "capacity": r.capOf(j), "maxPerOrder": 10})
 		}
 		events = append(events, map[string]any{"id": gaEvent(i), "shortId": fmt.Sprintf("lg%d", i), "slug": fmt.Sprintf("lin-g%d", i),
 			"name": "GA", "startsAt": "2027-07-01T18:00:00Z", "status": "on_sale", "storefront": false,
@@ -231,10 +239,17 @@ func (w *worker) call(path string, headers map[string]string, body any) (int, en
 	if len(env.Data) > 0 {
 		_ = json.Unmarshal(env.Data, &d)
 	}
-	if resp.StatusCode() == 429 || (resp.StatusCode() >= 400 && resp.StatusCode() < 500 && env.Code == "") {
-		w.t.Errorf("%s: %d %s", path, resp.StatusCode(), resp.Body())
+	st := resp.StatusCode()
+	if st == 429 || (st >= 400 && st < 500 && env.Code == "") {
+		w.t.Errorf("%s: %d %s", path, st, resp.Body())
 	}
-	return resp.StatusCode(), env, d, resp.StatusCode() < 500
+	// Only a 503 (Redis slow or away: the call may have acted) leaves the
+	// outcome unknown, as a timeout does; any other 5xx is a bug, not a
+	// fault the history may absorb.
+	if st >= 500 && st != 503 {
+		w.t.Errorf("%s: %d %s; only 503 may answer a call whose outcome is unknown", path, st, resp.Body())
+	}
+	return st, env, d, st < 500
 }
 
 // do runs one operation and records it.
@@ -290,7 +305,7 @@ func (w *worker) reserveGA() {
 	ev, tk := w.rnd.IntN(w.r.GAEvents), w.rnd.IntN(w.r.GATickets)
 	q := 1 + w.rnd.IntN(2)
 	key := servertest.NewKey()
-	in := Input{Kind: Reserve, Part: w.gaPart(ev, tk), Cap: w.r.Cap, Qty: q, Key: key}
+	in := Input{Kind: Reserve, Part: w.gaPart(ev, tk), Cap: w.r.capOf(tk), Qty: q, Key: key}
 	body := servertest.Buyer(map[string]any{"selectedTicketId": gaTicket(tk), "quantity": q})
 	// A partner whose reserve got no answer sends it again with the same
 	// Idempotency-Key, as README asks: it must get the same order back,
@@ -299,7 +314,7 @@ func (w *worker) reserveGA() {
 		out, d := w.do(in, "/events/"+gaEvent(ev)+"/checkout", map[string]string{"Idempotency-Key": key}, body)
 		if out.OK {
 			if !out.Duplicate || !slices.ContainsFunc(w.orders, func(o known) bool { return o.id == d.OrderID }) {
-				o := known{id: d.OrderID, part: in.Part, cap: w.r.Cap, amount: d.Amount}
+				o := known{id: d.OrderID, part: in.Part, cap: in.Cap, amount: d.Amount}
 				w.orders = append(w.orders, o)
 				w.shared.add(o)
 			}
@@ -348,8 +363,17 @@ func (w *worker) hold(ev int) {
 	}
 }
 
+// release gives seats back: mostly some of those the worker holds, so
+// that held seats return to the pool and the holds and reserves keep
+// contending for them to the end of the run; else random ones (most held
+// by others or by no one, which the release must leave as they are).
 func (w *worker) release(ev int) {
 	seats := w.randomSeats()
+	if own := w.held[ev]; len(own) > 0 && w.rnd.IntN(4) > 0 {
+		seats = slices.Clone(own)
+		w.rnd.Shuffle(len(seats), func(i, j int) { seats[i], seats[j] = seats[j], seats[i] })
+		seats = seats[:1+w.rnd.IntN(len(seats))]
+	}
 	in := Input{Kind: Release, Part: "seats:" + seatEvent(ev), Token: w.tokens[ev], Seats: seats}
 	out, _ := w.do(in, "/seating/events/"+seatEvent(ev)+"/release", nil, map[string]any{"holdToken": w.tokens[ev], "seatLabels": seats})
 	if out.OK || out.Unknown {
@@ -472,13 +496,61 @@ func linearize(t *testing.T, r run) {
 	if r.ShortDeadline > 0 && unknown == 0 {
 		t.Errorf("no call timed out: the run did not exercise unknown outcomes")
 	}
+	// A load that sold everything out early checks little after that: the
+	// history's last quarter must still have reserves and holds that
+	// succeed beside holds that conflict.
+	qs := quarters(rec.ops)
+	if q := qs[3]; q.reserveOK == 0 || q.holdOK == 0 || q.conflict == 0 {
+		t.Errorf("the run's last quarter no longer contends: %s", q)
+	}
 	faultreport.Print(t, faultreport.Report{
 		Injected: r.Injected,
-		Load: fmt.Sprintf("%d clients, %d ops in %s over %d GA ticket types (capacity %d) and %d seated events (%d seats): %s",
-			r.Workers, len(rec.ops), took.Round(time.Millisecond), r.GAEvents*r.GATickets, r.Cap, r.SeatEvents, r.Seats, outcomes(rec.outcomes)),
-		Counts: fmt.Sprintf("history of %d ops (%d of unknown outcome) linearizable: porcupine %s in %d partitions, %s",
-			len(rec.ops), unknown, res, parts, checked.Round(time.Millisecond)),
+		Load: fmt.Sprintf("%d clients, %d ops in %s over %d GA ticket types (capacities %d to %d) and %d seated events (%d seats): %s",
+			r.Workers, len(rec.ops), took.Round(time.Millisecond), r.GAEvents*r.GATickets, r.capOf(0), r.Cap, r.SeatEvents, r.Seats, outcomes(rec.outcomes)),
+		Counts: fmt.Sprintf("history of %d ops (%d of unknown outcome) linearizable: porcupine %s in %d partitions, %s; by quarter of the history: %s; %s; %s; %s",
+			len(rec.ops), unknown, res, parts, checked.Round(time.Millisecond), qs[0], qs[1], qs[2], qs[3]),
 	})
+}
+
+// quarter counts, in one quarter of the history (its calls in the order
+// they were made), the calls that change state and what became of them:
+// the contention the history holds there.
+type quarter struct {
+	reserveOK, soldOut int // reserves answered with an order; refused, sold out
+	holdOK, conflict   int // holds answered ok; SEAT_CONFLICT
+	paid, failed       int // first confirms answered paid; confirms failed sold_out
+}
+
+func (q quarter) String() string {
+	return fmt.Sprintf("reserve %d ok/%d sold out, hold %d ok/%d conflict, confirm %d paid/%d sold out",
+		q.reserveOK, q.soldOut, q.holdOK, q.conflict, q.paid, q.failed)
+}
+
+// quarters splits the history, in call order, into four equal parts.
+func quarters(ops []porcupine.Operation) [4]quarter {
+	var qs [4]quarter
+	ops = slices.Clone(ops)
+	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+	for i, op := range ops {
+		in, out := op.Input.(Input), op.Output.(Output)
+		q := &qs[i*4/len(ops)]
+		switch {
+		case out.Unknown:
+		case in.Kind == Reserve && out.OK && !out.Duplicate:
+			q.reserveOK++
+		case in.Kind == Reserve && (out.Code == "TICKET_SOLD_OUT" || out.Code == "TICKET_QUANTITY_EXCEEDS_CAPACITY"):
+			q.soldOut++
+		case in.Kind == Hold && out.OK:
+			q.holdOK++
+		case in.Kind == Hold && out.Code == "SEAT_CONFLICT":
+			q.conflict++
+		case in.Kind == Confirm && out.Status == "paid" && !out.Duplicate:
+			q.paid++
+		case in.Kind == Confirm && out.Reason == "sold_out":
+			q.failed++
+		}
+	}
+	return qs
 }
 
 func outcomes(m map[string]int) string {

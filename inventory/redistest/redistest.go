@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -61,28 +62,41 @@ func New(t testing.TB) (rueidis.Client, keys.Space) {
 // published (those stay for the space's whole life).
 func Keys(t testing.TB, c rueidis.Client, space keys.Space) []string {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ks, err := ListKeys(ctx, c, space)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return ks
+}
+
+// ListKeys is Keys for a goroutine other than the test's, where t.Fatal
+// must not be called: it returns the error instead.
+func ListKeys(ctx context.Context, c rueidis.Client, space keys.Space) ([]string, error) {
 	markers := map[string]bool{space.State(): true}
 	for p := range keys.Partitions {
 		markers[space.Live(p)] = true
 	}
+	all, err := allKeys(ctx, c, space)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
-	for _, k := range allKeys(t, c, space) {
+	for _, k := range all {
 		if !markers[k] {
 			out = append(out, k)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // allKeys scans every master: on a Redis Cluster each holds part of the
 // space, and SCAN only sees the node it is sent to.
-func allKeys(t testing.TB, c rueidis.Client, space keys.Space) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+func allKeys(ctx context.Context, c rueidis.Client, space keys.Space) ([]string, error) {
 	masters, err := redisstate.Masters(ctx, c)
 	if err != nil {
-		t.Fatalf("redistest: %v", err)
+		return nil, err
 	}
 	var out []string
 	for _, n := range masters {
@@ -90,7 +104,7 @@ func allKeys(t testing.TB, c rueidis.Client, space keys.Space) []string {
 		for {
 			e, err := n.Do(ctx, n.B().Scan().Cursor(cursor).Match(space.Prefix+"*").Count(1000).Build()).AsScanEntry()
 			if err != nil {
-				t.Fatalf("redistest: scan: %v", err)
+				return nil, fmt.Errorf("scan: %w", err)
 			}
 			out = append(out, e.Elements...)
 			cursor = e.Cursor
@@ -99,14 +113,17 @@ func allKeys(t testing.TB, c rueidis.Client, space keys.Space) []string {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // Flush deletes every key of the space.
 func Flush(t testing.TB, c rueidis.Client, space keys.Space) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ks := allKeys(t, c, space)
+	ks, err := allKeys(ctx, c, space)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
 	if len(ks) == 0 {
 		return
 	}

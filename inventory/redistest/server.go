@@ -31,7 +31,8 @@ type Server struct {
 
 // StartServer starts redis-server on a free loopback port with nothing
 // persisted, then args (later arguments win: "--appendonly", "yes" turns
-// AOF on). The process is killed when t ends.
+// AOF on). The process is killed when t ends, and on Linux also when the
+// test binary dies without ending t (go test -timeout).
 func StartServer(t testing.TB, args ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
@@ -78,7 +79,7 @@ func (s *Server) Start() {
 // loading its data when Launch returns.
 func (s *Server) Launch() {
 	s.t.Helper()
-	s.cmd = &exec.Cmd{Path: s.args[0], Args: s.args}
+	s.cmd = &exec.Cmd{Path: s.args[0], Args: s.args, SysProcAttr: sysProcAttr()}
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("redistest: start redis-server: %v", err)
 	}
