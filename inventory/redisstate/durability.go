@@ -69,9 +69,9 @@ func ReadDurability(ctx context.Context, rc rueidis.Client) (Durability, error) 
 	return weakest, nil
 }
 
-// lossRank orders the levels from the safest to the weakest. Unknown sits
-// below everything: a node known to lose everything is worse than one
-// whose fsync setting could not be read (its AOF is on).
+// lossRank orders the levels from the safest to the weakest. "unknown"
+// ranks just short of "everything": a node known to lose everything is
+// worse than one whose fsync setting could not be read (its AOF is on).
 var lossRank = map[string]int{LosesNothing: 0, LosesSecond: 1, LosesUnknown: 2, LosesEverything: 3}
 
 // readNodeDurability reads one server's persistence settings. CONFIG GET
