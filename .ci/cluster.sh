@@ -56,7 +56,8 @@ start_nodes() {
 	while [ ${#ports[@]} -lt 3 ]; do
 		p=$((10000 + RANDOM % 12000))
 		case "$used" in *" $p "* | *" $((p + 10000)) "*) continue ;; esac
-		case " ${ports[*]-} " in *" $p "*) continue ;; esac
+		# not one of ours, nor one's bus port, nor with its bus on one of ours
+		case " ${ports[*]-} " in *" $p "* | *" $((p + 10000)) "* | *" $((p - 10000)) "*) continue ;; esac
 		ports+=("$p")
 	done
 	for p in "${ports[@]}"; do
@@ -70,9 +71,10 @@ start_nodes() {
 	local i j
 	for i in 0 1 2; do
 		for ((j = 0; ; j++)); do
-			up "${ports[$i]}" && break
-			# A node that could not bind its ports has exited: try again now.
+			# A node that could not bind its ports has exited: try again now
+			# (checked first, so another server that won the port is not ours).
 			kill -0 "${pids[$i]}" 2>/dev/null && [ "$j" -lt 200 ] || return 1
+			up "${ports[$i]}" && break
 			sleep 0.1
 		done
 	done
@@ -81,14 +83,15 @@ start_nodes() {
 ports=()
 for try in 1 2 3; do
 	if start_nodes; then break; fi
-	tail -n 5 "$dir"/*/redis.log >&2
+	tail -n 5 "$dir"/*/redis.log >&2 || true
 	stop_nodes
 	[ "$try" -lt 3 ] || { echo "cluster.sh: could not start the nodes" >&2; exit 1; }
 done
 
 addrs=()
 for p in "${ports[@]}"; do addrs+=("127.0.0.1:$p"); done
-redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$dir/create.log" 2>&1 ||
+# bounded: redis-cli waits for the join without a limit of its own
+timeout 60 redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$dir/create.log" 2>&1 ||
 	{ cat "$dir/create.log" >&2; exit 1; }
 
 # ok: the node says the cluster is ok, knows all three masters and every

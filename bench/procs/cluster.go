@@ -54,18 +54,29 @@ func StartCluster(ctx context.Context, masters int, logPrefix string) (c *Cluste
 		}
 	}()
 	for i := range masters {
+		// The cluster bus gets a free port of its own: by default it is
+		// the node's port + 10000, which need not be free, and Redis
+		// refuses a node port above 55535 then (FreeAddr may give one).
+		bus, err := FreeAddr()
+		if err != nil {
+			return c, err
+		}
+		_, busPort, _ := strings.Cut(bus, ":")
 		// No RDB snapshots or AOF: a snapshot's fork would take the
 		// machine's CPU in the middle of a measured run.
 		n, err := StartRedis(ctx, "", fmt.Sprintf("%s-%d.log", logPrefix, i+1),
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000",
-			"--save", "", "--appendonly", "no")
+			"--cluster-enabled", "yes", "--cluster-port", busPort, "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "5000", "--save", "", "--appendonly", "no")
 		if err != nil {
 			return c, err
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
 	args := append(append([]string{"--cluster", "create"}, c.Addrs()...), "--cluster-replicas", "0", "--cluster-yes")
-	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
+	// Bounded: redis-cli waits for the join without a limit of its own.
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, cli, args...).CombinedOutput()
 	if err != nil {
 		return c, fmt.Errorf("procs: redis-cli --cluster create: %w:\n%s", err, out)
 	}

@@ -86,9 +86,9 @@ func clusterPorts(t testing.TB, n int) []int {
 			t.Fatal("redistest: no free ports for a cluster")
 		}
 		p := 10000 + rand.IntN(12000)
-		dup := false
+		dup := false // one of ours, its bus port, or with its bus on one of ours
 		for _, q := range out {
-			dup = dup || q == p
+			dup = dup || q == p || q == p+10000 || q == p-10000
 		}
 		if !dup && free(p) && free(p+10000) {
 			out = append(out, p)
