@@ -34,7 +34,7 @@ step "fault tests" go test -race -count=1 -tags reliability -timeout 10m -v -run
 # Scale-out: the partner and storefront suites, unchanged, on a local
 # 3-master Redis Cluster (.ci/cluster.sh starts it and points REDIS_URL at
 # one node; tests that start their own redis-server are unaffected).
-step "partner and storefront suites on a Redis Cluster" bash .ci/cluster.sh \
+step "partner, storefront, webhook, inventory, sync and lua suites on a Redis Cluster" bash .ci/cluster.sh \
 	go test -race -count=1 -timeout 8m ./handlers/channel/... ./handlers/storefront/... ./handlers/webhooks/... \
 	./inventory/... ./sync/... ./lua/...
 
