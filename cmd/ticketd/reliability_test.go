@@ -106,12 +106,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 func (st *faultStack) count(t *testing.T, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := st.db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return pgtest.Count(t, st.db, sql, args...)
 }
 
 // Redis on the shipped settings (AOF, appendfsync always) is killed with
