@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/handlers/servertest"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
@@ -354,16 +353,7 @@ func TestHungRedisAnswersQuicklyAndRecovers(t *testing.T) {
 // testRebuilder is what `ticketctl rebuild` runs, on the test's Redis.
 func testRebuilder(t *testing.T, redisURL string, db *pgxpool.Pool) *rebuild.Rebuilder {
 	t.Helper()
-	opt, err := rueidis.ParseURL(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt.DisableCache = true
-	rc, err := rueidis.NewClient(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
+	rc := redistest.Client(t, redisURL)
 	return &rebuild.Rebuilder{Redis: rc, Pool: db, Catalog: &catalogstore.Store{Redis: rc},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
