@@ -577,12 +577,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 func (d *deployment) count(t *testing.T, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := d.db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return pgtest.Count(t, d.db, sql, args...)
 }
 
 // streams returns the entries on the paid streams and how many are

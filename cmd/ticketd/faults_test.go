@@ -164,12 +164,7 @@ func startProxiedStack(t *testing.T, checkoutTTL time.Duration) *proxiedStack {
 }
 
 func (st *proxiedStack) count(t *testing.T, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := st.db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return pgtest.Count(t, st.db, sql, args...)
 }
 
 // remaining is the event's remaining count as a partner reads it.

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/handlers/servertest"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
@@ -106,12 +105,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 func (st *faultStack) count(t *testing.T, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := st.db.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return pgtest.Count(t, st.db, sql, args...)
 }
 
 // Redis on the shipped settings (AOF, appendfsync always) is killed with
@@ -359,16 +353,7 @@ func TestHungRedisAnswersQuicklyAndRecovers(t *testing.T) {
 // testRebuilder is what `ticketctl rebuild` runs, on the test's Redis.
 func testRebuilder(t *testing.T, redisURL string, db *pgxpool.Pool) *rebuild.Rebuilder {
 	t.Helper()
-	opt, err := rueidis.ParseURL(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt.DisableCache = true
-	rc, err := rueidis.NewClient(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
+	rc := redistest.Client(t, redisURL)
 	return &rebuild.Rebuilder{Redis: rc, Pool: db, Catalog: &catalogstore.Store{Redis: rc},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }

@@ -133,3 +133,21 @@ func Flush(t testing.TB, c rueidis.Client, space keys.Space) {
 	}
 	c.DoMulti(ctx, dels...)
 }
+
+// Client connects to the Redis at url without client-side caching (tests
+// read what another client or process just wrote) and closes it with t.
+// Unlike New it makes no key space: for tests that bring their own.
+func Client(t testing.TB, url string) rueidis.Client {
+	t.Helper()
+	opt, err := rueidis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}

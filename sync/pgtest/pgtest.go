@@ -103,3 +103,15 @@ func drop(t testing.TB, ident string) {
 		t.Errorf("pgtest: drop %s: %v", ident, err)
 	}
 }
+
+// Count runs a query returning one integer (a count(*)) and fails the
+// test if it errors: the tests that prove nothing was lost or doubled
+// compare such counts against what the load confirmed.
+func Count(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}

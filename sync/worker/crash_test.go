@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/bench/faultreport"
 	"github.com/ticketd/ticketd/inventory/keys"
@@ -137,15 +136,7 @@ func runCrashingWorker(t *testing.T, stage string, b *bundle) string {
 // and database, which kills its own process at stage.
 func crashingWorker(t *testing.T, stage string) {
 	ctx := context.Background()
-	opt, err := rueidis.ParseURL(redistest.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	opt.DisableCache = true
-	rc, err := rueidis.NewClient(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := redistest.Client(t, redistest.URL())
 	pool, err := pgxpool.New(ctx, os.Getenv(crashDBEnv))
 	if err != nil {
 		t.Fatal(err)

@@ -128,12 +128,7 @@ func (b *bundle) xadd(t *testing.T, eventID string, fv ...string) string {
 }
 
 func (b *bundle) count(t *testing.T, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := b.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return pgtest.Count(t, b.pool, sql, args...)
 }
 
 // streams returns the entries left in all paid streams and how many of
