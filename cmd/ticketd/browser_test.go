@@ -37,12 +37,7 @@ func startShop(t *testing.T) shopRun {
 	t.Helper()
 	// The hosted pages' links and the processor's webhook go to
 	// TICKETD_APP_URL: it must be this ticketd's own address.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	cfg := localConfig(t)
 	cfg.Addr, cfg.AppURL, cfg.DemoAddr = addr, "http://"+addr, "127.0.0.1:0"
 	t.Setenv("TICKETD_MAIL_DIR", t.TempDir())
