@@ -10,11 +10,13 @@ package browsertest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,3 +152,28 @@ var (
 	Phone   = chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2))
 	Desktop = chromedp.EmulateViewport(1280, 900)
 )
+
+// fences numbers the fence messages of this test binary.
+var fences atomic.Int64
+
+// Fence returns once every message the page in frame posted to its parent
+// page before the call has been delivered there: it posts a message of its
+// own from the frame to the parent and waits for it, and the messages one
+// window posts to another arrive in the order posted. A test that checks
+// the parent got no message (or not another one) checks after a Fence,
+// not after a sleep that may be too short on a loaded machine.
+func Fence(t testing.TB, ctx context.Context, frame *chromedp.Node) {
+	t.Helper()
+	name := fmt.Sprintf("browsertest-fence-%d", fences.Add(1))
+	listen := fmt.Sprintf(`window.addEventListener('message', (e) => { if (e.data === %q) window[%q] = true; }), true`, name, name)
+	post := fmt.Sprintf(`(parent.postMessage(%q, '*'), true)`, name)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](listen)); err != nil {
+		t.Fatalf("browsertest: fence: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](post, chromedp.WithPollingInFrame(frame))); err != nil {
+		t.Fatalf("browsertest: fence: post from the frame: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`window[%q] === true`, name), chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+		t.Fatalf("browsertest: fence: the parent never got the frame's message: %v", err)
+	}
+}
