@@ -135,16 +135,48 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // and returns its path.
 func Shot(t testing.TB, ctx context.Context, name string) string {
 	t.Helper()
+	path, _ := shoot(t, ctx, name)
+	return path
+}
+
+// Capture is Shot for a test that reads the picture: it returns the PNG
+// itself. Another test run in the same checkout writes the same file
+// name, so the file may by then hold that run's picture.
+func Capture(t testing.TB, ctx context.Context, name string) []byte {
+	t.Helper()
+	_, png := shoot(t, ctx, name)
+	return png
+}
+
+func shoot(t testing.TB, ctx context.Context, name string) (string, []byte) {
+	t.Helper()
 	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("browsertest: screenshot %s: %v", name, err)
 	}
 	file := unsafeName.ReplaceAllString(t.Name()+"-"+name, "_") + ".png"
 	path := filepath.Join(Dir(t), file)
-	if err := os.WriteFile(path, buf, 0o644); err != nil {
+	// Written whole, then renamed into place: a person (or another run)
+	// looking at the folder never finds half a picture.
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+file+"-*")
+	if err != nil {
 		t.Fatal(err)
 	}
-	return path
+	_, werr := tmp.Write(buf)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp.Name())
+		t.Fatal(werr)
+	}
+	return path, buf
 }
 
 // Phone and Desktop are the viewports the pages are looked at in.
