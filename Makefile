@@ -31,9 +31,11 @@ chromium: ## install Chromium for the browser tests unless it is on PATH (apt-ge
 CLUSTER_TESTS = ^(TestContentionSellsExactlyCapacity|TestIdempotentReserveUnderConcurrency|TestBestAvailableRaceNeverOverlaps|TestConcurrentCheckoutsLeaveOnlyTheNewestSessionOpen|TestRaceGA|TestRaceSeats|TestDiscountUseIsNeverExceeded|TestDiscountMaxUsesUnderConcurrency|TestContendedHoldsNeverDoubleHold|TestApplyRefusedByARacingSaleChangesNothing|TestWebhookDeliveredTwiceBooksOnce|TestConcurrentCallersShareOneLimit|TestRedeliveredOrderIsWrittenOnce)$$
 CLUSTER_PKGS = ./handlers/channel ./handlers/storefront ./handlers/webhooks ./handlers/ratelimit ./inventory/registrations ./inventory/seats ./inventory/orders ./inventory/catalogstore ./sync/worker
 
-test: services stripe-mock chromium ## run every test against the real services, with the race detector (the contention tests on a Redis Cluster too)
-	$(GO) test -race -count=1 -timeout 9m ./...
-	bash .ci/cluster.sh $(GO) test -race -count=1 -timeout 3m -run '$(CLUSTER_TESTS)' $(CLUSTER_PKGS)
+# What make test runs: every package, unless narrowed (make test TEST_PKGS=./lua/ CLUSTER_PKGS=).
+TEST_PKGS = ./...
+
+test: ## every test, race detector on, real services; the contention tests on a Redis Cluster; no key left behind: each step runs and is reported (.ci/test.sh)
+	GO='$(GO)' TEST_PKGS='$(TEST_PKGS)' CLUSTER_TESTS='$(CLUSTER_TESTS)' CLUSTER_PKGS='$(CLUSTER_PKGS)' bash .ci/test.sh
 
 reliability: services stripe-mock ## the fault, scale-out and bad-input tests (Redis Cluster, several nodes, toxiproxy, fuzzing): under 10 min, prints a summary
 	bash .ci/reliability.sh

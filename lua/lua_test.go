@@ -81,7 +81,7 @@ func TestSeatRuleLibrary(t *testing.T) {
 			t.Errorf("%s does not carry lib/seatrule: %v", s, err)
 		}
 	}
-	rc, _ := redistest.New(t)
+	rc, space := redistest.New(t)
 	ctx := context.Background()
 	// Row A has seats 1..4: A-1 booked, A-2 keyed (held), A-3 and A-4 free;
 	// row B has the one seat B-1.
@@ -106,7 +106,8 @@ taken['A-3'], taken['A-4'] = true, false
 out[#out + 1] = alone('A-4', false)
 out[#out + 1] = alone('A-4', true)
 return out`
-	k := func(s string) string { return "{seatrule-test}:" + s }
+	// In the test's key space, which redistest deletes when the test ends.
+	k := func(s string) string { return space.Prefix + "{seatrule-test}:" + s }
 	for _, c := range []rueidis.Completed{
 		rc.B().Hset().Key(k("booked")).FieldValue().FieldValue("A-1", "o1").Build(),
 		rc.B().Set().Key(k("A-2")).Value("h:tok").Build(),

@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/handlers/metrics"
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/apierr"
 )
@@ -48,9 +49,11 @@ func newApp(ctx context.Context, pool *pgxpool.Pool, adminToken string, orderTTL
 // handler routes the endpoints the bench drives on ticketd's own root
 // handler (server.Handler): the same router settings, /healthz and
 // envelope for unknown routes and panics. /readyz has no probes: it
-// answers 200 whenever the server is up.
+// answers 200 whenever the server is up. As in ticketd, metrics.Instrument
+// wraps it: it logs the requests a handler failed (httpx.Failure) and
+// counts every request, so the two pay the same per request.
 func (a *app) handler() fasthttp.RequestHandler {
-	return server.Handler(nil, a)
+	return metrics.New().Instrument(server.Handler(nil, a))
 }
 
 // Register mounts the baseline's routes (server.Surface).

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -105,12 +107,22 @@ func (p *Proc) Tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// FreeAddr returns a loopback address with a port free right now.
+// FreeAddr returns a loopback address with a port free right now, for a
+// server started next. The port is below the kernel's ephemeral range
+// (32768 and up on Linux; the kernel hands those to outgoing connections
+// and to ":0" listeners), picked at random from 10000 to 32767: a port
+// the kernel gave out could be taken by any outgoing connection before the
+// server binds it, or while it restarts, which made tests fail only when
+// another test run shared the machine.
 func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("procs: find a free port: %w", err)
+	for range 1000 {
+		addr := "127.0.0.1:" + strconv.Itoa(10000+rand.IntN(22768))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return addr, nil
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return "", errors.New("procs: no free port from 10000 to 32767")
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	_ "net/http/pprof" // served only on TICKETD_PPROF_ADDR
@@ -13,6 +14,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/ticketd/ticketd/handlers/logrepeat"
 )
 
 func main() {
@@ -28,11 +31,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "ticketd: -mode must be all, api or worker")
 		os.Exit(2)
 	}
-	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
-	if cfg.LogFormat == "json" {
-		h = slog.NewJSONHandler(os.Stderr, nil)
-	}
-	log := slog.New(h)
+	log, flushLog := newLogger(os.Stderr, cfg.LogFormat)
+	defer flushLog()
 	slog.SetDefault(log)
 
 	if os.Getenv("GOGC") == "" {
@@ -57,6 +57,19 @@ func main() {
 	err = run(ctx, cfg, options{API: *mode != "worker", Worker: *mode != "api", Demo: *demo, DemoSite: *demo && *mode != "worker"}, log, nil)
 	if err != nil {
 		log.Error("ticketd stopped", "err", err)
+		flushLog()
 		os.Exit(1)
 	}
+}
+
+// newLogger is ticketd's logger: text (or, with format "json", JSON) lines
+// on w, a message repeated within a second collapsed into one line with
+// its count (handlers/logrepeat). flush writes the counts still pending.
+func newLogger(w io.Writer, format string) (log *slog.Logger, flush func()) {
+	var h slog.Handler = slog.NewTextHandler(w, nil)
+	if format == "json" {
+		h = slog.NewJSONHandler(w, nil)
+	}
+	r := logrepeat.New(h, logrepeat.Options{})
+	return slog.New(r), r.Flush
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"os/exec"
 	"strings"
 	"testing"
@@ -31,12 +30,7 @@ func TestReadmeStorefrontFlow(t *testing.T) {
 
 	// The hosted page's links and the processor's webhook go to
 	// TICKETD_APP_URL, so it must be this ticketd's own address.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	cfg := localConfig(t)
 	cfg.Addr, cfg.AppURL = addr, "http://"+addr
 	t.Setenv("TICKETD_MAIL_DIR", t.TempDir())

@@ -81,6 +81,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		store.Record = &catalogdb.Store{Pool: pool}
 	}
 	m := metrics.New()
+	m.SetLogger(log) // failed requests, by route
 	mon, rebuilder := stateMonitor(rc, space, pool, store, embedded, m, log)
 	if err := startState(ctx, cfg, mon, rebuilder, m, log); err != nil {
 		return err

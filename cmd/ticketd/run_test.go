@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/bench/procs"
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redistest"
@@ -119,6 +120,18 @@ func localConfig(t *testing.T) config {
 	cfg.Addr, cfg.KeyPrefix, cfg.RedisURL = "127.0.0.1:0", space.Prefix, redistest.URL()
 	cfg.DatabaseURL = pgtest.NewURL(t)
 	return cfg
+}
+
+// freeAddr is a loopback address for a ticketd the test starts and must
+// know the address of first (its TICKETD_APP_URL): a port below the
+// ephemeral range, which no outgoing connection takes meanwhile.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	addr, err := procs.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }
 
 // TestRunWithLocalServices starts ticketd against the real Redis and

@@ -12,7 +12,6 @@ import (
 	"html"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -182,13 +181,8 @@ func TestSecuritySecretsNeverStoredOrLogged(t *testing.T) {
 	cfg.CardWebhookSecret, cfg.WalletWebhookSecret = cardWebhook, "" // the wallet's is derived
 	// The wallet's webhook goes to TICKETD_APP_URL: this ticketd's own
 	// address (as in TestReadmeStorefrontFlow).
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Addr = ln.Addr().String()
+	cfg.Addr = freeAddr(t)
 	cfg.AppURL = "http://" + cfg.Addr
-	ln.Close()
 
 	logs := &syncBuffer{}
 	base := runTicketdLog(t, cfg, options{API: true, Worker: true},
@@ -354,8 +348,7 @@ func TestSecuritySecretsNeverStoredOrLogged(t *testing.T) {
 	}
 
 	// The sync worker writes the four paid orders, the mailer mails.
-	var db *pgxpool.Pool
-	db, err = pgxpool.New(context.Background(), cfg.DatabaseURL)
+	db, err := pgxpool.New(context.Background(), cfg.DatabaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -765,13 +758,8 @@ func fetchHeaders(t *testing.T, method, url string, h map[string]string, body st
 // nobody, or the tenant's own sites (the seat picker), never "*".
 func TestSecurityCORSAndFramingOnlyForAllowedOrigins(t *testing.T) {
 	cfg := localConfig(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Addr = ln.Addr().String()
+	cfg.Addr = freeAddr(t)
 	cfg.AppURL = "http://" + cfg.Addr
-	ln.Close()
 	base := startTicketd(t, cfg)
 	const allowed, foreign = "http://localhost:3000", "https://evil.test"
 	shop := map[string]string{"x-service-key": "pk_demo", "Origin": allowed, "Content-Type": "application/json"}

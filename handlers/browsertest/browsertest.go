@@ -10,11 +10,13 @@ package browsertest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,16 +135,48 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // and returns its path.
 func Shot(t testing.TB, ctx context.Context, name string) string {
 	t.Helper()
+	path, _ := shoot(t, ctx, name)
+	return path
+}
+
+// Capture is Shot for a test that reads the picture: it returns the PNG
+// itself. Another test run in the same checkout writes the same file
+// name, so the file may by then hold that run's picture.
+func Capture(t testing.TB, ctx context.Context, name string) []byte {
+	t.Helper()
+	_, png := shoot(t, ctx, name)
+	return png
+}
+
+func shoot(t testing.TB, ctx context.Context, name string) (string, []byte) {
+	t.Helper()
 	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("browsertest: screenshot %s: %v", name, err)
 	}
 	file := unsafeName.ReplaceAllString(t.Name()+"-"+name, "_") + ".png"
 	path := filepath.Join(Dir(t), file)
-	if err := os.WriteFile(path, buf, 0o644); err != nil {
+	// Written whole, then renamed into place: a person (or another run)
+	// looking at the folder never finds half a picture.
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+file+"-*")
+	if err != nil {
 		t.Fatal(err)
 	}
-	return path
+	_, werr := tmp.Write(buf)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp.Name())
+		t.Fatal(werr)
+	}
+	return path, buf
 }
 
 // Phone and Desktop are the viewports the pages are looked at in.
@@ -150,3 +184,28 @@ var (
 	Phone   = chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2))
 	Desktop = chromedp.EmulateViewport(1280, 900)
 )
+
+// fences numbers the fence messages of this test binary.
+var fences atomic.Int64
+
+// Fence returns once every message the page in frame posted to its parent
+// page before the call has been delivered there: it posts a message of its
+// own from the frame to the parent and waits for it, and the messages one
+// window posts to another arrive in the order posted. A test that checks
+// the parent got no message (or not another one) checks after a Fence,
+// not after a sleep that may be too short on a loaded machine.
+func Fence(t testing.TB, ctx context.Context, frame *chromedp.Node) {
+	t.Helper()
+	name := fmt.Sprintf("browsertest-fence-%d", fences.Add(1))
+	listen := fmt.Sprintf(`window.addEventListener('message', (e) => { if (e.data === %q) window[%q] = true; }), true`, name, name)
+	post := fmt.Sprintf(`(parent.postMessage(%q, '*'), true)`, name)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](listen)); err != nil {
+		t.Fatalf("browsertest: fence: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](post, chromedp.WithPollingInFrame(frame))); err != nil {
+		t.Fatalf("browsertest: fence: post from the frame: %v", err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`window[%q] === true`, name), chromedp.WithPollingInterval(20*time.Millisecond))); err != nil {
+		t.Fatalf("browsertest: fence: the parent never got the frame's message: %v", err)
+	}
+}

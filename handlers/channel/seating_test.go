@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,7 +54,10 @@ func TestSessionReplacesBuyer(t *testing.T) {
 // TestSeatConflictAndHoldExpired covers SEAT_CONFLICT naming the seats and
 // reason hold_expired on the partner surface.
 func TestSeatConflictAndHoldExpired(t *testing.T) {
-	s := start(t, servertest.Options{SeatHoldTTL: 400 * time.Millisecond})
+	// Long enough for the calls below to run within it on a loaded
+	// machine (at 400 ms a slow moment let the hold lapse before the
+	// conflict was asked for); its end is waited for, not slept through.
+	s := start(t, servertest.Options{SeatHoldTTL: 2 * time.Second})
 	base := "/v1/channel/seating/events/ev_seated"
 	s1, s2 := session(t, s, "a", "One"), session(t, s, "a", "Two")
 	expect(t, s.Do(t, "POST", base+"/hold", s1, map[string]any{"seatLabels": []string{"A-1", "A-2"}}), 200, "")
@@ -66,7 +70,11 @@ func TestSeatConflictAndHoldExpired(t *testing.T) {
 	expect(t, s.Do(t, "POST", "/v1/channel/events/ev_seated/checkout", with(s2, "Idempotency-Key", "c-1"),
 		map[string]any{"seatLabels": []string{"A-1"}}), 409, "SEAT_CONFLICT")
 	// After the hold times out, reserving it reports hold_expired.
-	time.Sleep(700 * time.Millisecond)
+	waitFor(t, func() bool {
+		var av struct{ Held []string }
+		s.Do(t, "GET", base+"/availability", keyed("a"), nil).Decode(t, &av)
+		return !slices.Contains(av.Held, "A-1")
+	})
 	r = s.Do(t, "POST", "/v1/channel/events/ev_seated/checkout", with(s1, "Idempotency-Key", "c-2"),
 		map[string]any{"seatLabels": []string{"A-1"}})
 	if r.Status != 409 || r.Reason != "hold_expired" {

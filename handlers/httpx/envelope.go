@@ -5,7 +5,7 @@ package httpx
 
 import (
 	"errors"
-	"log/slog"
+	"fmt"
 	"net"
 	"reflect"
 
@@ -32,7 +32,7 @@ func OK(ctx *fasthttp.RequestCtx, data any) {
 func Write(ctx *fasthttp.RequestCtx, status int, data any) {
 	b, err := json.Marshal(okEnvelope{Success: true, Data: data})
 	if err != nil {
-		slog.Error("httpx: encode response", "err", err)
+		failed(ctx, fmt.Errorf("httpx: encode response: %w", err))
 		Fail(ctx, Internal())
 		return
 	}
@@ -63,16 +63,34 @@ func Fail(ctx *fasthttp.RequestCtx, e *apierr.Error) {
 	ctx.SetBody(b)
 }
 
-// Error writes err: an *apierr.Error as itself, anything else as a logged
-// 503 (the failures left are Redis or Postgres trouble, which a retry may cure).
+// Error writes err: an *apierr.Error as itself, anything else as a 503
+// (the failures left are Redis or Postgres trouble, which a retry may
+// cure) recorded as the request's failure: metrics.Instrument counts and
+// logs it.
 func Error(ctx *fasthttp.RequestCtx, err error) {
 	var ae *apierr.Error
 	if errors.As(err, &ae) {
 		Fail(ctx, ae)
 		return
 	}
-	slog.Error("request failed", "path", string(ctx.Path()), "err", err)
+	failed(ctx, err)
 	Fail(ctx, Unavailable())
+}
+
+// failureKey is the user value of a request's failure.
+type failureKey struct{}
+
+// failed records err as the request's failure.
+func failed(ctx *fasthttp.RequestCtx, err error) { ctx.SetUserValue(failureKey{}, err) }
+
+// Failure is what a handler failed the request with (Error's store
+// failure, an encoding failure, a panic), or nil when the answer, an
+// error envelope or not, is what the handler meant to send. The one who
+// serves the request logs it: metrics.Instrument, with the route, through
+// a logger that collapses repeats.
+func Failure(ctx *fasthttp.RequestCtx) error {
+	err, _ := ctx.UserValue(failureKey{}).(error)
+	return err
 }
 
 // Unavailable is the answer when a backing store fails: retry later.
@@ -171,8 +189,8 @@ func MethodNotAllowed(ctx *fasthttp.RequestCtx) {
 }
 
 // PanicHandler turns a handler panic into the 500 envelope; the panic is a
-// defect and is logged.
+// defect, recorded as the request's failure (Failure) to be logged.
 func PanicHandler(ctx *fasthttp.RequestCtx, p any) {
-	slog.Error("handler panic", "path", string(ctx.Path()), "panic", p)
+	failed(ctx, fmt.Errorf("handler panic: %v", p))
 	Fail(ctx, Internal())
 }

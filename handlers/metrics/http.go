@@ -9,6 +9,8 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
 )
 
 // Unmatched is the route label of requests no route matched (404, 405), so
@@ -20,6 +22,9 @@ const Unmatched = "unmatched"
 // template ("/v1/channel/events/{id}/checkout"), which needs the router's
 // SaveMatchedRoutePath (server.Handler sets it); label values are never
 // built from what a client sends, so the series stay bounded.
+//
+// A request the handler failed (httpx.Failure) is also counted in
+// ticketd_http_failures_total and logged (SetLogger), with its route.
 //
 // The hot path takes the series from a copy-on-write map: no lock, no
 // label strings built, no allocation once a route and code have been seen.
@@ -34,9 +39,13 @@ func (m *Metrics) Instrument(next fasthttp.RequestHandler) fasthttp.RequestHandl
 		if route == "" {
 			route = Unmatched
 		}
-		s := m.http.series(route, methodLabel(ctx.Method()), ctx.Response.StatusCode())
+		method, code := methodLabel(ctx.Method()), ctx.Response.StatusCode()
+		s := m.http.series(route, method, code)
 		s.requests.Inc()
 		s.duration.Observe(time.Since(start).Seconds())
+		if err := httpx.Failure(ctx); err != nil {
+			m.failed(route, method, code, err)
+		}
 	}
 }
 

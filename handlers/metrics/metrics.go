@@ -42,7 +42,9 @@ var (
 type Metrics struct {
 	reg *prometheus.Registry
 
-	http *httpMetrics
+	http     *httpMetrics
+	failures *failureMetrics
+	logger   *slog.Logger // SetLogger; nil: slog.Default()
 
 	redisRTT      prometheus.Histogram
 	backlog       prometheus.Gauge
@@ -59,8 +61,9 @@ type Metrics struct {
 func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
-		reg:  reg,
-		http: newHTTPMetrics(),
+		reg:      reg,
+		http:     newHTTPMetrics(),
+		failures: newFailureMetrics(),
 		redisRTT: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "ticketd_redis_rtt_seconds",
 			Help: "Round-trip time of the Redis state monitor's probe.",
@@ -98,7 +101,7 @@ func New() *Metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.http.requests, m.http.duration,
+		m.http.requests, m.http.duration, m.failures.total,
 		m.redisRTT, m.backlog, m.backlogOldest, m.paidOrders, m.rebuilds,
 		m.durability.vec, m.redisState.vec,
 	)

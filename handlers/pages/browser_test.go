@@ -9,7 +9,6 @@ import (
 	"image/png"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -412,7 +411,7 @@ func TestBrowserTicketPageCodesScanFromAPhone(t *testing.T) {
 			t.Errorf("ticket page does not show %q", want)
 		}
 	}
-	shot := browsertest.Shot(t, ctx, "1-tickets-phone")
+	shot := browsertest.Capture(t, ctx, "1-tickets-phone")
 
 	// Where each code is on the page, in CSS pixels, and its size in modules.
 	type box struct{ X, Y, W, H, Modules float64 }
@@ -423,7 +422,7 @@ func TestBrowserTicketPageCodesScanFromAPhone(t *testing.T) {
 		t.Fatalf("%d codes drawn, %d ticket codes, want 2", len(boxes), len(codes))
 	}
 	dpr := eval[float64](t, ctx, `devicePixelRatio`)
-	img := readPNG(t, shot)
+	img := decodePNG(t, shot)
 	pub := s.Tickets.VerifyKey(paid.EventID)
 	for i, b := range boxes {
 		// At the door: most of a 390 px phone's width, square.
@@ -490,12 +489,8 @@ func offline(t *testing.T) chromedp.Action[chromedp.Void] {
 	})
 }
 
-func readPNG(t *testing.T, path string) image.Image {
+func decodePNG(t *testing.T, b []byte) image.Image {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	img, err := png.Decode(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)

@@ -127,7 +127,10 @@ func partitionOf(id string) int {
 // the concurrency; a pending order holds its use until it expires.
 func TestDiscountMaxUsesUnderConcurrency(t *testing.T) {
 	s, ctx := setup(t)
-	s.OrderTTL = 500 * time.Millisecond
+	// Every reserve below, and the confirm, must run within the TTL on a
+	// loaded machine too (at 500 ms an early order could lapse while later
+	// ones still reserved, freeing a fourth use).
+	s.OrderTTL = 2 * time.Second
 	caps(t, s, "ev", "t:a", "1000")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -158,7 +161,7 @@ func TestDiscountMaxUsesUnderConcurrency(t *testing.T) {
 	if _, err := confirm(ctx, s, ok[0].OrderID, "p"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	time.Sleep(s.OrderTTL + 300*time.Millisecond) // the expiry is a time (Redis', in the holds' scores)
 	got := 0
 	for i := 0; i < 5; i++ {
 		r := req("ev", map[string]int64{"t:a": 1})

@@ -1,6 +1,12 @@
 // Package redistest gives a test its own key space on the real Redis
 // (REDIS_URL, default 127.0.0.1:6379) and removes that key space when the
 // test ends. Tests never share keys, so they may run in parallel.
+//
+// Every key space is "test:<random>:", or "test:<run>:<random>:" when
+// TICKETD_TEST_RUN names the run (make test sets it): after the run its
+// leftover-key check (.ci/leftover-keys.sh) finds any key of the run still
+// in the shared Redis, and only those, while other runs and other users
+// of that Redis go on.
 package redistest
 
 import (
@@ -9,6 +15,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +50,7 @@ func New(t testing.TB) (rueidis.Client, keys.Space) {
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	space := keys.Space{Prefix: "test:" + hex.EncodeToString(b) + ":"}
+	space := keys.Space{Prefix: RunPrefix() + hex.EncodeToString(b) + ":"}
 	t.Cleanup(func() {
 		Flush(t, c, space)
 		c.Close()
@@ -56,6 +63,17 @@ func New(t testing.TB) (rueidis.Client, keys.Space) {
 		t.Fatalf("redistest: %v", err)
 	}
 	return c, space
+}
+
+// RunPrefix is the start of every key space of this test run: "test:",
+// or "test:<TICKETD_TEST_RUN>:" when the variable is set (letters, digits,
+// '-' and '_' only; anything else is ignored).
+func RunPrefix() string {
+	run := os.Getenv("TICKETD_TEST_RUN")
+	if run == "" || strings.Trim(run, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+		return "test:"
+	}
+	return "test:" + run + ":"
 }
 
 // Keys lists the keys of the space other than the generation markers New

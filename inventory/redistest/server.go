@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/bench/procs"
 )
 
 // Server is a redis-server process of one test's own, for tests that kill,
@@ -39,12 +41,14 @@ func StartServer(t testing.TB, args ...string) *Server {
 	if err != nil {
 		t.Fatalf("redistest: redis-server is not installed (make services installs it): %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Below the ephemeral range: Kill and Start reuse the port, and a port
+	// the kernel hands out could meanwhile be taken by any connection.
+	addr, err := procs.FreeAddr()
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	_, p, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
 	return startServer(t, bin, port, args...)
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -31,6 +32,9 @@ type Config struct {
 	// fully qualified domain name; default the host of the app URL (an IP
 	// address as an address literal).
 	Helo string
+	// PerHour (TICKETD_MAIL_PER_HOUR) is how many messages one buyer
+	// address gets in an hour; default DefaultPerHour.
+	PerHour int
 }
 
 // ConfigFromEnv reads the mailer's variables through getenv (os.Getenv);
@@ -64,6 +68,14 @@ func ConfigFromEnv(getenv func(string) string, appURL string) (Config, error) {
 	}
 	if _, err := mail.ParseAddress(c.From); err != nil {
 		return c, fmt.Errorf("TICKETD_MAIL_FROM=%q: not an address: %w", c.From, err)
+	}
+	c.PerHour = DefaultPerHour
+	if v := getenv("TICKETD_MAIL_PER_HOUR"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			return c, fmt.Errorf("TICKETD_MAIL_PER_HOUR=%q: want a whole number from 1 to 10000", v)
+		}
+		c.PerHour = n
 	}
 	c.Helo = getenv("TICKETD_SMTP_HELO")
 	if c.Helo == "" {

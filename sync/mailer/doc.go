@@ -23,6 +23,11 @@
 // panics is recorded as a failure; one whose claims ran out with no
 // outcome (its mailer died or hung each time) is given up.
 //
+// Mail is bounded (rate.go, render.go): one buyer address gets at most
+// PerHour messages an hour, the rest wait for a free slot (never dropped),
+// and a message is at most MaxBytes: a large order links its ticket page
+// instead of carrying a QR image per ticket.
+//
 // Delivery is at least once: a mailer that dies after the SMTP server
 // accepted a message but before it marked the row sent sends it again when
 // the lease runs out. The Message-ID is the same both times

@@ -52,7 +52,11 @@ type Mailer struct {
 	// further one up to MaxBackoff. After MaxAttempts the row is given up.
 	Backoff, MaxBackoff time.Duration
 	MaxAttempts         int
-	Logger              *slog.Logger
+	// PerHour is how many messages one buyer address gets in an hour
+	// (rate.go); more wait. InlineTickets and MaxBytes bound a message's
+	// size (render.go).
+	PerHour, InlineTickets, MaxBytes int
+	Logger                           *slog.Logger
 
 	nameOnce sync.Once
 	nameVal  string
@@ -70,7 +74,7 @@ func New(cfg Config, pool *pgxpool.Pool, keys *tickets.Keys, appURL string, logg
 	if err != nil {
 		return nil, err
 	}
-	return &Mailer{Pool: pool, Sender: s, Keys: keys, AppURL: appURL, From: cfg.From, Logger: logger}, nil
+	return &Mailer{Pool: pool, Sender: s, Keys: keys, AppURL: appURL, From: cfg.From, PerHour: cfg.PerHour, Logger: logger}, nil
 }
 
 func (m *Mailer) logger() *slog.Logger {
@@ -182,6 +186,16 @@ func (m *Mailer) RunOnce(ctx context.Context) (int, error) {
 				return len(rows), err
 			}
 			continue // the batch outlasted the lease and another mailer took the row
+		}
+		if limited(r) {
+			ok, err := m.takeSlot(rctx, r)
+			if err != nil || !ok {
+				cancel()
+				if err != nil {
+					return len(rows), err
+				}
+				continue // the recipient's hour is full: the row waits
+			}
 		}
 		sendErr := m.send(rctx, r, paid)
 		cancel()
@@ -333,8 +347,8 @@ func (m *Mailer) markSent(ctx context.Context, r row) error {
 }
 
 // markFailed records a failed send: due again after the backoff, or given
-// up when it can never succeed or was the last attempt. Only the lease's
-// holder writes, so a mailer that overran its lease cannot undo another's
+// up when it can never succeed or was the last attempt; the recipient's
+// slot of the hour (takeSlot) is given back. Only the lease's holder writes, so a mailer that overran its lease cannot undo another's
 // send. The log names the stage and reply code; the reply's text (it may
 // quote the buyer's address) is kept in last_error only.
 func (m *Mailer) markFailed(ctx context.Context, r row, cause error) error {
@@ -345,7 +359,7 @@ func (m *Mailer) markFailed(ctx context.Context, r row, cause error) error {
 		msg = msg[:1000]
 	}
 	err := m.mark(ctx, fmt.Sprintf("record failure of %d", r.id), `UPDATE outbox SET next_attempt_at = now() + make_interval(secs => $2),
-		last_error = $3, locked_until = NULL, failed_at = CASE WHEN $4 THEN now() END
+		last_error = $3, locked_until = NULL, failed_at = CASE WHEN $4 THEN now() END, rate_key = NULL, rate_at = NULL
 		WHERE id = $1 AND locked_by = $5 AND sent_at IS NULL`, r.id, wait.Seconds(), storable(msg), giveUp, m.name())
 	if err != nil {
 		return err

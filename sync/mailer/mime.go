@@ -24,6 +24,9 @@ type message struct {
 	date                         time.Time
 	text, html                   string
 	images                       []inline
+	// smaller, when not nil, renders the message in a smaller form, for
+	// one that encodes over the size bound (render).
+	smaller func() (message, error)
 }
 
 // encode builds the RFC 5322 message: multipart/alternative (text, HTML),

@@ -7,6 +7,7 @@ import (
 	"net/mail"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/tickets"
@@ -16,6 +17,40 @@ import (
 
 // errNotYet is a row whose data Postgres does not hold (yet): retried.
 var errNotYet = errors.New("mailer: the order is not in Postgres")
+
+// Bounds of a message's size (issue 17: a free event once mailed 2.7 MB,
+// a thousand tickets and the attacker's text in one message). A message
+// over them is sent in a smaller form that still gives the buyer every
+// ticket, through the ticket page: none is dropped.
+const (
+	// DefaultInlineTickets is how many tickets a buyer's message shows
+	// with their QR images inline (the default maxPerOrder); a larger
+	// order lists its tickets and links the ticket page, which shows
+	// every ticket's code.
+	DefaultInlineTickets = 10
+	// DefaultMaxBytes bounds an encoded message; a message over it drops
+	// its list of tickets (the count and the ticket page link stay).
+	DefaultMaxBytes = 256 << 10
+	// nameRunes bounds each name a message shows (buyer, event, host),
+	// so that no form of a message outgrows DefaultMaxBytes.
+	nameRunes = 200
+)
+
+// clip cuts s to n runes, marking the cut with an ellipsis.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// clipNames is o with its names bounded (clip).
+func clipNames(o orderdb.PaidOrder) orderdb.PaidOrder {
+	o.BuyerName, o.BuyerEmail, o.BuyerPhone = clip(o.BuyerName, nameRunes), clip(o.BuyerEmail, nameRunes), clip(o.BuyerPhone, nameRunes)
+	o.EventName, o.TenantName = clip(o.EventName, nameRunes), clip(o.TenantName, nameRunes)
+	return o
+}
 
 // render builds the message of a claimed row from Postgres; paid holds the
 // orders this batch read already (render adds those it reads).
@@ -62,15 +97,23 @@ func (m *Mailer) render(ctx context.Context, r row, paid map[string]orderdb.Paid
 	default:
 		return Message{}, fmt.Errorf("%w: unknown outbox kind %q", ErrPermanent, r.kind)
 	}
-	msg.from, msg.to = from.String(), to.String()
-	msg.date = time.Now()
-	// The same on a resend, so a mail client can tell a duplicate.
-	msg.messageID = fmt.Sprintf("%d.%s@ticketd", r.id, safeName(r.orderID))
-	data, err := msg.encode()
-	if err != nil {
-		return Message{}, fmt.Errorf("mailer: encode: %w", err)
+	maxBytes := orDefault(m.MaxBytes, DefaultMaxBytes)
+	date := time.Now()
+	for {
+		msg.from, msg.to, msg.date = from.String(), to.String(), date
+		// The same on a resend, so a mail client can tell a duplicate.
+		msg.messageID = fmt.Sprintf("%d.%s@ticketd", r.id, safeName(r.orderID))
+		data, err := msg.encode()
+		if err != nil {
+			return Message{}, fmt.Errorf("mailer: encode: %w", err)
+		}
+		if len(data) <= maxBytes || msg.smaller == nil {
+			return Message{OrderID: r.orderID, Kind: r.kind, From: from.Address, To: to.Address, Data: data}, nil
+		}
+		if msg, err = msg.smaller(); err != nil {
+			return Message{}, err
+		}
 	}
-	return Message{OrderID: r.orderID, Kind: r.kind, From: from.Address, To: to.Address, Data: data}, nil
 }
 
 // amount formats cents for people: "USD 42.50", or "free".
@@ -82,11 +125,29 @@ func amount(c money.Cents, currency string) string {
 }
 
 // buyerTickets renders the buyer's e-mail: one signed QR image per ticket,
-// inline, and the link to the ticket page.
+// inline, and the link to the ticket page. An order of more than
+// InlineTickets tickets lists them and links the page instead of the
+// images; smaller, the message has no list, only the count and the link.
 func (m *Mailer) buyerTickets(o orderdb.PaidOrder) (message, error) {
 	page := o.TicketOrder()
+	o = clipNames(o)
 	d := buyerData{PaidOrder: o, When: tickets.FormatStart(o.StartsAt), Total: amount(o.Total, o.Currency),
-		PageURL: m.Keys.PageURL(m.AppURL, o.OrderID)}
+		PageURL: m.Keys.PageURL(m.AppURL, o.OrderID), Count: len(o.Tickets)}
+	subject := "Your tickets for " + o.EventName
+	summary := func() (message, error) {
+		d := d
+		d.Form, d.Tickets = formSummary, nil
+		text, html, err := execute("buyer", d)
+		return message{subject: subject, text: text, html: html}, err
+	}
+	if len(o.Tickets) > orDefault(m.InlineTickets, DefaultInlineTickets) {
+		d.Form = formList
+		for i, t := range o.Tickets {
+			d.Tickets = append(d.Tickets, ticketData{N: i + 1, ID: t.TicketID, Label: t.Label})
+		}
+		text, html, err := execute("buyer", d)
+		return message{subject: subject, text: text, html: html, smaller: summary}, err
+	}
 	var images []inline
 	for i := range o.Tickets {
 		code := m.Keys.Sign(page.Ticket(i))
@@ -102,19 +163,29 @@ func (m *Mailer) buyerTickets(o orderdb.PaidOrder) (message, error) {
 	if err != nil {
 		return message{}, err
 	}
-	return message{subject: "Your tickets for " + o.EventName, text: text, html: html, images: images}, nil
+	return message{subject: subject, text: text, html: html, images: images, smaller: summary}, nil
 }
 
+// hostNotify renders the host's notice of a registration: its tickets
+// listed, or, when that is over the size bound, counted.
 func hostNotify(o orderdb.PaidOrder) (message, error) {
-	d := buyerData{PaidOrder: o, When: tickets.FormatStart(o.StartsAt), Total: amount(o.Total, o.Currency)}
+	o = clipNames(o)
+	d := buyerData{PaidOrder: o, When: tickets.FormatStart(o.StartsAt), Total: amount(o.Total, o.Currency), Count: len(o.Tickets), Form: formList}
 	for i, t := range o.Tickets {
 		d.Tickets = append(d.Tickets, ticketData{N: i + 1, ID: t.TicketID, Label: t.Label})
 	}
+	subject := fmt.Sprintf("New registration for %s: %s", o.EventName, o.BuyerName)
 	text, html, err := execute("host", d)
 	if err != nil {
 		return message{}, err
 	}
-	return message{subject: fmt.Sprintf("New registration for %s: %s", o.EventName, o.BuyerName), text: text, html: html}, nil
+	summary := func() (message, error) {
+		d := d
+		d.Form, d.Tickets = formSummary, nil
+		text, html, err := execute("host", d)
+		return message{subject: subject, text: text, html: html}, err
+	}
+	return message{subject: subject, text: text, html: html, smaller: summary}, nil
 }
 
 func hostRefund(rf refundData) (message, error) {
@@ -129,7 +200,23 @@ type buyerData struct {
 	orderdb.PaidOrder
 	When, Total, PageURL string
 	Tickets              []ticketData
+	Count                int  // tickets in the order
+	Form                 form // what the message shows of each ticket
 }
+
+// form is how much of each ticket a message shows.
+type form int
+
+const (
+	formInline  form = iota // its QR image and code (the buyer's default)
+	formList                // its label and id
+	formSummary             // nothing: the count, and for the buyer the ticket page
+)
+
+// Inline, List and Summary name the form in the templates.
+func (d buyerData) Inline() bool  { return d.Form == formInline }
+func (d buyerData) List() bool    { return d.Form == formList }
+func (d buyerData) Summary() bool { return d.Form == formSummary }
 
 type ticketData struct {
 	N                    int

@@ -20,6 +20,7 @@ var (
 {{- define "buyer" -}}
 Hello {{.BuyerName}},
 
+{{if .Inline -}}
 thank you for your order {{.OrderID}}. Here are your tickets for
 {{.EventName}}{{if .When}}, {{.When}}{{end}}.
 
@@ -31,6 +32,18 @@ Total paid: {{.Total}}
 Show each ticket's QR code at the door, on your phone or printed. Your
 tickets, to view or print at any time:
 {{.PageURL}}
+{{- else -}}
+thank you for your order {{.OrderID}}. Your {{.Count}} tickets for
+{{.EventName}}{{if .When}}, {{.When}}{{end}}, each with its QR code, are on
+your ticket page, to view or print at any time:
+{{.PageURL}}
+{{if .List}}
+{{range .Tickets}}  Ticket {{.N}}: {{.Label}} ({{.ID}})
+{{end}}{{end}}
+Total paid: {{.Total}}
+
+Show each ticket's QR code at the door, on your phone or printed.
+{{- end}}
 
 {{.TenantName}}
 {{- end}}
@@ -41,7 +54,7 @@ New registration for {{.EventName}}{{if .When}} ({{.When}}){{end}}
 Buyer:   {{.BuyerName}} <{{.BuyerEmail}}>{{if .BuyerPhone}}, {{.BuyerPhone}}{{end}}
 Order:   {{.OrderID}}
 Amount:  {{.Total}}
-Tickets: {{len .Tickets}}
+Tickets: {{.Count}}
 {{range .Tickets}}  {{.Label}} ({{.ID}})
 {{end -}}
 {{- end}}
@@ -74,15 +87,23 @@ payment processor.
 {{template "head" (print "Your tickets for " .EventName)}}
 <h1 style="font-size:22px">Your tickets for {{.EventName}}</h1>
 {{if .When}}<p>{{.When}}</p>{{end}}
+{{if .Inline -}}
 <p>Hello {{.BuyerName}}, thank you for your order <strong>{{.OrderID}}</strong>. Show each ticket's QR code at the
 door, on your phone or printed.</p>
+{{- else -}}
+<p>Hello {{.BuyerName}}, thank you for your order <strong>{{.OrderID}}</strong>. Your {{.Count}} tickets, each with
+its QR code to show at the door, on your phone or printed, are on your ticket page.</p>
+{{- end}}
 <p><a href="{{.PageURL}}" style="display:inline-block;padding:10px 16px;background:#1a4fd6;color:#fff;text-decoration:none;border-radius:6px">View or print your tickets</a></p>
-{{range .Tickets}}
+{{if .Inline}}{{range .Tickets}}
 <div style="border:1px solid #ccc;border-radius:8px;padding:12px;margin:12px 0;text-align:center">
 <p style="margin:0 0 8px;font-size:18px"><strong>{{.Label}}</strong></p>
 <img src="cid:{{.CID}}" width="256" height="256" alt="QR code of ticket {{.N}}, {{.ID}}">
 <p style="margin:8px 0 0;font-family:monospace">Ticket {{.N}}: {{.ID}}</p>
 </div>
+{{end}}{{end}}
+{{- if .List}}
+<ul>{{range .Tickets}}<li>Ticket {{.N}}: {{.Label}} ({{.ID}})</li>{{end}}</ul>
 {{end}}
 <p>Total paid: {{.Total}}</p>
 <p>{{.TenantName}}</p>
@@ -97,9 +118,9 @@ door, on your phone or printed.</p>
 <tr><th scope="row" align="left">Buyer</th><td>{{.BuyerName}} &lt;{{.BuyerEmail}}&gt;{{if .BuyerPhone}}, {{.BuyerPhone}}{{end}}</td></tr>
 <tr><th scope="row" align="left">Order</th><td>{{.OrderID}}</td></tr>
 <tr><th scope="row" align="left">Amount</th><td>{{.Total}}</td></tr>
-<tr><th scope="row" align="left">Tickets</th><td>{{len .Tickets}}</td></tr>
+<tr><th scope="row" align="left">Tickets</th><td>{{.Count}}</td></tr>
 </table>
-<ul>{{range .Tickets}}<li>{{.Label}} ({{.ID}})</li>{{end}}</ul>
+{{if .Tickets}}<ul>{{range .Tickets}}<li>{{.Label}} ({{.ID}})</li>{{end}}</ul>{{end}}
 {{template "foot"}}
 {{- end}}
 

@@ -36,7 +36,14 @@ func TestConfigFromEnv(t *testing.T) {
 	if m != nil || err != nil || m.Run(context.Background()) != nil {
 		t.Fatalf("New with mail off = %v, %v; want nil", m, err)
 	}
+	if c.PerHour != mailer.DefaultPerHour {
+		t.Fatalf("default messages an hour to one address: %d, want %d", c.PerHour, mailer.DefaultPerHour)
+	}
+	if c, err := mailer.ConfigFromEnv(env(map[string]string{"TICKETD_MAIL_PER_HOUR": "20"}), ""); err != nil || c.PerHour != 20 {
+		t.Fatalf("TICKETD_MAIL_PER_HOUR=20: %+v, %v", c, err)
+	}
 	for _, bad := range []map[string]string{
+		{"TICKETD_MAIL_PER_HOUR": "0"}, {"TICKETD_MAIL_PER_HOUR": "five"}, {"TICKETD_MAIL_PER_HOUR": "-1"},
 		{"TICKETD_MAIL": "maybe"}, {"TICKETD_SMTP_URL": "http://mail.example.com"}, {"TICKETD_MAIL_FROM": "not an address"},
 		{"TICKETD_SMTP_HELO": "mx.example.com\r\nRSET"}, {"TICKETD_SMTP_HELO": "two words"},
 	} {
