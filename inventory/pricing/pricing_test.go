@@ -289,4 +289,3 @@ func TestMaxPerOrderDefaultAndEventLimit(t *testing.T) {
 		}
 	}
 }
-
