@@ -95,10 +95,6 @@ type Registration struct {
 	// payment: the register hold until a checkout session is opened for
 	// it, then PayBy.
 	ExpiresAt time.Time
-	// PayBy is when the window of a registration awaiting payment ends once
-	// a checkout session is opened for it: the registration's creation plus
-	// the checkout TTL. A session opened for it may live until then.
-	PayBy time.Time
 	Lines     []orders.Line
 	// The adjustments Total holds beside the lines (a registration read
 	// while its order record is in Redis; zero otherwise): Total is the
@@ -120,6 +116,10 @@ type Registration struct {
 	// "buyer_limit", "lost"; or, expired, "replaced": a newer registration
 	// of the same buyer released it.
 	Reason string
+	// PayBy is when the window of a registration awaiting payment ends once
+	// a checkout session is opened for it: the registration's creation plus
+	// the checkout TTL. A session opened for it may live until then.
+	PayBy time.Time
 }
 
 // Payment is a processor's report that a registration was paid.

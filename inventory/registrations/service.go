@@ -105,13 +105,13 @@ const (
 )
 
 func (s *Service) checkoutTTL() time.Duration { return orDefault(s.CheckoutTTL, DefaultCheckoutTTL) }
-func (s *Service) holdTTL() time.Duration {
-	return min(orDefault(s.HoldTTL, DefaultHoldTTL), s.checkoutTTL())
-}
 func (s *Service) retention() time.Duration   { return orDefault(s.Retention, orders.DefaultRetention) }
 func (s *Service) grace() time.Duration       { return orDefault(s.Grace, DefaultGrace) }
 func (s *Service) expireTimeout() time.Duration {
 	return orDefault(s.ExpireTimeout, DefaultExpireTimeout)
+}
+func (s *Service) holdTTL() time.Duration {
+	return min(orDefault(s.HoldTTL, DefaultHoldTTL), s.checkoutTTL())
 }
 
 func (s *Service) logger() *slog.Logger {
