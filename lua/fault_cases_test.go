@@ -46,7 +46,7 @@ type fixture struct {
 func newFixture(t *testing.T, d *faultDB) *fixture {
 	f := &fixture{t: t, ctx: context.Background(), c: d.c}
 	f.orders = &orders.Service{Redis: d.c, Space: f.sp, OrderTTL: time.Minute, IDKey: []byte("fault-test-id-key")}
-	f.regs = &registrations.Service{Redis: d.c, Space: f.sp, Orders: f.orders, CheckoutTTL: time.Minute}
+	f.regs = &registrations.Service{Redis: d.c, Space: f.sp, Orders: f.orders, CheckoutTTL: time.Minute, HoldTTL: 10 * time.Second}
 	return f
 }
 
@@ -338,13 +338,13 @@ var faultCases = []faultCase{
 			_, err := f.regs.Expire(f.ctx, f.id)
 			f.ok(err)
 		}},
-	{name: "attach a checkout session, grace, status",
+	{name: "attach checkout sessions (the first moves the window), grace, status",
 		setup: func(f *fixture) {
 			f.event()
 			f.register(1000, nil, "")
-			f.ok(f.regs.AttachSession(f.ctx, f.id, "card", "cs_one"))
 		},
 		act: func(f *fixture) {
+			f.ok(f.regs.AttachSession(f.ctx, f.id, "card", "cs_one"))
 			f.ok(f.regs.AttachSession(f.ctx, f.id, "wallet", "wp_two"))
 			okey, _ := f.sp.Order(f.id)
 			f.script("reg_grace", []string{okey, f.sp.Expiry(part)}, f.id, "600000")
