@@ -410,3 +410,41 @@ func with(h map[string]string, k, v string) map[string]string {
 	}
 	return out
 }
+
+// TICKETD_REGISTER_HOLD_TTL is 3m by default, the checkout TTL when that
+// is shorter, and refused (naming it) when set longer than the checkout
+// TTL or below a second; TICKETD_HOLDS_PER_IP is 8 by default, 0 turns it
+// off, and anything but a whole number is refused.
+func TestLoadConfigHoldLimits(t *testing.T) {
+	cases := []struct {
+		env        map[string]string
+		hold       time.Duration
+		perIP      int64
+		refusedFor string
+	}{
+		{env: map[string]string{}, hold: 3 * time.Minute, perIP: 8},
+		{env: map[string]string{"TICKETD_CHECKOUT_TTL": "1m"}, hold: time.Minute, perIP: 8},
+		{env: map[string]string{"TICKETD_REGISTER_HOLD_TTL": "90s", "TICKETD_HOLDS_PER_IP": "0"}, hold: 90 * time.Second},
+		{env: map[string]string{"TICKETD_REGISTER_HOLD_TTL": "15m", "TICKETD_HOLDS_PER_IP": "20"}, hold: 15 * time.Minute, perIP: 20},
+		{env: map[string]string{"TICKETD_REGISTER_HOLD_TTL": "16m"}, refusedFor: "TICKETD_REGISTER_HOLD_TTL"},
+		{env: map[string]string{"TICKETD_REGISTER_HOLD_TTL": "5m", "TICKETD_CHECKOUT_TTL": "4m"}, refusedFor: "TICKETD_REGISTER_HOLD_TTL"},
+		{env: map[string]string{"TICKETD_REGISTER_HOLD_TTL": "500ms"}, refusedFor: "TICKETD_REGISTER_HOLD_TTL"},
+		{env: map[string]string{"TICKETD_HOLDS_PER_IP": "-1"}, refusedFor: "TICKETD_HOLDS_PER_IP"},
+		{env: map[string]string{"TICKETD_HOLDS_PER_IP": "eight"}, refusedFor: "TICKETD_HOLDS_PER_IP"},
+	}
+	for _, c := range cases {
+		for _, v := range []string{"TICKETD_CHECKOUT_TTL", "TICKETD_REGISTER_HOLD_TTL", "TICKETD_HOLDS_PER_IP"} {
+			t.Setenv(v, c.env[v])
+		}
+		cfg, err := loadConfig()
+		if c.refusedFor != "" {
+			if err == nil || !strings.Contains(err.Error(), c.refusedFor) {
+				t.Errorf("%v: %v, want an error naming %s", c.env, err, c.refusedFor)
+			}
+			continue
+		}
+		if err != nil || cfg.RegisterHoldTTL != c.hold || cfg.HoldsPerIP != c.perIP {
+			t.Errorf("%v: hold %s, per IP %d (%v); want %s, %d", c.env, cfg.RegisterHoldTTL, cfg.HoldsPerIP, err, c.hold, c.perIP)
+		}
+	}
+}
