@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
@@ -45,7 +46,7 @@ type fixture struct {
 func newFixture(t *testing.T, d *faultDB) *fixture {
 	f := &fixture{t: t, ctx: context.Background(), c: d.c}
 	f.orders = &orders.Service{Redis: d.c, Space: f.sp, OrderTTL: time.Minute, IDKey: []byte("fault-test-id-key")}
-	f.regs = &registrations.Service{Redis: d.c, Space: f.sp, Orders: f.orders, CheckoutTTL: time.Minute}
+	f.regs = &registrations.Service{Redis: d.c, Space: f.sp, Orders: f.orders, CheckoutTTL: time.Minute, HoldTTL: 10 * time.Second}
 	return f
 }
 
@@ -92,7 +93,18 @@ func (f *fixture) event() {
 	past := strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10)
 	f.cmd("ZADD", f.sp.DiscountHolds(ev, "SAVE"), past, "ogone.ev1")
 	f.cmd("HSET", f.sp.Buyers(ev), orders.BuyerKey("other@example.com"), "1")
+	// another buyer's registration awaiting payment, counted for another
+	// client, and that client's live hold token
+	f.cmd("HSET", f.sp.Unpaid(ev), orders.BuyerKey("other@example.com"), "oother2.ev1")
+	f.cmd("HSET", f.sp.IPRegistrations(ev), otherClient.Key, "1")
+	f.cmd("ZADD", f.sp.IPTokens(ev, otherClient.Key), nowMs(time.Hour), "othertok1")
 }
+
+// The clients the cases count holds for (lib/holds).
+var (
+	client      = holds.For("203.0.113.9", 8)
+	otherClient = holds.For("198.51.100.0/64", 8)
+)
 
 // hold takes a hold token and holds labels with it, as the seat engine does.
 func (f *fixture) hold(labels ...string) {
@@ -112,7 +124,8 @@ func (f *fixture) tokenOnly() {
 	if f.tok == "" {
 		f.tok = "holdtok0"
 	}
-	f.script("seat_token", []string{f.sp.Hold(ev, f.tok)}, "600000")
+	f.script("seat_token", []string{f.sp.Hold(ev, f.tok), f.sp.IPRegistrations(ev), f.sp.IPTokens(ev, client.Key)},
+		"600000", f.tok, client.Key, "8")
 }
 
 var seq int
@@ -150,7 +163,7 @@ func (f *fixture) regReq(total int64, labels []string, code string) registration
 		q.DiscountCode, q.DiscountMaxUses = code, 5
 	}
 	return registrations.Request{EventID: ev, TenantID: "t1", Buyer: registrations.Buyer{Name: "B", Email: "buyer@example.com"},
-		Quote: q, HoldToken: f.tok, MaxPerBuyer: 6}
+		Quote: q, HoldToken: f.tok, MaxPerBuyer: 6, Client: client}
 }
 
 func (f *fixture) register(total int64, labels []string, code string) {
@@ -231,7 +244,12 @@ var faultCases = []faultCase{
 		}},
 
 	// seats
-	{name: "seat token", act: func(f *fixture) { f.tokenOnly() }},
+	{name: "seat token", setup: (*fixture).event, act: func(f *fixture) { f.tokenOnly() }},
+	{name: "seat token of a partner (no client)",
+		act: func(f *fixture) {
+			f.script("seat_token", []string{f.sp.Hold(ev, "partnertok"), f.sp.IPRegistrations(ev), f.sp.IPTokens(ev, "")},
+				"600000", "partnertok", "", "0")
+		}},
 	{name: "seat hold with the single-seat rule",
 		setup: func(f *fixture) { f.event(); f.hold("A-2") },
 		act: func(f *fixture) {
@@ -242,8 +260,8 @@ var faultCases = []faultCase{
 	{name: "seat extend",
 		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2") },
 		act: func(f *fixture) {
-			f.script("seat_extend", []string{f.sp.Hold(ev, f.tok), f.sp.Seat(ev, "A-1"), f.sp.Seat(ev, "A-2")},
-				f.tok, "600000", "1800000", "A-1", "A-2")
+			f.script("seat_extend", []string{f.sp.Hold(ev, f.tok), f.sp.IPTokens(ev, client.Key), f.sp.Seat(ev, "A-1"), f.sp.Seat(ev, "A-2")},
+				f.tok, "600000", "1800000", client.Key, "A-1", "A-2")
 		}},
 	{name: "seat release of some, with the single-seat rule",
 		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2", "A-3") },
@@ -277,6 +295,9 @@ var faultCases = []faultCase{
 	{name: "register free without a worker (capped stream)",
 		setup: func(f *fixture) { f.event(); f.regs.StreamCap = 10 },
 		act:   func(f *fixture) { f.regs.StreamCap = 10; f.register(0, nil, "") }},
+	{name: "register again: the buyer's earlier registration (seats, a limited code) is released first",
+		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2"); f.register(1000, []string{"A-1", "A-2"}, "SAVE") },
+		act:   func(f *fixture) { f.register(1000, nil, "SAVE") }},
 	{name: "pay a registration with seats and a limited code",
 		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2"); f.register(1000, []string{"A-1", "A-2"}, "SAVE") },
 		act:   func(f *fixture) { f.pay(1000) }},
@@ -317,13 +338,13 @@ var faultCases = []faultCase{
 			_, err := f.regs.Expire(f.ctx, f.id)
 			f.ok(err)
 		}},
-	{name: "attach a checkout session, grace, status",
+	{name: "attach checkout sessions (the first moves the window), grace, status",
 		setup: func(f *fixture) {
 			f.event()
 			f.register(1000, nil, "")
-			f.ok(f.regs.AttachSession(f.ctx, f.id, "card", "cs_one"))
 		},
 		act: func(f *fixture) {
+			f.ok(f.regs.AttachSession(f.ctx, f.id, "card", "cs_one"))
 			f.ok(f.regs.AttachSession(f.ctx, f.id, "wallet", "wp_two"))
 			okey, _ := f.sp.Order(f.id)
 			f.script("reg_grace", []string{okey, f.sp.Expiry(part)}, f.id, "600000")

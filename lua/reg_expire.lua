@@ -8,42 +8,67 @@
 -- marker: it sells nothing, and gives counts back only under the generation
 -- that took them.
 --
+-- With ARGV[5] 'release' it releases the registration before its window
+-- ends: a newer registration of the same buyer replaces it. Its checkout
+-- sessions must be the ones the caller closed (ARGV[6]), else it is told
+-- them ({4}) and closes those too. It becomes expired with 'why' =
+-- 'replaced'. Not held, it also clears the buyer's unpaid slot (ARGV[7])
+-- when that still names it.
+--
+-- Either way it leaves its client's count and its buyer's unpaid slot
+-- (lib/holds).
+--
 -- KEYS[1]  -> registration hash     {pN}:ord:<id>
 -- KEYS[2]  -> sold hash             {pN}:ev:<id>:sold
 -- KEYS[3]  -> discount holds zset   {pN}:ev:<id>:dchold:<code> (any name when none)
 -- KEYS[4]  -> buyers hash           {pN}:ev:<id>:buyers
 -- KEYS[5]  -> expiry zset           {pN}:regexp
 -- KEYS[6]  -> partition marker      {pN}:live
--- KEYS[7..] -> seat keys of the registration's seats, in the order of its 'seats'
+-- KEYS[7]  -> unpaid hash           {pN}:ev:<id>:unpaid
+-- KEYS[8]  -> IP registrations hash {pN}:ev:<id>:ipregs
+-- KEYS[9..] -> seat keys of the registration's seats, in the order of its 'seats'
 --
 -- ARGV[1] -> registration id
 -- ARGV[2] -> declared seats (the 'seats' field as the caller knows it)
 -- ARGV[3] -> declared discount code
 -- ARGV[4] -> retention ms: how long the expired hash stays for status reads
+-- ARGV[5] -> '' (the window must have passed) or 'release'
+-- ARGV[6] -> release: the sessions the caller closed (its 'sess' field)
+-- ARGV[7] -> release: the buyer key whose unpaid slot names it
 --
 -- Output:
---   {0}                        expired now
+--   {0}                        expired (released) now
 --   {1, st}                    not held ('' when unknown): nothing to give back
 --   {2, expiresAtMs}           its window has not passed
 --   {3, seats, discount code}  declared keys are not the registration's
+--   {4, sessions}              release: it has other sessions than those closed
 --@include capacity
 --@include cart
 --@include check
+--@include holds
 local reg = KEYS[1]
 local id = ARGV[1]
-local o = redis.call('HMGET', reg, 'st', 'exp', 'claims', 'seats', 'dc', 'bk', 'adm', 'gen')
+local release = ARGV[5] == 'release'
+local o = redis.call('HMGET', reg, 'st', 'exp', 'claims', 'seats', 'dc', 'bk', 'adm', 'gen', 'sess', 'iph', 'ub')
 if o[1] ~= 'held' then
+  local slot = release and holds_read(KEYS[8], KEYS[7], nil, ARGV[7])
   redis.call('ZREM', KEYS[5], id)
+  if slot == id then
+    redis.call('HDEL', KEYS[7], ARGV[7])
+  end
   return {1, o[1] or ''}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local exp = tonumber(o[2]) or 0
-if now < exp then
+if now < exp and not release then
   return {2, exp}
 end
 if (o[4] or '') ~= ARGV[2] or (o[5] or '') ~= ARGV[3] then
   return {3, o[4] or '', o[5] or ''}
+end
+if release and (o[9] or '') ~= ARGV[6] then
+  return {4, o[9] or ''}
 end
 
 -- Every key the writes below touch is read or checked first: a command
@@ -56,8 +81,9 @@ local holder = 'o:' .. id
 local mine, s = {}, 0
 for _ in string.gmatch(o[4] or '', '%S+') do
   s = s + 1
-  mine[s] = redis.call('GET', KEYS[6 + s]) == holder
+  mine[s] = redis.call('GET', KEYS[8 + s]) == holder
 end
+local slot = holds_read(KEYS[8], KEYS[7], o[10], o[11])
 if counted then
   if (o[3] or '') ~= '' then
     check_type(KEYS[2], 'hash')
@@ -82,12 +108,17 @@ if counted then
 end
 for s = 1, #mine do
   if mine[s] then
-    redis.call('DEL', KEYS[6 + s])
+    redis.call('DEL', KEYS[8 + s])
   end
 end
 if (o[5] or '') ~= '' then
   cart_drop_discount(KEYS[3], id)
 end
-redis.call('HSET', reg, 'st', 'expired')
+holds_leave(KEYS[8], KEYS[7], id, o[10], o[11], slot)
+if release then
+  redis.call('HSET', reg, 'st', 'expired', 'why', 'replaced')
+else
+  redis.call('HSET', reg, 'st', 'expired')
+end
 redis.call('PEXPIRE', reg, tonumber(ARGV[4]))
 return {0}

@@ -20,7 +20,9 @@
 -- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
 -- KEYS[9]  -> buyers hash           {pN}:ev:<id>:buyers
 -- KEYS[10] -> expiry zset           {pN}:regexp
--- KEYS[11..] -> seat keys of the registration's seats, in the order of its 'seats'
+-- KEYS[11] -> unpaid hash           {pN}:ev:<id>:unpaid (a held one leaves it, lib/holds)
+-- KEYS[12] -> IP registrations hash {pN}:ev:<id>:ipregs (a held one leaves its client's count)
+-- KEYS[13..] -> seat keys of the registration's seats, in the order of its 'seats'
 --
 -- The caller declares the seats and discount code it guesses (none); when
 -- the registration has others it is told them and runs again.
@@ -50,6 +52,7 @@
 --@include capacity
 --@include cart
 --@include check
+--@include holds
 local gen = redis.call('GET', KEYS[8])
 if not gen then
   return {4}
@@ -91,7 +94,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- (a refund frees only what is still the registration's)
 local cur = {}
 for s = 1, #seats do
-  cur[s] = redis.call('GET', KEYS[10 + s])
+  cur[s] = redis.call('GET', KEYS[12 + s])
 end
 
 -- checks
@@ -141,8 +144,14 @@ if reason and counted then
   end
 end
 
+-- a held registration no longer awaits payment, paid or refunded: its
+-- client's count and its buyer's unpaid slot (lib/holds), read here first
+local hk = st == 'held' and redis.call('HMGET', reg, 'iph', 'ub') or {}
+local slot = holds_read(KEYS[12], KEYS[11], hk[1], hk[2])
+
 -- writes
 if reason then
+  holds_leave(KEYS[12], KEYS[11], id, hk[1], hk[2], slot)
   if counted then
     for c = 1, n do
       redis.call('HINCRBY', KEYS[3], fields[c], -qtys[c])
@@ -153,7 +162,7 @@ if reason then
   end
   for s = 1, #seats do
     if cur[s] == holder then
-      redis.call('DEL', KEYS[10 + s])
+      redis.call('DEL', KEYS[12 + s])
     end
   end
   if code ~= '' then
@@ -167,6 +176,7 @@ end
 -- the paid stream first: no check reads it, so when it is not a stream
 -- this first write fails and nothing is written
 cart_queue_paid(KEYS[7], ARGV[7], id, ref, now)
+holds_leave(KEYS[12], KEYS[11], id, hk[1], hk[2], slot)
 if not counted then
   for c = 1, n do
     redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
@@ -177,7 +187,7 @@ if not counted then
 end
 for s = 1, #seats do
   redis.call('HSET', KEYS[4], seats[s], id)
-  redis.call('DEL', KEYS[10 + s])
+  redis.call('DEL', KEYS[12 + s])
 end
 if code ~= '' then
   cart_drop_discount(KEYS[5], id)

@@ -8,6 +8,14 @@
 -- put in its partition's expiry zset; a free one is paid at once and queued
 -- on the paid stream exactly as order_confirm.lua queues an order.
 --
+-- A paid registration's window is first the register hold (ARGV[2]); the
+-- first checkout session attached to it (reg_session) moves it to the
+-- checkout window counted from now (ARGV[12], kept in 'cexp'). It is the
+-- buyer's one registration awaiting payment (the unpaid hash): one of the
+-- buyer's already there is named ({10}) and the caller releases it first.
+-- It counts for its client (lib/holds): refused when the client's
+-- registrations awaiting payment and live hold tokens reach the limit.
+--
 -- KEYS[1]  -> registration hash     {pN}:ord:<id>
 -- KEYS[2]  -> capacities hash       {pN}:ev:<id>:cap
 -- KEYS[3]  -> sold hash             {pN}:ev:<id>:sold
@@ -19,10 +27,13 @@
 -- KEYS[9]  -> buyers hash           {pN}:ev:<id>:buyers
 -- KEYS[10] -> expiry zset           {pN}:regexp
 -- KEYS[11] -> paid stream           {pN}:paid
--- KEYS[12..] -> one seat key per seat label, in the order of the labels in ARGV
+-- KEYS[12] -> unpaid hash           {pN}:ev:<id>:unpaid (buyer key -> registration id)
+-- KEYS[13] -> IP registrations hash {pN}:ev:<id>:ipregs (client -> registrations awaiting payment)
+-- KEYS[14] -> IP tokens zset        {pN}:ev:<id>:iptok:<client> (any name when no client)
+-- KEYS[15..] -> one seat key per seat label, in the order of the labels in ARGV
 --
 -- ARGV[1]  -> registration id
--- ARGV[2]  -> checkout TTL ms
+-- ARGV[2]  -> register hold TTL ms (the window until a checkout session is attached)
 -- ARGV[3]  -> retention ms (how long a paid hash stays without a worker)
 -- ARGV[4]  -> hold token ("" when no seats)
 -- ARGV[5]  -> discount code ("" when none)
@@ -32,12 +43,16 @@
 -- ARGV[9]  -> admissions
 -- ARGV[10] -> "1" when free (paid at once), else "0"
 -- ARGV[11] -> paid stream cap: 0 (a sync worker drains it) or MAXLEN ~ this
--- ARGV[12] -> number of claims C
+-- ARGV[12] -> checkout TTL ms (the window once a checkout session is attached)
+-- ARGV[13] -> client key (holds.Client; "" counts no client)
+-- ARGV[14] -> the client's limit of holds
+-- ARGV[15] -> number of claims C
 -- next 2C  -> claim field, quantity, ...
 -- next     -> number of seats S, then S seat labels
--- rest     -> hash field, value, ... (st, exp, gen are added here; bk, adm,
---             lim with a buyer limit; dmax, the code's max uses, with a
---             limited code: reg_pay checks them again for a late payment)
+-- rest     -> hash field, value, ... (st, exp, gen are added here; at,
+--             cexp, ub and iph, when counted, to a paid one; bk, adm, lim with a
+--             buyer limit; dmax, the code's max uses, with a limited code:
+--             reg_pay checks them again for a late payment)
 --
 -- Output:
 --   {0, expiresAtMs}         held, awaiting payment
@@ -50,9 +65,12 @@
 --   {7}                      the partition's marker is missing
 --   {8, limit, remaining}    the buyer would pass maxTicketsPerBuyer
 --   {9, paidAtMs}            free: paid at once
+--   {10, registrationId, nowUs}  the buyer has this registration awaiting payment
+--   {11, limit}              the client holds its limit already
 --@include capacity
 --@include cart
 --@include check
+--@include holds
 local gen = redis.call('GET', KEYS[8])
 if not gen then
   return {7}
@@ -63,7 +81,7 @@ if st then
   return {1, st}
 end
 
-local fields, qtys, labels, rest = cart_args(12)
+local fields, qtys, labels, rest = cart_args(15)
 local nclaims, nseats = #fields, #labels
 
 local t = redis.call('TIME')
@@ -71,6 +89,21 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
 local exp = now + ttl
 local free = ARGV[10] == '1'
+local id, buyer, client = ARGV[1], ARGV[8], ARGV[13]
+
+-- What one buyer and one client hold unpaid (lib/holds); a free
+-- registration holds nothing unpaid. The buyer's earlier registration
+-- first: releasing it may free the places and the client's count this one
+-- needs.
+if not free then
+  local prev = redis.call('HGET', KEYS[12], buyer)
+  if prev and prev ~= id then
+    return {10, prev, tonumber(t[1]) * 1000000 + tonumber(t[2])}
+  end
+  if client ~= '' and holds_live(KEYS[13], KEYS[14], client, now) >= tonumber(ARGV[14]) then
+    return {11, tonumber(ARGV[14])}
+  end
+end
 
 -- checks: order_reserve.lua's (capacity, seats held by the token, discount
 -- uses, the buyer's admissions), with its reply codes
@@ -78,7 +111,7 @@ local code, maxuses = ARGV[5], tonumber(ARGV[6])
 local limited = code ~= '' and maxuses > 0
 local limit, adm = tonumber(ARGV[7]), tonumber(ARGV[9])
 local refusal = cart_refusal(
-  {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seat = 11,
+  {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seat = 14,
    dcholds = KEYS[6], dcused = KEYS[7], buyers = KEYS[9]},
   {fields = fields, qtys = qtys, labels = labels, holder = 'h:' .. ARGV[4], code = code,
    maxuses = maxuses, limit = limit, buyer = ARGV[8], adm = adm}, now)
@@ -94,7 +127,6 @@ end
 -- writes: every key they touch was read or checked above but one, written
 -- first (when it fails nothing is written): the expiry zset of a held
 -- registration, the paid stream of a free one
-local id = ARGV[1]
 if free then
   cart_queue_paid(KEYS[11], ARGV[11], id, '', now)
 else
@@ -109,12 +141,12 @@ for s = 1, nseats do
   redis.call('HDEL', KEYS[5], 's:' .. labels[s])
   if free then
     redis.call('HSET', KEYS[4], labels[s], id)
-    redis.call('DEL', KEYS[11 + s])
+    redis.call('DEL', KEYS[14 + s])
   else
     -- No expiry: while held, only reg_expire and reg_pay give the seat
     -- back, so a payment that comes after the window but before the sweep
     -- never finds it taken (the sold counts are held that long too).
-    redis.call('SET', KEYS[11 + s], 'o:' .. id)
+    redis.call('SET', KEYS[14 + s], 'o:' .. id)
   end
 end
 if limit > 0 then
@@ -133,6 +165,18 @@ end
 if not free then
   if limited then
     cart_hold_discount(KEYS[6], id, '+inf', now)
+  end
+  redis.call('HSET', KEYS[12], buyer, id)
+  kv[#kv + 1] = 'ub'
+  kv[#kv + 1] = buyer
+  kv[#kv + 1] = 'at' -- us, to tell registrations of one buyer apart (Register)
+  kv[#kv + 1] = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  kv[#kv + 1] = 'cexp'
+  kv[#kv + 1] = now + tonumber(ARGV[12])
+  if client ~= '' then
+    redis.call('HINCRBY', KEYS[13], client, 1)
+    kv[#kv + 1] = 'iph'
+    kv[#kv + 1] = client
   end
   kv[#kv + 1] = 'st'
   kv[#kv + 1] = 'held'

@@ -5,9 +5,9 @@
 -- ARGV: none
 --
 -- Output: {0} when unknown, else
---   {1, now ms, st, total, ch, exp, tix, why, ref, rec, amt, sess, paid}
+--   {1, now ms, st, total, ch, exp, tix, why, ref, rec, amt, sess, paid, cexp}
 --   (absent fields as '')
-local f = {'st', 'total', 'ch', 'exp', 'tix', 'why', 'ref', 'rec', 'amt', 'sess', 'paid'}
+local f = {'st', 'total', 'ch', 'exp', 'tix', 'why', 'ref', 'rec', 'amt', 'sess', 'paid', 'cexp'}
 local o = redis.call('HMGET', KEYS[1], unpack(f))
 if not o[1] then
   return {0}

@@ -81,6 +81,10 @@ func (r run) catalog() map[string]any {
 		events = append(events, map[string]any{"id": seatEvent(i), "shortId": fmt.Sprintf("ls%d", i), "slug": fmt.Sprintf("lin-s%d", i),
 			"name": "Seated", "startsAt": "2027-07-01T18:00:00Z", "status": "on_sale", "storefront": false,
 			"channels": []string{channelID}, "tickets": []any{},
+			// A worker's token gathers seats over the run (holds of one or
+			// two, releases of some): no order limit below the row's size, so
+			// the model needs none.
+			"maxPerOrder": 1000,
 			"seatMap": map[string]any{
 				"categories": []any{map[string]any{"id": "std", "name": "Std", "price": 30}},
 				"rows":       []any{map[string]any{"label": "A", "seats": r.Seats, "category": "std"}}}})

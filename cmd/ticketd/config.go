@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
 
@@ -46,6 +47,14 @@ type config struct {
 	// Redis (TICKETD_REDIS_CONNECTIONS, a power of two from 1 to 256); 0
 	// (unset) chooses by the server's durability (see connectRedis).
 	RedisConnections int
+	// RegisterHoldTTL is TICKETD_REGISTER_HOLD_TTL: how long a paid
+	// registration holds until a checkout session is opened for it
+	// (default 3m, at most CheckoutTTL).
+	RegisterHoldTTL time.Duration
+	// HoldsPerIP is TICKETD_HOLDS_PER_IP: registrations awaiting payment
+	// and seat hold tokens one client IP may have per event (default 8;
+	// 0 counts none).
+	HoldsPerIP int64
 	// DemoAddr is where ticketd -demo serves the demo shop
 	// (TICKETD_DEMO_ADDR, default localhost:8081): an origin of its own, as a
 	// host's site is.
@@ -157,5 +166,35 @@ func loadConfig() (config, error) {
 		}
 		*d.dst = p
 	}
+	if err := c.holdLimits(); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// holdLimits reads what bounds holding without paying (inventory/holds):
+// TICKETD_REGISTER_HOLD_TTL, default 3m but never above the checkout TTL
+// (set above it, ticketd refuses to start: the hold would outlast the
+// window it leads into), and TICKETD_HOLDS_PER_IP, default 8, 0 off.
+func (c *config) holdLimits() error {
+	c.RegisterHoldTTL = min(registrations.DefaultHoldTTL, c.CheckoutTTL)
+	if v, set := env("TICKETD_REGISTER_HOLD_TTL", ""); set {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil || d < time.Second:
+			return fmt.Errorf("TICKETD_REGISTER_HOLD_TTL=%q: want a duration of at least 1s, such as 3m", v)
+		case d > c.CheckoutTTL:
+			return fmt.Errorf("TICKETD_REGISTER_HOLD_TTL=%q: must not be longer than TICKETD_CHECKOUT_TTL (%s)", v, c.CheckoutTTL)
+		}
+		c.RegisterHoldTTL = d
+	}
+	c.HoldsPerIP = 8
+	if v, set := env("TICKETD_HOLDS_PER_IP", ""); set {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("TICKETD_HOLDS_PER_IP=%q: want a whole number, 0 to turn the limit off", v)
+		}
+		c.HoldsPerIP = n
+	}
+	return nil
 }

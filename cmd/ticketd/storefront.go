@@ -84,7 +84,7 @@ func newFront(d frontDeps) (front, error) {
 	// back nor book payments); payments know each event's tenant and
 	// cancellation from the catalog.
 	regs := &registrations.Service{Redis: d.redis, Space: d.space, Orders: d.orders, CheckoutTTL: d.cfg.CheckoutTTL,
-		StreamCap: d.orders.StreamCap, Expirer: procs.Set, Event: registrations.CatalogEvents(d.store.Current),
+		HoldTTL: d.cfg.RegisterHoldTTL, StreamCap: d.orders.StreamCap, Expirer: procs.Set, Event: registrations.CatalogEvents(d.store.Current),
 		Gate: d.monitor.Gate, Logger: d.log}
 	if d.pool != nil {
 		regs.Archive = orderdb.Store{Pool: d.pool}
@@ -93,7 +93,7 @@ func newFront(d frontDeps) (front, error) {
 	api := &storefront.API{
 		Catalog: d.store.Current, Orders: d.orders, Registrations: regs, Seats: d.seats,
 		Card: procs.Card, Wallet: procs.Wallet, Processors: procs.Set, Tickets: tix,
-		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log,
+		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log, HoldsPerIP: d.cfg.HoldsPerIP,
 	}
 	hooks := &webhooks.API{Booker: regs, Redis: d.redis, Space: d.space, CardSecret: cardSecret,
 		WalletSecret: walletSecret, StripeSecret: d.cfg.StripeWebhookSecret, Gate: d.monitor.Gate, Logger: d.log}
@@ -104,7 +104,7 @@ func newFront(d frontDeps) (front, error) {
 	// The seat picker's page tokens are signed under a key of their own:
 	// every node derives the same one, so any node serves the page's calls.
 	pick := &picker.Picker{Catalog: d.store.Current, Seats: d.seats, Key: derive(d.secretsKey, purposePicker),
-		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log}
+		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log, HoldsPerIP: d.cfg.HoldsPerIP}
 	f := front{surfaces: []server.Surface{api, hooks, pay, pick}}
 	if d.pool != nil {
 		hooks.Refunds = refunddb.Store{Pool: d.pool}

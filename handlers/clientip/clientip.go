@@ -82,6 +82,20 @@ func (r *Resolver) ClientIP(ctx *fasthttp.RequestCtx) netip.Addr {
 	return hop
 }
 
+// Subscriber names what one subscriber holds of the address space, as
+// ticketd counts clients (rate limits, holds per IP): the address, or for
+// IPv6 its /64, which one subscriber usually holds whole. An IPv4-mapped
+// address counts as its IPv4 address (else every IPv4 client would share
+// ::ffff:0:0/64).
+func Subscriber(ip netip.Addr) string {
+	ip = ip.Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
+}
+
 func (r *Resolver) trusts(a netip.Addr) bool {
 	if r == nil {
 		return false

@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
@@ -117,17 +118,9 @@ func Bucket(who, id string, c Class) string {
 }
 
 // IPBucket is the bucket of a client IP and class: its address, or for
-// IPv6 its /64, which one subscriber usually holds whole. An IPv4-mapped
-// address counts as its IPv4 address (else every IPv4 client would share
-// ::ffff:0:0/64).
+// IPv6 its /64 (clientip.Subscriber).
 func IPBucket(ip netip.Addr, c Class) string {
-	ip = ip.Unmap()
-	id := ip.String()
-	if ip.Is6() {
-		p, _ := ip.Prefix(64)
-		id = p.String()
-	}
-	return Bucket(ByIP, id, c)
+	return Bucket(ByIP, clientip.Subscriber(ip), c)
 }
 
 // Limit takes one request from bucket: nil when it may go on, the 429

@@ -6,12 +6,14 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/seating"
 	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
 
@@ -33,7 +35,8 @@ var (
 // budget whichever surface it uses; availability polls count in a bucket
 // of their own (guard.Poll) and share a short-lived read (availCache).
 // Each page names its own hold tokens (from hold-token or best-available),
-// as the storefront does.
+// as the storefront does, and they count for its client IP
+// (HoldsPerIP, inventory/holds) as the storefront's do.
 func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestHandler {
 	cl := guard.Read
 	switch {
@@ -68,7 +71,8 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 		}
 		rctx, cancel := guard.RequestContext(p.Timeout)
 		defer cancel()
-		refused, err := guard.Limit(ctx, rctx, p.Limiter, guard.IPBucket(p.ClientIP.ClientIP(ctx), cl), guard.IPLimit(cl))
+		ip := p.ClientIP.ClientIP(ctx)
+		refused, err := guard.Limit(ctx, rctx, p.Limiter, guard.IPBucket(ip, cl), guard.IPLimit(cl))
 		if err != nil {
 			httpx.Error(ctx, err)
 			return
@@ -86,6 +90,9 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 			return
 		}
 		req := seating.Request{Ctx: rctx, Event: ev}
+		if ep.Writes() {
+			req.Client = holds.For(clientip.Subscriber(ip), p.HoldsPerIP)
+		}
 		if ep == seating.Availability {
 			req.Read = func(c context.Context, ev *catalog.CompiledEvent) (seats.Availability, error) {
 				return p.avail.read(c, ev, func() (seats.Availability, error) { return p.Seats.Availability(c, ev) })

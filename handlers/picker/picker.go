@@ -32,6 +32,10 @@ type Picker struct {
 	Key      []byte
 	Limiter  *ratelimit.Limiter
 	ClientIP *clientip.Resolver
+	// HoldsPerIP bounds the hold tokens (with the registrations awaiting
+	// payment) of one client IP per event, as on the storefront
+	// (TICKETD_HOLDS_PER_IP); 0 counts none.
+	HoldsPerIP int64
 	// Gate, when set, says whether sales run: nil, or the 503 to answer
 	// (redisstate.Monitor.Gate), as on the storefront.
 	Gate func() *apierr.Error

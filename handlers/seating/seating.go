@@ -19,6 +19,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
 
@@ -63,6 +64,11 @@ type Request struct {
 	// short-lived cache shared by its polling pages. Nil reads Redis
 	// afresh (the storefront, the partner API).
 	Read func(ctx context.Context, ev *catalog.CompiledEvent) (seats.Availability, error)
+	// Client is who the hold tokens this request creates count for
+	// (holds.Client: the storefront's and the picker's client IP, up to
+	// TICKETD_HOLDS_PER_IP); the zero value counts none (the partner
+	// surface, bounded by its keys' rate limits).
+	Client holds.Client
 }
 
 // Handler serves one seat request the gate let through.
@@ -161,7 +167,7 @@ func (s *server) holdToken(ctx *fasthttp.RequestCtx, r Request) {
 	if tok == "" {
 		tok = seats.NewToken()
 	}
-	exp, err := s.seats.CreateToken(r.Ctx, r.Event.ID, tok)
+	exp, err := s.seats.CreateTokenFor(r.Ctx, r.Event.ID, tok, r.Client)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return
@@ -198,7 +204,7 @@ func (s *server) hold(ctx *fasthttp.RequestCtx, r Request) {
 	if r.OwnToken != "" {
 		// An owned token is created on first use (and anew after it
 		// timed out): the owner is the caller, not the token.
-		if _, err := s.seats.CreateToken(r.Ctx, r.Event.ID, tok); err != nil {
+		if _, err := s.seats.CreateTokenFor(r.Ctx, r.Event.ID, tok, r.Client); err != nil {
 			httpx.Error(ctx, err)
 			return
 		}
@@ -285,7 +291,7 @@ func (s *server) bestAvailable(ctx *fasthttp.RequestCtx, r Request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	req := seats.BestRequest{Quantity: body.Quantity, Category: body.Category, Token: body.HoldToken}
+	req := seats.BestRequest{Quantity: body.Quantity, Category: body.Category, Token: body.HoldToken, Client: r.Client}
 	switch {
 	case r.OwnToken != "":
 		if body.HoldToken != "" && !sameToken(body.HoldToken, r.OwnToken) {

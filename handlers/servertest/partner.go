@@ -13,8 +13,9 @@ import (
 )
 
 // Catalog is the catalog the partner tests run against: events of every
-// kind (GA, seated, seated with the strict single-seat rule, showings,
-// draft, cancelled, embargoed) and channels of
+// kind (GA, with a maxPerOrder above its capacity so one cart can pass the
+// event's capacity; seated, seated with the strict single-seat rule,
+// showings, draft, cancelled, embargoed) and channels of
 // every configuration, all allowlisted from loopback except ch_ip.
 const Catalog = `{
  "tenants": [{
@@ -23,6 +24,7 @@ const Catalog = `{
   "events": [
    {"id": "ev_ga", "shortId": "ga1", "slug": "ga", "name": "GA Night", "startsAt": "2027-07-01T18:00:00Z",
     "status": "on_sale", "storefront": true, "channels": ["ch_a", "ch_nosign", "ch_invoice", "ch_slow", "ch_scope", "ch_ip", "ch_sess", "ch_low"], "capacity": 10,
+    "maxPerOrder": 12,
     "pricing": {"feePerTicket": 1.5, "feePercent": 0, "vatPercent": 0, "refundProtectionPercent": 8},
     "tickets": [
      {"id": "tk_a", "name": "Adult", "price": 25, "capacity": 5, "maxPerOrder": 10},

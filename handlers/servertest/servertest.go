@@ -56,6 +56,15 @@ type Options struct {
 	Trusted string
 	// CheckoutTTL is the storefront checkout window (TICKETD_CHECKOUT_TTL).
 	CheckoutTTL time.Duration
+	// RegisterHoldTTL is how long a registration holds until its payment
+	// is opened (TICKETD_REGISTER_HOLD_TTL; 0: the default, at most
+	// CheckoutTTL).
+	RegisterHoldTTL time.Duration
+	// HoldsPerIP bounds the unpaid registrations and hold tokens of a
+	// client IP per event (TICKETD_HOLDS_PER_IP); 0, unlike ticketd's
+	// default of 8, counts none: most tests act as many buyers from one
+	// address.
+	HoldsPerIP int64
 	// ManualRecovery leaves a lost Redis state to the test (Rebuilder.Run),
 	// as TICKETD_RECOVERY=manual does.
 	ManualRecovery bool

@@ -1,7 +1,9 @@
 package servertest
 
 import (
+	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -73,7 +75,7 @@ func newFrontStack(d frontDeps) frontStack {
 	card, wallet := payments.NewCard(hosted(CardWebhookSecret)), payments.NewWallet(hosted(WalletWebhookSecret))
 	procs := payments.NewSet(card, wallet)
 	regs := &registrations.Service{Redis: d.redis, Space: d.space, Orders: d.orders, CheckoutTTL: d.opt.CheckoutTTL,
-		Retention: d.opt.Retention, Archive: orderdb.Store{Pool: d.pool}, Expirer: procs, Event: registrations.CatalogEvents(d.catalog.Current),
+		HoldTTL: d.opt.RegisterHoldTTL, Retention: d.opt.Retention, Archive: orderdb.Store{Pool: d.pool}, Expirer: procs, Event: registrations.CatalogEvents(d.catalog.Current),
 		Gate: d.gate, Logger: d.log}
 	keys := tickets.NewKeys(SecretsKey)
 	var front payments.Processor = card
@@ -85,6 +87,7 @@ func newFrontStack(d frontDeps) frontStack {
 			Catalog: d.catalog.Current, Orders: d.orders, Registrations: regs, Seats: d.seats,
 			Card: front, Wallet: wallet, Processors: procs, Tickets: keys,
 			Limiter: d.limiter, ClientIP: d.resolver, Gate: d.gate, Timeout: d.opt.StorefrontTimeout, Logger: d.log,
+			HoldsPerIP: d.opt.HoldsPerIP,
 		},
 		hooks: &webhooks.API{Booker: regs, Refunds: refunddb.Store{Pool: d.pool}, Redis: d.redis, Space: d.space,
 			CardSecret: CardWebhookSecret, WalletSecret: WalletWebhookSecret, StripeSecret: d.opt.StripeWebhookSecret,
@@ -93,7 +96,7 @@ func newFrontStack(d frontDeps) frontStack {
 		tickets: &pages.Tickets{Orders: orderdb.Store{Pool: d.pool}, Keys: keys, Logger: d.log},
 		regs:    regs, card: card, wallet: wallet, keys: keys,
 		picker: &picker.Picker{Catalog: d.catalog.Current, Seats: d.seats, Key: []byte(PickerKey), Limiter: d.limiter,
-			ClientIP: d.resolver, Gate: d.gate, Logger: d.log},
+			ClientIP: d.resolver, Gate: d.gate, Logger: d.log, HoldsPerIP: d.opt.HoldsPerIP},
 	}
 }
 
@@ -221,10 +224,15 @@ type Registered struct {
 	} `json:"tickets"`
 }
 
-// Guest is a register-guest body for pk_shop's site: a valid buyer and
-// the cart fields given.
+// guestSeq numbers Guest's buyers.
+var guestSeq atomic.Int64
+
+// Guest is a register-guest body for pk_shop's site: a valid buyer of its
+// own (each call another e-mail address: a buyer has one registration
+// awaiting payment per event) and the cart fields given, which may name
+// the email.
 func Guest(event string, cart map[string]any) map[string]any {
-	m := map[string]any{"eventId": event, "name": "Grace Hopper", "email": "grace@example.com"}
+	m := map[string]any{"eventId": event, "name": "Grace Hopper", "email": fmt.Sprintf("grace-%d@example.com", guestSeq.Add(1))}
 	for k, v := range cart {
 		m[k] = v
 	}

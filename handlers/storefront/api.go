@@ -20,6 +20,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/seating"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/registrations"
@@ -50,6 +51,10 @@ type API struct {
 	Tickets  *tickets.Keys
 	Limiter  *ratelimit.Limiter
 	ClientIP *clientip.Resolver
+	// HoldsPerIP is the most registrations awaiting payment and seat hold
+	// tokens one client IP may have per event (TICKETD_HOLDS_PER_IP;
+	// inventory/holds); 0 counts none.
+	HoldsPerIP int64
 	// Gate, when set, says whether sales run: nil, or the 503 to answer
 	// (redisstate.Monitor.Gate). It is checked first, as on the partner
 	// surface.
@@ -101,8 +106,18 @@ func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestH
 			httpx.Fail(ctx, e)
 			return
 		}
-		h(ctx, seating.Request{Ctx: r.ctx, Event: ev})
+		req := seating.Request{Ctx: r.ctx, Event: ev}
+		if ep.Writes() {
+			req.Client = a.client(ctx)
+		}
+		h(ctx, req)
 	})
+}
+
+// client is who the request's holds count for: its client IP, behind
+// trusted proxies as the rate limits resolve it.
+func (a *API) client(ctx *fasthttp.RequestCtx) holds.Client {
+	return holds.For(clientip.Subscriber(a.ClientIP.ClientIP(ctx)), a.HoldsPerIP)
 }
 
 // unavailable logs a backing store's failure and returns the 503 to

@@ -235,7 +235,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, r *request, p payments.Processo
 	cancel := strings.ReplaceAll(b.CancelURL, "{REGISTRATION_ID}", reg.ID)
 	sess, err := p.CreateSession(r.ctx, payments.CheckoutRequest{
 		RegistrationID: reg.ID, EventID: ev.ID, EventName: ev.Name, Amount: reg.Total, Currency: "USD",
-		Lines: reg.Lines, Items: checkoutItems(ev, reg), BuyerEmail: reg.BuyerEmail, SuccessURL: success, CancelURL: cancel, ExpiresAt: reg.ExpiresAt,
+		Lines: reg.Lines, Items: checkoutItems(ev, reg), BuyerEmail: reg.BuyerEmail, SuccessURL: success, CancelURL: cancel, ExpiresAt: reg.PayBy,
 	})
 	if err != nil {
 		httpx.Fail(ctx, a.processorFailed("create session", err))

@@ -96,6 +96,7 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 		EventID: ev.ID, TenantID: ev.TenantID,
 		Buyer: registrations.Buyer{Name: buyer.Name, Email: buyer.Email, Phone: buyer.Phone},
 		Quote: q, ShowingID: b.ShowingID, HoldToken: token, MaxPerBuyer: ev.BuyerLimit(), CatalogVersion: r.snap.Version,
+		Client: a.client(ctx),
 	})
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("register", err))

@@ -28,6 +28,9 @@ type Event struct {
 	Currency  string   `json:"currency"`
 	Seated    bool     `json:"seated"`
 	Tickets   []Ticket `json:"tickets"`
+	// MaxPerOrder is the most admissions one order (registration, hold
+	// token) may hold: the catalog's, or its default (catalog.CompiledEvent).
+	MaxPerOrder int64 `json:"maxPerOrder"`
 	Parts
 	// Remaining is what the event cap leaves, when it has one and
 	// remaining was read.
@@ -41,7 +44,7 @@ func EventOf(ev *catalog.CompiledEvent, accessCode string, remaining map[string]
 	return Event{ID: ev.ID, ShortID: ev.ShortID, Slug: ev.Slug, Name: ev.Name, StartsAt: ev.StartsAt,
 		Status: ev.Status, OnSaleAt: ev.OnSaleAt, Currency: "USD", Seated: ev.Seated(),
 		Available: ev.Status == catalog.StatusOnSale && ev.SaleStarted(now),
-		Tickets:   ticketsOf(ev, accessCode, remaining), Parts: partsOf(ev, remaining),
+		Tickets:   ticketsOf(ev, accessCode, remaining), MaxPerOrder: ev.MaxPerOrder, Parts: partsOf(ev, remaining),
 		Remaining: Left(remaining, capacity.Event)}
 }
 
@@ -54,13 +57,14 @@ type Parts struct {
 	SeatMap          *SeatSummary `json:"seatMap,omitempty"`
 }
 
-// Ticket is a ticket type as a buyer may see it.
+// Ticket is a ticket type as a buyer may see it. MaxPerOrder is the most
+// of it one order may hold: its own maxPerOrder, else the event's.
 type Ticket struct {
 	ID          string      `json:"id"`
 	Name        string      `json:"name"`
 	Price       money.Cents `json:"price"`
 	Currency    string      `json:"currency"`
-	MaxPerOrder int64       `json:"maxPerOrder,omitempty"`
+	MaxPerOrder int64       `json:"maxPerOrder"`
 	// Hidden is set on a hidden ticket its access code revealed.
 	Hidden bool `json:"hidden,omitempty"`
 	// Remaining is what can still be bought (capacity.Ticket: the ticket
@@ -78,7 +82,7 @@ func ticketsOf(ev *catalog.CompiledEvent, accessCode string, remaining map[strin
 		if t.Hidden && (accessCode == "" || accessCode != t.AccessCode) {
 			continue
 		}
-		tv := Ticket{ID: t.ID, Name: t.Name, Price: t.Price, Currency: "USD", MaxPerOrder: t.MaxPerOrder, Hidden: t.Hidden}
+		tv := Ticket{ID: t.ID, Name: t.Name, Price: t.Price, Currency: "USD", MaxPerOrder: ev.TicketMaxPerOrder(&t), Hidden: t.Hidden}
 		if n, ok := capacity.Ticket(remaining, t.ID); ok {
 			soldOut := n <= 0
 			tv.Remaining, tv.SoldOut = &n, &soldOut

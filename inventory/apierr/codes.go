@@ -43,6 +43,12 @@ var statuses = map[string]int{
 	"KEY_CONFLICT":             409,
 	"DUPLICATE_IN_PROGRESS":    409,
 	"BUYER_LIMIT_REACHED":      409,
+	// Holding without paying (inventory/holds, inventory/registrations):
+	// a client IP's unpaid registrations and seat hold tokens of an event
+	// at TICKETD_HOLDS_PER_IP; a buyer's earlier registration paid while a
+	// new one was made (the new one is refused, the tickets are on their way).
+	"HOLD_LIMIT_REACHED":         409,
+	"PREVIOUS_REGISTRATION_PAID": 409,
 
 	// The cart (decisions.md §2, docs/decisions.md).
 	"INVALID_QUANTITY":       400,

@@ -62,6 +62,11 @@ type Event struct {
 	// gets over the event's storefront registrations and paid partner
 	// orders (decisions.md section 7); nil: no limit.
 	MaxTicketsPerBuyer *int64 `json:"maxTicketsPerBuyer,omitempty"`
+	// MaxPerOrder caps the admissions of one order, registration or hold
+	// token (tickets, seats, GA area places and tables' seats together);
+	// nil: DefaultMaxPerOrder, raised to what the event's own ticket
+	// types and tables need (CompiledEvent.MaxPerOrder).
+	MaxPerOrder *int64 `json:"maxPerOrder,omitempty"`
 }
 
 // Showing is one performance of a multi-showing event.
@@ -79,7 +84,8 @@ type Pricing struct {
 	RefundProtectionPercent decimal.Decimal `json:"refundProtectionPercent"`
 }
 
-// Ticket is a GA ticket type.
+// Ticket is a GA ticket type. MaxPerOrder caps it in one order; 0
+// (absent) leaves it to the event's (CompiledEvent.TicketMaxPerOrder).
 type Ticket struct {
 	ID          string      `json:"id"`
 	Name        string      `json:"name"`

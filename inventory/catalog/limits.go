@@ -43,6 +43,13 @@ const (
 	// a phone screen shows (inventory/tickets tests it).
 	MaxName = 200
 
+	// Per order: the most admissions one order, registration or hold
+	// token may hold, and what an event's maxPerOrder is when the catalog
+	// sets none (decisions.md, Storefront surface: a buyer, or a bot, holds
+	// at most this many places with one request).
+	MaxOrderAdmissions = 1000
+	DefaultMaxPerOrder = 10
+
 	// Per channel. The allowlist is scanned on every partner call.
 	MaxAllowlist = 100
 	minSecretLen = 8

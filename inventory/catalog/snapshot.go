@@ -74,6 +74,38 @@ type CompiledEvent struct {
 	Areas      map[string]*GAArea
 	Tables     map[string]*Table
 	Pricing    Pricing
+	// MaxPerOrder is the most admissions one order, registration or hold
+	// token of the event may hold: the event's maxPerOrder, or without one
+	// DefaultMaxPerOrder raised to its largest ticket maxPerOrder and its
+	// largest table (a table is sold whole), so that a default never makes
+	// what the catalog sets unsellable.
+	MaxPerOrder int64
+}
+
+// TicketMaxPerOrder is the most of ticket type t one order may hold: its
+// own maxPerOrder, else the event's.
+func (e *CompiledEvent) TicketMaxPerOrder(t *Ticket) int64 {
+	if t.MaxPerOrder > 0 {
+		return min(t.MaxPerOrder, e.MaxPerOrder)
+	}
+	return e.MaxPerOrder
+}
+
+// maxPerOrder is ev's CompiledEvent.MaxPerOrder.
+func maxPerOrder(ev *Event) int64 {
+	if ev.MaxPerOrder != nil && *ev.MaxPerOrder > 0 {
+		return *ev.MaxPerOrder
+	}
+	n := int64(DefaultMaxPerOrder)
+	for _, t := range ev.Tickets {
+		n = max(n, t.MaxPerOrder)
+	}
+	if ev.SeatMap != nil {
+		for _, t := range ev.SeatMap.Tables {
+			n = max(n, int64(t.Seats))
+		}
+	}
+	return min(n, MaxOrderAdmissions)
 }
 
 // Seated reports whether the event has a seat map.
@@ -204,6 +236,7 @@ func compileEvent(ev *Event) *CompiledEvent {
 	if ev.Pricing != nil {
 		ce.Pricing = *ev.Pricing
 	}
+	ce.MaxPerOrder = maxPerOrder(ev)
 	for i := range ev.Tickets {
 		ce.Tickets[ev.Tickets[i].ID] = &ev.Tickets[i]
 	}

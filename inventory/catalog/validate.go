@@ -426,7 +426,39 @@ func (v *validator) event(tenantID string, e *Event, path string) *ValidationErr
 		}
 	}
 	if e.SeatMap != nil {
-		return seatMap(e.SeatMap, path+".seatMap")
+		if ve := seatMap(e.SeatMap, path+".seatMap"); ve != nil {
+			return ve
+		}
+	}
+	return orderLimit(e, path)
+}
+
+// orderLimit checks the event's maxPerOrder: 1 to MaxOrderAdmissions, and
+// no ticket type's maxPerOrder nor table above it (a table is sold whole:
+// above the limit it could never be sold). Without one the event's limit
+// is derived to fit them (CompiledEvent.MaxPerOrder).
+func orderLimit(e *Event, path string) *ValidationError {
+	if e.MaxPerOrder == nil {
+		return nil
+	}
+	limit := *e.MaxPerOrder
+	if limit < 1 || limit > MaxOrderAdmissions {
+		return fail(path+".maxPerOrder", "must be between 1 and %d, got %d", MaxOrderAdmissions, limit)
+	}
+	for i, t := range e.Tickets {
+		if t.MaxPerOrder > limit {
+			return fail(fmt.Sprintf("%s.tickets[%d].maxPerOrder", path, i),
+				"%d is above the event's maxPerOrder (%d): an order holds at most that many admissions", t.MaxPerOrder, limit)
+		}
+	}
+	if e.SeatMap != nil {
+		for i, t := range e.SeatMap.Tables {
+			if int64(t.Seats) > limit {
+				return fail(fmt.Sprintf("%s.seatMap.tables[%d].seats", path, i),
+					"%d seats are above the event's maxPerOrder (%d): a table is sold whole, so it could never be sold; raise maxPerOrder",
+					t.Seats, limit)
+			}
+		}
 	}
 	return nil
 }
@@ -444,8 +476,8 @@ func ticket(ids seen, t *Ticket, path string) *ValidationError {
 	if ve := checkCount(t.Capacity, 0, path+".capacity"); ve != nil {
 		return ve
 	}
-	if t.MaxPerOrder < 0 { // 0 is "not set" (omitempty)
-		return fail(path+".maxPerOrder", "must be at least 1 when set, got %d", t.MaxPerOrder)
+	if t.MaxPerOrder < 0 || t.MaxPerOrder > MaxOrderAdmissions { // 0 is "not set" (omitempty)
+		return fail(path+".maxPerOrder", "must be between 1 and %d when set, got %d", MaxOrderAdmissions, t.MaxPerOrder)
 	}
 	return nil
 }

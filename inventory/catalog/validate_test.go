@@ -114,6 +114,14 @@ func TestValidEdges(t *testing.T) {
 		{"maxPerOrder unset", func(d *catalog.Document) { tk0(d).MaxPerOrder = 0 }},
 		{"maxPerOrder 1", func(d *catalog.Document) { tk0(d).MaxPerOrder = 1 }},
 		{"maxTicketsPerBuyer 1", func(d *catalog.Document) { ga(d).MaxTicketsPerBuyer = ptr[int64](1) }},
+		{"ticket maxPerOrder 1000", func(d *catalog.Document) { tk0(d).MaxPerOrder = 1000 }},
+		{"event maxPerOrder 1 and 1000", func(d *catalog.Document) {
+			ga(d).MaxPerOrder, tk0(d).MaxPerOrder = ptr[int64](1), 0
+			hall(d).MaxPerOrder = ptr[int64](1000)
+		}},
+		{"event maxPerOrder equal to a ticket's and a table's", func(d *catalog.Document) {
+			ga(d).MaxPerOrder, hall(d).MaxPerOrder = ptr[int64](10), ptr[int64](8)
+		}},
 		{"percents 0 and 100", func(d *catalog.Document) {
 			ga(d).Pricing.FeePercent, ga(d).Pricing.VATPercent = pct("0"), pct("100")
 			dc(d, 0).Percent = ptr(pct("100"))
@@ -221,6 +229,12 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 		{"ticket price negative", func(d *catalog.Document) { tk0(d).Price = -1 }, ev0 + ".tickets[0].price"},
 		{"ticket capacity negative", func(d *catalog.Document) { tk0(d).Capacity = -1 }, ev0 + ".tickets[0].capacity"},
 		{"maxPerOrder negative", func(d *catalog.Document) { tk0(d).MaxPerOrder = -1 }, ev0 + ".tickets[0].maxPerOrder"},
+		{"maxPerOrder over 1000", func(d *catalog.Document) { tk0(d).MaxPerOrder = 1001 }, ev0 + ".tickets[0].maxPerOrder"},
+		{"event maxPerOrder zero", func(d *catalog.Document) { ga(d).MaxPerOrder = ptr[int64](0) }, ev0 + ".maxPerOrder"},
+		{"event maxPerOrder over 1000", func(d *catalog.Document) { ga(d).MaxPerOrder = ptr[int64](1001) }, ev0 + ".maxPerOrder"},
+		{"ticket maxPerOrder above the event's", func(d *catalog.Document) { ga(d).MaxPerOrder = ptr[int64](9) }, ev0 + ".tickets[0].maxPerOrder"},
+		{"table above the event's maxPerOrder", func(d *catalog.Document) { hall(d).MaxPerOrder = ptr[int64](7) },
+			"tenants[0].events[1].seatMap.tables[0].seats"},
 		{"extra id invalid", func(d *catalog.Document) { ga(d).Extras[0].ID = "" }, ev0 + ".extras[0].id"},
 		{"duplicate extra id", func(d *catalog.Document) {
 			ga(d).Extras = append(ga(d).Extras, catalog.Extra{ID: "ex_parking", Name: "P2"})
@@ -439,5 +453,44 @@ func TestMappedAllowlistRangeAdmitsItsIPv4Clients(t *testing.T) {
 	if !c.Allowed(netip.MustParseAddr("10.1.2.3")) || c.Allowed(netip.MustParseAddr("11.1.2.3")) {
 		t.Fatalf("allowlist %v: 10.1.2.3 allowed %v, 11.1.2.3 allowed %v", c.Allow,
 			c.Allowed(netip.MustParseAddr("10.1.2.3")), c.Allowed(netip.MustParseAddr("11.1.2.3")))
+	}
+}
+
+// An event without maxPerOrder takes DefaultMaxPerOrder, raised to what
+// its own catalog sets: a ticket type's larger maxPerOrder, or a table
+// (sold whole) of more seats, so the default never makes them
+// unsellable. A ticket type without one takes the event's.
+func TestCompiledMaxPerOrder(t *testing.T) {
+	doc := decodeValid(t)
+	tk0(doc).MaxPerOrder = 0
+	sm(doc).Tables[0].Seats = 12
+	snap, err := catalog.Compile(1, doc.Tenants, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evGA, evHall := snap.Events["ev_ga"], snap.Events["ev_hall"]
+	if evGA.MaxPerOrder != catalog.DefaultMaxPerOrder || evGA.TicketMaxPerOrder(evGA.Tickets["tk_ga"]) != catalog.DefaultMaxPerOrder {
+		t.Fatalf("no maxPerOrder anywhere: event %d, ticket %d, want %d", evGA.MaxPerOrder,
+			evGA.TicketMaxPerOrder(evGA.Tickets["tk_ga"]), catalog.DefaultMaxPerOrder)
+	}
+	if evHall.MaxPerOrder != 12 {
+		t.Fatalf("a table of 12 seats: event maxPerOrder %d, want 12", evHall.MaxPerOrder)
+	}
+
+	doc = decodeValid(t)
+	tk0(doc).MaxPerOrder = 25
+	ga(doc).Tickets[1].MaxPerOrder = 4
+	snap, _ = catalog.Compile(1, doc.Tenants, nil, nil)
+	ev := snap.Events["ev_ga"]
+	if ev.MaxPerOrder != 25 || ev.TicketMaxPerOrder(ev.Tickets["tk_crew"]) != 4 {
+		t.Fatalf("ticket maxPerOrder 25 and 4: event %d, crew %d", ev.MaxPerOrder, ev.TicketMaxPerOrder(ev.Tickets["tk_crew"]))
+	}
+
+	doc = decodeValid(t)
+	ga(doc).MaxPerOrder, tk0(doc).MaxPerOrder = ptr[int64](30), 0
+	snap, _ = catalog.Compile(1, doc.Tenants, nil, nil)
+	ev = snap.Events["ev_ga"]
+	if ev.MaxPerOrder != 30 || ev.TicketMaxPerOrder(ev.Tickets["tk_ga"]) != 30 {
+		t.Fatalf("event maxPerOrder 30: event %d, ticket %d", ev.MaxPerOrder, ev.TicketMaxPerOrder(ev.Tickets["tk_ga"]))
 	}
 }

@@ -9,6 +9,10 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 )
 
+// MaxBuyerName is the longest buyer name, in characters: a name is
+// printed on every ticket and in the e-mails, and nobody's is longer.
+const MaxBuyerName = 100
+
 // Buyer is a validated buyer identity.
 type Buyer struct{ Name, Email, Phone string }
 
@@ -30,8 +34,8 @@ func ValidateBuyer(f Fields, name, email, phone *string) (Buyer, *apierr.Error) 
 		return b, apierr.Of("INVALID_BUYER_NAME", "%s is required", f.Name)
 	}
 	b.Name = strings.TrimSpace(*name)
-	if utf8.RuneCountInString(b.Name) > 200 || HasControl(b.Name) {
-		return b, apierr.Of("INVALID_BUYER_NAME", "%s must be at most 200 characters of text", f.Name)
+	if utf8.RuneCountInString(b.Name) > MaxBuyerName || HasControl(b.Name) {
+		return b, apierr.Of("INVALID_BUYER_NAME", "%s must be at most %d characters of text", f.Name, MaxBuyerName)
 	}
 	if email == nil || strings.TrimSpace(*email) == "" {
 		return b, apierr.Of("INVALID_BUYER_EMAIL", "%s is required", f.Email)

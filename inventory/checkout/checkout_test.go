@@ -1,6 +1,7 @@
 package checkout
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/inventory/catalog"
@@ -17,6 +18,7 @@ func TestValidateBuyerCodes(t *testing.T) {
 	}{
 		{nil, ptr("a@b.co"), nil, "INVALID_BUYER_NAME"},
 		{ptr("Ann\x00"), ptr("a@b.co"), nil, "INVALID_BUYER_NAME"},
+		{ptr(strings.Repeat("é", MaxBuyerName+1)), ptr("a@b.co"), nil, "INVALID_BUYER_NAME"},
 		{ptr("Ann"), ptr("Ann <a@b.co>"), nil, "INVALID_BUYER_EMAIL"},
 		{ptr("Ann"), ptr("a@localhost"), nil, "INVALID_BUYER_EMAIL"},
 		{ptr("Ann"), ptr("a@b.co"), ptr("0123456789012345678901234567890123"), "INVALID_BUYER_PHONE"},
@@ -30,6 +32,12 @@ func TestValidateBuyerCodes(t *testing.T) {
 		} else if e == nil || e.Code != c.code || e.Status != 400 {
 			t.Errorf("%v, want 400 %s", e, c.code)
 		}
+	}
+	// 100 characters is a name; the probe's 2.7 MB e-mail carried a name
+	// of the attacker's text.
+	name := strings.Repeat("é", MaxBuyerName)
+	if b, e := ValidateBuyer(StorefrontFields, &name, ptr("a@b.co"), nil); e != nil || b.Name != name {
+		t.Errorf("a name of %d characters: %v", MaxBuyerName, e)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redistest"
 )
@@ -57,7 +58,7 @@ func TestSlotIsRedisClusterHashSlot(t *testing.T) {
 // input is one set of ids the key builders are given: an event and
 // another event of the same partition, an order of each, a hold token, a
 // discount code, seat labels, a test processor's session, an
-// Idempotency-Key and a rate-limit bucket.
+// Idempotency-Key, a rate-limit bucket and a client (holds.Client) key.
 type input struct {
 	sp          keys.Space
 	ev, ev2     string
@@ -66,6 +67,7 @@ type input struct {
 	labels      []string
 	proc, sess  string
 	idem, rl    string
+	client      string
 }
 
 func (in input) p() int        { return keys.Partition(in.ev) }
@@ -81,6 +83,12 @@ func (in input) seats() []string {
 // discountHolds is what the wrappers declare with and without a code.
 func (in input) discountHolds() []string {
 	return []string{in.sp.DiscountHoldsOrNone(in.ev, in.code), in.sp.DiscountHoldsOrNone(in.ev, "")}
+}
+
+// ipTokens is what the wrappers declare for a client's hold tokens, with
+// a client and without (holds.Client).
+func (in input) ipTokens() []string {
+	return []string{in.sp.IPTokens(in.ev, in.client), in.sp.IPTokens(in.ev, "")}
 }
 
 // holds is what the wrappers that sell declare with and without seats.
@@ -145,7 +153,7 @@ var scriptKeys = map[string]func(in input) [][]string{
 	"reg_expire": func(in input) (out [][]string) {
 		for _, dc := range in.discountHolds() {
 			out = append(out, append([]string{in.order(), in.sp.Sold(in.ev), dc, in.sp.Buyers(in.ev),
-				in.sp.Expiry(in.p()), in.sp.Live(in.p())}, in.seats()...))
+				in.sp.Expiry(in.p()), in.sp.Live(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev)}, in.seats()...))
 		}
 		return out
 	},
@@ -155,24 +163,29 @@ var scriptKeys = map[string]func(in input) [][]string{
 		for _, dc := range in.discountHolds() {
 			out = append(out, append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), dc,
 				in.sp.DiscountUsed(in.ev), in.sp.Paid(in.p()), in.sp.Live(in.p()), in.sp.Buyers(in.ev),
-				in.sp.Expiry(in.p())}, in.seats()...))
+				in.sp.Expiry(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev)}, in.seats()...))
 		}
 		return out
 	},
 	"reg_register": func(in input) (out [][]string) {
 		for _, h := range in.holds() {
 			for _, dc := range in.discountHolds() {
-				out = append(out, append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), h, dc,
-					in.sp.DiscountUsed(in.ev), in.sp.Live(in.p()), in.sp.Buyers(in.ev), in.sp.Expiry(in.p()),
-					in.sp.Paid(in.p())}, in.seats()...))
+				for _, ip := range in.ipTokens() {
+					out = append(out, append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), h, dc,
+						in.sp.DiscountUsed(in.ev), in.sp.Live(in.p()), in.sp.Buyers(in.ev), in.sp.Expiry(in.p()),
+						in.sp.Paid(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev), ip}, in.seats()...))
+				}
 			}
 		}
 		return out
 	},
-	"reg_session": func(in input) [][]string { return [][]string{{in.order()}} },
+	"reg_session": func(in input) [][]string { return [][]string{{in.order(), in.sp.Expiry(in.p())}} },
 	"reg_status":  func(in input) [][]string { return [][]string{{in.order()}} },
-	"seat_extend": func(in input) [][]string {
-		return [][]string{append([]string{in.sp.Hold(in.ev, in.token)}, in.seats()...)}
+	"seat_extend": func(in input) (out [][]string) {
+		for _, ip := range in.ipTokens() {
+			out = append(out, append([]string{in.sp.Hold(in.ev, in.token), ip}, in.seats()...))
+		}
+		return out
 	},
 	"seat_hold": func(in input) [][]string {
 		// requested seats, then their neighbours: seat keys of the event all
@@ -181,7 +194,12 @@ var scriptKeys = map[string]func(in input) [][]string{
 	"seat_release": func(in input) [][]string {
 		return [][]string{append([]string{in.sp.Hold(in.ev, in.token), in.sp.Booked(in.ev)}, in.seats()...)}
 	},
-	"seat_token":      func(in input) [][]string { return [][]string{{in.sp.Hold(in.ev, in.token)}} },
+	"seat_token": func(in input) (out [][]string) {
+		for _, ip := range in.ipTokens() {
+			out = append(out, []string{in.sp.Hold(in.ev, in.token), in.sp.IPRegistrations(in.ev), ip})
+		}
+		return out
+	},
 	"state_tick":      func(in input) [][]string { return [][]string{{in.sp.State(), in.sp.CatalogVersion()}} },
 	"worker_takeover": func(in input) [][]string { return [][]string{{in.sp.Paid(in.p())}} },
 }
@@ -263,6 +281,7 @@ func inputs(rng *rand.Rand, n int) []input {
 				randID(rng, "abcdef0123456789", 8, 24) + "_" + in.oid
 			in.idem = randID(rng, idChars+"{}:", 1, 64)
 			in.rl = randID(rng, idChars+":", 1, 40)
+			in.client = holds.For(randID(rng, idChars+":/", 1, 43), 8).Key
 			out = append(out, in)
 		}
 	}

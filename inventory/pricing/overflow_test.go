@@ -26,7 +26,7 @@ func TestLargestCartAtMaxAmountStaysExact(t *testing.T) {
 		cartTickets = append(cartTickets, fmt.Sprintf(`{"ticketId":"tk%d","quantity":20}`, i))
 		cartExtras = append(cartExtras, fmt.Sprintf(`{"extraId":"ex%d","quantity":%d}`, i, MaxQuantity))
 	}
-	ev := event(t, `{"id":"ev_max","status":"on_sale","capacity":100000,
+	ev := event(t, `{"id":"ev_max","status":"on_sale","capacity":100000,"maxPerOrder":`+fmt.Sprint(MaxQuantity)+`,
 	  "pricing":{"feePerTicket":`+max+`,"feePercent":100,"vatPercent":100,"refundProtectionPercent":100},
 	  "tickets":[`+strings.Join(tickets, ",")+`],"extras":[`+strings.Join(extras, ",")+`]}`)
 	var cart Cart

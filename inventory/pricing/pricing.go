@@ -21,7 +21,7 @@ import (
 // Limits of one cart. They keep a request's work (and its Lua script's
 // keys) bounded; a real buyer never comes near them.
 const (
-	MaxQuantity = 1000
+	MaxQuantity = catalog.MaxOrderAdmissions
 	MaxLines    = 50  // per kind of line
 	MaxSeats    = 100 // seat labels per cart
 )
@@ -158,8 +158,11 @@ func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
 		if t == nil || (t.Hidden && (cart.AccessCode == "" || cart.AccessCode != t.AccessCode)) {
 			return q, apierr.Of("TICKET_NOT_FOUND", "ticket %q is not on sale for this event", l.TicketID)
 		}
-		if t.MaxPerOrder > 0 && l.Quantity > t.MaxPerOrder {
-			return q, apierr.Of("MAX_PER_ORDER_EXCEEDED", "at most %d of ticket %q per order", t.MaxPerOrder, t.ID).With("maxPerOrder", t.MaxPerOrder)
+		if limit := ev.TicketMaxPerOrder(t); l.Quantity > limit {
+			return q, apierr.Of("MAX_PER_ORDER_EXCEEDED", "at most %d of ticket %q per order", limit, t.ID).With("maxPerOrder", limit)
+		}
+		if e := q.fits(ev, l.Quantity); e != nil {
+			return q, e
 		}
 		amount := t.Price * money.Cents(l.Quantity)
 		q.Subtotal += amount
@@ -246,6 +249,23 @@ func ticketLines(cart Cart) ([]TicketLine, *apierr.Error) {
 	return out, nil
 }
 
+// MaxPerOrderError is the 400 of a cart, or a hold token, beyond the
+// event's maxPerOrder admissions.
+func MaxPerOrderError(limit int64) *apierr.Error {
+	return apierr.Of("MAX_PER_ORDER_EXCEEDED",
+		"an order holds at most %d admissions for this event (tickets, seats, area places and table seats together)", limit).
+		With("maxPerOrder", limit)
+}
+
+// fits refuses more admissions beyond the event's maxPerOrder, before
+// they are built.
+func (q *Quote) fits(ev *catalog.CompiledEvent, more int64) *apierr.Error {
+	if int64(len(q.Admissions))+more > ev.MaxPerOrder {
+		return MaxPerOrderError(ev.MaxPerOrder)
+	}
+	return nil
+}
+
 func (q *Quote) admit(kind, ref, label string, price money.Cents) {
 	q.Admissions = append(q.Admissions, Admission{Kind: kind, RefID: ref, Label: label})
 	if price > 0 {
@@ -275,6 +295,9 @@ func (q *Quote) seats(ev *catalog.CompiledEvent, labels []string) *apierr.Error 
 	}
 	if len(unpriced) > 0 {
 		return apierr.SeatNotPriced(unpriced)
+	}
+	if e := q.fits(ev, int64(len(q.SeatLabels))); e != nil {
+		return e
 	}
 	for i, label := range q.SeatLabels {
 		price := prices[i]
@@ -306,6 +329,13 @@ func (q *Quote) areas(ev *catalog.CompiledEvent, sel []AreaLine) *apierr.Error {
 	}
 	if len(unpriced) > 0 {
 		return apierr.SeatNotPriced(unpriced)
+	}
+	var n int64
+	for _, id := range ids {
+		n += qty[id]
+	}
+	if e := q.fits(ev, n); e != nil {
+		return e
 	}
 	for _, id := range ids {
 		a := ev.Areas[id]
@@ -340,6 +370,13 @@ func (q *Quote) tables(ev *catalog.CompiledEvent, sel []TableLine) *apierr.Error
 	}
 	if len(unpriced) > 0 {
 		return apierr.SeatNotPriced(unpriced)
+	}
+	var n int64
+	for _, id := range ids {
+		n += int64(ev.Tables[id].Seats)
+	}
+	if e := q.fits(ev, n); e != nil {
+		return e
 	}
 	for _, id := range ids {
 		t := ev.Tables[id]

@@ -166,6 +166,8 @@ func TestPriceErrors(t *testing.T) {
 	seated := event(t, seatedEvent)
 	shows := event(t, `{"id":"ev_sh","status":"on_sale","showings":[{"id":"s1","startsAt":"2027-01-01T00:00:00Z"}],
 	  "tickets":[{"id":"a","name":"A","price":1,"capacity":10}]}`)
+	big := event(t, `{"id":"ev_big","status":"on_sale","maxPerOrder":1000,
+	  "tickets":[{"id":"a","name":"A","price":1,"capacity":1000},{"id":"b","name":"B","price":1,"capacity":1000}]}`)
 	many := make([]AreaLine, MaxLines+1)
 	for i := range many {
 		many[i] = AreaLine{AreaID: "floor", Quantity: 1}
@@ -185,7 +187,7 @@ func TestPriceErrors(t *testing.T) {
 		{"negative line quantity", ga, Cart{Tickets: []TicketLine{{TicketID: "tk_ga", Quantity: -1}}}, "INVALID_QUANTITY"},
 		{"huge quantity", ga, Cart{SelectedTicketID: "tk_vip", Quantity: n(1 << 40)}, "INVALID_QUANTITY"},
 		{"merged lines over the limit", ga, Cart{Tickets: []TicketLine{{TicketID: "tk_vip", Quantity: 600}, {TicketID: "tk_vip", Quantity: 600}}}, "INVALID_QUANTITY"},
-		{"too many admissions in all", ga, Cart{Tickets: []TicketLine{{TicketID: "tk_vip", Quantity: 600}, {TicketID: "tk_free", Quantity: 600}}}, "INVALID_QUANTITY"},
+		{"too many admissions in all", big, Cart{Tickets: []TicketLine{{TicketID: "a", Quantity: 600}, {TicketID: "b", Quantity: 600}}}, "MAX_PER_ORDER_EXCEEDED"},
 		{"unknown ticket", ga, Cart{SelectedTicketID: "nope"}, "TICKET_NOT_FOUND"},
 		{"hidden ticket without code", ga, Cart{SelectedTicketID: "tk_hidden"}, "TICKET_NOT_FOUND"},
 		{"hidden ticket with wrong code", ga, Cart{SelectedTicketID: "tk_hidden", AccessCode: "crew"}, "TICKET_NOT_FOUND"},
@@ -232,5 +234,58 @@ func TestSeatNotPricedNamesEverySeat(t *testing.T) {
 	seats, _ := data["seats"].([]string)
 	if len(seats) != 2 || seats[0] != "B-1" || seats[1] != "B-2" {
 		t.Fatalf("data.seats = %v, want [B-1 B-2]", seats)
+	}
+}
+
+// Without maxPerOrder an event takes 10 admissions an order (its ticket
+// types the event's limit): the probe's quantity 1,000 is refused with the
+// cart's code on quote, reserve and register alike, as they all price
+// through Price. An event-level maxPerOrder bounds tickets, seats, area
+// places and tables' seats together.
+func TestMaxPerOrderDefaultAndEventLimit(t *testing.T) {
+	ga := event(t, gaEvent)
+	if ga.MaxPerOrder != catalog.DefaultMaxPerOrder {
+		t.Fatalf("event without maxPerOrder: %d, want the default %d", ga.MaxPerOrder, catalog.DefaultMaxPerOrder)
+	}
+	seated := event(t, `{"id":"ev_s4","status":"on_sale","maxPerOrder":4,"tickets":[],
+	  "seatMap":{"categories":[{"id":"c","name":"C","price":10}],
+	    "rows":[{"label":"A","seats":10,"category":"c"}],
+	    "gaAreas":[{"id":"floor","name":"Floor","capacity":50,"category":"c"}],
+	    "tables":[{"id":"T1","seats":3,"category":"c"}]}}`)
+	refused := []struct {
+		name  string
+		ev    *catalog.CompiledEvent
+		cart  Cart
+		limit int64
+	}{
+		{"the probe: 1,000 of a ticket without maxPerOrder", ga, Cart{SelectedTicketID: "tk_vip", Quantity: n(1000)}, 10},
+		{"11 of a ticket without maxPerOrder", ga, Cart{SelectedTicketID: "tk_vip", Quantity: n(11)}, 10},
+		{"11 admissions over two ticket types", ga, Cart{Tickets: []TicketLine{{TicketID: "tk_ga", Quantity: 6}, {TicketID: "tk_vip", Quantity: 5}}}, 10},
+		{"5 seats of an event of 4", seated, Cart{SeatLabels: []string{"A-1", "A-2", "A-3", "A-4", "A-5"}}, 4},
+		{"5 area places", seated, Cart{GASelections: []AreaLine{{AreaID: "floor", Quantity: 5}}}, 4},
+		{"a table of 3 and 2 seats", seated, Cart{SeatLabels: []string{"A-1", "A-2"}, TableSelections: []TableLine{{TableID: "T1"}}}, 4},
+		{"a seat, 2 area places and a table of 3", seated,
+			Cart{SeatLabels: []string{"A-1"}, GASelections: []AreaLine{{AreaID: "floor", Quantity: 1}}, TableSelections: []TableLine{{TableID: "T1"}}}, 4},
+	}
+	for _, c := range refused {
+		_, e := Price(c.ev, c.cart)
+		if e == nil || e.Code != "MAX_PER_ORDER_EXCEEDED" || e.Status != 400 || e.Fields["maxPerOrder"] != c.limit {
+			t.Errorf("%s: %+v, want 400 MAX_PER_ORDER_EXCEEDED with maxPerOrder %d", c.name, e, c.limit)
+		}
+	}
+	fits := []struct {
+		name string
+		ev   *catalog.CompiledEvent
+		cart Cart
+	}{
+		{"10 of a ticket without maxPerOrder", ga, Cart{SelectedTicketID: "tk_vip", Quantity: n(10)}},
+		{"10 over two ticket types", ga, Cart{Tickets: []TicketLine{{TicketID: "tk_ga", Quantity: 5}, {TicketID: "tk_vip", Quantity: 5}}}},
+		{"a table of 3 and a seat", seated, Cart{SeatLabels: []string{"A-1"}, TableSelections: []TableLine{{TableID: "T1"}}}},
+		{"4 area places", seated, Cart{GASelections: []AreaLine{{AreaID: "floor", Quantity: 4}}}},
+	}
+	for _, c := range fits {
+		if q, e := Price(c.ev, c.cart); e != nil || int64(len(q.Admissions)) > c.ev.MaxPerOrder {
+			t.Errorf("%s: %v", c.name, e)
+		}
 	}
 }

@@ -102,7 +102,8 @@ func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, sea
 	okey, _ := s.Space.Order(id)
 	part := keys.Partition(ev)
 	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHoldsOrNone(ev, dc),
-		s.Space.DiscountUsed(ev), s.Space.Paid(part), s.Space.Live(part), s.Space.Buyers(ev), s.Space.Expiry(part)}
+		s.Space.DiscountUsed(ev), s.Space.Paid(part), s.Space.Live(part), s.Space.Buyers(ev), s.Space.Expiry(part),
+		s.Space.Unpaid(ev), s.Space.IPRegistrations(ev)}
 	ks = append(ks, s.seatKeys(ev, seats)...)
 	cancelled := "0"
 	if _, c, ok := s.event(ev); ok && c {

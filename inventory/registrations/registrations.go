@@ -12,17 +12,24 @@
 // Unlike a pending partner order, an awaiting-payment registration claims
 // its inventory at once (the sold counters, its seats, a discount use, the
 // buyer's admissions): a paid registration must never find its capacity
-// gone. The claim lasts the checkout window (TICKETD_CHECKOUT_TTL); a
-// registration whose window passed unpaid is expired by the sweeper, which
-// gives everything back. Nothing of the claim lapses by itself before
-// that: a payment that comes after the window but before the sweep books
-// it.
+// gone. The claim lasts the register hold (TICKETD_REGISTER_HOLD_TTL) until
+// a checkout session is opened for it, then the checkout window counted
+// from the registration (TICKETD_CHECKOUT_TTL); a registration whose
+// window passed unpaid is expired by the sweeper, which gives everything
+// back. Nothing of the claim lapses by itself before that: a payment that
+// comes after the window but before the sweep books it.
+//
+// What is held without paying is bounded: a buyer (normalised e-mail) has
+// one registration awaiting payment per event (a new one releases the
+// older), and a client IP at most its limit of them together with its seat
+// hold tokens (inventory/holds).
 package registrations
 
 import (
 	"context"
 	"time"
 
+	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/pricing"
@@ -64,6 +71,10 @@ type Request struct {
 	// MaxPerBuyer is the event's maxTicketsPerBuyer (0: no limit), counted
 	// per normalised buyer e-mail.
 	MaxPerBuyer int64
+	// Client is who the registration counts for while it awaits payment
+	// (holds.Client: the storefront's client IP; the zero value counts
+	// none).
+	Client holds.Client
 	// CatalogVersion is the catalog version the cart was priced with.
 	CatalogVersion int64
 }
@@ -80,7 +91,9 @@ type Registration struct {
 	// Paid is the amount the processor reported paid (0 until then).
 	Paid     money.Cents
 	Currency string
-	// ExpiresAt ends the checkout window of a registration awaiting payment.
+	// ExpiresAt ends the checkout window of a registration awaiting
+	// payment: the register hold until a checkout session is opened for
+	// it, then PayBy.
 	ExpiresAt time.Time
 	Lines     []orders.Line
 	// The adjustments Total holds beside the lines (a registration read
@@ -100,8 +113,13 @@ type Registration struct {
 	SessionID string
 	// Reason says why a registration needs a refund: "cancelled",
 	// "amount_mismatch", "sold_out", "seat_lost", "discount_used_up",
-	// "buyer_limit", "lost".
+	// "buyer_limit", "lost"; or, expired, "replaced": a newer registration
+	// of the same buyer released it.
 	Reason string
+	// PayBy is when the window of a registration awaiting payment ends once
+	// a checkout session is opened for it: the registration's creation plus
+	// the checkout TTL. A session opened for it may live until then.
+	PayBy time.Time
 }
 
 // Payment is a processor's report that a registration was paid.

@@ -594,24 +594,39 @@ func TestPaymentOfALostRegistration(t *testing.T) {
 }
 
 // The per-buyer limit counts normalised e-mails over both surfaces:
-// registrations (held and paid) and paid partner orders.
+// registrations (held and paid) and paid partner orders. A buyer holds one
+// registration awaiting payment, so the limit meets a held one together
+// with what the buyer paid.
 func TestBuyerLimitOnBothSurfaces(t *testing.T) {
 	b := setup(t)
 	b.caps(t, evGA, "t:tk", "100", "ev", "100")
-	r := gaReq(3, 1000, "Buyer@Example.test")
-	r.MaxPerBuyer = 4
-	if _, err := b.regs.Register(b.ctx, r); err != nil {
+	register := func(n int64, email string) (Registration, error) {
+		r := gaReq(n, 1000, email)
+		r.MaxPerBuyer = 4
+		return b.regs.Register(b.ctx, r)
+	}
+	first, err := register(2, "Buyer@Example.test")
+	if err != nil {
 		t.Fatal(err)
 	}
-	r = gaReq(2, 1000, "  buyer@example.TEST ")
-	r.MaxPerBuyer = 4
-	_, err := b.regs.Register(b.ctx, r)
+	if out, err := pay(b, first.ID, "cs_first", 2000); err != nil || out.Status != StatusConfirmed {
+		t.Fatalf("pay: %+v %v", out, err)
+	}
+	// 2 paid + 2 held fit; the buyer's next registration replaces the held
+	// one, so 2 paid + 3 do not, whatever the spelling of the address
+	if _, err := register(2, "buyer+again@example.test"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = register(3, "  buyer@example.TEST ")
 	var ae *apierr.Error
 	if !errors.As(err, &ae) || ae.Code != "BUYER_LIMIT_REACHED" || ae.Status != 409 {
 		t.Fatalf("beyond the limit: %v", err)
 	}
-	if d := ae.Data.(map[string]any); d["limit"] != int64(4) || d["remaining"] != int64(1) {
+	if d := ae.Data.(map[string]any); d["limit"] != int64(4) || d["remaining"] != int64(2) {
 		t.Fatalf("data %v", d)
+	}
+	if _, err := register(1, "buyer@example.test"); err != nil { // 2 paid + 1 held
+		t.Fatal(err)
 	}
 	partner := func(n int64, email string) orders.ReserveRequest { return partnerReq(n, email, 4) }
 	if _, err := b.orders.Reserve(b.ctx, partner(2, "BUYER@example.test")); codeOf(err) != "BUYER_LIMIT_REACHED" {
@@ -633,16 +648,13 @@ func TestBuyerLimitOnBothSurfaces(t *testing.T) {
 	if _, err := b.orders.Confirm(b.ctx, orders.ConfirmRequest{ChannelID: "c", OrderID: res2.OrderID, Amount: 1000, Reference: "p2"}); !errors.As(err, &ae) || ae.Reason != "buyer_limit" {
 		t.Fatalf("confirm beyond the limit: %v", err)
 	}
-	// the paid partner order counts for the storefront
-	r = gaReq(1, 1000, "buyer@example.test")
-	r.MaxPerBuyer = 4
-	if _, err := b.regs.Register(b.ctx, r); codeOf(err) != "BUYER_LIMIT_REACHED" {
+	// the paid partner order counts for the storefront: 2 + 1 paid, and 2
+	// more (replacing the held one) do not fit
+	if _, err := register(2, "buyer@example.test"); codeOf(err) != "BUYER_LIMIT_REACHED" {
 		t.Fatalf("storefront after the partner order: %v", err)
 	}
 	// another buyer is not limited by this one
-	r = gaReq(4, 1000, "other@example.test")
-	r.MaxPerBuyer = 4
-	if _, err := b.regs.Register(b.ctx, r); err != nil {
+	if _, err := register(4, "other@example.test"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/checkout"
+	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
@@ -29,9 +30,14 @@ type Service struct {
 	// Orders mints the registration ids (orders.Service.NewID, owner
 	// "sf:<tenant>"), so its IDKey tells ticketd's ids from others.
 	Orders *orders.Service
-	// CheckoutTTL is the checkout window of a paid registration
+	// CheckoutTTL is the checkout window of a paid registration once a
+	// checkout session is opened for it, counted from the registration
 	// (TICKETD_CHECKOUT_TTL, default 15m).
 	CheckoutTTL time.Duration
+	// HoldTTL is how long a paid registration holds its inventory until a
+	// checkout session is opened for it (TICKETD_REGISTER_HOLD_TTL, default
+	// 3m; never longer than CheckoutTTL).
+	HoldTTL time.Duration
 	// Retention is how long a registration stays in Redis once it is
 	// expired, refunded, or paid and written to Postgres (default
 	// orders.DefaultRetention).
@@ -91,6 +97,7 @@ func (s *Service) event(eventID string) (tenantID string, cancelled bool, ok boo
 // Defaults of the Service's zero fields.
 const (
 	DefaultCheckoutTTL   = 15 * time.Minute
+	DefaultHoldTTL       = 3 * time.Minute
 	DefaultGrace         = 10 * time.Minute
 	DefaultExpireTimeout = 5 * time.Second
 	// MaxSessions bounds the checkout sessions one registration may open.
@@ -102,6 +109,9 @@ func (s *Service) retention() time.Duration   { return orDefault(s.Retention, or
 func (s *Service) grace() time.Duration       { return orDefault(s.Grace, DefaultGrace) }
 func (s *Service) expireTimeout() time.Duration {
 	return orDefault(s.ExpireTimeout, DefaultExpireTimeout)
+}
+func (s *Service) holdTTL() time.Duration {
+	return min(orDefault(s.HoldTTL, DefaultHoldTTL), s.checkoutTTL())
 }
 
 func (s *Service) logger() *slog.Logger {
@@ -160,9 +170,27 @@ func NotPayable(reason string) *apierr.Error {
 	return apierr.Of("REGISTRATION_NOT_PAYABLE", "%s", msg).WithReason(reason)
 }
 
+// replaceTries bounds how often one Register releases a registration of
+// the same buyer and tries again: more means other registrations of the
+// buyer are being made at the same time.
+const replaceTries = 4
+
+// errBuyerBusy answers a Register that kept finding a newer registration
+// of its buyer: several are being made at once.
+var errBuyerBusy = apierr.Of("DUPLICATE_IN_PROGRESS",
+	"another registration for this e-mail address is being made for this event at the same time; try again in a moment")
+
 // Register creates a registration: a free one is confirmed at once (paid
 // stream, tickets, e-mails through the worker); a paid one claims the
-// cart's inventory for the checkout window and awaits payment.
+// cart's inventory for the register hold (HoldTTL, then the checkout
+// window once a session is opened for it) and awaits payment.
+//
+// A buyer (normalised e-mail) has one registration awaiting payment per
+// event: a paid one of a buyer who has one already releases that one first
+// (replace), so a buyer who retries is never blocked; if that one was paid
+// meanwhile, the new one is refused with PREVIOUS_REGISTRATION_PAID. It
+// counts for req.Client until it leaves "held"; beyond the client's limit
+// it is refused with HOLD_LIMIT_REACHED.
 func (s *Service) Register(ctx context.Context, req Request) (Registration, error) {
 	ev := req.EventID
 	if !keys.ValidID(ev) || req.TenantID == "" {
@@ -190,25 +218,23 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	if req.HoldToken != "" {
 		hold = s.Space.Hold(ev, req.HoldToken)
 	}
-	ks := make([]string, 0, 11+len(q.SeatLabels))
+	ks := make([]string, 0, 14+len(q.SeatLabels))
 	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
 		s.Space.DiscountHoldsOrNone(ev, q.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(p), s.Space.Buyers(ev),
-		s.Space.Expiry(p), s.Space.Paid(p))
+		s.Space.Expiry(p), s.Space.Paid(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.IPTokens(ev, req.Client.Key))
 	for _, l := range q.SeatLabels {
 		ks = append(ks, s.Space.Seat(ev, l))
 	}
-	buyer := ""
-	if req.MaxPerBuyer > 0 {
-		buyer = orders.BuyerKey(req.Buyer.Email)
-	}
+	buyer := orders.BuyerKey(req.Buyer.Email)
 	free := "0"
 	if q.Total == 0 {
 		free = "1"
 	}
-	args := make([]string, 0, 13+2*len(q.Claims)+len(q.SeatLabels)+16)
-	args = append(args, id, ms(s.checkoutTTL()), ms(s.retention()), req.HoldToken, q.DiscountCode,
+	args := make([]string, 0, 16+2*len(q.Claims)+len(q.SeatLabels)+16)
+	args = append(args, id, ms(s.holdTTL()), ms(s.retention()), req.HoldToken, q.DiscountCode,
 		strconv.FormatInt(q.DiscountMaxUses, 10), strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer,
-		strconv.FormatInt(q.Claims["ev"], 10), free, strconv.FormatInt(s.StreamCap, 10))
+		strconv.FormatInt(q.Claims["ev"], 10), free, strconv.FormatInt(s.StreamCap, 10),
+		ms(s.checkoutTTL()), req.Client.Key, req.Client.LimitArg())
 	args, claims := orders.ClaimArgs(args, q.Claims, q.SeatLabels)
 	owner := Owner(req.TenantID)
 	args = append(args,
@@ -221,32 +247,108 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 		"tix", string(tixJSON),
 		"rec", string(recJSON),
 	)
-	arr, err := lua.Array(ctx, s.Redis, registerScript, ks, args)
-	if err != nil {
-		return Registration{}, fmt.Errorf("register: %w", err)
-	}
-	code, err := lua.Int(arr, 0)
-	if err != nil {
-		return Registration{}, err
-	}
 	reg := Registration{ID: id, EventID: ev, TenantID: req.TenantID, Total: q.Total, Currency: rec.Currency,
 		Lines: q.Lines, BuyerName: req.Buyer.Name, BuyerEmail: req.Buyer.Email}
-	switch code {
-	case 0:
-		exp, _ := lua.Int(arr, 1)
-		reg.Status, reg.PaymentStatus, reg.ExpiresAt = StatusAwaitingPayment, PaymentUnpaid, time.UnixMilli(exp)
-		return reg, nil
-	case 9:
-		reg.Status, reg.PaymentStatus, reg.Tickets = StatusConfirmed, PaymentNotRequired, tix
-		return reg, nil
-	case 1:
-		// A fresh id exists already: a collision of 72 random bits.
-		return Registration{}, fmt.Errorf("register: %w: id %s exists", lua.ErrReply, id)
+	var since int64 // Redis' time (us) when this Register first found an unpaid registration of its buyer
+	for range replaceTries {
+		arr, err := lua.Array(ctx, s.Redis, registerScript, ks, args)
+		if err != nil {
+			return Registration{}, fmt.Errorf("register: %w", err)
+		}
+		code, err := lua.Int(arr, 0)
+		if err != nil {
+			return Registration{}, err
+		}
+		switch code {
+		case 0:
+			exp, _ := lua.Int(arr, 1)
+			reg.Status, reg.PaymentStatus, reg.ExpiresAt = StatusAwaitingPayment, PaymentUnpaid, time.UnixMilli(exp)
+			// As the script counts it, from Redis' now (exp - the hold TTL).
+			reg.PayBy = reg.ExpiresAt.Add(s.checkoutTTL() - s.holdTTL())
+			return reg, nil
+		case 9:
+			reg.Status, reg.PaymentStatus, reg.Tickets = StatusConfirmed, PaymentNotRequired, tix
+			return reg, nil
+		case 1:
+			// A fresh id exists already: a collision of 72 random bits.
+			return Registration{}, fmt.Errorf("register: %w: id %s exists", lua.ErrReply, id)
+		case 10:
+			prev, _ := lua.Str(arr, 1)
+			if since == 0 {
+				since, _ = lua.Int(arr, 2)
+			}
+			if err := s.replace(ctx, prev, buyer, since); err != nil {
+				return Registration{}, err
+			}
+			continue // nothing was written: the same id runs again
+		case 11:
+			return Registration{}, holds.LimitError(req.Client.Limit)
+		}
+		if err := orders.RefusalError(arr); err != nil {
+			return Registration{}, err
+		}
+		return Registration{}, fmt.Errorf("register: %w: code %d", lua.ErrReply, code)
 	}
-	if err := orders.RefusalError(arr); err != nil {
-		return Registration{}, err
+	return Registration{}, errBuyerBusy
+}
+
+// errPreviousPaid refuses a registration whose buyer's earlier one was
+// paid while this one was made: its tickets are on their way.
+var errPreviousPaid = apierr.Of("PREVIOUS_REGISTRATION_PAID",
+	"this buyer has just paid for an earlier registration of this event, and its tickets are on their way by e-mail; "+
+		"register again only to buy more")
+
+// replace releases prev, a registration awaiting payment of the buyer
+// (buyer key) who is registering again: its checkout sessions are closed
+// first through s.Expirer, as the sweep closes them (one paid answers
+// errPreviousPaid: the old registration is kept, its webhook is on its
+// way), then everything it held is given back at once. A registration no
+// longer held only leaves the buyer's unpaid slot.
+//
+// Only a registration made before since (Redis time in microseconds: when
+// the calling Register first met one of its buyer) is released: one made
+// meanwhile is another Register of the same buyer running at the same time
+// (a double click), which wins; this one answers errBuyerBusy. So
+// registers of one buyer at once never release each other in turn and end
+// with one held.
+func (s *Service) replace(ctx context.Context, prev, buyer string, since int64) error {
+	okey, ok := s.Space.Order(prev)
+	if !ok {
+		return fmt.Errorf("register: %w: the buyer's unpaid registration %q is not a registration id", lua.ErrReply, prev)
 	}
-	return Registration{}, fmt.Errorf("register: %w: code %d", lua.ErrReply, code)
+	for range replaceTries {
+		vals, err := s.Redis.Do(ctx, s.Redis.B().Hmget().Key(okey).Field("sess", "at").Build()).ToArray()
+		if err != nil {
+			return fmt.Errorf("register: replace %s: %w", prev, err)
+		}
+		sess, _ := vals[0].ToString()
+		if at, err := vals[1].AsInt64(); err == nil && at > since {
+			return errBuyerBusy
+		}
+		if sess != "" {
+			if s.Expirer == nil {
+				return fmt.Errorf("register: replace %s: it has checkout sessions and no processor can close them", prev)
+			}
+			paid, err := closeSessions(ctx, s.Expirer, sess, s.expireTimeout())
+			if err != nil {
+				s.logger().Warn("registrations: a processor could not close an earlier registration's checkout session",
+					"registration", prev, "err", err)
+				return apierr.Of("PAYMENT_PROCESSOR_ERROR", "the payment processor did not answer; retry")
+			}
+			if paid {
+				return errPreviousPaid
+			}
+		}
+		code, err := s.expire(ctx, prev, "release", sess, buyer)
+		if err != nil {
+			return fmt.Errorf("register: replace: %w", err)
+		}
+		if code != 4 {
+			return nil // released, or no longer held
+		}
+		// A session was attached meanwhile: close it too.
+	}
+	return errBuyerBusy
 }
 
 // record is what the sync worker writes to Postgres once the registration
@@ -290,12 +392,13 @@ func (s *Service) Get(ctx context.Context, id string) (reg Registration, found b
 		}
 		return s.archived(ctx, id)
 	}
-	v := make([]string, 11)
+	v := make([]string, 12)
 	for i := range v {
 		v[i], _ = lua.Str(arr, 2+i)
 	}
 	now, _ := lua.Int(arr, 1)
 	st, total, ch, exp, tix, why, ref, rec, amt, sess := v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]
+	cexp := v[11]
 	if !strings.HasPrefix(ch, ownerPrefix) {
 		return Registration{}, false, nil // a partner order
 	}
@@ -310,7 +413,10 @@ func (s *Service) Get(ctx context.Context, id string) (reg Registration, found b
 	}
 	e, _ := strconv.ParseInt(exp, 10, 64)
 	if st == "held" {
-		reg.ExpiresAt = time.UnixMilli(e)
+		reg.ExpiresAt, reg.PayBy = time.UnixMilli(e), time.UnixMilli(e)
+		if c, err := strconv.ParseInt(cexp, 10, 64); err == nil && c > e {
+			reg.PayBy = time.UnixMilli(c)
+		}
 	}
 	if rec != "" {
 		var r orders.Record
@@ -376,7 +482,9 @@ func (s *Service) archived(ctx context.Context, id string) (Registration, bool, 
 }
 
 // AttachSession records the checkout session a processor opened for a
-// registration awaiting payment, so the sweeper expires it first.
+// registration awaiting payment, so the sweeper expires it first. The
+// registration then holds until its PayBy (the checkout window counted
+// from the registration), no longer only for the register hold.
 func (s *Service) AttachSession(ctx context.Context, id, processor, sessionID string) error {
 	okey, ok := s.Space.Order(id)
 	if !ok {
@@ -385,8 +493,9 @@ func (s *Service) AttachSession(ctx context.Context, id, processor, sessionID st
 	if !validName(processor) || sessionID == "" || len(sessionID) > 255 || strings.ContainsAny(sessionID, " \t\r\n") {
 		return fmt.Errorf("attach session: processor %q or session id not usable", processor)
 	}
-	arr, err := lua.Array(ctx, s.Redis, sessionScript, []string{okey},
-		[]string{processor, sessionID, strconv.Itoa(MaxSessions)})
+	ev, _ := keys.OrderEvent(id)
+	arr, err := lua.Array(ctx, s.Redis, sessionScript, []string{okey, s.Space.Expiry(keys.Partition(ev))},
+		[]string{processor, sessionID, strconv.Itoa(MaxSessions), id})
 	if err != nil {
 		return fmt.Errorf("attach session: %w", err)
 	}

@@ -27,24 +27,36 @@ const sweepWorkers = 16
 // to do: not yet due, or not awaiting payment (then it also leaves the
 // expiry zset). Idempotent.
 func (s *Service) Expire(ctx context.Context, id string) (expired bool, err error) {
-	ev, ok := keys.OrderEvent(id)
-	if !ok {
+	if _, ok := keys.OrderEvent(id); !ok {
 		return false, ErrNotFound
 	}
+	code, err := s.expire(ctx, id, "", "", "")
+	return code == 0, err
+}
+
+// expire runs reg_expire on a registration id: mode "" expires it once its
+// window has passed; "release" releases it now (a newer registration of
+// the buyer replaces it) when its checkout sessions are still sess (else
+// code 4), clearing the buyer's unpaid slot when it is no longer held. It
+// returns the script's code.
+func (s *Service) expire(ctx context.Context, id, mode, sess, buyer string) (int64, error) {
+	ev, _ := keys.OrderEvent(id)
 	okey, _ := s.Space.Order(id)
 	p := keys.Partition(ev)
 	arr, err := s.declared(id, func(seats, dc string) ([]rueidis.RedisMessage, error) {
-		ks := []string{okey, s.Space.Sold(ev), s.Space.DiscountHoldsOrNone(ev, dc), s.Space.Buyers(ev), s.Space.Expiry(p), s.Space.Live(p)}
-		return lua.Array(ctx, s.Redis, expireScript, append(ks, s.seatKeys(ev, seats)...), []string{id, seats, dc, ms(s.retention())})
+		ks := []string{okey, s.Space.Sold(ev), s.Space.DiscountHoldsOrNone(ev, dc), s.Space.Buyers(ev), s.Space.Expiry(p),
+			s.Space.Live(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev)}
+		return lua.Array(ctx, s.Redis, expireScript, append(ks, s.seatKeys(ev, seats)...),
+			[]string{id, seats, dc, ms(s.retention()), mode, sess, buyer})
 	})
 	if err != nil {
-		return false, fmt.Errorf("expire: %w", err)
+		return 0, fmt.Errorf("expire: %w", err)
 	}
 	code, err := lua.Int(arr, 0)
-	if err == nil && code > 2 {
+	if err == nil && (code > 2 && !(mode == "release" && code == 4)) {
 		err = fmt.Errorf("expire %s: %w: code %d", id, lua.ErrReply, code)
 	}
-	return code == 0, err
+	return code, err
 }
 
 // keep pushes a registration's window out by the grace period, once; kept

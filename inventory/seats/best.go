@@ -10,6 +10,7 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/holds"
 )
 
 // MaxBest is the most seats one best-available call picks.
@@ -31,6 +32,9 @@ type BestRequest struct {
 	// Create the token must exist (ErrHoldExpired otherwise), as for Hold.
 	Token  string
 	Create bool
+	// Client is who a new token counts for (holds.Client; the zero value
+	// counts none): a token beyond the client's limit is not created.
+	Client holds.Client
 }
 
 // BestAvailable picks Quantity adjacent free seats in one row and holds
@@ -48,6 +52,9 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 	q := req.Quantity
 	if q < 1 || q > MaxBest {
 		return HoldResult{}, apierr.Invalid("quantity must be between 1 and %d", MaxBest)
+	}
+	if limit := MaxPerToken(ev); q > limit {
+		return HoldResult{}, tokenLimitError(limit)
 	}
 	if req.Category != "" {
 		c := ev.Categories[req.Category]
@@ -87,7 +94,7 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 			break
 		}
 		if !created {
-			if _, err := e.CreateToken(ctx, ev.ID, req.Token); err != nil {
+			if _, err := e.CreateTokenFor(ctx, ev.ID, req.Token, req.Client); err != nil {
 				return HoldResult{}, err
 			}
 			created = true

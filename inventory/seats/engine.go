@@ -31,6 +31,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/lua"
 )
@@ -42,8 +43,15 @@ const (
 )
 
 // MaxLabels is the most seats one request may name, and the most seats one
-// token may hold (so a token's seat keys always fit one script call).
+// token may hold (so a token's seat keys always fit one script call); the
+// event's maxPerOrder bounds a token further (MaxPerToken).
 const MaxLabels = 100
+
+// MaxPerToken is the most seats one hold token of ev may hold: the event's
+// maxPerOrder (a hold is for one order), within MaxLabels.
+func MaxPerToken(ev *catalog.CompiledEvent) int {
+	return int(min(ev.MaxPerOrder, MaxLabels))
+}
 
 // retries bounds the read-then-run loop of Extend and Release (all) when a
 // concurrent hold changes the token's seats in between.
@@ -168,17 +176,31 @@ func (e *Engine) seatKeys(eventID string, labels []string, lead ...string) []str
 // heldLabels reads the seat labels a token's hash lists, and whether the
 // hash exists.
 func (e *Engine) heldLabels(ctx context.Context, eventID, token string) ([]string, bool, error) {
-	fields, err := e.Redis.Do(ctx, e.Redis.B().Hkeys().Key(e.Space.Hold(eventID, token)).Build()).AsStrSlice()
+	t, err := e.readToken(ctx, eventID, token)
+	return t.labels, t.exists, err
+}
+
+// tokenState is what a token's hash says: its seats, whether it exists,
+// and the client it counts for ("" none).
+type tokenState struct {
+	labels []string
+	exists bool
+	client string
+}
+
+// readToken reads a token's hash.
+func (e *Engine) readToken(ctx context.Context, eventID, token string) (tokenState, error) {
+	h, err := e.Redis.Do(ctx, e.Redis.B().Hgetall().Key(e.Space.Hold(eventID, token)).Build()).AsStrMap()
 	if err != nil {
-		return nil, false, err
+		return tokenState{}, err
 	}
-	var out []string
-	for _, f := range fields {
+	t := tokenState{exists: len(h) > 0, client: h["ip"]}
+	for f := range h {
 		if l, ok := strings.CutPrefix(f, "s:"); ok {
-			out = append(out, l)
+			t.labels = append(t.labels, l)
 		}
 	}
-	return out, len(fields) > 0, nil
+	return t, nil
 }
 
 // sortLabels orders labels by row, then by seat number ("A-2" before "A-10").

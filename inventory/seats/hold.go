@@ -32,7 +32,8 @@ type HoldResult struct {
 // already holds are kept. The token's expiry does not move (Extend does
 // that); the new seats expire with it. A gone token is ErrHoldExpired. A
 // hold the event's single-seat rule refuses is a 409 SEAT_RULE (RuleError);
-// conflicts are answered first.
+// conflicts are answered first. A token holds at most MaxPerToken seats
+// (400 MAX_PER_ORDER_EXCEEDED).
 func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token string, labels []string) (HoldResult, error) {
 	if !ev.Seated() {
 		return HoldResult{}, ErrNotSeated
@@ -44,11 +45,15 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 	if err != nil {
 		return HoldResult{}, err
 	}
+	limit := MaxPerToken(ev)
+	if len(labels) > limit {
+		return HoldResult{}, tokenLimitError(limit)
+	}
 	near := neighbours(ev, labels)
 	ks := e.seatKeys(ev.ID, append(labels[:len(labels):len(labels)], near...),
 		e.Space.Hold(ev.ID, token), e.Space.Booked(ev.ID), e.Space.Live(keys.Partition(ev.ID)))
 	args := make([]string, 0, 4+len(labels)+len(near))
-	args = append(args, token, strconv.Itoa(MaxLabels), strconv.Itoa(len(labels)), ev.SeatMap.Rule())
+	args = append(args, token, strconv.Itoa(limit), strconv.Itoa(len(labels)), ev.SeatMap.Rule())
 	args = append(args, labels...)
 	args = append(args, near...)
 	arr, err := lua.Array(ctx, e.Redis, holdScript, ks, args)
@@ -80,7 +85,7 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 		}
 		return HoldResult{}, ConflictError(conflicts)
 	case 3:
-		return HoldResult{}, apierr.Invalid("a hold token holds at most %d seats; release some first", MaxLabels)
+		return HoldResult{}, tokenLimitError(limit)
 	case 4:
 		return HoldResult{}, redisstate.ErrSalesStopped
 	case 5:
@@ -94,6 +99,14 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 		return HoldResult{}, RuleError(ev, stranded)
 	}
 	return HoldResult{}, unexpected("hold", code)
+}
+
+// tokenLimitError is the cart's MAX_PER_ORDER_EXCEEDED for a hold token:
+// a token holds the seats of one order.
+func tokenLimitError(limit int) *apierr.Error {
+	return apierr.Of("MAX_PER_ORDER_EXCEEDED",
+		"a hold holds at most %d seats for this event (its maxPerOrder); release some first", limit).
+		With("maxPerOrder", int64(limit))
 }
 
 // checkSeats validates labels against the event's map before Redis sees

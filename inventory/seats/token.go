@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/lua"
 )
 
@@ -12,14 +13,32 @@ var tokenScript = lua.Load("seat_token")
 
 // CreateToken creates the hold token's hash with the TTL, or, when it
 // already exists, leaves it alone and returns its current expiry: a buyer
-// session asks for its token again and must keep its seats.
+// session asks for its token again and must keep its seats. The token
+// counts for no client (a partner's).
 func (e *Engine) CreateToken(ctx context.Context, eventID, token string) (time.Time, error) {
+	return e.CreateTokenFor(ctx, eventID, token, holds.Client{})
+}
+
+// CreateTokenFor is CreateToken for a client whose holds are counted
+// (holds.Client; the zero value counts none): a new token counts for it
+// while it lives, and one beyond the client's limit is refused with
+// holds.LimitError. An existing token is answered as CreateToken does.
+func (e *Engine) CreateTokenFor(ctx context.Context, eventID, token string, client holds.Client) (time.Time, error) {
 	if !ValidToken(token) {
 		return time.Time{}, ErrInvalidToken
 	}
-	arr, err := lua.Array(ctx, e.Redis, tokenScript, []string{e.Space.Hold(eventID, token)}, []string{msArg(e.ttl())})
+	arr, err := lua.Array(ctx, e.Redis, tokenScript,
+		[]string{e.Space.Hold(eventID, token), e.Space.IPRegistrations(eventID), e.Space.IPTokens(eventID, client.Key)},
+		[]string{msArg(e.ttl()), token, client.Key, client.LimitArg()})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("seats: create token: %w", err)
+	}
+	code, err := lua.Int(arr, 0)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("seats: create token: %w", err)
+	}
+	if code == 2 {
+		return time.Time{}, holds.LimitError(client.Limit)
 	}
 	exp, err := lua.Int(arr, 1)
 	if err != nil {

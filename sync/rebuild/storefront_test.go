@@ -26,8 +26,9 @@ func gaQuote(ticket string, n int64, unit money.Cents) pricing.Quote {
 
 // A rebuild restores what storefront sales sold: paid registrations count
 // like partner orders, the per-buyer counts come back from Postgres (both
-// surfaces, by normalised e-mail), the restored copy of a paid
-// registration answers its webhook again as a duplicate, and a
+// surfaces, by normalised e-mail: ann@ and ANN+partner@ are one buyer),
+// the restored copy of a paid registration answers its webhook again as a
+// duplicate, and a
 // registration held across the rebuild (its claim not in Postgres, so not
 // counted) gives nothing back when it expires.
 func TestRebuildRestoresStorefrontSales(t *testing.T) {
@@ -50,7 +51,7 @@ func TestRebuildRestoresStorefrontSales(t *testing.T) {
 	if err != nil || free.Status != registrations.StatusConfirmed {
 		t.Fatalf("free registration: %+v %v", free, err)
 	}
-	o := s.MustReserve(t, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_b", "quantity": 1, "buyerEmail": "ANN@Example.com"})
+	o := s.MustReserve(t, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_b", "quantity": 1, "buyerEmail": "ANN+partner@Example.com"})
 	if c := s.Confirm(t, "a", o.OrderID, o.Amount, "psp-1"); c.Status != 200 {
 		t.Fatalf("confirm: %s", c)
 	}

@@ -119,6 +119,11 @@
         return 'This page has been open for a long time. Please reload it to keep choosing seats.';
       case 'SEAT_NOT_PRICED':
         return 'That seat is not for sale.';
+      case 'MAX_PER_ORDER_EXCEEDED':
+        return 'You have as many seats as one order can hold. Let go of a seat to pick another one.';
+      case 'HOLD_LIMIT_REACHED':
+        return 'Too many seat holds and unpaid orders are open from your connection for this event. ' +
+          'Finish or cancel one of them, or wait a few minutes for an old hold to end, then try again.';
       case 'SEAT_NOT_FOUND':
         return 'That seat is no longer on the map. Please reload the page.';
       case 'NETWORK': case 'SERVICE_UNAVAILABLE': case 'NOT_READY':
