@@ -90,7 +90,8 @@ var statuses = map[string]int{
 	// Storefront payment calls (docs/decisions.md, Storefront surface).
 	"CART_MISMATCH":           400,
 	"PAYMENT_PROCESSOR_ERROR": 502,
-	"PAYMENTS_UNAVAILABLE":    503,
+	// No processor takes this method here (production mode).
+	"PAYMENT_METHOD_UNAVAILABLE": 409,
 
 	// Admin.
 	"INVALID_CATALOG": 400,

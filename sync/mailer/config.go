@@ -31,6 +31,10 @@ type Config struct {
 	// fully qualified domain name; default the host of the app URL (an IP
 	// address as an address literal).
 	Helo string
+	// TestMode marks every message TEST MODE (payments are simulated:
+	// development, or TICKETD_TEST_PAYMENTS=on); set by ticketd, not read
+	// from the environment here.
+	TestMode bool
 }
 
 // ConfigFromEnv reads the mailer's variables through getenv (os.Getenv);

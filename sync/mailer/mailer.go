@@ -52,7 +52,9 @@ type Mailer struct {
 	// further one up to MaxBackoff. After MaxAttempts the row is given up.
 	Backoff, MaxBackoff time.Duration
 	MaxAttempts         int
-	Logger              *slog.Logger
+	// TestMode marks every message TEST MODE (testmode.go).
+	TestMode bool
+	Logger   *slog.Logger
 
 	nameOnce sync.Once
 	nameVal  string
@@ -70,7 +72,7 @@ func New(cfg Config, pool *pgxpool.Pool, keys *tickets.Keys, appURL string, logg
 	if err != nil {
 		return nil, err
 	}
-	return &Mailer{Pool: pool, Sender: s, Keys: keys, AppURL: appURL, From: cfg.From, Logger: logger}, nil
+	return &Mailer{Pool: pool, Sender: s, Keys: keys, AppURL: appURL, From: cfg.From, TestMode: cfg.TestMode, Logger: logger}, nil
 }
 
 func (m *Mailer) logger() *slog.Logger {

@@ -62,6 +62,9 @@ func (m *Mailer) render(ctx context.Context, r row, paid map[string]orderdb.Paid
 	default:
 		return Message{}, fmt.Errorf("%w: unknown outbox kind %q", ErrPermanent, r.kind)
 	}
+	if m.TestMode {
+		msg = testMode(msg)
+	}
 	msg.from, msg.to = from.String(), to.String()
 	msg.date = time.Now()
 	// The same on a resend, so a mail client can tell a duplicate.

@@ -100,7 +100,7 @@
     INVALID_KEY: 'This shop is not set up to sell these tickets right now.',
     MISSING_KEY: 'This shop is not set up to sell these tickets right now.',
     RATE_LIMITED: 'Too many attempts in a short time. Please wait a minute and try again.',
-    PAYMENTS_UNAVAILABLE: 'This payment method is not available right now. Please try another one.',
+    PAYMENT_METHOD_UNAVAILABLE: 'This payment method is not offered here. Please try another one.',
     PAYMENT_PROCESSOR_ERROR: 'The payment service did not answer. Please try again.',
     SERVICE_UNAVAILABLE: 'The ticket service is busy. Please try again in a moment.'
   };
