@@ -99,6 +99,9 @@ var statuses = map[string]int{
 
 	// Payment processors' webhooks (docs/payments.md); a bad signature is
 	// INVALID_SIGNATURE above.
+	// A payment of a session ticketd did not open for the registration,
+	// or of another amount or currency (reason session, amount, currency).
+	"PAYMENT_MISMATCH":    409,
 	"WEBHOOK_STALE":       401,
 	"WEBHOOK_IN_PROGRESS": 409,
 	"WEBHOOK_REPLAYED":    409,
