@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/subtle"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -25,6 +27,11 @@ const minSecretsKey = 32
 // "none" (or unset in production) is no processor.
 const processorNone = "none"
 
+// errDemoInProduction refuses -demo in production: the demo catalog's
+// credentials are public.
+var errDemoInProduction = errors.New("TICKETD_ENV=production with -demo: the demo catalog's credentials are public; " +
+	"run the demo with TICKETD_ENV=development (or unset)")
+
 // loadMode reads TICKETD_ENV, TICKETD_TEST_PAYMENTS and the processors
 // (TICKETD_CARD_PROCESSOR, TICKETD_WALLET_PROCESSOR,
 // TICKETD_STRIPE_WALLET_METHODS), then checks what production refuses
@@ -36,8 +43,7 @@ func (c *config) loadMode(demo bool) error {
 	switch mode {
 	case envProduction:
 		if demo && set {
-			return fmt.Errorf("TICKETD_ENV=production with -demo: the demo catalog's credentials are public; " +
-				"run the demo with TICKETD_ENV=development (or unset)")
+			return errDemoInProduction
 		}
 		c.Development = demo
 	case envDevelopment:
@@ -116,7 +122,7 @@ func (c config) checkMode() error {
 	case k == "":
 		return fmt.Errorf("TICKETD_SECRETS_KEY is not set: production needs a random key of at least %d bytes, "+
 			"the same on every node (openssl rand -hex 32); TICKETD_ENV=development runs without one", minSecretsKey)
-	case k == tickets.DevelopmentSecretsKey:
+	case subtle.ConstantTimeCompare([]byte(k), []byte(tickets.DevelopmentSecretsKey)) == 1:
 		return fmt.Errorf("TICKETD_SECRETS_KEY is ticketd's public development key: anyone could forge webhooks, " +
 			"tickets and page links with it; set a random key of its own (openssl rand -hex 32)")
 	case len(k) < minSecretsKey:

@@ -60,7 +60,9 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if err := cfg.checkMode(); err != nil {
 		return err
 	}
-	logMode(cfg, log)
+	if opts.Demo && !cfg.Development {
+		return errDemoInProduction
+	}
 	rc, closeRedis, embedded, err := connectRedis(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -74,6 +76,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		defer pool.Close()
 	}
 	space := keys.Space{Prefix: cfg.KeyPrefix}
+	logMode(cfg, log)
 
 	secretsKey := cfg.SecretsKey
 	if secretsKey == "" {
