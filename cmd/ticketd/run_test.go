@@ -126,7 +126,8 @@ func localConfig(t *testing.T) config {
 func TestRunWithLocalServices(t *testing.T) {
 	cfg := localConfig(t)
 	base := startTicketd(t, cfg)
-	if st, body := call(t, "GET", base+"/readyz", nil, ""); st != 200 || !strings.Contains(body, `"postgres":"ok"`) {
+	if st, body := call(t, "GET", base+"/readyz", nil, ""); st != 200 || !strings.Contains(body, `"postgres":"ok"`) ||
+		!strings.Contains(body, `"payments":"simulated"`) {
 		t.Fatalf("readyz: %d %s", st, body)
 	}
 	order := demoFlow(t, base)
