@@ -40,7 +40,7 @@ type Booker interface {
 }
 
 // RefundRecorder tells the host that a registration needs a refund (a
-// payment that came too late for its inventory, or of the wrong amount):
+// payment that came too late for its inventory, or a second payment):
 // sync/refunddb records it with the host's e-mail. It must be idempotent:
 // a retried webhook records the same outcome again.
 type RefundRecorder interface {

@@ -15,10 +15,10 @@ import (
 var StripeWalletMethods = []string{"link", "cashapp", "amazon_pay", "paypal", "revolut_pay"}
 
 // DefaultStripeWalletMethods is what a wallet session offers when
-// TICKETD_STRIPE_WALLET_METHODS is unset: Link, which Stripe turns on for
-// card-accepting accounts and which takes USD. Each other type must be
-// activated in the Stripe Dashboard first (Stripe refuses a session naming
-// one that is not) and takes only some currencies.
+// TICKETD_STRIPE_WALLET_METHODS is unset: Link, which takes USD as ticketd
+// charges. Each other type must be turned on in the Stripe Dashboard first
+// (Stripe refuses a session naming one that is not) and takes only some
+// countries' accounts and currencies.
 var DefaultStripeWalletMethods = []string{"link"}
 
 // ParseStripeWalletMethods reads a comma-separated list of

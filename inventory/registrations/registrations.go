@@ -99,8 +99,8 @@ type Registration struct {
 	Processor string
 	SessionID string
 	// Reason says why a registration needs a refund: "cancelled",
-	// "amount_mismatch", "sold_out", "seat_lost", "discount_used_up",
-	// "buyer_limit", "lost".
+	// "sold_out", "seat_lost", "discount_used_up", "buyer_limit", "lost"
+	// ("amount_mismatch" in data from before such payments were refused).
 	Reason string
 }
 
