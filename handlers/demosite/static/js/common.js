@@ -241,6 +241,13 @@
     return b;
   };
 
+  // offers says whether ticketd takes payment by method ("card",
+  // "wallet") for the event: its detail's paymentMethods, as a host's site
+  // should read it (all of them from a ticketd that does not say).
+  Shop.offers = function (ev, method) {
+    return !ev || !Array.isArray(ev.paymentMethods) || ev.paymentMethods.indexOf(method) >= 0;
+  };
+
   // returnURLs are the hosted payment page's way back to the shop; ticketd
   // fills in {REGISTRATION_ID} and the processor {CHECKOUT_SESSION_ID}.
   Shop.returnURLs = function (eventId) {
