@@ -571,3 +571,56 @@ func TestDevelopmentSaysPaymentsAreSimulated(t *testing.T) {
 		t.Fatalf("card page: %d, does not say payments are simulated", st)
 	}
 }
+
+// What each mode runs when nothing else is said: development (and -demo,
+// which implies it) and a staging deployment the test processors; production
+// no processor at all; none can be asked for explicitly.
+func TestModeDefaults(t *testing.T) {
+	for _, c := range []struct {
+		name                 string
+		env                  map[string]string
+		demo                 bool
+		dev, test            bool
+		card, wallet         string
+		simulated, stripeWal bool
+	}{
+		{"development", map[string]string{"TICKETD_ENV": "development"}, false, true, true, "card", "wallet", true, false},
+		{"-demo without TICKETD_ENV", nil, true, true, true, "card", "wallet", true, false},
+		{"production", nil, false, false, false, "", "", false, false},
+		{"staging", map[string]string{"TICKETD_TEST_PAYMENTS": "on"}, false, false, true, "card", "wallet", true, false},
+		{"development without test payments", map[string]string{"TICKETD_ENV": "development", "TICKETD_TEST_PAYMENTS": "off"},
+			false, true, false, "", "", true, false},
+		{"staging, no wallet", map[string]string{"TICKETD_TEST_PAYMENTS": "on", "TICKETD_WALLET_PROCESSOR": "none"},
+			false, false, true, "card", "", true, false},
+		{"production with Stripe", map[string]string{"TICKETD_CARD_PROCESSOR": "stripe", "TICKETD_WALLET_PROCESSOR": "stripe",
+			"STRIPE_SECRET_KEY": "sk_test_x", "STRIPE_WEBHOOK_SECRET": "whsec_x", "TICKETD_STRIPE_WALLET_METHODS": "link,cashapp"},
+			false, false, false, "stripe", "stripe", false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, v := range []string{"TICKETD_ENV", "TICKETD_TEST_PAYMENTS", "TICKETD_CARD_PROCESSOR", "TICKETD_WALLET_PROCESSOR",
+				"STRIPE_SECRET_KEY", "STRIPE_WEBHOOK_SECRET", "TICKETD_STRIPE_WALLET_METHODS"} {
+				t.Setenv(v, "")
+			}
+			t.Setenv("TICKETD_SECRETS_KEY", prodSecretsKey)
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			cfg, err := loadConfigFor(c.demo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Development != c.dev || cfg.TestPayments != c.test || cfg.CardProcessor != c.card || cfg.WalletProcessor != c.wallet ||
+				cfg.testMode() != c.simulated {
+				t.Fatalf("development %v, test payments %v, card %q, wallet %q, test mode %v", cfg.Development, cfg.TestPayments,
+					cfg.CardProcessor, cfg.WalletProcessor, cfg.testMode())
+			}
+			want := "link" // the default
+			if c.stripeWal {
+				want = "link,cashapp"
+			}
+			if got := strings.Join(cfg.StripeWalletMethods, ","); got != want {
+				t.Fatalf("stripe wallet methods %s, want %s", got, want)
+			}
+		})
+	}
+}
