@@ -15,7 +15,7 @@ build: ## build ticketd and ticketctl into bin/
 	$(GO) build -o bin/ ./cmd/...
 
 run: build ## build and run bin/ticketd (API + sync worker) with the demo catalog
-	./bin/ticketd -demo
+	TICKETD_ENV=development ./bin/ticketd -demo
 
 services: ## start Redis and PostgreSQL unless they already answer (installs them if absent)
 	bash .ci/services.sh

@@ -200,6 +200,8 @@ func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name 
 	d.cardSecret = "whsec_" + randomHex(16)
 	env := []string{"TICKETD_ADDR=" + addr, "REDIS_URL=" + d.redisURL, "DATABASE_URL=" + dbURL, "TICKETD_ADMIN_TOKEN=" + token,
 		"TICKETD_KEY_PREFIX=" + d.prefix, "TICKETD_SECRETS_KEY=" + randomHex(16), "TICKETD_LOG_FORMAT=text",
+		// The bench plays the test card processor: development mode.
+		"TICKETD_ENV=development",
 		// The storefront scenarios: the bench plays the card processor and
 		// signs its webhook; each simulated buyer has its own client
 		// address in X-Forwarded-For, believed from loopback only. The

@@ -178,6 +178,10 @@ func (f *fixture) pay(amount int64) {
 		Amount: money.Cents(amount), Currency: "usd", TenantID: "t1"})
 }
 
+// attach records the checkout session pay pays (cs_x), as the storefront
+// does before the buyer can pay it: reg_pay takes no other.
+func (f *fixture) attach() { f.ok(f.regs.AttachSession(f.ctx, f.id, "card", "cs_x")) }
+
 func (f *fixture) session() string { return "cs_abc_" + f.id }
 
 func (f *fixture) sessionKey() string {
@@ -299,19 +303,44 @@ var faultCases = []faultCase{
 		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2"); f.register(1000, []string{"A-1", "A-2"}, "SAVE") },
 		act:   func(f *fixture) { f.register(1000, nil, "SAVE") }},
 	{name: "pay a registration with seats and a limited code",
-		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2"); f.register(1000, []string{"A-1", "A-2"}, "SAVE") },
-		act:   func(f *fixture) { f.pay(1000) }},
+		setup: func(f *fixture) {
+			f.event()
+			f.hold("A-1", "A-2")
+			f.register(1000, []string{"A-1", "A-2"}, "SAVE")
+			f.attach()
+		},
+		act: func(f *fixture) { f.pay(1000) }},
 	{name: "pay a registration counted under an older generation",
 		setup: func(f *fixture) {
 			f.event()
 			f.hold("A-1")
 			f.register(1000, []string{"A-1"}, "SAVE")
+			f.attach()
 			f.cmd("SET", f.sp.Live(part), "g2")
 		},
 		act: func(f *fixture) { f.regs.StreamCap = 10; f.pay(1000) }},
-	{name: "pay the wrong amount: refund, inventory given back",
-		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2"); f.register(1000, []string{"A-1", "A-2"}, "SAVE") },
-		act:   func(f *fixture) { f.pay(999) }},
+	{name: "pay a cancelled event: refund, inventory given back",
+		setup: func(f *fixture) {
+			f.event()
+			f.hold("A-1", "A-2")
+			f.register(1000, []string{"A-1", "A-2"}, "SAVE")
+			f.attach()
+		},
+		act: func(f *fixture) {
+			f.regs.Event = func(string) (string, bool, bool) { return "t1", true, true }
+			f.pay(1000)
+		}},
+	{name: "pay the wrong amount: refused, nothing written",
+		setup: func(f *fixture) {
+			f.event()
+			f.hold("A-1", "A-2")
+			f.register(1000, []string{"A-1", "A-2"}, "SAVE")
+			f.attach()
+		},
+		act: func(f *fixture) { f.pay(999) }},
+	{name: "pay a session ticketd never opened: refused, nothing written",
+		setup: func(f *fixture) { f.event(); f.register(1000, nil, "") },
+		act:   func(f *fixture) { f.pay(1000) }},
 	{name: "pay a registration ticketd lost",
 		setup: func(f *fixture) { f.event(); f.id = f.orders.NewID(ev, registrations.Owner("t1")) },
 		act:   func(f *fixture) { f.pay(1000) }},

@@ -5,10 +5,12 @@
 -- state, whose claims a rebuild did not count): it claims anew when every
 -- capacity and the same seats are still free (reclaimed), else it needs a
 -- refund: capacity, the same seats, a use of its limited discount code
--- and the buyer's limit are checked as for a new claim. An amount or
--- currency that differs from the registration's, or a cancelled event,
+-- and the buyer's limit are checked as for a new claim. A cancelled event
 -- never books it: it needs a refund and, when held, gives its claim back at
--- once (no later payment can book a registration in refund).
+-- once (no later payment can book a registration in refund). A payment of
+-- a session ticketd never opened for the registration (not in its 'sess'
+-- list, reg_session.lua), or of another amount or currency than its total
+-- in USD, is refused whatever the registration's state, and nothing changes.
 --
 -- KEYS[1]  -> registration hash     {pN}:ord:<id>
 -- KEYS[2]  -> capacities hash       {pN}:ev:<id>:cap
@@ -42,13 +44,16 @@
 --                                        same payment already)
 --   {1}                                  no such storefront registration
 --   {2, reason, duplicate 0|1}           this payment needs a refund: 'cancelled',
---                                        'amount_mismatch', 'sold_out', 'seat_lost',
+--                                        'sold_out', 'seat_lost',
 --                                        'discount_used_up', 'buyer_limit',
 --                                        'already_paid' (paid by another payment),
 --                                        or the reason the registration is in
 --                                        refund already
 --   {3, seats, discount code}            declared keys are not the registration's
 --   {4}                                  the partition's marker is missing
+--   {5, reason}                          refused, nothing written: 'session' (not
+--                                        one ticketd opened for it), 'amount' or
+--                                        'currency' (not the registration's)
 --@include capacity
 --@include cart
 --@include check
@@ -65,6 +70,23 @@ if not st or string.sub(o[3] or '', 1, 3) ~= 'sf:' then
   return {1}
 end
 local ref = ARGV[2]
+-- A payment not recorded on it yet is taken only for a session ticketd
+-- opened for this registration, of its total in USD. The one recorded
+-- ('ref': a rebuilt hash has no 'sess') is answered as before, and so is
+-- any payment of a tombstone (reg_lost.lua), which knows no session.
+if o[10] ~= ref and o[9] ~= 'lost' then
+  local opened = false
+  for e in string.gmatch(redis.call('HGET', reg, 'sess') or '', '%S+') do
+    opened = opened or e == ref
+  end
+  if not opened then
+    return {5, 'session'}
+  elseif ARGV[4] ~= 'USD' then
+    return {5, 'currency'}
+  elseif tonumber(ARGV[3]) ~= tonumber(o[2]) then
+    return {5, 'amount'}
+  end
+end
 if st == 'paid' then
   if o[10] ~= ref then
     return {2, 'already_paid', 0}
@@ -101,8 +123,6 @@ end
 local reason = nil
 if ARGV[9] == '1' then
   reason = 'cancelled'
-elseif ARGV[4] ~= 'USD' or tonumber(ARGV[3]) ~= tonumber(o[2]) then
-  reason = 'amount_mismatch'
 end
 if not reason and not counted and capacity_short(KEYS[2], KEYS[3], fields, qtys) then
   reason = 'sold_out'

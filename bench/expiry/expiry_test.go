@@ -385,6 +385,12 @@ func (a *actor) register() {
 	if code != "" || a.rnd.IntN(a.l.PaidEvery) != 0 {
 		return // it expires unpaid
 	}
+	// The checkout session the payment below pays, opened as the
+	// storefront opens it: ticketd takes no payment of another.
+	if err := a.s.Registrations.AttachSession(context.Background(), reg.RegistrationID, "card", sessionOf(reg)); err != nil {
+		a.tally.count("registration's checkout not opened: " + err.Error())
+		return // its window passed already: it expires unpaid
+	}
 	if a.rnd.IntN(3) == 0 {
 		// Paid about when its window ends, racing the sweep: held, it
 		// books what it holds; expired, it claims anew or is refunded.
@@ -400,7 +406,7 @@ func (a *actor) register() {
 
 func (a *actor) pay(reg answer, c ga, seats []string, what string) {
 	out, err := a.s.Registrations.Pay(context.Background(), registrations.Payment{RegistrationID: reg.RegistrationID,
-		Processor: "card", PaymentID: "cs_" + reg.RegistrationID[1:13], Amount: reg.Total, Currency: "USD"})
+		Processor: "card", PaymentID: sessionOf(reg), Amount: reg.Total, Currency: "USD"})
 	switch {
 	case err != nil:
 		a.t.Errorf("pay %s: %v", reg.RegistrationID, err)
@@ -414,6 +420,9 @@ func (a *actor) pay(reg answer, c ga, seats []string, what string) {
 		a.tally.paidOrder(a.t, reg.RegistrationID, c, seats)
 	}
 }
+
+// sessionOf is the checkout session id of a registration's payment.
+func sessionOf(reg answer) string { return "cs_" + reg.RegistrationID[1:13] }
 
 func orOK(code string) string {
 	if code == "" {

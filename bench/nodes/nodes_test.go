@@ -158,7 +158,7 @@ func startDeployment(t *testing.T) *deployment {
 	d.env = []string{"REDIS_URL=" + srv.URL, "DATABASE_URL=" + dbURL, "TICKETD_ADMIN_TOKEN=" + d.token,
 		"TICKETD_SECRETS_KEY=" + randomHex(32), "TICKETD_CARD_WEBHOOK_SECRET=" + d.secret,
 		"TICKETD_TRUSTED_PROXIES=127.0.0.1/32,::1/128", "TICKETD_MAIL=off", "TICKETD_LOG_FORMAT=text",
-		"TICKETD_CHECKOUT_TTL=4s", "TICKETD_ORDER_TTL=10m"}
+		"TICKETD_CHECKOUT_TTL=4s", "TICKETD_ORDER_TTL=10m", "TICKETD_ENV=development"}
 	d.http = &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	for i := range 3 {
 		addr, err := procs.FreeAddr()

@@ -50,7 +50,9 @@ Verify flags:
                  then required
   -dev           check against ticketd's development key (a ticket of
                  ticketd -demo); the output says "development key": that
-                 key is public, anyone can sign such a ticket
+                 key is public, anyone can sign such a ticket, so -dev
+                 (and TICKETD_SECRETS_KEY set to that key) works only
+                 with TICKETD_ENV=development
   -event id      refuse a ticket of any other event
   -json          print the result as JSON
 

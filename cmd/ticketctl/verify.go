@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"crypto/ed25519"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +29,11 @@ type verifyResult struct {
 
 // devKeyNote is what verify says of a check against the development key.
 const devKeyNote = "development key"
+
+// development says whether ticketctl runs beside a development ticketd
+// (TICKETD_ENV=development), the only place ticketd's public development
+// key may be trusted; production is the default, as for ticketd.
+func development(e env) bool { return e.getenv("TICKETD_ENV") == "development" }
 
 // verifyCmd checks a ticket's QR text offline, as a door scanner does.
 func verifyCmd(args []string, e env) int {
@@ -82,12 +88,21 @@ func verifyCmd(args []string, e env) int {
 			fmt.Fprintln(e.stderr, "ticketctl verify: -public-key:", err)
 			return 2
 		}
+	case *dev && !development(e):
+		fmt.Fprintln(e.stderr, "ticketctl verify: -dev checks against ticketd's public development key, which anyone can sign with: "+
+			"only with TICKETD_ENV=development")
+		return 2
 	case *dev:
 		secret = tickets.DevelopmentSecretsKey
 		fmt.Fprintln(e.stderr, "ticketctl verify: checking against ticketd's public development key: anyone can sign such a ticket")
 	default:
 		if secret = e.getenv("TICKETD_SECRETS_KEY"); secret == "" {
 			fmt.Fprintln(e.stderr, "ticketctl verify: TICKETD_SECRETS_KEY is not set: give it, or -public-key, or -dev for ticketd's development key")
+			return 2
+		}
+		if subtle.ConstantTimeCompare([]byte(secret), []byte(tickets.DevelopmentSecretsKey)) == 1 && !development(e) {
+			fmt.Fprintln(e.stderr, "ticketctl verify: TICKETD_SECRETS_KEY is ticketd's public development key, which anyone can sign with: "+
+				"only with TICKETD_ENV=development")
 			return 2
 		}
 	}

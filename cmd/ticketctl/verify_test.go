@@ -94,11 +94,24 @@ func TestVerifyUsesTheDevelopmentKeyOnlyWhenAsked(t *testing.T) {
 	if r.code != 2 || strings.Contains(r.stdout, "valid") || !strings.Contains(r.stderr, "TICKETD_SECRETS_KEY") {
 		t.Fatalf("no key: exit %d, stdout %q, stderr %q; want exit 2 naming TICKETD_SECRETS_KEY", r.code, r.stdout, r.stderr)
 	}
-	r = ticketctl(nil, "", "verify", "-dev", forged)
+	// The development key is trusted only beside a development ticketd:
+	// in production (the default) neither -dev nor the key itself passes.
+	for _, vars := range []map[string]string{nil, {"TICKETD_ENV": "production"}} {
+		r = ticketctl(vars, "", "verify", "-dev", forged)
+		if r.code != 2 || strings.Contains(r.stdout, "valid") || !strings.Contains(r.stderr, "TICKETD_ENV=development") {
+			t.Fatalf("-dev with %v: exit %d, stdout %q, stderr %q; want exit 2 naming TICKETD_ENV=development", vars, r.code, r.stdout, r.stderr)
+		}
+	}
+	r = ticketctl(map[string]string{"TICKETD_SECRETS_KEY": tickets.DevelopmentSecretsKey}, "", "verify", forged)
+	if r.code != 2 || strings.Contains(r.stdout, "valid") || !strings.Contains(r.stderr, "TICKETD_ENV=development") {
+		t.Fatalf("the development key as TICKETD_SECRETS_KEY in production: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	dev := map[string]string{"TICKETD_ENV": "development"}
+	r = ticketctl(dev, "", "verify", "-dev", forged)
 	if r.code != 0 || !strings.HasSuffix(r.stdout, "valid\n") || !strings.Contains(r.stdout, "development key") {
 		t.Fatalf("-dev: exit %d, stdout %q; want valid, saying development key", r.code, r.stdout)
 	}
-	r = ticketctl(map[string]string{"TICKETD_SECRETS_KEY": "prod secret"}, "", "verify", forged, "-dev", "-json")
+	r = ticketctl(map[string]string{"TICKETD_SECRETS_KEY": "prod secret", "TICKETD_ENV": "development"}, "", "verify", forged, "-dev", "-json")
 	var got verifyResult
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 0 {
 		t.Fatalf("-dev -json: exit %d, stdout %q (%v)", r.code, r.stdout, err)
@@ -110,7 +123,7 @@ func TestVerifyUsesTheDevelopmentKeyOnlyWhenAsked(t *testing.T) {
 	if r := ticketctl(map[string]string{"TICKETD_SECRETS_KEY": "prod secret"}, "", "verify", forged); r.code != 1 || strings.Contains(r.stdout, "development key") {
 		t.Fatalf("prod key: exit %d, stdout %q; want invalid", r.code, r.stdout)
 	}
-	if r := ticketctl(nil, "", "verify", "-dev", "-public-key", tickets.NewKeys("x").PublicKey("ev_fest"), forged); r.code != 2 {
+	if r := ticketctl(dev, "", "verify", "-dev", "-public-key", tickets.NewKeys("x").PublicKey("ev_fest"), forged); r.code != 2 {
 		t.Fatalf("-dev with -public-key: exit %d, want 2", r.code)
 	}
 }

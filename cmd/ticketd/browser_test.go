@@ -36,11 +36,20 @@ type shopRun struct {
 
 func startShop(t *testing.T) shopRun {
 	t.Helper()
+	return startShopWith(t, nil)
+}
+
+// startShopWith is startShop with tweak's changes to the config.
+func startShopWith(t *testing.T, tweak func(*config)) shopRun {
+	t.Helper()
 	// The hosted pages' links and the processor's webhook go to
 	// TICKETD_APP_URL: it must be this ticketd's own address.
 	addr := freeAddr(t)
 	cfg := localConfig(t)
 	cfg.Addr, cfg.AppURL, cfg.DemoAddr = addr, "http://"+addr, "127.0.0.1:0"
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	t.Setenv("TICKETD_MAIL_DIR", t.TempDir())
 	shopAddr := make(chan string, 1)
 	api := runTicketd(t, cfg, options{API: true, Worker: true, Demo: true, DemoSite: true, DemoReady: shopAddr})
@@ -234,6 +243,26 @@ func TestBrowserDemoShopGA(t *testing.T) {
 	shot(t, ctx, "3-order", true)
 	loc := payOnHostedPage(t, ctx, s.shop)
 	checkSuccess(t, ctx, s, loc)
+}
+
+// The shop offers only the payment methods ticketd takes, as the event
+// detail's paymentMethods says: without a wallet processor
+// (TICKETD_WALLET_PROCESSOR=none) the wallet button is not shown, on the GA
+// and the seated page, and the card still pays.
+func TestBrowserDemoShopOffersOnlyTheMethodsTicketdTakes(t *testing.T) {
+	s := startShopWith(t, func(c *config) { c.WalletProcessor = "" })
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
+		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
+	do(t, ctx, buyer("Ada Lovelace", "ada@example.com")...)
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $26.50 by card' && !document.getElementById('pay-card').disabled`),
+		until(`document.getElementById('pay-wallet').hidden && !document.getElementById('pay-card').hidden`))
+	loc := payOnHostedPage(t, ctx, s.shop)
+	checkSuccess(t, ctx, s, loc)
+	do(t, ctx, chromedp.Navigate(s.shop+"/seated.html?event=ev_demo_seated"), chromedp.WaitVisible(chromedp.ID("pay-card")),
+		until(`document.getElementById('pay-wallet').hidden`))
 }
 
 // A free event: registering confirms at once, with no payment page.

@@ -59,6 +59,20 @@ type config struct {
 	// (TICKETD_DEMO_ADDR, default localhost:8081): an origin of its own, as a
 	// host's site is.
 	DemoAddr string
+	// Development is TICKETD_ENV=development (make run, -demo, the tests,
+	// the bench); false, the zero value, is production (see mode.go).
+	Development bool
+	// TestPayments is TICKETD_TEST_PAYMENTS=on: the built-in test card
+	// and wallet processors, their pages and webhooks exist (default on in
+	// development only; a staging deployment sets it).
+	TestPayments bool
+	// WalletProcessor is TICKETD_WALLET_PROCESSOR: "wallet" (the built-in
+	// test wallet), "stripe", or "" (none: wallet/create-payment answers
+	// PAYMENT_METHOD_UNAVAILABLE). CardProcessor may be "" the same way.
+	WalletProcessor string
+	// StripeWalletMethods are the Checkout payment method types a Stripe
+	// wallet session offers (TICKETD_STRIPE_WALLET_METHODS).
+	StripeWalletMethods []string
 }
 
 // defaultDatabaseURL is DATABASE_URL's default: database "ticketd" on the
@@ -84,7 +98,12 @@ func defaultAppURL(addr string) string {
 	return "http://localhost:" + port
 }
 
-func loadConfig() (config, error) {
+// loadConfig reads the environment of a ticketd started without -demo.
+func loadConfig() (config, error) { return loadConfigFor(false) }
+
+// loadConfigFor reads the environment; demo is the -demo flag, which asks
+// for development mode (mode.go).
+func loadConfigFor(demo bool) (config, error) {
 	var c config
 	c.Addr, _ = env("TICKETD_ADDR", ":8080")
 	c.AppURL, _ = env("TICKETD_APP_URL", defaultAppURL(c.Addr))
@@ -111,26 +130,13 @@ func loadConfig() (config, error) {
 		}
 		c.RedisConnections = n
 	}
-	c.CardProcessor, _ = env("TICKETD_CARD_PROCESSOR", "card")
 	c.CardWebhookSecret, _ = env("TICKETD_CARD_WEBHOOK_SECRET", "")
 	c.WalletWebhookSecret, _ = env("TICKETD_WALLET_WEBHOOK_SECRET", "")
 	c.StripeSecretKey, _ = env("STRIPE_SECRET_KEY", "")
 	c.StripeWebhookSecret, _ = env("STRIPE_WEBHOOK_SECRET", "")
 	c.StripeAPIBase, _ = env("STRIPE_API_BASE", "")
-	switch c.CardProcessor {
-	case "card":
-		// Stripe stays on after a switch back to the test card, to close
-		// the sessions opened before it; their late payments need the
-		// webhook secret, or Stripe's deliveries are refused for days.
-		if c.StripeSecretKey != "" && c.StripeWebhookSecret == "" {
-			return c, fmt.Errorf("STRIPE_SECRET_KEY is set without STRIPE_WEBHOOK_SECRET: Stripe's webhooks could not be verified")
-		}
-	case "stripe":
-		if c.StripeSecretKey == "" || c.StripeWebhookSecret == "" {
-			return c, fmt.Errorf("TICKETD_CARD_PROCESSOR=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET")
-		}
-	default:
-		return c, fmt.Errorf("TICKETD_CARD_PROCESSOR=%q: want card or stripe", c.CardProcessor)
+	if err := c.loadMode(demo); err != nil {
+		return c, err
 	}
 	c.Recovery, _ = env("TICKETD_RECOVERY", recoveryAuto)
 	if c.Recovery != recoveryAuto && c.Recovery != recoveryManual {

@@ -22,10 +22,9 @@ func main() {
 	mode := flag.String("mode", "all", "what to run: all (API and sync worker), api, or worker")
 	demo := flag.Bool("demo", false, "apply the demo catalog, print demo credentials and curl lines, and serve the demo shop on TICKETD_DEMO_ADDR")
 	flag.Parse()
-	cfg, err := loadConfig()
+	cfg, err := loadConfigFor(*demo)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "ticketd:", err)
-		os.Exit(2)
+		refuse(err)
 	}
 	if *mode != "all" && *mode != "api" && *mode != "worker" {
 		fmt.Fprintln(os.Stderr, "ticketd: -mode must be all, api or worker")
@@ -72,4 +71,15 @@ func newLogger(w io.Writer, format string) (log *slog.Logger, flush func()) {
 	}
 	r := logrepeat.New(h, logrepeat.Options{})
 	return slog.New(r), r.Flush
+}
+
+// refuse ends a start the configuration forbids with one log line naming
+// the variable (in the TICKETD_LOG_FORMAT asked for) and exit status 2.
+func refuse(err error) {
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
+	if os.Getenv("TICKETD_LOG_FORMAT") == "json" {
+		h = slog.NewJSONHandler(os.Stderr, nil)
+	}
+	slog.New(h).Error("ticketd refuses to start: " + err.Error())
+	os.Exit(2)
 }

@@ -17,6 +17,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Setenv("TICKETD_MAIL_DIR", dir)
+	// The tests run ticketd in development mode (test payments, no
+	// secrets key needed); the mode tests set production themselves.
+	os.Setenv("TICKETD_ENV", "development")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

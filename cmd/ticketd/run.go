@@ -57,6 +57,12 @@ type options struct {
 // gracefully: in-flight requests and the current sync batch finish. ready,
 // when not nil, receives the listening address.
 func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready chan<- string) error {
+	if err := cfg.checkMode(); err != nil {
+		return err
+	}
+	if opts.Demo && !cfg.Development {
+		return errDemoInProduction
+	}
 	rc, closeRedis, embedded, err := connectRedis(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -70,6 +76,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		defer pool.Close()
 	}
 	space := keys.Space{Prefix: cfg.KeyPrefix}
+	logMode(cfg, log)
 
 	secretsKey := cfg.SecretsKey
 	if secretsKey == "" {
@@ -126,6 +133,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		if err != nil {
 			return err
 		}
+		mcfg.TestMode = cfg.testMode()
 		ml, err := mailer.New(mcfg, pool, tickets.NewKeys(secretsKey), cfg.AppURL, log)
 		if err != nil {
 			return err
@@ -182,7 +190,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	startLoops(loopsCtx, &wg, fr.loops)
 	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
 	go backlog.Run(bgCtx, 2*time.Second)
-	health := readiness.Health(mon, pool, backlog)
+	health := readiness.WithPayments(readiness.Health(mon, pool, backlog), paymentsMode(cfg))
 	if cfg.AdminToken == "" {
 		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
 	}
@@ -294,6 +302,12 @@ func connectRedis(ctx context.Context, cfg config, log *slog.Logger) (c rueidis.
 	if cfg.RedisURLSet {
 		return nil, nil, false, fmt.Errorf("redis at %s: %w", redisHost(cfg.RedisURL), err)
 	}
+	if !cfg.Development {
+		// An embedded Redis loses every sale when the process stops: never
+		// in production.
+		return nil, nil, false, fmt.Errorf("redis at %s (REDIS_URL unset): %w; production never falls back to an embedded Redis: "+
+			"start Redis or set REDIS_URL", redisHost(cfg.RedisURL), err)
+	}
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true)
 	if err := m.Start(); err != nil {
@@ -331,6 +345,12 @@ func connectPostgres(ctx context.Context, cfg config, log *slog.Logger) (*pgxpoo
 	if err != nil {
 		if cfg.DatabaseURLSet {
 			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		if !cfg.Development {
+			// Without write-through no paid order is durable: never in
+			// production.
+			return nil, fmt.Errorf("postgres (DATABASE_URL unset): %w; production never runs without write-through: "+
+				"start PostgreSQL or set DATABASE_URL", err)
 		}
 		for i := 0; i < 3; i++ {
 			log.Warn("!!! PostgreSQL is not reachable: write-through is OFF. Paid orders stay only in Redis; NOTHING IS DURABLE. " +

@@ -139,7 +139,8 @@ func freeAddr(t *testing.T) string {
 func TestRunWithLocalServices(t *testing.T) {
 	cfg := localConfig(t)
 	base := startTicketd(t, cfg)
-	if st, body := call(t, "GET", base+"/readyz", nil, ""); st != 200 || !strings.Contains(body, `"postgres":"ok"`) {
+	if st, body := call(t, "GET", base+"/readyz", nil, ""); st != 200 || !strings.Contains(body, `"postgres":"ok"`) ||
+		!strings.Contains(body, `"payments":"simulated"`) {
 		t.Fatalf("readyz: %d %s", st, body)
 	}
 	order := demoFlow(t, base)
@@ -172,7 +173,8 @@ func TestRunWithLocalServices(t *testing.T) {
 // Postgres it still sells (nothing durable).
 func TestRunFallsBackToEmbeddedRedis(t *testing.T) {
 	cfg := config{Addr: "127.0.0.1:0", AppURL: "http://localhost", RedisURL: "redis://127.0.0.1:1",
-		DatabaseURL: "postgres://postgres@127.0.0.1:1/postgres", OrderTTL: time.Minute, SeatHoldTTL: time.Minute, CheckoutTTL: time.Minute}
+		DatabaseURL: "postgres://postgres@127.0.0.1:1/postgres", OrderTTL: time.Minute, SeatHoldTTL: time.Minute, CheckoutTTL: time.Minute,
+		Development: true, TestPayments: true, CardProcessor: "card", WalletProcessor: "wallet"}
 	base := startTicketd(t, cfg)
 	if st, body := call(t, "GET", base+"/healthz", nil, ""); st != 200 {
 		t.Fatalf("healthz: %d %s", st, body)
@@ -183,7 +185,7 @@ func TestRunFallsBackToEmbeddedRedis(t *testing.T) {
 // TestRunRefusesUnreachableExplicitRedis: a REDIS_URL that was set is never
 // silently replaced by the embedded Redis.
 func TestRunRefusesUnreachableExplicitRedis(t *testing.T) {
-	cfg := config{Addr: "127.0.0.1:0", RedisURL: "redis://127.0.0.1:1", RedisURLSet: true}
+	cfg := config{Addr: "127.0.0.1:0", RedisURL: "redis://127.0.0.1:1", RedisURLSet: true, Development: true}
 	err := run(context.Background(), cfg, options{API: true}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	if err == nil || !strings.Contains(err.Error(), "redis") {
 		t.Fatalf("want a redis error, got %v", err)

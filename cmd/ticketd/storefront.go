@@ -57,8 +57,9 @@ type frontDeps struct {
 }
 
 // newFront wires the storefront (decisions.md §3 and §4): the built-in
-// test wallet always, the test card processor or Stripe as
-// TICKETD_CARD_PROCESSOR says (payments.Open).
+// test card processor and wallet with test payments on (payments.Open),
+// and the processors TICKETD_CARD_PROCESSOR and TICKETD_WALLET_PROCESSOR
+// name.
 func newFront(d frontDeps) (front, error) {
 	secret := func(set, purpose string) string {
 		if set != "" {
@@ -68,13 +69,19 @@ func newFront(d frontDeps) (front, error) {
 		// derived from the secrets key is shared by every node.
 		return hex.EncodeToString(derive(d.secretsKey, purpose))
 	}
-	cardSecret := secret(d.cfg.CardWebhookSecret, purposeCardWebhooks)
-	walletSecret := secret(d.cfg.WalletWebhookSecret, purposeWalletWebhooks)
+	// Without test payments the built-in processors do not run: no
+	// secret, so their webhooks are not mounted either.
+	var cardSecret, walletSecret string
+	if d.cfg.TestPayments {
+		cardSecret = secret(d.cfg.CardWebhookSecret, purposeCardWebhooks)
+		walletSecret = secret(d.cfg.WalletWebhookSecret, purposeWalletWebhooks)
+	}
 	procs, err := payments.Open(payments.Config{
-		CardProcessor: d.cfg.CardProcessor,
-		Hosted:        payments.HostedConfig{Redis: d.redis, Space: d.space, AppURL: d.cfg.AppURL, Logger: d.log},
-		CardSecret:    cardSecret, WalletSecret: walletSecret,
-		Stripe: payments.StripeConfig{SecretKey: d.cfg.StripeSecretKey, APIBase: d.cfg.StripeAPIBase},
+		CardProcessor: d.cfg.CardProcessor, WalletProcessor: d.cfg.WalletProcessor, TestPayments: d.cfg.TestPayments,
+		Hosted:     payments.HostedConfig{Redis: d.redis, Space: d.space, AppURL: d.cfg.AppURL, Logger: d.log},
+		CardSecret: cardSecret, WalletSecret: walletSecret,
+		Stripe:              payments.StripeConfig{SecretKey: d.cfg.StripeSecretKey, APIBase: d.cfg.StripeAPIBase},
+		StripeWalletMethods: d.cfg.StripeWalletMethods,
 	})
 	if err != nil {
 		return front{}, err
@@ -92,23 +99,24 @@ func newFront(d frontDeps) (front, error) {
 	tix := tickets.NewKeys(d.secretsKey)
 	api := &storefront.API{
 		Catalog: d.store.Current, Orders: d.orders, Registrations: regs, Seats: d.seats,
-		Card: procs.Card, Wallet: procs.Wallet, Processors: procs.Set, Tickets: tix,
+		Card: procs.Card, Wallet: procs.Wallet, Processors: procs.Set, Tickets: tix, TestMode: d.cfg.testMode(),
 		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log, HoldsPerIP: d.cfg.HoldsPerIP,
 	}
 	hooks := &webhooks.API{Booker: regs, Redis: d.redis, Space: d.space, CardSecret: cardSecret,
 		WalletSecret: walletSecret, StripeSecret: d.cfg.StripeWebhookSecret, Gate: d.monitor.Gate, Logger: d.log}
-	pay := &pages.Pay{Wallet: procs.Wallet, Logger: d.log}
-	if procs.TestCard != nil {
-		pay.Card = procs.TestCard
-	}
 	// The seat picker's page tokens are signed under a key of their own:
 	// every node derives the same one, so any node serves the page's calls.
 	pick := &picker.Picker{Catalog: d.store.Current, Seats: d.seats, Key: derive(d.secretsKey, purposePicker),
-		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log, HoldsPerIP: d.cfg.HoldsPerIP}
-	f := front{surfaces: []server.Surface{api, hooks, pay, pick}}
+		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, TestMode: d.cfg.testMode(), Logger: d.log,
+		HoldsPerIP: d.cfg.HoldsPerIP}
+	f := front{surfaces: []server.Surface{api, hooks, pick}}
+	if procs.TestCard != nil && procs.TestWallet != nil {
+		// The hosted pages exist only with the built-in processors.
+		f.surfaces = append(f.surfaces, &pages.Pay{Card: procs.TestCard, Wallet: procs.TestWallet, Logger: d.log})
+	}
 	if d.pool != nil {
 		hooks.Refunds = refunddb.Store{Pool: d.pool}
-		f.surfaces = append(f.surfaces, &pages.Tickets{Orders: orderdb.Store{Pool: d.pool}, Keys: tix, Logger: d.log})
+		f.surfaces = append(f.surfaces, &pages.Tickets{Orders: orderdb.Store{Pool: d.pool}, Keys: tix, TestMode: d.cfg.testMode(), Logger: d.log})
 	} else {
 		// Without Postgres no refund can be recorded for the host's e-mail
 		// (and no mail is sent): the log is where an operator finds it.

@@ -1,14 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,7 +41,9 @@ func startStripeTicketd(t *testing.T, extra map[string]string) (config, string) 
 	t.Setenv("TICKETD_CARD_PROCESSOR", "stripe")
 	t.Setenv("STRIPE_SECRET_KEY", "sk_test_ticketd")
 	t.Setenv("STRIPE_WEBHOOK_SECRET", stripeWebhookSecret)
-	t.Setenv("STRIPE_API_BASE", stripemock.Start(t))
+	if _, ok := extra["STRIPE_API_BASE"]; !ok {
+		t.Setenv("STRIPE_API_BASE", stripemock.Start(t))
+	}
 	for k, v := range extra {
 		t.Setenv(k, v)
 	}
@@ -251,6 +259,74 @@ func TestStripeSessionClosedWhenTheHoldEnds(t *testing.T) {
 	}
 	if n := mustRemaining(); n != before-2 {
 		t.Fatalf("remaining %d after the late payment, want %d", n, before-2)
+	}
+}
+
+// TestStripeWalletThroughTicketd: with TICKETD_WALLET_PROCESSOR=stripe
+// the storefront's wallet/create-payment opens a Stripe Checkout Session
+// limited to the wallet payment method types (Link by default; Apple Pay
+// and Google Pay ride on the card type), the buyer goes to Stripe, and
+// Stripe's signed checkout.session.completed at /v1/webhooks/stripe, the
+// card's endpoint, confirms the registration. The event detail lists both
+// methods; a Stripe webhook of a session ticketd never opened is refused.
+// stripe-mock answers behind a recorder of what ticketd asked Stripe.
+func TestStripeWalletThroughTicketd(t *testing.T) {
+	mock := stripemock.Start(t)
+	target, err := url.Parse(mock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var created []url.Values
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	rec := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" && r.URL.Path == "/v1/checkout/sessions" {
+			b, _ := io.ReadAll(r.Body)
+			f, _ := url.ParseQuery(string(b))
+			mu.Lock()
+			created = append(created, f)
+			mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(rec.Close)
+	_, base := startStripeTicketd(t, map[string]string{"TICKETD_WALLET_PROCESSOR": "stripe", "STRIPE_API_BASE": rec.URL, "TICKETD_MAIL": "off"})
+
+	if methods, _ := eventPayments(t, base, "ev_demo_ga"); strings.Join(methods, ",") != "card,wallet" {
+		t.Fatalf("event detail paymentMethods %v, want card and wallet", methods)
+	}
+	id, total, _ := registerGA(t, base, 2)
+	c := payCalls(id, 2, total)[1]
+	st, body := call(t, "POST", base+c[0], shopHeaders, c[1])
+	var s struct{ Data stripeSession }
+	if err := json.Unmarshal([]byte(body), &s); st != 200 || err != nil || !strings.HasPrefix(s.Data.SessionID, "cs_") {
+		t.Fatalf("wallet/create-payment: %d %s (%v)", st, body, err)
+	}
+	if u, err := url.Parse(s.Data.URL); err != nil || u.Host != "checkout.stripe.com" {
+		t.Fatalf("wallet payment url %q: want Stripe's checkout", s.Data.URL)
+	}
+	mu.Lock()
+	if len(created) != 1 || created[0].Get("payment_method_types[0]") != "link" || created[0].Has("payment_method_types[1]") ||
+		created[0].Get("client_reference_id") != id || created[0].Get("line_items[0][price_data][currency]") != "usd" {
+		t.Fatalf("ticketd asked Stripe for %v, want one session limited to link", created)
+	}
+	mu.Unlock()
+	// The test wallet has no page for it: Stripe hosts the payment.
+	if st, _ := call(t, "GET", base+"/pay/wallet/"+s.Data.SessionID, nil, ""); st != 404 {
+		t.Fatalf("ticketd's wallet page for a Stripe session: %d, want 404", st)
+	}
+
+	if st, body := stripeCompleted(t, base, stripeWebhookSecret, "evt_wallet_forged", "cs_test_never_opened", id, total); st != 409 ||
+		!strings.Contains(body, `"code":"PAYMENT_MISMATCH"`) {
+		t.Fatalf("stripe webhook of a session ticketd never opened: %d %s, want 409 PAYMENT_MISMATCH", st, body)
+	}
+	if st, body := stripeCompleted(t, base, stripeWebhookSecret, "evt_wallet_1", s.Data.SessionID, id, total); st != 200 ||
+		!strings.Contains(body, `"status":"confirmed"`) {
+		t.Fatalf("stripe webhook of the wallet session: %d %s, want 200 confirmed", st, body)
+	}
+	if s, ps, paid := registrationState(t, base, id); s != "confirmed" || ps != "paid" || paid != total {
+		t.Fatalf("registration after Stripe's webhook: %s, payment %s of %s", s, ps, paid)
 	}
 }
 

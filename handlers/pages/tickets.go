@@ -50,7 +50,9 @@ type TicketOrders interface {
 type Tickets struct {
 	Orders TicketOrders
 	Keys   *tickets.Keys
-	Logger *slog.Logger
+	// TestMode says payments are simulated: the page says TEST MODE.
+	TestMode bool
+	Logger   *slog.Logger
 	// Timeout bounds one read of Orders; default 5 s.
 	Timeout time.Duration
 }
@@ -113,6 +115,8 @@ type ticketsView struct {
 	// Offline: the page is cached until after the event (its start is
 	// known), so it can say it opens without a connection.
 	Offline bool
+	// TestMode: payments are simulated, and the page says so.
+	TestMode bool
 }
 
 type ticketMessage struct {
@@ -125,7 +129,7 @@ func (h *Tickets) page(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	v := ticketsView{Order: o, Title: "Your tickets for " + o.EventName,
-		When: tickets.FormatStart(o.StartsAt), Count: len(o.Tickets)}
+		When: tickets.FormatStart(o.StartsAt), Count: len(o.Tickets), TestMode: h.TestMode}
 	for i, t := range o.Tickets {
 		code := h.Keys.Sign(o.Ticket(i))
 		qr, err := qrSVG(code, "QR code of ticket "+strconv.Itoa(i+1)+", "+t.Label)

@@ -80,6 +80,7 @@ type pageData struct {
 	Name, StartsAt, When string
 	JS, CSS              string // asset versions
 	Data                 string
+	TestMode             bool // payments are simulated: the page says so
 }
 
 // pageConfig is the page's data for its script.
@@ -127,7 +128,7 @@ func (p *Picker) page(ctx *fasthttp.RequestCtx) {
 	data, _ := json.Marshal(cfg)
 	var b bytes.Buffer
 	err := pages.ExecuteTemplate(&b, "seatmap.html", pageData{Name: ev.Name, StartsAt: ev.StartsAt, When: when(ev),
-		JS: assets["picker.js"].version, CSS: assets["picker.css"].version, Data: string(data)})
+		JS: assets["picker.js"].version, CSS: assets["picker.css"].version, Data: string(data), TestMode: p.TestMode})
 	if err != nil {
 		p.logger().Error("picker: render page", "event", ev.ID, "err", err)
 		ctx.Error("seat map unavailable", fasthttp.StatusInternalServerError)

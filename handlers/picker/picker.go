@@ -41,7 +41,9 @@ type Picker struct {
 	Gate func() *apierr.Error
 	// Timeout bounds each API request's Redis work (default 5 s).
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// TestMode says payments are simulated: the page says TEST MODE.
+	TestMode bool
+	Logger   *slog.Logger
 
 	idx   catalog.Derived[index]
 	avail availCache

@@ -36,6 +36,16 @@ func Health(mon *redisstate.Monitor, pool *pgxpool.Pool, backlog *Backlog) serve
 	}
 }
 
+// WithPayments reports payments (server.PaymentsLive or
+// server.PaymentsSimulated) in every answer of h.
+func WithPayments(h server.HealthFunc, payments string) server.HealthFunc {
+	return func(ctx context.Context) server.Health {
+		v := h(ctx)
+		v.Payments = payments
+		return v
+	}
+}
+
 // pingEvery is how long a Postgres ping's answer serves /readyz: the
 // endpoint is unauthenticated, and a flood of it must not take the pool's
 // connections from the sync worker.

@@ -32,7 +32,16 @@ type Health struct {
 	Postgres string
 	// Backlog is the sync backlog when known.
 	Backlog *Backlog
+	// Payments is PaymentsLive, or PaymentsSimulated in development and
+	// with the built-in test processors on; "" says nothing.
+	Payments string
 }
+
+// Payment modes of Health.Payments.
+const (
+	PaymentsLive      = "live"
+	PaymentsSimulated = "simulated"
+)
 
 // Backlog is the paid orders on the Redis streams not yet in Postgres.
 type Backlog struct {
@@ -68,6 +77,7 @@ type readyData struct {
 	Durability  string       `json:"durability,omitempty"`
 	Postgres    string       `json:"postgres,omitempty"`
 	SyncBacklog *backlogData `json:"syncBacklog,omitempty"`
+	Payments    string       `json:"payments,omitempty"`
 }
 
 type backlogData struct {
@@ -86,7 +96,7 @@ func readyz(health HealthFunc) fasthttp.RequestHandler {
 		c, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
 		h := health(c)
 		cancel()
-		d := readyData{Status: StatusOK, Redis: h.Redis, Durability: h.Durability, Postgres: h.Postgres}
+		d := readyData{Status: StatusOK, Redis: h.Redis, Durability: h.Durability, Postgres: h.Postgres, Payments: h.Payments}
 		if h.Backlog != nil {
 			// Milliseconds are precision enough for a lag.
 			d.SyncBacklog = &backlogData{Entries: h.Backlog.Entries, OldestSeconds: math.Round(h.Backlog.Oldest.Seconds()*1000) / 1000}

@@ -40,8 +40,13 @@ type API struct {
 	Registrations *registrations.Service
 	Seats         *seats.Engine
 	// Card and Wallet open hosted checkouts (payments.Processor); nil
-	// answers the payment endpoint 503 PAYMENTS_UNAVAILABLE.
+	// answers the payment endpoint 409 PAYMENT_METHOD_UNAVAILABLE, and the
+	// event detail's paymentMethods leaves the method out.
 	Card, Wallet payments.Processor
+	// TestMode says payments are simulated (development, or the built-in
+	// test processors on): the event detail and every registration say
+	// testMode: true.
+	TestMode bool
 	// Processors finds a processor by the name a registration recorded,
 	// to close an earlier checkout session; Card and Wallet are found
 	// without it.

@@ -9,6 +9,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/views"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/tickets"
 )
 
@@ -84,7 +85,33 @@ func (a *API) eventDetail(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Error(ctx, err)
 		return
 	}
-	httpx.OK(ctx, views.EventOf(ev, string(ctx.QueryArgs().Peek("accessCode")), remaining, time.Now()))
+	httpx.OK(ctx, eventView{Event: views.EventOf(ev, string(ctx.QueryArgs().Peek("accessCode")), remaining, time.Now()),
+		PaymentMethods: a.paymentMethods(), TestMode: a.TestMode})
+}
+
+// eventView is the storefront's event detail: the detail both surfaces
+// show, and what the host's site needs to offer payment (the partner
+// surface takes no payment through ticketd).
+type eventView struct {
+	views.Event
+	// PaymentMethods are the methods a registration can be paid with here,
+	// "card" and "wallet"; [] when none is (a free registration needs
+	// none).
+	PaymentMethods []string `json:"paymentMethods"`
+	// TestMode says payments are simulated.
+	TestMode bool `json:"testMode,omitempty"`
+}
+
+// paymentMethods are the methods a processor takes on this deployment.
+func (a *API) paymentMethods() []string {
+	out := make([]string, 0, 2)
+	if a.Card != nil {
+		out = append(out, payments.Card)
+	}
+	if a.Wallet != nil {
+		out = append(out, payments.Wallet)
+	}
+	return out
 }
 
 // ticketKey is GET /v1/storefront/events/:eventId/ticket-key: the public

@@ -48,9 +48,14 @@ type walletBody struct {
 	Amount *money.Cents `json:"amount"`
 }
 
-var (
-	errNoProc = apierr.Of("PAYMENTS_UNAVAILABLE", "this payment method is not configured")
-)
+// noProcessor is the 409 of a payment call whose method no processor
+// takes on this deployment (production without one configured): a
+// configuration no retry changes. The event detail's paymentMethods says
+// which methods exist.
+func noProcessor(method string) *apierr.Error {
+	return apierr.Of("PAYMENT_METHOD_UNAVAILABLE", "%s payments are not available here: the event's paymentMethods lists those that are", method).
+		With("method", method)
+}
 
 // payable resolves the registration of a payment call: the key's
 // tenant's, of the body's event when it names one (else of the event its
@@ -161,6 +166,10 @@ func amountMismatch(field string, server money.Cents) *apierr.Error {
 
 // cardSession is POST /v1/storefront/card/create-checkout-session.
 func (a *API) cardSession(ctx *fasthttp.RequestCtx, r *request) {
+	if a.Card == nil {
+		httpx.Fail(ctx, noProcessor(payments.Card))
+		return
+	}
 	var b cardBody
 	if e := httpx.Decode(ctx, &b); e != nil {
 		httpx.Fail(ctx, e)
@@ -190,6 +199,10 @@ func (a *API) cardSession(ctx *fasthttp.RequestCtx, r *request) {
 // the registrationId (interface.md does not list it; without it there is
 // nothing to pay) and the fee-inclusive total as amount.
 func (a *API) walletPayment(ctx *fasthttp.RequestCtx, r *request) {
+	if a.Wallet == nil {
+		httpx.Fail(ctx, noProcessor(payments.Wallet))
+		return
+	}
 	var b walletBody
 	if e := httpx.Decode(ctx, &b); e != nil {
 		httpx.Fail(ctx, e)
@@ -223,10 +236,6 @@ func (a *API) walletPayment(ctx *fasthttp.RequestCtx, r *request) {
 // registration when it expires.
 func (a *API) checkout(ctx *fasthttp.RequestCtx, r *request, p payments.Processor, ev *catalog.CompiledEvent,
 	reg registrations.Registration, b *payBody) {
-	if p == nil {
-		httpx.Fail(ctx, errNoProc)
-		return
-	}
 	if e := a.closeLast(r.ctx, reg); e != nil {
 		httpx.Fail(ctx, e)
 		return

@@ -37,6 +37,8 @@ type registrationView struct {
 	ExpiresAt string `json:"expiresAt,omitempty"`
 	// Reason says why a refund is required.
 	Reason string `json:"reason,omitempty"`
+	// TestMode says payments are simulated: no money was taken.
+	TestMode bool `json:"testMode,omitempty"`
 	// Tickets are the ids and labels, never the ticket page's link: a
 	// registration id travels in URLs (success pages, session ids), and
 	// whoever holds the link holds the tickets. The buyer's e-mail
@@ -66,6 +68,13 @@ func viewOf(reg registrations.Registration) registrationView {
 			v.Tickets = append(v.Tickets, ticketLink{TicketID: t.TicketID, Label: t.Label})
 		}
 	}
+	return v
+}
+
+// view is viewOf(reg) as this deployment shows it.
+func (a *API) view(reg registrations.Registration) registrationView {
+	v := viewOf(reg)
+	v.TestMode = a.TestMode
 	return v
 }
 
@@ -102,5 +111,5 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, a.unavailable("register", err))
 		return
 	}
-	httpx.OK(ctx, viewOf(reg))
+	httpx.OK(ctx, a.view(reg))
 }

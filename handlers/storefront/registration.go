@@ -41,5 +41,5 @@ func (a *API) registration(ctx *fasthttp.RequestCtx, r *request) {
 		return
 	}
 	ctx.Response.Header.Set("Cache-Control", "no-store")
-	httpx.OK(ctx, viewOf(reg))
+	httpx.OK(ctx, a.view(reg))
 }

@@ -41,6 +41,7 @@ func TestTestProcessorsWebhooksAreBookedOverHTTP(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Shutdown() })
 
 	ps, err := payments.Open(payments.Config{
+		CardProcessor: payments.Card, WalletProcessor: payments.Wallet, TestPayments: true,
 		Hosted:     payments.HostedConfig{Redis: rc, Space: space, AppURL: "http://" + ln.Addr().String()},
 		CardSecret: cardSecret, WalletSecret: walletSecret,
 	})
@@ -48,7 +49,7 @@ func TestTestProcessorsWebhooksAreBookedOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for i, h := range []*payments.Hosted{ps.TestCard, ps.Wallet} {
+	for i, h := range []*payments.Hosted{ps.TestCard, ps.TestWallet} {
 		reg := keys.OrderID("ev_jazz", "flow"+h.Name())
 		sess, err := h.CreateSession(ctx, payments.CheckoutRequest{RegistrationID: reg, EventName: "Jazz", Amount: 4250,
 			SuccessURL: "https://host.example/ok", CancelURL: "https://host.example/no", ExpiresAt: time.Now().Add(time.Hour)})

@@ -40,7 +40,7 @@ type Booker interface {
 }
 
 // RefundRecorder tells the host that a registration needs a refund (a
-// payment that came too late for its inventory, or of the wrong amount):
+// payment that came too late for its inventory, or a second payment):
 // sync/refunddb records it with the host's e-mail. It must be idempotent:
 // a retried webhook records the same outcome again.
 type RefundRecorder interface {
@@ -63,8 +63,9 @@ type API struct {
 	Redis rueidis.Client
 	Space keys.Space
 	// Secrets: TICKETD_CARD_WEBHOOK_SECRET, TICKETD_WALLET_WEBHOOK_SECRET,
-	// STRIPE_WEBHOOK_SECRET. A processor without a secret has every
-	// webhook refused.
+	// STRIPE_WEBHOOK_SECRET. A built-in processor without a secret is not
+	// running (production without TICKETD_TEST_PAYMENTS): its webhook is
+	// not mounted (404). Stripe without one has every webhook refused.
 	CardSecret   string
 	WalletSecret string
 	StripeSecret string
@@ -75,11 +76,16 @@ type API struct {
 	Now func() time.Time
 }
 
-// Register mounts POST /v1/webhooks/card, /wallet and /stripe.
+// Register mounts POST /v1/webhooks/stripe, and /card and /wallet when
+// their built-in processor runs (its secret is set).
 func (a *API) Register(r *router.Router) {
 	g := r.Group("/v1/webhooks")
-	g.POST("/card", a.guard(a.signed(payments.Card, &a.CardSecret, decodeCard)))
-	g.POST("/wallet", a.guard(a.signed(payments.Wallet, &a.WalletSecret, decodeWallet)))
+	if a.CardSecret != "" {
+		g.POST("/card", a.guard(a.signed(payments.Card, &a.CardSecret, decodeCard)))
+	}
+	if a.WalletSecret != "" {
+		g.POST("/wallet", a.guard(a.signed(payments.Wallet, &a.WalletSecret, decodeWallet)))
+	}
 	g.POST("/stripe", a.guard(a.stripe))
 }
 

@@ -96,7 +96,8 @@ var statuses = map[string]int{
 	// Storefront payment calls (docs/decisions.md, Storefront surface).
 	"CART_MISMATCH":           400,
 	"PAYMENT_PROCESSOR_ERROR": 502,
-	"PAYMENTS_UNAVAILABLE":    503,
+	// No processor takes this method here (production mode).
+	"PAYMENT_METHOD_UNAVAILABLE": 409,
 
 	// Admin.
 	"INVALID_CATALOG": 400,
@@ -104,6 +105,9 @@ var statuses = map[string]int{
 
 	// Payment processors' webhooks (docs/payments.md); a bad signature is
 	// INVALID_SIGNATURE above.
+	// A payment of a session ticketd did not open for the registration,
+	// or of another amount or currency (reason session, amount, currency).
+	"PAYMENT_MISMATCH":    409,
 	"WEBHOOK_STALE":       401,
 	"WEBHOOK_IN_PROGRESS": 409,
 	"WEBHOOK_REPLAYED":    409,

@@ -10,28 +10,42 @@ import (
 
 // Config chooses and configures the processors ticketd runs.
 type Config struct {
-	// CardProcessor is TICKETD_CARD_PROCESSOR: "card" (default, the
-	// built-in test processor) or "stripe".
+	// CardProcessor is TICKETD_CARD_PROCESSOR: "card" (the built-in test
+	// processor), "stripe", or "" for none.
 	CardProcessor string
+	// WalletProcessor is TICKETD_WALLET_PROCESSOR: "wallet" (the built-in
+	// test wallet), "stripe", or "" for none.
+	WalletProcessor string
+	// TestPayments runs the built-in test processors (development, or
+	// TICKETD_TEST_PAYMENTS=on): without it they do not exist, and neither
+	// "card" nor "wallet" may be chosen.
+	TestPayments bool
 	// Hosted configures the built-in processors; its Secret is ignored in
 	// favour of CardSecret and WalletSecret.
 	Hosted       HostedConfig
 	CardSecret   string // TICKETD_CARD_WEBHOOK_SECRET
 	WalletSecret string // TICKETD_WALLET_WEBHOOK_SECRET
 	Stripe       StripeConfig
+	// StripeWalletMethods are the payment method types of a Stripe wallet
+	// session (TICKETD_STRIPE_WALLET_METHODS); nil is
+	// DefaultStripeWalletMethods.
+	StripeWalletMethods []string
 }
 
 // Processors are the processors ticketd runs.
 type Processors struct {
-	// Card takes card payments: the test card processor or Stripe.
+	// Card takes card payments: the test card processor, Stripe, or nil
+	// (none: the storefront answers PAYMENT_METHOD_UNAVAILABLE).
 	Card Processor
-	// Wallet is the built-in wallet provider.
-	Wallet *Hosted
-	// TestCard is the built-in card processor; nil when Stripe takes cards.
-	TestCard *Hosted
+	// Wallet takes wallet payments: the test wallet, Stripe, or nil.
+	Wallet Processor
+	// TestCard and TestWallet are the built-in processors, nil unless
+	// Config.TestPayments: they serve their pages and webhooks even when
+	// another processor takes new payments, for the sessions opened before.
+	TestCard, TestWallet *Hosted
 	// Set holds them all by name (the registrations.Expirer). With
-	// STRIPE_SECRET_KEY set it holds Stripe even when Stripe does not take
-	// cards (any more), so sessions opened before a switch can be closed.
+	// STRIPE_SECRET_KEY set it holds Stripe even when Stripe takes no
+	// payments (any more), so sessions opened before a switch can be closed.
 	Set Set
 }
 
@@ -40,29 +54,70 @@ type Processors struct {
 // refuse every webhook it sends.
 func Open(cfg Config) (Processors, error) {
 	var ps Processors
-	if cfg.WalletSecret == "" {
-		return Processors{}, errors.New("payments: the wallet needs TICKETD_WALLET_WEBHOOK_SECRET")
-	}
-	h := cfg.Hosted
-	h.Secret = cfg.WalletSecret
-	ps.Wallet = NewWallet(h)
-	switch cfg.CardProcessor {
-	case "", Card:
+	if cfg.TestPayments {
 		if cfg.CardSecret == "" {
 			return Processors{}, errors.New("payments: the test card processor needs TICKETD_CARD_WEBHOOK_SECRET")
 		}
+		if cfg.WalletSecret == "" {
+			return Processors{}, errors.New("payments: the test wallet needs TICKETD_WALLET_WEBHOOK_SECRET")
+		}
+		h := cfg.Hosted
 		h.Secret = cfg.CardSecret
 		ps.TestCard = NewCard(h)
+		h.Secret = cfg.WalletSecret
+		ps.TestWallet = NewWallet(h)
+	}
+	stripeNeeded := func(v string) error {
+		if cfg.Stripe.SecretKey == "" {
+			return fmt.Errorf("payments: %s=stripe needs STRIPE_SECRET_KEY", v)
+		}
+		return nil
+	}
+	switch cfg.CardProcessor {
+	case "":
+	case Card:
+		if ps.TestCard == nil {
+			return Processors{}, errors.New("payments: the test card processor runs only with test payments on")
+		}
 		ps.Card = ps.TestCard
 	case StripeName:
-		if cfg.Stripe.SecretKey == "" {
-			return Processors{}, errors.New("payments: TICKETD_CARD_PROCESSOR=stripe needs STRIPE_SECRET_KEY")
+		if err := stripeNeeded("TICKETD_CARD_PROCESSOR"); err != nil {
+			return Processors{}, err
 		}
 		ps.Card = NewStripe(cfg.Stripe)
 	default:
-		return Processors{}, fmt.Errorf("payments: TICKETD_CARD_PROCESSOR is %q: want card or stripe", cfg.CardProcessor)
+		return Processors{}, fmt.Errorf("payments: TICKETD_CARD_PROCESSOR is %q: want card, stripe or none", cfg.CardProcessor)
 	}
-	ps.Set = NewSet(ps.Card, ps.Wallet)
+	switch cfg.WalletProcessor {
+	case "":
+	case Wallet:
+		if ps.TestWallet == nil {
+			return Processors{}, errors.New("payments: the test wallet runs only with test payments on")
+		}
+		ps.Wallet = ps.TestWallet
+	case StripeName:
+		if err := stripeNeeded("TICKETD_WALLET_PROCESSOR"); err != nil {
+			return Processors{}, err
+		}
+		methods := cfg.StripeWalletMethods
+		if len(methods) == 0 {
+			methods = DefaultStripeWalletMethods
+		}
+		ps.Wallet = NewStripeWallet(cfg.Stripe, methods)
+	default:
+		return Processors{}, fmt.Errorf("payments: TICKETD_WALLET_PROCESSOR is %q: want wallet, stripe or none", cfg.WalletProcessor)
+	}
+	ps.Set = Set{}
+	for _, p := range []Processor{ps.Card, ps.Wallet} {
+		if p != nil {
+			ps.Set[p.Name()] = p
+		}
+	}
+	for _, h := range []*Hosted{ps.TestCard, ps.TestWallet} {
+		if h != nil {
+			ps.Set[h.Name()] = h
+		}
+	}
 	if _, ok := ps.Set[StripeName]; !ok && cfg.Stripe.SecretKey != "" {
 		// Expire only: no new session is opened with Stripe.
 		ps.Set[StripeName] = NewStripe(cfg.Stripe)
@@ -74,7 +129,7 @@ func Open(cfg Config) (Processors, error) {
 // ends (every node may run them).
 func (ps Processors) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, h := range []*Hosted{ps.TestCard, ps.Wallet} {
+	for _, h := range []*Hosted{ps.TestCard, ps.TestWallet} {
 		if h == nil {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,9 @@ type StripeConfig struct {
 // that reports the payment is verified in handlers/webhooks.
 type Stripe struct {
 	sc *stripe.Client
+	// methods, when set, are the only payment method types its sessions
+	// offer (the wallet's); nil leaves them to the Stripe Dashboard.
+	methods []string
 }
 
 // NewStripe returns the Stripe processor.
@@ -55,6 +59,16 @@ func NewStripe(cfg StripeConfig) *Stripe {
 		bc.URL = stripe.String(strings.TrimRight(cfg.APIBase, "/"))
 	}
 	return &Stripe{sc: stripe.NewClient(cfg.SecretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(bc)))}
+}
+
+// NewStripeWallet returns the Stripe processor of wallet payments: its
+// Checkout Sessions offer only methods (StripeWalletMethods). Its sessions
+// are Stripe's like the card's, so it has the same name, webhook and
+// Expire.
+func NewStripeWallet(cfg StripeConfig, methods []string) *Stripe {
+	s := NewStripe(cfg)
+	s.methods = slices.Clone(methods)
+	return s
 }
 
 // Name is "stripe".
@@ -80,6 +94,9 @@ func (s *Stripe) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 	}
 	if req.BuyerEmail != "" {
 		p.CustomerEmail = stripe.String(req.BuyerEmail)
+	}
+	if len(s.methods) > 0 {
+		p.PaymentMethodTypes = stripe.StringSlice(s.methods)
 	}
 	p.AddMetadata(MetadataRegistration, req.RegistrationID)
 	cs, err := s.sc.V1CheckoutSessions.Create(ctx, p)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,13 +178,14 @@ func TestStripeLinesChargeExactlyTheTotal(t *testing.T) {
 	}
 }
 
-func TestOpenChoosesTheCardProcessor(t *testing.T) {
-	secrets := Config{CardSecret: "whsec_c", WalletSecret: "whsec_w"}
-	cfg := secrets
-	cfg.CardProcessor, cfg.Stripe = "stripe", StripeConfig{SecretKey: "sk_test_1"}
+func TestOpenChoosesTheProcessors(t *testing.T) {
+	test := Config{CardSecret: "whsec_c", WalletSecret: "whsec_w", TestPayments: true}
+	cfg := test
+	cfg.CardProcessor, cfg.WalletProcessor, cfg.Stripe = "stripe", Wallet, StripeConfig{SecretKey: "sk_test_1"}
 	ps, err := Open(cfg)
-	if err != nil || ps.Card.Name() != "stripe" || ps.TestCard != nil || ps.Set["stripe"] == nil || ps.Set["wallet"] == nil || ps.Set["card"] != nil {
-		t.Fatalf("stripe: %+v, %v", ps, err)
+	if err != nil || ps.Card.Name() != "stripe" || ps.Wallet.Name() != Wallet || ps.TestCard == nil ||
+		ps.Set["stripe"] == nil || ps.Set["wallet"] == nil || ps.Set["card"] == nil {
+		t.Fatalf("stripe cards, test wallet: %+v, %v", ps, err)
 	}
 	cfg.Stripe = StripeConfig{}
 	if _, err := Open(cfg); err == nil {
@@ -193,23 +195,47 @@ func TestOpenChoosesTheCardProcessor(t *testing.T) {
 	if _, err := Open(cfg); err == nil {
 		t.Fatal("an unknown processor opened")
 	}
-	ps, err = Open(secrets)
-	if err != nil || ps.Card.Name() != "card" || ps.TestCard == nil || ps.Set["stripe"] != nil {
-		t.Fatalf("default: %+v, %v", ps, err)
+	cfg = test
+	cfg.CardProcessor, cfg.WalletProcessor = Card, Wallet
+	ps, err = Open(cfg)
+	if err != nil || ps.Card != Processor(ps.TestCard) || ps.Wallet != Processor(ps.TestWallet) || ps.Set["stripe"] != nil {
+		t.Fatalf("test processors: %+v, %v", ps, err)
+	}
+
+	// Production without a processor: none takes payments, and the
+	// built-in ones do not exist at all.
+	ps, err = Open(Config{})
+	if err != nil || ps.Card != nil || ps.Wallet != nil || ps.TestCard != nil || ps.TestWallet != nil || len(ps.Set) != 0 {
+		t.Fatalf("no processor: %+v, %v", ps, err)
+	}
+	// The built-in ones cannot be chosen without test payments.
+	for _, c := range []Config{{CardProcessor: Card, CardSecret: "whsec_c", WalletSecret: "whsec_w"},
+		{WalletProcessor: Wallet, CardSecret: "whsec_c", WalletSecret: "whsec_w"}} {
+		if ps, err := Open(c); err == nil {
+			t.Fatalf("%+v opened a test processor without test payments: %+v", c, ps)
+		}
+	}
+	// Stripe for both: one name, the wallet's sessions limited to wallets.
+	ps, err = Open(Config{CardProcessor: "stripe", WalletProcessor: "stripe", Stripe: StripeConfig{SecretKey: "sk_test_1"}})
+	if err != nil || ps.Card.Name() != "stripe" || ps.Wallet.Name() != "stripe" || ps.TestCard != nil || ps.Set["stripe"] == nil {
+		t.Fatalf("stripe for both: %+v, %v", ps, err)
+	}
+	if w := ps.Wallet.(*Stripe); !slices.Equal(w.methods, DefaultStripeWalletMethods) || ps.Card.(*Stripe).methods != nil {
+		t.Fatalf("wallet methods %v, card methods %v", w.methods, ps.Card.(*Stripe).methods)
 	}
 }
 
 // A built-in processor without its webhook secret would sign with "" and
 // have every webhook refused: Open says so instead.
 func TestOpenRefusesABuiltInProcessorWithoutItsSecret(t *testing.T) {
-	if _, err := Open(Config{WalletSecret: "whsec_w"}); err == nil {
+	if _, err := Open(Config{TestPayments: true, WalletSecret: "whsec_w"}); err == nil {
 		t.Fatal("the test card processor opened without TICKETD_CARD_WEBHOOK_SECRET")
 	}
-	if _, err := Open(Config{CardSecret: "whsec_c"}); err == nil {
+	if _, err := Open(Config{TestPayments: true, CardSecret: "whsec_c"}); err == nil {
 		t.Fatal("the wallet opened without TICKETD_WALLET_WEBHOOK_SECRET")
 	}
-	if _, err := Open(Config{CardProcessor: "stripe", WalletSecret: "whsec_w", Stripe: StripeConfig{SecretKey: "sk_test_1"}}); err != nil {
-		t.Fatalf("stripe takes cards, so no card secret is needed: %v", err)
+	if _, err := Open(Config{CardProcessor: "stripe", Stripe: StripeConfig{SecretKey: "sk_test_1"}}); err != nil {
+		t.Fatalf("stripe takes cards and no test processor runs, so no webhook secret is needed: %v", err)
 	}
 }
 
@@ -227,11 +253,87 @@ func TestSetExpiresStripeSessionsAfterASwitchAway(t *testing.T) {
 		_, _ = io.WriteString(w, `{"error":{"type":"invalid_request_error","message":"no such thing"}}`)
 	}))
 	defer srv.Close()
-	ps, err := Open(Config{CardSecret: "whsec_c", WalletSecret: "whsec_w", Stripe: StripeConfig{SecretKey: "sk_test_1", APIBase: srv.URL}})
+	ps, err := Open(Config{CardProcessor: Card, TestPayments: true, CardSecret: "whsec_c", WalletSecret: "whsec_w",
+		Stripe: StripeConfig{SecretKey: "sk_test_1", APIBase: srv.URL}})
 	if err != nil || ps.Card.Name() != Card {
 		t.Fatalf("Open: %+v, %v", ps, err)
 	}
 	if paid, err := ps.Set.Expire(context.Background(), StripeName, "cs_before"); err != nil || paid {
 		t.Fatalf("Set.Expire(stripe) after the switch = %v, %v; want closed, not paid", paid, err)
+	}
+}
+
+// The Stripe wallet opens Checkout Sessions limited to the wallet payment
+// method types configured, in the order given; the card's sessions name
+// none (the Dashboard's methods, Apple Pay and Google Pay among them).
+// stripe-mock, which checks each parameter against Stripe's API, accepts
+// every type the wallet may name.
+func TestStripeWalletSessionsOfferOnlyWallets(t *testing.T) {
+	var mu sync.Mutex
+	var forms []url.Values
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		v, _ := url.ParseQuery(string(b))
+		mu.Lock()
+		forms = append(forms, v)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"cs_test_w","object":"checkout.session","url":"https://checkout.stripe.com/c/pay/cs_test_w","status":"open"}`)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	req := checkout(keys.OrderID("ev_jazz", "wal1"))
+	methods := []string{"link", "cashapp", "amazon_pay"}
+	if _, err := NewStripeWallet(StripeConfig{SecretKey: "sk_test_123", APIBase: srv.URL}, methods).CreateSession(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewStripe(StripeConfig{SecretKey: "sk_test_123", APIBase: srv.URL}).CreateSession(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if len(forms) != 2 {
+		t.Fatalf("%d session requests, want 2", len(forms))
+	}
+	wallet, card := forms[0], forms[1]
+	for i, m := range methods {
+		if got := wallet.Get("payment_method_types[" + strconv.Itoa(i) + "]"); got != m {
+			t.Errorf("wallet session's payment_method_types[%d] = %q, want %q", i, got, m)
+		}
+	}
+	if wallet.Has("payment_method_types[3]") || wallet.Get("client_reference_id") != req.RegistrationID ||
+		wallet.Get("metadata[registration_id]") != req.RegistrationID {
+		t.Errorf("wallet session form %v", wallet)
+	}
+	for k := range card {
+		if strings.HasPrefix(k, "payment_method_types") {
+			t.Errorf("card session names %s = %q: the Dashboard's methods (Apple Pay, Google Pay) would be lost", k, card.Get(k))
+		}
+	}
+
+	base := stripemock.Start(t)
+	s := NewStripeWallet(StripeConfig{SecretKey: "sk_test_123", APIBase: base}, StripeWalletMethods)
+	sess, err := s.CreateSession(ctx, req)
+	if err != nil || !strings.HasPrefix(sess.ID, "cs_") || sess.URL == "" {
+		t.Fatalf("stripe-mock refused a wallet session of %v: %+v, %v", StripeWalletMethods, sess, err)
+	}
+	if _, err := s.Expire(ctx, sess.ID); err != nil {
+		t.Fatalf("Expire: %v", err)
+	}
+}
+
+// TICKETD_STRIPE_WALLET_METHODS takes Stripe's wallet types only: card
+// (Apple Pay, Google Pay) belongs to the card processor, and a bank debit
+// is no wallet.
+func TestParseStripeWalletMethods(t *testing.T) {
+	for in, want := range map[string][]string{
+		"link": {"link"}, " link , paypal ": {"link", "paypal"}, "revolut_pay,amazon_pay,cashapp": {"revolut_pay", "amazon_pay", "cashapp"},
+	} {
+		if got, err := ParseStripeWalletMethods(in); err != nil || !slices.Equal(got, want) {
+			t.Errorf("%q: %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", " , ", "card", "link,card", "sepa_debit", "link,link", "apple_pay"} {
+		if got, err := ParseStripeWalletMethods(in); err == nil {
+			t.Errorf("%q accepted: %v", in, got)
+		}
 	}
 }

@@ -30,6 +30,7 @@ func TestSeatPaidAfterTheWindowBeforeTheSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.opened(t, reg.ID, "cs_1")
 	b.pastWindow()
 	other := seats.NewToken()
 	if _, err := b.seats.CreateToken(b.ctx, evSeated, other); err != nil {
@@ -75,6 +76,7 @@ func TestDiscountUseIsNeverExceeded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.opened(t, held.ID, "cs_1")
 	b.pastWindow()
 	if _, err := b.orders.Reserve(b.ctx, partner("ONE")); !errors.Is(err, orders.ErrDiscountUsedUp) {
 		t.Fatalf("partner reserve of a code a registration holds: %v", err)
@@ -95,6 +97,7 @@ func TestDiscountUseIsNeverExceeded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.opened(t, late.ID, "cs_2")
 	b.expireNow(t, late.ID)
 	r, err := b.orders.Reserve(b.ctx, partner("TWO"))
 	if err != nil {
@@ -116,6 +119,7 @@ func TestDiscountUseIsNeverExceeded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.opened(t, free.ID, "cs_3")
 	b.expireNow(t, free.ID)
 	if out, err := pay(b, free.ID, "cs_3", 1000); err != nil || out.Status != StatusConfirmed || !out.Reclaimed {
 		t.Fatalf("late payment of a free code: %+v %v", out, err)
@@ -147,11 +151,13 @@ func TestLatePaymentChecksTheBuyerLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.opened(t, first.ID, "cs_1")
 	b.expireNow(t, first.ID)
 	second, err := b.regs.Register(b.ctx, req())
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.opened(t, second.ID, "cs_2")
 	if out, err := pay(b, second.ID, "cs_2", 2000); err != nil || out.Status != StatusConfirmed {
 		t.Fatalf("pay: %+v %v", out, err)
 	}
@@ -244,6 +250,8 @@ func TestPaymentOfACancelledEventIsRefunded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.opened(t, held.ID, "cs_"+held.ID[:6])
+	b.opened(t, expired.ID, "cs_"+expired.ID[:6])
 	b.expireNow(t, expired.ID)
 	cancelled = true
 	for _, c := range []struct {

@@ -19,10 +19,12 @@ import (
 // Pay books a payment: awaiting payment -> confirmed; after the window it
 // claims anew, or the registration becomes refund_required.
 //
-// A payment whose amount or currency differs from the registration's never
-// confirms it: the registration becomes refund_required
-// ("amount_mismatch") and gives its hold back at once, as no later payment
-// can book a registration that needs a refund. A second payment of a
+// A payment is taken only for a checkout session ticketd opened for the
+// registration (AttachSession), of its total in USD: any other (a session
+// id ticketd never opened for it, another registration's, a wrong amount or
+// currency) is refused with PaymentRefused, logged, and changes nothing:
+// the registration is neither paid nor sent to a refund, and keeps its
+// hold. A second payment of a
 // confirmed registration leaves it confirmed and comes back with
 // RefundReason "already_paid". A payment of a registration of a cancelled
 // event (s.Event) needs a refund ("cancelled"), and a held one gives its
@@ -70,6 +72,12 @@ func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
 		return s.outcome(ctx, id, Outcome{Duplicate: dup == 1, RefundReason: reason})
 	case 4:
 		return Outcome{}, redisstate.ErrSalesStopped
+	case 5:
+		why, _ := lua.Str(arr, 1)
+		// Never the session id: on a test processor it is what pays.
+		s.logger().Warn("registrations: a payment ticketd did not open for this registration is refused; nothing changed",
+			"registration", id, "processor", p.Processor, "reason", why)
+		return Outcome{}, PaymentRefused(why)
 	default:
 		return Outcome{}, fmt.Errorf("pay %s: %w: code %d", id, lua.ErrReply, code)
 	}

@@ -112,9 +112,10 @@ type Registration struct {
 	Processor string
 	SessionID string
 	// Reason says why a registration needs a refund: "cancelled",
-	// "amount_mismatch", "sold_out", "seat_lost", "discount_used_up",
-	// "buyer_limit", "lost"; or, expired, "replaced": a newer registration
-	// of the same buyer released it.
+	// "sold_out", "seat_lost", "discount_used_up", "buyer_limit", "lost"
+	// ("amount_mismatch" in data from before such payments were refused);
+	// or, expired, "replaced": a newer registration of the same buyer
+	// released it.
 	Reason string
 	// PayBy is when the window of a registration awaiting payment ends once
 	// a checkout session is opened for it: the registration's creation plus

@@ -226,6 +226,18 @@ func codeOf(err error) string {
 	return fmt.Sprint(err)
 }
 
+// opened attaches card checkout sessions to a registration awaiting
+// payment, as the storefront does before a buyer can pay one: Pay takes
+// no other.
+func (b *bundle) opened(t *testing.T, id string, sessions ...string) {
+	t.Helper()
+	for _, sess := range sessions {
+		if err := b.regs.AttachSession(b.ctx, id, "card", sess); err != nil {
+			t.Fatalf("attach %s to %s: %v", sess, id, err)
+		}
+	}
+}
+
 func pay(b *bundle, id, pid string, amount money.Cents) (Outcome, error) {
 	return b.regs.Pay(b.ctx, Payment{RegistrationID: id, Processor: "card", PaymentID: pid, Amount: amount, Currency: "usd"})
 }
@@ -289,6 +301,7 @@ func TestRegistrationAndPartnerConfirmShareCapacity(t *testing.T) {
 	if err != nil || reg.Status != StatusAwaitingPayment {
 		t.Fatalf("register: %+v %v", reg, err)
 	}
+	b.opened(t, reg.ID, "cs_1", "cs_2")
 	_, err = b.orders.Confirm(b.ctx, orders.ConfirmRequest{ChannelID: "c", OrderID: r.OrderID, Amount: 2000, Reference: "p1"})
 	var ae *apierr.Error
 	if !errors.As(err, &ae) || ae.Code != "CONFIRM_FAILED" || ae.Reason != "sold_out" {
@@ -489,6 +502,7 @@ func TestLatePaymentReclaimsOrIsRefunded(t *testing.T) {
 	b.caps(t, evGA, "t:tk", "2", "ev", "2")
 	b.caps(t, evSeated, "ev", "20")
 	a, _ := b.regs.Register(b.ctx, gaReq(2, 1000, "a@x.test"))
+	b.opened(t, a.ID, "cs_a")
 	b.expireNow(t, a.ID)
 	out, err := pay(b, a.ID, "cs_a", 2000)
 	if err != nil || out.Status != StatusConfirmed || !out.Reclaimed {
@@ -507,6 +521,7 @@ func TestLatePaymentReclaimsOrIsRefunded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.opened(t, d.ID, "cs_d")
 	b.expireNow(t, d.ID)
 	if _, err := b.regs.Register(b.ctx, gaReq(1, 1000, "e@x.test")); err != nil {
 		t.Fatal(err)
@@ -521,6 +536,7 @@ func TestLatePaymentReclaimsOrIsRefunded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.opened(t, s1.ID, "cs_s")
 	b.expireNow(t, s1.ID)
 	b.hold(t, "C-5")
 	out, err = pay(b, s1.ID, "cs_s", 1000)
@@ -530,6 +546,7 @@ func TestLatePaymentReclaimsOrIsRefunded(t *testing.T) {
 	// the same seat still free
 	tok = b.hold(t, "C-6")
 	s2, _ := b.regs.Register(b.ctx, Request{EventID: evSeated, TenantID: tenant, Quote: seatQuote("C-6"), HoldToken: tok, Buyer: Buyer{Email: "s@x.test"}})
+	b.opened(t, s2.ID, "cs_s2")
 	b.expireNow(t, s2.ID)
 	out, err = pay(b, s2.ID, "cs_s2", 1000)
 	if err != nil || out.Status != StatusConfirmed || !out.Reclaimed {
@@ -546,28 +563,67 @@ func TestLatePaymentReclaimsOrIsRefunded(t *testing.T) {
 	}
 }
 
-// A paid amount or currency that differs from the total never confirms the
-// registration: it needs a refund and gives its hold back at once.
-func TestAmountMismatchIsNotConfirmed(t *testing.T) {
+// A payment confirms a registration only for a checkout session ticketd
+// opened for it, of its total in USD. Anything else (a wrong amount or
+// currency, a session never opened, another registration's session) is
+// refused with PAYMENT_MISMATCH and changes nothing: the registration still
+// awaits payment with its hold, nothing is queued, and the right payment
+// then books it.
+func TestPaymentNotOpenedIsRefusedAndChangesNothing(t *testing.T) {
 	b := setup(t)
 	b.caps(t, evGA, "ev", "5")
-	for _, p := range []Payment{{Amount: 999, Currency: "USD"}, {Amount: 1000, Currency: "EUR"}} {
-		reg, err := b.regs.Register(b.ctx, gaReq(1, 1000, "a@x.test"))
-		if err != nil {
-			t.Fatal(err)
+	reg, err := b.regs.Register(b.ctx, gaReq(1, 1000, "a@x.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := b.regs.Register(b.ctx, gaReq(1, 1000, "b@x.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.opened(t, reg.ID, "cs_mine")
+	b.opened(t, other.ID, "cs_theirs")
+	for _, c := range []struct {
+		name, why string
+		p         Payment
+	}{
+		{"amount", "amount", Payment{PaymentID: "cs_mine", Amount: 999, Currency: "USD"}},
+		{"currency", "currency", Payment{PaymentID: "cs_mine", Amount: 1000, Currency: "EUR"}},
+		{"a session never opened", "session", Payment{PaymentID: "cs_forged", Amount: 1000, Currency: "USD"}},
+		{"another registration's session", "session", Payment{PaymentID: "cs_theirs", Amount: 1000, Currency: "USD"}},
+		{"the session of another processor", "session", Payment{Processor: "wallet", PaymentID: "cs_mine", Amount: 1000, Currency: "USD"}},
+	} {
+		c.p.RegistrationID = reg.ID
+		if c.p.Processor == "" {
+			c.p.Processor = "card"
 		}
-		p.RegistrationID, p.Processor, p.PaymentID = reg.ID, "card", "cs_"+reg.ID[:6]
-		out, err := b.regs.Pay(b.ctx, p)
-		if err != nil || out.Status != StatusRefundRequired || out.Reason != "amount_mismatch" || len(out.Tickets) != 0 ||
-			out.Paid != p.Amount { // what is to be refunded
-			t.Fatalf("%s %d: %+v %v", p.Currency, p.Amount, out, err)
+		out, err := b.regs.Pay(b.ctx, c.p)
+		var ae *apierr.Error
+		if !errors.As(err, &ae) || ae.Code != "PAYMENT_MISMATCH" || ae.Status != 409 || ae.Reason != c.why {
+			t.Fatalf("%s: %+v %v, want 409 PAYMENT_MISMATCH (%s)", c.name, out, err, c.why)
 		}
-		p.Amount, p.Currency = 1000, "USD"
-		if out, _ := b.regs.Pay(b.ctx, p); out.Status != StatusRefundRequired {
-			t.Fatalf("the right amount after a mismatch: %+v", out)
+		got, _, err := b.regs.Get(b.ctx, reg.ID)
+		if err != nil || got.Status != StatusAwaitingPayment || got.Paid != 0 {
+			t.Fatalf("%s: the registration became %+v (%v)", c.name, got, err)
+		}
+		if s := b.sold(t, evGA); s["ev"] != 2 {
+			t.Fatalf("%s: sold %v: the hold was given back", c.name, s)
+		}
+		if n := b.streamLen(t, evGA); n != 0 {
+			t.Fatalf("%s: %d entries on the paid stream", c.name, n)
 		}
 	}
-	b.nothingKept(t, evGA)
+	out, err := pay(b, reg.ID, "cs_mine", 1000)
+	if err != nil || out.Status != StatusConfirmed || out.Reclaimed {
+		t.Fatalf("the session ticketd opened: %+v %v", out, err)
+	}
+	// Paid: a forged payment is refused as well, not turned into a refund
+	// of money nobody paid.
+	if _, err := pay(b, reg.ID, "cs_forged", 1000); codeOf(err) != "PAYMENT_MISMATCH" {
+		t.Fatalf("a forged payment of a paid registration: %v", err)
+	}
+	if got, _, _ := b.regs.Get(b.ctx, reg.ID); got.Status != StatusConfirmed || got.SessionID != "cs_mine" {
+		t.Fatalf("after a forged payment the paid registration is %+v", got)
+	}
 }
 
 // A payment for a registration ticketd knows nowhere needs a refund

@@ -180,6 +180,22 @@ const replaceTries = 4
 var errBuyerBusy = apierr.Of("DUPLICATE_IN_PROGRESS",
 	"another registration for this e-mail address is being made for this event at the same time; try again in a moment")
 
+// PaymentRefused is the 409 PAYMENT_MISMATCH of a payment that does not
+// match what ticketd opened for the registration (Pay); reason is
+// "session" (no checkout session ticketd opened for it), "amount" or
+// "currency" (not the registration's total in USD).
+func PaymentRefused(reason string) *apierr.Error {
+	msg := map[string]string{
+		"session":  "ticketd opened no such checkout session for this registration",
+		"amount":   "the amount paid is not the registration's total",
+		"currency": "the currency paid is not the registration's",
+	}[reason]
+	if msg == "" {
+		msg = "the payment does not match the registration"
+	}
+	return apierr.Of("PAYMENT_MISMATCH", "payment refused: %s; nothing was booked", msg).WithReason(reason)
+}
+
 // Register creates a registration: a free one is confirmed at once (paid
 // stream, tickets, e-mails through the worker); a paid one claims the
 // cart's inventory for the register hold (HoldTTL, then the checkout

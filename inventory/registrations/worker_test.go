@@ -27,6 +27,7 @@ func TestWorkerWritesAPaidRegistration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.opened(t, reg.ID, "cs_1", "cs_9") // the buyer opened two checkouts
 	for range 2 {
 		if _, err := pay(b, reg.ID, "cs_1", 3000); err != nil {
 			t.Fatal(err)

@@ -35,6 +35,10 @@ type Config struct {
 	// PerHour (TICKETD_MAIL_PER_HOUR) is how many messages one buyer
 	// address gets in an hour; default DefaultPerHour.
 	PerHour int
+	// TestMode marks every message TEST MODE (payments are simulated:
+	// development, or TICKETD_TEST_PAYMENTS=on); set by ticketd, not read
+	// from the environment here.
+	TestMode bool
 }
 
 // ConfigFromEnv reads the mailer's variables through getenv (os.Getenv);

@@ -56,7 +56,9 @@ type Mailer struct {
 	// (rate.go); more wait. InlineTickets and MaxBytes bound a message's
 	// size (render.go).
 	PerHour, InlineTickets, MaxBytes int
-	Logger                           *slog.Logger
+	// TestMode marks every message TEST MODE (testmode.go).
+	TestMode bool
+	Logger   *slog.Logger
 
 	nameOnce sync.Once
 	nameVal  string
@@ -74,7 +76,8 @@ func New(cfg Config, pool *pgxpool.Pool, keys *tickets.Keys, appURL string, logg
 	if err != nil {
 		return nil, err
 	}
-	return &Mailer{Pool: pool, Sender: s, Keys: keys, AppURL: appURL, From: cfg.From, PerHour: cfg.PerHour, Logger: logger}, nil
+	return &Mailer{Pool: pool, Sender: s, Keys: keys, AppURL: appURL, From: cfg.From, PerHour: cfg.PerHour,
+		TestMode: cfg.TestMode, Logger: logger}, nil
 }
 
 func (m *Mailer) logger() *slog.Logger {

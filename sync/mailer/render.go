@@ -100,6 +100,9 @@ func (m *Mailer) render(ctx context.Context, r row, paid map[string]orderdb.Paid
 	maxBytes := orDefault(m.MaxBytes, DefaultMaxBytes)
 	date := time.Now()
 	for {
+		if m.TestMode {
+			msg = testMode(msg)
+		}
 		msg.from, msg.to, msg.date = from.String(), to.String(), date
 		// The same on a resend, so a mail client can tell a duplicate.
 		msg.messageID = fmt.Sprintf("%d.%s@ticketd", r.id, safeName(r.orderID))

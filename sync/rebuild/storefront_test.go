@@ -44,6 +44,9 @@ func TestRebuildRestoresStorefrontSales(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := regs.AttachSession(ctx, paid.ID, "card", "cs_1"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := regs.Pay(ctx, registrations.Payment{RegistrationID: paid.ID, Processor: "card", PaymentID: "cs_1", Amount: 5000, Currency: "USD"}); err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func TestKilledWorkerProcessIsReplacedWithinSeconds(t *testing.T) {
 	ctx := context.Background()
 	b := &bundle{rc: rc, space: space, pool: pool}
 	env := []string{"REDIS_URL=" + redistest.URL(), "DATABASE_URL=" + dbURL, "TICKETD_KEY_PREFIX=" + space.Prefix,
-		"TICKETD_LOG_FORMAT=json", "TICKETD_MAIL=off"} // the worker's mailer is not under test
+		"TICKETD_LOG_FORMAT=json", "TICKETD_MAIL=off", "TICKETD_ENV=development"} // the worker's mailer is not under test
 
 	// Kill a worker while it holds entries it has read and Postgres holds
 	// some orders but not all. A kill can land just between two rounds;

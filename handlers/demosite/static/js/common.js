@@ -100,7 +100,7 @@
     INVALID_KEY: 'This shop is not set up to sell these tickets right now.',
     MISSING_KEY: 'This shop is not set up to sell these tickets right now.',
     RATE_LIMITED: 'Too many attempts in a short time. Please wait a minute and try again.',
-    PAYMENTS_UNAVAILABLE: 'This payment method is not available right now. Please try another one.',
+    PAYMENT_METHOD_UNAVAILABLE: 'This payment method is not offered here. Please try another one.',
     PAYMENT_PROCESSOR_ERROR: 'The payment service did not answer. Please try again.',
     SERVICE_UNAVAILABLE: 'The ticket service is busy. Please try again in a moment.'
   };
@@ -239,6 +239,13 @@
     const phone = form.elements.phone ? form.elements.phone.value.trim() : '';
     if (phone) b.phone = phone;
     return b;
+  };
+
+  // offers says whether ticketd takes payment by method ("card",
+  // "wallet") for the event: its detail's paymentMethods, as a host's site
+  // should read it (all of them from a ticketd that does not say).
+  Shop.offers = function (ev, method) {
+    return !ev || !Array.isArray(ev.paymentMethods) || ev.paymentMethods.indexOf(method) >= 0;
   };
 
   // returnURLs are the hosted payment page's way back to the shop; ticketd

@@ -161,8 +161,10 @@
     }
     state.summaryTotal = ids.length && q ? Shop.price(q.total, cur) : '';
     bar();
-    // A free order has nothing to pay and nothing to discount.
-    wallet.hidden = !!free;
+    // A free order has nothing to pay and nothing to discount; a method
+    // ticketd does not take here is not offered.
+    wallet.hidden = !!free || !Shop.offers(ev, 'wallet');
+    card.hidden = !free && !Shop.offers(ev, 'card');
     $('secure').hidden = !!free;
     $('discount-box').hidden = !!free && !state.discount;
     if (!wallet.getAttribute('aria-busy')) wallet.disabled = !ready;

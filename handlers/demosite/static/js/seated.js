@@ -55,6 +55,9 @@
     }
     const wallet = $('pay-wallet');
     if (!wallet.getAttribute('aria-busy')) wallet.disabled = !ready;
+    // Only the methods ticketd takes here are offered.
+    card.hidden = !Shop.offers(state.ev, 'card');
+    wallet.hidden = !Shop.offers(state.ev, 'wallet');
   }
 
   // announce says the held seats and their total once, in the page's one
