@@ -665,6 +665,7 @@ func TestBuyerLimitOnBothSurfaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.opened(t, first.ID, "cs_first")
 	if out, err := pay(b, first.ID, "cs_first", 2000); err != nil || out.Status != StatusConfirmed {
 		t.Fatalf("pay: %+v %v", out, err)
 	}

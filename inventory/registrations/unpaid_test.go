@@ -193,6 +193,7 @@ func TestANewRegistrationReplacesTheBuyersUnpaidOne(t *testing.T) {
 	}
 
 	// The new one paid: the buyer has none unpaid, and the hash is gone.
+	b.opened(t, replacing.ID, "cs_new")
 	if out, err := pay(b, replacing.ID, "cs_new", 1000); err != nil || out.Status != StatusConfirmed {
 		t.Fatalf("pay: %+v %v", out, err)
 	}
@@ -343,6 +344,7 @@ func TestClientLimitCountsUnpaidRegistrationsAndTokens(t *testing.T) {
 	}
 
 	// paid: counts no more at once
+	b.opened(t, r1.ID, "cs_1")
 	if _, err := pay(b, r1.ID, "cs_1", 1000); err != nil {
 		t.Fatal(err)
 	}
@@ -350,10 +352,14 @@ func TestClientLimitCountsUnpaidRegistrationsAndTokens(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after a payment: %v", err)
 	}
-	// refunded (the wrong amount): counts no more
-	if out, err := pay(b, r2.ID, "cs_2", 999); err != nil || out.Status != StatusRefundRequired {
-		t.Fatalf("wrong amount: %+v %v", out, err)
+	// refunded (paid while its event was cancelled): counts no more
+	b.opened(t, r2.ID, "cs_2")
+	events := b.regs.Event
+	b.regs.Event = func(ev string) (string, bool, bool) { return tenant, true, ev == evGA }
+	if out, err := pay(b, r2.ID, "cs_2", 1000); err != nil || out.Status != StatusRefundRequired {
+		t.Fatalf("payment for a cancelled event: %+v %v", out, err)
 	}
+	b.regs.Event = events
 	r4, err := reg(client, "four@x.test")
 	if err != nil {
 		t.Fatalf("after a refund: %v", err)
@@ -387,6 +393,7 @@ func TestClientLimitCountsUnpaidRegistrationsAndTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.opened(t, again.ID, "cs_o")
 	if _, err := pay(b, again.ID, "cs_o", 1000); err != nil {
 		t.Fatal(err)
 	}
