@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,8 +80,16 @@ func startProduction(t *testing.T, extra map[string]string) (config, string, *sy
 // storefront: the registration's id and total.
 func registerGA(t *testing.T, base string, n int) (id string, total money.Cents, body string) {
 	t.Helper()
+	// A buyer of its own each time: a buyer's newer registration releases
+	// the older one awaiting payment.
+	return registerGAAs(t, base, n, fmt.Sprintf("ada%d@example.com", buyerSeq.Add(1)))
+}
+
+// registerGAAs is registerGA for the buyer with the e-mail address email.
+func registerGAAs(t *testing.T, base string, n int, email string) (id string, total money.Cents, body string) {
+	t.Helper()
 	st, body := call(t, "POST", base+"/v1/storefront/register-guest", shopHeaders, fmt.Sprintf(
-		`{"eventId":"ev_demo_ga","name":"Ada Lovelace","email":"ada@example.com","selectedTicketId":"tk_general","quantity":%d}`, n))
+		`{"eventId":"ev_demo_ga","name":"Ada Lovelace","email":%q,"selectedTicketId":"tk_general","quantity":%d}`, email, n))
 	var reg struct {
 		Data struct {
 			RegistrationID string      `json:"registrationId"`
@@ -93,6 +102,9 @@ func registerGA(t *testing.T, base string, n int) (id string, total money.Cents,
 	}
 	return reg.Data.RegistrationID, reg.Data.Total, body
 }
+
+// buyerSeq numbers registerGA's buyers.
+var buyerSeq atomic.Int64
 
 // payCalls are the storefront's two payment calls for a registration of n
 // general tickets: path and body.
@@ -343,7 +355,7 @@ func TestStagingSaysTestModeEverywhere(t *testing.T) {
 	if methods, testMode := eventPayments(t, base, "ev_demo_ga"); strings.Join(methods, ",") != "card,wallet" || !testMode {
 		t.Fatalf("event detail: paymentMethods %v, testMode %v", methods, testMode)
 	}
-	id, total, body := registerGA(t, base, 2)
+	id, total, body := registerGAAs(t, base, 2, "ada@example.com")
 	if !strings.Contains(body, `"testMode":true`) {
 		t.Fatalf("registration does not say test mode: %s", body)
 	}
