@@ -14,7 +14,9 @@
 -- buyer's one registration awaiting payment (the unpaid hash): one of the
 -- buyer's already there is named ({10}) and the caller releases it first.
 -- It counts for its client (lib/holds): refused when the client's
--- registrations awaiting payment and live hold tokens reach the limit.
+-- registrations awaiting payment and live hold tokens reach the limit. A
+-- free one counts in the client's tokens zset (member f:<id>) until the
+-- register hold's end.
 --
 -- KEYS[1]  -> registration hash     {pN}:ord:<id>
 -- KEYS[2]  -> capacities hash       {pN}:ev:<id>:cap
@@ -29,7 +31,8 @@
 -- KEYS[11] -> paid stream           {pN}:paid
 -- KEYS[12] -> unpaid hash           {pN}:ev:<id>:unpaid (buyer key -> registration id)
 -- KEYS[13] -> IP registrations hash {pN}:ev:<id>:ipregs (client -> registrations awaiting payment)
--- KEYS[14] -> IP tokens zset        {pN}:ev:<id>:iptok:<client> (any name when no client)
+-- KEYS[14] -> IP tokens zset        {pN}:ev:<id>:iptok:<client> (any name when no client;
+--             also free registrations, f:<id>, for the register hold)
 -- KEYS[15..] -> one seat key per seat label, in the order of the labels in ARGV
 --
 -- ARGV[1]  -> registration id
@@ -91,18 +94,20 @@ local exp = now + ttl
 local free = ARGV[10] == '1'
 local id, buyer, client = ARGV[1], ARGV[8], ARGV[13]
 
--- What one buyer and one client hold unpaid (lib/holds); a free
--- registration holds nothing unpaid. The buyer's earlier registration
--- first: releasing it may free the places and the client's count this one
--- needs.
+-- What one buyer and one client hold unpaid (lib/holds). The buyer's
+-- earlier registration first: releasing it may free the places and the
+-- client's count this one needs. A free registration holds nothing unpaid,
+-- but it claims for good: it counts for its client like a hold token for
+-- the register hold, so one address claims a free event no faster than it
+-- could hold a paid one.
 if not free then
   local prev = redis.call('HGET', KEYS[12], buyer)
   if prev and prev ~= id then
     return {10, prev, tonumber(t[1]) * 1000000 + tonumber(t[2])}
   end
-  if client ~= '' and holds_live(KEYS[13], KEYS[14], client, now) >= tonumber(ARGV[14]) then
-    return {11, tonumber(ARGV[14])}
-  end
+end
+if client ~= '' and holds_live(KEYS[13], KEYS[14], client, now) >= tonumber(ARGV[14]) then
+  return {11, tonumber(ARGV[14])}
 end
 
 -- checks: order_reserve.lua's (capacity, seats held by the token, discount
@@ -185,6 +190,9 @@ if not free then
 end
 
 -- free: paid at once, queued as order_confirm.lua queues a paid order
+if client ~= '' then
+  holds_add_token(KEYS[14], 'f:' .. id, exp, now)
+end
 if code ~= '' then
   redis.call('HINCRBY', KEYS[7], code, 1)
 end

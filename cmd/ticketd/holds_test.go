@@ -448,3 +448,46 @@ func TestLoadConfigHoldLimits(t *testing.T) {
 		}
 	}
 }
+
+// The probe: a free event's one request claimed 1,000 tickets for good.
+// Beyond maxPerOrder, one address claims a free event no faster than it
+// could hold a paid one: a free registration counts for its address as a
+// hold for the register hold (TICKETD_REGISTER_HOLD_TTL), so the 9th from
+// one address within it is 409 HOLD_LIMIT_REACHED, another address is not
+// held back, and once the register hold has passed the address claims
+// again.
+func TestHoldsProbeFreeClaimsPerAddressAreBounded(t *testing.T) {
+	p := startProbe(t, func(c *config) { c.RegisterHoldTTL = 3 * time.Second })
+	const ip, other = "203.0.113.40", "203.0.113.41"
+	free := `"selectedTicketId":"tk","quantity":10`
+	for i := range 9 {
+		a := p.register(ip, "ev_probe_free", "Mallory", fmt.Sprintf("free%d@example.com", i), free)
+		if i < 8 {
+			if a.str("status") != "confirmed" {
+				t.Fatalf("free registration %d: %s", i+1, a)
+			}
+			continue
+		}
+		if a.status != 409 || a.code() != "HOLD_LIMIT_REACHED" {
+			t.Fatalf("free registration %d from one address: %s, want 409 HOLD_LIMIT_REACHED", i+1, a)
+		}
+	}
+	if left, _, _ := p.remaining(ip, "ev_probe_free"); left != 1000-80 {
+		t.Fatalf("%v left after 8 free registrations of 10 and a refused one", left)
+	}
+	if a := p.register(other, "ev_probe_free", "Bob", "bob.free@example.com", free); a.str("status") != "confirmed" {
+		t.Fatalf("another address: %s", a)
+	}
+	// Once the register hold has passed, the address claims again; until
+	// then it is refused (polled slowly: register-guest is a write, 30 a
+	// minute an address).
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		a := p.register(ip, "ev_probe_free", "Ann", "ann.free@example.com", `"selectedTicketId":"tk"`)
+		if a.str("status") == "confirmed" {
+			break
+		}
+		if a.code() != "HOLD_LIMIT_REACHED" || time.Now().After(deadline) {
+			t.Fatalf("the address after the register hold: %s", a)
+		}
+	}
+}
