@@ -50,6 +50,8 @@ type config struct {
 	// (TICKETD_DEMO_ADDR, default localhost:8081): an origin of its own, as a
 	// host's site is.
 	DemoAddr string
+	// Conn is the connection caps and the body budget (conns.go).
+	Conn connConfig
 }
 
 // defaultDatabaseURL is DATABASE_URL's default: database "ticketd" on the
@@ -157,5 +159,7 @@ func loadConfig() (config, error) {
 		}
 		*d.dst = p
 	}
-	return c, nil
+	var err error
+	c.Conn, err = loadConnConfig()
+	return c, err
 }
