@@ -28,9 +28,10 @@ const minHeadroom = 64 << 20
 // ones grew to five times that: 5,000 connections trickling bodies for
 // 40 s took 330 MB, with the bodies held to 32 MB. The limit makes the
 // collector run before the garbage outgrows what the admitted connections
-// hold, and is far above the heap of a normal sale (under 100 MB at
-// 1,000 connections), so it changes nothing there; the headroom keeps it
-// from collecting without end when a large catalog is live.
+// hold, and sits above the heap of a sale (the bench's flash at 128
+// connections collects at 50 to 85 MB), so it changes little there; the
+// headroom keeps it from collecting without end when a large catalog is
+// live.
 //
 // The limit is the process's: call it for the one listener of a process
 // (not in tests that run several ticketd in one binary), and only when
