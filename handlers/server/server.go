@@ -1,5 +1,6 @@
 // Package server assembles ticketd's HTTP surfaces into one fasthttp server:
-// routes, the body limit, health probes, fasthttp's own log lines (through
+// routes, the body limit and the budget of bodies being received, the header
+// and body read deadlines, health probes, fasthttp's own log lines (through
 // slog, with nothing a client sent) and the envelope for everything fasthttp
 // itself rejects.
 package server
