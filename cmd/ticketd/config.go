@@ -73,6 +73,8 @@ type config struct {
 	// StripeWalletMethods are the Checkout payment method types a Stripe
 	// wallet session offers (TICKETD_STRIPE_WALLET_METHODS).
 	StripeWalletMethods []string
+	// Conn is the connection caps and the body budget (conns.go).
+	Conn connConfig
 }
 
 // defaultDatabaseURL is DATABASE_URL's default: database "ticketd" on the
@@ -175,7 +177,9 @@ func loadConfigFor(demo bool) (config, error) {
 	if err := c.holdLimits(); err != nil {
 		return c, err
 	}
-	return c, nil
+	var err error
+	c.Conn, err = loadConnConfig()
+	return c, err
 }
 
 // holdLimits reads what bounds holding without paying (inventory/holds):

@@ -53,7 +53,8 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = run(ctx, cfg, options{API: *mode != "worker", Worker: *mode != "api", Demo: *demo, DemoSite: *demo && *mode != "worker"}, log, nil)
+	err = run(ctx, cfg, options{API: *mode != "worker", Worker: *mode != "api", Demo: *demo, DemoSite: *demo && *mode != "worker",
+		MemoryLimit: os.Getenv("GOMEMLIMIT") == ""}, log, nil)
 	if err != nil {
 		log.Error("ticketd stopped", "err", err)
 		flushLog()

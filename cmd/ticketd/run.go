@@ -51,6 +51,10 @@ type options struct {
 	// beside the API; DemoReady, when not nil, receives its address.
 	DemoSite  bool
 	DemoReady chan<- string
+	// MemoryLimit keeps the Go soft memory limit following the open
+	// connections (connlimit.GovernMemory): the process's own, so only
+	// main sets it, and only without GOMEMLIMIT.
+	MemoryLimit bool
 }
 
 // run starts what opts asks for and blocks until ctx ends, then shuts down
@@ -197,7 +201,8 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	surfaces := append([]server.Surface{api}, fr.surfaces...)
 	surfaces = append(surfaces, &admin.API{Token: cfg.AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m)
 	root := server.Handler(health, surfaces...)
-	srv := server.New(m.Instrument(root), server.AdminToken(cfg.AdminToken), server.Logger(log))
+	conns := newConnGuard(cfg.Conn, trusted, m, log)
+	srv := server.New(m.Instrument(root), server.AdminToken(cfg.AdminToken), server.Logger(log), server.BodyBudget(conns.bodies))
 
 	// Both listeners first: ready means the API and the shop both answer,
 	// and a busy TICKETD_DEMO_ADDR fails the start rather than a running
@@ -206,6 +211,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
+	ln = conns.wrap(ln, opts.MemoryLimit)
 	var shop *fasthttp.Server
 	var shopLn net.Listener
 	if opts.DemoSite {

@@ -1,0 +1,242 @@
+// Package connlimit wraps ticketd's listener so that no client can stop or
+// starve the process through its connections. fasthttp's Server.Serve
+// returns on any accept error but a timeout, and ticketd then stops; so
+// every accept error (EMFILE, ENFILE, ENOBUFS, ...) is retried here, with
+// backoff and a log line at most once a second, and only a closed listener
+// ends Serve. Connections are capped in total, below the process's file
+// descriptor limit, and per client address (the socket's peer, IPv6 by
+// /64), with exempt prefixes for load balancers; a connection over a cap
+// gets a short envelope and is closed at once.
+package connlimit
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Limits are the caps a Listener enforces.
+type Limits struct {
+	// Total caps the connections open at once; 0 means no cap.
+	Total int
+	// PerIP caps the connections open at once from one client address
+	// (an IPv6 /64); 0 means no cap.
+	PerIP int
+	// Exempt are peers the per-IP cap does not apply to (load balancers
+	// and trusted proxies, which carry many clients on one address). The
+	// total cap applies to them too: it protects the process's file
+	// descriptors.
+	Exempt []netip.Prefix
+}
+
+// Accept's backoff after a failed accept: doubling from minBackoff up to
+// maxBackoff, reset by the next accepted connection. The ceiling is short
+// so that ticketd serves again within a fraction of a second once file
+// descriptors are free.
+const (
+	minBackoff = 5 * time.Millisecond
+	maxBackoff = 250 * time.Millisecond
+)
+
+// Listener is a net.Listener that never fails on a temporary accept error
+// and enforces Limits. Its connections give their place back when closed.
+type Listener struct {
+	net.Listener
+	limits Limits
+	log    *slog.Logger
+	stats  *stats
+
+	closed    chan struct{}
+	closeOnce sync.Once
+
+	open  atomic.Int64
+	mu    sync.Mutex
+	perIP map[netip.Addr]int
+
+	acceptLog, totalLog, perIPLog every
+}
+
+// New wraps ln. log receives the rate-limited lines (nil: slog.Default()).
+func New(ln net.Listener, limits Limits, log *slog.Logger) *Listener {
+	if log == nil {
+		log = slog.Default()
+	}
+	l := &Listener{Listener: ln, limits: limits, log: log, closed: make(chan struct{}), perIP: map[netip.Addr]int{}}
+	l.stats = newStats(l)
+	return l
+}
+
+// Accept returns the next connection within the limits. A connection over
+// a cap is answered and closed here, and Accept waits for the next; a
+// failed accept is retried after a backoff. Only a closed listener ends
+// it, with net.ErrClosed as fasthttp expects.
+func (l *Listener) Accept() (net.Conn, error) {
+	var delay time.Duration
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil, err
+			}
+			delay = min(max(2*delay, minBackoff), maxBackoff)
+			l.stats.acceptErrors.Inc()
+			if ok, skipped := l.acceptLog.allow(); ok {
+				l.log.Error("accept failed: retrying (ticketd keeps serving the connections it has)",
+					"err", err, "retry_in", delay.String(), "failures_not_logged", skipped)
+			}
+			select {
+			case <-time.After(delay):
+			case <-l.closed:
+				return nil, net.ErrClosed
+			}
+			continue
+		}
+		delay = 0
+		if ac := l.admit(c); ac != nil {
+			return ac, nil
+		}
+	}
+}
+
+// Close closes the listener and ends a backoff in progress.
+func (l *Listener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
+}
+
+// Open is the number of connections open now.
+func (l *Listener) Open() int64 { return l.open.Load() }
+
+// admit counts c against the caps and returns it wrapped, or refuses it
+// (answered and closed) and returns nil.
+func (l *Listener) admit(c net.Conn) net.Conn {
+	n := l.open.Add(1)
+	if l.limits.Total > 0 && n > int64(l.limits.Total) {
+		l.open.Add(-1)
+		if ok, skipped := l.totalLog.allow(); ok {
+			l.log.Warn("connection refused: the total connection limit is reached (TICKETD_MAX_CONNS)",
+				"limit", l.limits.Total, "refused_not_logged", skipped)
+		}
+		l.refuse(c, refusedTotal)
+		return nil
+	}
+	ac := &conn{Conn: c, l: l}
+	if l.limits.PerIP > 0 {
+		addr := peer(c.RemoteAddr())
+		if !l.exempt(addr) {
+			ac.key, ac.counted = bucket(addr), true
+			l.mu.Lock()
+			k := l.perIP[ac.key] + 1
+			if k <= l.limits.PerIP {
+				l.perIP[ac.key] = k
+			}
+			l.mu.Unlock()
+			if k > l.limits.PerIP {
+				l.open.Add(-1)
+				if ok, skipped := l.perIPLog.allow(); ok {
+					l.log.Warn("connection refused: one client address is at its connection limit (TICKETD_MAX_CONNS_PER_IP)",
+						"remote", ac.key.String(), "limit", l.limits.PerIP, "refused_not_logged", skipped)
+				}
+				l.refuse(c, refusedPerIP)
+				return nil
+			}
+		}
+	}
+	return ac
+}
+
+// release gives back the places c held.
+func (l *Listener) release(c *conn) {
+	l.open.Add(-1)
+	if !c.counted {
+		return
+	}
+	l.mu.Lock()
+	if k := l.perIP[c.key] - 1; k > 0 {
+		l.perIP[c.key] = k
+	} else {
+		delete(l.perIP, c.key) // no entry kept per address ever seen
+	}
+	l.mu.Unlock()
+}
+
+func (l *Listener) exempt(a netip.Addr) bool {
+	for _, p := range l.limits.Exempt {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// conn is an admitted connection; closing it (once, whoever does it
+// first: the serving worker or a shutdown) gives its places back.
+type conn struct {
+	net.Conn
+	l       *Listener
+	key     netip.Addr
+	counted bool // counted under key against the per-IP cap
+	closed  atomic.Bool
+}
+
+func (c *conn) Close() error {
+	err := c.Conn.Close()
+	if c.closed.CompareAndSwap(false, true) {
+		c.l.release(c)
+	}
+	return err
+}
+
+// peer is the address of a connection's remote end, unmapped and without
+// zone; 0.0.0.0 when unknown.
+func peer(addr net.Addr) netip.Addr {
+	var a netip.Addr
+	if t, ok := addr.(*net.TCPAddr); ok {
+		a = t.AddrPort().Addr()
+	} else if addr != nil {
+		if ap, err := netip.ParseAddrPort(addr.String()); err == nil {
+			a = ap.Addr()
+		}
+	}
+	if !a.IsValid() {
+		return netip.IPv4Unspecified()
+	}
+	return a.Unmap().WithZone("")
+}
+
+// bucket is the per-IP key of a: the address itself for IPv4, its /64 for
+// IPv6, since one subscriber commonly holds a whole /64 and could
+// otherwise open the cap's worth of connections from each address of it.
+func bucket(a netip.Addr) netip.Addr {
+	if a.Is4() {
+		return a
+	}
+	p, _ := a.Prefix(64)
+	return p.Addr()
+}
+
+// every lets one log line a second through and counts the ones it held
+// back, so that a flood of refused connections or failed accepts is one
+// line a second with a count.
+type every struct {
+	mu      sync.Mutex
+	second  int64
+	skipped int
+}
+
+func (e *every) allow() (ok bool, skipped int) {
+	now := time.Now().Unix()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if now == e.second {
+		e.skipped++
+		return false, 0
+	}
+	e.second = now
+	skipped, e.skipped = e.skipped, 0
+	return true, skipped
+}

@@ -1,0 +1,356 @@
+package connlimit
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// server accepts on a wrapped loopback listener and keeps every accepted
+// connection until the test closes it.
+type server struct {
+	l *Listener
+
+	mu       sync.Mutex
+	accepted []net.Conn
+	notify   chan struct{}
+}
+
+func start(t *testing.T, limits Limits, log *slog.Logger) *server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{l: New(ln, limits, log), notify: make(chan struct{}, 1000)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := s.l.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.accepted = append(s.accepted, c)
+			s.mu.Unlock()
+			s.notify <- struct{}{}
+		}
+	}()
+	t.Cleanup(func() {
+		s.l.Close()
+		<-done
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, c := range s.accepted {
+			c.Close()
+		}
+	})
+	return s
+}
+
+func (s *server) addr() string { return s.l.Addr().String() }
+
+// waitAccepted waits until the server has accepted one more connection.
+func (s *server) waitAccepted(t *testing.T) net.Conn {
+	t.Helper()
+	select {
+	case <-s.notify:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no connection accepted")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accepted[len(s.accepted)-1]
+}
+
+func dial(t *testing.T, from, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// refusal reads what a refused connection got: a response, then the
+// connection's end.
+func refusal(t *testing.T, c net.Conn) (*http.Response, string) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(c)
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatalf("no refusal read: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if _, err := r.ReadByte(); err != io.EOF {
+		t.Errorf("the refused connection is still open (%v)", err)
+	}
+	return resp, string(b)
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func TestPerIPCapRefusesBeyondItAndFreesPlacesOnClose(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	s := start(t, Limits{PerIP: 2}, slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)))
+	dial(t, "127.0.0.1", s.addr())
+	first := s.waitAccepted(t)
+	dial(t, "127.0.0.1", s.addr())
+	s.waitAccepted(t)
+
+	resp, body := refusal(t, dial(t, "127.0.0.1", s.addr()))
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" || !strings.Contains(body, `"code":"RATE_LIMITED"`) || !strings.Contains(body, `"retryAfter":1`) {
+		t.Fatalf("third connection from one address: %d %v %s, want 429 RATE_LIMITED with Retry-After", resp.StatusCode, resp.Header, body)
+	}
+	mu.Lock()
+	logged := logs.String()
+	mu.Unlock()
+	if !strings.Contains(logged, "one client address is at its connection limit") || !strings.Contains(logged, "remote=127.0.0.1") {
+		t.Errorf("refusal not logged with its address: %s", logged)
+	}
+
+	// Another address is not affected.
+	dial(t, "127.0.0.2", s.addr())
+	s.waitAccepted(t)
+
+	// A closed connection gives its place back.
+	first.Close()
+	dial(t, "127.0.0.1", s.addr())
+	s.waitAccepted(t)
+	if got := s.l.Open(); got != 3 {
+		t.Errorf("open connections: %d, want 3", got)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func TestExemptPeersAreNotCappedPerIP(t *testing.T) {
+	s := start(t, Limits{PerIP: 1, Exempt: []netip.Prefix{netip.MustParsePrefix("127.0.0.3/32")}}, quiet)
+	for range 5 {
+		dial(t, "127.0.0.3", s.addr())
+		s.waitAccepted(t)
+	}
+	dial(t, "127.0.0.1", s.addr())
+	s.waitAccepted(t)
+	if resp, _ := refusal(t, dial(t, "127.0.0.1", s.addr())); resp.StatusCode != 429 {
+		t.Fatalf("127.0.0.1 beyond its cap of 1: %d, want 429", resp.StatusCode)
+	}
+}
+
+func TestTotalCapRefusesWith503AndCountsIt(t *testing.T) {
+	s := start(t, Limits{Total: 2, PerIP: 10}, quiet)
+	a := dial(t, "127.0.0.1", s.addr())
+	s.waitAccepted(t)
+	dial(t, "127.0.0.2", s.addr())
+	s.waitAccepted(t)
+	resp, body := refusal(t, dial(t, "127.0.0.3", s.addr()))
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" || !strings.Contains(body, `"code":"SERVICE_UNAVAILABLE"`) {
+		t.Fatalf("over the total cap: %d %s, want 503 SERVICE_UNAVAILABLE with Retry-After", resp.StatusCode, body)
+	}
+	if got := counter(t, s.l, "ticketd_connections_refused_total", "total"); got != 1 {
+		t.Errorf("refused (total) = %v, want 1", got)
+	}
+	// The client closing its end frees the place once the server closes
+	// its own, as fasthttp does when it reads the end.
+	a.Close()
+	s.mu.Lock()
+	s.accepted[0].Close()
+	s.mu.Unlock()
+	dial(t, "127.0.0.3", s.addr())
+	s.waitAccepted(t)
+}
+
+// counter reads one of the listener's counters: refusals by reason, or
+// accept errors for "".
+func counter(t *testing.T, l *Listener, name, label string) float64 {
+	t.Helper()
+	var c prometheus.Counter
+	switch name {
+	case "ticketd_connections_refused_total":
+		c = l.stats.refused.WithLabelValues(label)
+	case "ticketd_accept_errors_total":
+		c = l.stats.acceptErrors
+	default:
+		t.Fatalf("no counter %s", name)
+	}
+	ch := make(chan prometheus.Metric, 1)
+	c.Collect(ch)
+	var m dto.Metric
+	if err := (<-ch).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// flaky is a listener whose Accept fails with err for the first n calls.
+type flaky struct {
+	net.Listener
+	mu  sync.Mutex
+	n   int
+	err error
+}
+
+func (f *flaky) Accept() (net.Conn, error) {
+	f.mu.Lock()
+	if f.n > 0 {
+		f.n--
+		f.mu.Unlock()
+		return nil, f.err
+	}
+	f.mu.Unlock()
+	return f.Listener.Accept()
+}
+
+// EMFILE and its kind are retried with backoff, never returned: fasthttp
+// stops serving on any accept error but a timeout. They are logged at most
+// once a second, with how many were not.
+func TestAcceptErrorsAreRetriedAndLoggedOnceASecond(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ECONNABORTED} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			t.Parallel()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			const failures = 12
+			var logs bytes.Buffer
+			var mu sync.Mutex
+			l := New(&flaky{Listener: ln, n: failures, err: &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", errno)}},
+				Limits{}, slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)))
+			defer l.Close()
+			dial(t, "127.0.0.1", l.Addr().String())
+			start := time.Now()
+			c, err := l.Accept()
+			if err != nil {
+				t.Fatalf("Accept returned %v, want the connection after the failures", err)
+			}
+			c.Close()
+			elapsed := time.Since(start)
+			mu.Lock()
+			lines := strings.Count(logs.String(), "accept failed: retrying")
+			mu.Unlock()
+			// One a wall-clock second: n seconds span at most n+1 of them.
+			if lines < 1 || lines > int(elapsed.Seconds())+2 {
+				t.Errorf("%d lines for %d failures in %s: want one a second at most", lines, failures, elapsed)
+			}
+			if got := counter(t, l, "ticketd_accept_errors_total", ""); got != failures {
+				t.Errorf("accept errors counted: %v, want %d", got, failures)
+			}
+		})
+	}
+}
+
+// Closing the listener ends Accept, a backoff in progress included, with
+// net.ErrClosed (fasthttp's Serve then returns nil).
+func TestCloseEndsAcceptDuringABackoff(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(&flaky{Listener: ln, n: math.MaxInt, err: syscall.EMFILE}, Limits{}, quiet)
+	done := make(chan error, 1)
+	go func() { _, err := l.Accept(); done <- err }()
+	// Let it fail and back off a few times.
+	for counter(t, l, "ticketd_accept_errors_total", "") < 3 {
+		time.Sleep(time.Millisecond)
+	}
+	l.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Accept after Close: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Accept did not return after Close")
+	}
+}
+
+func TestBucketGroupsIPv6By64(t *testing.T) {
+	for in, want := range map[string]string{
+		"203.0.113.9":           "203.0.113.9",
+		"2001:db8:1:2:3:4:5:6":  "2001:db8:1:2::",
+		"2001:db8:1:2:ffff::1":  "2001:db8:1:2::",
+		"2001:db8:1:3::1":       "2001:db8:1:3::",
+		"::ffff:198.51.100.200": "198.51.100.200",
+	} {
+		a := peer(&net.TCPAddr{IP: net.ParseIP(in)})
+		if got := bucket(a); got != netip.MustParseAddr(want) {
+			t.Errorf("bucket(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestDefaultTotalLeavesRoomBelowTheFileLimit(t *testing.T) {
+	for nofile, want := range map[uint64]int{
+		1024:    768,   // 256 kept
+		20_000:  18000, // a tenth kept
+		65_536:  58983,
+		256:     128, // half kept, below 512
+		0:       9000,
+		100_000: 90000,
+	} {
+		if got := DefaultTotal(nofile); got != want {
+			t.Errorf("DefaultTotal(%d) = %d, want %d", nofile, got, want)
+		}
+	}
+}
+
+// GovernMemory sets the process's soft memory limit from the open
+// connections, and lifts it when the listener closes.
+func TestGovernMemoryFollowsOpenConnections(t *testing.T) {
+	const base = 1 << 40 // far above this test binary's heap: no GC effect
+	s := start(t, Limits{}, quiet)
+	done := make(chan struct{})
+	go func() { s.l.GovernMemory(base, time.Millisecond); close(done) }()
+	waitLimit := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for debug.SetMemoryLimit(-1) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("memory limit %d, want %d", debug.SetMemoryLimit(-1), want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitLimit(base)
+	dial(t, "127.0.0.1", s.addr())
+	s.waitAccepted(t)
+	dial(t, "127.0.0.1", s.addr())
+	s.waitAccepted(t)
+	waitLimit(base + 2*PerConnMemory)
+	s.l.Close()
+	<-done
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("memory limit after Close: %d, want none", got)
+	}
+}
