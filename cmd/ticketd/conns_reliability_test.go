@@ -13,5 +13,5 @@ import (
 // of the refused connections took it to 330 MB within 40 s
 // (connlimit.GovernMemory).
 func TestFaultSlowBodiesForAMinute(t *testing.T) {
-	slowBodies(t, startLimited(t, buildTicketdBinary(t), 16384), time.Minute)
+	slowBodies(t, startLimited(t, buildTicketd(t), 16384), time.Minute)
 }

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +33,7 @@ import (
 // made accept fail with EMFILE and the process exit, and 5,000 connections
 // trickling 65,000-byte bodies took its memory from 88 to 420 MB.
 func TestSecurityOneClientCannotStopTicketd(t *testing.T) {
-	bin := buildTicketdBinary(t)
+	bin := buildTicketd(t)
 
 	// The total cap, derived from the fd limit, refuses what is over it:
 	// nothing reaches EMFILE.
@@ -257,18 +256,6 @@ type limitedTicketd struct {
 	cmd  *exec.Cmd
 	log  *syncBuffer
 	done chan struct{}
-}
-
-// buildTicketdBinary builds this package into a temporary directory; the
-// race detector is left out, as it multiplies the memory measured.
-func buildTicketdBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ticketd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 func startLimited(t *testing.T, bin string, nofile int, env ...string) *limitedTicketd {

@@ -325,7 +325,9 @@ func runBinary(t *testing.T, bin string, env map[string]string, args ...string) 
 	return code, lines
 }
 
-// buildTicketd builds this command into a temporary directory.
+// buildTicketd builds this command into a temporary directory, without
+// the race detector (it would multiply the memory the connection tests
+// measure).
 func buildTicketd(t *testing.T) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")

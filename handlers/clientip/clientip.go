@@ -54,7 +54,7 @@ func ParsePrefixes(csv string) ([]netip.Prefix, error) {
 // untrusted entry is the client. An entry that is not an address ends the
 // walk, and the last trusted hop is the client; so does the end of the list.
 func (r *Resolver) ClientIP(ctx *fasthttp.RequestCtx) netip.Addr {
-	hop := peer(ctx.RemoteAddr())
+	hop := Peer(ctx.RemoteAddr())
 	if !r.trusts(hop) {
 		return hop
 	}
@@ -108,8 +108,9 @@ func (r *Resolver) trusts(a netip.Addr) bool {
 	return false
 }
 
-// peer returns the address of the connection's remote end.
-func peer(addr net.Addr) netip.Addr {
+// Peer returns the address of a connection's remote end, unmapped and
+// without zone; 0.0.0.0 when unknown.
+func Peer(addr net.Addr) netip.Addr {
 	var a netip.Addr
 	if t, ok := addr.(*net.TCPAddr); ok {
 		a = t.AddrPort().Addr()

@@ -38,7 +38,7 @@ func FuzzClientIP(f *testing.F) {
 		if !got.IsValid() || got.Zone() != "" || got.Is4In6() {
 			t.Fatalf("ClientIP = %v: not a bucket address", got)
 		}
-		p := peer(ctx.RemoteAddr())
+		p := Peer(ctx.RemoteAddr())
 		if !r.trusts(p) {
 			if got != p {
 				t.Fatalf("untrusted peer %v: ClientIP = %v from %q", p, got, xff)

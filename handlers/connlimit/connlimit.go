@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ticketd/ticketd/handlers/clientip"
 )
 
 // Limits are the caps a Listener enforces.
@@ -126,7 +128,7 @@ func (l *Listener) admit(c net.Conn) net.Conn {
 	}
 	ac := &conn{Conn: c, l: l}
 	if l.limits.PerIP > 0 {
-		addr := peer(c.RemoteAddr())
+		addr := clientip.Peer(c.RemoteAddr())
 		if !l.exempt(addr) {
 			ac.key, ac.counted = bucket(addr), true
 			l.mu.Lock()
@@ -189,23 +191,6 @@ func (c *conn) Close() error {
 		c.l.release(c)
 	}
 	return err
-}
-
-// peer is the address of a connection's remote end, unmapped and without
-// zone; 0.0.0.0 when unknown.
-func peer(addr net.Addr) netip.Addr {
-	var a netip.Addr
-	if t, ok := addr.(*net.TCPAddr); ok {
-		a = t.AddrPort().Addr()
-	} else if addr != nil {
-		if ap, err := netip.ParseAddrPort(addr.String()); err == nil {
-			a = ap.Addr()
-		}
-	}
-	if !a.IsValid() {
-		return netip.IPv4Unspecified()
-	}
-	return a.Unmap().WithZone("")
 }
 
 // bucket is the per-IP key of a: the address itself for IPv4, its /64 for

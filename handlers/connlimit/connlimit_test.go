@@ -20,6 +20,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/ticketd/ticketd/handlers/clientip"
 )
 
 // server accepts on a wrapped loopback listener and keeps every accepted
@@ -303,7 +305,7 @@ func TestBucketGroupsIPv6By64(t *testing.T) {
 		"2001:db8:1:3::1":       "2001:db8:1:3::",
 		"::ffff:198.51.100.200": "198.51.100.200",
 	} {
-		a := peer(&net.TCPAddr{IP: net.ParseIP(in)})
+		a := clientip.Peer(&net.TCPAddr{IP: net.ParseIP(in)})
 		if got := bucket(a); got != netip.MustParseAddr(want) {
 			t.Errorf("bucket(%s) = %s, want %s", in, got, want)
 		}
