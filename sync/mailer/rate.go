@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/sync/outbox"
 )
 
@@ -24,31 +25,16 @@ const DefaultPerHour = 5
 func limited(r row) bool { return r.kind == outbox.BuyerTickets }
 
 // rateKey is the address the hourly limit counts by: the address of
-// recipient lower-cased, without a +tag, and without the dots of a
-// gmail.com or googlemail.com local part, so that spellings of one
-// mailbox share one limit. An unparsable recipient is its own key (render
-// gives it up anyway).
+// recipient normalised as the buyer limits normalise it
+// (orders.NormalizeEmail: lower-cased, without a +tag, without the dots of
+// a gmail.com or googlemail.com local part), so that spellings of one
+// mailbox share one limit.
 func rateKey(recipient string) string {
 	addr := strings.TrimSpace(recipient)
 	if a, err := mail.ParseAddress(addr); err == nil {
 		addr = a.Address
 	}
-	addr = strings.ToLower(addr)
-	at := strings.LastIndexByte(addr, '@')
-	if at < 0 {
-		return addr
-	}
-	local, domain := addr[:at], addr[at+1:]
-	if i := strings.IndexByte(local, '+'); i > 0 {
-		local = local[:i]
-	}
-	if domain == "googlemail.com" {
-		domain = "gmail.com"
-	}
-	if domain == "gmail.com" {
-		local = strings.ReplaceAll(local, ".", "")
-	}
-	return local + "@" + domain
+	return orders.NormalizeEmail(addr)
 }
 
 // takeSlot takes one of the hour's slots of r's recipient before r is
