@@ -72,11 +72,15 @@ end
 local ref = ARGV[2]
 -- A payment not recorded on it yet is taken only for a session ticketd
 -- opened for this registration, of its total in USD. The one recorded
--- ('ref': a rebuilt hash has no 'sess') is answered as before, and so is
--- any payment of a tombstone (reg_lost.lua), which knows no session.
-if o[10] ~= ref and o[9] ~= 'lost' then
+-- ('ref') is answered as before, and so is any payment of a tombstone
+-- (reg_lost.lua), which knows no session, and another payment of a paid
+-- registration a rebuild wrote back without its sessions ('sess'): it
+-- cannot be checked and can only be refunded (already_paid, below), as for
+-- one that aged out of Redis into Postgres.
+local sess = redis.call('HGET', reg, 'sess')
+if o[10] ~= ref and o[9] ~= 'lost' and not (st == 'paid' and not sess) then
   local opened = false
-  for e in string.gmatch(redis.call('HGET', reg, 'sess') or '', '%S+') do
+  for e in string.gmatch(sess or '', '%S+') do
     opened = opened or e == ref
   end
   if not opened then

@@ -7,9 +7,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
+	"github.com/ticketd/ticketd/sync/mailer"
 )
 
 // config is ticketd's environment (decisions.md §5).
@@ -35,7 +37,9 @@ type config struct {
 	// RedisFlushDelay is rueidis' MaxFlushDelay (TICKETD_REDIS_FLUSH_DELAY).
 	RedisFlushDelay time.Duration
 	// CardProcessor is TICKETD_CARD_PROCESSOR: "card" (the built-in test
-	// processor, default) or "stripe".
+	// processor, the default with test payments on), "stripe", or "" (none,
+	// the default in production: card/create-checkout-session answers
+	// PAYMENT_METHOD_UNAVAILABLE).
 	CardProcessor string
 	// The built-in processors' webhook secrets
 	// (TICKETD_CARD_WEBHOOK_SECRET, TICKETD_WALLET_WEBHOOK_SECRET); ""
@@ -123,6 +127,16 @@ func loadConfigFor(demo bool) (config, error) {
 		return c, fmt.Errorf("TICKETD_KEY_PREFIX=%q: %w", c.KeyPrefix, err)
 	}
 	c.TrustedProxies, _ = env("TICKETD_TRUSTED_PROXIES", "")
+	if _, err := clientip.ParsePrefixes(c.TrustedProxies); err != nil {
+		return c, fmt.Errorf("TICKETD_TRUSTED_PROXIES=%q: %w", c.TrustedProxies, err)
+	}
+	// The mailer's variables (TICKETD_MAIL, TICKETD_SMTP_URL,
+	// TICKETD_MAIL_PER_HOUR, ...) are read again where the mailer starts;
+	// checked here, a bad one refuses the start in one line naming it, on an
+	// API-only node too.
+	if _, err := mailer.ConfigFromEnv(os.Getenv, c.AppURL); err != nil {
+		return c, err
+	}
 	c.LogFormat, _ = env("TICKETD_LOG_FORMAT", "text")
 	c.PprofAddr, _ = env("TICKETD_PPROF_ADDR", "")
 	if conns, set := env("TICKETD_REDIS_CONNECTIONS", ""); set {

@@ -70,7 +70,9 @@ func newLogger(w io.Writer, format string) (log *slog.Logger, flush func()) {
 	if format == "json" {
 		h = slog.NewJSONHandler(w, nil)
 	}
-	r := logrepeat.New(h, logrepeat.Options{})
+	// A line naming a payment (one to refund) is never folded into
+	// another payment's.
+	r := logrepeat.New(h, logrepeat.Options{Distinct: []string{"payment"}})
 	return slog.New(r), r.Flush
 }
 

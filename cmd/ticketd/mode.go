@@ -115,6 +115,9 @@ func (c config) checkMode() error {
 			return fmt.Errorf("%s=stripe needs STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET", p.name)
 		}
 	}
+	if err := c.checkStripeKey(); err != nil {
+		return err
+	}
 	if c.Development {
 		return nil
 	}
@@ -127,6 +130,30 @@ func (c config) checkMode() error {
 			"tickets and page links with it; set a random key of its own (openssl rand -hex 32)")
 	case len(k) < minSecretsKey:
 		return fmt.Errorf("TICKETD_SECRETS_KEY is %d bytes: production needs at least %d (openssl rand -hex 32)", len(k), minSecretsKey)
+	}
+	return nil
+}
+
+// checkStripeKey refuses a Stripe secret key of the other mode than the
+// deployment's payments: a test key (sk_test_, rk_test_) in production
+// without test payments would let Stripe's test cards confirm real tickets
+// with no money taken, while /readyz says payments are live; a live key
+// (sk_live_, rk_live_) where payments are simulated would charge real
+// cards while every page and e-mail says TEST MODE. Only the public
+// prefix of the key is read.
+func (c config) checkStripeKey() error {
+	k := c.StripeSecretKey
+	if k == "" {
+		return nil
+	}
+	live := strings.HasPrefix(k, "sk_live_") || strings.HasPrefix(k, "rk_live_")
+	switch {
+	case c.testMode() && live:
+		return errors.New("STRIPE_SECRET_KEY is a live key while payments are simulated here (development, or " +
+			"TICKETD_TEST_PAYMENTS=on): real cards would be charged while every page says TEST MODE; use a test key (sk_test_...)")
+	case !c.testMode() && !live:
+		return errors.New("STRIPE_SECRET_KEY is not a live key (sk_live_... or rk_live_...): in production Stripe's test " +
+			"cards would confirm tickets with no money taken; use a live key, or TICKETD_TEST_PAYMENTS=on for a staging deployment")
 	}
 	return nil
 }

@@ -240,7 +240,10 @@ func TestProductionRefusesEmbeddedRedisAndNoPostgres(t *testing.T) {
 // status 2, when production's settings are missing or unsafe: the secrets
 // key missing, short or the public development key (from which anyone
 // derives the webhook secrets, QR keys and page keys), a test processor
-// without TICKETD_TEST_PAYMENTS, an unknown mode, -demo in production. The
+// without TICKETD_TEST_PAYMENTS, an unknown mode, -demo in production, a
+// Stripe key of the other mode (a test key takes no money in production; a
+// live one charges cards while pages say TEST MODE), and any other setting
+// it cannot read, also one only the mailer reads on an API-only node. The
 // built binary, so the line is what an operator sees.
 func TestProductionRefusesToStartNamingTheVariable(t *testing.T) {
 	bin := buildTicketd(t)
@@ -269,6 +272,12 @@ func TestProductionRefusesToStartNamingTheVariable(t *testing.T) {
 		{"stripe wallet without keys", with("TICKETD_WALLET_PROCESSOR", "stripe"), nil, "TICKETD_WALLET_PROCESSOR", "STRIPE_SECRET_KEY"},
 		{"bad test payments", with("TICKETD_TEST_PAYMENTS", "yes"), nil, "TICKETD_TEST_PAYMENTS", "on or off"},
 		{"json log", map[string]string{"TICKETD_LOG_FORMAT": "json"}, nil, "TICKETD_SECRETS_KEY", `"level":"ERROR"`},
+		{"a Stripe test key in production", with("TICKETD_CARD_PROCESSOR", "stripe", "STRIPE_SECRET_KEY", "sk_test_x",
+			"STRIPE_WEBHOOK_SECRET", "whsec_x"), nil, "STRIPE_SECRET_KEY", "not a live key"},
+		{"a Stripe live key in staging", with("TICKETD_TEST_PAYMENTS", "on", "TICKETD_CARD_PROCESSOR", "stripe",
+			"STRIPE_SECRET_KEY", "sk_live_x", "STRIPE_WEBHOOK_SECRET", "whsec_x"), nil, "STRIPE_SECRET_KEY", "live key while payments are simulated"},
+		{"bad trusted proxies", with("TICKETD_TRUSTED_PROXIES", "bogus"), nil, "TICKETD_TRUSTED_PROXIES", "bogus"},
+		{"bad mail rate", with("TICKETD_MAIL_PER_HOUR", "0"), []string{"-mode", "api"}, "TICKETD_MAIL_PER_HOUR", "1 to 10000"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -607,7 +616,7 @@ func TestModeDefaults(t *testing.T) {
 		{"staging, no wallet", map[string]string{"TICKETD_TEST_PAYMENTS": "on", "TICKETD_WALLET_PROCESSOR": "none"},
 			false, false, true, "card", "", true, false},
 		{"production with Stripe", map[string]string{"TICKETD_CARD_PROCESSOR": "stripe", "TICKETD_WALLET_PROCESSOR": "stripe",
-			"STRIPE_SECRET_KEY": "sk_test_x", "STRIPE_WEBHOOK_SECRET": "whsec_x", "TICKETD_STRIPE_WALLET_METHODS": "link,cashapp"},
+			"STRIPE_SECRET_KEY": "sk_live_x", "STRIPE_WEBHOOK_SECRET": "whsec_x", "TICKETD_STRIPE_WALLET_METHODS": "link,cashapp"},
 			false, false, false, "stripe", "stripe", false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

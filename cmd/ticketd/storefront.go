@@ -103,7 +103,8 @@ func newFront(d frontDeps) (front, error) {
 		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log, HoldsPerIP: d.cfg.HoldsPerIP,
 	}
 	hooks := &webhooks.API{Booker: regs, Redis: d.redis, Space: d.space, CardSecret: cardSecret,
-		WalletSecret: walletSecret, StripeSecret: d.cfg.StripeWebhookSecret, Gate: d.monitor.Gate, Logger: d.log}
+		WalletSecret: walletSecret, StripeSecret: d.cfg.StripeWebhookSecret, StripeLive: !d.cfg.testMode(),
+		Gate: d.monitor.Gate, Logger: d.log}
 	// The seat picker's page tokens are signed under a key of their own:
 	// every node derives the same one, so any node serves the page's calls.
 	pick := &picker.Picker{Catalog: d.store.Current, Seats: d.seats, Key: derive(d.secretsKey, purposePicker),

@@ -308,8 +308,9 @@ func TestStripeWalletThroughTicketd(t *testing.T) {
 	}
 	mu.Lock()
 	if len(created) != 1 || created[0].Get("payment_method_types[0]") != "link" || created[0].Has("payment_method_types[1]") ||
-		created[0].Get("client_reference_id") != id || created[0].Get("line_items[0][price_data][currency]") != "usd" {
-		t.Fatalf("ticketd asked Stripe for %v, want one session limited to link", created)
+		created[0].Get("client_reference_id") != id || created[0].Get("line_items[0][price_data][currency]") != "usd" ||
+		created[0].Get("adaptive_pricing[enabled]") != "false" {
+		t.Fatalf("ticketd asked Stripe for %v, want one session limited to link, in usd only (no Adaptive Pricing)", created)
 	}
 	mu.Unlock()
 	// The test wallet has no page for it: Stripe hosts the payment.

@@ -48,6 +48,11 @@ type Options struct {
 	// MaxMessages bounds the distinct messages tracked at once; 0 means
 	// DefaultMaxMessages.
 	MaxMessages int
+	// Distinct are attribute keys whose value belongs to the message: two
+	// records of one text naming different values of such a key are two
+	// messages, never collapsed into one another (ticketd: "payment", so
+	// that every payment to refund is told of with its id).
+	Distinct []string
 }
 
 // Handler collapses repeated records before next; see the package
@@ -66,7 +71,7 @@ func New(next slog.Handler, opts Options) *Handler {
 	if opts.MaxMessages <= 0 {
 		opts.MaxMessages = DefaultMaxMessages
 	}
-	return &Handler{next: next, tab: &table{window: opts.Window, max: opts.MaxMessages, msgs: map[key]*entry{}}}
+	return &Handler{next: next, tab: &table{window: opts.Window, max: opts.MaxMessages, distinct: opts.Distinct, msgs: map[key]*entry{}}}
 }
 
 type key struct {
@@ -87,8 +92,9 @@ type entry struct {
 }
 
 type table struct {
-	window time.Duration
-	max    int
+	window   time.Duration
+	max      int
+	distinct []string
 
 	mu        sync.Mutex
 	msgs      map[key]*entry
@@ -105,6 +111,9 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	t := h.tab
 	now := time.Now()
 	k := key{scope: h.scope, level: r.Level, msg: r.Message}
+	if len(t.distinct) > 0 {
+		k.scope += t.detail(r)
+	}
 	t.mu.Lock()
 	e := t.msgs[k]
 	// A record of a message whose window is open, or whose summary is
@@ -131,6 +140,23 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	e.until = now.Add(t.window)
 	t.mu.Unlock()
 	return h.next.Handle(ctx, r)
+}
+
+// detail is the values r carries of the Distinct keys, "" when none.
+func (t *table) detail(r slog.Record) string {
+	var b strings.Builder
+	r.Attrs(func(a slog.Attr) bool {
+		for _, d := range t.distinct {
+			if a.Key == d {
+				b.WriteByte(2)
+				b.WriteString(a.Key)
+				b.WriteByte('=')
+				b.WriteString(a.Value.Resolve().String())
+			}
+		}
+		return true
+	})
+	return b.String()
 }
 
 // sweep forgets the messages whose window is over and that have no

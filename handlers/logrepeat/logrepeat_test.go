@@ -243,3 +243,38 @@ func TestConcurrentRecordsAreAllCounted(t *testing.T) {
 		return represented(c.of("shared")) == workers*each && represented(c.of("own")) == workers*each
 	})
 }
+
+// A Distinct attribute belongs to the message: lines naming different
+// payments to refund are each written in full, at once, while repeats of
+// one payment (a processor's retries) and lines without the attribute
+// still collapse.
+func TestDistinctAttributesAreNeverCollapsedTogether(t *testing.T) {
+	t.Parallel()
+	c := newCapture()
+	// A window far longer than the test's writes: the repeats fall in it
+	// even on a loaded machine.
+	log := slog.New(logrepeat.New(c, logrepeat.Options{Window: 2 * time.Second, Distinct: []string{"payment"}}))
+	const msg = "webhooks: payment needs a refund"
+	for i := range 50 {
+		log.Warn(msg, "registration", fmt.Sprint("r", i), "payment", fmt.Sprint("cs_", i))
+	}
+	got := c.of(msg)
+	if len(got) != 50 {
+		t.Fatalf("%d lines for 50 payments, want each written at once", len(got))
+	}
+	for i, l := range got {
+		if l.attrs["payment"].String() != fmt.Sprint("cs_", i) {
+			t.Fatalf("line %d names payment %v", i, l.attrs["payment"])
+		}
+	}
+	for range 10 {
+		log.Warn(msg, "registration", "r0", "payment", "cs_0")
+		log.Warn("registrations: checkout holds expired", "count", 1)
+	}
+	waitFor(t, "the summaries", func() bool {
+		return len(c.of(msg)) == 51 && len(c.of("registrations: checkout holds expired")) == 2
+	})
+	if s := c.of(msg)[50]; s.attrs["repeated"].Int64() != 10 || s.attrs["payment"].String() != "cs_0" {
+		t.Fatalf("the repeats of one payment: %+v, want one summary of 10", s)
+	}
+}

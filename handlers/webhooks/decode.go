@@ -43,7 +43,11 @@ func (a *API) signed(processor string, secret *string, decode func([]byte) (even
 // stripe: POST /v1/webhooks/stripe, Stripe's events.
 func (a *API) stripe(ctx *fasthttp.RequestCtx) {
 	sig := ctx.Request.Header.Peek("Stripe-Signature")
-	ev, ae := decodeStripe(a.StripeSecret, string(sig), ctx.PostBody(), a.now())
+	ev, ae := decodeStripe(a.StripeSecret, string(sig), ctx.PostBody(), a.now(), a.StripeLive)
+	if ae != nil && ae.Reason == "livemode" {
+		a.log().Error("webhooks: a Stripe event of another mode than this deployment's payments is refused; "+
+			"check the endpoint's webhook secret and STRIPE_SECRET_KEY", "event", ev.id, "deployment_live", a.StripeLive)
+	}
 	if ae != nil {
 		httpx.Fail(ctx, ae)
 		return
@@ -204,7 +208,7 @@ type stripeCompleted struct {
 	Metadata          map[string]string `json:"metadata"`
 }
 
-func decodeStripe(secret, header string, b []byte, now time.Time) (event, *apierr.Error) {
+func decodeStripe(secret, header string, b []byte, now time.Time, live bool) (event, *apierr.Error) {
 	if secret == "" {
 		return event{}, payments.ErrInvalidSignature
 	}
@@ -228,6 +232,13 @@ func decodeStripe(secret, header string, b []byte, now time.Time) (event, *apier
 	}
 	if ae := checkEventID(e.ID); ae != nil {
 		return event{}, ae
+	}
+	// A test-mode event in a live deployment would book tickets no money
+	// paid for; a live one in a test deployment took real money while every
+	// page says TEST MODE. Neither is booked (the start refuses a key of
+	// the wrong mode: this holds against a misconfigured endpoint).
+	if e.Livemode != live {
+		return event{id: e.ID}, registrations.PaymentRefused("livemode")
 	}
 	// async_payment_succeeded completes a session whose payment method
 	// settled later (completed with payment_status unpaid first).

@@ -57,7 +57,7 @@ func FuzzDecode(f *testing.F) {
 			ev, ae = decodeWallet(body)
 		default:
 			sp := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_fuzz", Timestamp: now})
-			ev, ae = decodeStripe("whsec_fuzz", sp.Header, body, now)
+			ev, ae = decodeStripe("whsec_fuzz", sp.Header, body, now, false)
 		}
 		if ae != nil {
 			if !apierr.Known(ae.Code) || ae.Status < 400 || ae.Status >= 500 || ae.Message == "" {
@@ -90,14 +90,14 @@ func FuzzStripeSignature(f *testing.F) {
 		f.Add(h)
 	}
 	f.Fuzz(func(t *testing.T, header string) {
-		ev, ae := decodeStripe("whsec_fuzz", header, body, now)
+		ev, ae := decodeStripe("whsec_fuzz", header, body, now, false)
 		if ae != nil {
 			if !apierr.Known(ae.Code) || ae.Status < 400 || ae.Status >= 500 {
 				t.Fatalf("refusal is not a coded client error: %+v", ae)
 			}
 			return
 		}
-		if _, ae := decodeStripe("whsec_other", header, body, now); ae == nil {
+		if _, ae := decodeStripe("whsec_other", header, body, now, false); ae == nil {
 			t.Fatalf("header %q verifies under two secrets (event %q)", header, ev.id)
 		}
 	})

@@ -69,6 +69,11 @@ type API struct {
 	CardSecret   string
 	WalletSecret string
 	StripeSecret string
+	// StripeLive is the mode of the Stripe events this deployment books:
+	// live-mode ones in production without test payments, test-mode ones
+	// (false) in development and staging. An event of the other mode is
+	// refused (409 PAYMENT_MISMATCH, reason "livemode") and logged.
+	StripeLive bool
 	// Timeout bounds each webhook's Redis and Postgres work (default 10 s).
 	Timeout time.Duration
 	Logger  *slog.Logger
@@ -255,7 +260,8 @@ func (a *API) book(ctx context.Context, p registrations.Payment) (registrations.
 		if err := a.Refunds.Refund(ctx, out, p); err != nil {
 			return out, err
 		}
-		a.log().Warn("webhooks: payment needs a refund", "registration", out.ID, "processor", p.Processor, "reason", out.RefundReason)
+		a.log().Warn("webhooks: payment needs a refund", "registration", out.ID, "processor", p.Processor,
+			"payment", p.PaymentID, "reason", out.RefundReason)
 	}
 	return out, nil
 }

@@ -521,3 +521,40 @@ func TestWithoutRefundRecorderEveryWebhookIs503(t *testing.T) {
 		t.Fatalf("booked %d payments without a RefundRecorder", n)
 	}
 }
+
+// A Stripe event of the other mode than the deployment's payments is
+// refused (409 PAYMENT_MISMATCH, reason livemode) and books nothing: a
+// test-mode event in a live deployment paid no money (Stripe's test cards),
+// a live one in a test deployment took real money while its pages say TEST
+// MODE. The same event of the deployment's mode is booked.
+func TestStripeEventOfTheOtherModeIsRefused(t *testing.T) {
+	f := newFixture(t)
+	live := func(b []byte) []byte {
+		return []byte(strings.Replace(string(b), `"object":"event",`, `"object":"event","livemode":true,`, 1))
+	}
+	for _, c := range []struct {
+		name       string
+		deployment bool // StripeLive
+		body       []byte
+	}{
+		{"a test event in a live deployment", true, stripeEvent("evt_m1", "checkout.session.completed", "paid", 4250, reg)},
+		{"a live event in a test deployment", false, live(stripeEvent("evt_m2", "checkout.session.completed", "paid", 4250, reg))},
+	} {
+		f.api.StripeLive = c.deployment
+		a := f.post(t, "/v1/webhooks/stripe", "Stripe-Signature", signedStripe(f, c.body), c.body)
+		if a.status != 409 || a.env.Code != "PAYMENT_MISMATCH" || !strings.Contains(a.raw, `"reason":"livemode"`) {
+			t.Fatalf("%s: %d %s, want 409 PAYMENT_MISMATCH (livemode)", c.name, a.status, a.raw)
+		}
+	}
+	if n := len(f.booker.payments()); n != 0 {
+		t.Fatalf("booked %d payments of the other mode", n)
+	}
+	f.api.StripeLive = true
+	body := live(stripeEvent("evt_m3", "checkout.session.completed", "paid", 4250, reg))
+	if a := f.post(t, "/v1/webhooks/stripe", "Stripe-Signature", signedStripe(f, body), body); a.status != 200 {
+		t.Fatalf("a live event in a live deployment: %d %s", a.status, a.raw)
+	}
+	if n := len(f.booker.payments()); n != 1 {
+		t.Fatalf("booked %d payments, want the live one", n)
+	}
+}

@@ -15,7 +15,8 @@ import (
 	"github.com/ticketd/ticketd/inventory/orders"
 )
 
-// StripeName is the Stripe processor's name (TICKETD_CARD_PROCESSOR=stripe).
+// StripeName is the Stripe processor's name (TICKETD_CARD_PROCESSOR=stripe,
+// TICKETD_WALLET_PROCESSOR=stripe).
 const StripeName = "stripe"
 
 // MetadataRegistration is the Checkout Session metadata key naming the
@@ -91,6 +92,10 @@ func (s *Stripe) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 		SuccessURL:        stripe.String(req.SuccessURL),
 		CancelURL:         stripe.String(req.CancelURL),
 		ExpiresAt:         stripe.Int64(exp.Unix()),
+		// Adaptive Pricing would charge the buyer in another currency, and
+		// the webhook then reports an amount and currency that are not the
+		// registration's, which ticketd refuses to book (PAYMENT_MISMATCH).
+		AdaptivePricing: &stripe.CheckoutSessionCreateAdaptivePricingParams{Enabled: stripe.Bool(false)},
 	}
 	if req.BuyerEmail != "" {
 		p.CustomerEmail = stripe.String(req.BuyerEmail)

@@ -74,9 +74,19 @@ func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
 		return Outcome{}, redisstate.ErrSalesStopped
 	case 5:
 		why, _ := lua.Str(arr, 1)
-		// Never the session id: on a test processor it is what pays.
-		s.logger().Warn("registrations: a payment ticketd did not open for this registration is refused; nothing changed",
-			"registration", id, "processor", p.Processor, "reason", why)
+		if why == "session" {
+			// Never the session id: on a test processor it is what pays.
+			s.logger().Warn("registrations: a payment ticketd did not open for this registration is refused; nothing changed",
+				"registration", id, "processor", p.Processor, "reason", why)
+		} else {
+			// A session ticketd opened reported another amount or currency:
+			// the processor took money that books nothing. The operator
+			// refunds it by its payment id.
+			s.logger().Error("registrations: a payment of a session ticketd opened is not the registration's total in USD; "+
+				"refused, nothing booked: refund it through the processor",
+				"registration", id, "processor", p.Processor, "payment", p.PaymentID, "reason", why,
+				"amount", p.Amount.String(), "currency", strings.ToUpper(p.Currency))
+		}
 		return Outcome{}, PaymentRefused(why)
 	default:
 		return Outcome{}, fmt.Errorf("pay %s: %w: code %d", id, lua.ErrReply, code)

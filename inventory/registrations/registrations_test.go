@@ -338,6 +338,22 @@ func TestRegistrationAndPartnerConfirmShareCapacity(t *testing.T) {
 	if err != nil || out.RefundReason != "already_paid" || out.Status != StatusConfirmed {
 		t.Fatalf("a second payment: %+v %v", out, err)
 	}
+	// A session ticketd never opened is refused, paid or not.
+	if _, err := pay(b, reg.ID, "cs_forged", 2000); codeOf(err) != "PAYMENT_MISMATCH" {
+		t.Fatalf("a payment of a session never opened for a paid registration: %v", err)
+	}
+	// A paid hash a rebuild wrote back has no sessions to check against: a
+	// payment other than its own is to be refunded, never refused for good
+	// (the processor took the money; a refusal would be retried for days
+	// and then forgotten).
+	okey, _ := b.sp.Order(reg.ID)
+	if err := b.rc.Do(b.ctx, b.rc.B().Hdel().Key(okey).Field("sess").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	out, err = pay(b, reg.ID, "cs_3", 2000)
+	if err != nil || out.RefundReason != "already_paid" || out.Status != StatusConfirmed {
+		t.Fatalf("another payment of a rebuilt paid registration: %+v %v", out, err)
+	}
 	if n := b.streamLen(t, evGA); n != 2 { // the partner order and the registration
 		t.Fatalf("paid stream holds %d entries", n)
 	}

@@ -183,12 +183,14 @@ var errBuyerBusy = apierr.Of("DUPLICATE_IN_PROGRESS",
 // PaymentRefused is the 409 PAYMENT_MISMATCH of a payment that does not
 // match what ticketd opened for the registration (Pay); reason is
 // "session" (no checkout session ticketd opened for it), "amount" or
-// "currency" (not the registration's total in USD).
+// "currency" (not the registration's total in USD), or "livemode" (a
+// Stripe event of test mode in a live deployment, or the reverse).
 func PaymentRefused(reason string) *apierr.Error {
 	msg := map[string]string{
 		"session":  "ticketd opened no such checkout session for this registration",
 		"amount":   "the amount paid is not the registration's total",
 		"currency": "the currency paid is not the registration's",
+		"livemode": "the processor's event is of another mode (live or test) than this deployment's payments",
 	}[reason]
 	if msg == "" {
 		msg = "the payment does not match the registration"
