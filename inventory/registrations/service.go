@@ -335,7 +335,7 @@ func (s *Service) replace(ctx context.Context, prev, buyer string, since int64) 
 		return fmt.Errorf("register: %w: the buyer's unpaid registration %q is not a registration id", lua.ErrReply, prev)
 	}
 	for range replaceTries {
-		vals, err := s.Redis.Do(ctx, s.Redis.B().Hmget().Key(okey).Field("sess", "at").Build()).ToArray()
+		vals, err := s.Redis.Do(ctx, s.Redis.B().Hmget().Key(okey).Field("sess", "at", "st").Build()).ToArray()
 		if err != nil {
 			return fmt.Errorf("register: replace %s: %w", prev, err)
 		}
@@ -343,7 +343,10 @@ func (s *Service) replace(ctx context.Context, prev, buyer string, since int64) 
 		if at, err := vals[1].AsInt64(); err == nil && at > since {
 			return errBuyerBusy
 		}
-		if sess != "" {
+		// Only a registration still held has sessions to close: one paid,
+		// expired or refunded (the slot outlived it) is only taken out of
+		// the buyer's slot, by the release below.
+		if st, _ := vals[2].ToString(); st == "held" && sess != "" {
 			if s.Expirer == nil {
 				return fmt.Errorf("register: replace %s: it has checkout sessions and no processor can close them", prev)
 			}
@@ -367,6 +370,33 @@ func (s *Service) replace(ctx context.Context, prev, buyer string, since int64) 
 		// A session was attached meanwhile: close it too.
 	}
 	return errBuyerBusy
+}
+
+// ReleaseStale gives back what a registration still held in Redis claims,
+// without asking any processor: for the rebuild, which writes back as paid
+// a registration an older snapshot of Redis still holds (its payment came
+// after the snapshot). Its seats, discount hold, expiry entry, client
+// count and buyer slot are released (its sold counts were taken under an
+// older generation, so none are given back), so nothing it held outlives
+// it. A registration not held is left alone but for its buyer's slot.
+func (s *Service) ReleaseStale(ctx context.Context, id string) error {
+	okey, ok := s.Space.Order(id)
+	if !ok {
+		return fmt.Errorf("release %q: not a registration id", id)
+	}
+	for range replaceTries {
+		vals, err := s.Redis.Do(ctx, s.Redis.B().Hmget().Key(okey).Field("sess", "ub").Build()).ToArray()
+		if err != nil {
+			return fmt.Errorf("release %s: %w", id, err)
+		}
+		sess, _ := vals[0].ToString()
+		buyer, _ := vals[1].ToString()
+		code, err := s.expire(ctx, id, "release", sess, buyer)
+		if err != nil || code != 4 {
+			return err
+		}
+	}
+	return fmt.Errorf("release %s: its sessions keep changing", id)
 }
 
 // record is what the sync worker writes to Postgres once the registration

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/servertest"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/pricing"
@@ -107,5 +108,64 @@ func TestRebuildRestoresStorefrontSales(t *testing.T) {
 	waitStatus(t, s, redisstate.Current)
 	if r := s.Reserve(t, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_b", "quantity": 1, "buyerEmail": "ann@example.com"}); r.Code != "BUYER_LIMIT_REACHED" {
 		t.Fatalf("partner reserve beyond the limit: %s", r)
+	}
+}
+
+// Redis back from a snapshot taken while a registration was held, and
+// paid after it: the rebuild writes the registration back as paid, and
+// what the held copy claimed (its seats, its client's count, its buyer's
+// unpaid slot) is released first, so nothing of it is left outside the
+// counts: the address is not held back, the buyer registers again, the
+// seats are the paid registration's only.
+func TestRebuildReleasesARegistrationAnOlderSnapshotStillHolds(t *testing.T) {
+	s := servertest.StartWithCatalog(t, servertest.Options{ManualRecovery: true})
+	ctx := context.Background()
+	regs := &registrations.Service{Redis: s.Redis, Space: s.Space, Orders: &orders.Service{Redis: s.Redis, Space: s.Space}}
+	client := holds.For("203.0.113.9", 8)
+	register := func(email string) (registrations.Registration, error) {
+		return regs.Register(ctx, registrations.Request{EventID: "ev_ga", TenantID: "t1",
+			Buyer: registrations.Buyer{Name: "Ann", Email: email}, Quote: gaQuote("tk_a", 2, 2500), Client: client})
+	}
+	reg, err := register("ann@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := regs.AttachSession(ctx, reg.ID, "card", "cs_1"); err != nil {
+		t.Fatal(err)
+	}
+	// The snapshot: the held registration and what counts it.
+	okey, _ := s.Space.Order(reg.ID)
+	snapshot := []string{okey, s.Space.IPRegistrations("ev_ga"), s.Space.Unpaid("ev_ga")}
+	dumps := make([]string, len(snapshot))
+	for i, k := range snapshot {
+		if dumps[i], err = s.Redis.Do(ctx, s.Redis.B().Dump().Key(k).Build()).ToString(); err != nil {
+			t.Fatalf("dump %s: %v", k, err)
+		}
+	}
+	if _, err := regs.Pay(ctx, registrations.Payment{RegistrationID: reg.ID, Processor: "card", PaymentID: "cs_1", Amount: 5000, Currency: "USD"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Drain(t)
+	// Redis comes back with the older copies (the payment lost), and is rebuilt.
+	for i, k := range snapshot {
+		if err := s.Redis.Do(ctx, s.Redis.B().Restore().Key(k).Ttl(0).SerializedValue(dumps[i]).Replace().Build()).Error(); err != nil {
+			t.Fatalf("restore %s: %v", k, err)
+		}
+	}
+	if _, err := s.Rebuilder.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := regs.Get(ctx, reg.ID)
+	if err != nil || !found || got.Status != registrations.StatusConfirmed || got.Reason != "" {
+		t.Fatalf("after the rebuild: %+v %v %v, want confirmed", got, found, err)
+	}
+	for _, k := range snapshot[1:] {
+		if n, err := s.Redis.Do(ctx, s.Redis.B().Exists().Key(k).Build()).AsInt64(); err != nil || n != 0 {
+			t.Errorf("%s is left after the rebuild (%d, %v): the held copy still counts", k, n, err)
+		}
+	}
+	// The buyer registers again, from the same address, at once.
+	if again, err := register("ann@example.com"); err != nil || again.Status != registrations.StatusAwaitingPayment {
+		t.Fatalf("the buyer's next registration: %+v %v", again, err)
 	}
 }

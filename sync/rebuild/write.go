@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -15,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/catalogstore"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/lua"
 )
 
@@ -113,6 +115,9 @@ const batch = 3000
 // attempt (an older snapshot's) is stale. A key whose 24 hours are over is
 // not restored.
 func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) error {
+	if err := r.releaseStale(ctx, st); err != nil {
+		return err
+	}
 	retention := orDefault(r.Retention, orders.DefaultRetention)
 	idemTTL := orDefault(r.IdempotencyTTL, orders.DefaultIdempotencyTTL)
 	now := time.Now()
@@ -141,6 +146,10 @@ func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) err
 				FieldValue("total", strconv.FormatInt(o.total, 10)).FieldValue("ch", o.owner).
 				FieldValue("by", o.caller).FieldValue("ref", o.ref).FieldValue("tix", tix).
 				FieldValue("paid", paid).FieldValue("exp", paid).Build())
+		if strings.HasPrefix(o.owner, orders.StorefrontOwner("")) {
+			// A copy releaseStale released says why it expired: it is paid.
+			cmds = append(cmds, r.Redis.B().Hdel().Key(okey).Field("why").Build())
+		}
 		if o.record != "" {
 			// Only the stream has it: its record stays, without expiry,
 			// until the sync worker has written it (as confirm leaves it).
@@ -166,4 +175,48 @@ func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) err
 		}
 	}
 	return flush()
+}
+
+// releaseStale releases every recently paid registration that Redis still
+// holds unpaid: Redis came back from a snapshot older than its payment.
+// Writing it back as paid over the held copy would leave what the held
+// copy claims outside the counts (its seat keys, its discount hold, its
+// client's count and its buyer's unpaid slot) for good: the sweep passes
+// over a registration that is no longer held. Released first
+// (registrations.Service.ReleaseStale), it leaves nothing behind; then the
+// paid copy is written as for any order.
+func (r *Rebuilder) releaseStale(ctx context.Context, st *state) error {
+	regs := &registrations.Service{Redis: r.Redis, Space: r.Space, Retention: r.Retention, Logger: r.Logger}
+	var ids []string
+	var cmds rueidis.Commands
+	check := func() error {
+		for i, res := range r.Redis.DoMulti(ctx, cmds...) {
+			v, err := res.ToString()
+			if err != nil && !rueidis.IsRedisNil(err) {
+				return fmt.Errorf("rebuild: read registrations: %w", err)
+			}
+			if v != "held" {
+				continue
+			}
+			if err := regs.ReleaseStale(ctx, ids[i]); err != nil {
+				return fmt.Errorf("rebuild: release %s: %w", ids[i], err)
+			}
+		}
+		ids, cmds = ids[:0], cmds[:0]
+		return nil
+	}
+	for _, o := range st.recent {
+		okey, ok := r.Space.Order(o.orderID)
+		if !ok || !strings.HasPrefix(o.owner, orders.StorefrontOwner("")) {
+			continue
+		}
+		ids = append(ids, o.orderID)
+		cmds = append(cmds, r.Redis.B().Hget().Key(okey).Field("st").Build())
+		if len(cmds) >= batch {
+			if err := check(); err != nil {
+				return err
+			}
+		}
+	}
+	return check()
 }
