@@ -254,6 +254,11 @@ var faultCases = []faultCase{
 			f.script("seat_token", []string{f.sp.Hold(ev, "partnertok"), f.sp.IPRegistrations(ev), f.sp.IPTokens(ev, "")},
 				"600000", "partnertok", "", "0")
 		}},
+	{name: "seat token dropped (best-available held nothing with it)",
+		setup: func(f *fixture) { f.event(); f.tokenOnly() },
+		act: func(f *fixture) {
+			f.script("seat_token_drop", []string{f.sp.Hold(ev, f.tok), f.sp.IPTokens(ev, client.Key)}, f.tok)
+		}},
 	{name: "seat hold with the single-seat rule",
 		setup: func(f *fixture) { f.event(); f.hold("A-2") },
 		act: func(f *fixture) {

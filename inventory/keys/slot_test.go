@@ -200,6 +200,12 @@ var scriptKeys = map[string]func(in input) [][]string{
 		}
 		return out
 	},
+	"seat_token_drop": func(in input) (out [][]string) {
+		for _, ip := range in.ipTokens() {
+			out = append(out, []string{in.sp.Hold(in.ev, in.token), ip})
+		}
+		return out
+	},
 	"state_tick":      func(in input) [][]string { return [][]string{{in.sp.State(), in.sp.CatalogVersion()}} },
 	"worker_takeover": func(in input) [][]string { return [][]string{{in.sp.Paid(in.p())}} },
 }

@@ -85,30 +85,41 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 		}
 	}
 	created := !req.Create
-	for range 2 {
-		blocks, err := e.bestBlocks(ctx, ev, rows, q)
-		if err != nil {
-			return HoldResult{}, err
-		}
-		if len(blocks) == 0 {
-			break
-		}
-		if !created {
-			if _, err := e.CreateTokenFor(ctx, ev.ID, req.Token, req.Client); err != nil {
+	made := false // this call made the token: it must not outlive a failure
+	res, err := func() (HoldResult, error) {
+		for range 2 {
+			blocks, err := e.bestBlocks(ctx, ev, rows, q)
+			if err != nil {
 				return HoldResult{}, err
 			}
-			created = true
-		}
-		for _, b := range blocks {
-			res, err := e.Hold(ctx, ev, req.Token, b)
-			var ae *apierr.Error
-			if err != nil && errors.As(err, &ae) && (ae.Code == "SEAT_CONFLICT" || ae.Code == "SEAT_RULE") {
-				continue // taken since the read
+			if len(blocks) == 0 {
+				break
 			}
-			return res, err
+			if !created {
+				if _, err := e.CreateTokenFor(ctx, ev.ID, req.Token, req.Client); err != nil {
+					return HoldResult{}, err
+				}
+				created, made = true, true
+			}
+			for _, b := range blocks {
+				res, err := e.Hold(ctx, ev, req.Token, b)
+				var ae *apierr.Error
+				if err != nil && errors.As(err, &ae) && (ae.Code == "SEAT_CONFLICT" || ae.Code == "SEAT_RULE") {
+					continue // taken since the read
+				}
+				return res, err
+			}
 		}
+		return HoldResult{}, noBlock(q)
+	}()
+	if err != nil && made {
+		// The answer names no token: the buyer never gets it, so it must
+		// not count against the client's holds. One that cannot be dropped
+		// (Redis trouble: then err is likely that too) counts until its
+		// TTL ends, as any token.
+		_ = e.dropToken(ctx, ev.ID, req.Token, req.Client)
 	}
-	return HoldResult{}, noBlock(q)
+	return res, err
 }
 
 func noBlock(q int) *apierr.Error {

@@ -1,9 +1,11 @@
 package seats
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/holds"
 )
 
 // A hold token holds at most the event's maxPerOrder seats (a hold is for
@@ -63,4 +65,65 @@ func (b *bundle) limited(t *testing.T, n int64) *catalog.CompiledEvent {
 		t.Fatal(err)
 	}
 	return snap.Events["ev_small"]
+}
+
+// A token best-available made and could hold nothing with reaches no
+// buyer: it is dropped and stops counting for its client at once, while a
+// token that holds seats is kept. Under a rush of best-available calls on
+// few seats, every token still counted for the client is one that holds
+// seats.
+func TestBestAvailableLeavesNoCountedTokenItDidNotHand(t *testing.T) {
+	b := setup(t)
+	ev := b.limited(t, 4)
+	client := holds.For("203.0.113.7", 1000)
+	live := func() map[string]bool {
+		t.Helper()
+		m, err := b.rc.Do(b.ctx, b.rc.B().Zrange().Key(b.sp.IPTokens(ev.ID, client.Key)).Min("0").Max("-1").Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, tok := range m {
+			out[tok] = true
+		}
+		return out
+	}
+
+	// dropToken itself: an empty token goes, one holding a seat stays.
+	empty, full := NewToken(), NewToken()
+	for _, tok := range []string{empty, full} {
+		if _, err := b.eng.CreateTokenFor(b.ctx, ev.ID, tok, client); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.eng.Hold(b.ctx, ev, full, []string{"C-1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{empty, full} {
+		if err := b.eng.dropToken(b.ctx, ev.ID, tok, client); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := live(); got[empty] || !got[full] || b.get(t, b.sp.Seat(ev.ID, "C-1")) != "h:"+full {
+		t.Fatalf("after dropping: counted %v, C-1 %q; want only the token holding C-1", got, b.get(t, b.sp.Seat(ev.ID, "C-1")))
+	}
+	if _, ok, err := b.eng.heldLabels(b.ctx, ev.ID, empty); err != nil || ok {
+		t.Fatalf("the dropped token still exists (%v)", err)
+	}
+
+	// A rush: 40 calls for 4 seats each on a row of 20 (C-1 taken).
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = b.eng.BestAvailable(b.ctx, ev, BestRequest{Quantity: 4, Token: NewToken(), Create: true, Client: client})
+		}()
+	}
+	wg.Wait()
+	for tok := range live() {
+		if len(b.seatsOf(t, ev.ID, tok)) == 0 {
+			t.Errorf("token %s is counted for the client and holds nothing", tok)
+		}
+	}
 }

@@ -9,7 +9,10 @@ import (
 	"github.com/ticketd/ticketd/lua"
 )
 
-var tokenScript = lua.Load("seat_token")
+var (
+	tokenScript = lua.Load("seat_token")
+	dropScript  = lua.Load("seat_token_drop")
+)
 
 // CreateToken creates the hold token's hash with the TTL, or, when it
 // already exists, leaves it alone and returns its current expiry: a buyer
@@ -45,4 +48,19 @@ func (e *Engine) CreateTokenFor(ctx context.Context, eventID, token string, clie
 		return time.Time{}, fmt.Errorf("seats: create token: %w", err)
 	}
 	return msTime(exp), nil
+}
+
+// dropToken deletes a token best-available made and could hold nothing
+// with, so it stops counting for client (lua/seat_token_drop.lua). A token
+// that holds a seat is kept. It runs on a context of its own: the
+// request's may be what ran out.
+func (e *Engine) dropToken(ctx context.Context, eventID, token string, client holds.Client) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_, err := lua.Array(dctx, e.Redis, dropScript, []string{e.Space.Hold(eventID, token), e.Space.IPTokens(eventID, client.Key)},
+		[]string{token})
+	if err != nil {
+		return fmt.Errorf("seats: drop token: %w", err)
+	}
+	return nil
 }
