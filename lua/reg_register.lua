@@ -106,8 +106,18 @@ if not free then
     return {10, prev, tonumber(t[1]) * 1000000 + tonumber(t[2])}
   end
 end
-if client ~= '' and holds_live(KEYS[13], KEYS[14], client, now) >= tonumber(ARGV[14]) then
-  return {11, tonumber(ARGV[14])}
+if client ~= '' then
+  local live = holds_live(KEYS[13], KEYS[14], client, now)
+  -- The hold token whose seats this registration takes is one of the
+  -- client's holds already: it does not count twice, or a buyer whose
+  -- token was the client's last hold could hold seats and never buy them.
+  local own = ARGV[4] ~= '' and tonumber(redis.call('ZSCORE', KEYS[14], ARGV[4]))
+  if own and own > now then
+    live = live - 1
+  end
+  if live >= tonumber(ARGV[14]) then
+    return {11, tonumber(ARGV[14])}
+  end
 end
 
 -- checks: order_reserve.lua's (capacity, seats held by the token, discount

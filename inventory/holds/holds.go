@@ -58,7 +58,7 @@ func (c Client) LimitArg() string {
 // client's limit. It says what to do: finish or let go of a hold.
 func LimitError(limit int64) *apierr.Error {
 	return apierr.Of("HOLD_LIMIT_REACHED",
-		"this address already holds %d unpaid registrations or seat holds for this event: finish paying for one, "+
-			"or let one go (release its seats, or wait until its hold ends), then try again", limit).
+		"this address already holds %d unpaid registrations or seat holds for this event (a free registration "+
+			"counts as one for a few minutes): finish paying for one, or wait until one of them ends, then try again", limit).
 		WithData(map[string]any{"limit": limit})
 }

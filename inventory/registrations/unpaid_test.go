@@ -406,3 +406,35 @@ func TestClientLimitCountsUnpaidRegistrationsAndTokens(t *testing.T) {
 		t.Fatal("the client's tokens zset outlived its last token")
 	}
 }
+
+// The registration that takes a token's seats does not count that token
+// against its own limit check: a token that was the client's last hold can
+// still be bought, where it used to be a dead end (seats held, never
+// sold). The token still counts for the client while it lives.
+func TestATokenThatWasTheClientsLastHoldCanBeBought(t *testing.T) {
+	b := setup(t)
+	b.caps(t, evSeated, "ev", "100")
+	client := holds.For("203.0.113.11", 1)
+	tok := seats.NewToken()
+	if _, err := b.seats.CreateTokenFor(b.ctx, evSeated, tok, client); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.seats.Hold(b.ctx, b.seated, tok, []string{"C-1", "C-2"}); err != nil {
+		t.Fatal(err)
+	}
+	// The client's limit is reached with the token ...
+	if _, err := b.seats.CreateTokenFor(b.ctx, evSeated, seats.NewToken(), client); codeOf(err) != "HOLD_LIMIT_REACHED" {
+		t.Fatalf("a second hold: %v", err)
+	}
+	// ... and the token's own registration goes through,
+	r := Request{EventID: evSeated, TenantID: tenant, Buyer: Buyer{Name: "Ann", Email: "ann@x.test"},
+		Quote: seatQuote("C-1", "C-2"), HoldToken: tok, Client: client}
+	reg, err := b.regs.Register(b.ctx, r)
+	if err != nil || reg.Status != StatusAwaitingPayment {
+		t.Fatalf("registering the seats of the client's last hold: %+v %v", reg, err)
+	}
+	// counted with the token while it lives: nothing more is held.
+	if _, err := b.seats.CreateTokenFor(b.ctx, evSeated, seats.NewToken(), client); codeOf(err) != "HOLD_LIMIT_REACHED" {
+		t.Fatalf("a hold after the registration: %v", err)
+	}
+}
