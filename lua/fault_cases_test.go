@@ -102,8 +102,8 @@ func (f *fixture) event() {
 
 // The clients the cases count holds for (lib/holds).
 var (
-	client      = holds.For("203.0.113.9", 8)
-	otherClient = holds.For("198.51.100.0/64", 8)
+	client      = holds.For(nil, "203.0.113.9", 8)
+	otherClient = holds.For(nil, "198.51.100.0/64", 8)
 )
 
 // hold takes a hold token and holds labels with it, as the seat engine does.

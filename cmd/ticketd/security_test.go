@@ -415,6 +415,7 @@ func TestSecuritySecretsNeverStoredOrLogged(t *testing.T) {
 		"session key":                     derive(secretsKey, purposeSessions),
 		"order id key":                    derive(secretsKey, purposeOrderIDs),
 		"picker key":                      derive(secretsKey, purposePicker),
+		"holds key":                       derive(secretsKey, purposeHolds),
 		"seal key":                        catalog.SealKey(secretsKey),
 		"ticket page key":                 pageKey,
 		"ticket signing root":             signingRoot,

@@ -94,6 +94,7 @@ const (
 	purposeSessions       = "ticketd buyer sessions v1"
 	purposeOrderIDs       = "ticketd order ids v1"
 	purposePicker         = "ticketd seat picker v1"
+	purposeHolds          = "ticketd holds per client v1"
 	purposeCardWebhooks   = "ticketd card webhooks v1"
 	purposeWalletWebhooks = "ticketd wallet webhooks v1"
 )

@@ -91,7 +91,7 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 		}
 		req := seating.Request{Ctx: rctx, Event: ev}
 		if ep.Writes() {
-			req.Client = holds.For(clientip.Subscriber(ip), p.HoldsPerIP)
+			req.Client = holds.For(p.HoldsKey, clientip.Subscriber(ip), p.HoldsPerIP)
 		}
 		if ep == seating.Availability {
 			req.Read = func(c context.Context, ev *catalog.CompiledEvent) (seats.Availability, error) {

@@ -36,6 +36,8 @@ type Picker struct {
 	// payment) of one client IP per event, as on the storefront
 	// (TICKETD_HOLDS_PER_IP); 0 counts none.
 	HoldsPerIP int64
+	// HoldsKey keys the hash that names a client in Redis (holds.For).
+	HoldsKey []byte
 	// Gate, when set, says whether sales run: nil, or the 503 to answer
 	// (redisstate.Monitor.Gate), as on the storefront.
 	Gate func() *apierr.Error

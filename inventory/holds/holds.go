@@ -3,7 +3,8 @@
 // registrations awaiting payment and seat hold tokens per client IP per
 // event (TICKETD_HOLDS_PER_IP). A client is known by its Key, a hash of
 // its address (an IPv6 client by its /64, as the rate limits count it,
-// handlers/clientip.Subscriber), so Redis keeps no address.
+// handlers/clientip.Subscriber) under a key of the deployment, so Redis
+// keeps no address.
 //
 // The counting is done by the scripts that create and end holds, in the
 // event's hash slot (lua/lib/holds.lua): registrations in
@@ -14,6 +15,7 @@
 package holds
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
@@ -34,13 +36,17 @@ type Client struct {
 
 // For is the client of a subscriber (handlers/clientip.Subscriber: an
 // address, or an IPv6 /64) under limit; a limit of 0 or less (the limit
-// off) counts nothing.
-func For(subscriber string, limit int64) Client {
+// off) counts nothing. Its Key is an HMAC of the subscriber under key (a
+// key derived from TICKETD_SECRETS_KEY, the same on every node): a plain
+// hash of an IPv4 address is undone by trying all 2^32, so Redis would
+// hold the addresses in all but name.
+func For(key []byte, subscriber string, limit int64) Client {
 	if limit <= 0 || subscriber == "" {
 		return Client{}
 	}
-	sum := sha256.Sum256([]byte(subscriber))
-	return Client{Key: hex.EncodeToString(sum[:8]), Limit: limit}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(subscriber))
+	return Client{Key: hex.EncodeToString(m.Sum(nil)[:8]), Limit: limit}
 }
 
 // Counted reports whether holds are counted for c.

@@ -287,7 +287,7 @@ func inputs(rng *rand.Rand, n int) []input {
 				randID(rng, "abcdef0123456789", 8, 24) + "_" + in.oid
 			in.idem = randID(rng, idChars+"{}:", 1, 64)
 			in.rl = randID(rng, idChars+":", 1, 40)
-			in.client = holds.For(randID(rng, idChars+":/", 1, 43), 8).Key
+			in.client = holds.For(nil, randID(rng, idChars+":/", 1, 43), 8).Key
 			out = append(out, in)
 		}
 	}

@@ -301,8 +301,8 @@ func TestClientLimitCountsUnpaidRegistrationsAndTokens(t *testing.T) {
 	b := setup(t)
 	b.caps(t, evGA, "t:tk", "100", "ev", "100")
 	b.caps(t, evSeated, "ev", "100")
-	client := holds.For("203.0.113.9", 3)
-	other := holds.For("203.0.113.10", 3)
+	client := holds.For(nil, "203.0.113.9", 3)
+	other := holds.For(nil, "203.0.113.10", 3)
 	reg := func(c holds.Client, email string) (Registration, error) {
 		r := gaReq(1, 1000, email)
 		r.Client = c
@@ -414,7 +414,7 @@ func TestClientLimitCountsUnpaidRegistrationsAndTokens(t *testing.T) {
 func TestATokenThatWasTheClientsLastHoldCanBeBought(t *testing.T) {
 	b := setup(t)
 	b.caps(t, evSeated, "ev", "100")
-	client := holds.For("203.0.113.11", 1)
+	client := holds.For(nil, "203.0.113.11", 1)
 	tok := seats.NewToken()
 	if _, err := b.seats.CreateTokenFor(b.ctx, evSeated, tok, client); err != nil {
 		t.Fatal(err)

@@ -75,7 +75,7 @@ func (b *bundle) limited(t *testing.T, n int64) *catalog.CompiledEvent {
 func TestBestAvailableLeavesNoCountedTokenItDidNotHand(t *testing.T) {
 	b := setup(t)
 	ev := b.limited(t, 4)
-	client := holds.For("203.0.113.7", 1000)
+	client := holds.For(nil, "203.0.113.7", 1000)
 	live := func() map[string]bool {
 		t.Helper()
 		m, err := b.rc.Do(b.ctx, b.rc.B().Zrange().Key(b.sp.IPTokens(ev.ID, client.Key)).Min("0").Max("-1").Build()).AsStrSlice()

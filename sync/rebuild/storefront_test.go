@@ -121,7 +121,7 @@ func TestRebuildReleasesARegistrationAnOlderSnapshotStillHolds(t *testing.T) {
 	s := servertest.StartWithCatalog(t, servertest.Options{ManualRecovery: true})
 	ctx := context.Background()
 	regs := &registrations.Service{Redis: s.Redis, Space: s.Space, Orders: &orders.Service{Redis: s.Redis, Space: s.Space}}
-	client := holds.For("203.0.113.9", 8)
+	client := holds.For(nil, "203.0.113.9", 8)
 	register := func(email string) (registrations.Registration, error) {
 		return regs.Register(ctx, registrations.Request{EventID: "ev_ga", TenantID: "t1",
 			Buyer: registrations.Buyer{Name: "Ann", Email: email}, Quote: gaQuote("tk_a", 2, 2500), Client: client})
