@@ -337,5 +337,5 @@ func (a *API) processorFailed(op string, err error) *apierr.Error {
 		return ae
 	}
 	a.logger().Error("storefront: payment processor: "+op, "err", err)
-	return apierr.Of("PAYMENT_PROCESSOR_ERROR", "the payment processor did not answer; retry")
+	return payments.ErrProcessor
 }

@@ -95,6 +95,21 @@ func SeatNotFound(labels []string) *Error {
 		WithData(map[string]any{"seats": labels})
 }
 
+// MaxPerOrder is MAX_PER_ORDER_EXCEEDED: a cart, or a hold token, beyond
+// limit (an event's or a ticket type's maxPerOrder), data.maxPerOrder. The
+// pricing of carts and the seat engine's holds both answer it; detail says
+// what the limit counts.
+func MaxPerOrder(limit int64, detail string) *Error {
+	return Of("MAX_PER_ORDER_EXCEEDED", "%s", detail).With("maxPerOrder", limit)
+}
+
+// InProgress is DUPLICATE_IN_PROGRESS: the same request is still being
+// made (a reserve's Idempotency-Key whose first attempt runs, a buyer's
+// registrations made at once); detail says what to do.
+func InProgress(detail string) *Error {
+	return Of("DUPLICATE_IN_PROGRESS", "%s", detail)
+}
+
 // Known reports whether code is in the table: the fuzz tests check that
 // every refusal a client gets carries one.
 func Known(code string) bool {

@@ -114,7 +114,7 @@ var (
 var (
 	ErrKeyConflict = apierr.Of("KEY_CONFLICT",
 		"this Idempotency-Key was used for a different request or by a different caller; use a new key")
-	ErrInProgress = apierr.Of("DUPLICATE_IN_PROGRESS",
+	ErrInProgress = apierr.InProgress(
 		"the first request with this Idempotency-Key is still running; wait and poll status")
 	ErrDiscountUsedUp = apierr.Of("INVALID_DISCOUNT_CODE", "the discount code has no uses left")
 )

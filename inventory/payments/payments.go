@@ -10,6 +10,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 )
@@ -72,6 +73,10 @@ type Session struct {
 	ID  string
 	URL string
 }
+
+// ErrProcessor is the 502 PAYMENT_PROCESSOR_ERROR of a processor that did
+// not answer or failed (the cause is logged where it happened).
+var ErrProcessor = apierr.Of("PAYMENT_PROCESSOR_ERROR", "the payment processor did not answer; retry")
 
 // Processor is a card processor or wallet provider.
 type Processor interface {

@@ -5,6 +5,7 @@
 package pricing
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,7 +160,7 @@ func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
 			return q, apierr.Of("TICKET_NOT_FOUND", "ticket %q is not on sale for this event", l.TicketID)
 		}
 		if limit := ev.TicketMaxPerOrder(t); l.Quantity > limit {
-			return q, apierr.Of("MAX_PER_ORDER_EXCEEDED", "at most %d of ticket %q per order", limit, t.ID).With("maxPerOrder", limit)
+			return q, apierr.MaxPerOrder(limit, fmt.Sprintf("at most %d of ticket %q per order", limit, t.ID))
 		}
 		if e := q.fits(ev, l.Quantity); e != nil {
 			return q, e
@@ -252,9 +253,8 @@ func ticketLines(cart Cart) ([]TicketLine, *apierr.Error) {
 // MaxPerOrderError is the 400 of a cart, or a hold token, beyond the
 // event's maxPerOrder admissions.
 func MaxPerOrderError(limit int64) *apierr.Error {
-	return apierr.Of("MAX_PER_ORDER_EXCEEDED",
-		"an order holds at most %d admissions for this event (tickets, seats, area places and table seats together)", limit).
-		With("maxPerOrder", limit)
+	return apierr.MaxPerOrder(limit, fmt.Sprintf(
+		"an order holds at most %d admissions for this event (tickets, seats, area places and table seats together)", limit))
 }
 
 // fits refuses more admissions beyond the event's maxPerOrder, before

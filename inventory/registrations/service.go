@@ -18,6 +18,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/lua"
 )
@@ -177,7 +178,7 @@ const replaceTries = 4
 
 // errBuyerBusy answers a Register that kept finding a newer registration
 // of its buyer: several are being made at once.
-var errBuyerBusy = apierr.Of("DUPLICATE_IN_PROGRESS",
+var errBuyerBusy = apierr.InProgress(
 	"another registration for this e-mail address is being made for this event at the same time; try again in a moment")
 
 // PaymentRefused is the 409 PAYMENT_MISMATCH of a payment that does not
@@ -354,7 +355,7 @@ func (s *Service) replace(ctx context.Context, prev, buyer string, since int64) 
 			if err != nil {
 				s.logger().Warn("registrations: a processor could not close an earlier registration's checkout session",
 					"registration", prev, "err", err)
-				return apierr.Of("PAYMENT_PROCESSOR_ERROR", "the payment processor did not answer; retry")
+				return payments.ErrProcessor
 			}
 			if paid {
 				return errPreviousPaid

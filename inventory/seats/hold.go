@@ -104,9 +104,8 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 // tokenLimitError is the cart's MAX_PER_ORDER_EXCEEDED for a hold token:
 // a token holds the seats of one order.
 func tokenLimitError(limit int) *apierr.Error {
-	return apierr.Of("MAX_PER_ORDER_EXCEEDED",
-		"a hold holds at most %d seats for this event (its maxPerOrder); release some first", limit).
-		With("maxPerOrder", int64(limit))
+	return apierr.MaxPerOrder(int64(limit),
+		fmt.Sprintf("a hold holds at most %d seats for this event (its maxPerOrder); release some first", limit))
 }
 
 // checkSeats validates labels against the event's map before Redis sees
