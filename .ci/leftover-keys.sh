@@ -3,16 +3,20 @@
 # default the local one) that a test wrote.
 #
 #   bash .ci/leftover-keys.sh snapshot FILE   the key names now, into FILE
-#   bash .ci/leftover-keys.sh check FILE RUN  fail naming every key of run RUN left
+#   bash .ci/leftover-keys.sh check FILE RUN  fail naming every key the run left
 #
-# Every key a test writes to the shared Redis is in a redistest key space,
-# test:<RUN>:<random>: (TICKETD_TEST_RUN=<RUN>, which make test sets), and
-# redistest deletes the space when its test ends. So any key still under
-# test:<RUN>: after the run is a leftover of this run, and nothing else is:
-# another make test beside this one, or a ticketd or a developer using the
-# same Redis, has keys of its own that this check never flags. Keys that
-# appeared during the run outside every test space are listed for
-# information (they may be another process's), not failed.
+# Every key a test writes to the shared Redis belongs in a redistest key
+# space, test:<RUN>:<random>: (TICKETD_TEST_RUN=<RUN>, which make test
+# sets), which redistest deletes when its test ends. The check fails on:
+#   - any key still under test:<RUN>: (a test of this run did not clean up);
+#   - any key that appeared during the run outside every test space (not in
+#     the snapshot, not under test:): a test wrote outside its space, as
+#     TestSeatRuleLibrary once left {seatrule-test}:* without prefix or TTL.
+# Keys under test: of other runs (another make test beside this one, a
+# developer's go test) are theirs and never flagged, nor is any key that
+# was there before the run. A process other than the tests that writes to
+# the same Redis meanwhile (a ticketd, the bench) fails the second check:
+# run make test against a Redis of its own then (REDIS_URL).
 set -euo pipefail
 
 url=${REDIS_URL:-redis://127.0.0.1:6379}
@@ -21,28 +25,34 @@ cli() { redis-cli -u "$url" --no-auth-warning "$@"; }
 case "${1:-}" in
 snapshot)
 	[ $# -eq 2 ] || { echo "usage: $0 snapshot FILE" >&2; exit 2; }
-	cli --scan | LC_ALL=C sort >"$2"
+	cli --scan | LC_ALL=C sort -u >"$2"
 	echo "leftover-keys: $(wc -l <"$2") keys in the shared Redis before the run"
 	;;
 check)
 	[ $# -eq 3 ] || { echo "usage: $0 check FILE RUN" >&2; exit 2; }
 	before=$2 run=$3
 	case "$run" in *[!A-Za-z0-9_-]* | "") echo "leftover-keys: bad run name '$run'" >&2; exit 2 ;; esac
+	[ -r "$before" ] || { echo "leftover-keys: no snapshot at $before" >&2; exit 2; }
 	now=$(mktemp)
 	trap 'rm -f "$now"' EXIT
-	cli --scan | LC_ALL=C sort >"$now"
-	left=$(grep -c "^test:$run:" "$now" || true)
-	others=$(LC_ALL=C comm -13 "$before" "$now" | grep -v '^test:' || true)
-	if [ -n "$others" ]; then
-		echo "leftover-keys: $(wc -l <<<"$others") keys appeared during the run outside every test space (another process's, or a test that wrote outside its space); the first:"
-		head -n 10 <<<"$others" | sed 's/^/  /'
-	fi
-	if [ "$left" -gt 0 ]; then
-		echo "leftover-keys: FAIL: $left keys of this run (test:$run:) are still in the shared Redis; the tests that wrote them did not clean up. The first:"
+	cli --scan | LC_ALL=C sort -u >"$now"
+	status=0
+	ours=$(grep -c "^test:$run:" "$now" || true)
+	if [ "$ours" -gt 0 ]; then
+		echo "leftover-keys: FAIL: $ours keys of this run (test:$run:) are still in the shared Redis; the tests that wrote them did not clean up. The first:"
 		grep "^test:$run:" "$now" | head -n 20 | sed 's/^/  /'
-		exit 1
+		status=1
 	fi
-	echo "leftover-keys: no key of this run (test:$run:) is left in the shared Redis"
+	outside=$(LC_ALL=C comm -13 "$before" "$now" | grep -v '^test:' || true)
+	if [ -n "$outside" ]; then
+		echo "leftover-keys: FAIL: $(wc -l <<<"$outside") keys appeared during the run outside every test space (test:): a test wrote outside its redistest space (or another process wrote to this Redis meanwhile). The first:"
+		head -n 20 <<<"$outside" | sed 's/^/  /'
+		status=1
+	fi
+	if [ $status -eq 0 ]; then
+		echo "leftover-keys: no key of this run (test:$run:) and no new key outside the test spaces is left in the shared Redis"
+	fi
+	exit $status
 	;;
 *)
 	echo "usage: $0 snapshot FILE | check FILE RUN" >&2

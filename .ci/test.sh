@@ -10,6 +10,9 @@
 # in CLUSTER_PKGS; none given: skipped), and the check that no key this run
 # wrote is left in the shared Redis (.ci/leftover-keys.sh).
 #
+# Each step's output goes to a temporary directory, removed at the end when
+# every step passed; when one failed it is kept, and the summary says where.
+#
 # The Makefile passes GO, TEST_PKGS, CLUSTER_TESTS and CLUSTER_PKGS.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +27,8 @@ export TICKETD_TEST_RUN=${TICKETD_TEST_RUN:-$(date +%Y%m%d%H%M%S)-$$}
 dir=$(mktemp -d -t ticketd-test-XXXXXX)
 status=0
 results=()
+# Interrupted: nothing to keep (the run did not finish).
+trap 'rm -rf "$dir"; exit 130' INT TERM
 
 # step NAME CMD...: run CMD, its output shown and kept; record the result.
 step() {
@@ -62,11 +67,12 @@ fi
 step "no key of this run left in the shared Redis" bash .ci/leftover-keys.sh check "$dir/keys-before" "$TICKETD_TEST_RUN"
 
 echo
-echo "== make test summary (run $TICKETD_TEST_RUN; each step's output: $dir)"
+echo "== make test summary (run $TICKETD_TEST_RUN)"
 printf '%s\n' "${results[@]}"
 if [ $status -ne 0 ]; then
-	echo "make test: FAILED"
+	echo "make test: FAILED (each step's output is kept in $dir)"
 else
+	rm -rf "$dir"
 	echo "make test: every step passed"
 fi
 exit $status

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -572,6 +571,26 @@ func failOnce(path string) chromedp.Action[chromedp.Void] {
 })()`, path))
 }
 
+// countHandledPolls, run in the picker's frame, counts in
+// window.handledPolls the availability reads begun from then on whose
+// answer the picker has handled: the count goes up in a task queued once
+// the answer's JSON is read, so after the picker's own continuation (it
+// applies the answer, or schedules the read again) has run.
+const countHandledPolls = `(() => {
+	window.handledPolls = 0;
+	const real = window.fetch;
+	window.fetch = function (u) {
+		const p = real.apply(this, arguments);
+		if (!String(u).includes('/availability')) return p;
+		return p.then((res) => {
+			const json = res.json.bind(res);
+			res.json = () => json().finally(() => setTimeout(() => { window.handledPolls++; }, 0));
+			return res;
+		});
+	};
+	return true;
+})()`
+
 // A seated checkout that fails for a moment (the service busy): the
 // registration holds the seats now, not the hold token, so pressing Pay
 // again pays that same registration instead of registering the spent
@@ -596,17 +615,17 @@ func TestBrowserDemoShopSeatedCheckoutRetry(t *testing.T) {
 	// The seat has gone from the hold to the registration: the picker
 	// says so within its poll, and the page keeps the registration.
 	do(t, ctx, until(`document.querySelector('#seats [data-seat="A-5"]')`))
-	// One whole picker poll after the failure (a second poll answered
-	// means the first one's answer was handled), and the held message it
-	// may have posted delivered to the page: then the page must still
-	// hold the one registration.
-	const polls = `String(performance.getEntriesByType('resource').filter((e) => e.name.includes('/availability')).length)`
-	read, err := chromedp.Run(ctx, chromedp.Poll[string](polls, chromedp.WithPollingInFrame(frame)))
-	if err != nil {
+	// Two whole picker polls after the failure, each begun after it and
+	// handled by the picker (its answer applied, or the read redone), and
+	// the held message they may have posted delivered to the page: then
+	// the page must still hold the one registration. The frame counts
+	// them itself, once each answer's handler has run: a resource-timing
+	// entry is there as soon as the body arrived, before the picker
+	// handled it.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](countHandledPolls, chromedp.WithPollingInFrame(frame))); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := strconv.Atoi(read)
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`Number(%s) >= %d`, polls, before+2), chromedp.WithPollingInFrame(frame),
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.handledPolls >= 2`, chromedp.WithPollingInFrame(frame),
 		chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
 		t.Fatalf("the picker did not poll twice: %v", err)
 	}

@@ -20,7 +20,7 @@ import (
 // docs/decisions.md, Operations).
 type connConfig struct {
 	// MaxConns is TICKETD_MAX_CONNS; 0 (unset) derives it from the file
-	// descriptor limit (connlimit.DefaultTotal).
+	// descriptor limit and the cgroup memory limit (connlimit.DefaultTotal).
 	MaxConns int
 	// MaxConnsPerIP is TICKETD_MAX_CONNS_PER_IP; 0 turns the cap off.
 	MaxConnsPerIP int
@@ -88,10 +88,10 @@ type connGuard struct {
 // balancer carries many clients on one address; the per-IP cap there is
 // the clients' rate limits, by their forwarded address).
 func newConnGuard(c connConfig, trusted []netip.Prefix, m *metrics.Metrics, log *slog.Logger) *connGuard {
-	nofile := connlimit.FileLimit()
+	nofile, memLimit := connlimit.FileLimit(), connlimit.MemoryLimit()
 	l := connlimit.Limits{Total: c.MaxConns, PerIP: c.MaxConnsPerIP, Exempt: append(append([]netip.Prefix(nil), c.Exempt...), trusted...)}
 	if l.Total == 0 {
-		l.Total = connlimit.DefaultTotal(nofile)
+		l.Total = connlimit.DefaultTotal(nofile, memLimit)
 	} else if nofile > 0 && uint64(l.Total) >= nofile {
 		log.Warn("TICKETD_MAX_CONNS is not below the file descriptor limit: accepts will fail (EMFILE) before the cap is reached; raise the limit (ulimit -n, systemd LimitNOFILE)",
 			"max_conns", l.Total, "fd_limit", nofile)
@@ -101,7 +101,7 @@ func newConnGuard(c connConfig, trusted []netip.Prefix, m *metrics.Metrics, log 
 			"fd_limit", nofile, "max_conns", l.Total)
 	}
 	log.Info("connection limits", "max_conns", l.Total, "max_conns_per_ip", l.PerIP, "exempt_prefixes", len(l.Exempt),
-		"fd_limit", nofile, "body_memory_bytes", c.BodyMemory)
+		"fd_limit", nofile, "memory_limit_bytes", memLimit, "body_memory_bytes", c.BodyMemory)
 	g := &connGuard{limits: l, bodies: server.NewBodies(c.BodyMemory, log), bodyMemory: c.BodyMemory, m: m, log: log}
 	m.Registry().MustRegister(g.bodies.Collectors()...)
 	return g

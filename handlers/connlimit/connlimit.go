@@ -2,8 +2,8 @@
 // starve the process through its connections. fasthttp's Server.Serve
 // returns on any accept error but a timeout, and ticketd then stops; so
 // every accept error (EMFILE, ENFILE, ENOBUFS, ...) is retried here, with
-// backoff and a log line at most once a second, and only a closed listener
-// ends Serve. Connections are capped in total, below the process's file
+// backoff and a log line at most once a second, and only a closed or
+// unusable listener (EBADF, EINVAL, ENOTSOCK) ends Serve. Connections are capped in total, below the process's file
 // descriptor limit, and per client address (the socket's peer, IPv6 by
 // /64), with exempt prefixes for load balancers; a connection over a cap
 // gets a short envelope and is closed at once.
@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ticketd/ticketd/handlers/clientip"
@@ -75,13 +76,18 @@ func New(ln net.Listener, limits Limits, log *slog.Logger) *Listener {
 // Accept returns the next connection within the limits. A connection over
 // a cap is answered and closed here, and Accept waits for the next; a
 // failed accept is retried after a backoff. Only a closed listener ends
-// it, with net.ErrClosed as fasthttp expects.
+// it, with net.ErrClosed as fasthttp expects, or one that can never
+// accept again (permanent), with its error.
 func (l *Listener) Accept() (net.Conn, error) {
 	var delay time.Duration
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
+				return nil, err
+			}
+			if permanent(err) {
+				l.log.Error("accept failed for good: the listening socket is unusable; the server stops", "err", err)
 				return nil, err
 			}
 			delay = min(max(2*delay, minBackoff), maxBackoff)
@@ -102,6 +108,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return ac, nil
 		}
 	}
+}
+
+// permanent reports whether an accept error says the listening socket
+// itself is unusable (closed underneath, never listening, not a socket):
+// retrying would spin for ever on a server that can take no connection,
+// so it ends Serve, as a closed listener does.
+func permanent(err error) bool {
+	return errors.Is(err, syscall.EBADF) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSOCK)
 }
 
 // Close closes the listener and ends a backoff in progress.

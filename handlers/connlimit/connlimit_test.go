@@ -272,6 +272,33 @@ func TestAcceptErrorsAreRetriedAndLoggedOnceASecond(t *testing.T) {
 	}
 }
 
+// An accept error that says the listening socket is unusable ends
+// Accept with that error at once: retrying it would spin for ever.
+func TestPermanentAcceptErrorsAreReturned(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EBADF, syscall.EINVAL, syscall.ENOTSOCK} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			t.Parallel()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := New(&flaky{Listener: ln, n: math.MaxInt, err: &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", errno)}},
+				Limits{}, quiet)
+			defer l.Close()
+			done := make(chan error, 1)
+			go func() { _, err := l.Accept(); done <- err }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, errno) {
+					t.Fatalf("Accept: %v, want %v", err, errno)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Accept still retrying %v after 10 s", errno)
+			}
+		})
+	}
+}
+
 // Closing the listener ends Accept, a backoff in progress included, with
 // net.ErrClosed (fasthttp's Serve then returns nil).
 func TestCloseEndsAcceptDuringABackoff(t *testing.T) {
@@ -316,13 +343,55 @@ func TestDefaultTotalLeavesRoomBelowTheFileLimit(t *testing.T) {
 	for nofile, want := range map[uint64]int{
 		1024:    768,   // 256 kept
 		20_000:  18000, // a tenth kept
-		65_536:  58983,
-		256:     128, // half kept, below 512
+		65_536:  50000, // 58,983 by descriptors; the memory bound without a known limit
+		256:     128,   // half kept, below 512
 		0:       9000,
-		100_000: 90000,
+		100_000: 50000,
 	} {
-		if got := DefaultTotal(nofile); got != want {
-			t.Errorf("DefaultTotal(%d) = %d, want %d", nofile, got, want)
+		if got := DefaultTotal(nofile, 0); got != want {
+			t.Errorf("DefaultTotal(%d, no memory limit) = %d, want %d", nofile, got, want)
+		}
+	}
+}
+
+// The default total cap bounds memory too: a high descriptor limit does
+// not let connections take more than half a container's memory, nor
+// about 1.2 GB without a known limit.
+func TestDefaultTotalIsBoundedByMemory(t *testing.T) {
+	for _, c := range []struct {
+		nofile, memory uint64
+		want           int
+	}{
+		{1 << 20, 0, MaxDefaultTotal},                     // 943,718 by descriptors: 20 GB
+		{1 << 20, 1 << 30, (1 << 30) / 2 / PerConnMemory}, // 1 GB container: 21,845
+		{1 << 20, 256 << 20, (256 << 20) / 2 / PerConnMemory},
+		{1024, 1 << 30, 768}, // descriptors bind first
+		{1 << 20, 1 << 40, MaxDefaultTotal},
+	} {
+		if got := DefaultTotal(c.nofile, c.memory); got != c.want {
+			t.Errorf("DefaultTotal(%d, %d) = %d, want %d", c.nofile, c.memory, got, c.want)
+		}
+		if got := DefaultTotal(c.nofile, c.memory); c.memory > 0 && int64(got)*PerConnMemory > int64(c.memory)/2 {
+			t.Errorf("DefaultTotal(%d, %d) = %d connections: %d bytes, over half the memory", c.nofile, c.memory, got, int64(got)*PerConnMemory)
+		}
+	}
+}
+
+// The limit leaves at least the live heap again for garbage, so a large
+// live heap is collected no more often than at Go's default GOGC=100;
+// open connections raise it.
+func TestMemoryLimitHeadroomFollowsTheLiveHeap(t *testing.T) {
+	const mb = 1 << 20
+	for _, c := range []struct{ base, open, live, want int64 }{
+		{96 * mb, 0, 10 * mb, 96 * mb},                       // a sale's heap: the base
+		{96 * mb, 0, 20 * mb, 96 * mb},                       // 20 + 64 < 96
+		{96 * mb, 0, 40 * mb, 40*mb + minHeadroom},           // the least headroom
+		{96 * mb, 0, 100 * mb, 200 * mb},                     // the live heap again, not 164 MB
+		{96 * mb, 5000, 30 * mb, 96*mb + 5000*PerConnMemory}, // a flood: the connections
+	} {
+		if got := memoryLimit(c.base, c.open, c.live); got != c.want {
+			t.Errorf("memoryLimit(%d MB, %d conns, %d MB live) = %.1f MB, want %.1f MB", c.base/mb, c.open, c.live/mb,
+				float64(got)/mb, float64(c.want)/mb)
 		}
 	}
 }

@@ -17,9 +17,27 @@ const PerConnMemory = 24 << 10
 // live heap.
 const minHeadroom = 64 << 20
 
+// memoryLimit is the soft memory limit for base, open connections and a
+// live heap of live bytes: base plus PerConnMemory a connection, and at
+// least the live heap again above it (minHeadroom at the least).
+//
+// The headroom grows with the live heap so that the limit never makes
+// the collector work harder than Go's default (GOGC=100: a collection
+// each time the heap grows by the live heap, so about one byte marked
+// for each byte allocated). A fixed 64 MB sat below the GOGC=400 goal
+// once the live heap passed about 20 MB and multiplied the collections:
+// at 100 MB live, a collection every 64 MB allocated instead of every
+// 400 MB, six times as many. Under a connection flood the live heap is
+// what the caps admitted, tens of MB, so the limit still holds the
+// refused connections' garbage to about the live heap, not four times it.
+func memoryLimit(base, open, live int64) int64 {
+	return max(base+open*PerConnMemory, live+max(minHeadroom, live))
+}
+
 // GovernMemory keeps the Go runtime's soft memory limit at base plus
-// PerConnMemory for each open connection, and at least minHeadroom above
-// the live heap, until the listener is closed; it then lifts the limit.
+// PerConnMemory for each open connection, and at least the live heap
+// again above the live heap (memoryLimit), until the listener is closed;
+// it then lifts the limit.
 //
 // Why: ticketd collects garbage at five times the live heap (GOGC=400,
 // cmd/ticketd/main.go), which is cheap while the heap is a few MB. Under a
@@ -30,8 +48,8 @@ const minHeadroom = 64 << 20
 // collector run before the garbage outgrows what the admitted connections
 // hold, and sits above the heap of a sale (the bench's flash at 128
 // connections collects at 50 to 85 MB), so it changes little there; the
-// headroom keeps it from collecting without end when a large catalog is
-// live.
+// headroom, as large as the live heap, keeps it from collecting much more
+// often than Go's default when a large catalog is live.
 //
 // The limit is the process's: call it for the one listener of a process
 // (not in tests that run several ticketd in one binary), and only when
@@ -47,7 +65,7 @@ func (l *Listener) GovernMemory(base int64, every time.Duration) {
 		if sample[0].Value.Kind() == metrics.KindUint64 {
 			live = int64(sample[0].Value.Uint64())
 		}
-		debug.SetMemoryLimit(max(base+l.Open()*PerConnMemory, live+minHeadroom))
+		debug.SetMemoryLimit(memoryLimit(base, l.Open(), live))
 		select {
 		case <-t.C:
 		case <-l.closed:

@@ -32,9 +32,11 @@ type failureKey struct {
 
 type failureSeries struct {
 	count prometheus.Counter
-	// log is the logger With the route: handlers/logrepeat tells the
-	// routes' "request failed" lines apart and collapses each one's
-	// repeats into a line a second with their count.
+	// log is the logger With the route and status: handlers/logrepeat
+	// tells their "request failed" lines apart and collapses each one's
+	// repeats into a line a second with their count. The status is part
+	// of it so that a defect's 500, its panic text the only record of it,
+	// is never counted away among a Redis outage's 503s on its route.
 	log *slog.Logger
 }
 
@@ -61,7 +63,7 @@ func (m *Metrics) failed(route, method string, code int, err error) {
 	s := m.failures.series(route, code, m.logger)
 	s.count.Inc()
 	s.log.LogAttrs(context.Background(), slog.LevelError, "request failed",
-		slog.String("method", method), slog.Int("status", code), slog.String("err", err.Error()))
+		slog.String("method", method), slog.String("err", err.Error()))
 }
 
 func (f *failureMetrics) series(route string, code int, base *slog.Logger) *failureSeries {
@@ -78,7 +80,7 @@ func (f *failureMetrics) series(route string, code int, base *slog.Logger) *fail
 	if base == nil {
 		base = slog.Default()
 	}
-	s := &failureSeries{count: f.total.WithLabelValues(route, strconv.Itoa(code)), log: base.With("route", route)}
+	s := &failureSeries{count: f.total.WithLabelValues(route, strconv.Itoa(code)), log: base.With("route", route, "status", code)}
 	next := make(map[failureKey]*failureSeries, len(old)+1)
 	for k, v := range old {
 		next[k] = v

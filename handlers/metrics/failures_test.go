@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/handlers/logrepeat"
 	"github.com/ticketd/ticketd/inventory/apierr"
 )
 
@@ -69,5 +71,36 @@ func TestFailedRequestsAreCountedAndLoggedByRoute(t *testing.T) {
 	if !strings.Contains(lines[0], `err="redis: connection refused"`) || !strings.Contains(lines[0], "status=503") ||
 		!strings.Contains(lines[3], "handler panic: nil map") || !strings.Contains(lines[3], "status=500") {
 		t.Errorf("log lines lack the error or status:\n%s", logs.String())
+	}
+}
+
+// A defect (500, its panic text the only record of it) is logged in full
+// while the same route's 503s of a Redis outage collapse into counts:
+// ticketd's logger tells failures apart by route and status.
+func TestADefectIsNotCollapsedIntoTheRoutesOutage(t *testing.T) {
+	m := New()
+	var logs bytes.Buffer
+	// An hour's window: every 503 after the first is a repeat, held back.
+	m.SetLogger(slog.New(logrepeat.New(slog.NewTextHandler(&logs, nil), logrepeat.Options{Window: time.Hour})))
+	r := router.New()
+	r.SaveMatchedRoutePath = true
+	r.PanicHandler = httpx.PanicHandler
+	r.POST("/v1/channel/events/{id}/checkout", func(ctx *fasthttp.RequestCtx) {
+		if ctx.UserValue("id") == "ev_bug" {
+			panic("nil map")
+		}
+		httpx.Error(ctx, errors.New("redis: connection refused"))
+	})
+	h := m.Instrument(r.Handler)
+	for range 20 {
+		do(h, "POST", "/v1/channel/events/ev_down/checkout")
+	}
+	do(h, "POST", "/v1/channel/events/ev_bug/checkout")
+	got := logs.String()
+	if strings.Count(got, "redis: connection refused") != 1 {
+		t.Errorf("the outage's 503s were not collapsed:\n%s", got)
+	}
+	if !strings.Contains(got, "handler panic: nil map") || strings.Count(got, "status=500") != 1 {
+		t.Fatalf("the 500 among a route's 503s was not logged with its panic:\n%s", got)
 	}
 }

@@ -585,13 +585,17 @@ func TestBrowserHoldRunsOut(t *testing.T) {
 	waitState(t, ctx, fr, "A-4", "mine")
 	waitHeld(t, ctx, "A-4")
 	// Extend once the timer has run down from the full hold, so that the
-	// extension shows.
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`/^0:0[0-8]$/.test(document.getElementById('timer').textContent.trim())`,
+	// extension shows, and while at least two seconds are left, so that
+	// it cannot race the expiry: the page clicks Extend itself the moment
+	// it shows 0:03 to 0:08, with no gap between reading and clicking.
+	const extendInTime = `(() => {
+		if (!/^0:0[3-8]$/.test(document.getElementById('timer').textContent.trim())) return false;
+		document.getElementById('extend').click();
+		return true;
+	})()`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](extendInTime,
 		chromedp.WithPollingInFrame(fr), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
-		t.Fatalf("the hold timer never ran below 0:09: %v", err)
-	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#extend"), chromedp.FromNode(fr))); err != nil {
-		t.Fatal(err)
+		t.Fatalf("the hold timer was never seen between 0:08 and 0:03: %v", err)
 	}
 	waitLive(t, ctx, fr, "Done: your seats are now held for 0:0")
 	browsertest.Shot(t, ctx, "1-extended")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -35,10 +36,11 @@ type admission struct {
 	hasToken    bool
 	bodies      *Bodies // nil: no budget
 	bodyTimeout time.Duration
+	log         *logger // fasthttp's: told which ErrBodyTooLarge was the budget's
 }
 
-func newAdmission(st settings) *admission {
-	a := &admission{bodies: st.bodies, bodyTimeout: st.bodyTimeout}
+func newAdmission(st settings, log *logger) *admission {
+	a := &admission{bodies: st.bodies, bodyTimeout: st.bodyTimeout, log: log}
 	if st.adminToken != "" {
 		a.hasToken = true
 		a.bearerSum = sha256.Sum256([]byte("Bearer " + st.adminToken))
@@ -58,6 +60,13 @@ var (
 
 // config is the server's HeaderReceived.
 func (a *admission) config(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	if a.bodies != nil {
+		// A hold still on this ctx is its previous request's, one that
+		// neither handler saw (the connection broke while "100 Continue"
+		// was written): it ends here, so that a refusal never answers a
+		// later request, the catalog's included.
+		a.bodies.give(h)
+	}
 	if a.isCatalog(h) {
 		return fasthttp.RequestConfig{MaxRequestBodySize: admin.MaxCatalogBody, ReadTimeout: CatalogBodyTimeout}
 	}
@@ -91,27 +100,22 @@ func (a *admission) isCatalog(h *fasthttp.RequestHeader) bool {
 	return subtle.ConstantTimeCompare(sum[:], a.bearerSum[:]) == 1
 }
 
-// counted reports whether config may have taken from the budget for h's
-// request, as h reads once its body is in: a length above SmallBody, or
-// chunked (-1; an empty chunked body reads 0 and its hold is swept).
-func counted(h *fasthttp.RequestHeader) bool {
-	n := h.ContentLength()
-	return n > SmallBody || n == -1
-}
-
-// handler runs next and then gives the request's hold back.
+// handler runs next and then gives the request's hold back. Whether the
+// request holds anything is looked up, never read off its header: fasthttp
+// rewrites an empty chunked body's header to Content-Length: 0 once read.
 func (a *admission) handler(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	if a.bodies == nil {
 		return next
 	}
 	return func(ctx *fasthttp.RequestCtx) {
 		h := &ctx.Request.Header
-		if !counted(h) {
+		held, refused := a.bodies.state(h)
+		if !held {
 			next(ctx)
 			return
 		}
 		defer a.bodies.give(h)
-		if a.bodies.refusedNow(h) {
+		if refused { // a body of at most 1 byte got past the refusal's limit
 			overBudgetAnswer(ctx)
 			return
 		}
@@ -119,12 +123,32 @@ func (a *admission) handler(next fasthttp.RequestHandler) fasthttp.RequestHandle
 	}
 }
 
+// expect is the server's ExpectHandler: a body the budget refused is
+// answered 503 before "100 Continue" invites the client to send it.
+// fasthttp writes the response as it stands when the status is not 100
+// (its "must not be modified" is for the request that goes on to the
+// handler), so the refusal carries the envelope and Retry-After.
+func (a *admission) expect(ctx *fasthttp.RequestCtx) int {
+	if a.bodies == nil {
+		return fasthttp.StatusContinue
+	}
+	h := &ctx.Request.Header
+	if _, refused := a.bodies.state(h); !refused {
+		return fasthttp.StatusContinue
+	}
+	a.bodies.give(h)
+	overBudgetAnswer(ctx)
+	return fasthttp.StatusServiceUnavailable
+}
+
 // errorHandler answers what fasthttp refused before any handler; a body
-// refused for the budget is 503, anything else httpx.ServerErrorHandler's.
-// fasthttp resets the request after a failed body read, so the hold is
-// looked up whatever the header says now.
+// refused for the budget (fasthttp's ErrBodyTooLarge against the refusal's
+// 1-byte limit) is 503, anything else httpx.ServerErrorHandler's, hold or
+// not. fasthttp resets the request after a failed body read, so the hold
+// is looked up whatever the header says now.
 func (a *admission) errorHandler(ctx *fasthttp.RequestCtx, err error) {
-	if a.bodies != nil && a.bodies.give(&ctx.Request.Header) {
+	if a.bodies != nil && a.bodies.give(&ctx.Request.Header) && errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		a.log.budgetRefusal(ctx.RemoteAddr())
 		overBudgetAnswer(ctx)
 		return
 	}

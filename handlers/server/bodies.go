@@ -3,6 +3,7 @@ package server
 import (
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,8 +27,8 @@ const SmallBody = 8 << 10
 // holdGrace is how long past its body deadline a hold may stay before a
 // sweep takes it back: the handler's time with the body. A hold outlives
 // its request only where fasthttp neither runs the handler nor calls the
-// error handler (the client vanished while "100 Continue" was written, an
-// empty chunked body): the sweep gives those back.
+// error handler (the client vanished while "100 Continue" was written):
+// the ctx's next request ends it, or a sweep gives it back.
 const holdGrace = 10 * time.Second
 
 // Bodies bounds the memory held at once for request bodies of callers not
@@ -38,9 +39,12 @@ const holdGrace = 10 * time.Second
 // is read (a chunked body: the client limit); over budget, fasthttp
 // refuses the body unread and the client gets 503 SERVICE_UNAVAILABLE
 // with Retry-After and Connection: close. The size is given back when the
-// handler returns or fasthttp's error handler answers (the body read
-// failed: timeout, reset, malformed), so a dying connection returns its
-// hold too. The operator's authenticated catalog is not counted.
+// handler returns, whatever the request's header says by then (fasthttp
+// rewrites an empty chunked body's to Content-Length: 0), or fasthttp's
+// error handler answers (the body read failed: timeout, reset,
+// malformed), so a dying connection returns its hold too. The next
+// request's headers on the same ctx end any hold still left. The
+// operator's authenticated catalog is not counted.
 type Bodies struct {
 	limit int64
 	log   *slog.Logger
@@ -49,6 +53,9 @@ type Bodies struct {
 	used      int64
 	holds     map[*fasthttp.RequestHeader]hold
 	nextSweep time.Time
+	// held is len(holds), read without mu: while no body is held (a
+	// sale's small calls), a request's checks take no lock.
+	held atomic.Int64
 
 	logged   int64 // unix second of the last "refused" line
 	unlogged int   // refusals since that line
@@ -110,11 +117,8 @@ func (b *Bodies) Reserved() int64 {
 func (b *Bodies) take(h *fasthttp.RequestHeader, n int64, ttl time.Duration) bool {
 	now := time.Now()
 	b.mu.Lock()
-	// A hold left by this ctx's previous request (one of the paths
-	// above where neither handler ran) ends now.
-	if old, ok := b.holds[h]; ok {
+	if old, ok := b.holds[h]; ok { // replaced (config gives it back first)
 		b.used -= old.n
-		delete(b.holds, h)
 	}
 	if b.used+n > b.limit && now.After(b.nextSweep) {
 		b.sweep(now)
@@ -126,6 +130,7 @@ func (b *Bodies) take(h *fasthttp.RequestHeader, n int64, ttl time.Duration) boo
 	} else {
 		b.holds[h] = hold{refused: true, expires: now.Add(ttl)}
 	}
+	b.held.Store(int64(len(b.holds)))
 	used := b.used
 	b.mu.Unlock()
 	if !ok {
@@ -137,21 +142,30 @@ func (b *Bodies) take(h *fasthttp.RequestHeader, n int64, ttl time.Duration) boo
 // give ends h's hold, if it has one, and reports whether its request was
 // refused.
 func (b *Bodies) give(h *fasthttp.RequestHeader) (refused bool) {
+	if b.held.Load() == 0 {
+		return false
+	}
 	b.mu.Lock()
 	hd, ok := b.holds[h]
 	if ok {
 		b.used -= hd.n
 		delete(b.holds, h)
+		b.held.Store(int64(len(b.holds)))
 	}
 	b.mu.Unlock()
 	return hd.refused
 }
 
-// refusedNow reports whether h's request was refused (its hold stays).
-func (b *Bodies) refusedNow(h *fasthttp.RequestHeader) bool {
+// state reports whether h's request has a hold, and whether it was
+// refused (the hold stays).
+func (b *Bodies) state(h *fasthttp.RequestHeader) (held, refused bool) {
+	if b.held.Load() == 0 {
+		return false, false
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.holds[h].refused
+	hd, ok := b.holds[h]
+	return ok, hd.refused
 }
 
 // sweep takes back expired holds; at most once a second, and only when
@@ -164,6 +178,7 @@ func (b *Bodies) sweep(now time.Time) {
 			delete(b.holds, h)
 		}
 	}
+	b.held.Store(int64(len(b.holds)))
 }
 
 func (b *Bodies) refusedOne(now time.Time, n, used int64) {

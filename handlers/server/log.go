@@ -33,6 +33,48 @@ type logger struct {
 	second  int64 // unix second of the current window
 	written int
 	dropped int
+	// budget counts, by remote address, the ErrBodyTooLarge that the
+	// error handler answered as a body budget refusal (503), not as a
+	// body over the limit (413): fasthttp logs the same error for both,
+	// after the error handler and on the same goroutine, naming the
+	// connection's addresses.
+	budget map[string]int
+}
+
+// budgetRefusal records that the connection from remote was refused for
+// the body budget; its log line says so.
+func (l *logger) budgetRefusal(remote net.Addr) {
+	if remote == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.budget == nil || len(l.budget) >= maxBudgetMarks {
+		// Never reached while fasthttp logs every such error; a bound
+		// all the same.
+		l.budget = map[string]int{}
+	}
+	l.budget[remote.String()]++
+}
+
+// maxBudgetMarks bounds the refusals waiting for their log line.
+const maxBudgetMarks = 4096
+
+// wasBudget reports whether the body-too-large error of the connection
+// from remote was a budget refusal, and forgets it.
+func (l *logger) wasBudget(remote string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.budget[remote]
+	if n == 0 {
+		return false
+	}
+	if n == 1 {
+		delete(l.budget, remote)
+	} else {
+		l.budget[remote] = n - 1
+	}
+	return true
 }
 
 // logPerSecond bounds fasthttp's log lines.
@@ -70,6 +112,8 @@ var logFormats = []struct {
 }
 
 func (l *logger) Printf(format string, args ...any) {
+	// Forgotten whether the line is written or not.
+	budget := l.budgetLine(args)
 	ok, dropped := l.allow()
 	if !ok {
 		return
@@ -86,7 +130,11 @@ func (l *logger) Printf(format string, args ...any) {
 	for _, a := range args {
 		switch v := a.(type) {
 		case error:
-			attrs = append(attrs, slog.String("kind", errorKind(v)))
+			kind := errorKind(v)
+			if budget {
+				kind = "body budget full"
+			}
+			attrs = append(attrs, slog.String("kind", kind))
 		case net.Addr:
 			// The connection's local then remote address.
 			if addrs++; addrs == 2 {
@@ -104,6 +152,25 @@ func (l *logger) Printf(format string, args ...any) {
 		log = slog.Default()
 	}
 	log.LogAttrs(context.Background(), level, msg, attrs...)
+}
+
+// budgetLine reports whether a line's arguments are a connection's
+// ErrBodyTooLarge that the error handler answered as a budget refusal.
+func (l *logger) budgetLine(args []any) bool {
+	var tooLarge bool
+	var remote string
+	addrs := 0
+	for _, a := range args {
+		switch v := a.(type) {
+		case error:
+			tooLarge = errors.Is(v, fasthttp.ErrBodyTooLarge)
+		case net.Addr:
+			if addrs++; addrs == 2 {
+				remote = v.String()
+			}
+		}
+	}
+	return tooLarge && addrs == 2 && l.wasBudget(remote)
 }
 
 // errorKind names what went wrong without the error's text, which may

@@ -130,3 +130,36 @@ func TestLoggerIsRateLimited(t *testing.T) {
 		t.Fatalf("the line after the burst does not count what was left out: %s", out.String())
 	}
 }
+
+// fasthttp logs a budget refusal and a body over the limit with the same
+// error; the line says which one the client got.
+func TestBudgetRefusalIsLoggedAsOne(t *testing.T) {
+	out := &lockedBuffer{}
+	log := slog.New(slog.NewJSONHandler(out, nil))
+	b := NewBodies(65_000, quiet)
+	addr := serve(t, New(echoLen, BodyBudget(b), Logger(log)))
+	slowSender(t, addr, 65_000, 10)
+	waitReserved(t, b, 65_000)
+
+	kindOf := func(head string, want int) string {
+		t.Helper()
+		before := strings.Count(out.String(), "\n")
+		if r := roundTrip(t, addr, head, nil); r.Status != want {
+			t.Fatalf("%q: %d %s, want %d", head, r.Status, r.Body, want)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(out.String(), "\n") == before && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		var rec struct{ Kind string }
+		_ = json.Unmarshal([]byte(lines[len(lines)-1]), &rec)
+		return rec.Kind
+	}
+	if k := kindOf("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 40000\r\n\r\n", 503); k != "body budget full" {
+		t.Errorf("a body refused for the budget logged kind %q, want %q", k, "body budget full")
+	}
+	if k := kindOf("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n", 413); k != "body too large" {
+		t.Errorf("a body over the limit logged kind %q, want %q", k, "body too large")
+	}
+}

@@ -92,17 +92,19 @@ func New(h fasthttp.RequestHandler, opts ...Option) *fasthttp.Server {
 	if !st.bodiesSet {
 		st.bodies = NewBodies(DefaultBodyMemory, st.logger)
 	}
-	a := newAdmission(st)
+	log := &logger{log: st.logger}
+	a := newAdmission(st, log)
 	return &fasthttp.Server{
 		Handler:            a.handler(h),
 		Name:               "ticketd",
 		MaxRequestBodySize: httpx.MaxBody,
 		HeaderReceived:     a.config,
+		ExpectHandler:      a.expect,
 		// Room for long headers (an Idempotency-Key of up to 255
 		// characters and more); beyond it the request is a 431.
 		ReadBufferSize: 8 << 10,
 		ErrorHandler:   a.errorHandler,
-		Logger:         &logger{log: st.logger},
+		Logger:         log,
 		// Keeps fasthttp from copying the request into its error values;
 		// the logger prints none of their text either way.
 		SecureErrorLogMessage: true,

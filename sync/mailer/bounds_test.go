@@ -15,12 +15,13 @@ import (
 var adaSpellings = []string{"ada@example.com", "Ada@Example.COM", "ada+fest@example.com", " ada@example.com ", "ADA+x@example.com",
 	"ada@example.com", "ada+2@example.com"}
 
-// rowsOf counts outbox rows of kind by state.
+// rowsOf counts outbox rows of kind by state; waiting: not due for about
+// an hour or more, never attempted, not leased (the limit's queue).
 func (b *bundle) rowsOf(t *testing.T, kind string) (sent, waiting, failed, attempted int) {
 	t.Helper()
 	err := b.pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE sent_at IS NOT NULL),
 		count(*) FILTER (WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at > now() + interval '55 minutes'
-			AND next_attempt_at < now() + interval '61 minutes' AND attempts = 0 AND locked_until IS NULL),
+			AND attempts = 0 AND (locked_until IS NULL OR locked_until <= now())),
 		count(*) FILTER (WHERE failed_at IS NOT NULL), coalesce(sum(attempts), 0)
 		FROM outbox WHERE kind = $1`, kind).Scan(&sent, &waiting, &failed, &attempted)
 	if err != nil {
@@ -227,3 +228,58 @@ func TestMessagesAreBoundedAndStillGiveEveryTicket(t *testing.T) {
 }
 
 var smtp451 = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again later"}
+
+// An address with many messages waiting costs the mailer one claim a slot
+// and holds nobody else up: another buyer's message, queued after 40 to one
+// address, is sent in the first rounds, and once the hour has room the
+// waiting messages are taken one a slot, not all claimed and deferred again.
+func TestAFullAddressNeitherChurnsNorDelaysOthers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	srv, s := startSender(t, "", "")
+	const toAda = 40
+	for range toAda {
+		b.pay(t, order("channel", 1))
+	}
+	bob := order("channel", 1)
+	bob.BuyerEmail = "bob@example.com"
+	b.pay(t, bob)
+	m := b.mailer(s, "m")
+	m.Batch = 10
+
+	claims := 0
+	for round := 1; ; round++ {
+		claims += runOnce(t, m)
+		if len(byRecipient(srv.messages())["bob@example.com"]) == 1 {
+			break
+		}
+		if round == 2 {
+			t.Fatalf("bob's message not sent in two rounds of %d (%d rows claimed)", m.Batch, claims)
+		}
+	}
+	for n := runOnce(t, m); n > 0; n = runOnce(t, m) {
+		claims += n
+	}
+	// Each of ada's rows is claimed at most once on the way to its place in
+	// the queue: by the first round's batch, or not at all.
+	if claims > 5+m.Batch+1 {
+		t.Fatalf("%d rows claimed before the queue settled, want at most %d", claims, 5+m.Batch+1)
+	}
+	if sent, waiting, failed, _ := b.rowsOf(t, "buyer_tickets"); sent != 6 || waiting != toAda-5 || failed != 0 {
+		t.Fatalf("%d sent, %d waiting, %d failed; want 6, %d, 0", sent, waiting, failed, toAda-5)
+	}
+
+	// An hour later the five slots are free again: five more of ada's
+	// messages go, each claimed once, and the rest are not touched.
+	if _, err := b.pool.Exec(context.Background(), `UPDATE outbox SET rate_at = rate_at - interval '1 hour',
+		next_attempt_at = next_attempt_at - interval '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	claims = 0
+	for range 20 {
+		claims += runOnce(t, m)
+	}
+	if sent, _, _, _ := b.rowsOf(t, "buyer_tickets"); sent != 11 || claims != 5 {
+		t.Fatalf("an hour later: %d sent with %d rows claimed, want 11 sent with 5 claims (one a slot)", sent, claims)
+	}
+}

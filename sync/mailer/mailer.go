@@ -351,7 +351,8 @@ func (m *Mailer) markSent(ctx context.Context, r row) error {
 
 // markFailed records a failed send: due again after the backoff, or given
 // up when it can never succeed or was the last attempt; the recipient's
-// slot of the hour (takeSlot) is given back. Only the lease's holder writes, so a mailer that overran its lease cannot undo another's
+// slot of the hour (takeSlot) is given back (the row keeps its rate_key: it
+// is one of the address's messages still). Only the lease's holder writes, so a mailer that overran its lease cannot undo another's
 // send. The log names the stage and reply code; the reply's text (it may
 // quote the buyer's address) is kept in last_error only.
 func (m *Mailer) markFailed(ctx context.Context, r row, cause error) error {
@@ -362,7 +363,7 @@ func (m *Mailer) markFailed(ctx context.Context, r row, cause error) error {
 		msg = msg[:1000]
 	}
 	err := m.mark(ctx, fmt.Sprintf("record failure of %d", r.id), `UPDATE outbox SET next_attempt_at = now() + make_interval(secs => $2),
-		last_error = $3, locked_until = NULL, failed_at = CASE WHEN $4 THEN now() END, rate_key = NULL, rate_at = NULL
+		last_error = $3, locked_until = NULL, failed_at = CASE WHEN $4 THEN now() END, rate_at = NULL
 		WHERE id = $1 AND locked_by = $5 AND sent_at IS NULL`, r.id, wait.Seconds(), storable(msg), giveUp, m.name())
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 // Package outbox names the kinds of rows in the outbox table (the CHECK of
-// migration 003), once for the writers (sync/worker, sync/refunddb) and the
-// reader (sync/mailer). It imports nothing, so any package may import it.
+// migration 003) and the address a buyer's mail limit counts by, once for
+// the writers (sync/worker, sync/refunddb) and the reader (sync/mailer). It
+// imports only inventory/orders, so any sync package may import it.
 package outbox
 
 // Kinds of outbox rows.

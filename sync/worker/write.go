@@ -110,8 +110,8 @@ type rows struct {
 	ticketKind, ticketRef                           []string
 	ticketIssued                                    []time.Time
 
-	outOrder, outRecipient []string
-	hostOrder, hostTenant  []string
+	outOrder, outRecipient, outRateKey []string
+	hostOrder, hostTenant              []string
 
 	deadStream, deadID, deadFields, deadError []string
 }
@@ -177,6 +177,7 @@ func (r *rows) addOrder(o paid) {
 		// it doubled what Postgres parses and logs for every paid order.
 		r.outOrder = append(r.outOrder, rec.OrderID)
 		r.outRecipient = append(r.outRecipient, rec.BuyerEmail)
+		r.outRateKey = append(r.outRateKey, outbox.RateKey(rec.BuyerEmail))
 	}
 	if rec.Source == orders.SourceStorefront {
 		r.hostOrder = append(r.hostOrder, rec.OrderID)
@@ -233,9 +234,11 @@ ON CONFLICT (order_id, line_no) DO NOTHING`
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[])
 ON CONFLICT (id) DO NOTHING`
 
-	insertOutbox = `INSERT INTO outbox (order_id, kind, recipient, payload)
-SELECT order_id, '` + outbox.BuyerTickets + `', recipient, '{}'::jsonb
-FROM unnest($1::text[], $2::text[]) AS u(order_id, recipient)
+	// rate_key: the mailer queues an address's rows by it (sync/mailer
+	// rate.go) without claiming each one.
+	insertOutbox = `INSERT INTO outbox (order_id, kind, recipient, payload, rate_key)
+SELECT order_id, '` + outbox.BuyerTickets + `', recipient, '{}'::jsonb, rate_key
+FROM unnest($1::text[], $2::text[], $3::text[]) AS u(order_id, recipient, rate_key)
 ON CONFLICT (order_id, kind, ref) DO NOTHING`
 
 	// The host's address is the tenant's notifyEmail at the time of the
@@ -280,7 +283,7 @@ func (w *Worker) commit(ctx context.Context, good []paid, dead []deadLetter) err
 		b.Queue(insertTickets, r.ticketID, r.ticketOrder, r.ticketEvent, r.ticketLabel, r.ticketIssued, r.ticketKind, r.ticketRef)
 	}
 	if len(r.outOrder) > 0 {
-		b.Queue(insertOutbox, r.outOrder, r.outRecipient)
+		b.Queue(insertOutbox, r.outOrder, r.outRecipient, r.outRateKey)
 	}
 	if len(r.hostOrder) > 0 {
 		b.Queue(insertHostNotify, r.hostOrder, r.hostTenant)
