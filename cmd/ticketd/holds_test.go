@@ -326,12 +326,23 @@ func TestHoldsProbeThePickerHoldsAtMostMaxPerOrderAndEightTokens(t *testing.T) {
 		"a 9th token":                   token(),
 		"best-available making a token": p.do("POST", api+"/best-available", pick, `{"quantity":2}`),
 		"a storefront hold-token":       p.do("POST", "/v1/storefront/seating/events/ev_probe_hall/hold-token", shop(ip), "{}"),
-		"a registration of the held seats": p.register(ip, "ev_probe_hall", "Mallory", "mallory@example.com",
-			fmt.Sprintf(`"seatLabels":%s,"seatHoldToken":%q`, labels("A", 1, 10), t1.str("holdToken"))),
 	} {
 		if a.status != 409 || a.code() != "HOLD_LIMIT_REACHED" {
 			t.Errorf("%s from an address with 8 tokens: %s, want 409 HOLD_LIMIT_REACHED", what, a)
 		}
+	}
+	// The seats a token holds can still be bought: its registration does
+	// not count that token twice (else seats held with the address's last
+	// hold could never be bought); nothing more can be held after it.
+	if a := p.register(ip, "ev_probe_hall", "Mallory", "mallory@example.com",
+		fmt.Sprintf(`"seatLabels":%s,"seatHoldToken":%q`, labels("A", 1, 10), t1.str("holdToken"))); a.status != 200 ||
+		a.str("status") != "awaiting_payment" {
+		t.Fatalf("a registration of a token's held seats from an address with 8 tokens: %s", a)
+	}
+	if a := p.register(ip, "ev_probe_hall", "Mallory", "mallory2@example.com",
+		fmt.Sprintf(`"seatLabels":%s,"seatHoldToken":%q`, labels("B", 1, 10), t2.str("holdToken"))); a.status != 409 ||
+		a.code() != "HOLD_LIMIT_REACHED" {
+		t.Fatalf("a second registration beyond the address's holds: %s, want 409 HOLD_LIMIT_REACHED", a)
 	}
 	// the limit is per event: the same address registers for another
 	if a := p.register(ip, "ev_probe_ga", "Mallory", "mallory@example.com", `"selectedTicketId":"tk","quantity":1`); a.status != 200 {
