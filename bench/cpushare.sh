@@ -10,7 +10,9 @@
 #   TICKETD_BIN=/tmp/old/ticketd bash bench/cpushare.sh 12   # another build
 #   PPROF=8 bash bench/cpushare.sh                   # also a CPU profile -> bench/out/cpushare.prof
 #
-# Extra environment for ticketd goes in TICKETD_ENV ("GOGC=800 ...").
+# Extra environment for ticketd goes in TICKETD_EXTRA_ENV ("GOGC=800 ..."):
+# TICKETD_ENV is ticketd's own mode, development here (no secrets key, no
+# processor needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-12}
@@ -25,8 +27,8 @@ go build -o "$out/bench-cpushare" ./bench
 psql -qh 127.0.0.1 -U postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db" >/dev/null 2>&1
 dburl="postgres://postgres@127.0.0.1:5432/$db?sslmode=disable"
 prefix="cpushare:$$:"
-# shellcheck disable=SC2086 # TICKETD_ENV is a list of NAME=value words
-env ${TICKETD_ENV:-} TICKETD_ADDR=127.0.0.1:$port TICKETD_PPROF_ADDR=127.0.0.1:6061 TICKETD_KEY_PREFIX="$prefix" \
+# shellcheck disable=SC2086 # TICKETD_EXTRA_ENV is a list of NAME=value words
+env TICKETD_ENV=development ${TICKETD_EXTRA_ENV:-} TICKETD_ADDR=127.0.0.1:$port TICKETD_PPROF_ADDR=127.0.0.1:6061 TICKETD_KEY_PREFIX="$prefix" \
 	TICKETD_ADMIN_TOKEN=cpushare DATABASE_URL="$dburl" "$bin" >"$out/ticketd-cpushare.log" 2>&1 &
 td=$!
 cleanup() {
