@@ -76,7 +76,9 @@ end
 -- written before it. The seats this registration still holds are read
 -- once; the expiry zset is the first write (when it fails nothing is
 -- written).
-local counted = o[8] == redis.call('GET', KEYS[6])
+-- (a hash without 'gen' counts nothing: during a rebuild the marker is
+-- gone too, and false == false must not give back restored counts)
+local counted = o[8] and o[8] == redis.call('GET', KEYS[6])
 local holder = 'o:' .. id
 local mine, s = {}, 0
 for _ in string.gmatch(o[4] or '', '%S+') do

@@ -10,7 +10,10 @@
 -- once (no later payment can book a registration in refund). A payment of
 -- a session ticketd never opened for the registration (not in its 'sess'
 -- list, reg_session.lua), or of another amount or currency than its total
--- in USD, is refused whatever the registration's state, and nothing changes.
+-- in USD, is refused, and nothing changes; but for the payment recorded
+-- already ('ref'), a tombstone's (reg_lost.lua), and another payment of a
+-- paid registration a rebuild wrote back without its 'sess' (it can only be
+-- refunded: already_paid).
 --
 -- KEYS[1]  -> registration hash     {pN}:ord:<id>
 -- KEYS[2]  -> capacities hash       {pN}:ev:<id>:cap

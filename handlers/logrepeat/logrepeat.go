@@ -10,7 +10,9 @@
 // groups it was built with, Logger.With). A record's own attributes (the
 // error, a path) are detail: they may differ between repeats. So a logger
 // built With an attribute of a small set (a route template) keeps one
-// message per value apart.
+// message per value apart. Options.Distinct names attribute keys whose
+// value is part of the message all the same (ticketd: "payment", so that
+// no payment to refund is folded into another's line).
 //
 // Per message: the first record passes at once. Records of the same
 // message within the next second are counted, not written; at the end of

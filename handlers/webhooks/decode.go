@@ -45,8 +45,11 @@ func (a *API) stripe(ctx *fasthttp.RequestCtx) {
 	sig := ctx.Request.Header.Peek("Stripe-Signature")
 	ev, ae := decodeStripe(a.StripeSecret, string(sig), ctx.PostBody(), a.now(), a.StripeLive)
 	if ae != nil && ae.Reason == "livemode" {
-		a.log().Error("webhooks: a Stripe event of another mode than this deployment's payments is refused; "+
-			"check the endpoint's webhook secret and STRIPE_SECRET_KEY", "event", ev.id, "deployment_live", a.StripeLive)
+		// "payment": a live payment refused here is money to refund, never
+		// folded into another's log line.
+		a.log().Error("webhooks: a Stripe payment of another mode than this deployment's payments is refused; "+
+			"check the endpoint's webhook secret and STRIPE_SECRET_KEY", "event", ev.id, "payment", ev.session,
+			"deployment_live", a.StripeLive)
 	}
 	if ae != nil {
 		httpx.Fail(ctx, ae)
@@ -233,13 +236,6 @@ func decodeStripe(secret, header string, b []byte, now time.Time, live bool) (ev
 	if ae := checkEventID(e.ID); ae != nil {
 		return event{}, ae
 	}
-	// A test-mode event in a live deployment would book tickets no money
-	// paid for; a live one in a test deployment took real money while every
-	// page says TEST MODE. Neither is booked (the start refuses a key of
-	// the wrong mode: this holds against a misconfigured endpoint).
-	if e.Livemode != live {
-		return event{id: e.ID}, registrations.PaymentRefused("livemode")
-	}
 	// async_payment_succeeded completes a session whose payment method
 	// settled later (completed with payment_status unpaid first).
 	if e.Type != "checkout.session.completed" && e.Type != "checkout.session.async_payment_succeeded" {
@@ -277,6 +273,17 @@ func decodeStripe(secret, header string, b []byte, now time.Time, live bool) (ev
 	}
 	if ae := checkReference("data.object.client_reference_id", reg); ae != nil {
 		return event{}, ae
+	}
+	// A paid session of ticketd's in a test-mode event where payments are
+	// live would book tickets no money paid for; a live one where payments
+	// are simulated took real money while every page says TEST MODE.
+	// Neither is booked (the start refuses a key of the wrong mode: this
+	// holds against a misconfigured endpoint). Checked only here, for
+	// ticketd's own paid sessions: other events of either mode (a Connect
+	// platform's live endpoint also gets its accounts' test events) are
+	// acknowledged as above, or Stripe would retry them for days.
+	if e.Livemode != live {
+		return event{id: e.ID, session: cs.ID}, registrations.PaymentRefused("livemode")
 	}
 	return event{id: e.ID, payment: registrations.Payment{
 		RegistrationID: reg, Processor: payments.StripeName, PaymentID: cs.ID,

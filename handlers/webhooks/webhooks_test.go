@@ -549,7 +549,17 @@ func TestStripeEventOfTheOtherModeIsRefused(t *testing.T) {
 	if n := len(f.booker.payments()); n != 0 {
 		t.Fatalf("booked %d payments of the other mode", n)
 	}
+	// Events that are not ticketd's paid sessions are acknowledged in
+	// either mode (a Connect platform's live endpoint also gets its
+	// accounts' test events): refused, Stripe would retry them for days.
 	f.api.StripeLive = true
+	foreign := []byte(`{"id":"evt_m4","object":"event","type":"checkout.session.completed","data":{"object":{"id":"cs_other",` +
+		`"object":"checkout.session","payment_status":"paid","amount_total":100,"currency":"usd"}}}`)
+	for _, b := range [][]byte{foreign, stripeEvent("evt_m5", "payment_intent.created", "paid", 4250, reg)} {
+		if a := f.post(t, "/v1/webhooks/stripe", "Stripe-Signature", signedStripe(f, b), b); a.status != 200 || !a.env.Data.Ignored {
+			t.Fatalf("a test-mode event not ticketd's paid session, in a live deployment: %d %s, want 200 ignored", a.status, a.raw)
+		}
+	}
 	body := live(stripeEvent("evt_m3", "checkout.session.completed", "paid", 4250, reg))
 	if a := f.post(t, "/v1/webhooks/stripe", "Stripe-Signature", signedStripe(f, body), body); a.status != 200 {
 		t.Fatalf("a live event in a live deployment: %d %s", a.status, a.raw)

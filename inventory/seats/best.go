@@ -96,10 +96,13 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 				break
 			}
 			if !created {
-				if _, err := e.CreateTokenFor(ctx, ev.ID, req.Token, req.Client); err != nil {
+				_, fresh, err := e.createToken(ctx, ev.ID, req.Token, req.Client)
+				if err != nil {
 					return HoldResult{}, err
 				}
-				created, made = true, true
+				// A token that existed (a buyer session's own, handed out
+				// by hold-token) is the caller's: never dropped.
+				created, made = true, fresh
 			}
 			for _, b := range blocks {
 				res, err := e.Hold(ctx, ev, req.Token, b)

@@ -111,6 +111,19 @@ func TestBestAvailableLeavesNoCountedTokenItDidNotHand(t *testing.T) {
 		t.Fatalf("the dropped token still exists (%v)", err)
 	}
 
+	// Only a token the call made is dropped: one that existed (a buyer
+	// session's own, from hold-token) is the caller's.
+	own := NewToken()
+	if _, fresh, err := b.eng.createToken(b.ctx, ev.ID, own, client); err != nil || !fresh {
+		t.Fatalf("a new token: made %v, %v", fresh, err)
+	}
+	if _, fresh, err := b.eng.createToken(b.ctx, ev.ID, own, client); err != nil || fresh {
+		t.Fatalf("an existing token: made %v, %v; best-available would drop it", fresh, err)
+	}
+	if err := b.eng.dropToken(b.ctx, ev.ID, own, client); err != nil {
+		t.Fatal(err)
+	}
+
 	// A rush: 40 calls for 4 seats each on a row of 20 (C-1 taken).
 	var wg sync.WaitGroup
 	for range 40 {

@@ -27,27 +27,34 @@ func (e *Engine) CreateToken(ctx context.Context, eventID, token string) (time.T
 // while it lives, and one beyond the client's limit is refused with
 // holds.LimitError. An existing token is answered as CreateToken does.
 func (e *Engine) CreateTokenFor(ctx context.Context, eventID, token string, client holds.Client) (time.Time, error) {
+	exp, _, err := e.createToken(ctx, eventID, token, client)
+	return exp, err
+}
+
+// createToken is CreateTokenFor; created reports whether this call made
+// the token (false: it existed already).
+func (e *Engine) createToken(ctx context.Context, eventID, token string, client holds.Client) (exp time.Time, created bool, err error) {
 	if !ValidToken(token) {
-		return time.Time{}, ErrInvalidToken
+		return time.Time{}, false, ErrInvalidToken
 	}
 	arr, err := lua.Array(ctx, e.Redis, tokenScript,
 		[]string{e.Space.Hold(eventID, token), e.Space.IPRegistrations(eventID), e.Space.IPTokens(eventID, client.Key)},
 		[]string{msArg(e.ttl()), token, client.Key, client.LimitArg()})
 	if err != nil {
-		return time.Time{}, fmt.Errorf("seats: create token: %w", err)
+		return time.Time{}, false, fmt.Errorf("seats: create token: %w", err)
 	}
 	code, err := lua.Int(arr, 0)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("seats: create token: %w", err)
+		return time.Time{}, false, fmt.Errorf("seats: create token: %w", err)
 	}
 	if code == 2 {
-		return time.Time{}, holds.LimitError(client.Limit)
+		return time.Time{}, false, holds.LimitError(client.Limit)
 	}
-	exp, err := lua.Int(arr, 1)
+	ms, err := lua.Int(arr, 1)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("seats: create token: %w", err)
+		return time.Time{}, false, fmt.Errorf("seats: create token: %w", err)
 	}
-	return msTime(exp), nil
+	return msTime(ms), code == 0, nil
 }
 
 // dropToken deletes a token best-available made and could hold nothing
