@@ -389,9 +389,34 @@ func TestMemoryLimitHeadroomFollowsTheLiveHeap(t *testing.T) {
 		{96 * mb, 0, 100 * mb, 200 * mb},                     // the live heap again, not 164 MB
 		{96 * mb, 5000, 30 * mb, 96*mb + 5000*PerConnMemory}, // a flood: the connections
 	} {
-		if got := memoryLimit(c.base, c.open, c.live); got != c.want {
+		if got := memoryLimit(c.base, c.open, c.live, 0); got != c.want {
 			t.Errorf("memoryLimit(%d MB, %d conns, %d MB live) = %.1f MB, want %.1f MB", c.base/mb, c.open, c.live/mb,
 				float64(got)/mb, float64(c.want)/mb)
+		}
+	}
+}
+
+// In a container the limit stays below the cgroup's: twice a 260 MB live
+// heap is 520 MB, past a 512 MB container, where the kernel would kill
+// ticketd before the collector ran. Below 90% of it, the limit is the
+// uncapped one.
+func TestMemoryLimitStaysBelowTheContainerLimit(t *testing.T) {
+	const mb = 1 << 20
+	for _, c := range []struct{ base, open, live, ceiling, want int64 }{
+		{96 * mb, 0, 200 * mb, 512 * mb, 400 * mb},              // 400 MB < 460.8 MB: uncapped
+		{96 * mb, 0, 260 * mb, 512 * mb, 512 * mb / 1000 * 900}, // 520 MB: capped
+		{96 * mb, 0, 600 * mb, 512 * mb, 512 * mb / 1000 * 900}, // live past the cap: still the cap
+		{96 * mb, 5000, 30 * mb, 128 * mb, 128 * mb / 1000 * 900},
+		{96 * mb, 0, 260 * mb, 0, 520 * mb}, // no limit known
+		{96 * mb, 0, 260 * mb, 4 << 30, 520 * mb},
+	} {
+		got := memoryLimit(c.base, c.open, c.live, c.ceiling)
+		if got != c.want {
+			t.Errorf("memoryLimit(%d MB, %d conns, %d MB live, %d MB cgroup) = %.1f MB, want %.1f MB", c.base/mb, c.open,
+				c.live/mb, c.ceiling/mb, float64(got)/mb, float64(c.want)/mb)
+		}
+		if c.ceiling > 0 && got > c.ceiling*9/10 {
+			t.Errorf("memoryLimit under a %d MB cgroup = %.1f MB: above 90%% of it", c.ceiling/mb, float64(got)/mb)
 		}
 	}
 }
@@ -402,7 +427,7 @@ func TestGovernMemoryFollowsOpenConnections(t *testing.T) {
 	const base = 1 << 40 // far above this test binary's heap: no GC effect
 	s := start(t, Limits{}, quiet)
 	done := make(chan struct{})
-	go func() { s.l.GovernMemory(base, time.Millisecond); close(done) }()
+	go func() { s.l.governMemory(base, 0, time.Millisecond); close(done) }()
 	waitLimit := func(want int64) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
@@ -424,4 +449,23 @@ func TestGovernMemoryFollowsOpenConnections(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Fatalf("memory limit after Close: %d, want none", got)
 	}
+}
+
+// GovernMemory's limit is capped at 90% of the cgroup's: the cap the
+// process gets, not only the function's answer.
+func TestGovernMemoryCapsAtTheContainerLimit(t *testing.T) {
+	const base, ceiling = 1 << 40, 1 << 40 // far above this test binary's heap
+	s := start(t, Limits{}, quiet)
+	done := make(chan struct{})
+	go func() { s.l.governMemory(base, ceiling, time.Millisecond); close(done) }()
+	want := int64(ceiling / 1000 * 900)
+	deadline := time.Now().Add(10 * time.Second)
+	for debug.SetMemoryLimit(-1) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("memory limit %d, want %d (90%% of the cgroup's)", debug.SetMemoryLimit(-1), want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.l.Close()
+	<-done
 }

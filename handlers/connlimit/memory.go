@@ -17,9 +17,17 @@ const PerConnMemory = 24 << 10
 // live heap.
 const minHeadroom = 64 << 20
 
+// ceilingShare is the part of the cgroup's memory limit (per mille) the
+// soft limit may reach: the rest is memory Go does not count (the
+// binary's text, the kernel's socket buffers and page cache charged to
+// the cgroup), so that the collector works hard before the kernel kills
+// the process at the hard limit.
+const ceilingShare = 900
+
 // memoryLimit is the soft memory limit for base, open connections and a
 // live heap of live bytes: base plus PerConnMemory a connection, and at
-// least the live heap again above it (minHeadroom at the least).
+// least the live heap again above it (minHeadroom at the least); never
+// above 90% of ceiling, the cgroup's memory limit (0: none known).
 //
 // The headroom grows with the live heap so that the limit never makes
 // the collector work harder than Go's default (GOGC=100: a collection
@@ -30,14 +38,26 @@ const minHeadroom = 64 << 20
 // 400 MB, six times as many. Under a connection flood the live heap is
 // what the caps admitted, tens of MB, so the limit still holds the
 // refused connections' garbage to about the live heap, not four times it.
-func memoryLimit(base, open, live int64) int64 {
-	return max(base+open*PerConnMemory, live+max(minHeadroom, live))
+//
+// The cap: twice the live heap passes a container's limit once the live
+// heap is near half of it (a 512 MB container with 260 MB live: 520 MB),
+// and then the soft limit never runs the collector before the kernel's
+// OOM kill. Capped, the collector runs ever harder as the heap nears the
+// container's limit (Go bounds it to about half the CPU), slower but
+// alive: where Go's GC guide puts GOMEMLIMIT in a container.
+func memoryLimit(base, open, live, ceiling int64) int64 {
+	limit := max(base+open*PerConnMemory, live+max(minHeadroom, live))
+	if ceiling > 0 {
+		limit = min(limit, ceiling/1000*ceilingShare)
+	}
+	return limit
 }
 
 // GovernMemory keeps the Go runtime's soft memory limit at base plus
 // PerConnMemory for each open connection, and at least the live heap
-// again above the live heap (memoryLimit), until the listener is closed;
-// it then lifts the limit.
+// again above the live heap, at most 90% of the cgroup's memory limit
+// (MemoryLimit) when there is one (memoryLimit), until the listener is
+// closed; it then lifts the limit.
 //
 // Why: ticketd collects garbage at five times the live heap (GOGC=400,
 // cmd/ticketd/main.go), which is cheap while the heap is a few MB. Under a
@@ -55,6 +75,12 @@ func memoryLimit(base, open, live int64) int64 {
 // (not in tests that run several ticketd in one binary), and only when
 // the operator has not set GOMEMLIMIT.
 func (l *Listener) GovernMemory(base int64, every time.Duration) {
+	l.governMemory(base, int64(min(MemoryLimit(), math.MaxInt64)), every)
+}
+
+// governMemory is GovernMemory under a cgroup limit of ceiling bytes (0:
+// none).
+func (l *Listener) governMemory(base, ceiling int64, every time.Duration) {
 	defer debug.SetMemoryLimit(math.MaxInt64)
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	t := time.NewTicker(every)
@@ -65,7 +91,7 @@ func (l *Listener) GovernMemory(base int64, every time.Duration) {
 		if sample[0].Value.Kind() == metrics.KindUint64 {
 			live = int64(sample[0].Value.Uint64())
 		}
-		debug.SetMemoryLimit(memoryLimit(base, l.Open(), live))
+		debug.SetMemoryLimit(memoryLimit(base, l.Open(), live, ceiling))
 		select {
 		case <-t.C:
 		case <-l.closed:

@@ -231,12 +231,46 @@ FROM (SELECT id FROM outbox
 WHERE o.id = due.id
 RETURNING o.id, o.order_id, o.kind, o.ref, o.recipient, o.payload, o.attempts`
 
-// exhaustedSQL gives up the rows whose attempts ran out with no outcome
-// recorded: their mailer died or hung on each (a crash the row causes).
+// exhaustedWhere selects the rows whose attempts ($1) ran out with no
+// outcome recorded: their mailer died or hung on each (a crash the row
+// causes).
+const exhaustedWhere = `sent_at IS NULL AND failed_at IS NULL AND attempts >= $1
+	AND (locked_until IS NULL OR locked_until <= now())`
+
+// exhaustedSQL gives up the exhausted rows of the address $2 (NULL: of
+// none, the host's notices and rows written before the address was).
 const exhaustedSQL = `UPDATE outbox SET failed_at = now(), locked_until = NULL,
 	last_error = coalesce(last_error || '; ', '') || 'no outcome recorded after ' || attempts || ' attempts (the mailer died or hung sending it)'
-WHERE sent_at IS NULL AND failed_at IS NULL AND attempts >= $1
-	AND (locked_until IS NULL OR locked_until <= now())`
+WHERE ` + exhaustedWhere + ` AND rate_key IS NOT DISTINCT FROM $2::text`
+
+// giveUpExhausted gives up the exhausted rows, an address's in one
+// transaction with setting its queue's head again (requeue): the row may
+// have been the head, claimed at its slot by the mailer that died, and the
+// rows behind it would otherwise wait for parkedWake.
+func (m *Mailer) giveUpExhausted(ctx context.Context, maxAttempts int) error {
+	rs, err := m.Pool.Query(ctx, `SELECT DISTINCT rate_key FROM outbox WHERE `+exhaustedWhere, maxAttempts)
+	if err != nil {
+		return err
+	}
+	addrs, err := pgx.CollectRows(rs, pgx.RowTo[*string])
+	if err != nil {
+		return err
+	}
+	for _, key := range addrs {
+		if key == nil {
+			_, err = m.Pool.Exec(ctx, exhaustedSQL, maxAttempts, nil)
+		} else {
+			err = m.requeue(ctx, *key, func(tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, exhaustedSQL, maxAttempts, *key)
+				return err
+			})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // claim leases due rows to this mailer. SKIP LOCKED lets concurrent
 // mailers claim disjoint rows; the lease keeps them off a claimed row
@@ -245,7 +279,7 @@ WHERE sent_at IS NULL AND failed_at IS NULL AND attempts >= $1
 // mailer every time is not taken forever.
 func (m *Mailer) claim(ctx context.Context) ([]row, error) {
 	maxAttempts := orDefault(m.MaxAttempts, DefaultMaxAttempts)
-	if _, err := m.Pool.Exec(ctx, exhaustedSQL, maxAttempts); err != nil {
+	if err := m.giveUpExhausted(ctx, maxAttempts); err != nil {
 		return nil, fmt.Errorf("mailer: give up exhausted rows: %w", err)
 	}
 	rs, err := m.Pool.Query(ctx, claimSQL, m.name(), orDefault(m.Lease, DefaultLease).Seconds(), orDefault(m.Batch, DefaultBatch), maxAttempts)
@@ -320,10 +354,10 @@ func (m *Mailer) send(ctx context.Context, r row, paid map[string]orderdb.PaidOr
 // lease.
 const markTries = 4
 
-// mark runs an outcome's UPDATE, each try with a context of its own, so a
+// mark runs an outcome's write, each try with a context of its own, so a
 // send that used up its time still gets its outcome written. ctx ending
 // stops further tries, not the one begun.
-func (m *Mailer) mark(ctx context.Context, what, sql string, args ...any) error {
+func (m *Mailer) mark(ctx context.Context, what string, write func(context.Context) error) error {
 	var err error
 	for try := range markTries {
 		if try > 0 {
@@ -334,7 +368,7 @@ func (m *Mailer) mark(ctx context.Context, what, sql string, args ...any) error 
 			}
 		}
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_, err = m.Pool.Exec(tctx, sql, args...)
+		err = write(tctx)
 		cancel()
 		if err == nil {
 			return nil
@@ -344,15 +378,25 @@ func (m *Mailer) mark(ctx context.Context, what, sql string, args ...any) error 
 	return err
 }
 
+// exec is a write of one statement.
+func (m *Mailer) exec(sql string, args ...any) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := m.Pool.Exec(ctx, sql, args...)
+		return err
+	}
+}
+
 func (m *Mailer) markSent(ctx context.Context, r row) error {
-	return m.mark(ctx, fmt.Sprintf("mark %d sent", r.id), `UPDATE outbox SET sent_at = now(), locked_until = NULL, last_error = NULL
-		WHERE id = $1 AND sent_at IS NULL`, r.id)
+	return m.mark(ctx, fmt.Sprintf("mark %d sent", r.id), m.exec(`UPDATE outbox SET sent_at = now(), locked_until = NULL, last_error = NULL
+		WHERE id = $1 AND sent_at IS NULL`, r.id))
 }
 
 // markFailed records a failed send: due again after the backoff, or given
 // up when it can never succeed or was the last attempt; the recipient's
 // slot of the hour (takeSlot) is given back (the row keeps its rate_key: it
-// is one of the address's messages still). Only the lease's holder writes, so a mailer that overran its lease cannot undo another's
+// is one of the address's messages still), and the address's queue gets
+// its head again in the same transaction (requeue): the slot is free now,
+// and the row's backoff may keep it away longer. Only the lease's holder writes, so a mailer that overran its lease cannot undo another's
 // send. The log names the stage and reply code; the reply's text (it may
 // quote the buyer's address) is kept in last_error only.
 func (m *Mailer) markFailed(ctx context.Context, r row, cause error) error {
@@ -362,9 +406,20 @@ func (m *Mailer) markFailed(ctx context.Context, r row, cause error) error {
 	if len(msg) > 1000 {
 		msg = msg[:1000]
 	}
-	err := m.mark(ctx, fmt.Sprintf("record failure of %d", r.id), `UPDATE outbox SET next_attempt_at = now() + make_interval(secs => $2),
+	const failSQL = `UPDATE outbox SET next_attempt_at = now() + make_interval(secs => $2),
 		last_error = $3, locked_until = NULL, failed_at = CASE WHEN $4 THEN now() END, rate_at = NULL
-		WHERE id = $1 AND locked_by = $5 AND sent_at IS NULL`, r.id, wait.Seconds(), storable(msg), giveUp, m.name())
+		WHERE id = $1 AND locked_by = $5 AND sent_at IS NULL`
+	args := []any{r.id, wait.Seconds(), storable(msg), giveUp, m.name()}
+	write := m.exec(failSQL, args...)
+	if limited(r) {
+		write = func(ctx context.Context) error {
+			return m.requeue(ctx, rateKey(r.recipient), func(tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, failSQL, args...)
+				return err
+			})
+		}
+	}
+	err := m.mark(ctx, fmt.Sprintf("record failure of %d", r.id), write)
 	if err != nil {
 		return err
 	}
