@@ -47,7 +47,9 @@ func recordedEvents(t *testing.T, rec *catalogdb.Store) []string {
 // two applied one after the other keep both documents' events.
 func TestApplyKeepsItsLockPastTheTTL(t *testing.T) {
 	s, _ := setup(t)
-	const ttl = 150 * time.Millisecond
+	// Long enough that a loaded machine does not starve the lock's
+	// keepalive (every third of it) for a whole TTL.
+	const ttl = time.Second
 	s.LockTTL = ttl
 	paused, resume := make(chan struct{}), make(chan struct{})
 	var pausedOnce atomic.Bool // only the first apply pauses
@@ -64,7 +66,7 @@ func TestApplyKeepsItsLockPastTheTTL(t *testing.T) {
 	first := make(chan error, 1)
 	go func() { first <- apply(t, s, a) }()
 	<-paused
-	time.Sleep(4 * ttl) // the first apply now runs 4 TTLs past taking its lock
+	time.Sleep(2 * ttl) // the first apply now runs 2 TTLs past taking its lock
 	if err := apply(t, s, b); !errors.Is(err, catalogstore.ErrBusy) {
 		close(resume)
 		t.Fatalf("apply while another ran past its lock's TTL: %v, want ErrBusy", err)
