@@ -6,9 +6,11 @@
 --
 -- rate_key is now written with each buyer row (sync/worker), so the mailer
 -- finds an address's rows without claiming them. While the address is
--- full, one row is its head, due when a slot frees; the others are parked
--- (rate_parked), due only in a day (a safety net), and each slot taken
--- unparks the next one. sync/mailer rate.go.
+-- full, its rows are parked (rate_parked); the oldest parked row is the
+-- head, due when the next slot frees, and the others are due only in a day
+-- (a safety net). The head is set again whenever a slot is taken, a row is
+-- parked, a failed send gives its slot back or a row is given up.
+-- sync/mailer rate.go.
 ALTER TABLE outbox ADD COLUMN rate_parked boolean NOT NULL DEFAULT false;
 -- An address's rows waiting and not parked (new, the head, a retry).
 CREATE INDEX outbox_rate_waiting ON outbox (rate_key)
