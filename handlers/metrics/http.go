@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,12 +40,12 @@ func (m *Metrics) Instrument(next fasthttp.RequestHandler) fasthttp.RequestHandl
 		if route == "" {
 			route = Unmatched
 		}
-		method, code := methodLabel(ctx.Method()), ctx.Response.StatusCode()
-		s := m.http.series(route, method, code)
+		method := methodLabel(ctx.Method())
+		s := m.http.series(route, method, ctx.Response.StatusCode(), m.logger)
 		s.requests.Inc()
 		s.duration.Observe(time.Since(start).Seconds())
 		if err := httpx.Failure(ctx); err != nil {
-			m.failed(route, method, code, err)
+			s.failed(method, err)
 		}
 	}
 }
@@ -52,6 +53,7 @@ func (m *Metrics) Instrument(next fasthttp.RequestHandler) fasthttp.RequestHandl
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	failures *prometheus.CounterVec // failures.go
 
 	// known maps a route, method and code to its series; it is replaced
 	// whole (under mu) when a new combination appears, which stops
@@ -68,6 +70,11 @@ type seriesKey struct {
 type series struct {
 	requests prometheus.Counter
 	duration prometheus.Observer
+	// failures counts the requests of the route and code a handler
+	// failed, made at the first one (no series for a route and code that
+	// never failed); log is where they are logged (failures.go).
+	failures func() prometheus.Counter
+	log      *slog.Logger
 }
 
 func newHTTPMetrics() *httpMetrics {
@@ -83,13 +90,16 @@ func newHTTPMetrics() *httpMetrics {
 			// node and tens of milliseconds in a flash sale's queues.
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"route", "method"}),
+		failures: newFailures(),
 	}
 	empty := map[seriesKey]*series{}
 	h.known.Store(&empty)
 	return h
 }
 
-func (h *httpMetrics) series(route, method string, code int) *series {
+// series is the series of route, method and code; log is where its
+// failed requests are logged (nil: slog.Default()).
+func (h *httpMetrics) series(route, method string, code int, log *slog.Logger) *series {
 	k := seriesKey{route, method, code}
 	if s := (*h.known.Load())[k]; s != nil {
 		return s
@@ -103,6 +113,8 @@ func (h *httpMetrics) series(route, method string, code int) *series {
 	s := &series{
 		requests: h.requests.WithLabelValues(route, method, strconv.Itoa(code)),
 		duration: h.duration.WithLabelValues(route, method),
+		failures: sync.OnceValue(func() prometheus.Counter { return h.failures.WithLabelValues(route, strconv.Itoa(code)) }),
+		log:      failureLog(log, route, code),
 	}
 	next := make(map[seriesKey]*series, len(old)+1)
 	for k, v := range old {

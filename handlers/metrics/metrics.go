@@ -42,9 +42,8 @@ var (
 type Metrics struct {
 	reg *prometheus.Registry
 
-	http     *httpMetrics
-	failures *failureMetrics
-	logger   *slog.Logger // SetLogger; nil: slog.Default()
+	http   *httpMetrics
+	logger *slog.Logger // SetLogger; nil: slog.Default()
 
 	redisRTT      prometheus.Histogram
 	backlog       prometheus.Gauge
@@ -61,9 +60,8 @@ type Metrics struct {
 func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
-		reg:      reg,
-		http:     newHTTPMetrics(),
-		failures: newFailureMetrics(),
+		reg:  reg,
+		http: newHTTPMetrics(),
 		redisRTT: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "ticketd_redis_rtt_seconds",
 			Help: "Round-trip time of the Redis state monitor's probe.",
@@ -101,7 +99,7 @@ func New() *Metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.http.requests, m.http.duration, m.failures.total,
+		m.http.requests, m.http.duration, m.http.failures,
 		m.redisRTT, m.backlog, m.backlogOldest, m.paidOrders, m.rebuilds,
 		m.durability.vec, m.redisState.vec,
 	)
