@@ -2,11 +2,15 @@
 // starve the process through its connections. fasthttp's Server.Serve
 // returns on any accept error but a timeout, and ticketd then stops; so
 // every accept error (EMFILE, ENFILE, ENOBUFS, ...) is retried here, with
-// backoff and a log line at most once a second, and only a closed or
-// unusable listener (EBADF, EINVAL, ENOTSOCK) ends Serve. Connections are capped in total, below the process's file
-// descriptor limit, and per client address (the socket's peer, IPv6 by
-// /64), with exempt prefixes for load balancers; a connection over a cap
-// gets a short envelope and is closed at once.
+// backoff, and only a closed or unusable listener (EBADF, EINVAL,
+// ENOTSOCK) ends Serve. Connections are capped in total, below the
+// process's file descriptor limit, and per client address (the socket's
+// peer, IPv6 by /64), with exempt prefixes for load balancers; a
+// connection over a cap gets a short envelope and is closed at once.
+//
+// Every failed accept and refused connection is logged: a flood of them
+// is one line a second with its count through ticketd's logger
+// (handlers/logrepeat), and counted in the metrics.
 package connlimit
 
 import (
@@ -59,11 +63,11 @@ type Listener struct {
 	open  atomic.Int64
 	mu    sync.Mutex
 	perIP map[netip.Addr]int
-
-	acceptLog, totalLog, perIPLog every
 }
 
-// New wraps ln. log receives the rate-limited lines (nil: slog.Default()).
+// New wraps ln. log receives a line per failed accept and refused
+// connection (nil: slog.Default()); give it a logger that collapses
+// repeats (handlers/logrepeat), as ticketd's does.
 func New(ln net.Listener, limits Limits, log *slog.Logger) *Listener {
 	if log == nil {
 		log = slog.Default()
@@ -92,10 +96,8 @@ func (l *Listener) Accept() (net.Conn, error) {
 			}
 			delay = min(max(2*delay, minBackoff), maxBackoff)
 			l.stats.acceptErrors.Inc()
-			if ok, skipped := l.acceptLog.allow(); ok {
-				l.log.Error("accept failed: retrying (ticketd keeps serving the connections it has)",
-					"err", err, "retry_in", delay.String(), "failures_not_logged", skipped)
-			}
+			l.log.Error("accept failed: retrying (ticketd keeps serving the connections it has)",
+				"err", err, "retry_in", delay.String())
 			select {
 			case <-time.After(delay):
 			case <-l.closed:
@@ -133,10 +135,8 @@ func (l *Listener) admit(c net.Conn) net.Conn {
 	n := l.open.Add(1)
 	if l.limits.Total > 0 && n > int64(l.limits.Total) {
 		l.open.Add(-1)
-		if ok, skipped := l.totalLog.allow(); ok {
-			l.log.Warn("connection refused: the total connection limit is reached (TICKETD_MAX_CONNS)",
-				"limit", l.limits.Total, "refused_not_logged", skipped)
-		}
+		l.log.Warn("connection refused: the total connection limit is reached (TICKETD_MAX_CONNS)",
+			"limit", l.limits.Total)
 		l.refuse(c, refusedTotal)
 		return nil
 	}
@@ -153,10 +153,8 @@ func (l *Listener) admit(c net.Conn) net.Conn {
 			l.mu.Unlock()
 			if k > l.limits.PerIP {
 				l.open.Add(-1)
-				if ok, skipped := l.perIPLog.allow(); ok {
-					l.log.Warn("connection refused: one client address is at its connection limit (TICKETD_MAX_CONNS_PER_IP)",
-						"remote", ac.key.String(), "limit", l.limits.PerIP, "refused_not_logged", skipped)
-				}
+				l.log.Warn("connection refused: one client address is at its connection limit (TICKETD_MAX_CONNS_PER_IP)",
+					"remote", ac.key.String(), "limit", l.limits.PerIP)
 				l.refuse(c, refusedPerIP)
 				return nil
 			}
@@ -216,26 +214,4 @@ func bucket(a netip.Addr) netip.Addr {
 	}
 	p, _ := a.Prefix(64)
 	return p.Addr()
-}
-
-// every lets one log line a second through and counts the ones it held
-// back, so that a flood of refused connections or failed accepts is one
-// line a second with a count.
-type every struct {
-	mu      sync.Mutex
-	second  int64
-	skipped int
-}
-
-func (e *every) allow() (ok bool, skipped int) {
-	now := time.Now().Unix()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if now == e.second {
-		e.skipped++
-		return false, 0
-	}
-	e.second = now
-	skipped, e.skipped = e.skipped, 0
-	return true, skipped
 }

@@ -22,6 +22,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/handlers/logrepeat"
 )
 
 // server accepts on a wrapped loopback listener and keeps every accepted
@@ -247,8 +248,10 @@ func TestAcceptErrorsAreRetriedAndLoggedOnceASecond(t *testing.T) {
 			const failures = 12
 			var logs bytes.Buffer
 			var mu sync.Mutex
+			// ticketd's logger: repeats collapsed into a line a second.
+			log := slog.New(logrepeat.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil), logrepeat.Options{}))
 			l := New(&flaky{Listener: ln, n: failures, err: &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", errno)}},
-				Limits{}, slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)))
+				Limits{}, log)
 			defer l.Close()
 			dial(t, "127.0.0.1", l.Addr().String())
 			start := time.Now()

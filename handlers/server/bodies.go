@@ -57,9 +57,6 @@ type Bodies struct {
 	// sale's small calls), a request's checks take no lock.
 	held atomic.Int64
 
-	logged   int64 // unix second of the last "refused" line
-	unlogged int   // refusals since that line
-
 	refused  prometheus.Counter
 	reserved prometheus.GaugeFunc
 	budget   prometheus.Gauge
@@ -75,8 +72,9 @@ type hold struct {
 	expires time.Time // when a sweep may take it back
 }
 
-// NewBodies returns a budget of limit bytes. log receives the refusals,
-// one line a second at most (nil: slog.Default()).
+// NewBodies returns a budget of limit bytes. log receives a line per
+// refusal (nil: slog.Default()); ticketd's collapses their repeats
+// (handlers/logrepeat).
 func NewBodies(limit int64, log *slog.Logger) *Bodies {
 	b := &Bodies{limit: limit, log: log, holds: map[*fasthttp.RequestHeader]hold{}}
 	b.refused = prometheus.NewCounter(prometheus.CounterOpts{
@@ -112,14 +110,12 @@ func (b *Bodies) Reserved() int64 {
 }
 
 // take reserves n bytes for the body of h's request until ttl has passed,
-// and reports whether they fitted. A refusal is recorded too, for the
+// and reports whether they fitted; h holds nothing yet (config gives its
+// last hold back first). A refusal is recorded too, for the
 // answer: give reports it.
 func (b *Bodies) take(h *fasthttp.RequestHeader, n int64, ttl time.Duration) bool {
 	now := time.Now()
 	b.mu.Lock()
-	if old, ok := b.holds[h]; ok { // replaced (config gives it back first)
-		b.used -= old.n
-	}
 	if b.used+n > b.limit && now.After(b.nextSweep) {
 		b.sweep(now)
 	}
@@ -134,7 +130,7 @@ func (b *Bodies) take(h *fasthttp.RequestHeader, n int64, ttl time.Duration) boo
 	used := b.used
 	b.mu.Unlock()
 	if !ok {
-		b.refusedOne(now, n, used)
+		b.refusedOne(n, used)
 	}
 	return ok
 }
@@ -181,23 +177,12 @@ func (b *Bodies) sweep(now time.Time) {
 	b.held.Store(int64(len(b.holds)))
 }
 
-func (b *Bodies) refusedOne(now time.Time, n, used int64) {
+func (b *Bodies) refusedOne(n, used int64) {
 	b.refused.Inc()
-	b.mu.Lock()
-	sec := now.Unix()
-	if sec == b.logged {
-		b.unlogged++
-		b.mu.Unlock()
-		return
-	}
-	b.logged = sec
-	skipped := b.unlogged
-	b.unlogged = 0
-	b.mu.Unlock()
 	log := b.log
 	if log == nil {
 		log = slog.Default()
 	}
 	log.Warn("request body refused unread: the bodies being received take the body budget (TICKETD_BODY_MEMORY_MB)",
-		"budget", b.limit, "reserved", used, "body", n, "refused_not_logged", skipped)
+		"budget", b.limit, "reserved", used, "body", n)
 }
