@@ -6,13 +6,12 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/handlers/connlimit"
 	"github.com/ticketd/ticketd/handlers/metrics"
 	"github.com/ticketd/ticketd/handlers/server"
-	"github.com/ticketd/ticketd/inventory/cidr"
 )
 
 // connConfig is what keeps one client from stopping or starving ticketd
@@ -59,16 +58,11 @@ func loadConnConfig() (connConfig, error) {
 		c.BodyMemory = int64(mb) << 20
 	}
 	v, _ := env("TICKETD_CONN_LIMIT_EXEMPT", "")
-	for item := range strings.SplitSeq(v, ",") {
-		if item = strings.TrimSpace(item); item == "" {
-			continue
-		}
-		p, err := cidr.Parse(item)
-		if err != nil {
-			return c, fmt.Errorf("TICKETD_CONN_LIMIT_EXEMPT: %q: %w", item, err)
-		}
-		c.Exempt = append(c.Exempt, p)
+	exempt, err := clientip.ParsePrefixes(v)
+	if err != nil {
+		return c, fmt.Errorf("TICKETD_CONN_LIMIT_EXEMPT: %w", err)
 	}
+	c.Exempt = exempt
 	return c, nil
 }
 

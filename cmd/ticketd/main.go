@@ -79,10 +79,7 @@ func newLogger(w io.Writer, format string) (log *slog.Logger, flush func()) {
 // refuse ends a start the configuration forbids with one log line naming
 // the variable (in the TICKETD_LOG_FORMAT asked for) and exit status 2.
 func refuse(err error) {
-	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
-	if os.Getenv("TICKETD_LOG_FORMAT") == "json" {
-		h = slog.NewJSONHandler(os.Stderr, nil)
-	}
-	slog.New(h).Error("ticketd refuses to start: " + err.Error())
+	log, _ := newLogger(os.Stderr, os.Getenv("TICKETD_LOG_FORMAT"))
+	log.Error("ticketd refuses to start: " + err.Error())
 	os.Exit(2)
 }

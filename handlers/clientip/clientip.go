@@ -38,7 +38,7 @@ func ParsePrefixes(csv string) ([]netip.Prefix, error) {
 		}
 		p, err := cidr.Parse(item)
 		if err != nil {
-			return nil, fmt.Errorf("clientip: trusted proxy %q: %w", item, err)
+			return nil, fmt.Errorf("%q: %w", item, err)
 		}
 		out = append(out, p)
 	}
