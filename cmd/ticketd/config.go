@@ -169,6 +169,7 @@ func loadConfigFor(demo bool) (config, error) {
 	}{
 		{"TICKETD_ORDER_TTL", &c.OrderTTL, 30 * time.Minute, time.Second, 0},
 		{"TICKETD_CHECKOUT_TTL", &c.CheckoutTTL, 15 * time.Minute, time.Second, 0},
+		{"TICKETD_REGISTER_HOLD_TTL", &c.RegisterHoldTTL, registrations.DefaultHoldTTL, time.Second, 0},
 		{"TICKETD_SEAT_HOLD_TTL", &c.SeatHoldTTL, seats.DefaultTTL, time.Second, seats.DefaultMaxTTL},
 		{"TICKETD_REDIS_FLUSH_DELAY", &c.RedisFlushDelay, 20 * time.Microsecond, time.Nanosecond, 0},
 	} {
@@ -188,37 +189,21 @@ func loadConfigFor(demo bool) (config, error) {
 		}
 		*d.dst = p
 	}
-	if err := c.holdLimits(); err != nil {
-		return c, err
+	// The register hold leads into the checkout window: set longer, it
+	// would outlast it (refused); by default it is the shorter of the two.
+	if v, set := env("TICKETD_REGISTER_HOLD_TTL", ""); set && c.RegisterHoldTTL > c.CheckoutTTL {
+		return c, fmt.Errorf("TICKETD_REGISTER_HOLD_TTL=%q: must not be longer than TICKETD_CHECKOUT_TTL (%s)", v, c.CheckoutTTL)
 	}
-	var err error
-	c.Conn, err = loadConnConfig()
-	return c, err
-}
-
-// holdLimits reads what bounds holding without paying (inventory/holds):
-// TICKETD_REGISTER_HOLD_TTL, default 3m but never above the checkout TTL
-// (set above it, ticketd refuses to start: the hold would outlast the
-// window it leads into), and TICKETD_HOLDS_PER_IP, default 8, 0 off.
-func (c *config) holdLimits() error {
-	c.RegisterHoldTTL = min(registrations.DefaultHoldTTL, c.CheckoutTTL)
-	if v, set := env("TICKETD_REGISTER_HOLD_TTL", ""); set {
-		d, err := time.ParseDuration(v)
-		switch {
-		case err != nil || d < time.Second:
-			return fmt.Errorf("TICKETD_REGISTER_HOLD_TTL=%q: want a duration of at least 1s, such as 3m", v)
-		case d > c.CheckoutTTL:
-			return fmt.Errorf("TICKETD_REGISTER_HOLD_TTL=%q: must not be longer than TICKETD_CHECKOUT_TTL (%s)", v, c.CheckoutTTL)
-		}
-		c.RegisterHoldTTL = d
-	}
+	c.RegisterHoldTTL = min(c.RegisterHoldTTL, c.CheckoutTTL)
 	c.HoldsPerIP = 8
 	if v, set := env("TICKETD_HOLDS_PER_IP", ""); set {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			return fmt.Errorf("TICKETD_HOLDS_PER_IP=%q: want a whole number, 0 to turn the limit off", v)
+			return c, fmt.Errorf("TICKETD_HOLDS_PER_IP=%q: want a whole number, 0 to turn the limit off", v)
 		}
 		c.HoldsPerIP = n
 	}
-	return nil
+	var err error
+	c.Conn, err = loadConnConfig()
+	return c, err
 }
