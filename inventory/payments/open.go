@@ -67,45 +67,38 @@ func Open(cfg Config) (Processors, error) {
 		h.Secret = cfg.WalletSecret
 		ps.TestWallet = NewWallet(h)
 	}
-	stripeNeeded := func(v string) error {
-		if cfg.Stripe.SecretKey == "" {
-			return fmt.Errorf("payments: %s=stripe needs STRIPE_SECRET_KEY", v)
+	// pick is the processor a variable names: its built-in test processor
+	// (only with test payments on), Stripe, or none.
+	pick := func(name, value, builtin string, test *Hosted, stripe func() *Stripe) (Processor, error) {
+		switch value {
+		case "":
+			return nil, nil
+		case builtin:
+			if test == nil {
+				return nil, fmt.Errorf("payments: %s=%s, the built-in test processor, runs only with test payments on", name, value)
+			}
+			return test, nil
+		case StripeName:
+			if cfg.Stripe.SecretKey == "" {
+				return nil, fmt.Errorf("payments: %s=stripe needs STRIPE_SECRET_KEY", name)
+			}
+			return stripe(), nil
 		}
-		return nil
+		return nil, fmt.Errorf("payments: %s is %q: want %s, stripe or none", name, value, builtin)
 	}
-	switch cfg.CardProcessor {
-	case "":
-	case Card:
-		if ps.TestCard == nil {
-			return Processors{}, errors.New("payments: the test card processor runs only with test payments on")
-		}
-		ps.Card = ps.TestCard
-	case StripeName:
-		if err := stripeNeeded("TICKETD_CARD_PROCESSOR"); err != nil {
-			return Processors{}, err
-		}
-		ps.Card = NewStripe(cfg.Stripe)
-	default:
-		return Processors{}, fmt.Errorf("payments: TICKETD_CARD_PROCESSOR is %q: want card, stripe or none", cfg.CardProcessor)
+	var err error
+	if ps.Card, err = pick("TICKETD_CARD_PROCESSOR", cfg.CardProcessor, Card, ps.TestCard,
+		func() *Stripe { return NewStripe(cfg.Stripe) }); err != nil {
+		return Processors{}, err
 	}
-	switch cfg.WalletProcessor {
-	case "":
-	case Wallet:
-		if ps.TestWallet == nil {
-			return Processors{}, errors.New("payments: the test wallet runs only with test payments on")
-		}
-		ps.Wallet = ps.TestWallet
-	case StripeName:
-		if err := stripeNeeded("TICKETD_WALLET_PROCESSOR"); err != nil {
-			return Processors{}, err
-		}
+	if ps.Wallet, err = pick("TICKETD_WALLET_PROCESSOR", cfg.WalletProcessor, Wallet, ps.TestWallet, func() *Stripe {
 		methods := cfg.StripeWalletMethods
 		if len(methods) == 0 {
 			methods = DefaultStripeWalletMethods
 		}
-		ps.Wallet = NewStripeWallet(cfg.Stripe, methods)
-	default:
-		return Processors{}, fmt.Errorf("payments: TICKETD_WALLET_PROCESSOR is %q: want wallet, stripe or none", cfg.WalletProcessor)
+		return NewStripeWallet(cfg.Stripe, methods)
+	}); err != nil {
+		return Processors{}, err
 	}
 	ps.Set = Set{}
 	for _, p := range []Processor{ps.Card, ps.Wallet} {
