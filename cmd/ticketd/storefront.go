@@ -18,6 +18,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/handlers/webhooks"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/payments"
@@ -97,12 +98,12 @@ func newFront(d frontDeps) (front, error) {
 		regs.Archive = orderdb.Store{Pool: d.pool}
 	}
 	tix := tickets.NewKeys(d.secretsKey)
-	holdsKey := derive(d.secretsKey, purposeHolds)
+	hp := holds.Policy{Key: derive(d.secretsKey, purposeHolds), Limit: d.cfg.HoldsPerIP}
 	api := &storefront.API{
 		Catalog: d.store.Current, Orders: d.orders, Registrations: regs, Seats: d.seats,
 		Card: procs.Card, Wallet: procs.Wallet, Processors: procs.Set, Tickets: tix, TestMode: d.cfg.testMode(),
 		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log,
-		HoldsPerIP: d.cfg.HoldsPerIP, HoldsKey: holdsKey,
+		Holds: hp,
 	}
 	hooks := &webhooks.API{Booker: regs, Redis: d.redis, Space: d.space, CardSecret: cardSecret,
 		WalletSecret: walletSecret, StripeSecret: d.cfg.StripeWebhookSecret, StripeLive: !d.cfg.testMode(),
@@ -111,7 +112,7 @@ func newFront(d frontDeps) (front, error) {
 	// every node derives the same one, so any node serves the page's calls.
 	pick := &picker.Picker{Catalog: d.store.Current, Seats: d.seats, Key: derive(d.secretsKey, purposePicker),
 		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, TestMode: d.cfg.testMode(), Logger: d.log,
-		HoldsPerIP: d.cfg.HoldsPerIP, HoldsKey: holdsKey}
+		Holds: hp}
 	f := front{surfaces: []server.Surface{api, hooks, pick}}
 	if procs.TestCard != nil && procs.TestWallet != nil {
 		// The hosted pages exist only with the built-in processors.

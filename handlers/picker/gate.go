@@ -13,7 +13,6 @@ import (
 	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
-	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
 
@@ -36,7 +35,7 @@ var (
 // of their own (guard.Poll) and share a short-lived read (availCache).
 // Each page names its own hold tokens (from hold-token or best-available),
 // as the storefront does, and they count for its client IP
-// (HoldsPerIP, inventory/holds) as the storefront's do.
+// (Holds, inventory/holds) as the storefront's do.
 func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestHandler {
 	cl := guard.Read
 	switch {
@@ -91,7 +90,7 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 		}
 		req := seating.Request{Ctx: rctx, Event: ev}
 		if ep.Writes() {
-			req.Client = holds.For(p.HoldsKey, clientip.Subscriber(ip), p.HoldsPerIP)
+			req.Client = p.Holds.Client(clientip.Subscriber(ip))
 		}
 		if ep == seating.Availability {
 			req.Read = func(c context.Context, ev *catalog.CompiledEvent) (seats.Availability, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/seating"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
 
@@ -32,12 +33,10 @@ type Picker struct {
 	Key      []byte
 	Limiter  *ratelimit.Limiter
 	ClientIP *clientip.Resolver
-	// HoldsPerIP bounds the hold tokens (with the registrations awaiting
-	// payment) of one client IP per event, as on the storefront
-	// (TICKETD_HOLDS_PER_IP); 0 counts none.
-	HoldsPerIP int64
-	// HoldsKey keys the hash that names a client in Redis (holds.For).
-	HoldsKey []byte
+	// Holds counts the hold tokens (with the registrations awaiting
+	// payment) of one client IP per event, as on the storefront; the zero
+	// value counts none.
+	Holds holds.Policy
 	// Gate, when set, says whether sales run: nil, or the 503 to answer
 	// (redisstate.Monitor.Gate), as on the storefront.
 	Gate func() *apierr.Error

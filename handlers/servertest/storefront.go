@@ -18,6 +18,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/webhooks"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
@@ -87,7 +88,7 @@ func newFrontStack(d frontDeps) frontStack {
 			Catalog: d.catalog.Current, Orders: d.orders, Registrations: regs, Seats: d.seats,
 			Card: front, Wallet: wallet, Processors: procs, Tickets: keys,
 			Limiter: d.limiter, ClientIP: d.resolver, Gate: d.gate, Timeout: d.opt.StorefrontTimeout, Logger: d.log,
-			HoldsPerIP: d.opt.HoldsPerIP,
+			Holds: holds.Policy{Limit: d.opt.HoldsPerIP},
 		},
 		hooks: &webhooks.API{Booker: regs, Refunds: refunddb.Store{Pool: d.pool}, Redis: d.redis, Space: d.space,
 			CardSecret: CardWebhookSecret, WalletSecret: WalletWebhookSecret, StripeSecret: d.opt.StripeWebhookSecret,
@@ -96,7 +97,7 @@ func newFrontStack(d frontDeps) frontStack {
 		tickets: &pages.Tickets{Orders: orderdb.Store{Pool: d.pool}, Keys: keys, Logger: d.log},
 		regs:    regs, card: card, wallet: wallet, keys: keys,
 		picker: &picker.Picker{Catalog: d.catalog.Current, Seats: d.seats, Key: []byte(PickerKey), Limiter: d.limiter,
-			ClientIP: d.resolver, Gate: d.gate, Logger: d.log, HoldsPerIP: d.opt.HoldsPerIP},
+			ClientIP: d.resolver, Gate: d.gate, Logger: d.log, Holds: holds.Policy{Limit: d.opt.HoldsPerIP}},
 	}
 }
 

@@ -56,13 +56,10 @@ type API struct {
 	Tickets  *tickets.Keys
 	Limiter  *ratelimit.Limiter
 	ClientIP *clientip.Resolver
-	// HoldsPerIP is the most registrations awaiting payment and seat hold
-	// tokens one client IP may have per event (TICKETD_HOLDS_PER_IP;
-	// inventory/holds); 0 counts none.
-	HoldsPerIP int64
-	// HoldsKey keys the hash that names a client in Redis (holds.For),
-	// derived from TICKETD_SECRETS_KEY.
-	HoldsKey []byte
+	// Holds counts the registrations awaiting payment and seat hold tokens
+	// of one client IP per event (TICKETD_HOLDS_PER_IP, under a key derived
+	// from TICKETD_SECRETS_KEY); the zero value counts none.
+	Holds holds.Policy
 	// Gate, when set, says whether sales run: nil, or the 503 to answer
 	// (redisstate.Monitor.Gate). It is checked first, as on the partner
 	// surface.
@@ -125,7 +122,7 @@ func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestH
 // client is who the request's holds count for: its client IP, behind
 // trusted proxies as the rate limits resolve it.
 func (a *API) client(ctx *fasthttp.RequestCtx) holds.Client {
-	return holds.For(a.HoldsKey, clientip.Subscriber(a.ClientIP.ClientIP(ctx)), a.HoldsPerIP)
+	return a.Holds.Client(clientip.Subscriber(a.ClientIP.ClientIP(ctx)))
 }
 
 // unavailable logs a backing store's failure and returns the 503 to

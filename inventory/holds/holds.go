@@ -34,6 +34,16 @@ type Client struct {
 	Limit int64
 }
 
+// Policy is how a surface counts holds: per client IP up to Limit (0
+// counts none: TICKETD_HOLDS_PER_IP off), the client named under Key.
+type Policy struct {
+	Key   []byte
+	Limit int64
+}
+
+// Client is the client of a subscriber under the policy (For).
+func (p Policy) Client(subscriber string) Client { return For(p.Key, subscriber, p.Limit) }
+
 // For is the client of a subscriber (handlers/clientip.Subscriber: an
 // address, or an IPv6 /64) under limit; a limit of 0 or less (the limit
 // off) counts nothing. Its Key is an HMAC of the subscriber under key (a
