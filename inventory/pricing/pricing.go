@@ -250,9 +250,9 @@ func ticketLines(cart Cart) ([]TicketLine, *apierr.Error) {
 	return out, nil
 }
 
-// MaxPerOrderError is the 400 of a cart, or a hold token, beyond the
+// maxPerOrderError is the 400 of a cart, or a hold token, beyond the
 // event's maxPerOrder admissions.
-func MaxPerOrderError(limit int64) *apierr.Error {
+func maxPerOrderError(limit int64) *apierr.Error {
 	return apierr.MaxPerOrder(limit, fmt.Sprintf(
 		"an order holds at most %d admissions for this event (tickets, seats, area places and table seats together)", limit))
 }
@@ -261,7 +261,7 @@ func MaxPerOrderError(limit int64) *apierr.Error {
 // they are built.
 func (q *Quote) fits(ev *catalog.CompiledEvent, more int64) *apierr.Error {
 	if int64(len(q.Admissions))+more > ev.MaxPerOrder {
-		return MaxPerOrderError(ev.MaxPerOrder)
+		return maxPerOrderError(ev.MaxPerOrder)
 	}
 	return nil
 }
