@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -120,13 +121,13 @@ func Load(name string) *rueidis.Lua {
 	}
 	s := rueidis.NewLuaScript(string(b))
 	sum := sha1.Sum(b)
-	shas.Store(s, loaded{name: name, sha: hex.EncodeToString(sum[:])})
+	shas.Store(s, loaded{name: name, sha: hex.EncodeToString(sum[:]), src: string(b)})
 	return s
 }
 
 var shas sync.Map // script from Load -> loaded
 
-type loaded struct{ name, sha string }
+type loaded struct{ name, sha, src string }
 
 // oneSlot panics unless every key of a run of s shares one hash tag, i.e.
 // one Redis Cluster slot: a script's keys in several slots is a build
@@ -141,11 +142,7 @@ func oneSlot(s *rueidis.Lua, ks []string) {
 	tag := keys.HashTag(ks[0])
 	for _, k := range ks[1:] {
 		if keys.HashTag(k) != tag {
-			name := "?"
-			if l, ok := shas.Load(s); ok {
-				name = l.(loaded).name
-			}
-			panic(fmt.Sprintf("lua: script %s declares keys of different slots: %q and %q", name, ks[0], k))
+			panic(fmt.Sprintf("lua: script %s declares keys of different slots: %q and %q", scriptName(s), ks[0], k))
 		}
 	}
 }
@@ -212,6 +209,42 @@ func Reply(r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
 func Array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string) ([]rueidis.RedisMessage, error) {
 	oneSlot(s, keys)
 	return Reply(s.Exec(ctx, c, keys, args))
+}
+
+// ArrayWait runs s as Array does, followed by WAIT replicas timeout in
+// the same pipeline, which rueidis sends down one connection (WAIT blocks,
+// so it takes one of the pool's dedicated connections rather than stalling
+// the shared pipeline): acked is how many replicas acknowledged every write
+// made on that connection up to the script's, at most after timeout. When
+// Redis has not seen the script yet (NOSCRIPT: it did not run), the pair is
+// sent again with the script's text (EVAL), so WAIT still follows the run
+// on its connection.
+func ArrayWait(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string, replicas int64, timeout time.Duration) (arr []rueidis.RedisMessage, acked int64, err error) {
+	p := Pipeline(c, s, keys, args)
+	wait := func() rueidis.Completed {
+		return c.B().Wait().Numreplicas(replicas).Timeout(max(timeout.Milliseconds(), 1)).Build()
+	}
+	res := c.DoMulti(ctx, p.Cmd, wait())
+	if isNoScript(res[0].Error()) {
+		l, _ := shas.Load(s)
+		eval := c.B().Eval().Script(l.(loaded).src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+		res = c.DoMulti(ctx, eval, wait())
+	}
+	if arr, err = Reply(res[0]); err != nil {
+		return nil, 0, err
+	}
+	if acked, err = res[1].AsInt64(); err != nil {
+		return arr, 0, fmt.Errorf("lua: WAIT after %s: %w", scriptName(s), err)
+	}
+	return arr, acked, nil
+}
+
+// scriptName names s (from Load) for errors.
+func scriptName(s *rueidis.Lua) string {
+	if v, ok := shas.Load(s); ok {
+		return v.(loaded).name
+	}
+	return "?"
 }
 
 // Int returns element i of a reply as an integer.

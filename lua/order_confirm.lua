@@ -38,7 +38,9 @@
 --
 -- Output:
 --   {0, duplicate 0|1, tickets JSON}  paid (duplicate = it already was, by
---                                     this same partner reference)
+--                                     this same partner reference: the
+--                                     order's 'acks' is counted up, a
+--                                     write a WAIT after it can wait for)
 --   {1}                               no such order for this caller
 --   {2, reason}                       cannot confirm: 'expired', 'cancelled',
 --                                     'sold_out', 'seat_lost' (now or at an
@@ -67,6 +69,9 @@ if st == 'paid' then
   if o[11] ~= ARGV[5] then
     return {2, 'already_paid'}
   end
+  -- a write, so that a WAIT after this retry covers the payment an
+  -- earlier run wrote on another connection (redisstate.Replication)
+  redis.call('HINCRBY', order, 'acks', 1)
   return {0, 1, o[8]}
 end
 if st == 'failed' then

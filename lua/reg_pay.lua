@@ -44,7 +44,9 @@
 --
 -- Output:
 --   {0, duplicate 0|1, reclaimed 0|1, tickets JSON}  paid (duplicate: by this
---                                        same payment already)
+--                                        same payment already; its 'acks'
+--                                        is counted up, a write a WAIT
+--                                        after it can wait for)
 --   {1}                                  no such storefront registration
 --   {2, reason, duplicate 0|1}           this payment needs a refund: 'cancelled',
 --                                        'sold_out', 'seat_lost',
@@ -98,6 +100,9 @@ if st == 'paid' then
   if o[10] ~= ref then
     return {2, 'already_paid', 0}
   end
+  -- a write, so that a WAIT after this retry covers the payment an
+  -- earlier run wrote on another connection (redisstate.Replication)
+  redis.call('HINCRBY', reg, 'acks', 1)
   return {0, 1, 0, o[8]}
 end
 if st == 'refund' then

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/sync/mailer"
@@ -79,6 +80,12 @@ type config struct {
 	StripeWalletMethods []string
 	// Conn is the connection caps and the body budget (conns.go).
 	Conn connConfig
+	// RedisWaitReplicas is TICKETD_REDIS_WAIT_REPLICAS: how many Redis
+	// replicas must hold a payment before it is answered paid (WAIT; default
+	// 0, none), and RedisWaitTimeout (TICKETD_REDIS_WAIT_TIMEOUT, default
+	// 500ms) how long one sale waits for them.
+	RedisWaitReplicas int64
+	RedisWaitTimeout  time.Duration
 }
 
 // defaultDatabaseURL is DATABASE_URL's default: database "ticketd" on the
@@ -172,6 +179,9 @@ func loadConfigFor(demo bool) (config, error) {
 		{"TICKETD_REGISTER_HOLD_TTL", &c.RegisterHoldTTL, registrations.DefaultHoldTTL, time.Second, 0},
 		{"TICKETD_SEAT_HOLD_TTL", &c.SeatHoldTTL, seats.DefaultTTL, time.Second, seats.DefaultMaxTTL},
 		{"TICKETD_REDIS_FLUSH_DELAY", &c.RedisFlushDelay, 20 * time.Microsecond, time.Nanosecond, 0},
+		// WAIT counts whole milliseconds; past a few seconds a buyer's
+		// request times out first (5s).
+		{"TICKETD_REDIS_WAIT_TIMEOUT", &c.RedisWaitTimeout, redisstate.DefaultWaitTimeout, time.Millisecond, 5 * time.Second},
 	} {
 		v, set := env(d.name, "")
 		if !set {
@@ -202,6 +212,13 @@ func loadConfigFor(demo bool) (config, error) {
 			return c, fmt.Errorf("TICKETD_HOLDS_PER_IP=%q: want a whole number, 0 to turn the limit off", v)
 		}
 		c.HoldsPerIP = n
+	}
+	if v, set := env("TICKETD_REDIS_WAIT_REPLICAS", ""); set {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > 100 {
+			return c, fmt.Errorf("TICKETD_REDIS_WAIT_REPLICAS=%q: want how many Redis replicas must hold a sale, 0 (none) to 100", v)
+		}
+		c.RedisWaitReplicas = n
 	}
 	var err error
 	c.Conn, err = loadConnConfig()

@@ -48,20 +48,30 @@ type faultStack struct {
 func startFaultStack(t *testing.T, recovery string, redisArgs ...string) *faultStack {
 	t.Helper()
 	srv := redistest.StartServer(t, redisArgs...)
+	st := startStackOn(t, srv.URL, func(cfg *config) { cfg.Recovery = recovery })
+	st.redis = srv
+	return st
+}
+
+// startStackOn starts the fault stack's ticketd on the Redis at redisURL
+// (tune adjusts its configuration) with the fault catalog applied.
+func startStackOn(t *testing.T, redisURL string, tune func(*config)) *faultStack {
+	t.Helper()
 	cfg, err := loadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dbURL := pgtest.NewURL(t)
-	cfg.Addr, cfg.RedisURL, cfg.RedisURLSet, cfg.DatabaseURL, cfg.DatabaseURLSet = "127.0.0.1:0", srv.URL, true, dbURL, true
-	cfg.KeyPrefix, cfg.AdminToken, cfg.Recovery = "", "fault-admin", recovery
+	cfg.Addr, cfg.RedisURL, cfg.RedisURLSet, cfg.DatabaseURL, cfg.DatabaseURLSet = "127.0.0.1:0", redisURL, true, dbURL, true
+	cfg.KeyPrefix, cfg.AdminToken = "", "fault-admin"
+	tune(&cfg)
 	base := runTicketd(t, cfg, options{API: true, Worker: true})
 	db, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	st := &faultStack{redis: srv, api: servertest.Remote(base), db: db}
+	st := &faultStack{api: servertest.Remote(base), db: db}
 	if r := st.api.Do(t, "PUT", "/v1/admin/catalog", map[string]string{"Authorization": "Bearer fault-admin"}, []byte(faultCatalog)); r.Status != 200 {
 		t.Fatalf("apply: %s", r)
 	}

@@ -94,6 +94,9 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	m := metrics.New()
 	m.SetLogger(log) // failed requests, by route
 	mon, rebuilder := stateMonitor(rc, space, pool, store, embedded, m, log)
+	repl := &redisstate.Replication{Replicas: cfg.RedisWaitReplicas, Timeout: cfg.RedisWaitTimeout}
+	mon.Replication = repl
+	m.WatchReplication(mon, repl)
 	if err := startState(ctx, cfg, mon, rebuilder, m, log); err != nil {
 		return err
 	}
@@ -161,7 +164,8 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	if err != nil {
 		return fmt.Errorf("TICKETD_TRUSTED_PROXIES: %w", err)
 	}
-	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: cfg.OrderTTL, IDKey: derive(secretsKey, purposeOrderIDs)}
+	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: cfg.OrderTTL, IDKey: derive(secretsKey, purposeOrderIDs),
+		Replication: repl}
 	if pool == nil {
 		// Nothing will drain the paid streams: keep the newest entries only.
 		ord.StreamCap = 100_000

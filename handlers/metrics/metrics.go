@@ -33,7 +33,8 @@ const (
 // when first set.
 var (
 	redisStates = []string{string(redisstate.Starting), string(redisstate.Current), string(redisstate.Unreachable),
-		string(redisstate.Loading), string(redisstate.Lost), string(redisstate.Stale), string(redisstate.Rebuilding)}
+		string(redisstate.Loading), string(redisstate.Lost), string(redisstate.Stale), string(redisstate.Rebuilding),
+		string(redisstate.Unreplicated)}
 	durabilityLevels = []string{redisstate.LosesNothing, redisstate.LosesSecond, redisstate.LosesEverything, redisstate.LosesUnknown}
 )
 
@@ -173,6 +174,39 @@ func (m *Metrics) SetSyncBacklog(entries int64, oldest time.Duration) {
 		m.backlog.Set(float64(entries))
 		m.backlogOldest.Set(oldest.Seconds())
 	}
+}
+
+// WatchReplication exports the monitor's view of the Redis replicas and
+// the sales refused for want of them, read at each scrape:
+// ticketd_redis_replicas (the fewest in sync of any master; -1 before it
+// is read), ticketd_redis_replica_lag_seconds and
+// ticketd_redis_wait_timeouts_total.
+func (m *Metrics) WatchReplication(mon *redisstate.Monitor, r *redisstate.Replication) {
+	if m == nil {
+		return
+	}
+	replicas := func(read func(redisstate.Replicas) float64) func() float64 {
+		return func() float64 {
+			if v := mon.View(); v.Replicas != nil {
+				return read(*v.Replicas)
+			}
+			return -1
+		}
+	}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ticketd_redis_replicas",
+			Help: "Replicas in sync with their master (the fewest of any master); -1 until read.",
+		}, replicas(func(r redisstate.Replicas) float64 { return float64(r.Online) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "ticketd_redis_replica_lag_seconds",
+			Help: "The longest time since a replica in sync acknowledged its master, as Redis counts it (whole seconds); -1 until read.",
+		}, replicas(func(r redisstate.Replicas) float64 { return r.Lag.Seconds() })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "ticketd_redis_wait_timeouts_total",
+			Help: "Payments answered 503 because fewer replicas than TICKETD_REDIS_WAIT_REPLICAS acknowledged them in time.",
+		}, func() float64 { return float64(r.Timeouts()) }),
+	)
 }
 
 // Register mounts GET /metrics (server.Surface), outside any

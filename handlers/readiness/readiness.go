@@ -29,6 +29,12 @@ func Health(mon *redisstate.Monitor, pool *pgxpool.Pool, backlog *Backlog) serve
 		h := server.Health{Sales: v.Status == redisstate.Current, Reason: v.Reason, Redis: string(v.Status),
 			Durability: v.Durability.Loses}
 		h.Postgres = pg.state(ctx)
+		if r := v.Replicas; r != nil {
+			h.Replicas = &server.Replicas{InSync: r.Online, Lag: r.Lag}
+			if repl := mon.Replication; repl != nil {
+				h.Replicas.Required, h.Replicas.WaitTimeouts = repl.Replicas, repl.Timeouts()
+			}
+		}
 		if b, ok := backlog.Last(); ok {
 			h.Backlog = &server.Backlog{Entries: b.Entries, Oldest: b.Age(time.Now())}
 		}

@@ -35,6 +35,22 @@ type Health struct {
 	// Payments is PaymentsLive, or PaymentsSimulated in development and
 	// with the built-in test processors on; "" says nothing.
 	Payments string
+	// Replicas is what the Redis masters report of their replicas, when
+	// read.
+	Replicas *Replicas
+}
+
+// Replicas is the Redis replicas a sale is waited for on.
+type Replicas struct {
+	// InSync is the fewest replicas in sync of any master.
+	InSync int
+	// Required is TICKETD_REDIS_WAIT_REPLICAS (0: no sale waits).
+	Required int64
+	// Lag is the longest time since a replica acknowledged its master.
+	Lag time.Duration
+	// WaitTimeouts counts the payments refused because fewer replicas
+	// than Required acknowledged them in time.
+	WaitTimeouts int64
 }
 
 // Payment modes of Health.Payments.
@@ -78,6 +94,14 @@ type readyData struct {
 	Postgres    string       `json:"postgres,omitempty"`
 	SyncBacklog *backlogData `json:"syncBacklog,omitempty"`
 	Payments    string       `json:"payments,omitempty"`
+	Replicas    *replicaData `json:"replicas,omitempty"`
+}
+
+type replicaData struct {
+	InSync       int     `json:"inSync"`
+	Required     int64   `json:"required"`
+	LagSeconds   float64 `json:"lagSeconds"`
+	WaitTimeouts int64   `json:"waitTimeouts"`
 }
 
 type backlogData struct {
@@ -100,6 +124,9 @@ func readyz(health HealthFunc) fasthttp.RequestHandler {
 		if h.Backlog != nil {
 			// Milliseconds are precision enough for a lag.
 			d.SyncBacklog = &backlogData{Entries: h.Backlog.Entries, OldestSeconds: math.Round(h.Backlog.Oldest.Seconds()*1000) / 1000}
+		}
+		if r := h.Replicas; r != nil {
+			d.Replicas = &replicaData{InSync: r.InSync, Required: r.Required, LagSeconds: r.Lag.Seconds(), WaitTimeouts: r.WaitTimeouts}
 		}
 		if !h.Sales {
 			d.Status = StatusUnavailable

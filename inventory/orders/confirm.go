@@ -134,9 +134,16 @@ func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest,
 	if req.EventCancelled {
 		cancelled = "1"
 	}
-	return lua.Array(ctx, s.Redis, confirmScript, ks, []string{
+	return s.Replication.Array(ctx, s.Redis, confirmScript, ks, []string{
 		req.OrderID, req.ChannelID, strconv.FormatInt(int64(req.Amount), 10), strconv.FormatInt(int64(Tolerance), 10),
-		req.Reference, seats, dc, cancelled, strconv.FormatInt(s.StreamCap, 10)})
+		req.Reference, seats, dc, cancelled, strconv.FormatInt(s.StreamCap, 10)}, Paid)
+}
+
+// Paid says a paying script's reply is {0, …}: the order is paid, now or
+// by an earlier run (order_confirm, reg_pay).
+func Paid(arr []rueidis.RedisMessage) bool {
+	code, err := lua.Int(arr, 0)
+	return err == nil && code == 0
 }
 
 // Order states.

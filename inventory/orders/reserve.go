@@ -41,6 +41,9 @@ type Service struct {
 	// deployment must have the same. Without it order ids are all random
 	// and an order ticketd no longer knows is not found.
 	IDKey []byte
+	// Replication is how many Redis replicas must hold a payment before
+	// Confirm answers it (nil: none).
+	Replication *redisstate.Replication
 
 	sold    soldOut
 	macOnce sync.Once

@@ -26,6 +26,9 @@ const (
 	Lost        Status = "lost"        // Redis lost its state (no marker, or a partition's is gone)
 	Stale       Status = "stale"       // Redis went back to an older snapshot
 	Rebuilding  Status = "rebuilding"  // a rebuild from Postgres is running
+	// Unreplicated: current, but a master has fewer replicas in sync than
+	// Replication asks for, so no sale could be acknowledged.
+	Unreplicated Status = "unreplicated"
 )
 
 // ErrSalesStopped is what a script's wrapper returns when the script found
@@ -41,6 +44,8 @@ var gates = map[Status]*apierr.Error{
 	Lost:        apierr.Unavailable("sales are stopped: Redis lost its state; they resume once it is rebuilt from Postgres"),
 	Stale:       apierr.Unavailable("sales are stopped: Redis came back from an older snapshot; they resume once it is rebuilt from Postgres"),
 	Rebuilding:  apierr.Unavailable("sales are stopped: Redis is being rebuilt from Postgres; retry shortly"),
+	Unreplicated: apierr.Unavailable("sales are stopped: Redis has fewer replicas in sync than TICKETD_REDIS_WAIT_REPLICAS asks for; " +
+		"retry shortly"),
 }
 
 // Mark is a generation and how far its sequence number got.
@@ -68,7 +73,10 @@ type View struct {
 	Reason     string
 	Gen        string
 	Durability Durability
-	Since      time.Time // when Status began
+	// Replicas is what the masters last said of their replicas; nil
+	// before the first read, or when they cannot be read.
+	Replicas *Replicas
+	Since    time.Time // when Status began
 }
 
 // Monitor checks the Redis state a few times a second and keeps the node's
@@ -102,6 +110,12 @@ type Monitor struct {
 	// Timeout bounds one check (default 1s); a check that times out counts
 	// as unreachable.
 	Timeout time.Duration
+	// Replication, when on, is waited for by each check's tick too: the
+	// node takes as seen only a sequence number the replicas hold, so a
+	// failover to one of them is not taken for a rollback. Sales stop
+	// (Unreplicated) while a master has fewer replicas in sync than it asks
+	// for: no sale could be acknowledged.
+	Replication *Replication
 
 	view atomic.Pointer[View]
 
@@ -110,16 +124,18 @@ type Monitor struct {
 	seq     int64  // highest sequence number seen of gen
 	bad     View   // the generation found lost or stale: it stays so until a rebuild replaces it
 	durAt   time.Time
+	replAt  time.Time
 	savedAt time.Time
 	saving  atomic.Bool
 	fixedAt time.Time // when the last recovery started
 	fixing  atomic.Bool
 }
 
-// How often durability is read again, the sequence saved to Postgres, and
-// a failed recovery retried.
+// How often durability and the replicas are read again, the sequence
+// saved to Postgres, and a failed recovery retried.
 const (
 	durabilityEvery = 10 * time.Second
+	replicasEvery   = time.Second
 	saveEvery       = time.Second
 	recoverEvery    = 5 * time.Second
 )
@@ -173,15 +189,8 @@ func (m *Monitor) Run(ctx context.Context, every time.Duration) {
 func (m *Monitor) Check(ctx context.Context) View {
 	cctx, cancel := context.WithTimeout(ctx, m.timeout())
 	defer cancel()
-	tick := lua.Pipeline(m.Redis, tickScript, m.tickKeys(), m.tickArgs())
-	cmds := make(rueidis.Commands, 0, 1+keys.Partitions)
-	cmds = append(cmds, tick.Cmd)
-	for p := range keys.Partitions {
-		cmds = append(cmds, m.Redis.B().Get().Key(m.Space.Live(p)).Build())
-	}
 	start := time.Now()
-	res := m.Redis.DoMulti(cctx, cmds...)
-	arr, err := tick.Reply(cctx, res[0])
+	arr, markers, acked, err := m.read(cctx)
 	if err != nil {
 		return m.unreachable(err)
 	}
@@ -194,6 +203,7 @@ func (m *Monitor) Check(ctx context.Context) View {
 	version, _ := lua.Int(arr, 3)
 	prev := m.View()
 	dur := m.durability(cctx, prev)
+	repl := m.replicas(cctx, prev)
 
 	var next View
 	switch {
@@ -207,17 +217,19 @@ func (m *Monitor) Check(ctx context.Context) View {
 	case gen != "" && gen == m.bad.Gen:
 		next = m.bad
 	case gen != m.gen:
-		next = m.adopt(cctx, gen, seq)
+		next = m.adopt(cctx, gen, seq, acked)
 	case seq <= m.seq:
 		// Every check advances the number, so a healthy Redis always
 		// answers more than this node saw last.
 		next = View{Status: Stale, Reason: fmt.Sprintf("the state's sequence number went back from %d to %d", m.seq, seq)}
 	default:
 		next = View{Status: Current}
-		m.seq = seq
+		if acked {
+			m.seq = seq
+		}
 	}
 	if next.Status == Current {
-		p, err := missingMarker(res[1:], gen)
+		p, err := missingMarker(markers, gen)
 		if err != nil {
 			return m.unreachable(err)
 		}
@@ -227,20 +239,25 @@ func (m *Monitor) Check(ctx context.Context) View {
 	}
 	next.Gen = gen
 	next.Durability = dur
+	next.Replicas = repl
 	if next.Status == Lost || next.Status == Stale {
 		m.bad = next
 	}
-	if next.Status == Current && m.OnCurrent != nil {
+	current := next.Status == Current
+	if current && m.OnCurrent != nil {
 		// Before the gate opens: the first request let through finds the
 		// catalog of this state, never an empty or older one.
 		if err := m.OnCurrent(ctx, version); err != nil {
 			m.logger().Warn("catalog refresh failed", "err", err)
 		}
 	}
+	if current && m.Replication.On() && (repl == nil || int64(repl.Online) < m.Replication.Replicas) {
+		next.Status, next.Reason = Unreplicated, m.unreplicated(repl)
+	}
 	m.set(prev, next)
 	switch next.Status {
-	case Current:
-		m.save(ctx, Mark{Gen: gen, Seq: seq})
+	case Current, Unreplicated:
+		m.save(ctx, Mark{Gen: gen, Seq: m.seq})
 	case Lost, Stale, Rebuilding:
 		// Rebuilding too: a rebuild that died after stopping sales leaves
 		// that status behind for good. Recover waits while a live rebuild
@@ -250,10 +267,49 @@ func (m *Monitor) Check(ctx context.Context) View {
 	return m.View()
 }
 
+// read runs the tick script and reads every partition's marker. acked says
+// the replicas Replication asks for hold the tick's write (always, when it
+// asks for none). Without replicas it is one round trip; with them the
+// tick and its WAIT go first, on one connection, and the markers after:
+// on a Redis Cluster the markers span every master, and WAIT must follow
+// the tick on its own.
+func (m *Monitor) read(ctx context.Context) (tick []rueidis.RedisMessage, markers []rueidis.RedisResult, acked bool, err error) {
+	gets := make(rueidis.Commands, 0, 1+keys.Partitions)
+	for p := range keys.Partitions {
+		gets = append(gets, m.Redis.B().Get().Key(m.Space.Live(p)).Build())
+	}
+	if m.Replication.On() {
+		// A short WAIT: a check must not wait out a whole sale's timeout.
+		wait := min(m.Replication.timeout(), m.timeout()/4)
+		arr, n, err := lua.ArrayWait(ctx, m.Redis, tickScript, m.tickKeys(), m.tickArgs(), m.Replication.Replicas, wait)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		return arr, m.Redis.DoMulti(ctx, gets...), n >= m.Replication.Replicas, nil
+	}
+	p := lua.Pipeline(m.Redis, tickScript, m.tickKeys(), m.tickArgs())
+	res := m.Redis.DoMulti(ctx, append(rueidis.Commands{p.Cmd}, gets...)...)
+	arr, err := p.Reply(ctx, res[0])
+	return arr, res[1:], true, err
+}
+
+// unreplicated says why sales stop for want of replicas.
+func (m *Monitor) unreplicated(r *Replicas) string {
+	if r == nil {
+		return fmt.Sprintf("the Redis replicas could not be read; TICKETD_REDIS_WAIT_REPLICAS asks for %d in sync", m.Replication.Replicas)
+	}
+	return fmt.Sprintf("a Redis master has %d of the %d replicas in sync that TICKETD_REDIS_WAIT_REPLICAS asks for: no sale could be acknowledged",
+		r.Online, m.Replication.Replicas)
+}
+
 // adopt takes gen as the generation in force when Postgres agrees: a node
 // starting cold, or one that sees a rebuild's new generation. Without the
-// record (no Postgres, or unreachable) it is adopted as it is.
-func (m *Monitor) adopt(ctx context.Context, gen string, seq int64) View {
+// record (no Postgres, or unreachable) it is adopted as it is. acked says
+// the replicas hold seq (see read); otherwise the node's floor is what
+// Postgres recorded, which only ever records a sequence number the
+// replicas held.
+func (m *Monitor) adopt(ctx context.Context, gen string, seq int64, acked bool) View {
+	var floor int64
 	if m.Record != nil {
 		rec, ok, err := m.Record.Load(ctx)
 		switch {
@@ -274,8 +330,14 @@ func (m *Monitor) adopt(ctx context.Context, gen string, seq int64) View {
 			}
 			seq = again
 		}
+		if ok && rec.Gen == gen {
+			floor = rec.Seq
+		}
 	}
 	m.gen, m.seq = gen, seq
+	if !acked {
+		m.seq = floor
+	}
 	return View{Status: Current}
 }
 
@@ -354,6 +416,24 @@ func (m *Monitor) durability(ctx context.Context, prev View) Durability {
 	}
 	m.durAt = time.Now()
 	return d
+}
+
+// replicas reads the masters' replicas when due: every replicasEvery (the
+// lag is worth knowing fresh), and at once after Redis was unreachable.
+func (m *Monitor) replicas(ctx context.Context, prev View) *Replicas {
+	if m.FixedDurability != nil { // an embedded Redis has no replicas to read
+		return nil
+	}
+	if !m.replAt.IsZero() && prev.Status != Unreachable && prev.Status != Loading && time.Since(m.replAt) < replicasEvery {
+		return prev.Replicas
+	}
+	r, err := ReadReplicas(ctx, m.Redis)
+	if err != nil {
+		m.logger().Debug("redis state: could not read the replicas", "err", err)
+		return nil
+	}
+	m.replAt = time.Now()
+	return &r
 }
 
 // set installs next and logs what changed.

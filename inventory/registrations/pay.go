@@ -12,6 +12,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/checkout"
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/lua"
 )
@@ -127,8 +128,8 @@ func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, sea
 	if _, c, ok := s.event(ev); ok && c {
 		cancelled = "1"
 	}
-	return lua.Array(ctx, s.Redis, payScript, ks, []string{id, ref, strconv.FormatInt(int64(p.Amount), 10),
-		strings.ToUpper(p.Currency), seats, dc, strconv.FormatInt(s.StreamCap, 10), ms(s.retention()), cancelled})
+	return s.replication().Array(ctx, s.Redis, payScript, ks, []string{id, ref, strconv.FormatInt(int64(p.Amount), 10),
+		strings.ToUpper(p.Currency), seats, dc, strconv.FormatInt(s.StreamCap, 10), ms(s.retention()), cancelled}, orders.Paid)
 }
 
 // outcome reads the registration a payment changed into o.

@@ -19,6 +19,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/payments"
+	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/lua"
 )
@@ -268,9 +269,17 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	)
 	reg := Registration{ID: id, EventID: ev, TenantID: req.TenantID, Total: q.Total, Currency: rec.Currency,
 		Lines: q.Lines, BuyerName: req.Buyer.Name, BuyerEmail: req.Buyer.Email}
+	run := lua.Array
+	if q.Total == 0 {
+		// A free registration is paid as it is made: it is answered once
+		// the replicas hold it, as a payment is.
+		run = func(ctx context.Context, c rueidis.Client, sc *rueidis.Lua, ks, args []string) ([]rueidis.RedisMessage, error) {
+			return s.replication().Array(ctx, c, sc, ks, args, confirmedFree)
+		}
+	}
 	var since int64 // Redis' time (us) when this Register first found an unpaid registration of its buyer
 	for range replaceTries {
-		arr, err := lua.Array(ctx, s.Redis, registerScript, ks, args)
+		arr, err := run(ctx, s.Redis, registerScript, ks, args)
 		if err != nil {
 			return Registration{}, fmt.Errorf("register: %w", err)
 		}
@@ -309,6 +318,22 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 		return Registration{}, fmt.Errorf("register: %w: code %d", lua.ErrReply, code)
 	}
 	return Registration{}, errBuyerBusy
+}
+
+// replication is the orders' (Orders.Replication): a payment waits for the
+// same replicas a partner's confirm does.
+func (s *Service) replication() *redisstate.Replication {
+	if s.Orders == nil {
+		return nil
+	}
+	return s.Orders.Replication
+}
+
+// confirmedFree says reg_register's reply is {9, …}: a free registration,
+// confirmed as it was made.
+func confirmedFree(arr []rueidis.RedisMessage) bool {
+	code, err := lua.Int(arr, 0)
+	return err == nil && code == 9
 }
 
 // errPreviousPaid refuses a registration whose buyer's earlier one was

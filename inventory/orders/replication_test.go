@@ -1,0 +1,73 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/redistest"
+)
+
+// A confirm is answered paid only once the replicas Replication asks for
+// hold the payment, and so is every retry, on any connection or node: a
+// retry from another ticketd node while the replica still lags is refused
+// too. (Redis 7.0 makes WAIT cover every write made before the connection's
+// last command; order_confirm also writes when it finds the order paid, so
+// this holds where WAIT covers only the connection's own writes.) Replies
+// that sell nothing are answered as they are.
+func TestConfirmWaitsForReplicasOnEveryRetry(t *testing.T) {
+	primary := redistest.StartServer(t)
+	host, port, _ := net.SplitHostPort(primary.Addr)
+	replica := redistest.StartServer(t, "--replicaof", host, port)
+	ctx := context.Background()
+	node := func() *Service {
+		rc := primary.Client(t)
+		return &Service{Redis: rc, Space: keys.Space{}, OrderTTL: time.Minute,
+			Replication: &redisstate.Replication{Replicas: 1, Timeout: 200 * time.Millisecond}}
+	}
+	s1, s2 := node(), node()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		info, _ := s1.Redis.Do(ctx, s1.Redis.B().Info().Section("replication").Build()).ToString()
+		if strings.Contains(info, "state=online") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica is not in sync after 30s:\n%s", info)
+		}
+	}
+	if err := redisstate.Publish(ctx, s1.Redis, s1.Space, "test"); err != nil {
+		t.Fatal(err)
+	}
+	caps(t, s1, "ev", "ev", "100")
+	r, err := s1.Reserve(ctx, req("ev", map[string]int64{"ev": 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	replica.Pause()
+	if _, err := confirm(ctx, s1, r.OrderID, "p1"); !errors.Is(err, redisstate.ErrNotReplicated) {
+		replica.Resume()
+		t.Fatalf("confirm with the replica stopped: %v, want ErrNotReplicated", err)
+	}
+	if _, err := confirm(ctx, s2, r.OrderID, "p1"); !errors.Is(err, redisstate.ErrNotReplicated) {
+		replica.Resume()
+		t.Fatalf("a retry on another node with the replica stopped: %v, want ErrNotReplicated", err)
+	}
+	if _, err := confirm(ctx, s2, "ev-unknown-order", "p1"); code(err) != "NOT_FOUND" {
+		replica.Resume()
+		t.Fatalf("confirm of an unknown order with the replica stopped: %v, want NOT_FOUND as it is", err)
+	}
+	replica.Resume()
+	c, err := confirm(ctx, s2, r.OrderID, "p1")
+	if err != nil || !c.Duplicate {
+		t.Fatalf("the retry once the replica caught up: %+v %v, want the paid order (duplicate)", c, err)
+	}
+	if n := s1.Replication.Timeouts() + s2.Replication.Timeouts(); n != 2 {
+		t.Fatalf("%d WAIT timeouts counted, want 2", n)
+	}
+}

@@ -1,0 +1,4 @@
+package redisstate
+
+// ReplicasOf is replicasOf, for the external tests.
+var ReplicasOf = replicasOf

@@ -1,0 +1,151 @@
+package redisstate
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/lua"
+)
+
+// Replication is how many Redis replicas must hold a paid order before
+// ticketd answers it paid (TICKETD_REDIS_WAIT_REPLICAS and
+// TICKETD_REDIS_WAIT_TIMEOUT). A failover promotes a replica, and an
+// asynchronous replica lags: what it has not received is lost with the old
+// primary. WAIT after the script that marks an order paid makes the answer
+// wait until that many replicas hold the write, so a failover to one of
+// them loses no acknowledged sale. A nil or zero Replication waits for none.
+type Replication struct {
+	Replicas int64
+	Timeout  time.Duration // default DefaultWaitTimeout
+
+	timeouts atomic.Int64
+}
+
+// DefaultWaitTimeout bounds a WAIT when TICKETD_REDIS_WAIT_TIMEOUT is unset.
+const DefaultWaitTimeout = 500 * time.Millisecond
+
+// ErrNotReplicated is the answer to a sale the replicas did not acknowledge
+// in time: it is written on the primary, and a retry (confirm and payment
+// are idempotent) answers it once the replicas have it.
+var ErrNotReplicated = apierr.Unavailable("the sale is not yet on the Redis replicas TICKETD_REDIS_WAIT_REPLICAS asks for; retry shortly")
+
+// On says whether any replica is waited for.
+func (r *Replication) On() bool { return r != nil && r.Replicas > 0 }
+
+// Timeouts is how many paid replies were refused for want of replicas.
+func (r *Replication) Timeouts() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.timeouts.Load()
+}
+
+func (r *Replication) timeout() time.Duration {
+	if r.Timeout > 0 {
+		return r.Timeout
+	}
+	return DefaultWaitTimeout
+}
+
+// Array runs s as lua.Array does; with replicas to wait for, WAIT follows
+// it on the same connection (lua.ArrayWait). mustHold says whether a reply
+// is one that must be on the replicas before it is answered (an order now
+// paid, or found paid by a retry); such a reply that fewer replicas
+// acknowledged is ErrNotReplicated. Other replies (a refusal, "run again
+// with these keys") are answered as they are: they sell nothing.
+//
+// A retry that finds the order paid must itself write (the scripts touch
+// the order), or its WAIT would only cover whatever its connection wrote
+// last, not the payment another connection wrote.
+func (r *Replication) Array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string,
+	mustHold func([]rueidis.RedisMessage) bool) ([]rueidis.RedisMessage, error) {
+	if !r.On() {
+		return lua.Array(ctx, c, s, keys, args)
+	}
+	arr, acked, err := lua.ArrayWait(ctx, c, s, keys, args, r.Replicas, r.timeout())
+	if err != nil || acked >= r.Replicas || !mustHold(arr) {
+		return arr, err
+	}
+	r.timeouts.Add(1)
+	return nil, ErrNotReplicated
+}
+
+// Replicas is what the masters ticketd writes to report of their replicas.
+type Replicas struct {
+	// Online is the fewest replicas in sync that any master has (each
+	// master holds some events' sales, so the weakest is what some get).
+	// In sync is online and acknowledged within InSyncLag.
+	Online int
+	// Lag is the longest time since any online replica acknowledged its
+	// master, in whole seconds as Redis counts it.
+	Lag time.Duration
+}
+
+// InSyncLag is how long a replica may go without acknowledging its master
+// and still count as in sync (Redis' own min-replicas-max-lag default): a
+// hung replica would make every sale wait out its WAIT, so past this the
+// node stops sales at once instead.
+const InSyncLag = 10 * time.Second
+
+// ReadReplicas reads INFO replication of every master rc writes to.
+func ReadReplicas(ctx context.Context, rc rueidis.Client) (Replicas, error) {
+	masters, err := Masters(ctx, rc)
+	if err != nil {
+		return Replicas{}, err
+	}
+	out := Replicas{Online: -1}
+	for _, addr := range sortedAddrs(masters) {
+		n := masters[addr]
+		info, err := n.Do(ctx, n.B().Info().Section("replication").Build()).ToString()
+		if err != nil {
+			return Replicas{}, fmt.Errorf("redisstate: read replication of %s: %w", cmpAddr(addr), err)
+		}
+		online, lag := replicasOf(info)
+		if out.Online < 0 || online < out.Online {
+			out.Online = online
+		}
+		out.Lag = max(out.Lag, lag)
+	}
+	return out, nil
+}
+
+func cmpAddr(a string) string {
+	if a == "" {
+		return "Redis"
+	}
+	return a
+}
+
+// replicasOf reads an INFO replication reply's replica lines
+// ("slave0:ip=…,port=…,state=online,offset=…,lag=0"): the online ones, and
+// the longest lag among them.
+func replicasOf(info string) (online int, lag time.Duration) {
+	for _, line := range strings.Split(info, "\n") {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || len(name) <= len("slave") || !strings.HasPrefix(name, "slave") || strings.TrimLeft(name[len("slave"):], "0123456789") != "" {
+			continue
+		}
+		fields := map[string]string{}
+		for _, kv := range strings.Split(v, ",") {
+			if k, val, ok := strings.Cut(kv, "="); ok {
+				fields[k] = val
+			}
+		}
+		s, err := strconv.Atoi(fields["lag"])
+		if fields["state"] != "online" || err != nil {
+			continue
+		}
+		lag = max(lag, time.Duration(s)*time.Second)
+		if time.Duration(s)*time.Second <= InSyncLag {
+			online++
+		}
+	}
+	return online, lag
+}

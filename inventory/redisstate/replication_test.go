@@ -1,0 +1,88 @@
+package redisstate_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/redistest"
+)
+
+// A failover to a replica that lagged behind the state checks is a
+// rollback of the checks' sequence number. With WAIT on, the node takes as
+// seen only a number the replica acknowledged, so promoting the replica
+// keeps sales running (it holds every acknowledged sale); without WAIT the
+// same failover is found stale and sales stop for a rebuild.
+func TestFailoverToAReplicaIsARollbackOnlyWithoutWait(t *testing.T) {
+	for _, wait := range []bool{true, false} {
+		t.Run(map[bool]string{true: "wait", false: "no wait"}[wait], func(t *testing.T) {
+			ctx := context.Background()
+			primary := redistest.StartServer(t)
+			host, port, _ := net.SplitHostPort(primary.Addr)
+			replica := redistest.StartServer(t, "--replicaof", host, port)
+			rc := primary.Client(t)
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				info, _ := rc.Do(ctx, rc.B().Info().Section("replication").Build()).ToString()
+				if strings.Contains(info, "state=online") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the replica is not in sync after 30s:\n%s", info)
+				}
+			}
+			if err := redisstate.Publish(ctx, rc, keys.Space{}, "g1"); err != nil {
+				t.Fatal(err)
+			}
+			m := monitor(rc, keys.Space{})
+			if wait {
+				m.Replication = &redisstate.Replication{Replicas: 1, Timeout: 100 * time.Millisecond}
+			}
+			for range 3 {
+				expectStatus(t, m.Check(ctx), redisstate.Current)
+			}
+			if v := m.View(); v.Replicas == nil || v.Replicas.Online != 1 {
+				t.Fatalf("replicas read: %+v, want 1 online", v.Replicas)
+			}
+
+			// The replica is cut off (as a partition would): these checks'
+			// ticks never reach it. With WAIT the node may stop sales
+			// meanwhile (no replica in sync): either way it sells nothing
+			// the replica lacks.
+			promoted := replica.Client(t)
+			if err := promoted.Do(ctx, promoted.B().Replicaof().No().One().Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if v := m.Check(ctx); v.Status != redisstate.Current && v.Status != redisstate.Unreplicated {
+					t.Fatalf("status while the replica is cut off: %s (%s)", v.Status, v.Reason)
+				}
+			}
+			primary.Kill()
+			m.Redis = promoted  // what rueidis does when Sentinel names the new primary
+			m.Replication = nil // the promoted one has no replica of its own here
+			want := redisstate.Current
+			if !wait {
+				want = redisstate.Stale
+			}
+			expectStatus(t, m.Check(ctx), want)
+		})
+	}
+}
+
+// INFO replication's replica lines: only online replicas that acknowledged
+// within InSyncLag count, and the lag is the longest among online ones.
+func TestReplicasInSync(t *testing.T) {
+	info := "# Replication\r\nrole:master\r\nconnected_slaves:3\r\n" +
+		"slave0:ip=10.0.0.1,port=6379,state=online,offset=100,lag=0\r\n" +
+		"slave1:ip=10.0.0.2,port=6379,state=wait_bgsave,offset=0,lag=0\r\n" +
+		"slave2:ip=10.0.0.3,port=6379,state=online,offset=90,lag=12\r\n" +
+		"slave_read_repl_offset:5\r\nmaster_repl_offset:100\r\n"
+	online, lag := redisstate.ReplicasOf(info)
+	if online != 1 || lag != 12*time.Second {
+		t.Fatalf("online %d lag %s, want 1 and 12s", online, lag)
+	}
+}
