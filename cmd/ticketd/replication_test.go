@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -12,26 +11,6 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redistest"
 )
-
-// startReplicaOf starts a redis-server replicating primary and waits until
-// primary counts it in sync.
-func startReplicaOf(t *testing.T, primary *redistest.Server) *redistest.Server {
-	t.Helper()
-	host, port, _ := net.SplitHostPort(primary.Addr)
-	replica := redistest.StartServer(t, "--replicaof", host, port)
-	waitInSync(t, primary, 1)
-	return replica
-}
-
-// waitInSync waits until primary reports n replicas online.
-func waitInSync(t *testing.T, primary *redistest.Server, n int) {
-	t.Helper()
-	rc := primary.Client(t)
-	waitFor(t, 30*time.Second, "the replica in sync", func() bool {
-		info, _ := rc.Do(context.Background(), rc.B().Info().Section("replication").Build()).ToString()
-		return strings.Count(info, "state=online") == n
-	})
-}
 
 // readyReplicas reads /readyz: its HTTP status and data.replicas.
 func readyReplicas(t *testing.T, st *faultStack) (int, string, map[string]float64) {
@@ -54,7 +33,7 @@ func readyReplicas(t *testing.T, st *faultStack) (int, string, map[string]float6
 // why, and they resume by themselves when it is back.
 func TestConfirmIsAnsweredOnlyOnceTheReplicaHoldsIt(t *testing.T) {
 	primary := redistest.StartServer(t)
-	replica := startReplicaOf(t, primary)
+	replica := primary.StartReplica(t)
 	st := startStackOn(t, primary.URL, func(c *config) {
 		c.Recovery = recoveryAuto
 		c.RedisWaitReplicas, c.RedisWaitTimeout = 1, 200*time.Millisecond

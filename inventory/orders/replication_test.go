@@ -3,8 +3,6 @@ package orders
 import (
 	"context"
 	"errors"
-	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,8 +20,7 @@ import (
 // that sell nothing are answered as they are.
 func TestConfirmWaitsForReplicasOnEveryRetry(t *testing.T) {
 	primary := redistest.StartServer(t)
-	host, port, _ := net.SplitHostPort(primary.Addr)
-	replica := redistest.StartServer(t, "--replicaof", host, port)
+	replica := primary.StartReplica(t)
 	ctx := context.Background()
 	node := func() *Service {
 		rc := primary.Client(t)
@@ -31,15 +28,6 @@ func TestConfirmWaitsForReplicasOnEveryRetry(t *testing.T) {
 			Replication: &redisstate.Replication{Replicas: 1, Timeout: 200 * time.Millisecond}}
 	}
 	s1, s2 := node(), node()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		info, _ := s1.Redis.Do(ctx, s1.Redis.B().Info().Section("replication").Build()).ToString()
-		if strings.Contains(info, "state=online") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the replica is not in sync after 30s:\n%s", info)
-		}
-	}
 	if err := redisstate.Publish(ctx, s1.Redis, s1.Space, "test"); err != nil {
 		t.Fatal(err)
 	}

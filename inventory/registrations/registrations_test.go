@@ -43,6 +43,12 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	t.Parallel()
 	rc, sp := redistest.New(t)
+	return bundleOn(t, rc, sp)
+}
+
+// bundleOn is setup's bundle on rc and sp.
+func bundleOn(t *testing.T, rc rueidis.Client, sp keys.Space) *bundle {
+	t.Helper()
 	o := &orders.Service{Redis: rc, Space: sp, OrderTTL: time.Minute, IDKey: []byte("test-id-key")}
 	b := &bundle{rc: rc, sp: sp, ctx: context.Background(), orders: o,
 		regs:  &Service{Redis: rc, Space: sp, Orders: o, CheckoutTTL: time.Minute},

@@ -1,0 +1,53 @@
+package registrations
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/redistest"
+)
+
+// A storefront payment and a free registration are answered confirmed only
+// once the replica holds them: with the replica stopped the payment is 503
+// (the processor retries the webhook) and so is its retry; once the
+// replica caught up the retry books the same payment once. A registration
+// that waits for payment sells nothing yet and does not wait.
+func TestPaymentsAndFreeRegistrationsWaitForTheReplica(t *testing.T) {
+	primary := redistest.StartServer(t)
+	replica := primary.StartReplica(t)
+	b := bundleOn(t, primary.Client(t), keys.Space{})
+	if err := redisstate.Publish(b.ctx, b.rc, b.sp, "test"); err != nil {
+		t.Fatal(err)
+	}
+	b.orders.Replication = &redisstate.Replication{Replicas: 1, Timeout: 200 * time.Millisecond}
+	b.caps(t, evGA, "t:tk", "10", "ev", "10")
+
+	replica.Pause()
+	reg, err := b.regs.Register(b.ctx, gaReq(1, 1000, "a@x.test"))
+	if err != nil {
+		replica.Resume()
+		t.Fatalf("a registration awaiting payment with the replica stopped: %v", err)
+	}
+	b.opened(t, reg.ID, "cs_1")
+	for try := range 2 {
+		if _, err := pay(b, reg.ID, "cs_1", 1000); !errors.Is(err, redisstate.ErrNotReplicated) {
+			replica.Resume()
+			t.Fatalf("payment %d with the replica stopped: %v, want ErrNotReplicated", try+1, err)
+		}
+	}
+	if _, err := b.regs.Register(b.ctx, gaReq(1, 0, "free@x.test")); !errors.Is(err, redisstate.ErrNotReplicated) {
+		replica.Resume()
+		t.Fatalf("a free registration with the replica stopped: %v, want ErrNotReplicated", err)
+	}
+	replica.Resume()
+	out, err := pay(b, reg.ID, "cs_1", 1000)
+	if err != nil || !out.Duplicate || out.Registration.Status != StatusConfirmed {
+		t.Fatalf("the retried payment once the replica caught up: %+v %v, want confirmed (duplicate)", out, err)
+	}
+	if n := b.streamLen(t, evGA); n != 2 {
+		t.Fatalf("paid stream holds %d entries, want 2 (the payment once, the free registration)", n)
+	}
+}
