@@ -1,13 +1,11 @@
 package redistest
 
 import (
-	"bufio"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -37,34 +35,48 @@ type Server struct {
 // test binary dies without ending t (go test -timeout).
 func StartServer(t testing.TB, args ...string) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	return startServer(t, binary(t, "redis-server"), freePort(t), args...)
+}
+
+// binary is the path of redis-server or redis-cli; t fails without it.
+func binary(t testing.TB, name string) string {
+	t.Helper()
+	bin, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatalf("redistest: redis-server is not installed (make services installs it): %v", err)
+		t.Fatalf("redistest: %s is not installed (make services installs it): %v", name, err)
 	}
-	// Below the ephemeral range: Kill and Start reuse the port, and a port
-	// the kernel hands out could meanwhile be taken by any connection.
+	return bin
+}
+
+// freePort is a loopback port free right now, below the ephemeral range:
+// Kill and Start reuse the port, and a port the kernel hands out could
+// meanwhile be taken by any connection (a reconnecting client's own).
+func freePort(t testing.TB) int {
+	t.Helper()
 	addr, err := procs.FreeAddr()
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
 	_, p, _ := net.SplitHostPort(addr)
 	port, _ := strconv.Atoi(p)
-	return startServer(t, bin, port, args...)
+	return port
 }
 
 func startServer(t testing.TB, bin string, port int, args ...string) *Server {
 	t.Helper()
 	dir := t.TempDir()
-	s := &Server{
-		Addr: "127.0.0.1:" + strconv.Itoa(port),
-		Dir:  dir,
-		t:    t,
-		args: append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-			"--save", "", "--appendonly", "no", "--daemonize", "no",
-			"--logfile", filepath.Join(dir, "redis.log")}, args...),
-	}
+	return runServer(t, port, dir, append([]string{bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--appendonly", "no", "--daemonize", "no",
+		"--logfile", filepath.Join(dir, "redis.log")}, args...))
+}
+
+// runServer runs argv (a redis-server listening on port with its files,
+// its log redis.log among them, in dir), waits until it answers and has it
+// killed when t ends.
+func runServer(t testing.TB, port int, dir string, argv []string) *Server {
+	t.Helper()
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, t: t, args: argv}
 	s.URL = "redis://" + s.Addr
-	s.args = append([]string{bin}, s.args...)
 	t.Cleanup(func() { s.kill() })
 	s.Start()
 	return s
@@ -94,28 +106,13 @@ func (s *Server) waitLoaded() {
 	s.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if s.ping() == "+PONG" {
+		if pong, _ := doString(s.Addr, "PING"); pong == "PONG" {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
 	s.t.Fatalf("redistest: redis-server on %s did not answer in 30s; its log:\n%s", s.Addr, log)
-}
-
-// ping sends PING and returns the reply line ("" when there is none).
-func (s *Server) ping() string {
-	c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
-	if err != nil {
-		return ""
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return ""
-	}
-	line, _ := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line)
 }
 
 // Kill ends the server with SIGKILL, as a crash would, and waits for it.
