@@ -32,8 +32,8 @@ func readyReplicas(t *testing.T, st *faultStack) (int, string, map[string]float6
 // caught up. Without a replica in sync, sales stop at once, /readyz says
 // why, and they resume by themselves when it is back.
 func TestConfirmIsAnsweredOnlyOnceTheReplicaHoldsIt(t *testing.T) {
-	primary := redistest.StartServer(t)
-	replica := primary.StartReplica(t)
+	rs := redistest.StartReplicated(t, 1)
+	primary, replica := rs.Primary, rs.Replicas[0]
 	st := startStackOn(t, primary.URL, func(c *config) {
 		c.Recovery = recoveryAuto
 		c.RedisWaitReplicas, c.RedisWaitTimeout = 1, 200*time.Millisecond

@@ -19,8 +19,8 @@ import (
 // this holds where WAIT covers only the connection's own writes.) Replies
 // that sell nothing are answered as they are.
 func TestConfirmWaitsForReplicasOnEveryRetry(t *testing.T) {
-	primary := redistest.StartServer(t)
-	replica := primary.StartReplica(t)
+	rs := redistest.StartReplicated(t, 1)
+	primary, replica := rs.Primary, rs.Replicas[0]
 	ctx := context.Background()
 	node := func() *Service {
 		rc := primary.Client(t)

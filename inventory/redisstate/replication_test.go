@@ -2,8 +2,11 @@ package redisstate_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
@@ -19,8 +22,8 @@ func TestFailoverToAReplicaIsARollbackOnlyWithoutWait(t *testing.T) {
 	for _, wait := range []bool{true, false} {
 		t.Run(map[bool]string{true: "wait", false: "no wait"}[wait], func(t *testing.T) {
 			ctx := context.Background()
-			primary := redistest.StartServer(t)
-			replica := primary.StartReplica(t)
+			rs := redistest.StartReplicated(t, 1)
+			primary, replica := rs.Primary, rs.Replicas[0]
 			rc := primary.Client(t)
 			if err := redisstate.Publish(ctx, rc, keys.Space{}, "g1"); err != nil {
 				t.Fatal(err)
@@ -35,12 +38,27 @@ func TestFailoverToAReplicaIsARollbackOnlyWithoutWait(t *testing.T) {
 			if v := m.View(); v.Replicas == nil || v.Replicas.Online != 1 {
 				t.Fatalf("replicas read: %+v, want 1 online", v.Replicas)
 			}
+			promoted := replica.Client(t)
+			offset := func(c rueidis.Client, field string) string {
+				info, _ := c.Do(ctx, c.B().Info().Section("replication").Build()).ToString()
+				for _, l := range strings.Split(info, "\n") {
+					if v, ok := strings.CutPrefix(strings.TrimSpace(l), field+":"); ok {
+						return v
+					}
+				}
+				return ""
+			}
+			for deadline := time.Now().Add(10 * time.Second); offset(rc, "master_repl_offset") != offset(promoted, "slave_repl_offset"); {
+				if time.Now().After(deadline) {
+					t.Fatal("the replica did not catch up with the checks so far in 10s")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
 
 			// The replica is cut off (as a partition would): these checks'
 			// ticks never reach it. With WAIT the node may stop sales
 			// meanwhile (no replica in sync): either way it sells nothing
 			// the replica lacks.
-			promoted := replica.Client(t)
 			if err := promoted.Do(ctx, promoted.B().Replicaof().No().One().Build()).Error(); err != nil {
 				t.Fatal(err)
 			}

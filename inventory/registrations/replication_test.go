@@ -16,8 +16,8 @@ import (
 // replica caught up the retry books the same payment once. A registration
 // that waits for payment sells nothing yet and does not wait.
 func TestPaymentsAndFreeRegistrationsWaitForTheReplica(t *testing.T) {
-	primary := redistest.StartServer(t)
-	replica := primary.StartReplica(t)
+	rs := redistest.StartReplicated(t, 1)
+	primary, replica := rs.Primary, rs.Replicas[0]
 	b := bundleOn(t, primary.Client(t), keys.Space{})
 	if err := redisstate.Publish(b.ctx, b.rc, b.sp, "test"); err != nil {
 		t.Fatal(err)
