@@ -12,6 +12,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/sync/mailer"
+	"github.com/ticketd/ticketd/sync/unsynced"
 )
 
 // config is ticketd's environment (decisions.md §5).
@@ -79,6 +80,9 @@ type config struct {
 	StripeWalletMethods []string
 	// Conn is the connection caps and the body budget (conns.go).
 	Conn connConfig
+	// MaxUnsynced is TICKETD_MAX_UNSYNCED: how many paid orders may wait
+	// for Postgres, and how long, before sales stop (unsynced.Default).
+	MaxUnsynced unsynced.Limit
 }
 
 // defaultDatabaseURL is DATABASE_URL's default: database "ticketd" on the
@@ -203,7 +207,11 @@ func loadConfigFor(demo bool) (config, error) {
 		}
 		c.HoldsPerIP = n
 	}
+	v, _ := env("TICKETD_MAX_UNSYNCED", unsynced.Default)
 	var err error
+	if c.MaxUnsynced, err = unsynced.Parse(v); err != nil {
+		return c, fmt.Errorf("TICKETD_MAX_UNSYNCED=%q: %w", v, err)
+	}
 	c.Conn, err = loadConnConfig()
 	return c, err
 }
