@@ -39,6 +39,7 @@ import (
 	"github.com/ticketd/ticketd/sync/mailer"
 	"github.com/ticketd/ticketd/sync/orderdb"
 	"github.com/ticketd/ticketd/sync/schema"
+	"github.com/ticketd/ticketd/sync/unsynced"
 	"github.com/ticketd/ticketd/sync/worker"
 )
 
@@ -175,6 +176,15 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	// One lockout for both surfaces: an IP guessing admin tokens is as
 	// locked out of the partner surface as one guessing channel secrets.
 	locks := &lockout.Guard{Limiter: limiter, Logger: log}
+	// One reader of the sync backlog feeds /readyz, the metrics and the
+	// TICKETD_MAX_UNSYNCED gate; without Postgres nothing drains the
+	// streams, so nothing is bounded.
+	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
+	if pool != nil && !cfg.MaxUnsynced.Off() {
+		backlog.Limit = &unsynced.Gate{Limit: cfg.MaxUnsynced, Logger: log, OnChange: m.UnsyncedChanged}
+	}
+	go backlog.Run(bgCtx, 500*time.Millisecond)
+	gate := backlog.Limit.After(mon.Gate) // every surface that sells
 	api := &channel.API{
 		Catalog:  store.Current,
 		Orders:   ord,
@@ -183,7 +193,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		ClientIP: resolver,
 		Lockout:  locks,
 		Sessions: sessions,
-		Gate:     mon.Gate,
+		Gate:     gate,
 		Metrics:  m,
 		Logger:   log,
 	}
@@ -191,13 +201,11 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		api.Archive = orderdb.Store{Pool: pool}
 	}
 	fr, err := newFront(frontDeps{cfg: cfg, secretsKey: secretsKey, redis: rc, space: space, pool: pool, store: store,
-		orders: ord, seats: api.Seats, limiter: limiter, resolver: resolver, monitor: mon, log: log})
+		orders: ord, seats: api.Seats, limiter: limiter, resolver: resolver, monitor: mon, gate: gate, log: log})
 	if err != nil {
 		return err
 	}
 	startLoops(loopsCtx, &wg, fr.loops)
-	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
-	go backlog.Run(bgCtx, 2*time.Second)
 	health := readiness.WithPayments(readiness.Health(mon, pool, backlog), paymentsMode(cfg))
 	if cfg.AdminToken == "" {
 		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
