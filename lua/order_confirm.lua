@@ -37,8 +37,11 @@
 -- the retention).
 --
 -- Output:
---   {0, duplicate 0|1, tickets JSON}  paid (duplicate = it already was, by
---                                     this same partner reference)
+--   {0, duplicate 0|1, tickets JSON, paid units}
+--                                     paid (duplicate = it already was, by
+--                                     this same partner reference); paid
+--                                     units: the sold hash's 'paid' after
+--                                     this order (lib/cart cart_count_paid)
 --   {1}                               no such order for this caller
 --   {2, reason}                       cannot confirm: 'expired', 'cancelled',
 --                                     'sold_out', 'seat_lost' (now or at an
@@ -67,7 +70,7 @@ if st == 'paid' then
   if o[11] ~= ARGV[5] then
     return {2, 'already_paid'}
   end
-  return {0, 1, o[8]}
+  return {0, 1, o[8], cart_paid_count(KEYS[3])}
 end
 if st == 'failed' then
   return {2, o[10] or 'failed'}
@@ -160,4 +163,4 @@ end
 redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
 -- Without a worker the order keeps the expiry reserve gave its hash.
 cart_keep_paid(order, ARGV[9], nil)
-return {0, 0, o[8]}
+return {0, 0, o[8], cart_count_paid(KEYS[3], fields, qtys)}
