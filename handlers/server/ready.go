@@ -35,6 +35,16 @@ type Health struct {
 	// Payments is PaymentsLive, or PaymentsSimulated in development and
 	// with the built-in test processors on; "" says nothing.
 	Payments string
+	// Held lists the events whose sales are held after a loss ticketd
+	// could not repair (inventory/salesholds), with the units lost. The
+	// others sell: /readyz stays 200, its status "degraded".
+	Held []HeldEvent
+}
+
+// HeldEvent is an event whose sales are held and the paid units it lost.
+type HeldEvent struct {
+	EventID string `json:"eventId"`
+	Lost    int64  `json:"lost"`
 }
 
 // Payment modes of Health.Payments.
@@ -67,7 +77,7 @@ const (
 // Ready statuses in /readyz's data.status.
 const (
 	StatusOK          = "ok"
-	StatusDegraded    = "degraded" // sales work, Postgres does not: the sync backlog grows
+	StatusDegraded    = "degraded" // sales work, Postgres does not (the sync backlog grows), or some events' sales are held
 	StatusUnavailable = "unavailable"
 )
 
@@ -78,6 +88,7 @@ type readyData struct {
 	Postgres    string       `json:"postgres,omitempty"`
 	SyncBacklog *backlogData `json:"syncBacklog,omitempty"`
 	Payments    string       `json:"payments,omitempty"`
+	HeldEvents  []HeldEvent  `json:"heldEvents,omitempty"`
 }
 
 type backlogData struct {
@@ -96,7 +107,8 @@ func readyz(health HealthFunc) fasthttp.RequestHandler {
 		c, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
 		h := health(c)
 		cancel()
-		d := readyData{Status: StatusOK, Redis: h.Redis, Durability: h.Durability, Postgres: h.Postgres, Payments: h.Payments}
+		d := readyData{Status: StatusOK, Redis: h.Redis, Durability: h.Durability, Postgres: h.Postgres, Payments: h.Payments,
+			HeldEvents: h.Held}
 		if h.Backlog != nil {
 			// Milliseconds are precision enough for a lag.
 			d.SyncBacklog = &backlogData{Entries: h.Backlog.Entries, OldestSeconds: math.Round(h.Backlog.Oldest.Seconds()*1000) / 1000}
@@ -110,7 +122,7 @@ func readyz(health HealthFunc) fasthttp.RequestHandler {
 			httpx.Fail(ctx, apierr.Of("NOT_READY", "%s", msg).WithData(d))
 			return
 		}
-		if h.Postgres != PostgresOK && h.Postgres != PostgresOff {
+		if (h.Postgres != PostgresOK && h.Postgres != PostgresOff) || len(h.Held) > 0 {
 			d.Status = StatusDegraded
 		}
 		httpx.OK(ctx, d)
