@@ -47,13 +47,25 @@ type faultStack struct {
 
 func startFaultStack(t *testing.T, recovery string, redisArgs ...string) *faultStack {
 	t.Helper()
+	return startFaultStackVia(t, recovery, nil, redisArgs...)
+}
+
+// startFaultStackVia is startFaultStack with ticketd reaching Postgres at
+// via(the test database's URL) when via is set (through a proxy); the
+// test's own view of the record stays direct.
+func startFaultStackVia(t *testing.T, recovery string, via func(dbURL string) string, redisArgs ...string) *faultStack {
+	t.Helper()
 	srv := redistest.StartServer(t, redisArgs...)
 	cfg, err := loadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dbURL := pgtest.NewURL(t)
-	cfg.Addr, cfg.RedisURL, cfg.RedisURLSet, cfg.DatabaseURL, cfg.DatabaseURLSet = "127.0.0.1:0", srv.URL, true, dbURL, true
+	ticketdDB := dbURL
+	if via != nil {
+		ticketdDB = via(dbURL)
+	}
+	cfg.Addr, cfg.RedisURL, cfg.RedisURLSet, cfg.DatabaseURL, cfg.DatabaseURLSet = "127.0.0.1:0", srv.URL, true, ticketdDB, true
 	cfg.KeyPrefix, cfg.AdminToken, cfg.Recovery = "", "fault-admin", recovery
 	base := runTicketd(t, cfg, options{API: true, Worker: true})
 	db, err := pgxpool.New(context.Background(), dbURL)

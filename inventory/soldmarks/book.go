@@ -116,7 +116,7 @@ func (b *Book) FlushNow() {
 
 // flushTimeout bounds one flush: a Postgres that hangs delays the next
 // try, not the node.
-const flushTimeout = time.Second
+const flushTimeout = 3 * time.Second
 
 // Run flushes every Every, after FlushNow, and every Retry while flushes
 // fail, until ctx ends; then once more.
