@@ -38,6 +38,7 @@ import (
 	"github.com/ticketd/ticketd/sync/catalogdb"
 	"github.com/ticketd/ticketd/sync/mailer"
 	"github.com/ticketd/ticketd/sync/orderdb"
+	"github.com/ticketd/ticketd/sync/rebuild"
 	"github.com/ticketd/ticketd/sync/schema"
 	"github.com/ticketd/ticketd/sync/unsynced"
 	"github.com/ticketd/ticketd/sync/worker"
@@ -98,6 +99,9 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	repl := &redisstate.Replication{Replicas: cfg.RedisWaitReplicas, Timeout: cfg.RedisWaitTimeout}
 	mon.Replication = repl
 	m.WatchReplication(mon, repl)
+	// Sold marks and held events (docs/decisions.md, Durability and recovery).
+	guard := rebuild.NewGuard(rc, space, pool, m.SetSalesHeld, log)
+	guard.WireState(mon, rebuilder)
 	if err := startState(ctx, cfg, mon, rebuilder, m, log); err != nil {
 		return err
 	}
@@ -123,6 +127,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	var wg sync.WaitGroup
 	loopsCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopLoops(); wg.Wait() }()
+	startLoops(loopsCtx, &wg, []func(context.Context){guard.Book.Run})
 	if opts.Worker && pool != nil {
 		w := &worker.Worker{Redis: rc, Space: space, Pool: pool, Logger: log}
 		if err := w.EnsureGroups(ctx); err != nil {
@@ -171,6 +176,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		// Nothing will drain the paid streams: keep the newest entries only.
 		ord.StreamCap = 100_000
 	}
+	guard.WireOrders(ord)
 	limiter := &ratelimit.Limiter{Redis: rc, Space: space}
 	resolver := &clientip.Resolver{Trusted: trusted}
 	// One lockout for both surfaces: an IP guessing admin tokens is as
@@ -206,7 +212,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		return err
 	}
 	startLoops(loopsCtx, &wg, fr.loops)
-	health := readiness.WithPayments(readiness.Health(mon, pool, backlog), paymentsMode(cfg))
+	health := readiness.WithHeld(readiness.WithPayments(readiness.Health(mon, pool, backlog), paymentsMode(cfg)), guard.Held.List)
 	if cfg.AdminToken == "" {
 		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
 	}

@@ -51,6 +51,7 @@ type Metrics struct {
 	backlogOldest prometheus.Gauge
 	paidOrders    prometheus.Counter
 	rebuilds      *prometheus.CounterVec
+	salesHeld     *prometheus.GaugeVec
 	durability    *oneOf
 	redisState    *oneOf
 	salesStopped  *prometheus.GaugeVec
@@ -92,6 +93,10 @@ func New() *Metrics {
 			Name: "ticketd_rebuilds_total",
 			Help: "Rebuilds of Redis state from Postgres, by result.",
 		}, []string{"result"}),
+		salesHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketd_sales_held_lost",
+			Help: "Paid units lost with Redis' state and known nowhere, per event whose sales are held until ticketctl release or reconcile; absent when none is held.",
+		}, []string{"event"}),
 		durability: newOneOf(prometheus.GaugeOpts{
 			Name: "ticketd_redis_durability",
 			Help: "What a Redis crash would lose: 1 for the current level (nothing, second, everything, unknown), 0 for the others.",
@@ -114,7 +119,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.http.requests, m.http.duration, m.http.failures,
-		m.redisRTT, m.backlog, m.backlogOldest, m.paidOrders, m.rebuilds,
+		m.redisRTT, m.backlog, m.backlogOldest, m.paidOrders, m.rebuilds, m.salesHeld,
 		m.durability.vec, m.redisState.vec, m.salesStopped,
 	)
 	return m
@@ -194,6 +199,18 @@ func (m *Metrics) RebuildDone(rebuilt bool, err error) {
 		m.Rebuild(RebuildFailed)
 	case rebuilt:
 		m.Rebuild(RebuildOK)
+	}
+}
+
+// SetSalesHeld records the events whose sales are held and the units each
+// lost (salesholds.Set's OnChange); an event no longer held leaves.
+func (m *Metrics) SetSalesHeld(held map[string]int64) {
+	if m == nil {
+		return
+	}
+	m.salesHeld.Reset()
+	for ev, n := range held {
+		m.salesHeld.WithLabelValues(ev).Set(float64(n))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/salesholds"
 	"github.com/ticketd/ticketd/sync/unsynced"
 	"github.com/ticketd/ticketd/sync/worker"
 )
@@ -53,6 +54,18 @@ func WithPayments(h server.HealthFunc, payments string) server.HealthFunc {
 	return func(ctx context.Context) server.Health {
 		v := h(ctx)
 		v.Payments = payments
+		return v
+	}
+}
+
+// WithHeld reports the events held lists (salesholds.Set.List) in every
+// answer of h.
+func WithHeld(h server.HealthFunc, held func() []salesholds.Event) server.HealthFunc {
+	return func(ctx context.Context) server.Health {
+		v := h(ctx)
+		for _, e := range held() {
+			v.Held = append(v.Held, server.HeldEvent{EventID: e.EventID, Lost: e.Lost})
+		}
 		return v
 	}
 }
