@@ -73,10 +73,11 @@ if st == 'paid' then
   if o[11] ~= ARGV[5] then
     return {2, 'already_paid'}
   end
+  local paid = cart_paid_count(KEYS[3])
   -- a write, so that a WAIT after this retry covers the payment an
   -- earlier run wrote on another connection (redisstate.Replication)
   redis.call('HINCRBY', order, 'acks', 1)
-  return {0, 1, o[8], cart_paid_count(KEYS[3])}
+  return {0, 1, o[8], paid}
 end
 if st == 'failed' then
   return {2, o[10] or 'failed'}

@@ -102,10 +102,11 @@ if st == 'paid' then
   if o[10] ~= ref then
     return {2, 'already_paid', 0}
   end
+  local paid = cart_paid_count(KEYS[3])
   -- a write, so that a WAIT after this retry covers the payment an
   -- earlier run wrote on another connection (redisstate.Replication)
   redis.call('HINCRBY', reg, 'acks', 1)
-  return {0, 1, 0, o[8], cart_paid_count(KEYS[3])}
+  return {0, 1, 0, o[8], paid}
 end
 if st == 'refund' then
   return {2, o[9] or 'refund', o[10] == ref and 1 or 0}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,8 +81,8 @@ type View struct {
 }
 
 // Monitor checks the Redis state a few times a second and keeps the node's
-// gate: sales run only while the state is current. Check must be called
-// from one goroutine at a time (Run does so); View and Gate from any.
+// gate: sales run only while the state is current. Check, View and Gate
+// may be called from any goroutine (checks run one at a time).
 type Monitor struct {
 	Redis  rueidis.Client
 	Space  keys.Space
@@ -119,6 +120,7 @@ type Monitor struct {
 
 	view atomic.Pointer[View]
 
+	checking sync.Mutex // one Check at a time: Run's, and a caller's
 	// Check's own state.
 	gen     string // generation adopted
 	seq     int64  // highest sequence number seen of gen
@@ -187,6 +189,8 @@ func (m *Monitor) Run(ctx context.Context, every time.Duration) {
 // partition's marker), updates the view and the gate, and starts a
 // recovery when the state is lost, stale or left rebuilding.
 func (m *Monitor) Check(ctx context.Context) View {
+	m.checking.Lock()
+	defer m.checking.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, m.timeout())
 	defer cancel()
 	start := time.Now()
