@@ -475,6 +475,16 @@ var faultCases = []faultCase{
 				f.sp.Live(part), f.sp.Buyers(ev)},
 				"2", "t:a", "10", "ev", "100", "1", "t:a", "3", "1", "A-1", "oa.ev1", "1", "SAVE", "2", "1", "bk1", "2")
 		}},
+	{name: "resume a held event's sales",
+		setup: func(f *fixture) {
+			f.event()
+			f.cmd("HSET", f.sp.Sold(ev), "ev", "10", "paid", "10", "held", "3")
+		},
+		act: func(f *fixture) {
+			f.script("sales_resume", []string{f.sp.Sold(ev), f.sp.Live(part)}, "release")
+			f.cmd("HSET", f.sp.Sold(ev), "held", "2")
+			f.script("sales_resume", []string{f.sp.Sold(ev), f.sp.Live(part)}, "reconcile")
+		}},
 	{name: "apply an event's capacities",
 		setup: func(f *fixture) {
 			f.event()

@@ -37,10 +37,14 @@
 -- the retention).
 --
 -- Output:
---   {0, duplicate 0|1, tickets JSON}  paid (duplicate = it already was, by
+--   {0, duplicate 0|1, tickets JSON, paid units}
+--                                     paid (duplicate = it already was, by
 --                                     this same partner reference: the
 --                                     order's 'acks' is counted up, a
---                                     write a WAIT after it can wait for)
+--                                     write a WAIT after it can wait for);
+--                                     paid units: the sold hash's 'paid'
+--                                     after this order (lib/cart
+--                                     cart_count_paid)
 --   {1}                               no such order for this caller
 --   {2, reason}                       cannot confirm: 'expired', 'cancelled',
 --                                     'sold_out', 'seat_lost' (now or at an
@@ -72,7 +76,7 @@ if st == 'paid' then
   -- a write, so that a WAIT after this retry covers the payment an
   -- earlier run wrote on another connection (redisstate.Replication)
   redis.call('HINCRBY', order, 'acks', 1)
-  return {0, 1, o[8]}
+  return {0, 1, o[8], cart_paid_count(KEYS[3])}
 end
 if st == 'failed' then
   return {2, o[10] or 'failed'}
@@ -165,4 +169,4 @@ end
 redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
 -- Without a worker the order keeps the expiry reserve gave its hash.
 cart_keep_paid(order, ARGV[9], nil)
-return {0, 0, o[8]}
+return {0, 0, o[8], cart_count_paid(KEYS[3], fields, qtys)}

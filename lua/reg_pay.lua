@@ -43,10 +43,12 @@
 -- ARGV[9] -> "1" when the event is cancelled, else "0"
 --
 -- Output:
---   {0, duplicate 0|1, reclaimed 0|1, tickets JSON}  paid (duplicate: by this
---                                        same payment already; its 'acks'
---                                        is counted up, a write a WAIT
---                                        after it can wait for)
+--   {0, duplicate 0|1, reclaimed 0|1, tickets JSON, paid units}
+--                                        paid (duplicate: by this same payment
+--                                        already; its 'acks' is counted up, a
+--                                        write a WAIT after it can wait for);
+--                                        paid units: the sold hash's 'paid'
+--                                        after it (lib/cart cart_count_paid)
 --   {1}                                  no such storefront registration
 --   {2, reason, duplicate 0|1}           this payment needs a refund: 'cancelled',
 --                                        'sold_out', 'seat_lost',
@@ -103,7 +105,7 @@ if st == 'paid' then
   -- a write, so that a WAIT after this retry covers the payment an
   -- earlier run wrote on another connection (redisstate.Replication)
   redis.call('HINCRBY', reg, 'acks', 1)
-  return {0, 1, 0, o[8]}
+  return {0, 1, 0, o[8], cart_paid_count(KEYS[3])}
 end
 if st == 'refund' then
   return {2, o[9] or 'refund', o[10] == ref and 1 or 0}
@@ -167,13 +169,11 @@ end
 -- a key's type after the first write would leave what was written before.
 check_type(KEYS[10], 'zset')
 cart_check_discount({dcholds = KEYS[5], dcused = KEYS[6]}, code, not reason)
-if reason and counted then
-  if n > 0 then
-    check_type(KEYS[3], 'hash')
-  end
-  if bk then
-    check_type(KEYS[9], 'hash')
-  end
+-- the sold hash: a refund of a counted claim gives its claims back, a
+-- payment counts its units ('paid', lib/cart cart_count_paid)
+check_type(KEYS[3], 'hash')
+if reason and counted and bk then
+  check_type(KEYS[9], 'hash')
 end
 
 -- a held registration no longer awaits payment, paid or refunded: its
@@ -228,4 +228,4 @@ end
 redis.call('ZREM', KEYS[10], id)
 redis.call('HSET', reg, 'st', 'paid', 'ref', ref, 'paid', now, 'amt', ARGV[3])
 cart_keep_paid(reg, ARGV[7], tonumber(ARGV[8]))
-return {0, 0, counted and 0 or 1, o[8]}
+return {0, 0, counted and 0 or 1, o[8], cart_count_paid(KEYS[3], fields, qtys)}

@@ -67,7 +67,8 @@
 --   {6}                      the discount code has no uses left
 --   {7}                      the partition's marker is missing
 --   {8, limit, remaining}    the buyer would pass maxTicketsPerBuyer
---   {9, paidAtMs}            free: paid at once
+--   {9, paidAtMs, paid units} free: paid at once; paid units: the sold
+--                            hash's 'paid' after it (lib/cart cart_count_paid)
 --   {10, registrationId, nowUs}  the buyer has this registration awaiting payment
 --   {11, limit}              the client holds its limit already
 --@include capacity
@@ -214,4 +215,4 @@ kv[#kv + 1] = 'paid'
 kv[#kv + 1] = now
 redis.call('HSET', reg, unpack(kv))
 cart_keep_paid(reg, ARGV[11], tonumber(ARGV[3]))
-return {9, now}
+return {9, now, cart_count_paid(KEYS[3], fields, qtys)}

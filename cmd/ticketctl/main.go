@@ -1,7 +1,8 @@
 // Command ticketctl is the operator's tool for ticketd. apply talks to the
 // admin surface over HTTP (TICKETD_URL) with the admin bearer token
 // (TICKETD_ADMIN_TOKEN); rebuild talks to Redis and Postgres directly
-// (REDIS_URL, DATABASE_URL, TICKETD_KEY_PREFIX); verify checks a ticket's
+// (REDIS_URL, DATABASE_URL, TICKETD_KEY_PREFIX), and so do held, release
+// and reconcile; verify checks a ticket's
 // QR text offline (TICKETD_SECRETS_KEY or the event's public key).
 package main
 
@@ -9,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/ticketd/ticketd/sync/rebuild"
 )
 
 const usage = `ticketctl: the ticketd operator's tool
@@ -16,6 +19,9 @@ const usage = `ticketctl: the ticketd operator's tool
 Usage:
   ticketctl apply -f catalog.json   apply a catalog document (-f - reads stdin)
   ticketctl rebuild                 rebuild the Redis state from Postgres
+  ticketctl held                    list the events whose sales are held after a loss
+  ticketctl release <event-id>      resume a held event, its lost units sold again
+  ticketctl reconcile <event-id>    resume a held event, its lost units kept as sold
   ticketctl verify <qr-text>        check a ticket's QR code (- reads it from stdin)
   ticketctl help                    show this text
 
@@ -35,9 +41,29 @@ redis://127.0.0.1:6379) and $DATABASE_URL (default the local "ticketd"
 database) under $TICKETD_KEY_PREFIX. ticketd may run meanwhile: its nodes
 stop selling until the rebuild ends. Running it twice changes nothing.
 
+A rebuild never counts an event below its sold mark: the highest count of
+paid units any node acknowledged, which nodes record in Postgres. An event
+found below it lost that many paid sales with Redis (acknowledged to
+buyers, known nowhere): the rebuild keeps them counted as sold, reports the
+event and its lost count, and its sales answer 503 SALES_HELD until the
+operator resolves it; every other event sells again.
+
 Rebuild flags:
   -json          print the report as JSON
   -timeout d     give up after d (default 10m)
+
+Held lists the held events with their lost counts (from Postgres; the same
+stores as rebuild). Release says the lost buyers were refunded or settled:
+the event resumes with its counts as rebuilt, and sells those units again.
+Reconcile keeps the lost units counted as sold (the buyers keep their
+tickets), then the event resumes. Both take the catalog lock, are recorded
+in Postgres, and reach every node within a second; running one again
+answers that the event is not held.
+
+Held flags:
+  -all           list resolved holds too
+  -json          print the holds as JSON
+  -timeout d     give up after d (default 1m; release and reconcile too)
 
 Verify checks the signature of a ticket's QR text (docs/tickets.md) offline,
 as a door scanner does, and prints the ticket id, event and admission and
@@ -82,6 +108,12 @@ func run(args []string, e env) int {
 		return apply(args[1:], e)
 	case "rebuild":
 		return rebuildCmd(args[1:], e)
+	case "held":
+		return heldCmd(args[1:], e)
+	case "release":
+		return resolveCmd(rebuild.Release, args[1:], e)
+	case "reconcile":
+		return resolveCmd(rebuild.Reconcile, args[1:], e)
 	case "verify":
 		return verifyCmd(args[1:], e)
 	case "help", "-h", "-help", "--help":

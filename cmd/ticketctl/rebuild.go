@@ -29,36 +29,15 @@ const (
 // selling while the rebuild runs and resume after).
 func rebuildCmd(args []string, e env) int {
 	fs := flag.NewFlagSet("rebuild", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() { fmt.Fprint(e.stderr, usage) }
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "ticketctl rebuild: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	redisURL, dbURL := e.getenv("REDIS_URL"), e.getenv("DATABASE_URL")
-	if redisURL == "" {
-		redisURL = defaultRedisURL
-	}
-	if dbURL == "" {
-		dbURL = defaultDatabaseURL
-	}
-	prefix := e.getenv("TICKETD_KEY_PREFIX")
-	if err := keys.CheckPrefix(prefix); err != nil {
-		fmt.Fprintf(e.stderr, "ticketctl rebuild: TICKETD_KEY_PREFIX=%q: %v\n", prefix, err)
-		return 2
+	at, code := parseStores(fs, args, 0, e)
+	if code >= 0 {
+		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	rep, err := runRebuild(ctx, redisURL, dbURL, keys.Space{Prefix: prefix},
-		slog.New(slog.NewTextHandler(e.stderr, nil)))
+	rep, err := runRebuild(ctx, at, slog.New(slog.NewTextHandler(e.stderr, nil)))
 	if err != nil {
 		fmt.Fprintln(e.stderr, "ticketctl rebuild:", err)
 		return 1
@@ -77,33 +56,102 @@ func rebuildCmd(args []string, e env) int {
   orders restored   %d (Redis copies of orders paid in the last 24 h)
   idempotency keys  %d
   catalog version   %d
+  held events       %d
 `, rep.Took.Round(time.Millisecond), rep.Generation, rep.Events, rep.SoldCounters, rep.Admissions, rep.BookedSeats,
-		rep.DiscountCodes, rep.PaidOrders, rep.StreamOnly, rep.Orders, rep.IdempotencyKeys, rep.CatalogVersion)
+		rep.DiscountCodes, rep.PaidOrders, rep.StreamOnly, rep.Orders, rep.IdempotencyKeys, rep.CatalogVersion, len(rep.Held))
+	for _, h := range rep.Held {
+		fmt.Fprintf(e.stdout, "    %s  lost %d (%d found now): sales held until `ticketctl release %s` or `ticketctl reconcile %s`\n",
+			h.EventID, h.Lost, h.Found, h.EventID, h.EventID)
+	}
 	return 0
 }
 
-func runRebuild(ctx context.Context, redisURL, dbURL string, space keys.Space, log *slog.Logger) (rebuild.Report, error) {
-	opt, err := rueidis.ParseURL(redisURL)
+// stores is where the commands that talk to Redis and Postgres directly
+// connect: $REDIS_URL, $DATABASE_URL and $TICKETD_KEY_PREFIX.
+type stores struct {
+	redisURL, dbURL string
+	space           keys.Space
+}
+
+// parseStores parses a store command's flags into fs, wants nargs
+// arguments (usage: exit 2) and reads the stores from e. code is -1 when
+// the command goes on, else the exit status.
+func parseStores(fs *flag.FlagSet, args []string, nargs int, e env) (at stores, code int) {
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, usage) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return at, 0
+		}
+		return at, 2
+	}
+	switch {
+	case nargs == 0 && fs.NArg() > 0:
+		fmt.Fprintf(e.stderr, "ticketctl %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return at, 2
+	case nargs > 0 && fs.NArg() != nargs:
+		fmt.Fprintf(e.stderr, "ticketctl %s: name one event: ticketctl %s <event-id>\n", fs.Name(), fs.Name())
+		return at, 2
+	}
+	at, ok := storesOf(e, fs.Name())
+	if !ok {
+		return at, 2
+	}
+	return at, -1
+}
+
+// storesOf reads the stores from e; false (usage, exit 2) for a bad prefix.
+func storesOf(e env, cmd string) (stores, bool) {
+	at := stores{redisURL: e.getenv("REDIS_URL"), dbURL: e.getenv("DATABASE_URL"), space: keys.Space{Prefix: e.getenv("TICKETD_KEY_PREFIX")}}
+	if at.redisURL == "" {
+		at.redisURL = defaultRedisURL
+	}
+	if at.dbURL == "" {
+		at.dbURL = defaultDatabaseURL
+	}
+	if err := keys.CheckPrefix(at.space.Prefix); err != nil {
+		fmt.Fprintf(e.stderr, "ticketctl %s: TICKETD_KEY_PREFIX=%q: %v\n", cmd, at.space.Prefix, err)
+		return at, false
+	}
+	return at, true
+}
+
+// connect opens Redis and a migrated Postgres; close closes both.
+func (at stores) connect(ctx context.Context) (rc rueidis.Client, pool *pgxpool.Pool, close func(), err error) {
+	opt, err := rueidis.ParseURL(at.redisURL)
 	if err != nil {
-		return rebuild.Report{}, fmt.Errorf("REDIS_URL: %w", err)
+		return nil, nil, nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	opt.DisableCache = true
-	rc, err := rueidis.NewClient(opt)
+	rc, err = rueidis.NewClient(opt)
 	if err != nil {
-		return rebuild.Report{}, fmt.Errorf("connect to Redis: %w", err)
+		return nil, nil, nil, fmt.Errorf("connect to Redis: %w", err)
 	}
-	defer rc.Close()
-	pool, err := pgxpool.New(ctx, dbURL)
+	pool, err = pgxpool.New(ctx, at.dbURL)
 	if err == nil {
 		err = pool.Ping(ctx)
+		if err != nil {
+			pool.Close()
+		}
 	}
 	if err != nil {
-		return rebuild.Report{}, fmt.Errorf("connect to Postgres: %w", err)
+		rc.Close()
+		return nil, nil, nil, fmt.Errorf("connect to Postgres: %w", err)
 	}
-	defer pool.Close()
 	if err := schema.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		rc.Close()
+		return nil, nil, nil, err
+	}
+	return rc, pool, func() { pool.Close(); rc.Close() }, nil
+}
+
+func runRebuild(ctx context.Context, at stores, log *slog.Logger) (rebuild.Report, error) {
+	rc, pool, closeAll, err := at.connect(ctx)
+	if err != nil {
 		return rebuild.Report{}, err
 	}
-	rb := &rebuild.Rebuilder{Redis: rc, Space: space, Pool: pool, Catalog: &catalogstore.Store{Redis: rc, Space: space}, Logger: log}
+	defer closeAll()
+	rb := &rebuild.Rebuilder{Redis: rc, Space: at.space, Pool: pool, Catalog: &catalogstore.Store{Redis: rc, Space: at.space}, Logger: log}
 	return rb.Run(ctx)
 }

@@ -18,14 +18,8 @@ import (
 // `ticketctl rebuild` restores the sold counts from Postgres, prints what
 // it restored, and the running ticketd sells again by itself.
 func TestRebuildCommandRestoresARunningTicketd(t *testing.T) {
-	s := servertest.StartWithCatalog(t, servertest.Options{ManualRecovery: true})
-	o := s.MustReserve(t, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_a", "quantity": 2})
-	if c := s.Confirm(t, "a", o.OrderID, o.Amount, "psp-1"); c.Status != 200 {
-		t.Fatalf("confirm: %s", c)
-	}
-	s.Drain(t)
+	s, vars := soldOnManualRecovery(t, 2)
 	redistest.Flush(t, s.Redis, s.Space)
-	vars := map[string]string{"REDIS_URL": redistest.URL(), "DATABASE_URL": s.DatabaseURL, "TICKETD_KEY_PREFIX": s.Space.Prefix}
 
 	r := ticketctl(vars, "", "rebuild")
 	if r.code != 0 || !strings.Contains(r.stdout, "paid orders       1 (0 found only on the paid streams)") ||
@@ -53,6 +47,20 @@ func TestRebuildCommandRestoresARunningTicketd(t *testing.T) {
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &rep) != nil || rep.PaidOrders != 1 || rep.Admissions != 2 {
 		t.Fatalf("second rebuild: exit %d %+v\nstdout: %s\nstderr: %s", r.code, rep, r.stdout, r.stderr)
 	}
+}
+
+// soldOnManualRecovery starts ticketd on manual recovery, sells one order
+// of n tk_a on ev_ga, drains it to Postgres, and returns the environment
+// the store commands need.
+func soldOnManualRecovery(t *testing.T, n int) (*servertest.Server, map[string]string) {
+	t.Helper()
+	s := servertest.StartWithCatalog(t, servertest.Options{ManualRecovery: true})
+	o := s.MustReserve(t, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_a", "quantity": n})
+	if c := s.Confirm(t, "a", o.OrderID, o.Amount, "psp-1"); c.Status != 200 {
+		t.Fatalf("confirm: %s", c)
+	}
+	s.Drain(t)
+	return s, map[string]string{"REDIS_URL": redistest.URL(), "DATABASE_URL": s.DatabaseURL, "TICKETD_KEY_PREFIX": s.Space.Prefix}
 }
 
 func TestRebuildCommandFailures(t *testing.T) {

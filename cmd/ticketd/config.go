@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/sync/mailer"
+	"github.com/ticketd/ticketd/sync/unsynced"
 )
 
 // config is ticketd's environment (decisions.md §5).
@@ -86,6 +87,9 @@ type config struct {
 	// 500ms) how long one sale waits for them.
 	RedisWaitReplicas int64
 	RedisWaitTimeout  time.Duration
+	// MaxUnsynced is TICKETD_MAX_UNSYNCED: how many paid orders may wait
+	// for Postgres, and how long, before sales stop (unsynced.Default).
+	MaxUnsynced unsynced.Limit
 }
 
 // defaultDatabaseURL is DATABASE_URL's default: database "ticketd" on the
@@ -220,7 +224,11 @@ func loadConfigFor(demo bool) (config, error) {
 		}
 		c.RedisWaitReplicas = n
 	}
+	v, _ := env("TICKETD_MAX_UNSYNCED", unsynced.Default)
 	var err error
+	if c.MaxUnsynced, err = unsynced.Parse(v); err != nil {
+		return c, fmt.Errorf("TICKETD_MAX_UNSYNCED=%q: %w", v, err)
+	}
 	c.Conn, err = loadConnConfig()
 	return c, err
 }

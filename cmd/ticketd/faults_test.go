@@ -857,7 +857,7 @@ func postgresFault(t *testing.T, st *proxiedStack, l *faultLoad, name string, ho
 	st.pgProxy.Restore(t)
 	// The load goes on, so the backlog is seldom empty: the worker has
 	// caught up once the oldest entry waiting is younger than the fault
-	// (the backlog is read every 2 s). The drain to 0 is checked once the
+	// (the backlog is read every 500 ms). The drain to 0 is checked once the
 	// load stops (drained).
 	st.waitReady(t, 60*time.Second, name+": the worker caught up", func(s readyState) bool {
 		return s.HTTP == 200 && s.Status == "ok" && s.Known && s.Oldest < 2

@@ -278,6 +278,7 @@ func TestProductionRefusesToStartNamingTheVariable(t *testing.T) {
 			"STRIPE_SECRET_KEY", "sk_live_x", "STRIPE_WEBHOOK_SECRET", "whsec_x"), nil, "STRIPE_SECRET_KEY", "live key while payments are simulated"},
 		{"bad trusted proxies", with("TICKETD_TRUSTED_PROXIES", "bogus"), nil, "TICKETD_TRUSTED_PROXIES", "bogus"},
 		{"bad mail rate", with("TICKETD_MAIL_PER_HOUR", "0"), []string{"-mode", "api"}, "TICKETD_MAIL_PER_HOUR", "1 to 10000"},
+		{"bad unsynced limit", with("TICKETD_MAX_UNSYNCED", "1m,2m"), nil, "TICKETD_MAX_UNSYNCED", "two durations"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

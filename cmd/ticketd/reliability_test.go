@@ -47,14 +47,29 @@ type faultStack struct {
 
 func startFaultStack(t *testing.T, recovery string, redisArgs ...string) *faultStack {
 	t.Helper()
+	return startFaultStackVia(t, recovery, nil, redisArgs...)
+}
+
+// startFaultStackVia is startFaultStack with ticketd reaching Postgres at
+// via(the test database's URL) when via is set (through a proxy); the
+// test's own view of the record stays direct.
+func startFaultStackVia(t *testing.T, recovery string, via func(dbURL string) string, redisArgs ...string) *faultStack {
+	t.Helper()
 	srv := redistest.StartServer(t, redisArgs...)
-	st := startStackOn(t, srv.URL, func(cfg *config) { cfg.Recovery = recovery })
+	st := startStackOn(t, srv.URL, func(cfg *config) {
+		cfg.Recovery = recovery
+		if via != nil {
+			cfg.DatabaseURL = via(cfg.DatabaseURL)
+		}
+	})
 	st.redis = srv
 	return st
 }
 
 // startStackOn starts the fault stack's ticketd on the Redis at redisURL
-// (tune adjusts its configuration) with the fault catalog applied.
+// (tune adjusts its configuration) with the fault catalog applied. The
+// test's own pool reaches the database directly, whatever tune makes of
+// ticketd's DATABASE_URL.
 func startStackOn(t *testing.T, redisURL string, tune func(*config)) *faultStack {
 	t.Helper()
 	cfg, err := loadConfig()

@@ -38,7 +38,9 @@ import (
 	"github.com/ticketd/ticketd/sync/catalogdb"
 	"github.com/ticketd/ticketd/sync/mailer"
 	"github.com/ticketd/ticketd/sync/orderdb"
+	"github.com/ticketd/ticketd/sync/rebuild"
 	"github.com/ticketd/ticketd/sync/schema"
+	"github.com/ticketd/ticketd/sync/unsynced"
 	"github.com/ticketd/ticketd/sync/worker"
 )
 
@@ -97,6 +99,9 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	repl := &redisstate.Replication{Replicas: cfg.RedisWaitReplicas, Timeout: cfg.RedisWaitTimeout}
 	mon.Replication = repl
 	m.WatchReplication(mon, repl)
+	// Sold marks and held events (docs/decisions.md, Durability and recovery).
+	guard := rebuild.NewGuard(rc, space, pool, m.SetSalesHeld, log)
+	guard.WireState(mon, rebuilder)
 	if err := startState(ctx, cfg, mon, rebuilder, m, log); err != nil {
 		return err
 	}
@@ -122,6 +127,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	var wg sync.WaitGroup
 	loopsCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopLoops(); wg.Wait() }()
+	startLoops(loopsCtx, &wg, []func(context.Context){guard.Book.Run})
 	if opts.Worker && pool != nil {
 		w := &worker.Worker{Redis: rc, Space: space, Pool: pool, Logger: log}
 		if err := w.EnsureGroups(ctx); err != nil {
@@ -170,11 +176,21 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		// Nothing will drain the paid streams: keep the newest entries only.
 		ord.StreamCap = 100_000
 	}
+	guard.WireOrders(ord)
 	limiter := &ratelimit.Limiter{Redis: rc, Space: space}
 	resolver := &clientip.Resolver{Trusted: trusted}
 	// One lockout for both surfaces: an IP guessing admin tokens is as
 	// locked out of the partner surface as one guessing channel secrets.
 	locks := &lockout.Guard{Limiter: limiter, Logger: log}
+	// One reader of the sync backlog feeds /readyz, the metrics and the
+	// TICKETD_MAX_UNSYNCED gate; without Postgres nothing drains the
+	// streams, so nothing is bounded.
+	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
+	if pool != nil && !cfg.MaxUnsynced.Off() {
+		backlog.Limit = &unsynced.Gate{Limit: cfg.MaxUnsynced, Logger: log, OnChange: m.UnsyncedChanged}
+	}
+	go backlog.Run(bgCtx, 500*time.Millisecond)
+	gate := backlog.Limit.After(mon.Gate) // every surface that sells
 	api := &channel.API{
 		Catalog:  store.Current,
 		Orders:   ord,
@@ -183,7 +199,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		ClientIP: resolver,
 		Lockout:  locks,
 		Sessions: sessions,
-		Gate:     mon.Gate,
+		Gate:     gate,
 		Metrics:  m,
 		Logger:   log,
 	}
@@ -191,14 +207,12 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		api.Archive = orderdb.Store{Pool: pool}
 	}
 	fr, err := newFront(frontDeps{cfg: cfg, secretsKey: secretsKey, redis: rc, space: space, pool: pool, store: store,
-		orders: ord, seats: api.Seats, limiter: limiter, resolver: resolver, monitor: mon, log: log})
+		orders: ord, seats: api.Seats, limiter: limiter, resolver: resolver, monitor: mon, gate: gate, log: log})
 	if err != nil {
 		return err
 	}
 	startLoops(loopsCtx, &wg, fr.loops)
-	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
-	go backlog.Run(bgCtx, 2*time.Second)
-	health := readiness.WithPayments(readiness.Health(mon, pool, backlog), paymentsMode(cfg))
+	health := readiness.WithHeld(readiness.WithPayments(readiness.Health(mon, pool, backlog), paymentsMode(cfg)), guard.Held.List)
 	if cfg.AdminToken == "" {
 		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/handlers/webhooks"
+	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
 	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/keys"
@@ -54,7 +55,10 @@ type frontDeps struct {
 	limiter    *ratelimit.Limiter
 	resolver   *clientip.Resolver
 	monitor    *redisstate.Monitor
-	log        *slog.Logger
+	// gate is the sales gate of the surfaces: the monitor's, then
+	// TICKETD_MAX_UNSYNCED's. The sweep follows the monitor's alone.
+	gate func() *apierr.Error
+	log  *slog.Logger
 }
 
 // newFront wires the storefront (decisions.md §3 and §4): the built-in
@@ -102,16 +106,16 @@ func newFront(d frontDeps) (front, error) {
 	api := &storefront.API{
 		Catalog: d.store.Current, Orders: d.orders, Registrations: regs, Seats: d.seats,
 		Card: procs.Card, Wallet: procs.Wallet, Processors: procs.Set, Tickets: tix, TestMode: d.cfg.testMode(),
-		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, Logger: d.log,
+		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.gate, Logger: d.log,
 		Holds: hp,
 	}
 	hooks := &webhooks.API{Booker: regs, Redis: d.redis, Space: d.space, CardSecret: cardSecret,
 		WalletSecret: walletSecret, StripeSecret: d.cfg.StripeWebhookSecret, StripeLive: !d.cfg.testMode(),
-		Gate: d.monitor.Gate, Logger: d.log}
+		Gate: d.gate, Logger: d.log}
 	// The seat picker's page tokens are signed under a key of their own:
 	// every node derives the same one, so any node serves the page's calls.
 	pick := &picker.Picker{Catalog: d.store.Current, Seats: d.seats, Key: derive(d.secretsKey, purposePicker),
-		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.monitor.Gate, TestMode: d.cfg.testMode(), Logger: d.log,
+		Limiter: d.limiter, ClientIP: d.resolver, Gate: d.gate, TestMode: d.cfg.testMode(), Logger: d.log,
 		Holds: hp}
 	f := front{surfaces: []server.Surface{api, hooks, pick}}
 	if procs.TestCard != nil && procs.TestWallet != nil {

@@ -51,9 +51,17 @@ type Metrics struct {
 	backlogOldest prometheus.Gauge
 	paidOrders    prometheus.Counter
 	rebuilds      *prometheus.CounterVec
+	salesHeld     *prometheus.GaugeVec
 	durability    *oneOf
 	redisState    *oneOf
+	salesStopped  *prometheus.GaugeVec
 }
+
+// Reasons of ticketd_sales_stopped, pre-declared at 0.
+const (
+	StoppedRedisState = "redis_state" // the Redis state is not current (ticketd_redis_state says which)
+	StoppedUnsynced   = "unsynced"    // too many paid orders wait for Postgres (TICKETD_MAX_UNSYNCED)
+)
 
 // New builds the metric set in a registry of its own (never the global one,
 // so that nothing a library registers leaks in and tests can build many),
@@ -85,6 +93,10 @@ func New() *Metrics {
 			Name: "ticketd_rebuilds_total",
 			Help: "Rebuilds of Redis state from Postgres, by result.",
 		}, []string{"result"}),
+		salesHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketd_sales_held_lost",
+			Help: "Paid units lost with Redis' state and known nowhere, per event whose sales are held until ticketctl release or reconcile; absent when none is held.",
+		}, []string{"event"}),
 		durability: newOneOf(prometheus.GaugeOpts{
 			Name: "ticketd_redis_durability",
 			Help: "What a Redis crash would lose: 1 for the current level (nothing, second, everything, unknown), 0 for the others.",
@@ -93,16 +105,22 @@ func New() *Metrics {
 			Name: "ticketd_redis_state",
 			Help: "State of ticketd's Redis data: 1 for the current state, 0 for the others.",
 		}, "state", redisStates...),
+		salesStopped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ticketd_sales_stopped",
+			Help: "1 while this node's sales gate is closed for the reason (redis_state, unsynced), else 0.",
+		}, []string{"reason"}),
 	}
 	m.rebuilds.WithLabelValues(RebuildOK)
 	m.rebuilds.WithLabelValues(RebuildFailed)
 	m.durability.set(redisstate.LosesUnknown)
+	m.salesStopped.WithLabelValues(StoppedRedisState)
+	m.salesStopped.WithLabelValues(StoppedUnsynced)
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.http.requests, m.http.duration, m.http.failures,
-		m.redisRTT, m.backlog, m.backlogOldest, m.paidOrders, m.rebuilds,
-		m.durability.vec, m.redisState.vec,
+		m.redisRTT, m.backlog, m.backlogOldest, m.paidOrders, m.rebuilds, m.salesHeld,
+		m.durability.vec, m.redisState.vec, m.salesStopped,
 	)
 	return m
 }
@@ -149,12 +167,29 @@ func (m *Metrics) SetRedisState(state string) {
 	}
 }
 
-// StateChanged is redisstate.Monitor's OnChange: the state and durability
-// gauges follow the monitor's view.
+// StateChanged is redisstate.Monitor's OnChange: the state, durability
+// and sales-stopped gauges follow the monitor's view.
 func (m *Metrics) StateChanged(v redisstate.View) {
 	m.SetRedisState(string(v.Status))
 	m.SetDurability(v.Durability.Loses)
+	m.SetSalesStopped(StoppedRedisState, v.Status != redisstate.Current)
 }
+
+// SetSalesStopped records whether sales are stopped for reason
+// (StoppedRedisState, StoppedUnsynced).
+func (m *Metrics) SetSalesStopped(reason string, stopped bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if stopped {
+		v = 1
+	}
+	m.salesStopped.WithLabelValues(reason).Set(v)
+}
+
+// UnsyncedChanged is unsynced.Gate's OnChange.
+func (m *Metrics) UnsyncedChanged(stopped bool) { m.SetSalesStopped(StoppedUnsynced, stopped) }
 
 // RebuildDone is what rebuild.Rebuilder.Recoverer tells: a recovery that
 // rebuilt, or failed, is counted; one another node had done already is not.
@@ -164,6 +199,18 @@ func (m *Metrics) RebuildDone(rebuilt bool, err error) {
 		m.Rebuild(RebuildFailed)
 	case rebuilt:
 		m.Rebuild(RebuildOK)
+	}
+}
+
+// SetSalesHeld records the events whose sales are held and the units each
+// lost (salesholds.Set's OnChange); an event no longer held leaves.
+func (m *Metrics) SetSalesHeld(held map[string]int64) {
+	if m == nil {
+		return
+	}
+	m.salesHeld.Reset()
+	for ev, n := range held {
+		m.salesHeld.WithLabelValues(ev).Set(float64(n))
 	}
 }
 

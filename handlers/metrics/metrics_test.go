@@ -243,3 +243,28 @@ func BenchmarkInstrument(b *testing.B) {
 		})
 	}
 }
+
+// ticketd_sales_stopped has a series per reason from the start, at 0,
+// and follows the state monitor's view and the TICKETD_MAX_UNSYNCED gate.
+func TestSalesStoppedFollowsEachGate(t *testing.T) {
+	m := New()
+	h := testRouter(m)
+	stopped := func(want map[string]float64) {
+		t.Helper()
+		mfs := scrape(t, h)
+		for reason, v := range want {
+			s := find(mfs, "ticketd_sales_stopped", map[string]string{"reason": reason})
+			if s == nil || s.GetGauge().GetValue() != v {
+				t.Errorf("ticketd_sales_stopped{reason=%q} = %v, want %v", reason, s, v)
+			}
+		}
+	}
+	stopped(map[string]float64{StoppedRedisState: 0, StoppedUnsynced: 0})
+	m.StateChanged(redisstate.View{Status: redisstate.Lost})
+	m.UnsyncedChanged(true)
+	stopped(map[string]float64{StoppedRedisState: 1, StoppedUnsynced: 1})
+	m.StateChanged(redisstate.View{Status: redisstate.Current})
+	stopped(map[string]float64{StoppedRedisState: 0, StoppedUnsynced: 1})
+	m.UnsyncedChanged(false)
+	stopped(map[string]float64{StoppedRedisState: 0, StoppedUnsynced: 0})
+}

@@ -1,6 +1,6 @@
 // Package readiness builds what /readyz reports from the Redis state
-// monitor, a Postgres ping and the sync backlog, which it reads every few
-// seconds (also for the metrics).
+// monitor, a Postgres ping and the sync backlog, which it reads on a timer
+// (also for the metrics and the TICKETD_MAX_UNSYNCED gate).
 package readiness
 
 import (
@@ -16,18 +16,24 @@ import (
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/salesholds"
+	"github.com/ticketd/ticketd/sync/unsynced"
 	"github.com/ticketd/ticketd/sync/worker"
 )
 
 // Health is /readyz's source: sales run while the monitor says the
-// Redis state is current; Postgres is pinged (degraded when away, with the
-// sync backlog that waits for it). Nothing in it names a host.
+// Redis state is current and the backlog's Limit lets them; Postgres is
+// pinged (degraded when away, with the sync backlog that waits for it).
+// The monitor's reason comes first. Nothing in it names a host.
 func Health(mon *redisstate.Monitor, pool *pgxpool.Pool, backlog *Backlog) server.HealthFunc {
 	pg := &pinger{pool: pool}
 	return func(ctx context.Context) server.Health {
 		v := mon.View()
 		h := server.Health{Sales: v.Status == redisstate.Current, Reason: v.Reason, Redis: string(v.Status),
 			Durability: v.Durability.Loses}
+		if e := backlog.Limit.Refusal(); h.Sales && e != nil {
+			h.Sales, h.Reason = false, e.Message
+		}
 		h.Postgres = pg.state(ctx)
 		if r := v.Replicas; r != nil {
 			h.Replicas = &server.Replicas{InSync: r.Online, Lag: r.Lag}
@@ -48,6 +54,18 @@ func WithPayments(h server.HealthFunc, payments string) server.HealthFunc {
 	return func(ctx context.Context) server.Health {
 		v := h(ctx)
 		v.Payments = payments
+		return v
+	}
+}
+
+// WithHeld reports the events held lists (salesholds.Set.List) in every
+// answer of h.
+func WithHeld(h server.HealthFunc, held func() []salesholds.Event) server.HealthFunc {
+	return func(ctx context.Context) server.Health {
+		v := h(ctx)
+		for _, e := range held() {
+			v.Held = append(v.Held, server.HeldEvent{EventID: e.EventID, Lost: e.Lost})
+		}
 		return v
 	}
 }
@@ -84,12 +102,15 @@ func (p *pinger) state(ctx context.Context) string {
 }
 
 // Backlog reads the sync backlog (paid orders on the streams, not yet
-// in Postgres) every few seconds for /readyz and the metrics, so neither
-// costs a Redis round trip per call.
+// in Postgres) on a timer for /readyz, the metrics and the sales gate, so
+// none of them costs a Redis round trip per call.
 type Backlog struct {
 	Redis   rueidis.Client
 	Space   keys.Space
 	Metrics *metrics.Metrics
+	// Limit, when set, is given every read: it stops sales while the
+	// backlog is over TICKETD_MAX_UNSYNCED.
+	Limit *unsynced.Gate
 
 	last atomic.Pointer[worker.BacklogStats]
 }
@@ -103,8 +124,12 @@ func (b *Backlog) Run(ctx context.Context, every time.Duration) {
 		st, err := worker.Backlog(rctx, b.Redis, b.Space)
 		cancel()
 		if err == nil {
+			now := time.Now()
 			b.last.Store(&st)
-			b.Metrics.SetSyncBacklog(st.Entries, st.Age(time.Now()))
+			b.Metrics.SetSyncBacklog(st.Entries, st.Age(now))
+			// After the store: a /readyz that says sales stopped shows
+			// the read that stopped them, or a later one.
+			b.Limit.Observe(st, now)
 		}
 		select {
 		case <-ctx.Done():

@@ -14,8 +14,10 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/server"
+	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
+	"github.com/ticketd/ticketd/sync/unsynced"
 )
 
 // TestPostgresDownIsDegradedWithTheBacklog: sales work while Postgres is
@@ -76,5 +78,89 @@ func TestPostgresDownIsDegradedWithTheBacklog(t *testing.T) {
 		if strings.Contains(body, leak) {
 			t.Fatalf("/readyz shows %q: %s", leak, body)
 		}
+	}
+}
+
+// The backlog's one reader feeds the TICKETD_MAX_UNSYNCED gate: with more
+// paid orders on the streams (real Redis) than the limit allows, /readyz
+// is 503 NOT_READY with the limit's reason and the surfaces' gate refuses
+// with it; with the monitor's state not current its reason comes first;
+// once the streams are drained, both open again by themselves.
+func TestBacklogOverTheLimitStopsSalesUntilDrained(t *testing.T) {
+	rc, space := redistest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	mon := &redisstate.Monitor{Redis: rc, Space: space, Logger: slog.New(slog.DiscardHandler)}
+	if v := mon.Check(ctx); v.Status != redisstate.Current {
+		t.Fatalf("Redis state %s: %s", v.Status, v.Reason)
+	}
+	b := &Backlog{Redis: rc, Space: space,
+		Limit: &unsynced.Gate{Limit: unsynced.Limit{Age: time.Hour, Entries: 3}, Logger: slog.New(slog.DiscardHandler)}}
+	go b.Run(ctx, 20*time.Millisecond)
+	gate := b.Limit.After(mon.Gate)
+	health := server.Handler(Health(mon, nil, b))
+	readyz := func() (int, string) {
+		var rctx fasthttp.RequestCtx
+		rctx.Request.Header.SetMethod("GET")
+		rctx.Request.SetRequestURI("/readyz")
+		health(&rctx)
+		return rctx.Response.StatusCode(), string(rctx.Response.Body())
+	}
+	waitGate := func(what string, open bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); (gate() == nil) != open; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10 s; gate %v", what, gate())
+			}
+		}
+	}
+
+	// Four paid orders over two partitions: over a limit of 3.
+	for i := range 4 {
+		if err := rc.Do(ctx, rc.B().Xadd().Key(space.Paid(i%2)).Id("*").FieldValue().FieldValue("o", "x").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitGate("sales stopped over the limit", false)
+	e := gate()
+	if e.Status != 503 || e.Code != "SERVICE_UNAVAILABLE" || e.Reason != unsynced.Reason || !strings.Contains(e.Message, "4 paid orders") ||
+		!strings.Contains(e.Message, "TICKETD_MAX_UNSYNCED=1h,3") {
+		t.Fatalf("gate over the limit: %d %s %s %q", e.Status, e.Code, e.Reason, e.Message)
+	}
+	st, body := readyz()
+	if st != 503 || !strings.Contains(body, `"code":"NOT_READY"`) || !strings.Contains(body, "over TICKETD_MAX_UNSYNCED") ||
+		!strings.Contains(body, `"redis":"current"`) || !strings.Contains(body, `"entries":4`) {
+		t.Fatalf("readyz over the limit: %d %s", st, body)
+	}
+
+	// The Redis state's reason wins while both refuse.
+	for p := range keys.Partitions {
+		if err := rc.Do(ctx, rc.B().Del().Key(space.Live(p)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := mon.Check(ctx); v.Status != redisstate.Lost {
+		t.Fatalf("markers deleted: state %s", v.Status)
+	}
+	if e := gate(); e == nil || e.Reason == unsynced.Reason || !strings.Contains(e.Message, "Redis lost its state") {
+		t.Fatalf("both closed: gate %v, want the Redis state's", e)
+	}
+	if st, body := readyz(); st != 503 || !strings.Contains(body, "generation marker") {
+		t.Fatalf("readyz with both closed: %d %s, want the Redis state's reason", st, body)
+	}
+
+	// Drained (the worker wrote them): the limit opens by itself.
+	for p := range 2 {
+		if err := rc.Do(ctx, rc.B().Del().Key(space.Paid(p)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); b.Limit.Refusal() != nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("drained: still stopped after 10 s: %v", b.Limit.Refusal())
+		}
+	}
+	if e := gate(); e == nil || e.Reason == unsynced.Reason {
+		t.Fatalf("drained, Redis state lost: gate %v, want the Redis state's", e)
 	}
 }

@@ -38,6 +38,10 @@ type Health struct {
 	// Replicas is what the Redis masters report of their replicas, when
 	// read.
 	Replicas *Replicas
+	// Held lists the events whose sales are held after a loss ticketd
+	// could not repair (inventory/salesholds), with the units lost. The
+	// others sell: /readyz stays 200, its status "degraded".
+	Held []HeldEvent
 }
 
 // Replicas is the Redis replicas a sale is waited for on.
@@ -51,6 +55,12 @@ type Replicas struct {
 	// WaitTimeouts counts the payments refused because fewer replicas
 	// than Required acknowledged them in time.
 	WaitTimeouts int64
+}
+
+// HeldEvent is an event whose sales are held and the paid units it lost.
+type HeldEvent struct {
+	EventID string `json:"eventId"`
+	Lost    int64  `json:"lost"`
 }
 
 // Payment modes of Health.Payments.
@@ -83,7 +93,7 @@ const (
 // Ready statuses in /readyz's data.status.
 const (
 	StatusOK          = "ok"
-	StatusDegraded    = "degraded" // sales work, Postgres does not: the sync backlog grows
+	StatusDegraded    = "degraded" // sales work, Postgres does not (the sync backlog grows), or some events' sales are held
 	StatusUnavailable = "unavailable"
 )
 
@@ -95,6 +105,7 @@ type readyData struct {
 	SyncBacklog *backlogData `json:"syncBacklog,omitempty"`
 	Payments    string       `json:"payments,omitempty"`
 	Replicas    *replicaData `json:"replicas,omitempty"`
+	HeldEvents  []HeldEvent  `json:"heldEvents,omitempty"`
 }
 
 type replicaData struct {
@@ -120,7 +131,8 @@ func readyz(health HealthFunc) fasthttp.RequestHandler {
 		c, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
 		h := health(c)
 		cancel()
-		d := readyData{Status: StatusOK, Redis: h.Redis, Durability: h.Durability, Postgres: h.Postgres, Payments: h.Payments}
+		d := readyData{Status: StatusOK, Redis: h.Redis, Durability: h.Durability, Postgres: h.Postgres, Payments: h.Payments,
+			HeldEvents: h.Held}
 		if h.Backlog != nil {
 			// Milliseconds are precision enough for a lag.
 			d.SyncBacklog = &backlogData{Entries: h.Backlog.Entries, OldestSeconds: math.Round(h.Backlog.Oldest.Seconds()*1000) / 1000}
@@ -137,7 +149,7 @@ func readyz(health HealthFunc) fasthttp.RequestHandler {
 			httpx.Fail(ctx, apierr.Of("NOT_READY", "%s", msg).WithData(d))
 			return
 		}
-		if h.Postgres != PostgresOK && h.Postgres != PostgresOff {
+		if (h.Postgres != PostgresOK && h.Postgres != PostgresOff) || len(h.Held) > 0 {
 			d.Status = StatusDegraded
 		}
 		httpx.OK(ctx, d)

@@ -132,6 +132,11 @@ func Start(t testing.TB, opt Options) *Server {
 	rb := &rebuild.Rebuilder{Redis: rc, Space: space, Pool: pool, Catalog: store, Logger: log}
 	mon := &redisstate.Monitor{Redis: rc, Space: space, Record: &rebuild.Generations{Pool: pool, Prefix: space.Prefix}, Logger: log,
 		OnCurrent: store.Sync, OnRTT: m.ObserveRedisRTT, OnChange: m.StateChanged}
+	// One node: the rebuild reads its own book, no other node's marks
+	// need a wait.
+	rb.FlushWait = -1
+	guard := rebuild.NewGuard(rc, space, pool, m.SetSalesHeld, log)
+	guard.WireState(mon, rb)
 	if !opt.ManualRecovery {
 		mon.Recover = rb.Recoverer(m.RebuildDone)
 	}
@@ -141,6 +146,7 @@ func Start(t testing.TB, opt Options) *Server {
 	monCtx, stopMon := context.WithCancel(context.Background())
 	t.Cleanup(stopMon)
 	go mon.Run(monCtx, 50*time.Millisecond)
+	go guard.Book.Run(monCtx)
 	trusted, err := clientip.ParsePrefixes(opt.Trusted)
 	if err != nil {
 		t.Fatalf("servertest: %v", err)
@@ -151,6 +157,7 @@ func Start(t testing.TB, opt Options) *Server {
 	locks := &lockout.Guard{Limiter: limiter, Logger: log, PerIP: opt.LockoutPerIP, PerKey: opt.LockoutPerKey}
 	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL, IDKey: []byte("test-order-ids"),
 		Retention: opt.Retention, IdempotencyTTL: opt.Retention}
+	guard.WireOrders(ord)
 	api := &channel.API{
 		Catalog:  store.Current,
 		Orders:   ord,
@@ -166,7 +173,7 @@ func Start(t testing.TB, opt Options) *Server {
 	}
 	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
 	go backlog.Run(monCtx, time.Second)
-	health := readiness.Health(mon, pool, backlog)
+	health := readiness.WithHeld(readiness.Health(mon, pool, backlog), guard.Held.List)
 	// The listener comes first: the payment processors' pages and
 	// webhooks need the server's URL.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

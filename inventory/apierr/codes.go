@@ -16,6 +16,10 @@ var statuses = map[string]int{
 	"INTERNAL":            500,
 	"SERVICE_UNAVAILABLE": 503,
 	"NOT_READY":           503,
+	// An event whose sales are held after a loss ticketd could not repair
+	// (docs/decisions.md, Durability and recovery): its sales stop until
+	// an operator runs ticketctl release or reconcile; lost is the count.
+	"SALES_HELD": 503,
 
 	// Credentials: partner, storefront, admin.
 	"MISSING_CREDENTIALS": 401,

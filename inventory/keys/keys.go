@@ -147,6 +147,12 @@ func (s Space) CatalogVersion() string { return s.Prefix + "{catalog}:version" }
 // catalog: an apply, or a rebuild of Redis from Postgres.
 func (s Space) CatalogLock() string { return s.Prefix + "{catalog}:version:lock" }
 
+// SalesHeld is the hash of the events whose sales are held after a loss
+// ticketd could not repair (event id -> lost units): a rebuild writes it
+// before it publishes, ticketctl release and reconcile remove an event, and
+// every node reads it on each state check (inventory/salesholds).
+func (s Space) SalesHeld() string { return s.Prefix + "{catalog}:held" }
+
 // CatalogDoc is the projected catalog: one JSON document of the tenants
 // (with their events) and the stored channels, as applied.
 func (s Space) CatalogDoc() string { return s.Prefix + "{catalog}:doc" }

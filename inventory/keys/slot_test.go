@@ -116,6 +116,7 @@ var scriptKeys = map[string]func(in input) [][]string{
 			in.sp.Live(in.p()), in.sp.Buyers(in.ev)}}
 	},
 	"idem_release":  func(in input) [][]string { return [][]string{{in.sp.Idempotency(in.idem)}} },
+	"sales_resume":  func(in input) [][]string { return [][]string{{in.sp.Sold(in.ev), in.sp.Live(in.p())}} },
 	"lease_extend":  func(in input) [][]string { return [][]string{{in.sp.CatalogLock()}} },
 	"lease_release": func(in input) [][]string { return [][]string{{in.sp.CatalogLock()}} },
 	"order_confirm": func(in input) (out [][]string) {

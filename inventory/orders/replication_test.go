@@ -51,11 +51,16 @@ func TestConfirmWaitsForReplicasOnEveryRetry(t *testing.T) {
 		t.Fatalf("confirm of an unknown order with the replica stopped: %v, want NOT_FOUND as it is", err)
 	}
 	replica.Resume()
+	// The replica catches up and acknowledges within a moment (a retry
+	// meanwhile is refused the same way).
 	c, err := confirm(ctx, s2, r.OrderID, "p1")
+	for deadline := time.Now().Add(10 * time.Second); errors.Is(err, redisstate.ErrNotReplicated) && time.Now().Before(deadline); {
+		c, err = confirm(ctx, s2, r.OrderID, "p1")
+	}
 	if err != nil || !c.Duplicate {
 		t.Fatalf("the retry once the replica caught up: %+v %v, want the paid order (duplicate)", c, err)
 	}
-	if n := s1.Replication.Timeouts() + s2.Replication.Timeouts(); n != 2 {
-		t.Fatalf("%d WAIT timeouts counted, want 2", n)
+	if n := s1.Replication.Timeouts() + s2.Replication.Timeouts(); n < 2 {
+		t.Fatalf("%d WAIT timeouts counted, want at least the 2 refused confirms", n)
 	}
 }

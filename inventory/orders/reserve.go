@@ -44,6 +44,14 @@ type Service struct {
 	// Replication is how many Redis replicas must hold a payment before
 	// Confirm answers it (nil: none).
 	Replication *redisstate.Replication
+	// Marks, when set, is told an event's units ever paid each time a
+	// script marks one of its orders paid (the node's book of sold marks,
+	// inventory/soldmarks); ReportPaid calls it.
+	Marks func(eventID string, paid int64)
+	// Held, when set, answers the 503 SALES_HELD of an event whose sales
+	// are held after a loss (inventory/salesholds), nil otherwise: Reserve
+	// and a storefront registration refuse it (HeldError).
+	Held func(eventID string) *apierr.Error
 
 	sold    soldOut
 	macOnce sync.Once
@@ -139,6 +147,9 @@ func IdempotencyRecord(caller, fingerprint, orderID string) string {
 // "caller|fingerprint|order id" and lives IdempotencyTTL; its remaining TTL
 // tells how old a claim is.
 func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation, error) {
+	if e := s.HeldError(req.EventID); e != nil {
+		return Reservation{}, e
+	}
 	idem := s.Space.Idempotency(req.IdempotencyKey)
 	if field, ok := s.sold.first(req.EventID, req.Claims, req.CatalogVersion); ok {
 		return s.answerSoldOut(ctx, req, idem, field)

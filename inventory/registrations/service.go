@@ -216,6 +216,9 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	if !keys.ValidID(ev) || req.TenantID == "" {
 		return Registration{}, apierr.Invalid("a registration needs an event and its tenant")
 	}
+	if e := s.Orders.HeldError(ev); e != nil {
+		return Registration{}, e
+	}
 	q := req.Quote
 	if len(q.SeatLabels) > 0 {
 		if e := seats.CheckToken(req.HoldToken); e != nil {
@@ -295,6 +298,7 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 			reg.PayBy = reg.ExpiresAt.Add(s.checkoutTTL() - s.holdTTL())
 			return reg, nil
 		case 9:
+			s.Orders.ReportPaid(ev, arr, 2)
 			reg.Status, reg.PaymentStatus, reg.Tickets = StatusConfirmed, PaymentNotRequired, tix
 			return reg, nil
 		case 1:

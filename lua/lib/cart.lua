@@ -195,6 +195,29 @@ local function cart_queue_paid(stream, cap, id, ref, now)
   end
 end
 
+-- cart_paid_count(soldkey): the sold hash's 'paid' field (0 when none), for
+-- a duplicate reply, which reports it as the paid reply does.
+local function cart_paid_count(soldkey)
+  return tonumber(redis.call('HGET', soldkey, 'paid')) or 0
+end
+
+-- cart_count_paid(soldkey, fields, qtys): adds a settled order's admissions
+-- (its 'ev' claim) to the sold hash's 'paid' field and returns the field's
+-- new value. 'paid' counts the event's units ever paid (refunded ones too):
+-- only ever raised, and written back by a rebuild as the units it found
+-- paid, so every value a script returns is comparable with the record
+-- (nodes keep the highest as the event's sold mark, decisions.md). No
+-- capacity is kept on it: it is not a claim. The caller checked the sold
+-- hash's type before its first write.
+local function cart_count_paid(soldkey, fields, qtys)
+  for c = 1, #fields do
+    if fields[c] == 'ev' then
+      return redis.call('HINCRBY', soldkey, 'paid', qtys[c])
+    end
+  end
+  return cart_paid_count(soldkey)
+end
+
 -- cart_keep_paid(hash, cap, retention): a paid order's hash stays without
 -- expiry until the sync worker has written it to Postgres (paid_ack.lua
 -- then drops the record and sets the retention) when cap is '0'; else

@@ -29,6 +29,10 @@ type state struct {
 	recent     []paidCopy // Redis copies of orders paid within the retention
 	paidOrders int64
 	streamOnly int
+
+	paid map[string]int64 // event -> units ever paid (record and streams)
+	loss lossState        // marks and holds (holds.go)
+	gaps map[string]int64 // event -> lost units this rebuild found
 }
 
 // paidCopy is what the Redis copy of a paid order holds (see
@@ -154,7 +158,7 @@ func (r *Rebuilder) readStreams(ctx context.Context) (map[string]streamedOrder, 
 // recently paid orders whose Redis copies come back.
 func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]streamedOrder) (*state, error) {
 	st := &state{sold: map[string]map[string]int64{}, booked: map[string]map[string]string{}, used: map[string]map[string]int64{},
-		buyers: map[string]map[string]int64{}}
+		buyers: map[string]map[string]int64{}, paid: map[string]int64{}}
 	var err error
 	if st.tenants, st.channels, err = (&catalogdb.Store{Pool: r.Pool}).Load(ctx); err != nil {
 		return nil, fmt.Errorf("rebuild: %w", err)
@@ -205,6 +209,12 @@ func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]streamed
 		if err := readBuyers(ctx, tx, st, limited); err != nil {
 			return err
 		}
+		if err := readPaidUnits(ctx, tx, st); err != nil {
+			return err
+		}
+		if st.loss, err = readLoss(ctx, tx, r.Space.Prefix, r.ownMarks()); err != nil {
+			return err
+		}
 		return readRecent(ctx, tx, st, since)
 	})
 	if err != nil {
@@ -218,7 +228,9 @@ func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]streamed
 		if rec.DiscountCode != "" {
 			st.use(rec.EventID, rec.DiscountCode, 1)
 		}
-		st.admit(rec.EventID, rec.BuyerEmail, orders.ClaimsOf(rec.Lines, rec.ShowingID)["ev"])
+		adm := orders.ClaimsOf(rec.Lines, rec.ShowingID)["ev"]
+		st.admit(rec.EventID, rec.BuyerEmail, adm)
+		st.paid[rec.EventID] += adm
 		st.paidOrders++
 		st.streamOnly++
 		if paid := time.UnixMilli(rec.PaidAtMs); paid.After(since) {

@@ -33,6 +33,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/lease"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/soldmarks"
 )
 
 // Rebuilder rebuilds one key space's Redis state from one database.
@@ -52,6 +53,13 @@ type Rebuilder struct {
 	// LockTTL is the catalog lock's lease (default 30s, kept alive while
 	// the rebuild runs).
 	LockTTL time.Duration
+	// Book is this node's own book of sold marks (nil for ticketctl): a
+	// rebuild reads it with the marks Postgres holds.
+	Book *soldmarks.Book
+	// FlushWait is how long a rebuild waits, once sales are stopped, for
+	// the live nodes to flush their sold marks to Postgres before it reads
+	// them (default DefaultFlushWait; negative: no wait).
+	FlushWait time.Duration
 
 	afterRead func() // tests: runs between the reads and the writes
 }
@@ -80,6 +88,9 @@ type Report struct {
 	// orders, and their reserves' keys, put back.
 	Orders          int `json:"orders"`
 	IdempotencyKeys int `json:"idempotencyKeys"`
+	// Held lists the events whose sales stay held after this rebuild:
+	// paid units ticketd acknowledged are known nowhere (holds.go).
+	Held []HeldEvent `json:"held,omitempty"`
 	// CatalogVersion is the version the projection was restored under.
 	CatalogVersion int64         `json:"catalogVersion"`
 	Took           time.Duration `json:"took"`
@@ -159,6 +170,9 @@ func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error)
 	if err := redisstate.MarkRebuilding(ctx, r.Redis, r.Space); err != nil {
 		return Report{}, err
 	}
+	if err := r.waitForMarks(ctx); err != nil {
+		return Report{}, err
+	}
 	streamed, err := r.readStreams(ctx)
 	if err != nil {
 		return Report{}, err
@@ -176,6 +190,9 @@ func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error)
 	if err := stillHeld(ctx, l); err != nil {
 		return Report{}, err
 	}
+	if st.gaps, err = r.holdGaps(ctx, st); err != nil {
+		return Report{}, err
+	}
 	var rep Report
 	if err := r.writeEvents(ctx, st, &rep); err != nil {
 		return Report{}, err
@@ -184,6 +201,9 @@ func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error)
 		return Report{}, err
 	}
 	if rep.CatalogVersion, err = r.Catalog.Restore(ctx, st.tenants, st.channels); err != nil {
+		return Report{}, err
+	}
+	if err := r.writeHeld(ctx, st, &rep); err != nil {
 		return Report{}, err
 	}
 	if err := stillHeld(ctx, l); err != nil {
@@ -198,11 +218,52 @@ func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error)
 	}
 	rep.PaidOrders, rep.StreamOnly = st.paidOrders, st.streamOnly
 	rep.Took = time.Since(start)
+	for _, h := range rep.Held {
+		log.Error("rebuild: sales of an event stay held: paid units ticketd acknowledged are lost (neither Redis nor Postgres has them); "+
+			"refund or settle their buyers and run `ticketctl release "+h.EventID+"`, or keep them counted as sold with `ticketctl reconcile "+
+			h.EventID+"`", "event", h.EventID, "lost", h.Lost, "found_now", h.Found)
+	}
 	log.Warn("rebuild: the Redis state is restored from Postgres; sales resume",
 		"generation", rep.Generation, "events", rep.Events, "admissions", rep.Admissions,
 		"booked_seats", rep.BookedSeats, "paid_orders", rep.PaidOrders, "stream_only", rep.StreamOnly,
-		"orders", rep.Orders, "idempotency_keys", rep.IdempotencyKeys, "took", rep.Took.Round(time.Millisecond))
+		"orders", rep.Orders, "idempotency_keys", rep.IdempotencyKeys, "held_events", len(rep.Held), "took", rep.Took.Round(time.Millisecond))
 	return rep, nil
+}
+
+// DefaultFlushWait is how long a rebuild waits for live nodes' sold marks:
+// a node flushes them every second (inventory/soldmarks) and at once when
+// its state check (every 250 ms) finds the state lost, stale or
+// rebuilding; sales stopped before the wait began, so no mark rises
+// during it, and 1.5 s covers one flush period, the check and the
+// statement.
+const DefaultFlushWait = 1500 * time.Millisecond
+
+// waitForMarks waits FlushWait after sales stopped, so every live node's
+// last marks are in Postgres before the rebuild reads them; not on a
+// deployment's first start (no generation recorded: nothing was sold).
+func (r *Rebuilder) waitForMarks(ctx context.Context) error {
+	if r.FlushWait < 0 {
+		return nil
+	}
+	if _, ok, err := r.generations().Load(ctx); err != nil || !ok {
+		return err
+	}
+	t := time.NewTimer(orDefault(r.FlushWait, DefaultFlushWait))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// ownMarks is this node's own book's marks (none without one).
+func (r *Rebuilder) ownMarks() map[string]int64 {
+	if r.Book == nil {
+		return nil
+	}
+	return r.Book.Marks()
 }
 
 // stillHeld extends the lock and confirms it is still this rebuild's.

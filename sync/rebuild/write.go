@@ -53,14 +53,15 @@ func (r *Rebuilder) writeEvents(ctx context.Context, st *state, rep *Report) err
 	}
 	events := map[string]bool{}
 	for _, evs := range []iter.Seq[string]{maps.Keys(caps), maps.Keys(st.sold), maps.Keys(st.booked), maps.Keys(st.used),
-		maps.Keys(st.buyers)} {
+		maps.Keys(st.buyers), maps.Keys(st.paid), maps.Keys(st.loss.lost)} {
 		for ev := range evs {
 			events[ev] = true
 		}
 	}
 	for ev := range events {
+		sold := lossCounts(st.sold[ev], ev, st)
 		args := counts(nil, caps[ev])
-		args = counts(args, st.sold[ev])
+		args = counts(args, sold)
 		args = pairs(args, st.booked[ev])
 		args = counts(args, st.used[ev])
 		args = counts(args, st.buyers[ev])
@@ -78,7 +79,7 @@ func (r *Rebuilder) writeEvents(ctx context.Context, st *state, rep *Report) err
 		}
 		rep.Events++
 		rep.SoldCounters += len(st.sold[ev])
-		rep.Admissions += st.sold[ev]["ev"]
+		rep.Admissions += sold["ev"]
 		rep.BookedSeats += len(st.booked[ev])
 		rep.DiscountCodes += len(st.used[ev])
 		rep.Buyers += len(st.buyers[ev])
