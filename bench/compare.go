@@ -25,7 +25,7 @@ type comparisons struct {
 }
 
 // pairScenarios are the scenarios measured in reserve+confirm pairs.
-var pairScenarios = map[string]bool{"flash": true, "flash-durable": true, "flash-open": true, "sellout": true, "mixed": true}
+var pairScenarios = map[string]bool{"flash": true, "flash-durable": true, "flash-replicated": true, "flash-open": true, "sellout": true, "mixed": true}
 
 func needsComparisons(selected []scenario.Scenario) bool {
 	for _, s := range selected {

@@ -26,7 +26,16 @@ func (d *deployment) meter(ctx context.Context, databaseURL string, procs ...cpu
 	if !cpuuse.Supported() {
 		return nil
 	}
-	procs = append(procs, localRedis(ctx, d.redis, d.redisURL)...)
+	return meterOf(databaseURL, append(procs, localRedis(ctx, d.redis, d.redisURL)...)...)
+}
+
+// meterOf measures the given processes, the Postgres of databaseURL when
+// it runs on this machine, and the load generator; nil when the system
+// has no /proc.
+func meterOf(databaseURL string, procs ...cpuuse.Source) *cpuuse.Meter {
+	if !cpuuse.Supported() {
+		return nil
+	}
 	if isLocalPostgres(databaseURL) {
 		// Every Postgres process: one per connection, the WAL writer and
 		// the rest. Other databases' work counts too; the bench runs one

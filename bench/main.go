@@ -239,15 +239,19 @@ func runSuite(ctx context.Context, c config, selected []scenario.Scenario, stack
 }
 
 // runScenario runs one scenario and turns its outcome into report runs
-// (flash-durable makes two); skip says why a scenario did not run.
+// (flash-durable and flash-replicated make two); skip says why a scenario
+// did not run.
 func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scenario, alone bool, pr *load.Progress) (runs []report.Run, skip string) {
 	fmt.Fprintf(os.Stderr, "bench: %s\n", sc.Name())
 	o := scenario.Options{Duration: c.Duration, Workers: c.Concurrency, Progress: pr}
 	if sc.Name() == scenario.Flash.Name() || sc.Name() == scenario.FlashOpen.Name() {
 		o.Capacity = c.Capacity // 0: the scenario's own
 	}
-	if sc == scenario.FlashDurable { // closed loops only: -rate does not apply
+	switch sc { // closed loops only: -rate does not apply
+	case scenario.FlashDurable:
 		return runDurable(ctx, d, o)
+	case scenario.FlashReplicated:
+		return runReplicated(ctx, d, o)
 	}
 	if c.Rate > 0 && (alone || sc.Name() == scenario.FlashOpen.Name()) {
 		o.Rate = c.Rate
@@ -257,7 +261,7 @@ func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scena
 	}
 	out, err := sc.Run(ctx, d.env(), o)
 	if err != nil {
-		return []report.Run{{Scenario: sc.Name(), Target: "ticketd", Integrity: failed(sc.Name(), err)}}, ""
+		return failedRun(sc.Name(), err), ""
 	}
 	return []report.Run{toRun(sc.Name(), "ticketd", out)}, ""
 }

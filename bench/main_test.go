@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/ticketd/ticketd/bench/procs"
 	"github.com/ticketd/ticketd/bench/report"
 	"github.com/ticketd/ticketd/bench/scenario"
 )
@@ -37,6 +39,9 @@ func TestSelectionTakesOneNameAListOrAll(t *testing.T) {
 	if !strings.Contains(got("all"), "storefront-flash,storefront-seats") {
 		t.Fatalf("the standard suite lacks the storefront scenarios: %s", got("all"))
 	}
+	if got("flash-replicated") != "flash-replicated" || !strings.Contains(got("all"), "flash-durable,flash-replicated") {
+		t.Fatalf("flash-replicated: alone %s, in the suite %s", got("flash-replicated"), got("all"))
+	}
 }
 
 // TestStorefrontRunsStandBesideThePartnerFlash: each storefront run of the
@@ -64,5 +69,28 @@ func TestStorefrontRunsStandBesideThePartnerFlash(t *testing.T) {
 	besideFlash(alone)
 	if alone[0].VsPartnerFlash != nil || len(alone[0].Notes) != 1 || !strings.Contains(alone[0].Notes[0], "-scenario flash,storefront-flash") {
 		t.Fatalf("alone: %+v", alone[0])
+	}
+}
+
+// TestScenariosInTurnsSayWhyTheyDidNotRun: against -target (no ticketd of
+// the bench's own) and -redis-cluster, flash-durable and flash-replicated
+// start nothing and say why.
+func TestScenariosInTurnsSayWhyTheyDidNotRun(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		run  func(context.Context, *deployment, scenario.Options) ([]report.Run, string)
+		d    *deployment
+		want string
+	}{
+		{"flash-durable", runDurable, &deployment{}, "flash-durable not run: -target measures a running deployment, whose Redis persistence is its own"},
+		{"flash-replicated", runReplicated, &deployment{}, "flash-replicated not run: -target measures a running deployment, whose Redis replicas and TICKETD_REDIS_WAIT_REPLICAS are its own"},
+		{"flash-durable", runDurable, &deployment{cluster: &procs.Cluster{}}, "flash-durable not run: -redis-cluster"},
+		{"flash-replicated", runReplicated, &deployment{cluster: &procs.Cluster{}}, "flash-replicated not run: -redis-cluster"},
+	} {
+		runs, skip := c.run(ctx, c.d, scenario.Options{})
+		if len(runs) != 0 || !strings.HasPrefix(skip, c.want) {
+			t.Errorf("%s: runs %v, skip %q, want %q", c.name, runs, skip, c.want)
+		}
 	}
 }

@@ -44,7 +44,7 @@ func writeOutputs(c config, s *report.Suite) error {
 
 // single is the JSON of a one-scenario invocation: the named scenario's
 // run with the targets and the other runs (ceilings, baseline, and the
-// flash run flash-durable compares with) attached.
+// run flash-durable or flash-replicated compares with) attached.
 func single(s *report.Suite, name string) report.Run {
 	var main report.Run
 	var cmps []report.Run

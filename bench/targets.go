@@ -118,7 +118,10 @@ func judge(s *report.Suite, fullSuite bool) []report.Target {
 	}
 	add(t, mb > 0 && mb < targetEventMB && mem.IntegrityOK, mem != nil && mb > 0)
 
-	t, ok, measured := durabilityTarget(find("closed", "flash-durable"))
+	t, ok, measured := durabilityTarget(find("closed", scenario.FlashDurable.Name()))
+	add(t, ok, measured)
+
+	t, ok, measured = replicationTarget(find("closed", scenario.FlashReplicated.Name()), find("closed", scenario.FlashUnreplicated))
 	add(t, ok, measured)
 
 	t = report.Target{Name: "integrity after every run", Want: "every check passed"}
@@ -172,12 +175,8 @@ func msText(v float64) string {
 }
 
 func figure(r *report.Run, name string) float64 {
-	for _, f := range r.Figures {
-		if f.Name == name {
-			return f.Value
-		}
-	}
-	return 0
+	v, _ := figureOf(r, name)
+	return v
 }
 
 func sum(m map[string]int64) int64 {

@@ -42,7 +42,7 @@ func TestJudgeNeverPassesWhatWasNotMeasured(t *testing.T) {
 	for prefix, want := range map[string]string{
 		"flash, closed loop, capacity": report.Pass, "flash, closed loop: against": report.Pass,
 		"flash, open loop": report.Pass, "sell-out": report.NotMeasured, "memory": report.NotMeasured,
-		"flash-durable": report.NotMeasured, "integrity after": report.Pass, "the standard suite": "absent",
+		"flash-durable": report.NotMeasured, "flash-replicated": report.NotMeasured, "integrity after": report.Pass, "the standard suite": "absent",
 	} {
 		if got := status(ts, prefix); got != want {
 			t.Errorf("%s: %s, want %s", prefix, got, want)
@@ -129,6 +129,11 @@ func TestSingleJSONCarriesComparisonsAndTargets(t *testing.T) {
 	if r.Scenario != "flash-durable" || len(r.Comparisons) != 1 || r.Comparisons[0].Scenario != "flash-nondurable" {
 		t.Fatalf("single = %+v", r)
 	}
+	s = &report.Suite{Runs: []report.Run{{Scenario: "flash-replicated", Target: "ticketd"}, {Scenario: "flash-unreplicated", Target: "ticketd"}}}
+	r = single(s, "flash-replicated")
+	if r.Scenario != "flash-replicated" || len(r.Comparisons) != 1 || r.Comparisons[0].Scenario != "flash-unreplicated" {
+		t.Fatalf("single = %+v", r)
+	}
 }
 
 // TestDurableTargetJudgesTheShareOfThroughputKept: the durable flash run
@@ -178,6 +183,93 @@ func TestDurableTargetJudgesTheShareOfThroughputKept(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(s.Runs[0].Notes, " "), "without persistence (flash-nondurable) did not complete") {
 		t.Fatalf("notes %v do not say why there is no cost", s.Runs[0].Notes)
+	}
+}
+
+// TestReplicationTargetJudgesTheShareKeptAndTheTimeouts: the run whose
+// payments wait for a replica passes when it keeps the target's share of
+// the throughput of the same durable Redis without a replica, measured in
+// turns, and no payment was refused for want of the replica; the target
+// gives confirm's p99 on both sides and the replica's share of the CPU.
+func TestReplicationTargetJudgesTheShareKeptAndTheTimeouts(t *testing.T) {
+	base := report.Run{Scenario: "flash-unreplicated", Target: "ticketd", Mode: "closed", Unit: "pairs", ThroughputPerS: 4000, P99Ms: 30,
+		LatencyOp: "pair", IntegrityOK: true, Ops: []load.OpStats{{Name: "pair", Count: 1, P99: 30}, {Name: "confirm", Count: 1, P99: 12}}}
+	rep := base
+	rep.Scenario, rep.P99Ms = "flash-replicated", 45
+	rep.ThroughputPerS = 4000 * (targetReplicatedShare + 0.05)
+	rep.Ops = []load.OpStats{{Name: "pair", Count: 1, P99: 45}, {Name: "confirm", Count: 1, P99: 20}}
+	rep.Figures = []report.Figure{{Name: figWaitTimeouts, Value: 0}}
+	rep.CPU = []report.CPUShare{{Process: replicaRow, Cores: 0.3, MicrosPerUnit: 80}, {Process: cpuuse.Machine, Cores: 1.9, MicrosPerUnit: 500},
+		{Process: otherRow, Cores: 0.4, MicrosPerUnit: 100}}
+	judged := func() report.Target {
+		t.Helper()
+		s := &report.Suite{Runs: []report.Run{rep, base}}
+		s.Runs[0].VsUnreplicated = costAgainst(&s.Runs[0], &s.Runs[1], "cost of the replica", "without a replica")
+		for _, tg := range judge(s, false) {
+			if strings.HasPrefix(tg.Name, "flash-replicated") {
+				return tg
+			}
+		}
+		t.Fatal("no flash-replicated target")
+		return report.Target{}
+	}
+	tg := judged()
+	if tg.Status != report.Pass {
+		t.Fatalf("%.0f%% kept, no timeouts: %s (%s)", 100*rep.ThroughputPerS/base.ThroughputPerS, tg.Status, tg.Got)
+	}
+	for _, want := range []string{"p99 pair 45.00 ms vs 30.00 ms (1.50x)", "confirm p99 20.00 ms vs 12.00 ms",
+		"0 payments answered 503 for want of the replica", "the replica took 80 of the 400 us of CPU per pair of the processes measured here (20%)"} {
+		if !strings.Contains(tg.Got, want) {
+			t.Errorf("got %q, want %q in it", tg.Got, want)
+		}
+	}
+
+	rep.Figures[0].Value = 3 // buyers told to retry: not a pass, however fast
+	if tg := judged(); tg.Status != report.Fail || !strings.Contains(tg.Got, "3 payments answered 503") {
+		t.Fatalf("3 timeouts: %s (%s)", tg.Status, tg.Got)
+	}
+	rep.Figures = nil // not read: not a pass either
+	if tg := judged(); tg.Status != report.Fail || !strings.Contains(tg.Got, "could not be read") {
+		t.Fatalf("timeouts not read: %s (%s)", tg.Status, tg.Got)
+	}
+	rep.Figures = []report.Figure{{Name: figWaitTimeouts, Value: 0}}
+	rep.ThroughputPerS = 4000 * (targetReplicatedShare - 0.05)
+	if tg := judged(); tg.Status != report.Fail {
+		t.Fatalf("%.0f%% kept: %s", 100*rep.ThroughputPerS/base.ThroughputPerS, tg.Status)
+	}
+
+	// Without the run it is compared with there is no cost to judge.
+	base.Interrupted = true
+	if tg := judged(); tg.Status != report.NotMeasured {
+		t.Fatalf("base interrupted: %s", tg.Status)
+	}
+}
+
+// TestCPUBesideSetsEachRoleAgainstTheBase: each role's CPU per pair on
+// the measured side beside the base's, rows the base lacks alone, rows
+// the measured side lacks left out.
+func TestCPUBesideSetsEachRoleAgainstTheBase(t *testing.T) {
+	rep := report.Run{Unit: "pairs", CPU: []report.CPUShare{{Process: replicatedRow, MicrosPerUnit: 397}, {Process: primaryRow, MicrosPerUnit: 300},
+		{Process: replicaRow, MicrosPerUnit: 141}, {Process: unreplicatedRow, MicrosPerUnit: 27}, {Process: "postgres", MicrosPerUnit: 147}}}
+	base := report.Run{Scenario: "flash-unreplicated", Unit: "pairs", CPU: []report.CPUShare{{Process: replicatedRow, MicrosPerUnit: 26},
+		{Process: unreplicatedRow, MicrosPerUnit: 263}, {Process: durableRedisRow, MicrosPerUnit: 198}, {Process: "postgres", MicrosPerUnit: 114}}}
+	want := "CPU per pair here vs in flash-unreplicated: ticketd 397 vs 263 us; Redis (primary) 300 vs 198 us; the replica 141 us; Postgres 147 vs 114 us"
+	if got := cpuBeside(&rep, &base, replicatedRoles); got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if got := cpuBeside(&report.Run{}, &base, replicatedRoles); got != "" {
+		t.Fatalf("not measured: %q", got)
+	}
+}
+
+// TestWaitTimeoutSaysWhereItCameFrom: ticketd's default unless
+// -ticketd-env sets it.
+func TestWaitTimeoutSaysWhereItCameFrom(t *testing.T) {
+	if got := waitTimeout([]string{"GOGC=800"}); got != "timeout 500ms, the default" {
+		t.Fatalf("default: %q", got)
+	}
+	if got := waitTimeout([]string{"TICKETD_REDIS_WAIT_TIMEOUT=2s", "TICKETD_REDIS_WAIT_REPLICAS=1"}); got != "timeout 2s (-ticketd-env)" {
+		t.Fatalf("set: %q", got)
 	}
 }
 

@@ -6,11 +6,14 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -77,11 +80,7 @@ func (c *Client) Do(ctx context.Context, method, path string, key *Key, header m
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 60 * time.Second}
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.client().Do(req)
 	if err != nil {
 		return fmt.Errorf("api: %s %s: %w", method, path, err)
 	}
@@ -103,6 +102,46 @@ func (c *Client) Do(ctx context.Context, method, path string, key *Key, header m
 		}
 	}
 	return nil
+}
+
+func (c *Client) client() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return &http.Client{Timeout: 60 * time.Second}
+}
+
+// Metric reads one sample of GET /metrics (Prometheus text): the value of
+// the line that starts with name (a metric without labels, or name with
+// its labels as printed: `ticketd_redis_state{state="current"}`).
+func (c *Client) Metric(ctx context.Context, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.Base+"/metrics", nil)
+	if err != nil {
+		return 0, fmt.Errorf("api: %w", err)
+	}
+	resp, err := c.client().Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("api: GET /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("api: GET /metrics: %s", resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, fmt.Errorf("api: /metrics %s: %w", name, err)
+			}
+			return f, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("api: GET /metrics: %w", err)
+	}
+	return 0, fmt.Errorf("api: /metrics has no %s", name)
 }
 
 func truncate(b []byte) []byte {

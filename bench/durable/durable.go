@@ -4,7 +4,8 @@
 // and how long an fsync takes on the disk of its directory. With
 // appendfsync always every event loop that wrote waits for an fsync before
 // it answers, so writes per unit and the disk's fsync time are where the
-// cost comes from.
+// cost comes from. For a primary with replicas, how far they stayed
+// behind it over the run (replica.go).
 package durable
 
 import (

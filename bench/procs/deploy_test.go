@@ -88,16 +88,7 @@ func TestShippedReplicationConfigs(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	err := rc.Dedicated(func(d rueidis.DedicatedClient) error {
-		res := d.DoMulti(ctx, d.B().Set().Key("{p0}:probe").Value("w").Build(), d.B().Wait().Numreplicas(1).Timeout(5000).Build())
-		if n, err := res[1].AsInt64(); err != nil || n != 1 {
-			t.Fatalf("WAIT 1: %d (%v), want 1", n, err)
-		}
-		return res[0].Error()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	setAndWait(t, rc, "{p0}:probe", "w")
 	if v, err := redisClient(t, replica.Addr).Do(ctx, rc.B().Get().Key("{p0}:probe").Build()).ToString(); err != nil || v != "w" {
 		t.Fatalf("the replica has %q (%v), want the primary's write", v, err)
 	}

@@ -3,6 +3,7 @@ package procs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,6 +133,55 @@ func TestStartRedisFailsFastOnABadConfig(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "appendfsync") || time.Since(start) > 20*time.Second {
 		t.Fatalf("err %v after %s: want the bad directive, quickly", err, time.Since(start))
+	}
+}
+
+// TestStartReplicaReturnsOnceLinked: StartReplica returns a replica that
+// holds what its primary held before it started and follows the
+// primary's writes (WAIT 1 is acknowledged at once).
+func TestStartReplicaReturnsOnceLinked(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	primary, err := StartRedis(ctx, "", filepath.Join(dir, "primary.log"), "--save", "", "--repl-diskless-sync-delay", "0")
+	if errors.Is(err, ErrNoRedisServer) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = primary.Stop(10 * time.Second) })
+	pc := redisClient(t, primary.Addr)
+	if err := pc.Do(ctx, pc.B().Set().Key("before").Value("1").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	replica, err := StartReplica(ctx, primary, "", filepath.Join(dir, "replica.log"), "--save", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = replica.Stop(10 * time.Second) })
+	if v, err := redisClient(t, replica.Addr).Do(ctx, pc.B().Get().Key("before").Build()).ToString(); err != nil || v != "1" {
+		t.Fatalf("the replica has %q (%v) of the primary's key, want 1", v, err)
+	}
+	setAndWait(t, pc, "after", "2")
+	if err := primary.linked(); err == nil || !strings.Contains(err.Error(), "not a replica") {
+		t.Fatalf("the primary's link: %v, want: not a replica", err)
+	}
+}
+
+// setAndWait sets key to value and WAITs for one replica, failing t
+// unless one acknowledged it within 5 s.
+func setAndWait(t *testing.T, rc rueidis.Client, key, value string) {
+	t.Helper()
+	ctx := context.Background()
+	err := rc.Dedicated(func(d rueidis.DedicatedClient) error {
+		res := d.DoMulti(ctx, d.B().Set().Key(key).Value(value).Build(), d.B().Wait().Numreplicas(1).Timeout(5000).Build())
+		if n, err := res[1].AsInt64(); err != nil || n != 1 {
+			return fmt.Errorf("WAIT 1: %d (%v), want 1", n, err)
+		}
+		return res[0].Error()
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

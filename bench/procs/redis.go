@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -66,46 +68,110 @@ func StartRedis(ctx context.Context, conf, logPath string, extra ...string) (*Re
 	return r, nil
 }
 
+// StartReplica starts redis-server as StartRedis does, a replica of
+// primary (--replicaof after extra), and waits until its link to the
+// primary is up: it has loaded the primary's data and follows its stream.
+func StartReplica(ctx context.Context, primary *Redis, conf, logPath string, extra ...string) (*Redis, error) {
+	host, port, _ := net.SplitHostPort(primary.Addr)
+	r, err := StartRedis(ctx, conf, logPath, append(extra, "--replicaof", host, port)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitFor(ctx, time.Minute, "have its link to "+primary.Addr+" up", r.linked); err != nil {
+		_ = r.Stop(5 * time.Second)
+		return nil, err
+	}
+	return r, nil
+}
+
 // waitPong waits until the server answers PING, failing fast with the
 // log's tail if it exits (a bad directive in the config file).
 func (r *Redis) waitPong(ctx context.Context, timeout time.Duration) error {
+	return r.waitFor(ctx, timeout, "answer PING", func() error { return ping(r.Addr) })
+}
+
+// waitFor polls ok until it returns nil, failing fast with the log's tail
+// if the server exits, or after timeout; what says what it waits for.
+func (r *Redis) waitFor(ctx context.Context, timeout time.Duration, what string, ok func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		if ping(r.Addr) == nil {
+		err := ok()
+		if err == nil {
 			return nil
 		}
 		select {
 		case <-r.Exited():
-			return fmt.Errorf("procs: redis-server exited while starting:\n%s", r.Tail(20))
+			return fmt.Errorf("procs: redis-server on %s exited before it would %s:\n%s", r.Addr, what, r.Tail(20))
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("procs: redis-server on %s did not answer PING within %s:\n%s", r.Addr, timeout, r.Tail(20))
+			return fmt.Errorf("procs: redis-server on %s did not %s within %s (%v):\n%s", r.Addr, what, timeout, err, r.Tail(20))
 		}
 	}
 }
 
-// ping sends an inline PING and wants +PONG.
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+// linked is nil once a replica's INFO replication says master_link_status:up.
+func (r *Redis) linked() error {
+	info, err := inline(r.Addr, "INFO replication")
 	if err != nil {
 		return err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "master_link_status:"); ok {
+			if v == "up" {
+				return nil
+			}
+			return fmt.Errorf("master_link_status:%s", v)
+		}
+	}
+	return errors.New("INFO replication has no master_link_status: not a replica")
+}
+
+// ping sends PING and wants PONG.
+func ping(addr string) error {
+	reply, err := inline(addr, "PING")
+	if err == nil && reply != "PONG" {
+		err = fmt.Errorf("PING answered %q", reply)
+	}
+	return err
+}
+
+// inline sends one inline command on a connection of its own and returns
+// its reply: a simple string or a bulk string (an error reply is an
+// error).
+func inline(addr, cmd string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
+	if _, err := c.Write([]byte(cmd + "\r\n")); err != nil {
+		return "", err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	rd := bufio.NewReader(c)
+	line, err := rd.ReadString('\n')
 	if err != nil {
-		return err
+		return "", err
 	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	line = strings.TrimRight(line, "\r\n")
+	switch {
+	case strings.HasPrefix(line, "+"):
+		return line[1:], nil
+	case strings.HasPrefix(line, "$"):
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", fmt.Errorf("%s answered %q", cmd, line)
+		}
+		body := make([]byte, n+2) // and its CRLF
+		if _, err := io.ReadFull(rd, body); err != nil {
+			return "", err
+		}
+		return string(body[:n]), nil
 	}
-	return nil
+	return "", fmt.Errorf("%s answered %q", cmd, line)
 }
 
 // Stop stops the server (SIGTERM: Redis flushes its AOF and exits) and

@@ -158,6 +158,7 @@ small{color:#666}
 {{range .Warnings}}<p class="FAIL">WARNING: {{.}}</p>{{end}}
 {{with .VsPartnerFlash}}<p>beside the partner {{.Run}} run of this invocation: {{num .ThroughputPerS}} {{.Unit}}/s ({{num .RequestsPerS}} requests/s) there, {{fixed2 .ThroughputRatio}}x here; p99 of {{.LatencyOp}} {{ms .P99Ms}} ms there</p>{{end}}
 {{with .VsNonDurable}}<p>cost of durability against {{.Run}} (Redis without persistence, same invocation): throughput {{num .ThroughputPerS}} there, {{fixed2 .ThroughputRatio}}x here; p99 {{ms .P99Ms}} ms there, {{fixed2 .P99Ratio}}x here</p>{{end}}
+{{with .VsUnreplicated}}<p>cost of a replica waited for against {{.Run}} (the same durable Redis without a replica, no WAIT, in turns): throughput {{num .ThroughputPerS}} there, {{fixed2 .ThroughputRatio}}x here; p99 {{ms .P99Ms}} ms there, {{fixed2 .P99Ratio}}x here</p>{{end}}
 <div class="plots">{{.Latency}}{{.Through}}{{.P99}}</div>
 {{if .Ops}}<table><tr><th>op</th><th>count</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max (ms)</th></tr>
 {{range .Ops}}{{if .Count}}<tr><td>{{.Name}}</td><td class="n">{{.Count}}</td><td class="n">{{ms .Mean}}</td><td class="n">{{ms .P50}}</td><td class="n">{{ms .P90}}</td><td class="n">{{ms .P99}}</td><td class="n">{{ms .P999}}</td><td class="n">{{ms .Max}}</td></tr>{{end}}

@@ -61,6 +61,10 @@ type Run struct {
 	// VsNonDurable compares a run on durable Redis (flash-durable) with the
 	// same load on Redis without persistence in the same invocation.
 	VsNonDurable *Versus `json:"vs_non_durable"`
+	// VsUnreplicated compares a run whose payments wait for a Redis
+	// replica (flash-replicated: WAIT 1) with the same load on the same
+	// durable Redis without a replica and without WAIT, measured in turns.
+	VsUnreplicated *Versus `json:"vs_unreplicated,omitempty"`
 	// VsPartnerFlash compares a storefront run with the partner flash run
 	// (closed loop, reserve+confirm pairs) of the same invocation.
 	VsPartnerFlash *Versus `json:"vs_partner_flash,omitempty"`

@@ -118,12 +118,17 @@ func TestTableShowsTheCostOfDurabilityAndTheSchedule(t *testing.T) {
 	if len(onTime.Warnings) != 0 || len(behind.Warnings) != 1 || len(saturated.Warnings) != 0 || len(saturated.Notes) != 1 {
 		t.Fatalf("warnings: on time %v, behind %v, saturated %v (notes %v)", onTime.Warnings, behind.Warnings, saturated.Warnings, saturated.Notes)
 	}
-	s.Runs = append(s.Runs, durable, behind, saturated)
+	replicated := s.Runs[0]
+	replicated.Scenario, replicated.ThroughputPerS, replicated.P99Ms = "flash-replicated", 2700, 50
+	replicated.VsUnreplicated = replicated.Against(&s.Runs[0])
+	s.Runs = append(s.Runs, durable, replicated, behind, saturated)
 	var b bytes.Buffer
 	Table(&b, s)
 	out := b.String()
 	for _, want := range []string{
 		"flash-durable vs flash: throughput 2,400 vs 3,000 pairs/s = 0.80x; p99 pair 60.0 vs 40.0 ms = 1.50x",
+		"== Cost of a replica waited for",
+		"flash-replicated vs flash: throughput 2,700 vs 3,000 pairs/s = 0.90x; p99 pair 50.0 vs 40.0 ms = 1.25x",
 		"achieved 4,000/s (80%)  BEHIND: the load generator fell behind",
 		"achieved 4,000/s (20%)  behind: ticketd did not keep up",
 		"WARNING flash-open: the load generator fell behind: it began 4,000 arrivals/s of the 5,000/s intended (80%) while workers were free",
@@ -137,7 +142,7 @@ func TestTableShowsTheCostOfDurabilityAndTheSchedule(t *testing.T) {
 	if err := HTML(&h, s); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"cost of durability against flash", "0.80x here", "4,000 arrivals/s begun of 5,000/s intended", "WARNING: the load generator fell behind"} {
+	for _, want := range []string{"cost of durability against flash", "0.80x here", "cost of a replica waited for against flash", "0.90x here", "4,000 arrivals/s begun of 5,000/s intended", "WARNING: the load generator fell behind"} {
 		if !strings.Contains(h.String(), want) {
 			t.Errorf("HTML report lacks %q", want)
 		}

@@ -126,15 +126,22 @@ func openLoops(w io.Writer, s *Suite) {
 	tw.Flush()
 }
 
-// durability writes the cost of durability: each run on durable Redis
-// against the same load without persistence.
+// durability writes the cost of durability (each run on durable Redis
+// against the same load without persistence) and the cost of waiting for
+// a replica (each run whose payments WAIT for one against the same
+// durable Redis without a replica).
 func durability(w io.Writer, s *Suite) {
 	versusSection(w, s, "Cost of durability (Redis with deploy/redis.conf: AOF, appendfsync always; against Redis without persistence, same invocation)",
-		func(r Run) *Versus { return r.VsNonDurable }, func(r Run, v *Versus) string {
-			return fmt.Sprintf("%s vs %s: throughput %s vs %s %s/s = %sx; p99 %s %s vs %s ms = %sx", r.Scenario, v.Run,
-				num(r.ThroughputPerS), num(v.ThroughputPerS), r.Unit, fixed2(v.ThroughputRatio),
-				r.LatencyOp, ms(r.P99Ms), ms(v.P99Ms), fixed2(v.P99Ratio))
-		})
+		func(r Run) *Versus { return r.VsNonDurable }, costLine)
+	versusSection(w, s, "Cost of a replica waited for (deploy/redis.conf primary with one replica, WAIT 1 after every payment; against the same primary alone, no WAIT; in turns)",
+		func(r Run) *Versus { return r.VsUnreplicated }, costLine)
+}
+
+// costLine is a run against the run it was measured in turns with.
+func costLine(r Run, v *Versus) string {
+	return fmt.Sprintf("%s vs %s: throughput %s vs %s %s/s = %sx; p99 %s %s vs %s ms = %sx", r.Scenario, v.Run,
+		num(r.ThroughputPerS), num(v.ThroughputPerS), r.Unit, fixed2(v.ThroughputRatio),
+		r.LatencyOp, ms(r.P99Ms), ms(v.P99Ms), fixed2(v.P99Ratio))
 }
 
 // storefront writes each storefront run beside the partner flash run of

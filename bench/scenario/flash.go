@@ -13,9 +13,9 @@ import (
 // checkout) and confirms it with the signed request. As "flash" it runs a
 // closed loop at maximum throughput, and as "flash-open" an open loop at a
 // fixed rate, both with a capacity the run cannot sell out, so every pair
-// does the full claim. FlashDurable (durable.go) measures it on Redis
-// with and without persistence. Sellout (sellout.go) is the same flow with
-// 10,000 tickets.
+// does the full claim. FlashDurable and FlashReplicated (turns.go) measure
+// it on Redis with and without persistence, and with and without a replica
+// waited for. Sellout (sellout.go) is the same flow with 10,000 tickets.
 var (
 	Flash = &single{name: "flash", unit: "pairs", latencyOp: "pair",
 		defaults: Options{Duration: 20 * time.Second, Workers: 128, Capacity: neverSoldOut},

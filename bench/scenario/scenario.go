@@ -135,4 +135,4 @@ type Scenario interface {
 }
 
 // All are the scenarios, in the order of the standard suite.
-var All = []Scenario{Flash, FlashDurable, FlashOpen, Sellout, Catalog, SeatRush, StorefrontFlash, StorefrontSeats, Mixed, Memory}
+var All = []Scenario{Flash, FlashDurable, FlashReplicated, FlashOpen, Sellout, Catalog, SeatRush, StorefrontFlash, StorefrontSeats, Mixed, Memory}
