@@ -43,6 +43,9 @@ type faultStack struct {
 	redis *redistest.Server
 	api   *servertest.Server // a client with the partner helpers
 	db    *pgxpool.Pool
+	// answered, when set before the load starts, sees every answer buy
+	// gets: the reserve's and each confirm try's (op "reserve", "confirm").
+	answered func(op string, r *servertest.Response)
 }
 
 func startFaultStack(t *testing.T, recovery string, redisArgs ...string) *faultStack {
@@ -98,6 +101,7 @@ func startStackOn(t *testing.T, redisURL string, tune func(*config)) *faultStack
 // paid says the confirm answered paid; code is the refusal otherwise.
 func (st *faultStack) buy(t *testing.T, ctx context.Context, event string) (order string, paid bool, code string) {
 	r := st.api.Reserve(t, "a", event, map[string]any{"selectedTicketId": "tk", "quantity": 1})
+	st.saw("reserve", r)
 	if r.Status != 200 {
 		return "", false, r.Code
 	}
@@ -105,6 +109,7 @@ func (st *faultStack) buy(t *testing.T, ctx context.Context, event string) (orde
 	r.Decode(t, &o)
 	for {
 		c := st.api.Confirm(t, "a", o.OrderID, o.Amount, "psp-"+o.OrderID)
+		st.saw("confirm", c)
 		switch {
 		case c.Status == 200:
 			return o.OrderID, true, ""
@@ -114,6 +119,13 @@ func (st *faultStack) buy(t *testing.T, ctx context.Context, event string) (orde
 			return o.OrderID, false, "gave up"
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// saw hands an answer of buy to st.answered, when set.
+func (st *faultStack) saw(op string, r *servertest.Response) {
+	if st.answered != nil {
+		st.answered(op, r)
 	}
 }
 

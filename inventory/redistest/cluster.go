@@ -55,21 +55,23 @@ const replicaNodeTimeout = "2000"
 // cluster_state:ok and sees each master with its replica, and every
 // replica's link to its master is up. A master that is killed (or paused)
 // is failed over to its replica in a few seconds (cluster-node-timeout
-// 2 s): WaitFailover waits for it. The processes are killed when t ends.
-func StartClusterReplicas(t testing.TB) *Cluster {
+// 2 s): WaitFailover waits for it. args apply to every node after the
+// harness' own ("--appendonly", "yes", "--appendfsync", "always"). The
+// processes are killed when t ends.
+func StartClusterReplicas(t testing.TB, args ...string) *Cluster {
 	t.Helper()
-	return startCluster(t, 1, replicaNodeTimeout)
+	return startCluster(t, 1, replicaNodeTimeout, args...)
 }
 
 // startCluster starts a cluster of three masters with replicas replicas
-// each and waits until it is ready (waitReady).
-func startCluster(t testing.TB, replicas int, nodeTimeout string) *Cluster {
+// each, nodeArgs on every node, and waits until it is ready (waitReady).
+func startCluster(t testing.TB, replicas int, nodeTimeout string, nodeArgs ...string) *Cluster {
 	t.Helper()
 	bin, cli := binary(t, "redis-server"), binary(t, "redis-cli")
 	c := &Cluster{}
 	for _, port := range clusterPorts(t, 3*(1+replicas)) {
-		c.Nodes = append(c.Nodes, startServer(t, bin, port, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", nodeTimeout, "--repl-diskless-sync-delay", "0")) // a replica's full sync at once, not after 5 s
+		c.Nodes = append(c.Nodes, startServer(t, bin, port, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", nodeTimeout, "--repl-diskless-sync-delay", "0"}, nodeArgs...)...)) // a replica's full sync at once, not after 5 s
 	}
 	c.URL = c.Nodes[0].URL
 	args := append(append([]string{"--cluster", "create"}, addrs(c.Nodes)...),
