@@ -37,14 +37,15 @@
 -- the retention).
 --
 -- Output:
---   {0, duplicate 0|1, tickets JSON, paid units}
+--   {0, duplicate 0|1, tickets JSON, paid units, added}
 --                                     paid (duplicate = it already was, by
 --                                     this same partner reference: the
 --                                     order's 'acks' is counted up, a
 --                                     write a WAIT after it can wait for);
 --                                     paid units: the sold hash's 'paid'
---                                     after this order (lib/cart
---                                     cart_count_paid)
+--                                     after this order; added: the units
+--                                     this confirm added to it, 0 for a
+--                                     duplicate (lib/cart cart_count_paid)
 --   {1}                               no such order for this caller
 --   {2, reason}                       cannot confirm: 'expired', 'cancelled',
 --                                     'sold_out', 'seat_lost' (now or at an
@@ -77,7 +78,7 @@ if st == 'paid' then
   -- a write, so that a WAIT after this retry covers the payment an
   -- earlier run wrote on another connection (redisstate.Replication)
   redis.call('HINCRBY', order, 'acks', 1)
-  return {0, 1, o[8], paid}
+  return {0, 1, o[8], paid, 0}
 end
 if st == 'failed' then
   return {2, o[10] or 'failed'}

@@ -43,12 +43,14 @@
 -- ARGV[9] -> "1" when the event is cancelled, else "0"
 --
 -- Output:
---   {0, duplicate 0|1, reclaimed 0|1, tickets JSON, paid units}
+--   {0, duplicate 0|1, reclaimed 0|1, tickets JSON, paid units, added}
 --                                        paid (duplicate: by this same payment
 --                                        already; its 'acks' is counted up, a
 --                                        write a WAIT after it can wait for);
 --                                        paid units: the sold hash's 'paid'
---                                        after it (lib/cart cart_count_paid)
+--                                        after it; added: the units this
+--                                        payment added to it, 0 for a
+--                                        duplicate (lib/cart cart_count_paid)
 --   {1}                                  no such storefront registration
 --   {2, reason, duplicate 0|1}           this payment needs a refund: 'cancelled',
 --                                        'sold_out', 'seat_lost',
@@ -106,7 +108,7 @@ if st == 'paid' then
   -- a write, so that a WAIT after this retry covers the payment an
   -- earlier run wrote on another connection (redisstate.Replication)
   redis.call('HINCRBY', reg, 'acks', 1)
-  return {0, 1, 0, o[8], paid}
+  return {0, 1, 0, o[8], paid, 0}
 end
 if st == 'refund' then
   return {2, o[9] or 'refund', o[10] == ref and 1 or 0}

@@ -67,8 +67,9 @@
 --   {6}                      the discount code has no uses left
 --   {7}                      the partition's marker is missing
 --   {8, limit, remaining}    the buyer would pass maxTicketsPerBuyer
---   {9, paidAtMs, paid units} free: paid at once; paid units: the sold
---                            hash's 'paid' after it (lib/cart cart_count_paid)
+--   {9, paidAtMs, paid units, added} free: paid at once; paid units: the
+--                            sold hash's 'paid' after it, added: the units
+--                            it added (lib/cart cart_count_paid)
 --   {10, registrationId, nowUs}  the buyer has this registration awaiting payment
 --   {11, limit}              the client holds its limit already
 --@include capacity

@@ -93,7 +93,9 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 		case 0:
 			dup, _ := lua.Int(arr, 1)
 			tix, _ := lua.Str(arr, 2)
-			s.ReportPaid(ev, arr, 3)
+			if err := s.ReportPaid(ev, arr, 3); err != nil {
+				return Confirmation{}, err
+			}
 			c := Confirmation{OrderID: orderID, Status: StatusPaid, Duplicate: dup == 1}
 			if err := json.Unmarshal([]byte(tix), &c.Tickets); err != nil {
 				return Confirmation{}, fmt.Errorf("confirm: %w: tickets: %v", lua.ErrReply, err)

@@ -1,6 +1,8 @@
 package orders
 
 import (
+	"fmt"
+
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
@@ -15,15 +17,34 @@ import (
 // (Service.Held) until an operator releases or reconciles it.
 
 // ReportPaid tells s.Marks the paid units a paying script's reply carries
-// at index i (nothing when the reply has none, or s.Marks is nil).
-func (s *Service) ReportPaid(eventID string, arr []rueidis.RedisMessage, i int) {
+// at index i, and the units its payment added at i+1 (nothing when the
+// reply has none, or s.Marks is nil). When the book saw one of those units
+// handed out before, Redis went back past a sale ticketd acknowledged (a
+// rollback, or a failover to a replica that lagged, on a master the state
+// checks do not watch): s.RolledBack is told, and the sale is answered
+// ErrRolledBack rather than paid. It stays paid in Redis; the rebuild that
+// follows counts it, and a retry after it answers it.
+func (s *Service) ReportPaid(eventID string, arr []rueidis.RedisMessage, i int) error {
 	if s.Marks == nil || i >= len(arr) {
-		return
+		return nil
 	}
-	if n, err := lua.Int(arr, i); err == nil {
-		s.Marks(eventID, n)
+	n, err := lua.Int(arr, i)
+	if err != nil {
+		return nil
 	}
+	added, _ := lua.Int(arr, i+1)
+	if !s.Marks(eventID, n, added) {
+		return nil
+	}
+	if s.RolledBack != nil {
+		s.RolledBack(fmt.Sprintf("event %s's paid units went back: a sale was handed units this node saw sold before", eventID))
+	}
+	return ErrRolledBack
 }
+
+// ErrRolledBack answers a sale made on a Redis that went back past sales
+// ticketd acknowledged (ReportPaid).
+var ErrRolledBack = apierr.Unavailable("sales are stopped: Redis went back to an older state; they resume once it is rebuilt from Postgres")
 
 // HeldError is the 503 SALES_HELD of an event whose sales are held, nil
 // when they are not (or s.Held is nil).

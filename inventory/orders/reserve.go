@@ -47,7 +47,12 @@ type Service struct {
 	// Marks, when set, is told an event's units ever paid each time a
 	// script marks one of its orders paid (the node's book of sold marks,
 	// inventory/soldmarks); ReportPaid calls it.
-	Marks func(eventID string, paid int64)
+	// added: the units the payment added (0 for a retry); it answers
+	// whether one of them was handed out before (soldmarks.Book.Saw).
+	Marks func(eventID string, paid, added int64) (reused bool)
+	// RolledBack, when set, is told why when ReportPaid finds Redis went
+	// back (redisstate.Monitor.RolledBack: sales stop for a rebuild).
+	RolledBack func(reason string)
 	// Held, when set, answers the 503 SALES_HELD of an event whose sales
 	// are held after a loss (inventory/salesholds), nil otherwise: Reserve
 	// and a storefront registration refuse it (HeldError).

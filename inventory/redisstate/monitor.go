@@ -121,6 +121,7 @@ type Monitor struct {
 	view atomic.Pointer[View]
 
 	checking sync.Mutex // one Check at a time: Run's, and a caller's
+	rolled   atomic.Pointer[string] // RolledBack's reason, for the next Check
 	// Check's own state.
 	gen     string // generation adopted
 	seq     int64  // highest sequence number seen of gen
@@ -241,6 +242,9 @@ func (m *Monitor) Check(ctx context.Context) View {
 			next = View{Status: Lost, Reason: fmt.Sprintf("partition %d lost its generation marker", p)}
 		}
 	}
+	if r := m.rolled.Swap(nil); r != nil && next.Status == Current {
+		next = View{Status: Stale, Reason: "Redis went back to an older state: " + *r}
+	}
 	next.Gen = gen
 	next.Durability = dur
 	next.Replicas = repl
@@ -304,6 +308,17 @@ func (m *Monitor) unreplicated(r *Replicas) string {
 	}
 	return fmt.Sprintf("a Redis master has %d of the %d replicas in sync that TICKETD_REDIS_WAIT_REPLICAS asks for: no sale could be acknowledged",
 		r.Online, m.Replication.Replicas)
+}
+
+// RolledBack tells the monitor that a sale found Redis went back past sales
+// this node saw (orders.Service.ReportPaid): on a Redis Cluster a master
+// other than the state's can fail over to a replica that lagged, which the
+// state's sequence number does not show. The state is found stale at once
+// (the gate closes, every node is told through Redis at the next check,
+// and the rebuild holds what was lost), as for a rollback of the state.
+func (m *Monitor) RolledBack(reason string) {
+	m.rolled.Store(&reason)
+	go m.Check(context.Background())
 }
 
 // adopt takes gen as the generation in force when Postgres agrees: a node

@@ -64,7 +64,9 @@ func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
 	case 0:
 		dup, _ := lua.Int(arr, 1)
 		re, _ := lua.Int(arr, 2)
-		s.Orders.ReportPaid(ev, arr, 4)
+		if err := s.Orders.ReportPaid(ev, arr, 4); err != nil {
+			return Outcome{}, err
+		}
 		return s.outcome(ctx, id, Outcome{Duplicate: dup == 1, Reclaimed: re == 1})
 	case 1:
 		return s.payUnknown(ctx, id, ref, p)

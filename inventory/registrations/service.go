@@ -298,7 +298,9 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 			reg.PayBy = reg.ExpiresAt.Add(s.checkoutTTL() - s.holdTTL())
 			return reg, nil
 		case 9:
-			s.Orders.ReportPaid(ev, arr, 2)
+			if err := s.Orders.ReportPaid(ev, arr, 2); err != nil {
+				return Registration{}, err
+			}
 			reg.Status, reg.PaymentStatus, reg.Tickets = StatusConfirmed, PaymentNotRequired, tix
 			return reg, nil
 		case 1:

@@ -43,7 +43,29 @@ type Book struct {
 	failing bool // Run's own
 }
 
-type mark struct{ seen, saved atomic.Int64 }
+type mark struct {
+	seen, saved atomic.Int64
+
+	mu    sync.Mutex
+	units map[int64]uint64 // the paid units this node saw handed out: unit/64 -> bits
+}
+
+// take records units (from, to] as handed out and says whether any of them
+// was already: the event's paid counter gave out a unit twice, so Redis went
+// back past a sale this node saw.
+func (m *mark) take(from, to int64) (reused bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.units == nil {
+		m.units = map[int64]uint64{}
+	}
+	for u := from + 1; u <= to; u++ {
+		w, bit := u>>6, uint64(1)<<(u&63)
+		reused = reused || m.units[w]&bit != 0
+		m.units[w] |= bit
+	}
+	return reused
+}
 
 // raise sets v to n when n is higher.
 func raise(v *atomic.Int64, n int64) {
@@ -55,13 +77,26 @@ func raise(v *atomic.Int64, n int64) {
 	}
 }
 
-// Saw records that eventID's units ever paid reached paid.
-func (b *Book) Saw(eventID string, paid int64) {
+// Saw records that eventID's units ever paid reached paid, added of them
+// by the payment that reported it (0 for a retry that found its order paid
+// already). A payment is handed the units (paid-added, paid] of the
+// counter, each once while Redis keeps what it wrote; reused says this node
+// saw one of them handed out before: Redis went back to an older state (a
+// rollback, or a failover to a replica that lagged) and this sale reuses
+// units sold before it. Such a sale is real and on top of every unit seen
+// before, so the mark rises by added rather than to paid.
+func (b *Book) Saw(eventID string, paid, added int64) (reused bool) {
 	v, ok := b.events.Load(eventID)
 	if !ok {
 		v, _ = b.events.LoadOrStore(eventID, new(mark))
 	}
-	raise(&v.(*mark).seen, paid)
+	m := v.(*mark)
+	if added > 0 && m.take(paid-added, paid) {
+		m.seen.Add(added)
+		return true
+	}
+	raise(&m.seen, paid)
+	return false
 }
 
 // Marks returns every event's mark.

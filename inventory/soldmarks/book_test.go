@@ -56,13 +56,13 @@ func TestBookKeepsTheMaxAndFlushesWhatRose(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 1000 {
-				b.Saw("a", int64(i*8+g))
-				b.Saw("b", 5)
+				b.Saw("a", int64(i*8+g), 0)
+				b.Saw("b", 5, 0)
 			}
 		}()
 	}
 	wg.Wait()
-	b.Saw("a", 3) // lower: ignored
+	b.Saw("a", 3, 0) // lower: ignored
 	if m := b.Marks(); m["a"] != 7999 || m["b"] != 5 {
 		t.Fatalf("marks %v", m)
 	}
@@ -70,7 +70,7 @@ func TestBookKeepsTheMaxAndFlushesWhatRose(t *testing.T) {
 	if err := b.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	b.Saw("b", 9)
+	b.Saw("b", 9, 0)
 	if err := b.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -93,12 +93,12 @@ func TestBookFlushesWhenPostgresReturns(t *testing.T) {
 	go func() { b.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	b.Saw("a", 1)
+	b.Saw("a", 1, 0)
 	b.FlushNow()
 	waitMarks(t, st, "a", 1)
 
 	st.setDown(true)
-	b.Saw("a", 4)
+	b.Saw("a", 4, 0)
 	b.FlushNow() // fails: Run now retries every 20ms
 	time.Sleep(100 * time.Millisecond)
 	if m, _ := st.get(); m["a"] != 1 {
@@ -119,7 +119,7 @@ func TestBookFlushesOnStop(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { b.Run(ctx); close(done) }()
-	b.Saw("z", 7)
+	b.Saw("z", 7, 0)
 	cancel()
 	<-done
 	if m, _ := st.get(); m["z"] != 7 {
@@ -138,4 +138,36 @@ func waitMarks(t *testing.T, st *fakeStore, ev string, want int64) {
 	}
 	m, _ := st.get()
 	t.Fatalf("marks %v, want %s=%d", m, ev, want)
+}
+
+// Payments reported out of order (concurrent confirms) never look reused:
+// each was handed units of its own. Units handed out again (a Redis that
+// went back) are, and the mark counts that sale on top of the seen ones.
+func TestSawFindsUnitsHandedOutTwice(t *testing.T) {
+	b := &Book{}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int64(7 - g); i < 800; i += 8 { // units i*2+1 and i*2+2, in no order
+				if b.Saw("e", i*2+2, 2) {
+					t.Errorf("units %d-%d reported as reused", i*2+1, i*2+2)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if m := b.Marks()["e"]; m != 1600 {
+		t.Fatalf("mark %d, want 1600", m)
+	}
+	if b.Saw("e", 1600, 0) {
+		t.Fatal("a retry (nothing added) reported as reused")
+	}
+	if !b.Saw("e", 1001, 1) {
+		t.Fatal("unit 1001 handed out again not found")
+	}
+	if m := b.Marks()["e"]; m != 1601 {
+		t.Fatalf("mark after the reused sale %d, want 1601", m)
+	}
 }

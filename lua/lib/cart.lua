@@ -203,7 +203,8 @@ end
 
 -- cart_count_paid(soldkey, fields, qtys): adds a settled order's admissions
 -- (its 'ev' claim) to the sold hash's 'paid' field and returns the field's
--- new value. 'paid' counts the event's units ever paid (refunded ones too):
+-- new value and the admissions added (the units (new-added, new] are this
+-- order's: a node that sees one handed out twice knows Redis went back). 'paid' counts the event's units ever paid (refunded ones too):
 -- only ever raised, and written back by a rebuild as the units it found
 -- paid, so every value a script returns is comparable with the record
 -- (nodes keep the highest as the event's sold mark, decisions.md). No
@@ -212,10 +213,10 @@ end
 local function cart_count_paid(soldkey, fields, qtys)
   for c = 1, #fields do
     if fields[c] == 'ev' then
-      return redis.call('HINCRBY', soldkey, 'paid', qtys[c])
+      return redis.call('HINCRBY', soldkey, 'paid', qtys[c]), qtys[c]
     end
   end
-  return cart_paid_count(soldkey)
+  return cart_paid_count(soldkey), 0
 end
 
 -- cart_keep_paid(hash, cap, retention): a paid order's hash stays without

@@ -19,6 +19,8 @@ import (
 type Guard struct {
 	Book *soldmarks.Book // flushes to Postgres; run it (Book.Run) while the node runs
 	Held *salesholds.Set
+
+	monitor *redisstate.Monitor // WireState's: told when a sale finds Redis went back
 }
 
 // NewGuard builds a node's guard; pool nil (no Postgres) keeps the marks
@@ -38,6 +40,7 @@ func NewGuard(rc rueidis.Client, space keys.Space, pool *pgxpool.Pool, onHeld fu
 // rebuilt (so a rebuild finds them in Postgres); rb (nil without Postgres)
 // reads the node's own book. Call it before mon runs.
 func (g *Guard) WireState(mon *redisstate.Monitor, rb *Rebuilder) {
+	g.monitor = mon
 	mon.OnCurrent = g.Held.OnCurrent(mon.OnCurrent)
 	next := mon.OnChange
 	mon.OnChange = func(v redisstate.View) {
@@ -54,8 +57,13 @@ func (g *Guard) WireState(mon *redisstate.Monitor, rb *Rebuilder) {
 	}
 }
 
-// WireOrders has ord report paid units to the book and refuse held events.
+// WireOrders has ord report paid units to the book and refuse held events;
+// a sale that finds Redis went back stops sales for a rebuild (after
+// WireState).
 func (g *Guard) WireOrders(ord *orders.Service) {
 	ord.Marks = g.Book.Saw
+	if g.monitor != nil {
+		ord.RolledBack = g.monitor.RolledBack
+	}
 	ord.Held = g.Held.Check
 }
