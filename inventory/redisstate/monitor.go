@@ -120,7 +120,7 @@ type Monitor struct {
 
 	view atomic.Pointer[View]
 
-	checking sync.Mutex // one Check at a time: Run's, and a caller's
+	checking sync.Mutex             // one Check at a time: Run's, and a caller's
 	rolled   atomic.Pointer[string] // RolledBack's reason, for the next Check
 	// Check's own state.
 	gen     string // generation adopted
