@@ -211,30 +211,43 @@ func Array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []s
 	return Reply(s.Exec(ctx, c, keys, args))
 }
 
-// ArrayWait runs s as Array does, followed by WAIT replicas timeout in
-// the same pipeline, which rueidis sends down one connection (WAIT blocks,
-// so it takes one of the pool's dedicated connections rather than stalling
-// the shared pipeline): acked is how many replicas acknowledged every write
-// made on that connection up to the script's, at most after timeout. When
-// Redis has not seen the script yet (NOSCRIPT: it did not run), the pair is
-// sent again with the script's text (EVAL), so WAIT still follows the run
-// on its connection.
-func ArrayWait(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string, replicas int64, timeout time.Duration) (arr []rueidis.RedisMessage, acked int64, err error) {
+// ArrayWait runs s as Array does, followed by WAIT replicas timeout on
+// the same connection, one of rueidis' dedicated ones (WAIT blocks, so it
+// must not stall the shared pipeline): acked is how many replicas
+// acknowledged every write made on that connection up to the script's.
+// While fewer did, WAIT is sent again on it until patience has passed
+// (none: one WAIT). When Redis has not seen the script yet (NOSCRIPT: it
+// did not run), the pair is sent again with the script's text (EVAL). A
+// dedicated connection follows no redirect: on a Redis Cluster whose slot
+// moved, the script's MOVED comes back as an error rather than a reply from
+// another node with WAIT's answer from this one. A WAIT that fails counts
+// as no replica: the script ran, and what it wrote is not known to be on
+// any.
+func ArrayWait(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string, replicas int64,
+	timeout, patience time.Duration) (arr []rueidis.RedisMessage, acked int64, err error) {
 	p := Pipeline(c, s, keys, args)
 	wait := func() rueidis.Completed {
 		return c.B().Wait().Numreplicas(replicas).Timeout(max(timeout.Milliseconds(), 1)).Build()
 	}
-	res := c.DoMulti(ctx, p.Cmd, wait())
-	if isNoScript(res[0].Error()) {
-		l, _ := shas.Load(s)
-		eval := c.B().Eval().Script(l.(loaded).src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-		res = c.DoMulti(ctx, eval, wait())
-	}
-	if arr, err = Reply(res[0]); err != nil {
+	err = c.Dedicated(func(d rueidis.DedicatedClient) error {
+		res := d.DoMulti(ctx, p.Cmd, wait())
+		if isNoScript(res[0].Error()) {
+			l, _ := shas.Load(s)
+			eval := c.B().Eval().Script(l.(loaded).src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+			res = d.DoMulti(ctx, eval, wait())
+		}
+		var err error
+		if arr, err = Reply(res[0]); err != nil {
+			return err
+		}
+		acked, _ = res[1].AsInt64()
+		for until := time.Now().Add(patience); acked < replicas && time.Now().Before(until) && ctx.Err() == nil; {
+			acked, _ = d.Do(ctx, wait()).AsInt64()
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, 0, err
-	}
-	if acked, err = res[1].AsInt64(); err != nil {
-		return arr, 0, fmt.Errorf("lua: WAIT after %s: %w", scriptName(s), err)
 	}
 	return arr, acked, nil
 }

@@ -66,10 +66,25 @@ func (r *Replication) timeout() time.Duration {
 // last, not the payment another connection wrote.
 func (r *Replication) Array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string,
 	mustHold func([]rueidis.RedisMessage) bool) ([]rueidis.RedisMessage, error) {
+	return r.array(ctx, c, s, keys, args, mustHold, 0)
+}
+
+// ArrayPatient is Array for a sale its buyer cannot retry as itself (a
+// free registration: a second try makes a second registration): it waits
+// for the replicas up to the request's deadline, at most patience, before
+// it gives up. A registration given up on stays made; the buyer is told
+// to retry (the per-buyer limit bounds what a retry adds).
+func (r *Replication) ArrayPatient(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string,
+	mustHold func([]rueidis.RedisMessage) bool, patience time.Duration) ([]rueidis.RedisMessage, error) {
+	return r.array(ctx, c, s, keys, args, mustHold, patience)
+}
+
+func (r *Replication) array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string,
+	mustHold func([]rueidis.RedisMessage) bool, patience time.Duration) ([]rueidis.RedisMessage, error) {
 	if !r.On() {
 		return lua.Array(ctx, c, s, keys, args)
 	}
-	arr, acked, err := lua.ArrayWait(ctx, c, s, keys, args, r.Replicas, r.timeout())
+	arr, acked, err := lua.ArrayWait(ctx, c, s, keys, args, r.Replicas, r.timeout(), patience)
 	if err != nil || acked >= r.Replicas || !mustHold(arr) {
 		return arr, err
 	}

@@ -13,8 +13,9 @@ import (
 // A storefront payment and a free registration are answered confirmed only
 // once the replica holds them: with the replica stopped the payment is 503
 // (the processor retries the webhook) and so is its retry; once the
-// replica caught up the retry books the same payment once. A registration
-// that waits for payment sells nothing yet and does not wait.
+// replica caught up the retry books the same payment once. A free
+// registration waits longer (its patience) before it gives up. A
+// registration that waits for payment sells nothing yet and does not wait.
 func TestPaymentsAndFreeRegistrationsWaitForTheReplica(t *testing.T) {
 	rs := redistest.StartReplicated(t, 1)
 	primary, replica := rs.Primary, rs.Replicas[0]
@@ -38,11 +39,19 @@ func TestPaymentsAndFreeRegistrationsWaitForTheReplica(t *testing.T) {
 			t.Fatalf("payment %d with the replica stopped: %v, want ErrNotReplicated", try+1, err)
 		}
 	}
+	// A free registration cannot be retried as itself (a retry is another
+	// registration): it waits up to its patience, then gives up; the one
+	// given up on stays made.
 	if _, err := b.regs.Register(b.ctx, gaReq(1, 0, "free@x.test")); !errors.Is(err, redisstate.ErrNotReplicated) {
 		replica.Resume()
 		t.Fatalf("a free registration with the replica stopped: %v, want ErrNotReplicated", err)
 	}
-	replica.Resume()
+	resumed := time.AfterFunc(300*time.Millisecond, replica.Resume)
+	defer resumed.Stop()
+	if reg, err := b.regs.Register(b.ctx, gaReq(1, 0, "free2@x.test")); err != nil || reg.Status != StatusConfirmed {
+		replica.Resume()
+		t.Fatalf("a free registration whose replica catches up within its patience: %+v %v, want confirmed", reg, err)
+	}
 	// The replica catches up and acknowledges within a moment (a retry
 	// meanwhile is refused the same way).
 	out, err := pay(b, reg.ID, "cs_1", 1000)
@@ -52,7 +61,7 @@ func TestPaymentsAndFreeRegistrationsWaitForTheReplica(t *testing.T) {
 	if err != nil || !out.Duplicate || out.Registration.Status != StatusConfirmed {
 		t.Fatalf("the retried payment once the replica caught up: %+v %v, want confirmed (duplicate)", out, err)
 	}
-	if n := b.streamLen(t, evGA); n != 2 {
-		t.Fatalf("paid stream holds %d entries, want 2 (the payment once, the free registration)", n)
+	if n := b.streamLen(t, evGA); n != 3 {
+		t.Fatalf("paid stream holds %d entries, want 3 (the payment once, the two free registrations)", n)
 	}
 }

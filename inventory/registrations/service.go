@@ -277,7 +277,7 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 		// A free registration is paid as it is made: it is answered once
 		// the replicas hold it, as a payment is.
 		run = func(ctx context.Context, c rueidis.Client, sc *rueidis.Lua, ks, args []string) ([]rueidis.RedisMessage, error) {
-			return s.replication().Array(ctx, c, sc, ks, args, confirmedFree)
+			return s.replication().ArrayPatient(ctx, c, sc, ks, args, confirmedFree, freePatience)
 		}
 	}
 	var since int64 // Redis' time (us) when this Register first found an unpaid registration of its buyer
@@ -334,6 +334,10 @@ func (s *Service) replication() *redisstate.Replication {
 	}
 	return s.Orders.Replication
 }
+
+// freePatience is how long a free registration waits for the replicas
+// (within its request's deadline) before its buyer is told to retry.
+const freePatience = 3 * time.Second
 
 // confirmedFree says reg_register's reply is {9, …}: a free registration,
 // confirmed as it was made.
