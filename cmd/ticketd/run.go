@@ -332,6 +332,11 @@ func connectRedis(ctx context.Context, cfg config, log *slog.Logger) (c rueidis.
 		return nil, nil, false, fmt.Errorf("redis at %s (REDIS_URL unset): %w; production never falls back to an embedded Redis: "+
 			"start Redis or set REDIS_URL", redisHost(cfg.RedisURL), err)
 	}
+	if cfg.RedisWaitReplicas > 0 {
+		// Every sale would wait for replicas an embedded Redis never has.
+		return nil, nil, false, fmt.Errorf("redis at %s (REDIS_URL unset): %w; TICKETD_REDIS_WAIT_REPLICAS=%d needs a Redis with replicas, "+
+			"and the embedded one has none: start Redis or set REDIS_URL", redisHost(cfg.RedisURL), err, cfg.RedisWaitReplicas)
+	}
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true)
 	if err := m.Start(); err != nil {

@@ -182,6 +182,16 @@ func TestRunFallsBackToEmbeddedRedis(t *testing.T) {
 	demoFlow(t, base)
 }
 
+// An unset REDIS_URL that does not answer falls back to the embedded Redis
+// in development, but not when sales must wait for replicas it never has.
+func TestRunRefusesEmbeddedRedisWhenWaitingForReplicas(t *testing.T) {
+	cfg := config{Addr: "127.0.0.1:0", RedisURL: "redis://127.0.0.1:1", Development: true, RedisWaitReplicas: 1}
+	err := run(context.Background(), cfg, options{API: true}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err == nil || !strings.Contains(err.Error(), "TICKETD_REDIS_WAIT_REPLICAS=1") {
+		t.Fatalf("want a refusal naming TICKETD_REDIS_WAIT_REPLICAS, got %v", err)
+	}
+}
+
 // TestRunRefusesUnreachableExplicitRedis: a REDIS_URL that was set is never
 // silently replaced by the embedded Redis.
 func TestRunRefusesUnreachableExplicitRedis(t *testing.T) {

@@ -120,8 +120,8 @@ type Monitor struct {
 
 	view atomic.Pointer[View]
 
-	checking sync.Mutex             // one Check at a time: Run's, and a caller's
-	rolled   atomic.Pointer[string] // RolledBack's reason, for the next Check
+	checking sync.Mutex               // one Check at a time: Run's, and a caller's
+	rolled   atomic.Pointer[rollback] // RolledBack's, for the next Check
 	// Check's own state.
 	gen     string // generation adopted
 	seq     int64  // highest sequence number seen of gen
@@ -242,8 +242,8 @@ func (m *Monitor) Check(ctx context.Context) View {
 			next = View{Status: Lost, Reason: fmt.Sprintf("partition %d lost its generation marker", p)}
 		}
 	}
-	if r := m.rolled.Swap(nil); r != nil && next.Status == Current {
-		next = View{Status: Stale, Reason: "Redis went back to an older state: " + *r}
+	if r := m.rolled.Swap(nil); r != nil && r.gen == gen && next.Status == Current {
+		next = View{Status: Stale, Reason: "Redis went back to an older state: " + r.reason}
 	}
 	next.Gen = gen
 	next.Durability = dur
@@ -289,7 +289,7 @@ func (m *Monitor) read(ctx context.Context) (tick []rueidis.RedisMessage, marker
 	if m.Replication.On() {
 		// A short WAIT: a check must not wait out a whole sale's timeout.
 		wait := min(m.Replication.timeout(), m.timeout()/4)
-		arr, n, err := lua.ArrayWait(ctx, m.Redis, tickScript, m.tickKeys(), m.tickArgs(), m.Replication.Replicas, wait)
+		arr, n, err := lua.ArrayWait(ctx, m.Redis, tickScript, m.tickKeys(), m.tickArgs(), m.Replication.Replicas, wait, 0)
 		if err != nil {
 			return nil, nil, false, err
 		}
@@ -317,9 +317,15 @@ func (m *Monitor) unreplicated(r *Replicas) string {
 // (the gate closes, every node is told through Redis at the next check,
 // and the rebuild holds what was lost), as for a rollback of the state.
 func (m *Monitor) RolledBack(reason string) {
-	m.rolled.Store(&reason)
-	go m.Check(context.Background())
+	r := &rollback{gen: m.View().Gen, reason: reason}
+	if m.rolled.Swap(r) == nil {
+		go m.Check(context.Background()) // one at a time: later reports ride on it
+	}
 }
+
+// rollback is a RolledBack report: it stands for the generation it was
+// made in, and a rebuild's new one has nothing of it.
+type rollback struct{ gen, reason string }
 
 // adopt takes gen as the generation in force when Postgres agrees: a node
 // starting cold, or one that sees a rebuild's new generation. Without the
@@ -348,6 +354,7 @@ func (m *Monitor) adopt(ctx context.Context, gen string, seq int64, acked bool) 
 				return View{Status: Stale, Reason: fmt.Sprintf("the state's sequence number %d is below the %d Postgres recorded: Redis came back from an older snapshot", again, rec.Seq)}
 			}
 			seq = again
+			acked = false // the second tick was not waited for
 		}
 		if ok && rec.Gen == gen {
 			floor = rec.Seq

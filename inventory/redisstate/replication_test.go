@@ -92,3 +92,42 @@ func TestReplicasInSync(t *testing.T) {
 		t.Fatalf("online %d lag %s, want 1 and 12s", online, lag)
 	}
 }
+
+// With WAIT on, the sequence numbers the replicas acknowledged still guard
+// against a rollback: a state whose number went back below one they held
+// is stale.
+func TestAcknowledgedSequenceStillFindsARollback(t *testing.T) {
+	ctx := context.Background()
+	rs := redistest.StartReplicated(t, 1)
+	rc := rs.Primary.Client(t)
+	if err := redisstate.Publish(ctx, rc, keys.Space{}, "g1"); err != nil {
+		t.Fatal(err)
+	}
+	m := monitor(rc, keys.Space{})
+	m.Replication = &redisstate.Replication{Replicas: 1, Timeout: 200 * time.Millisecond}
+	for range 3 {
+		expectStatus(t, m.Check(ctx), redisstate.Current)
+	}
+	if err := rc.Do(ctx, rc.B().Hset().Key(keys.Space{}.State()).FieldValue().FieldValue("seq", "1").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	expectStatus(t, m.Check(ctx), redisstate.Stale)
+}
+
+// A sale that found Redis went back (orders.Service.ReportPaid) stops
+// sales at once: the state is stale, with the sale's reason.
+func TestARollbackASaleFoundStopsSales(t *testing.T) {
+	rc, space := redistest.New(t)
+	ctx := context.Background()
+	m := monitor(rc, space)
+	expectStatus(t, m.Check(ctx), redisstate.Current)
+	m.RolledBack("event e's paid units went back")
+	v := m.Check(ctx)
+	expectStatus(t, v, redisstate.Stale)
+	if !strings.Contains(v.Reason, "event e's paid units went back") {
+		t.Fatalf("reason %q, want the sale's", v.Reason)
+	}
+	if e := m.Gate(); e == nil || e.Status != 503 {
+		t.Fatalf("gate after the rollback: %v, want 503", e)
+	}
+}

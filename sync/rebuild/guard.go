@@ -61,9 +61,15 @@ func (g *Guard) WireState(mon *redisstate.Monitor, rb *Rebuilder) {
 // a sale that finds Redis went back stops sales for a rebuild (after
 // WireState).
 func (g *Guard) WireOrders(ord *orders.Service) {
+	ord.Held = g.Held.Check
+	if g.Book.Store == nil {
+		// Without Postgres nothing is rebuilt: a Redis that lost its state
+		// starts anew from zero, and the units this node saw before would
+		// look handed out twice.
+		return
+	}
 	ord.Marks = g.Book.Saw
 	if g.monitor != nil {
 		ord.RolledBack = g.monitor.RolledBack
 	}
-	ord.Held = g.Held.Check
 }
