@@ -75,3 +75,15 @@ func waitCode(t *testing.T, s *servertest.Server, body map[string]any, code stri
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A REDIS_URL that does not parse is reported without the password it
+// holds (url.Parse's error repeats the whole URL).
+func TestStoreCommandsHideTheRedisPassword(t *testing.T) {
+	for _, cmd := range []string{"rebuild", "held"} {
+		r := ticketctl(map[string]string{"REDIS_URL": "redis://u:s3cret@host:badport/0"}, "", cmd)
+		if r.code == 0 || strings.Contains(r.stdout+r.stderr, "s3cret") || !strings.Contains(r.stderr, "REDIS_URL") {
+			t.Errorf("ticketctl %s with a bad REDIS_URL: exit %d, stderr %q: want a failure naming REDIS_URL without its password",
+				cmd, r.code, r.stderr)
+		}
+	}
+}

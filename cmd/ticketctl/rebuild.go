@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -120,6 +121,11 @@ func storesOf(e env, cmd string) (stores, bool) {
 func (at stores) connect(ctx context.Context) (rc rueidis.Client, pool *pgxpool.Pool, close func(), err error) {
 	opt, err := rueidis.ParseURL(at.redisURL)
 	if err != nil {
+		// url.Parse's error repeats the whole URL, password included.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, nil, nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	opt.DisableCache = true

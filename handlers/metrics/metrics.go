@@ -247,7 +247,7 @@ func (m *Metrics) WatchReplication(mon *redisstate.Monitor, r *redisstate.Replic
 		}, replicas(func(r redisstate.Replicas) float64 { return float64(r.Online) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "ticketd_redis_replica_lag_seconds",
-			Help: "The longest time since a replica in sync acknowledged its master, as Redis counts it (whole seconds); -1 until read.",
+			Help: "The longest time since an online replica acknowledged its master, as Redis counts it (whole seconds); -1 until read.",
 		}, replicas(func(r redisstate.Replicas) float64 { return r.Lag.Seconds() })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "ticketd_redis_wait_timeouts_total",

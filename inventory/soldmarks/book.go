@@ -163,7 +163,13 @@ func (b *Book) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-			b.flushLogged(fctx)
+			if err := b.Flush(fctx); err != nil {
+				// Nothing retries once the node is gone: the operator can
+				// only enter them by hand (decisions.md, what the marks do
+				// not cover).
+				b.logger().Error("sold marks: the node stops with marks Postgres does not have; a rebuild would not see them",
+					"err", err, "marks", b.Marks())
+			}
 			cancel()
 			return
 		case <-t.C:
