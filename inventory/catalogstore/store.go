@@ -91,12 +91,23 @@ func (s *Store) version(ctx context.Context) (int64, error) {
 // found the Redis state current (redisstate.Monitor), never while it is
 // lost: a lost projection reads as an empty catalog, and serving that
 // would turn every valid credential into a 401.
+//
+// version may be stale by the time the document is read: an apply can land
+// in between (on this node, which installed its own version already, or on
+// another). The version is read again after the document, and a document
+// whose version moved meanwhile is not installed under the old number
+// (the next check brings the new one): labelled with the old version, the
+// new catalog would keep what this node learnt under the old one (sold-out
+// answers from memory) after an apply that changed the capacities.
 func (s *Store) Sync(ctx context.Context, version int64) error {
 	if cur := s.snap.Load(); cur != nil && cur.Version == version {
 		return nil
 	}
 	p, err := s.readProjection(ctx)
 	if err != nil {
+		return err
+	}
+	if now, err := s.version(ctx); err != nil || now != version {
 		return err
 	}
 	return s.install(version, p)
