@@ -204,8 +204,9 @@ end
 -- cart_count_paid(soldkey, fields, qtys): adds a settled order's admissions
 -- (its 'ev' claim) to the sold hash's 'paid' field and returns the field's
 -- new value and the admissions added (the units (new-added, new] are this
--- order's: a node that sees one handed out twice knows Redis went back). 'paid' counts the event's units ever paid (refunded ones too):
--- only ever raised, and written back by a rebuild as the units it found
+-- order's: a node that sees one handed out twice knows Redis went back).
+-- 'paid' counts the event's units ever paid (refunded ones too): only ever
+-- raised, and written back by a rebuild as the units it found
 -- paid, so every value a script returns is comparable with the record
 -- (nodes keep the highest as the event's sold mark, decisions.md). No
 -- capacity is kept on it: it is not a claim. The caller checked the sold
