@@ -1,15 +1,12 @@
 package procs
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -138,40 +135,18 @@ func ping(addr string) error {
 	return err
 }
 
-// inline sends one inline command on a connection of its own and returns
-// its reply: a simple string or a bulk string (an error reply is an
-// error).
+// inline sends one command (its words space-separated) and returns its
+// string reply.
 func inline(addr, cmd string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+	v, err := Do(context.Background(), addr, strings.Fields(cmd)...)
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte(cmd + "\r\n")); err != nil {
-		return "", err
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("%s answered %v", cmd, v)
 	}
-	rd := bufio.NewReader(c)
-	line, err := rd.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	line = strings.TrimRight(line, "\r\n")
-	switch {
-	case strings.HasPrefix(line, "+"):
-		return line[1:], nil
-	case strings.HasPrefix(line, "$"):
-		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return "", fmt.Errorf("%s answered %q", cmd, line)
-		}
-		body := make([]byte, n+2) // and its CRLF
-		if _, err := io.ReadFull(rd, body); err != nil {
-			return "", err
-		}
-		return string(body[:n]), nil
-	}
-	return "", fmt.Errorf("%s answered %q", cmd, line)
+	return s, nil
 }
 
 // Stop stops the server (SIGTERM: Redis flushes its AOF and exits) and
