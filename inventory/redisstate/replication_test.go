@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
@@ -39,16 +37,11 @@ func TestFailoverToAReplicaIsARollbackOnlyWithoutWait(t *testing.T) {
 				t.Fatalf("replicas read: %+v, want 1 online", v.Replicas)
 			}
 			promoted := replica.Client(t)
-			offset := func(c rueidis.Client, field string) string {
-				info, _ := c.Do(ctx, c.B().Info().Section("replication").Build()).ToString()
-				for _, l := range strings.Split(info, "\n") {
-					if v, ok := strings.CutPrefix(strings.TrimSpace(l), field+":"); ok {
-						return v
-					}
-				}
-				return ""
+			offset := func(s *redistest.Server, field string) string {
+				m, _ := s.Info("replication")
+				return m[field]
 			}
-			for deadline := time.Now().Add(10 * time.Second); offset(rc, "master_repl_offset") != offset(promoted, "slave_repl_offset"); {
+			for deadline := time.Now().Add(10 * time.Second); offset(primary, "master_repl_offset") != offset(replica, "slave_repl_offset"); {
 				if time.Now().After(deadline) {
 					t.Fatal("the replica did not catch up with the checks so far in 10s")
 				}

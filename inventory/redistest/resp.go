@@ -81,3 +81,9 @@ func waitUntil(t testing.TB, timeout time.Duration, what string, check func() st
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Info returns the fields of one INFO section of s ("replication"), as
+// info does.
+func (s *Server) Info(section string) (map[string]string, error) {
+	return info(s.Addr, "INFO", section)
+}
