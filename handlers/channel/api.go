@@ -57,7 +57,9 @@ func (a *API) now() time.Time {
 	return time.Now()
 }
 
-func (a *API) ctx() (context.Context, context.CancelFunc) { return guard.RequestContext(a.Timeout) }
+func (a *API) ctx(rc *fasthttp.RequestCtx) (context.Context, context.CancelFunc) {
+	return guard.RequestContext(rc, a.Timeout)
+}
 
 // Register mounts the partner routes.
 func (a *API) Register(r *router.Router) {

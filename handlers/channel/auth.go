@@ -76,7 +76,7 @@ func (a *API) guard(mode authMode, scope string, cl guard.Class, h handler) fast
 		}
 		// One deadline for all the Redis work of the request (fasthttp's
 		// own context ends only at shutdown).
-		rctx, cancel := a.ctx()
+		rctx, cancel := a.ctx(ctx)
 		defer cancel()
 		c.ctx = rctx
 		refused, err := guard.Limit(ctx, rctx, a.Limiter, bucket, limit)

@@ -16,6 +16,7 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/payments"
 )
@@ -82,11 +83,11 @@ func (p *Pay) Register(r *router.Router) {
 
 // requestContext bounds one page request's work, the first webhook
 // delivery included.
-func (p *Pay) requestContext() (context.Context, context.CancelFunc) {
+func (p *Pay) requestContext(ctx *fasthttp.RequestCtx) (context.Context, context.CancelFunc) {
 	if p.Timeout > 0 {
-		return context.WithTimeout(context.Background(), p.Timeout)
+		return guard.RequestContext(ctx, p.Timeout)
 	}
-	return context.WithTimeout(context.Background(), 15*time.Second)
+	return guard.RequestContext(ctx, 15*time.Second)
 }
 
 func (p *Pay) log() *slog.Logger {
@@ -103,7 +104,7 @@ func sessionID(ctx *fasthttp.RequestCtx) string {
 
 func (p *Pay) show(h Hosted) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		c, cancel := p.requestContext()
+		c, cancel := p.requestContext(ctx)
 		defer cancel()
 		s, found, err := h.Get(c, sessionID(ctx))
 		p.render(ctx, h, s, found, err, "")
@@ -112,7 +113,7 @@ func (p *Pay) show(h Hosted) fasthttp.RequestHandler {
 
 func (p *Pay) pay(h Hosted) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		c, cancel := p.requestContext()
+		c, cancel := p.requestContext(ctx)
 		defer cancel()
 		s, found, err := h.Pay(c, sessionID(ctx), string(ctx.PostArgs().Peek("card")))
 		switch {
@@ -144,7 +145,7 @@ const msgUnconfirmed = "We could not confirm the payment. Press Pay again: you w
 // nothing was charged.
 func (p *Pay) unconfirmed(ctx *fasthttp.RequestCtx, h Hosted, payErr error) {
 	p.log().Error("pages: pay", "processor", h.Name(), "err", payErr)
-	c, cancel := p.requestContext()
+	c, cancel := p.requestContext(ctx)
 	defer cancel()
 	s, found, err := h.Get(c, sessionID(ctx))
 	switch {
@@ -173,7 +174,7 @@ func (p *Pay) paid(ctx *fasthttp.RequestCtx, h Hosted, s payments.HostedSession)
 
 func (p *Pay) cancel(h Hosted) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		c, cancel := p.requestContext()
+		c, cancel := p.requestContext(ctx)
 		defer cancel()
 		s, found, err := h.Cancel(c, sessionID(ctx))
 		if err == nil && found && s.Status == payments.StatusCancelled {

@@ -12,6 +12,7 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/inventory/tickets"
 )
 
@@ -73,11 +74,7 @@ func (h *Tickets) order(ctx *fasthttp.RequestCtx) (tickets.Order, bool) {
 		ticketNotFound(ctx)
 		return tickets.Order{}, false
 	}
-	timeout := h.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	c, cancel := context.WithTimeout(context.Background(), timeout)
+	c, cancel := guard.RequestContext(ctx, h.Timeout)
 	defer cancel()
 	o, ok, err := h.Orders.TicketOrder(c, id)
 	if err != nil {

@@ -68,7 +68,7 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 			httpx.Fail(ctx, errBadToken)
 			return
 		}
-		rctx, cancel := guard.RequestContext(p.Timeout)
+		rctx, cancel := guard.RequestContext(ctx, p.Timeout)
 		defer cancel()
 		ip := p.ClientIP.ClientIP(ctx)
 		refused, err := guard.Limit(ctx, rctx, p.Limiter, guard.IPBucket(ip, cl), guard.IPLimit(cl))

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
 	"github.com/ticketd/ticketd/inventory/registrations"
+	"github.com/ticketd/ticketd/inventory/roundtrips"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/inventory/tickets"
 	"github.com/ticketd/ticketd/sync/catalogdb"
@@ -120,7 +122,10 @@ type Server struct {
 // Start builds the stack and stops it with t.
 func Start(t testing.TB, opt Options) *Server {
 	t.Helper()
-	rc, space := redistest.New(t)
+	raw, space := redistest.New(t)
+	// Every Redis call of the stack is counted: a request sent with
+	// TripsHeader answers how many round trips it made (Server.Trips).
+	rc := roundtrips.Wrap(raw, nil)
 	pool := pgtest.New(t)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	store := &catalogstore.Store{Redis: rc, Space: space, Sealer: catalog.NewSealer("test"), Record: &catalogdb.Store{Pool: pool}, Logger: log}
@@ -187,7 +192,7 @@ func Start(t testing.TB, opt Options) *Server {
 	go fs.regs.Run(monCtx, 100*time.Millisecond)
 	handler := m.Instrument(server.Handler(health, api, fs.api, fs.hooks, fs.pay, fs.tickets, fs.picker,
 		&admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m))
-	srv := server.New(handler, server.AdminToken(AdminToken), server.Logger(log))
+	srv := server.New(countTrips(handler), server.AdminToken(AdminToken), server.Logger(log))
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	w := &worker.Worker{Redis: rc, Space: space, Pool: pool, Logger: log, ClaimIdle: time.Second, Retention: opt.Retention}
@@ -302,4 +307,26 @@ func (s *Server) Count(t testing.TB, sql string, args ...any) int {
 		t.Fatalf("servertest: %s: %v", sql, err)
 	}
 	return n
+}
+
+// TripsHeader, on a request to a test server, asks for the Redis round
+// trips the request made; the answer carries the count in TripsCount.
+const (
+	TripsHeader = "X-Test-Roundtrips"
+	TripsCount  = "X-Test-Roundtrips-Count"
+)
+
+// countTrips counts the round trips of the requests that ask (TripsHeader)
+// through the request context the surfaces make (guard.RequestContext).
+func countTrips(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if len(ctx.Request.Header.Peek(TripsHeader)) == 0 {
+			h(ctx)
+			return
+		}
+		c := &roundtrips.Counter{}
+		ctx.SetUserValue(roundtrips.RequestKey, c)
+		h(ctx)
+		ctx.Response.Header.Set(TripsCount, strconv.FormatInt(c.Load(), 10))
+	}
 }

@@ -82,7 +82,7 @@ func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
 			httpx.Fail(ctx, errOrigin)
 			return
 		}
-		rctx, cancel := guard.RequestContext(a.Timeout)
+		rctx, cancel := guard.RequestContext(ctx, a.Timeout)
 		defer cancel()
 		bucket := guard.IPBucket(a.ClientIP.ClientIP(ctx), cl)
 		refused, err := guard.Limit(ctx, rctx, a.Limiter, bucket, guard.IPLimit(cl))

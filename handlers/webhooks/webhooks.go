@@ -27,6 +27,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/keys"
@@ -200,7 +201,7 @@ func (a *API) process(ctx *fasthttp.RequestCtx, processor string, ev event) {
 		httpx.OK(ctx, reply{Received: true, Ignored: true})
 		return
 	}
-	c, cancel := context.WithTimeout(context.Background(), a.timeout())
+	c, cancel := guard.RequestContext(ctx, a.timeout())
 	defer cancel()
 	key := a.Space.WebhookSeen(processor, ev.id)
 	set, err := a.Redis.Do(c, a.Redis.B().Set().Key(key).Value("pending").Nx().Px(a.pendingTTL()).Build()).AsBool()
