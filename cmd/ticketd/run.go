@@ -33,6 +33,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/roundtrips"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/inventory/tickets"
 	"github.com/ticketd/ticketd/sync/catalogdb"
@@ -74,6 +75,8 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		return err
 	}
 	defer closeRedis()
+	trips := &roundtrips.Counter{} // ticketd_redis_round_trips_total: the bench's round trips per unit
+	rc = roundtrips.Wrap(rc, trips)
 	pool, err := connectPostgres(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -94,6 +97,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		store.Record = &catalogdb.Store{Pool: pool}
 	}
 	m := metrics.New()
+	m.CountRedisRoundTrips(trips)
 	m.SetLogger(log) // failed requests, by route
 	mon, rebuilder := stateMonitor(rc, space, pool, store, embedded, m, log)
 	repl := &redisstate.Replication{Replicas: cfg.RedisWaitReplicas, Timeout: cfg.RedisWaitTimeout}

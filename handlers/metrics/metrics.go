@@ -18,6 +18,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/roundtrips"
 )
 
 // Rebuild results pre-declared on ticketd_rebuilds_total, so that a rate
@@ -254,6 +255,20 @@ func (m *Metrics) WatchReplication(mon *redisstate.Monitor, r *redisstate.Replic
 			Help: "Payments answered 503 because fewer replicas than TICKETD_REDIS_WAIT_REPLICAS acknowledged them in time.",
 		}, func() float64 { return float64(r.Timeouts()) }),
 	)
+}
+
+// CountRedisRoundTrips exports total, the round trips of ticketd's Redis
+// client (roundtrips.Wrap), as ticketd_redis_round_trips_total, read at
+// each scrape: the bench divides its increase over a run by the units of
+// work to report round trips per unit.
+func (m *Metrics) CountRedisRoundTrips(total *roundtrips.Counter) {
+	if m == nil || total == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "ticketd_redis_round_trips_total",
+		Help: "Redis round trips this process made: a command, or a pipeline of commands, sent and answered.",
+	}, func() float64 { return float64(total.Load()) }))
 }
 
 // Register mounts GET /metrics (server.Surface), outside any

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/roundtrips"
 )
 
 // testRouter is set up as server.Handler sets up its router.
@@ -267,4 +268,22 @@ func TestSalesStoppedFollowsEachGate(t *testing.T) {
 	stopped(map[string]float64{StoppedRedisState: 0, StoppedUnsynced: 1})
 	m.UnsyncedChanged(false)
 	stopped(map[string]float64{StoppedRedisState: 0, StoppedUnsynced: 0})
+}
+
+// ticketd_redis_round_trips_total reads the client's total at each scrape.
+func TestRedisRoundTripsAreServed(t *testing.T) {
+	m := New()
+	var total roundtrips.Counter
+	m.CountRedisRoundTrips(&total)
+	h := testRouter(m)
+	total.Add(7)
+	if s := find(scrape(t, h), "ticketd_redis_round_trips_total", nil); s == nil || s.GetCounter().GetValue() != 7 {
+		t.Fatalf("round trips: %v, want 7", s)
+	}
+	total.Add(5)
+	if s := find(scrape(t, h), "ticketd_redis_round_trips_total", nil); s == nil || s.GetCounter().GetValue() != 12 {
+		t.Fatalf("round trips after 5 more: %v, want 12", s)
+	}
+	var none *Metrics
+	none.CountRedisRoundTrips(&total) // a nil *Metrics does nothing
 }
