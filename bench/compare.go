@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ticketd/ticketd/bench/api"
@@ -27,7 +28,20 @@ type comparisons struct {
 // pairScenarios are the scenarios measured in reserve+confirm pairs.
 var pairScenarios = map[string]bool{"flash": true, "flash-durable": true, "flash-replicated": true, "flash-open": true, "sellout": true, "mixed": true}
 
+// needsComparisons: the pair scenarios are read against the ceilings and
+// the baseline, the storefront ones against the ceilings (their cost
+// targets: the canned server's CPU per pair, the claim script's rate).
 func needsComparisons(selected []scenario.Scenario) bool {
+	for _, s := range selected {
+		if pairScenarios[s.Name()] || strings.HasPrefix(s.Name(), "storefront-") {
+			return true
+		}
+	}
+	return false
+}
+
+// needsBaseline: only the pair scenarios are read against the baseline.
+func needsBaseline(selected []scenario.Scenario) bool {
 	for _, s := range selected {
 		if pairScenarios[s.Name()] {
 			return true
@@ -84,7 +98,7 @@ func (cmp *comparisons) noRatios(r *report.Run) string {
 
 // compare measures the ceilings and the baseline, each as long as its
 // default or -duration, whichever is shorter.
-func compare(ctx context.Context, c config, d *deployment, pr *load.Progress) *comparisons {
+func compare(ctx context.Context, c config, d *deployment, pr *load.Progress, baseline bool) *comparisons {
 	cmp := &comparisons{}
 	dur := func(def time.Duration) time.Duration {
 		if c.Duration > 0 && c.Duration < def {
@@ -98,9 +112,12 @@ func compare(ctx context.Context, c config, d *deployment, pr *load.Progress) *c
 		cmp.redisCeiling(ctx, c, d, dur(10*time.Second))
 		cmp.httpCeiling(ctx, c, d, pr, dur(10*time.Second))
 	}
-	if c.NoBaseline {
+	switch {
+	case c.NoBaseline:
 		cmp.notes = append(cmp.notes, "baseline not run (-no-baseline)")
-	} else {
+	case !baseline:
+		cmp.notes = append(cmp.notes, "baseline not run: no reserve+confirm scenario selected")
+	default:
 		cmp.baseline(ctx, c, d, pr, dur(15*time.Second))
 	}
 	return cmp

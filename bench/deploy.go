@@ -18,10 +18,12 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/bench/api"
+	"github.com/ticketd/ticketd/bench/cpuprofile"
 	"github.com/ticketd/ticketd/bench/cpuuse"
 	"github.com/ticketd/ticketd/bench/integrity"
 	"github.com/ticketd/ticketd/bench/procs"
 	"github.com/ticketd/ticketd/bench/redismem"
+	"github.com/ticketd/ticketd/bench/redisuse"
 	"github.com/ticketd/ticketd/bench/scenario"
 )
 
@@ -61,6 +63,13 @@ type deployment struct {
 	// cardSecret is ticketd's TICKETD_CARD_WEBHOOK_SECRET: the storefront
 	// scenarios sign the card webhook with it. Empty when unknown.
 	cardSecret string
+	// use reads ticketd's Redis round trips and its Redis's commands over
+	// each timed run.
+	use *redisuse.Meter
+	// pprofAddr, when set, is the TICKETD_PPROF_ADDR of the ticketd the
+	// bench starts (-profile), and prof profiles it.
+	pprofAddr string
+	prof      *cpuprofile.Profiler
 }
 
 // env is a fresh scenario environment: a new run id, so every run
@@ -68,7 +77,7 @@ type deployment struct {
 func (d *deployment) env() *scenario.Env {
 	return &scenario.Env{API: d.api, Addr: d.addr, Run: newRunID(), Allow: d.allow, Record: d.record, RecordWhy: d.recordWhy,
 		Redis: d.redis, KeyPrefix: d.prefix, PrefixKnown: d.prefixKnown, DrainTimeout: d.drain, CPU: d.cpu,
-		CardWebhookSecret: d.cardSecret}
+		CardWebhookSecret: d.cardSecret, Extra: d.use}
 }
 
 func newRunID() string { return "b" + randomHex(4) }
@@ -164,8 +173,16 @@ func (d *deployment) startLocal(ctx context.Context, c config, stack *procs.Stac
 	if err := procs.Build(ctx, d.root, "./cmd/ticketd", d.ticketdBin); err != nil {
 		return err
 	}
+	if c.Profile != "" {
+		if d.pprofAddr, err = procs.FreeAddr(); err != nil {
+			return err
+		}
+	}
 	if err := d.startTicketd(ctx, stack, "ticketd", !ownRedis); err != nil {
 		return err
+	}
+	if d.pprofAddr != "" {
+		d.prof = cpuprofile.New("http://" + d.pprofAddr)
 	}
 	d.cpu = d.meter(ctx, d.dbServer, cpuuse.Process("ticketd", d.ticketdPID))
 	return nil
@@ -209,6 +226,9 @@ func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name 
 		// order and kind); rendering an e-mail with QR images for each of a
 		// flash run's orders is not what the bench measures.
 		"TICKETD_CARD_WEBHOOK_SECRET=" + d.cardSecret, "TICKETD_TRUSTED_PROXIES=127.0.0.1/32,::1/128", "TICKETD_MAIL=off"}
+	if d.pprofAddr != "" {
+		env = append(env, "TICKETD_PPROF_ADDR="+d.pprofAddr)
+	}
 	env = append(env, d.ticketdEnv...) // later entries win
 	for _, kv := range d.ticketdEnv {
 		if v, ok := strings.CutPrefix(kv, "TICKETD_CARD_WEBHOOK_SECRET="); ok {
@@ -222,6 +242,7 @@ func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name 
 	stack.Push("stop "+name, func(context.Context) error { return p.Stop(30 * time.Second) })
 	d.addr, d.ticketdPID = addr, p.PID()
 	d.api = &api.Client{Base: "http://" + addr, AdminToken: token}
+	d.use = redisuse.New(d.redis, d.api.Base)
 	if err := waitUp(ctx, d.api, p, "/readyz", time.Minute); err != nil {
 		return err
 	}
@@ -301,6 +322,17 @@ func (d *deployment) connectTarget(ctx context.Context, c config, stack *procs.S
 		d.redis, d.redisURL = rc, c.RedisURL
 		d.prefix, d.prefixKnown = c.KeyPrefix, c.prefixSet
 	}
+	// Every API node's /metrics: behind a load balancer -target reaches one.
+	nodes := []string{d.api.Base}
+	if c.MetricsURLs != "" {
+		nodes = nil
+		for _, n := range strings.Split(c.MetricsURLs, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				nodes = append(nodes, strings.TrimSuffix(n, "/"))
+			}
+		}
+	}
+	d.use = redisuse.New(d.redis, nodes...)
 	d.cpu = d.meter(ctx, c.DatabaseURL) // ticketd is not the bench's child: its pid is unknown
 	if c.DatabaseURL == "" {
 		d.recordWhy = "no -database-url: Postgres not checked"

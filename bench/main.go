@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -61,6 +62,9 @@ type config struct {
 	CardSecret    string
 	RedisCluster  int
 	Capacity      int64
+	Profile       string
+	MetricsURLs   string
+	scenarios     int // how many -scenario selects
 }
 
 func main() { os.Exit(run()) }
@@ -87,6 +91,8 @@ func run() int {
 	flag.DurationVar(&c.DrainTimeout, "drain-timeout", 2*time.Minute, "how long the integrity check waits for the sync worker to write everything to Postgres")
 	flag.IntVar(&c.RedisCluster, "redis-cluster", 0, "start a Redis Cluster of this many masters (at least 3; redis-server --cluster-enabled yes on loopback ports) for the ticketd the bench starts, and remove it at the end; 0: one Redis")
 	flag.Int64Var(&c.Capacity, "capacity", 0, "capacity of the flash scenarios' event (0: one no run reaches); a small one makes a run of sold-out refusals, to measure what a refused buyer costs")
+	flag.StringVar(&c.Profile, "profile", "", "write the CPU profile of the ticketd the bench starts over each run's timed part to this file (go tool pprof); with several scenarios, one file each, the scenario's name before the extension")
+	flag.StringVar(&c.MetricsURLs, "metrics-url", "", "with -target: base URLs of every ticketd API node, comma-separated, whose /metrics are summed for the Redis round trips (default -target)")
 	ticketdEnv := flag.String("ticketd-env", "", "extra environment of the ticketd processes the bench starts, NAME=value words (\"TICKETD_REDIS_FLUSH_DELAY=200us GOGC=800\")")
 	serveCanned := flag.String("serve-canned", "", "internal: serve canned responses on this address (the HTTP ceiling)")
 	flag.Parse()
@@ -112,12 +118,19 @@ func run() int {
 	case c.Capacity < 0:
 		fmt.Fprintln(os.Stderr, "bench: -capacity must not be negative")
 		return 2
+	case c.Profile != "" && c.Target != "":
+		fmt.Fprintln(os.Stderr, "bench: -profile profiles the ticketd the bench starts: with -target, read the running one's TICKETD_PPROF_ADDR")
+		return 2
+	case c.MetricsURLs != "" && c.Target == "":
+		fmt.Fprintln(os.Stderr, "bench: -metrics-url names the nodes of -target")
+		return 2
 	}
 	selected, err := selection(c.Scenario)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 2
 	}
+	c.scenarios = len(selected)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stack := &procs.Stack{Log: os.Stderr}
@@ -181,7 +194,7 @@ func selection(value string) ([]scenario.Scenario, error) {
 
 func missed(ts []report.Target) bool {
 	for _, t := range ts {
-		if t.Status == report.Fail {
+		if t.Status == report.Fail || t.Status == report.Miss {
 			return true
 		}
 	}
@@ -204,11 +217,11 @@ func runSuite(ctx context.Context, c config, selected []scenario.Scenario, stack
 
 	cmp := &comparisons{}
 	if needsComparisons(selected) {
-		cmp = compare(ctx, c, d, progress)
+		cmp = compare(ctx, c, d, progress, needsBaseline(selected))
 		s.Runs = append(s.Runs, cmp.runs...)
 		s.Notes = append(s.Notes, cmp.notes...)
 	} else {
-		s.Notes = append(s.Notes, "no reserve+confirm scenario selected: ceilings and baseline not run")
+		s.Notes = append(s.Notes, "no reserve+confirm or storefront scenario selected: ceilings and baseline not run")
 	}
 	for _, sc := range selected {
 		if ctx.Err() != nil {
@@ -259,11 +272,66 @@ func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scena
 	if o.Rate > 0 || sc.Name() == scenario.FlashOpen.Name() || sc.Name() == scenario.Sellout.Name() {
 		o.Workers = openInFlight
 	}
-	out, err := sc.Run(ctx, d.env(), o)
+	env := d.env()
+	if d.prof != nil {
+		env.Extra = windows{d.prof, d.use} // the profile's slices begin before the counters are read
+	}
+	d.use.Take() // what ran before is not this run's
+	out, err := sc.Run(ctx, env, o)
 	if err != nil {
 		return failedRun(sc.Name(), err), ""
 	}
-	return []report.Run{toRun(sc.Name(), "ticketd", out)}, ""
+	r := toRun(sc.Name(), "ticketd", out)
+	d.redisPerUnit(ctx, &r)
+	if d.prof != nil {
+		d.writeProfile(ctx, &r, profilePath(c.Profile, sc.Name(), c.scenarios > 1))
+	}
+	return []report.Run{r}, ""
+}
+
+// redisPerUnit gives r what its deployment asked of Redis per unit over
+// the timed run, and forgets it.
+func (d *deployment) redisPerUnit(ctx context.Context, r *report.Run) {
+	r.Redis = d.use.Take().PerUnit(ctx, d.use.Redis(), r.Units)
+}
+
+// writeProfile writes the CPU profile ticketd's profiler took over r's
+// timed part to path, and says so, or why not, in r's notes.
+func (d *deployment) writeProfile(ctx context.Context, r *report.Run, path string) {
+	n, err := d.prof.Write(ctx, path)
+	if err != nil {
+		r.Notes = append(r.Notes, "-profile: no CPU profile written: "+err.Error())
+		return
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("ticketd's CPU profile over the timed run (%d slices of 1 s merged): %s (go tool pprof -top %s)", n, path, path))
+	fmt.Fprintf(os.Stderr, "bench: %s: ticketd's CPU profile written to %s\n", r.Scenario, path)
+}
+
+// profilePath is -profile's file for a scenario: the file itself, or with
+// several scenarios the scenario's name before its extension
+// (cpu.prof -> cpu-flash.prof).
+func profilePath(file, scenario string, several bool) string {
+	if !several {
+		return file
+	}
+	ext := filepath.Ext(file)
+	return strings.TrimSuffix(file, ext) + "-" + scenario + ext
+}
+
+// windows tells its windows a timed part begins in order, and ends in
+// reverse order.
+type windows []load.Window
+
+func (ws windows) Begin() {
+	for _, w := range ws {
+		w.Begin()
+	}
+}
+
+func (ws windows) End() {
+	for i := len(ws) - 1; i >= 0; i-- {
+		ws[i].End()
+	}
 }
 
 // toRun turns a scenario outcome into a report run.

@@ -94,3 +94,15 @@ func TestScenariosInTurnsSayWhyTheyDidNotRun(t *testing.T) {
 		}
 	}
 }
+
+func TestProfilePathNamesEachScenario(t *testing.T) {
+	if got := profilePath("out/cpu.prof", "flash", false); got != "out/cpu.prof" {
+		t.Errorf("one scenario: %s", got)
+	}
+	if got := profilePath("out/cpu.prof", "storefront-seats", true); got != "out/cpu-storefront-seats.prof" {
+		t.Errorf("several: %s", got)
+	}
+	if got := profilePath("cpu", "flash", true); got != "cpu-flash" {
+		t.Errorf("no extension: %s", got)
+	}
+}

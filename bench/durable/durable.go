@@ -29,17 +29,43 @@ type Snapshot struct {
 	aofRewrites int64
 }
 
-// Take reads the counters of INFO commandstats, stats and persistence.
+// Take reads the counters of INFO commandstats, stats and persistence; on
+// a Redis Cluster, every master's, summed (a replica's would count the
+// writes its master sent it again).
 func Take(ctx context.Context, rc rueidis.Client) (Snapshot, error) {
-	fields, err := redismem.Info(ctx, rc, "commandstats", "stats", "persistence")
+	if rc.Mode() != rueidis.ClientModeCluster {
+		return take(ctx, rc, false)
+	}
+	var sum Snapshot
+	for _, node := range rc.Nodes() {
+		s, err := take(ctx, node, true)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		sum = sum.Add(s)
+	}
+	return sum, nil
+}
+
+// take reads one node's counters; mastersOnly leaves a replica's out (zero).
+func take(ctx context.Context, rc rueidis.Client, mastersOnly bool) (Snapshot, error) {
+	sections := []string{"commandstats", "stats", "persistence"}
+	if mastersOnly {
+		sections = append(sections, "replication")
+	}
+	fields, err := redismem.Info(ctx, rc, sections...)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("durable: %w", err)
 	}
-	return snapshot(fields), nil
+	if mastersOnly && fields["role"] != "master" {
+		return Snapshot{}, nil
+	}
+	return FromInfo(fields), nil
 }
 
-// snapshot reads the counters of INFO's fields.
-func snapshot(fields map[string]string) Snapshot {
+// FromInfo reads the counters of INFO's fields ("cmdstat_hset":
+// "calls=12,usec=34,...", "total_commands_processed": "56").
+func FromInfo(fields map[string]string) Snapshot {
 	s := Snapshot{calls: map[string]int64{}}
 	for k, v := range fields {
 		if name, ok := strings.CutPrefix(k, "cmdstat_"); ok {
@@ -64,6 +90,33 @@ func snapshot(fields map[string]string) Snapshot {
 	}
 	return s
 }
+
+// Sub is what happened from before to s: each counter's increase.
+func (s Snapshot) Sub(before Snapshot) Snapshot {
+	d := Snapshot{calls: make(map[string]int64, len(s.calls)), commands: s.commands - before.commands,
+		aofRewrites: s.aofRewrites - before.aofRewrites}
+	for name, n := range s.calls {
+		d.calls[name] = n - before.calls[name]
+	}
+	return d
+}
+
+// Add sums s and o, counter by counter: the increases of several windows.
+func (s Snapshot) Add(o Snapshot) Snapshot {
+	sum := Snapshot{calls: make(map[string]int64, len(s.calls)+len(o.calls)), commands: s.commands + o.commands,
+		aofRewrites: s.aofRewrites + o.aofRewrites}
+	for name, n := range s.calls {
+		sum.calls[name] += n
+	}
+	for name, n := range o.calls {
+		sum.calls[name] += n
+	}
+	return sum
+}
+
+// Commands is every command counted (total_commands_processed: those inside
+// scripts included).
+func (s Snapshot) Commands() int64 { return s.commands }
 
 // commandCost is one command's calls per unit of work.
 type commandCost struct {
@@ -92,11 +145,20 @@ func Since(ctx context.Context, rc rueidis.Client, before Snapshot, units int64)
 	if err != nil {
 		return Cost{}, err
 	}
-	writes, err := writeFlags(ctx, rc, called(before, after))
-	if err != nil {
-		return Cost{}, err
+	return CostOf(ctx, rc, after.Sub(before), units)
+}
+
+// CostOf is the cost of delta, what rc did (Sub of two snapshots, or a sum
+// of such), for units of work; with rc nil, no command counts as a write.
+func CostOf(ctx context.Context, rc rueidis.Client, delta Snapshot, units int64) (Cost, error) {
+	writes := map[string]bool{}
+	if rc != nil {
+		var err error
+		if writes, err = writeFlags(ctx, rc, called(Snapshot{}, delta)); err != nil {
+			return Cost{}, err
+		}
 	}
-	return compare(before, after, units, writes), nil
+	return compare(Snapshot{}, delta, units, writes), nil
 }
 
 // compare is what happened between before and after for units of work;

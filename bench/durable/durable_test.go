@@ -75,7 +75,7 @@ func TestCostCountsTheWritesInsideScripts(t *testing.T) {
 }
 
 func TestSnapshotReadsTheCounters(t *testing.T) {
-	s := snapshot(map[string]string{"cmdstat_hset": "calls=12,usec=30,usec_per_call=2.50,rejected_calls=0,failed_calls=0",
+	s := FromInfo(map[string]string{"cmdstat_hset": "calls=12,usec=30,usec_per_call=2.50,rejected_calls=0,failed_calls=0",
 		"cmdstat_xinfo|groups": "calls=3,usec=22", "total_commands_processed": "99", "aof_rewrites": "2", "aof_delayed_fsync": "0"})
 	if s.calls["hset"] != 12 || s.calls["xinfo|groups"] != 3 || s.commands != 99 || s.aofRewrites != 2 {
 		t.Fatalf("parsed %+v", s)

@@ -77,7 +77,10 @@ type Run struct {
 	// (from /proc; empty when not measured): their sum per unit is what
 	// caps throughput when the service, its stores and the load generator
 	// share the machine.
-	CPU    []CPUShare    `json:"cpu"`
+	CPU []CPUShare `json:"cpu"`
+	// Redis is what the run asked of Redis over the timed run, per unit;
+	// nil when not measured (a run not on ticketd).
+	Redis  *RedisUse     `json:"redis,omitempty"`
 	Series []load.Second `json:"series"`
 	Notes  []string      `json:"notes"`
 	// Warnings are what makes the run's figures doubtful: a load generator
@@ -97,6 +100,24 @@ type CPUShare struct {
 	Process       string  `json:"process"`
 	Cores         float64 `json:"cores"`
 	MicrosPerUnit float64 `json:"us_per_unit"`
+}
+
+// RedisUse is what a run asked of Redis per unit of work over its timed
+// run. A figure that could not be read is nil, and Why says why.
+type RedisUse struct {
+	// RoundTripsPerUnit is ticketd's ticketd_redis_round_trips_total
+	// (every API node's) over the run, per unit: a command or a pipeline
+	// sent and answered.
+	RoundTripsPerUnit *float64 `json:"round_trips_per_unit"`
+	// CommandsPerUnit is the Redis server's total_commands_processed over
+	// the run, per unit: those inside scripts included, and every client's.
+	CommandsPerUnit *float64 `json:"commands_per_unit"`
+	// ScriptsPerUnit is the EVALSHA, EVAL and FCALL calls among them.
+	ScriptsPerUnit *float64 `json:"scripts_per_unit"`
+	// ByCommand lists the calls per unit by command ("evalsha 2.00, hset
+	// 1.00 (w)"; (w): a write).
+	ByCommand string   `json:"by_command,omitempty"`
+	Why       []string `json:"why,omitempty"`
 }
 
 // Figure is a named figure beside throughput and latency.
@@ -161,10 +182,12 @@ func scheduleNote(r *Run) (warning, note string) {
 	return "the load generator fell behind: it " + got + " while workers were free, so the target got less load than asked and its figures are for a lighter load than intended", ""
 }
 
-// Target statuses.
+// Target statuses. Miss is a cost target (a ratio within one run, issue
+// 19) not reached: the code costs more than the target, the run is sound.
 const (
 	Pass        = "PASS"
 	Fail        = "FAIL"
+	Miss        = "MISS"
 	NotMeasured = "not measured"
 )
 
@@ -174,6 +197,10 @@ type Target struct {
 	Want   string `json:"want"`
 	Got    string `json:"got"`
 	Status string `json:"status"`
+	// Today is the figure the issue that set the target measured, to read
+	// Got against; Value is Got's ratio, nil when not measured.
+	Today string   `json:"today,omitempty"`
+	Value *float64 `json:"value,omitempty"`
 }
 
 // Suite is a whole bench invocation.

@@ -59,6 +59,8 @@ func Table(w io.Writer, s *Suite) {
 	}
 	tw.Flush()
 
+	redisUse(w, s)
+
 	section(w, "Answers by code (errors: unexpected, transport errors as their own codes; rejections: expected under load)")
 	for _, r := range s.Runs {
 		fmt.Fprintf(w, "  %-14s errors: %s\n", r.Scenario, codes(r.Errors))
@@ -89,13 +91,60 @@ func Table(w io.Writer, s *Suite) {
 
 	section(w, "Targets (2-core machine, load generator on the same machine)")
 	for _, t := range s.Targets {
-		fmt.Fprintf(w, "  %-12s %s\n  %-12s   want %s\n  %-12s   got  %s\n", t.Status, t.Name, "", t.Want, "", t.Got)
+		fmt.Fprintf(w, "  %-12s %s\n", t.Status, t.Name)
+		if t.Today != "" {
+			fmt.Fprintf(w, "  %-12s   today %s\n", "", t.Today)
+		}
+		fmt.Fprintf(w, "  %-12s   want %s\n  %-12s   got  %s\n", "", t.Want, "", t.Got)
 	}
 	verdict := "PASSED"
 	if !s.IntegrityOK {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(w, "\nintegrity %s\n", verdict)
+}
+
+// redisUse writes what each run asked of Redis per unit, beside the CPU
+// table; nothing when no run measured it.
+func redisUse(w io.Writer, s *Suite) {
+	titled := false
+	var tw *tabwriter.Writer
+	for _, r := range s.Runs {
+		u := r.Redis
+		if u == nil {
+			continue
+		}
+		if !titled {
+			section(w, "Redis per unit over the timed run: round trips (ticketd_redis_round_trips_total of ticketd's API nodes) and "+
+				"commands (INFO commandstats of the whole Redis: those inside scripts included, every client's)")
+			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "run\tunit\tround trips\tcommands\tscripts\t")
+			titled = true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, one(r.Unit), maybe(u.RoundTripsPerUnit), maybe(u.CommandsPerUnit), maybe(u.ScriptsPerUnit))
+	}
+	if !titled {
+		return
+	}
+	tw.Flush()
+	for _, r := range s.Runs {
+		if u := r.Redis; u != nil {
+			if u.ByCommand != "" {
+				fmt.Fprintf(w, "  %s, calls per %s by command ((w): write): %s\n", r.Scenario, one(r.Unit), u.ByCommand)
+			}
+			for _, why := range u.Why {
+				fmt.Fprintf(w, "  %s: %s\n", r.Scenario, why)
+			}
+		}
+	}
+}
+
+// maybe formats a figure that may not have been measured ("-").
+func maybe(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fixed2(*v)
 }
 
 // openLoops writes, for each open loop, the arrivals it began per second

@@ -31,7 +31,7 @@ func alternate(ctx context.Context, envs [2]*Env, labels [2]string, o Options, s
 			return [2]*Outcome{}, err
 		}
 		plans[i] = load.Plan{Name: labels[i], Unit: "pairs", Ops: ops.names, Primary: ops.add("pair"),
-			Duration: o.Duration / time.Duration(slices), Workers: o.Workers, Progress: o.Progress, NewActor: keepActors(f), Window: env.CPU}
+			Duration: o.Duration / time.Duration(slices), Workers: o.Workers, Progress: o.Progress, NewActor: keepActors(f), Window: env.window()}
 	}
 	var results [2][]*load.Result
 	var cpu [2]cpuSum

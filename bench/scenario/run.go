@@ -107,7 +107,7 @@ func runParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Opt
 	plan := load.Plan{
 		Name: label, Unit: unit, Ops: ops.names, Primary: ops.add(latencyOp),
 		Open: o.Rate > 0, Rate: o.Rate, Duration: o.Duration, Arrivals: o.Arrivals, Workers: o.Workers,
-		Progress: o.Progress, NewActor: mixer(parts), Window: env.CPU, // a nil meter measures nothing
+		Progress: o.Progress, NewActor: mixer(parts), Window: env.window(),
 	}
 	res, err := load.Run(ctx, env.Addr, plan)
 	if err != nil {

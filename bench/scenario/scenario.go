@@ -45,11 +45,30 @@ type Env struct {
 	DrainTimeout time.Duration
 	// CPU, when set, measures the processes under load over the timed run.
 	CPU *cpuuse.Meter
+	// Extra, when set, is told too when each timed part begins and ends,
+	// outside the CPU meter's window (what it does there costs ticketd
+	// CPU): the Redis counters, a CPU profile.
+	Extra load.Window
 	// CardWebhookSecret is the target's TICKETD_CARD_WEBHOOK_SECRET: the
 	// storefront scenarios play the card processor and sign its webhook
 	// with it. Empty when unknown; those scenarios then do not run.
 	CardWebhookSecret string
 }
+
+// window is what a run's load tells of its timed part: the CPU meter,
+// inside Extra.
+func (e *Env) window() load.Window {
+	if e.Extra == nil {
+		return e.CPU // a nil meter measures nothing
+	}
+	return around{outer: e.Extra, inner: e.CPU}
+}
+
+// around begins outer before inner and ends it after.
+type around struct{ outer, inner load.Window }
+
+func (a around) Begin() { a.outer.Begin(); a.inner.Begin() }
+func (a around) End()   { a.inner.End(); a.outer.End() }
 
 // Record is the durable record of a target: ticketd's Postgres, or the
 // baseline server's own statistics.
