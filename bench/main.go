@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -303,8 +304,32 @@ func (d *deployment) writeProfile(ctx context.Context, r *report.Run, path strin
 		r.Notes = append(r.Notes, "-profile: no CPU profile written: "+err.Error())
 		return
 	}
-	r.Notes = append(r.Notes, fmt.Sprintf("ticketd's CPU profile over the timed run (%d slices of 1 s merged): %s (go tool pprof -top %s)", n, path, path))
+	note := fmt.Sprintf("ticketd's CPU profile over the timed run (%d slices of 1 s merged): %s (go tool pprof -top %s)", n, path, path)
+	if total := profileTotal(ctx, path); total != "" {
+		// The profile samples; /proc counts. Beside each other, a reader
+		// sees how much of ticketd's CPU the samples account for.
+		if us, ok := microsPerUnit(r, ticketdRow); ok {
+			total += fmt.Sprintf("; /proc counted %.2f s of ticketd CPU over the %.1f s run", us*float64(r.Units)/1e6, r.DurationS)
+		}
+		note += "; " + total
+	}
+	r.Notes = append(r.Notes, note)
 	fmt.Fprintf(os.Stderr, "bench: %s: ticketd's CPU profile written to %s\n", r.Scenario, path)
+}
+
+// profileTotal is go tool pprof's "Duration: ..., Total samples = ..."
+// line of a profile; empty when it cannot be read.
+func profileTotal(ctx context.Context, path string) string {
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=1", path).Output()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "Total samples") {
+			return "pprof: " + strings.TrimSpace(line)
+		}
+	}
+	return ""
 }
 
 // profilePath is -profile's file for a scenario: the file itself, or with
