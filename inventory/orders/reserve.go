@@ -57,6 +57,9 @@ type Service struct {
 	// are held after a loss (inventory/salesholds), nil otherwise: Reserve
 	// and a storefront registration refuse it (HeldError).
 	Held func(eventID string) *apierr.Error
+	// Archive, when set, answers confirm replays and status for orders
+	// Redis no longer has (sync/orderdb): ConfirmOrder and Lookup.
+	Archive Archive
 
 	sold    soldOut
 	macOnce sync.Once
