@@ -208,7 +208,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		Logger:   log,
 	}
 	if pool != nil {
-		api.Archive = orderdb.Store{Pool: pool}
+		ord.Archive = orderdb.Store{Pool: pool}
 	}
 	fr, err := newFront(frontDeps{cfg: cfg, secretsKey: secretsKey, redis: rc, space: space, pool: pool, store: store,
 		orders: ord, seats: api.Seats, limiter: limiter, resolver: resolver, monitor: mon, gate: gate, log: log})

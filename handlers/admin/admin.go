@@ -3,7 +3,6 @@
 package admin
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -111,7 +110,7 @@ func (a *API) applyCatalog(ctx *fasthttp.RequestCtx) {
 		failInvalid(ctx, err)
 		return
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	rctx, cancel := guard.RequestContext(ctx, 30*time.Second)
 	defer cancel()
 	applied, err := a.Catalog.Apply(rctx, doc)
 	switch {

@@ -34,9 +34,6 @@ type API struct {
 	// Lockout throttles failed authentications; nil throttles none.
 	Lockout  *lockout.Guard
 	Sessions *Sessions
-	// Archive answers status and confirm replays for orders that aged out
-	// of Redis (Postgres); nil when ticketd runs without Postgres.
-	Archive orders.Archive
 	// Gate, when set, says whether sales run: nil, or the 503 to answer
 	// (redisstate.Monitor.Gate: Redis unreachable, lost or being rebuilt).
 	// It is checked before anything else, so a stopped node answers at once.

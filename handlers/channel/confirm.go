@@ -1,7 +1,6 @@
 package channel
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -141,10 +140,7 @@ func (a *API) confirm(ctx *fasthttp.RequestCtx, c *caller) {
 			req.EventCancelled = true
 		}
 	}
-	res, err := a.Orders.Confirm(c.ctx, req)
-	if errors.Is(err, orders.ErrNotFound) {
-		res, err = a.unknownConfirm(c.ctx, req)
-	}
+	res, err := a.Orders.ConfirmOrder(c.ctx, req)
 	if err != nil {
 		a.failConfirm(ctx, err, "order", f.OrderID)
 		return
@@ -174,36 +170,6 @@ func (a *API) failConfirm(ctx *fasthttp.RequestCtx, err error, logArgs ...any) {
 	httpx.Fail(ctx, errAccrualRetry)
 }
 
-// unknownConfirm answers a confirm of an order Redis does not have: a paid
-// order of the caller in Postgres is a replay (same reference) or a second
-// charge to refund (another reference); an order ticketd made for the
-// caller but knows nowhere (lost with Redis' state, or aged out after it
-// expired) failed: the partner refunds.
-func (a *API) unknownConfirm(ctx context.Context, req orders.ConfirmRequest) (orders.Confirmation, error) {
-	var st orders.State
-	var found bool
-	if a.Archive != nil {
-		var err error
-		if st, found, err = a.Archive.Order(ctx, req.OrderID); err != nil {
-			return orders.Confirmation{}, err
-		}
-	}
-	if !found && a.Orders.Minted(req.OrderID, req.ChannelID) {
-		return orders.Confirmation{}, orders.ConfirmFailed("lost")
-	}
-	if !found || st.ChannelID != req.ChannelID || st.Status != orders.StatusPaid {
-		return orders.Confirmation{}, orders.ErrNotFound
-	}
-	if st.PartnerReference != req.Reference {
-		return orders.Confirmation{}, orders.ConfirmFailed("already_paid")
-	}
-	tix, err := a.Archive.Tickets(ctx, req.OrderID)
-	if err != nil {
-		return orders.Confirmation{}, err
-	}
-	return orders.Confirmation{OrderID: req.OrderID, Status: orders.StatusPaid, Tickets: tix, Duplicate: true}, nil
-}
-
 type statusBody struct {
 	OrderID *string `json:"orderId"`
 }
@@ -219,19 +185,14 @@ func (a *API) status(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, apierr.Invalid("orderId is required"))
 		return
 	}
-	st, found, err := a.Orders.Status(c.ctx, *body.OrderID)
-	if err == nil && !found && a.Archive != nil {
-		st, found, err = a.Archive.Order(c.ctx, *body.OrderID)
-	}
+	st, lost, found, err := a.Orders.Lookup(c.ctx, *body.OrderID, c.Channel.ID)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return
 	}
-	if !found && a.Orders.Minted(*body.OrderID, c.Channel.ID) {
-		// Made for this channel, known nowhere: lost with Redis' state or
-		// aged out after it expired. Either way it can never be paid.
+	if lost {
 		// Its amount is not known any more.
-		httpx.OK(ctx, map[string]any{"orderId": *body.OrderID, "status": orders.StatusFailed, "currency": "USD"})
+		httpx.OK(ctx, map[string]any{"orderId": st.OrderID, "status": st.Status, "currency": "USD"})
 		return
 	}
 	// A session sees only the orders it reserved; a key, its channel's.

@@ -161,7 +161,7 @@ func Start(t testing.TB, opt Options) *Server {
 	resolver := &clientip.Resolver{Trusted: trusted}
 	locks := &lockout.Guard{Limiter: limiter, Logger: log, PerIP: opt.LockoutPerIP, PerKey: opt.LockoutPerKey}
 	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL, IDKey: []byte("test-order-ids"),
-		Retention: opt.Retention, IdempotencyTTL: opt.Retention}
+		Retention: opt.Retention, IdempotencyTTL: opt.Retention, Archive: orderdb.Store{Pool: pool}}
 	guard.WireOrders(ord)
 	api := &channel.API{
 		Catalog:  store.Current,
@@ -174,7 +174,6 @@ func Start(t testing.TB, opt Options) *Server {
 		Gate:     mon.Gate,
 		Metrics:  m,
 		Logger:   log,
-		Archive:  orderdb.Store{Pool: pool},
 	}
 	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
 	go backlog.Run(monCtx, time.Second)

@@ -1,11 +1,9 @@
 package storefront
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -224,99 +222,26 @@ func (a *API) walletPayment(ctx *fasthttp.RequestCtx, r *request) {
 	a.checkout(ctx, r, a.Wallet, ev, reg, &b.payBody)
 }
 
-// checkout opens a session with p for reg and attaches it. Only the
-// newest session of a registration can be paid, so the others are
-// closed: the one attached before, first; then, as two calls for one
-// registration may run at once (each read it before the other attached),
-// one attached while ours was being opened; and ours, when another is
-// attached after it (it is then the newest). A Registration shows only
-// its last session, which is what these checks compare: two calls that
-// each attach between the other's last read and its attach can still
-// both stay open, until the sweep closes every session of the
-// registration when it expires.
+// checkout opens a session with p for reg and attaches it
+// (registrations.Service.OpenCheckout: the protocol, and its one script).
 func (a *API) checkout(ctx *fasthttp.RequestCtx, r *request, p payments.Processor, ev *catalog.CompiledEvent,
 	reg registrations.Registration, b *payBody) {
-	if e := a.closeLast(r.ctx, reg); e != nil {
-		httpx.Fail(ctx, e)
-		return
-	}
 	success := strings.ReplaceAll(b.SuccessURL, "{REGISTRATION_ID}", reg.ID)
 	cancel := strings.ReplaceAll(b.CancelURL, "{REGISTRATION_ID}", reg.ID)
-	sess, err := p.CreateSession(r.ctx, payments.CheckoutRequest{
+	sess, err := a.Registrations.OpenCheckout(r.ctx, reg, p, payments.CheckoutRequest{
 		RegistrationID: reg.ID, EventID: ev.ID, EventName: ev.Name, Amount: reg.Total, Currency: "USD",
 		Lines: reg.Lines, Items: checkoutItems(ev, reg), BuyerEmail: reg.BuyerEmail, SuccessURL: success, CancelURL: cancel, ExpiresAt: reg.PayBy,
-	})
-	if err != nil {
-		httpx.Fail(ctx, a.processorFailed("create session", err))
+	}, a.processor)
+	var pe *registrations.ProcessorError
+	switch {
+	case errors.As(err, &pe):
+		httpx.Fail(ctx, a.processorFailed(pe.Op, pe.Err))
 		return
-	}
-	// Another call may have attached its session meanwhile.
-	cur, _, err := a.Registrations.Get(r.ctx, reg.ID)
-	if err != nil {
-		a.discard(r, p, sess.ID)
-		httpx.Fail(ctx, a.unavailable("registration", err))
+	case err != nil:
+		httpx.Fail(ctx, a.unavailable("checkout session", err))
 		return
-	}
-	if cur.Processor != reg.Processor || cur.SessionID != reg.SessionID {
-		if e := a.closeLast(r.ctx, cur); e != nil {
-			a.discard(r, p, sess.ID)
-			httpx.Fail(ctx, e)
-			return
-		}
-	}
-	if err := a.Registrations.AttachSession(r.ctx, reg.ID, p.Name(), sess.ID); err != nil {
-		// The registration can no longer take it (its window just
-		// closed): nobody may pay the session.
-		a.discard(r, p, sess.ID)
-		httpx.Fail(ctx, a.unavailable("attach session", err))
-		return
-	}
-	if cur, found, err := a.Registrations.Get(r.ctx, reg.ID); err == nil && found &&
-		(cur.Processor != p.Name() || cur.SessionID != sess.ID) {
-		// Attached after ours, or paid by another session: ours is no
-		// longer the newest. Its URL is answered all the same, as when a
-		// later call closes it: the buyer follows the newest.
-		a.discard(r, p, sess.ID)
-		if cur.Status == registrations.StatusConfirmed {
-			httpx.Fail(ctx, registrations.NotPayable("paid"))
-			return
-		}
 	}
 	httpx.OK(ctx, map[string]any{"url": sess.URL, "sessionId": sess.ID, "registrationId": reg.ID})
-}
-
-// closeLast closes the last session attached to reg, if any; one paid
-// already makes the registration not payable.
-func (a *API) closeLast(ctx context.Context, reg registrations.Registration) *apierr.Error {
-	if reg.SessionID == "" {
-		return nil
-	}
-	prev := a.processor(reg.Processor)
-	if prev == nil {
-		return nil
-	}
-	paid, err := prev.Expire(ctx, reg.SessionID)
-	if err != nil {
-		return a.processorFailed("expire session", err)
-	}
-	if paid {
-		return registrations.NotPayable("paid")
-	}
-	return nil
-}
-
-// discardTimeout bounds closing a session the request opened and cannot
-// use.
-const discardTimeout = 5 * time.Second
-
-// discard closes a session of p the request opened and nobody may pay.
-// It runs on a context of its own: the request's may be what ran out.
-func (a *API) discard(r *request, p payments.Processor, sessionID string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), discardTimeout)
-	defer cancel()
-	if _, err := p.Expire(ctx, sessionID); err != nil {
-		a.logger().Warn("storefront: close an unused checkout session", "processor", p.Name(), "err", err)
-	}
 }
 
 // processor finds a processor by the name a registration recorded.

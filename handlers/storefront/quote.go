@@ -22,8 +22,7 @@ type cartBody struct {
 }
 
 // priced resolves the body's event for a sale and prices its cart with
-// pricing.Price, as the partner quote and reserve do; a limited discount
-// code with no use left is refused here already, as register-guest would.
+// pricing.Price, as the partner quote and reserve do.
 func (a *API) priced(r *request, b *cartBody) (*catalog.CompiledEvent, pricing.Quote, *apierr.Error) {
 	if b.EventID == "" {
 		return nil, pricing.Quote{}, apierr.Invalid("eventId is required")
@@ -33,6 +32,14 @@ func (a *API) priced(r *request, b *cartBody) (*catalog.CompiledEvent, pricing.Q
 		return nil, pricing.Quote{}, e
 	}
 	q, e := pricing.Price(ev, b.Cart)
+	return ev, q, e
+}
+
+// quoted is priced, and a limited discount code with no use left is
+// refused as register-guest would refuse it (whose script checks the
+// uses itself, so it calls priced alone).
+func (a *API) quoted(r *request, b *cartBody) (*catalog.CompiledEvent, pricing.Quote, *apierr.Error) {
+	ev, q, e := a.priced(r, b)
 	if e != nil {
 		return nil, q, e
 	}
@@ -55,7 +62,7 @@ func (a *API) quote(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	_, q, e := a.priced(r, &b)
+	_, q, e := a.quoted(r, &b)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return

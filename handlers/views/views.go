@@ -143,10 +143,10 @@ func Left(remaining map[string]int64, field string) *int64 {
 func partsOf(ev *catalog.CompiledEvent, remaining map[string]int64) Parts {
 	var p Parts
 	for _, s := range ev.Event.Showings {
-		p.Showings = append(p.Showings, Showing{ID: s.ID, StartsAt: s.StartsAt, Remaining: Left(remaining, "sh:"+s.ID)})
+		p.Showings = append(p.Showings, Showing{ID: s.ID, StartsAt: s.StartsAt, Remaining: Left(remaining, capacity.ShowingField(s.ID))})
 	}
 	for _, x := range ev.Event.Extras {
-		p.Extras = append(p.Extras, Extra{ID: x.ID, Name: x.Name, Price: x.Price, Remaining: Left(remaining, "x:"+x.ID)})
+		p.Extras = append(p.Extras, Extra{ID: x.ID, Name: x.Name, Price: x.Price, Remaining: Left(remaining, capacity.ExtraField(x.ID))})
 	}
 	if pct := ev.Pricing.RefundProtectionPercent; pct.IsPositive() {
 		p.RefundProtection = &RefundOffer{Percent: json.Number(pct.String())}

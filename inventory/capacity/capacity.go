@@ -12,6 +12,37 @@ package capacity
 // Event is the field of the event's own cap.
 const Event = "ev"
 
+// Kind is what a field caps: its name's prefix.
+type Kind string
+
+// The kinds of field; the event's own is Event alone, without an id.
+const (
+	KindEvent   Kind = Event
+	KindTicket  Kind = "t"
+	KindShowing Kind = "sh"
+	KindExtra   Kind = "x"
+	KindArea    Kind = "a"
+	KindTable   Kind = "tb"
+)
+
+// The fields of an event's parts are built here alone, so the prefixes
+// are spelled once in Go (the scripts take the fields as Go names them).
+func TicketField(id string) string  { return string(KindTicket) + ":" + id }
+func ShowingField(id string) string { return string(KindShowing) + ":" + id }
+func ExtraField(id string) string   { return string(KindExtra) + ":" + id }
+func AreaField(id string) string    { return string(KindArea) + ":" + id }
+func TableField(id string) string   { return string(KindTable) + ":" + id }
+
+// Split is a field's kind and the id of what it caps ("" for the event).
+func Split(field string) (Kind, string) {
+	for i := 0; i < len(field); i++ {
+		if field[i] == ':' {
+			return Kind(field[:i]), field[i+1:]
+		}
+	}
+	return Kind(field), ""
+}
+
 // Left is what is left to sell of a field capped at cap with sold sold:
 // never below zero (a cap is never applied below its sold count, and a
 // frozen field's cap is its sold count).
@@ -33,7 +64,7 @@ func Remaining(caps, sold map[string]int64) map[string]int64 {
 // of the ticket's cap, bounded by what is left of the event's. ok is false
 // for a ticket without a cap (the event's remaining is shown on its own).
 func Ticket(remaining map[string]int64, id string) (left int64, ok bool) {
-	left, ok = remaining["t:"+id]
+	left, ok = remaining[TicketField(id)]
 	if ev, capped := remaining[Event]; ok && capped && ev < left {
 		left = ev
 	}

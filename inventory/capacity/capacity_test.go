@@ -19,3 +19,23 @@ func TestRemainingAndTicket(t *testing.T) {
 		t.Error("left below zero")
 	}
 }
+
+// Every field a part's constructor builds splits back into its kind and
+// id, and the event's own field is the event kind without an id.
+func TestFieldsSplitBack(t *testing.T) {
+	for _, c := range []struct {
+		field string
+		kind  Kind
+		id    string
+	}{
+		{TicketField("tk_a"), KindTicket, "tk_a"}, {ShowingField("sh:1"), KindShowing, "sh:1"}, {ExtraField("x"), KindExtra, "x"},
+		{AreaField("floor"), KindArea, "floor"}, {TableField("T1"), KindTable, "T1"}, {Event, KindEvent, ""},
+	} {
+		if k, id := Split(c.field); k != c.kind || id != c.id {
+			t.Errorf("Split(%q) = %q, %q; want %q, %q", c.field, k, id, c.kind, c.id)
+		}
+	}
+	if TicketField("a") != "t:a" || TableField("b") != "tb:b" {
+		t.Fatal("field names moved: the scripts and Redis' stored caps name them t:<id>, tb:<id>, ...")
+	}
+}

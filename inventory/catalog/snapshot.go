@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/cidr"
 )
 
@@ -138,24 +139,24 @@ func (e *CompiledEvent) Caps() map[string]int64 {
 		m["ev"] = *e.Capacity
 	}
 	for _, t := range e.Event.Tickets {
-		m["t:"+t.ID] = t.Capacity
+		m[capacity.TicketField(t.ID)] = t.Capacity
 	}
 	for _, s := range e.Event.Showings {
 		if s.Capacity != nil {
-			m["sh:"+s.ID] = *s.Capacity
+			m[capacity.ShowingField(s.ID)] = *s.Capacity
 		}
 	}
 	for _, x := range e.Event.Extras {
 		if x.Capacity != nil {
-			m["x:"+x.ID] = *x.Capacity
+			m[capacity.ExtraField(x.ID)] = *x.Capacity
 		}
 	}
 	if e.SeatMap != nil {
 		for _, a := range e.SeatMap.GAAreas {
-			m["a:"+a.ID] = a.Capacity
+			m[capacity.AreaField(a.ID)] = a.Capacity
 		}
 		for _, t := range e.SeatMap.Tables {
-			m["tb:"+t.ID] = 1
+			m[capacity.TableField(t.ID)] = 1
 		}
 	}
 	return m

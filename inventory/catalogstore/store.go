@@ -17,6 +17,7 @@ import (
 	json "github.com/goccy/go-json"
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/lease"
@@ -342,23 +343,23 @@ func capPath(ev *catalog.Event, field string) string {
 		return ".capacity"
 	}
 	for i, t := range ev.Tickets {
-		if field == "t:"+t.ID {
+		if field == capacity.TicketField(t.ID) {
 			return fmt.Sprintf(".tickets[%d].capacity", i)
 		}
 	}
 	for i, sh := range ev.Showings {
-		if field == "sh:"+sh.ID {
+		if field == capacity.ShowingField(sh.ID) {
 			return fmt.Sprintf(".showings[%d].capacity", i)
 		}
 	}
 	for i, x := range ev.Extras {
-		if field == "x:"+x.ID {
+		if field == capacity.ExtraField(x.ID) {
 			return fmt.Sprintf(".extras[%d].capacity", i)
 		}
 	}
 	if ev.SeatMap != nil {
 		for i, a := range ev.SeatMap.GAAreas {
-			if field == "a:"+a.ID {
+			if field == capacity.AreaField(a.ID) {
 				return fmt.Sprintf(".seatMap.gaAreas[%d].capacity", i)
 			}
 		}
@@ -377,12 +378,12 @@ func uncappedFields(ev *catalog.Event) []string {
 	}
 	for _, sh := range ev.Showings {
 		if sh.Capacity == nil {
-			out = append(out, "sh:"+sh.ID)
+			out = append(out, capacity.ShowingField(sh.ID))
 		}
 	}
 	for _, x := range ev.Extras {
 		if x.Capacity == nil {
-			out = append(out, "x:"+x.ID)
+			out = append(out, capacity.ExtraField(x.ID))
 		}
 	}
 	return out

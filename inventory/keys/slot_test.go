@@ -180,8 +180,10 @@ var scriptKeys = map[string]func(in input) [][]string{
 		}
 		return out
 	},
-	"reg_session": func(in input) [][]string { return [][]string{{in.order(), in.sp.Expiry(in.p())}} },
-	"reg_status":  func(in input) [][]string { return [][]string{{in.order()}} },
+	"reg_checkout": func(in input) [][]string {
+		return [][]string{{in.order(), in.sp.Expiry(in.p()), in.session(), in.session()}, {in.order(), in.sp.Expiry(in.p()), in.order(), in.order()}}
+	},
+	"reg_status": func(in input) [][]string { return [][]string{{in.order()}} },
 	"seat_extend": func(in input) (out [][]string) {
 		for _, ip := range in.ipTokens() {
 			out = append(out, append([]string{in.sp.Hold(in.ev, in.token), ip}, in.seats()...))

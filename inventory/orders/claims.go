@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ticketd/ticketd/inventory/capacity"
 )
 
 // ClaimsOf returns the capacity counters a sale of lines takes (field ->
@@ -26,21 +28,21 @@ func AddClaims(claims map[string]int64, l Line, showingID string) {
 	admissions := l.Quantity
 	switch l.Kind {
 	case LineTicket:
-		claims["t:"+l.RefID] += l.Quantity
+		claims[capacity.TicketField(l.RefID)] += l.Quantity
 	case LineArea:
-		claims["a:"+l.RefID] += l.Quantity
+		claims[capacity.AreaField(l.RefID)] += l.Quantity
 	case LineTable:
-		claims["tb:"+l.RefID]++
+		claims[capacity.TableField(l.RefID)]++
 	case LineSeat:
 	case LineExtra:
-		claims["x:"+l.RefID] += l.Quantity
+		claims[capacity.ExtraField(l.RefID)] += l.Quantity
 		return // an extra admits nobody
 	default:
 		return
 	}
 	claims["ev"] += admissions
 	if showingID != "" {
-		claims["sh:"+showingID] += admissions
+		claims[capacity.ShowingField(showingID)] += admissions
 	}
 }
 

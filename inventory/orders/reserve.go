@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redisstate"
@@ -57,6 +58,9 @@ type Service struct {
 	// are held after a loss (inventory/salesholds), nil otherwise: Reserve
 	// and a storefront registration refuse it (HeldError).
 	Held func(eventID string) *apierr.Error
+	// Archive, when set, answers confirm replays and status for orders
+	// Redis no longer has (sync/orderdb): ConfirmOrder and Lookup.
+	Archive Archive
 
 	sold    soldOut
 	macOnce sync.Once
@@ -400,17 +404,17 @@ func SeatNotHeldError(labels []string) *apierr.Error {
 
 // CapacityError maps a capacity field with too few left to interface.md's code.
 func CapacityError(field string, left int64) *apierr.Error {
-	kind, id, _ := strings.Cut(field, ":")
+	kind, id := capacity.Split(field)
 	soldOut := left <= 0
 	switch kind {
-	case "ev", "sh":
+	case capacity.KindEvent, capacity.KindShowing:
 		if soldOut {
 			return apierr.Of("EVENT_SOLD_OUT", "the event has no remaining capacity")
 		}
 		return apierr.Of("QUANTITY_EXCEEDS_CAPACITY", "only %d admissions remain for this event", left).With("remaining", left)
-	case "tb":
+	case capacity.KindTable:
 		return seats.ConflictError([]string{id})
-	case "x":
+	case capacity.KindExtra:
 		if soldOut {
 			return apierr.Of("EXTRA_SOLD_OUT", "extra %s is sold out", id)
 		}

@@ -190,19 +190,50 @@ func (s HostedSession) ReturnURL() string {
 
 // CreateSession opens a session for req and returns its hosted page.
 func (h *Hosted) CreateSession(ctx context.Context, req CheckoutRequest) (Session, error) {
+	p, err := h.PrepareSession(req)
+	if err != nil {
+		return Session{}, err
+	}
+	exp, keep, _ := strings.Cut(p.Expiry, " ")
+	arr, err := lua.Array(ctx, h.cfg.Redis, scriptOpen, []string{p.Key}, append([]string{exp, keep}, p.Fields...))
+	if err != nil {
+		return Session{}, h.storeFailed("open session", err)
+	}
+	if code, err := lua.Int(arr, 0); err != nil || code != 0 {
+		return Session{}, fmt.Errorf("payments: %s: open session: id collision or bad reply (%d, %v)", h.name, code, err)
+	}
+	return p.Session, nil
+}
+
+// Prepared is a built-in processor's session made ready to open: the
+// script that attaches it to its registration writes it
+// (registrations.Service.OpenCheckout), so opening and attaching are one
+// step.
+type Prepared struct {
+	Session Session
+	// Key is the session's hash, in its registration's slot.
+	Key string
+	// Expiry is "<expiry, unix ms> <retention after it, ms>".
+	Expiry string
+	// Fields are the session hash's field, value pairs.
+	Fields []string
+}
+
+// PrepareSession makes a session for req ready to open, without I/O.
+func (h *Hosted) PrepareSession(req CheckoutRequest) (Prepared, error) {
 	if _, ok := keys.OrderEvent(req.RegistrationID); !ok {
-		return Session{}, fmt.Errorf("payments: %s: registration id %q is not an order id", h.name, req.RegistrationID)
+		return Prepared{}, fmt.Errorf("payments: %s: registration id %q is not an order id", h.name, req.RegistrationID)
 	}
 	if req.ExpiresAt.IsZero() {
-		return Session{}, fmt.Errorf("payments: %s: checkout request without an expiry", h.name)
+		return Prepared{}, fmt.Errorf("payments: %s: checkout request without an expiry", h.name)
 	}
 	lines, err := json.Marshal(req.Lines)
 	if err != nil {
-		return Session{}, fmt.Errorf("payments: %s: encode lines: %w", h.name, err)
+		return Prepared{}, fmt.Errorf("payments: %s: encode lines: %w", h.name, err)
 	}
 	items, err := json.Marshal(storeItems(req.Items))
 	if err != nil {
-		return Session{}, fmt.Errorf("payments: %s: encode items: %w", h.name, err)
+		return Prepared{}, fmt.Errorf("payments: %s: encode items: %w", h.name, err)
 	}
 	id := h.prefix + "_" + randomHex(12) + "_" + req.RegistrationID
 	key, _ := h.cfg.Space.PaySession(id)
@@ -210,28 +241,27 @@ func (h *Hosted) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 	if cur == "" {
 		cur = "USD"
 	}
-	args := []string{
-		strconv.FormatInt(req.ExpiresAt.UnixMilli(), 10),
-		strconv.FormatInt(sessionRetention.Milliseconds(), 10),
-		"proc", h.name,
-		"reg", req.RegistrationID,
-		"amt", strconv.FormatInt(int64(req.Amount), 10),
-		"cur", strings.ToUpper(cur),
-		"evn", req.EventName,
-		"lines", string(lines),
-		"items", string(items),
-		"ok", req.SuccessURL,
-		"cancel", req.CancelURL,
-	}
-	arr, err := lua.Array(ctx, h.cfg.Redis, scriptOpen, []string{key}, args)
-	if err != nil {
-		return Session{}, h.storeFailed("open session", err)
-	}
-	if code, err := lua.Int(arr, 0); err != nil || code != 0 {
-		return Session{}, fmt.Errorf("payments: %s: open session: id collision or bad reply (%d, %v)", h.name, code, err)
-	}
-	return Session{ID: id, URL: strings.TrimRight(h.cfg.AppURL, "/") + "/pay/" + h.name + "/" + id}, nil
+	return Prepared{
+		Session: Session{ID: id, URL: strings.TrimRight(h.cfg.AppURL, "/") + "/pay/" + h.name + "/" + id},
+		Key:     key,
+		Expiry:  strconv.FormatInt(req.ExpiresAt.UnixMilli(), 10) + " " + strconv.FormatInt(sessionRetention.Milliseconds(), 10),
+		Fields: []string{
+			"proc", h.name,
+			"reg", req.RegistrationID,
+			"amt", strconv.FormatInt(int64(req.Amount), 10),
+			"cur", strings.ToUpper(cur),
+			"evn", req.EventName,
+			"lines", string(lines),
+			"items", string(items),
+			"ok", req.SuccessURL,
+			"cancel", req.CancelURL,
+		},
+	}, nil
 }
+
+// SessionKey is the hash of one of h's sessions; ok is false when id is
+// not one of its session ids.
+func (h *Hosted) SessionKey(sessionID string) (key string, ok bool) { return h.sessionKey(sessionID) }
 
 // Expire closes an open session; paid reports that it had been paid. An
 // unknown session (never opened, or long gone) was not paid.

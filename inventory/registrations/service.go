@@ -145,7 +145,6 @@ var (
 	registerScript = lua.Load("reg_register")
 	payScript      = lua.Load("reg_pay")
 	expireScript   = lua.Load("reg_expire")
-	sessionScript  = lua.Load("reg_session")
 	graceScript    = lua.Load("reg_grace")
 	lostScript     = lua.Load("reg_lost")
 	statusScript   = lua.Load("reg_status")
@@ -565,10 +564,11 @@ func (s *Service) archived(ctx context.Context, id string) (Registration, bool, 
 	return reg, true, nil
 }
 
-// AttachSession records the checkout session a processor opened for a
-// registration awaiting payment, so the sweeper expires it first. The
-// registration then holds until its PayBy (the checkout window counted
-// from the registration), no longer only for the register hold.
+// AttachSession records a session another processor opened for a
+// registration awaiting payment (OpenCheckout's script, with no session
+// to open or close): the sweeper closes it before giving the hold back.
+// The registration then holds until its PayBy (the checkout window
+// counted from the registration), no longer only for the register hold.
 func (s *Service) AttachSession(ctx context.Context, id, processor, sessionID string) error {
 	okey, ok := s.Space.Order(id)
 	if !ok {
@@ -578,24 +578,12 @@ func (s *Service) AttachSession(ctx context.Context, id, processor, sessionID st
 		return fmt.Errorf("attach session: processor %q or session id not usable", processor)
 	}
 	ev, _ := keys.OrderEvent(id)
-	arr, err := lua.Array(ctx, s.Redis, sessionScript, []string{okey, s.Space.Expiry(keys.Partition(ev))},
-		[]string{processor, sessionID, strconv.Itoa(MaxSessions), id})
+	arr, err := lua.Array(ctx, s.Redis, checkoutScript, []string{okey, s.Space.Expiry(keys.Partition(ev)), okey, okey},
+		[]string{processor, sessionID, strconv.Itoa(MaxSessions), id, "", "0", "0", ""})
 	if err != nil {
 		return fmt.Errorf("attach session: %w", err)
 	}
-	switch code, _ := lua.Int(arr, 0); code {
-	case 0:
-		return nil
-	case 1:
-		st, _ := lua.Str(arr, 1)
-		if st == "" {
-			return ErrNotFound
-		}
-		return NotPayable(st)
-	case 2:
-		return NotPayable("too_many_sessions")
-	}
-	return fmt.Errorf("attach session: %w", lua.ErrReply)
+	return checkoutReply(arr)
 }
 
 // validName is a processor name: lowercase letters, digits, '_' and '-'.

@@ -1,0 +1,163 @@
+package registrations
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/payments"
+	"github.com/ticketd/ticketd/lua"
+)
+
+var checkoutScript = lua.Load("reg_checkout")
+
+// discardTimeout bounds closing a session the protocol opened and nobody
+// may pay.
+const discardTimeout = 5 * time.Second
+
+// OpenCheckout is the storefront's checkout-session protocol, for card and
+// wallet payments alike: it opens a session with p for reg (as read by the
+// caller: Get) and attaches it, so that only the newest session of a
+// registration can be paid.
+//
+// A built-in processor's session (a *payments.Hosted itself: a wrapper of
+// one is a processor like any other) is opened, the session
+// the caller saw last is closed when it is one too, and the new one is
+// recorded, all in one script: one Redis round trip. Another processor's
+// session (Stripe) is created by its API first; the last one the caller
+// saw is expired there before, so a payment already made on it stops the
+// call (NotPayable "paid"). find resolves a recorded processor name (nil
+// when this node has none of it). The script answers the session it replaced
+// when a concurrent call attached one after the caller's read; that one
+// is closed then, so no two sessions stay open.
+func (s *Service) OpenCheckout(ctx context.Context, reg Registration, p payments.Processor, req payments.CheckoutRequest,
+	find func(name string) payments.Processor) (payments.Session, error) {
+	okey, ok := s.Space.Order(reg.ID)
+	if !ok {
+		return payments.Session{}, ErrNotFound
+	}
+	ev, _ := keys.OrderEvent(reg.ID)
+	seen, seenKey := "", ""
+	if reg.SessionID != "" {
+		seen = reg.Processor + ":" + reg.SessionID
+		prev := find(reg.Processor)
+		if l, ok := prev.(*payments.Hosted); ok {
+			seenKey, _ = l.SessionKey(reg.SessionID)
+		} else if prev != nil {
+			paid, err := prev.Expire(ctx, reg.SessionID)
+			if err != nil {
+				return payments.Session{}, &ProcessorError{Op: "expire session", Err: err}
+			}
+			if paid {
+				return payments.Session{}, NotPayable("paid")
+			}
+		}
+	}
+	ks := []string{okey, s.Space.Expiry(keys.Partition(ev)), okey, okey}
+	args := []string{p.Name(), "", strconv.Itoa(MaxSessions), reg.ID, seen, "0", "0", ""}
+	var sess payments.Session
+	created := false // a session that exists at its processor already
+	if l, ok := p.(*payments.Hosted); ok {
+		prep, err := l.PrepareSession(req)
+		if err != nil {
+			return payments.Session{}, err
+		}
+		sess = prep.Session
+		ks[2] = prep.Key
+		args[5], args[7] = "1", prep.Expiry
+		args = append(args, prep.Fields...)
+	} else {
+		var err error
+		if sess, err = p.CreateSession(ctx, req); err != nil {
+			return payments.Session{}, &ProcessorError{Op: "create session", Err: err}
+		}
+		created = true
+	}
+	if !validName(p.Name()) || sess.ID == "" || len(sess.ID) > 255 || strings.ContainsAny(sess.ID, " \t\r\n") {
+		return payments.Session{}, fmt.Errorf("registrations: checkout: processor %q or session id not usable", p.Name())
+	}
+	args[1] = sess.ID
+	if seenKey != "" {
+		ks[3], args[6] = seenKey, "1"
+	}
+	arr, err := lua.Array(ctx, s.Redis, checkoutScript, ks, args)
+	if err == nil {
+		err = checkoutReply(arr)
+	}
+	if err != nil {
+		if created {
+			s.discard(ctx, p, sess.ID)
+		}
+		return payments.Session{}, err
+	}
+	replaced, _ := lua.Str(arr, 2)
+	if replaced == "" {
+		return sess, nil
+	}
+	// A concurrent call attached its session after our read: ours is the
+	// newest now, and that one is closed, as ours would have been.
+	name, id, _ := strings.Cut(replaced, ":")
+	if prev := find(name); prev != nil {
+		paid, err := prev.Expire(ctx, id)
+		if err != nil {
+			return payments.Session{}, &ProcessorError{Op: "close replaced session", Err: err}
+		}
+		if paid {
+			s.discard(ctx, p, sess.ID)
+			return payments.Session{}, NotPayable("paid")
+		}
+	}
+	return sess, nil
+}
+
+// ProcessorError is a payment processor's failure during OpenCheckout (a
+// built-in one's carries the 503 of ticketd's own Redis); any other error
+// of OpenCheckout is ticketd's own.
+type ProcessorError struct {
+	Op  string
+	Err error
+}
+
+func (e *ProcessorError) Error() string {
+	return "registrations: processor: " + e.Op + ": " + e.Err.Error()
+}
+func (e *ProcessorError) Unwrap() error { return e.Err }
+
+// checkoutReply is reg_checkout's refusal as an error; nil when attached.
+func checkoutReply(arr []rueidis.RedisMessage) error {
+	code, err := lua.Int(arr, 0)
+	if err != nil {
+		return fmt.Errorf("registrations: checkout: %w", err)
+	}
+	switch code {
+	case 0:
+		return nil
+	case 1:
+		st, _ := lua.Str(arr, 1)
+		if st == "" {
+			return ErrNotFound
+		}
+		return NotPayable(st)
+	case 2:
+		return NotPayable("too_many_sessions")
+	case 3:
+		return errors.New("registrations: checkout: session id collision")
+	}
+	return fmt.Errorf("registrations: checkout: %w", lua.ErrReply)
+}
+
+// discard closes a session of p that was opened and that nobody may pay,
+// on a context of its own: the request's may be what ran out.
+func (s *Service) discard(ctx context.Context, p payments.Processor, sessionID string) {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), discardTimeout)
+	defer cancel()
+	if _, err := p.Expire(c, sessionID); err != nil {
+		s.logger().Warn("registrations: close an unused checkout session", "processor", p.Name(), "err", err)
+	}
+}
