@@ -145,6 +145,15 @@ func (l *Limiter) Allow(ctx context.Context, bucket string, perMinute int64) (Re
 
 // take runs the script: up to n requests from bucket, at least one or none.
 func (l *Limiter) take(ctx context.Context, bucket string, perMinute, n int64) (Result, int64, error) {
+	p := l.takeCmd(bucket, perMinute, n)
+	arr, err := lua.Array(ctx, l.Redis, script, p.keys, p.args)
+	return taken(bucket, arr, err)
+}
+
+// takeArgs are the script's keys and arguments of a take.
+type takeArgs struct{ keys, args []string }
+
+func (l *Limiter) takeCmd(bucket string, perMinute, n int64) takeArgs {
 	// Round the interval up so that rounding never lets more than perMinute
 	// through in a minute.
 	interval := period / perMinute
@@ -152,9 +161,13 @@ func (l *Limiter) take(ctx context.Context, bucket string, perMinute, n int64) (
 		interval++
 	}
 	l.calls.Add(1)
-	arr, err := lua.Array(ctx, l.Redis, script,
-		[]string{l.Space.RateLimit(bucket)},
-		[]string{strconv.FormatInt(interval, 10), strconv.FormatInt(perMinute, 10), strconv.FormatInt(n, 10)})
+	return takeArgs{keys: []string{l.Space.RateLimit(bucket)},
+		args: []string{strconv.FormatInt(interval, 10), strconv.FormatInt(perMinute, 10), strconv.FormatInt(n, 10)}}
+}
+
+// taken reads the script's reply arr (err: its failure): the result and
+// how many requests it granted.
+func taken(bucket string, arr []rueidis.RedisMessage, err error) (Result, int64, error) {
 	if err != nil {
 		return Result{}, 0, fmt.Errorf("ratelimit %s: %w", bucket, err)
 	}
@@ -177,4 +190,50 @@ func (l *Limiter) take(ctx context.Context, bucket string, perMinute, n int64) (
 		return Result{RetryAfter: time.Duration(v) * time.Microsecond}, 0, nil
 	}
 	return Result{}, 0, fmt.Errorf("ratelimit %s: %w: status %d", bucket, lua.ErrReply, code)
+}
+
+// Ask is one request's take from a bucket in two steps, so that it rides
+// in one pipeline with the request's first Redis read (design rule 7: a
+// read's round trip carries its rate limit). Cmds is what to send (none
+// when the node decides alone: no limit, or a leased slice); Result reads
+// the answer. A refused request throws the read away: only a read may go
+// along, never a write.
+type Ask struct {
+	l      *Limiter
+	bucket string
+	cmd    lua.Pipelined
+	remote bool
+	local  Result
+	err    error
+}
+
+// Prepare is Allow's first step for one request from bucket.
+func (l *Limiter) Prepare(ctx context.Context, bucket string, perMinute int64) Ask {
+	if perMinute <= 0 || perMinute >= LeaseFrom {
+		r, err := l.Allow(ctx, bucket, perMinute)
+		return Ask{local: r, err: err}
+	}
+	t := l.takeCmd(bucket, perMinute, 1)
+	return Ask{l: l, bucket: bucket, cmd: lua.Pipeline(l.Redis, script, t.keys, t.args), remote: true}
+}
+
+// Cmds are the commands to send along (zero or one).
+func (a Ask) Cmds() []rueidis.Completed {
+	if !a.remote {
+		return nil
+	}
+	return []rueidis.Completed{a.cmd.Cmd}
+}
+
+// Result is the outcome, given Redis' answers to Cmds (res: as many).
+func (a Ask) Result(ctx context.Context, res []rueidis.RedisResult) (Result, error) {
+	if !a.remote {
+		return a.local, a.err
+	}
+	if len(res) != 1 {
+		return Result{}, fmt.Errorf("ratelimit %s: %d answers to one take", a.bucket, len(res))
+	}
+	arr, err := a.cmd.Reply(ctx, res[0])
+	r, _, err := taken(a.bucket, arr, err)
+	return r, err
 }

@@ -461,11 +461,29 @@ func (s *Service) seatKeys(eventID, labels string) []string {
 
 // Get reads a registration; found is false when ticketd does not know it.
 func (s *Service) Get(ctx context.Context, id string) (reg Registration, found bool, err error) {
+	reg, found, _, err = s.GetAlong(ctx, id, nil)
+	return reg, found, err
+}
+
+// GetAlong is Get with along sent in the same pipeline, before the read
+// (one round trip: a read's rate limit, ratelimit.Ask); it returns their
+// answers, which are nil when id is not a registration id (nothing sent).
+func (s *Service) GetAlong(ctx context.Context, id string, along []rueidis.Completed) (reg Registration, found bool,
+	answers []rueidis.RedisResult, err error) {
 	okey, ok := s.Space.Order(id)
 	if !ok {
-		return Registration{}, false, nil
+		return Registration{}, false, nil, nil
 	}
-	arr, err := lua.Array(ctx, s.Redis, statusScript, []string{okey}, nil)
+	read := lua.Pipeline(s.Redis, statusScript, []string{okey}, nil)
+	res := s.Redis.DoMulti(ctx, append(along[:len(along):len(along)], read.Cmd)...)
+	answers = res[:len(along)]
+	arr, err := read.Reply(ctx, res[len(along)])
+	reg, found, err = s.parseStatus(ctx, id, arr, err)
+	return reg, found, answers, err
+}
+
+// parseStatus reads reg_status' reply arr (err: its failure) for id.
+func (s *Service) parseStatus(ctx context.Context, id string, arr []rueidis.RedisMessage, err error) (reg Registration, found bool, _ error) {
 	if err != nil {
 		return Registration{}, false, fmt.Errorf("registration %s: %w", id, err)
 	}
