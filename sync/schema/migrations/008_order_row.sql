@@ -22,19 +22,19 @@ ALTER TABLE orders
 -- worker always wrote paid_at); one issued at another time keeps it as
 -- issuedAt. A ticket's event is its order's (the worker wrote both from
 -- one record).
-UPDATE orders o SET lines = l.lines
-FROM (SELECT order_id, jsonb_agg(jsonb_build_object('kind', kind, 'refId', ref_id, 'quantity', quantity,
-        'unitPrice', json_money(unit_price_cents), 'amount', json_money(amount_cents)) ORDER BY line_no) AS lines
-      FROM order_lines GROUP BY order_id) l
-WHERE l.order_id = o.id;
-
-UPDATE orders o SET tickets = t.tickets
-FROM (SELECT t.order_id, jsonb_agg(jsonb_strip_nulls(jsonb_build_object('ticketId', t.id, 'label', t.label,
-        'kind', t.kind, 'refId', t.ref_id,
-        'issuedAt', CASE WHEN t.issued_at IS DISTINCT FROM p.paid_at THEN t.issued_at END))
-        ORDER BY length(t.id), t.id) AS tickets
-      FROM tickets t JOIN orders p ON p.id = t.order_id GROUP BY t.order_id) t
-WHERE t.order_id = o.id;
+-- One pass over orders (each row rewritten once), each order's lines
+-- and tickets found by their indexes on order_id.
+UPDATE orders o SET
+    lines = coalesce((SELECT jsonb_agg(jsonb_build_object('kind', l.kind, 'refId', l.ref_id, 'quantity', l.quantity,
+            'unitPrice', json_money(l.unit_price_cents), 'amount', json_money(l.amount_cents)) ORDER BY l.line_no)
+        FROM order_lines l WHERE l.order_id = o.id), '[]'),
+    tickets = coalesce((SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object('ticketId', t.id, 'label', t.label,
+            'kind', t.kind, 'refId', t.ref_id,
+            'issuedAt', CASE WHEN t.issued_at IS DISTINCT FROM o.paid_at THEN t.issued_at END))
+            ORDER BY length(t.id), t.id)
+        FROM tickets t WHERE t.order_id = o.id), '[]')
+WHERE EXISTS (SELECT FROM order_lines l WHERE l.order_id = o.id)
+    OR EXISTS (SELECT FROM tickets t WHERE t.order_id = o.id);
 
 DROP TABLE order_lines;
 DROP TABLE tickets;
