@@ -104,30 +104,14 @@ type rows struct {
 }
 
 // addOrder adds o's row. Its lines and tickets go as the jsonb the row
-// keeps them in: the record's own JSON, tickets missing an id or a kind
-// given them first.
+// keeps them in: the record's own JSON.
 func (r *rows) addOrder(o paid) error {
 	rec := o.rec
-	for i := range rec.Tickets {
-		if rec.Tickets[i].TicketID == "" || rec.Tickets[i].Kind == "" {
-			rec.Tickets = slices.Clone(rec.Tickets)
-			for i := range rec.Tickets {
-				t := &rec.Tickets[i]
-				if t.TicketID == "" {
-					t.TicketID = orders.TicketID(rec.OrderID, i)
-				}
-				if t.Kind == "" {
-					t.Kind = orders.LineTicket
-				}
-			}
-			break
-		}
-	}
 	lines, err := jsonArray(rec.Lines)
 	if err != nil {
 		return fmt.Errorf("encode lines of %s: %w", rec.OrderID, err)
 	}
-	tickets, err := jsonArray(rec.Tickets)
+	tickets, err := jsonArray(issuedTickets(rec))
 	if err != nil {
 		return fmt.Errorf("encode tickets of %s: %w", rec.OrderID, err)
 	}
@@ -162,7 +146,7 @@ func (r *rows) addOrder(o paid) error {
 	r.tickets = append(r.tickets, tickets)
 	if rec.BuyerEmail != "" {
 		// The outbox row says what to send to whom; the mailer renders the
-		// tickets e-mail from the order's own rows. A copy of the record in
+		// tickets e-mail from the order's row. A copy of the record in
 		// it doubled what Postgres parses and logs for every paid order.
 		r.outOrder = append(r.outOrder, rec.OrderID)
 		r.outRecipient = append(r.outRecipient, rec.BuyerEmail)
@@ -173,6 +157,25 @@ func (r *rows) addOrder(o paid) error {
 		r.hostTenant = append(r.hostTenant, rec.TenantID)
 	}
 	return nil
+}
+
+// issuedTickets is rec's tickets as the row keeps them. One without an id
+// (a record queued before reserve minted them) gets orders.TicketID's, so
+// a redelivered order issues the same ids; one without a kind is a ticket.
+func issuedTickets(rec orders.Record) []orders.Ticket {
+	if !slices.ContainsFunc(rec.Tickets, func(t orders.Ticket) bool { return t.TicketID == "" || t.Kind == "" }) {
+		return rec.Tickets
+	}
+	out := slices.Clone(rec.Tickets)
+	for i := range out {
+		if out[i].TicketID == "" {
+			out[i].TicketID = orders.TicketID(rec.OrderID, i)
+		}
+		if out[i].Kind == "" {
+			out[i].Kind = orders.LineTicket
+		}
+	}
+	return out
 }
 
 // jsonArray is v as JSON, an empty array for none.
