@@ -103,7 +103,7 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 	}
 	reg, err := a.Registrations.Register(r.ctx, registrations.Request{
 		EventID: ev.ID, TenantID: ev.TenantID,
-		Buyer: registrations.Buyer{Name: buyer.Name, Email: buyer.Email, Phone: buyer.Phone},
+		Buyer: buyer,
 		Quote: q, ShowingID: b.ShowingID, HoldToken: token, MaxPerBuyer: ev.BuyerLimit(), CatalogVersion: r.snap.Version,
 		Client: a.client(ctx),
 	})

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"hash"
+	"strconv"
 	"strings"
 
 	"github.com/ticketd/ticketd/inventory/keys"
@@ -76,4 +77,13 @@ func (s *Service) idMAC(b []byte, channelID, eventID string) []byte {
 	m.Write([]byte{0})
 	m.Write([]byte(eventID))
 	return m.Sum(b)
+}
+
+// TicketID is the id of an order's i-th (0-based) ticket: the order id, '-'
+// and the ticket's number from 1. The one spelling of a ticket id: reserve,
+// a registration and the sync worker mint with it, Postgres checks it
+// (orders_ticket_ids, migration 008), and it is what confirm answers and
+// e-mails show.
+func TicketID(orderID string, i int) string {
+	return orderID + "-" + strconv.Itoa(i+1)
 }

@@ -14,7 +14,9 @@ import "github.com/ticketd/ticketd/inventory/money"
 // file. The confirm script queues a paid-stream entry that names the
 // order ("order", "ref", "paidAt"); the sync worker reads "rec" and "tix"
 // from the order hash (FillRecords) and decodes them with the entry
-// (DecodePaid).
+// (DecodePaid). Its Lines and Tickets, spelled as this JSON spells them,
+// are what the order's Postgres row keeps (orders.lines and
+// orders.tickets, jsonb: sync/schema migration 008).
 type Record struct {
 	OrderID    string `json:"orderId,omitempty"`
 	EventID    string `json:"eventId,omitempty"`

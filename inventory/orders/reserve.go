@@ -288,7 +288,7 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	rec.CreatedAtMs = now.UnixMilli()
 	rec.Caller, rec.IdempotencyKey, rec.Fingerprint = req.Caller, req.IdempotencyKey, req.Fingerprint
 	for i := range rec.Tickets {
-		rec.Tickets[i].TicketID = orderID + "-" + strconv.Itoa(i+1)
+		rec.Tickets[i].TicketID = TicketID(orderID, i)
 	}
 	// The tickets are kept once, in "tix" (confirm answers them); the
 	// record travels without them and the worker puts them back.

@@ -29,6 +29,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/ticketd/ticketd/inventory/checkout"
 	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
@@ -52,8 +53,9 @@ const (
 	PaymentRefundRequired = "refund_required"
 )
 
-// Buyer is a validated buyer identity.
-type Buyer struct{ Name, Email, Phone string }
+// Buyer is the validated buyer of checkout, the one type from the handler
+// to the order record.
+type Buyer = checkout.Buyer
 
 // Request is a priced, validated register-guest.
 type Request struct {

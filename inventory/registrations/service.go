@@ -439,12 +439,12 @@ func (s *Service) ReleaseStale(ctx context.Context, id string) error {
 // a partner order's), and its tickets.
 func (s *Service) record(req Request, id string) (orders.Record, []orders.Ticket) {
 	ev := &catalog.CompiledEvent{Event: &catalog.Event{ID: req.EventID, TenantID: req.TenantID}}
-	rec := checkout.NewRecord(ev, req.Quote, checkout.Buyer(req.Buyer),
+	rec := checkout.NewRecord(ev, req.Quote, req.Buyer,
 		checkout.Origin{Source: Source, ShowingID: req.ShowingID})
 	rec.Caller, rec.CreatedAtMs = Owner(req.TenantID), time.Now().UnixMilli()
 	tix := rec.Tickets
 	for i := range tix {
-		tix[i].TicketID = id + "-" + strconv.Itoa(i+1)
+		tix[i].TicketID = orders.TicketID(id, i)
 	}
 	rec.Tickets, rec.EventID = nil, ""
 	return rec, tix

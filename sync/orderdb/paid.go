@@ -26,7 +26,8 @@ type PaidOrder struct {
 	TenantName string
 }
 
-// Paid returns a paid order with its lines and tickets; ok is false when
+// Paid returns a paid order with its lines and tickets (one row, one
+// query: migration 008); ok is false when
 // Postgres has no such order, or has it in another status (an order
 // cancelled or refunded gets no e-mail and no ticket page).
 func (s Store) Paid(ctx context.Context, orderID string) (PaidOrder, bool, error) {
@@ -43,13 +44,13 @@ func (s Store) Paid(ctx context.Context, orderID string) (PaidOrder, bool, error
 		coalesce(e.doc->>'name', o.event_id),
 		coalesce((SELECT s->>'startsAt' FROM jsonb_array_elements(CASE WHEN jsonb_typeof(e.doc->'showings') = 'array'
 			THEN e.doc->'showings' ELSE '[]'::jsonb END) s WHERE s->>'id' = o.showing_id LIMIT 1), e.doc->>'startsAt', ''),
-		coalesce(t.doc->>'name', o.tenant_id)
+		coalesce(t.doc->>'name', o.tenant_id), o.lines, o.tickets
 		FROM orders o LEFT JOIN events e ON e.id = o.event_id LEFT JOIN tenants t ON t.id = o.tenant_id
 		WHERE o.id = $1 AND o.status = 'paid'`, orderID).
 		Scan(&o.OrderID, &o.EventID, &o.TenantID, &o.ChannelID, &o.Source, &o.Status,
 			&o.BuyerName, &o.BuyerEmail, &o.BuyerPhone, &o.ShowingID, &o.DiscountCode,
 			&o.Currency, &sub, &disc, &extras, &fee, &vat, &rp, &total, &o.PartnerReference, &created, &paid,
-			&o.EventName, &o.StartsAt, &o.TenantName)
+			&o.EventName, &o.StartsAt, &o.TenantName, &o.Lines, &o.Tickets)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return PaidOrder{}, false, nil
 	}
@@ -60,24 +61,6 @@ func (s Store) Paid(ctx context.Context, orderID string) (PaidOrder, bool, error
 	o.VAT, o.RefundProtection, o.Total = money.Cents(vat), money.Cents(rp), money.Cents(total)
 	o.CreatedAtMs, o.PaidAtMs = created.UnixMilli(), paid.UnixMilli()
 
-	rows, err := s.Pool.Query(ctx, `SELECT kind, ref_id, quantity, unit_price_cents, amount_cents FROM order_lines
-		WHERE order_id = $1 ORDER BY line_no`, orderID)
-	if err != nil {
-		return PaidOrder{}, false, fmt.Errorf("orderdb: lines of %s: %w", orderID, err)
-	}
-	o.Lines, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (orders.Line, error) {
-		var l orders.Line
-		var unit, amount int64
-		err := r.Scan(&l.Kind, &l.RefID, &l.Quantity, &unit, &amount)
-		l.UnitPrice, l.Amount = money.Cents(unit), money.Cents(amount)
-		return l, err
-	})
-	if err != nil {
-		return PaidOrder{}, false, fmt.Errorf("orderdb: lines of %s: %w", orderID, err)
-	}
-	if o.Tickets, err = s.Tickets(ctx, orderID); err != nil {
-		return PaidOrder{}, false, err
-	}
 	return o, true, nil
 }
 

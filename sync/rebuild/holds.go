@@ -154,8 +154,9 @@ func readLoss(ctx context.Context, tx pgx.Tx, prefix string, own map[string]int6
 // admissions of every order Postgres holds (orders.AddClaims' "ev": every
 // line but extras), whatever its status.
 func readPaidUnits(ctx context.Context, tx pgx.Tx, st *state) error {
-	rows, err := tx.Query(ctx, `SELECT o.event_id, sum(l.quantity)::int8 FROM order_lines l JOIN orders o ON o.id = l.order_id
-		WHERE l.kind = ANY($1) GROUP BY o.event_id`,
+	rows, err := tx.Query(ctx, `SELECT o.event_id, sum((l->>'quantity')::int8)::int8
+		FROM orders o CROSS JOIN LATERAL jsonb_array_elements(o.lines) l
+		WHERE l->>'kind' = ANY($1) GROUP BY o.event_id`,
 		[]string{orders.LineTicket, orders.LineArea, orders.LineTable, orders.LineSeat})
 	if err != nil {
 		return err

@@ -243,17 +243,20 @@ func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]streamed
 	return st, nil
 }
 
-// readLines counts every line of every paid order, streaming the rows.
+// readLines counts every line of every paid order, streaming the rows
+// (an order's lines are a jsonb column of its row: migration 008).
 func readLines(ctx context.Context, tx pgx.Tx, st *state) error {
-	rows, err := tx.Query(ctx, `SELECT o.id, o.event_id, coalesce(o.showing_id, ''), l.kind, l.ref_id, l.quantity
-		FROM order_lines l JOIN orders o ON o.id = l.order_id WHERE o.status = 'paid'`)
+	rows, err := tx.Query(ctx, `SELECT id, event_id, coalesce(showing_id, ''), lines FROM orders WHERE status = 'paid'`)
 	if err != nil {
 		return err
 	}
 	var id, ev, showing string
-	var l orders.Line
-	_, err = pgx.ForEachRow(rows, []any{&id, &ev, &showing, &l.Kind, &l.RefID, &l.Quantity}, func() error {
-		st.count(ev, showing, id, l)
+	var lines []orders.Line
+	_, err = pgx.ForEachRow(rows, []any{&id, &ev, &showing, &lines}, func() error {
+		for _, l := range lines {
+			st.count(ev, showing, id, l)
+		}
+		lines = nil // decoded afresh for the next row, no fields left over
 		return nil
 	})
 	return err
@@ -267,9 +270,9 @@ func readBuyers(ctx context.Context, tx pgx.Tx, st *state, events []string) erro
 	if len(events) == 0 {
 		return nil
 	}
-	rows, err := tx.Query(ctx, `SELECT o.event_id, o.buyer_email, sum(l.quantity)::int8
-		FROM order_lines l JOIN orders o ON o.id = l.order_id
-		WHERE o.status = 'paid' AND o.event_id = ANY($1) AND l.kind <> $2
+	rows, err := tx.Query(ctx, `SELECT o.event_id, o.buyer_email, sum((l->>'quantity')::int8)::int8
+		FROM orders o CROSS JOIN LATERAL jsonb_array_elements(o.lines) l
+		WHERE o.status = 'paid' AND o.event_id = ANY($1) AND l->>'kind' <> $2
 		GROUP BY o.event_id, o.buyer_email`, events, orders.LineExtra)
 	if err != nil {
 		return err
@@ -283,36 +286,18 @@ func readBuyers(ctx context.Context, tx pgx.Tx, st *state, events []string) erro
 // readRecent collects the orders paid since since, with their tickets.
 func readRecent(ctx context.Context, tx pgx.Tx, st *state, since time.Time) error {
 	rows, err := tx.Query(ctx, `SELECT id, coalesce(channel_id, ''), source, tenant_id, coalesce(caller, ''), total_cents,
-		coalesce(partner_reference, ''), paid_at, created_at, coalesce(idempotency_key, ''), coalesce(fingerprint, '')
+		coalesce(partner_reference, ''), paid_at, created_at, coalesce(idempotency_key, ''), coalesce(fingerprint, ''), tickets
 		FROM orders WHERE status = 'paid' AND paid_at > $1 ORDER BY id`, since)
 	if err != nil {
 		return err
 	}
-	at := map[string]int{}
 	var c paidCopy
 	var channel, source, tenantID string
 	_, err = pgx.ForEachRow(rows, []any{&c.orderID, &channel, &source, &tenantID, &c.caller, &c.total, &c.ref, &c.paidAt, &c.createdAt,
-		&c.idemKey, &c.fingerprint}, func() error {
+		&c.idemKey, &c.fingerprint, &c.tickets}, func() error {
 		c.owner = owner(source, channel, tenantID)
-		at[c.orderID] = len(st.recent)
 		st.recent = append(st.recent, c)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	rows, err = tx.Query(ctx, `SELECT t.order_id, t.id, t.label, t.kind, coalesce(t.ref_id, '')
-		FROM tickets t JOIN orders o ON o.id = t.order_id
-		WHERE o.status = 'paid' AND o.paid_at > $1 ORDER BY t.order_id, length(t.id), t.id`, since)
-	if err != nil {
-		return err
-	}
-	var order string
-	var t orders.Ticket
-	_, err = pgx.ForEachRow(rows, []any{&order, &t.TicketID, &t.Label, &t.Kind, &t.RefID}, func() error {
-		if i, ok := at[order]; ok {
-			st.recent[i].tickets = append(st.recent[i].tickets, t)
-		}
+		c.tickets = nil // the next row decodes into a list of its own
 		return nil
 	})
 	return err

@@ -2,10 +2,17 @@ package schema_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/sync/orderdb"
 	"github.com/ticketd/ticketd/sync/pgtest"
 	"github.com/ticketd/ticketd/sync/schema"
 )
@@ -134,25 +141,9 @@ func TestMailMigrationGivesUpRowsQueuedBeforeIt(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t)
 	ctx := context.Background()
-	ms, err := schema.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Back to a database that has seen the migrations before 003 only.
-	if _, err := pool.Exec(ctx, `DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range ms {
-		if m.Version >= 3 {
-			break
-		}
-		if _, err := pool.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("%s: %v", m.Name, err)
-		}
-	}
+	migrateBefore(t, pool, 3)
 	if _, err := pool.Exec(ctx, `
-		CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
-		INSERT INTO schema_migrations (version, name) SELECT v, 'before 003' FROM generate_series(1, 2) v;
 		INSERT INTO orders (id, event_id, tenant_id, source, status, buyer_name, buyer_email, currency,
 			subtotal_cents, discount_cents, extras_cents, fee_cents, vat_cents, refund_protection_cents, total_cents,
 			created_at, paid_at, stream_id) VALUES
@@ -196,5 +187,178 @@ func TestMailMigrationGivesUpRowsQueuedBeforeIt(t *testing.T) {
 	var due int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE sent_at IS NULL AND failed_at IS NULL`).Scan(&due); err != nil || due != 0 {
 		t.Fatalf("%d rows due after the migration (err %v), want 0", due, err)
+	}
+}
+
+// Migration 008 moves every order's lines and tickets into its orders row
+// (issue 19): rows written in the old shape are all there after it, in the
+// row's jsonb, through the order_lines and tickets views (the columns they
+// had as tables) and through orderdb, as the mailer and the ticket page
+// read them.
+func TestOrderRowMigrationKeepsExistingRows(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t)
+	ctx := context.Background()
+	migrateBefore(t, pool, 8)
+	// The old shape: a channel order with two lines and two seat tickets
+	// (ids as reserve mints them), a storefront order whose ticket ids the
+	// worker minted ("-001"), one issued later than paid, and an order
+	// without lines or tickets.
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO tenants (id, doc) VALUES ('t_1', '{"name": "Acme Live"}');
+		INSERT INTO events (id, tenant_id, doc) VALUES ('ev_1', 't_1', '{"name": "Summer Fest", "startsAt": "2027-07-01T18:00:00Z"}');
+		INSERT INTO orders (id, event_id, tenant_id, channel_id, source, status, buyer_name, buyer_email, currency,
+			subtotal_cents, discount_cents, extras_cents, fee_cents, vat_cents, refund_protection_cents, total_cents,
+			partner_reference, created_at, paid_at, stream_id) VALUES
+			('ochan.ev_1', 'ev_1', 't_1', 'ch_1', 'channel', 'paid', 'Ada', 'a@example.com', 'USD', 5000, 0, 305, 150, 0, 0, 5455,
+				'psp-1', '2026-01-01 10:00Z', '2026-01-01 10:01Z', '1-0'),
+			('oshop.ev_1', 'ev_1', 't_1', NULL, 'storefront', 'paid', 'Bea', 'b@example.com', 'USD', 1999, 0, 0, 0, 0, 0, 1999,
+				NULL, '2026-01-02 10:00Z', '2026-01-02 10:01Z', '1-1'),
+			('oempty.ev_1', 'ev_1', 't_1', 'ch_1', 'channel', 'refunded', 'Cy', 'c@example.com', 'USD', 0, 0, 0, 0, 0, 0, 0,
+				NULL, '2026-01-03 10:00Z', '2026-01-03 10:01Z', '1-2');
+		INSERT INTO order_lines VALUES
+			('ochan.ev_1', 1, 'seat', 'A-1', 2, 2500, 5000), ('ochan.ev_1', 2, 'extra', 'ex_p', 1, 305, 305),
+			('oshop.ev_1', 1, 'ticket', 'tk_ga', 1, 1999, 1999);
+		INSERT INTO tickets (id, order_id, event_id, kind, ref_id, label, issued_at) VALUES
+			('ochan.ev_1-2', 'ochan.ev_1', 'ev_1', 'seat', 'A-2', 'Row A, Seat 2', '2026-01-01 10:01Z'),
+			('ochan.ev_1-1', 'ochan.ev_1', 'ev_1', 'seat', 'A-1', 'Row A, Seat 1', '2026-01-01 10:01Z'),
+			('oshop.ev_1-001', 'oshop.ev_1', 'ev_1', 'ticket', 'tk_ga', 'GA', '2026-01-02 11:00Z');
+		INSERT INTO outbox (order_id, kind, recipient, payload) VALUES ('ochan.ev_1', 'buyer_tickets', 'a@example.com', '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+
+	type line struct {
+		order            string
+		no               int
+		kind, ref        string
+		qty, unit, total int64
+	}
+	var lines []line
+	rs, err := pool.Query(ctx, `SELECT order_id, line_no, kind, ref_id, quantity, unit_price_cents, amount_cents
+		FROM order_lines ORDER BY order_id, line_no`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rs.Next() {
+		var l line
+		if err := rs.Scan(&l.order, &l.no, &l.kind, &l.ref, &l.qty, &l.unit, &l.total); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, l)
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantLines := []line{{"ochan.ev_1", 1, "seat", "A-1", 2, 2500, 5000}, {"ochan.ev_1", 2, "extra", "ex_p", 1, 305, 305},
+		{"oshop.ev_1", 1, "ticket", "tk_ga", 1, 1999, 1999}}
+	if fmt.Sprint(lines) != fmt.Sprint(wantLines) {
+		t.Fatalf("order_lines after 008 = %v, want %v", lines, wantLines)
+	}
+
+	var tix []string
+	rs, err = pool.Query(ctx, `SELECT id, order_id, event_id, kind, coalesce(ref_id, ''), label, issued_at FROM tickets ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rs.Next() {
+		var id, order, ev, kind, ref, label string
+		var issued time.Time
+		if err := rs.Scan(&id, &order, &ev, &kind, &ref, &label, &issued); err != nil {
+			t.Fatal(err)
+		}
+		tix = append(tix, fmt.Sprintf("%s %s %s %s %s %q %s", id, order, ev, kind, ref, label, issued.UTC().Format(time.RFC3339)))
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	wantTix := []string{
+		`ochan.ev_1-1 ochan.ev_1 ev_1 seat A-1 "Row A, Seat 1" 2026-01-01T10:01:00Z`,
+		`ochan.ev_1-2 ochan.ev_1 ev_1 seat A-2 "Row A, Seat 2" 2026-01-01T10:01:00Z`,
+		`oshop.ev_1-001 oshop.ev_1 ev_1 ticket tk_ga "GA" 2026-01-02T11:00:00Z`,
+	}
+	if fmt.Sprint(tix) != fmt.Sprint(wantTix) {
+		t.Fatalf("tickets after 008 =\n%s\nwant\n%s", strings.Join(tix, "\n"), strings.Join(wantTix, "\n"))
+	}
+
+	// The orders name: one row per order, its amounts as they were.
+	var n int
+	var total int64
+	if err := pool.QueryRow(ctx, `SELECT count(*), sum(total_cents) FROM orders`).Scan(&n, &total); err != nil || n != 3 || total != 5455+1999 {
+		t.Fatalf("orders after 008: %d rows, total %d (err %v); want 3, %d", n, total, err, 5455+1999)
+	}
+	var empty string
+	if err := pool.QueryRow(ctx, `SELECT lines::text || tickets::text FROM orders WHERE id = 'oempty.ev_1'`).Scan(&empty); err != nil || empty != "[][]" {
+		t.Fatalf("an order without lines or tickets: %q (err %v), want [][]", empty, err)
+	}
+
+	// The readers of the new shape: tickets in the order they were issued.
+	s := orderdb.Store{Pool: pool}
+	o, ok, err := s.Paid(ctx, "ochan.ev_1")
+	if err != nil || !ok {
+		t.Fatalf("Paid(ochan) = %v, %v", ok, err)
+	}
+	if o.EventName != "Summer Fest" || o.Total != 5455 || len(o.Lines) != 2 ||
+		o.Lines[1] != (orders.Line{Kind: "extra", RefID: "ex_p", Quantity: 1, UnitPrice: 305, Amount: 305}) {
+		t.Fatalf("Paid(ochan) = %+v", o)
+	}
+	if want := []orders.Ticket{{TicketID: "ochan.ev_1-1", Label: "Row A, Seat 1", Kind: "seat", RefID: "A-1"},
+		{TicketID: "ochan.ev_1-2", Label: "Row A, Seat 2", Kind: "seat", RefID: "A-2"}}; fmt.Sprint(o.Tickets) != fmt.Sprint(want) {
+		t.Fatalf("Paid(ochan).Tickets = %+v, want %+v", o.Tickets, want)
+	}
+	tk, err := s.Tickets(ctx, "oshop.ev_1")
+	if err != nil || len(tk) != 1 || tk[0].TicketID != "oshop.ev_1-001" || tk[0].Label != "GA" {
+		t.Fatalf("Tickets(oshop) = %+v, %v", tk, err)
+	}
+	if pgtest.Count(t, pool, `SELECT count(*) FROM outbox WHERE order_id = 'ochan.ev_1'`) != 1 {
+		t.Fatal("the outbox row of an order was lost")
+	}
+
+	// New rows are checked: a ticket may only carry its own order's id, so
+	// no two orders hold one ticket id; a line or ticket of no order is
+	// refused, as the foreign keys refused it.
+	for _, bad := range []string{
+		`UPDATE orders SET tickets = '[{"ticketId": "ochan.ev_1-1", "label": "GA"}]' WHERE id = 'oshop.ev_1'`,
+		`UPDATE orders SET tickets = '[{"ticketId": "oshop.ev_1-x", "label": "GA"}]' WHERE id = 'oshop.ev_1'`,
+		`UPDATE orders SET tickets = '[{"label": "GA"}]' WHERE id = 'oshop.ev_1'`,
+		`INSERT INTO tickets (id, order_id, event_id, label, issued_at) VALUES ('ochan.ev_1-1', 'oempty.ev_1', 'ev_1', 'GA', now())`,
+		`INSERT INTO tickets (id, order_id, event_id, label, issued_at) VALUES ('onone.ev_1-1', 'onone.ev_1', 'ev_1', 'GA', now())`,
+		`INSERT INTO order_lines VALUES ('onone.ev_1', 1, 'ticket', 'tk_ga', 1, 100, 100)`,
+	} {
+		if _, err := pool.Exec(ctx, bad); err == nil {
+			t.Errorf("accepted: %s", bad)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO tickets (id, order_id, event_id, label, issued_at)
+		VALUES ('oempty.ev_1-1', 'oempty.ev_1', 'ev_1', 'GA', now())`); err != nil {
+		t.Fatalf("a ticket of its own order refused: %v", err)
+	}
+}
+
+// migrateBefore takes pool's database back to one that has seen, and
+// recorded, the migrations before version only.
+func migrateBefore(t *testing.T, pool *pgxpool.Pool, version int) {
+	t.Helper()
+	ctx := context.Background()
+	ms, err := schema.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `DROP SCHEMA public CASCADE; CREATE SCHEMA public;
+		CREATE TABLE schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.Version >= version {
+			break
+		}
+		if _, err := pool.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

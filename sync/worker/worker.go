@@ -1,6 +1,6 @@
 // Package worker is the sync worker: it reads the paid-order streams (one
-// per partition) as a Redis consumer group and writes each paid order, its
-// lines, tickets and outbox row to Postgres.
+// per partition) as a Redis consumer group and writes each paid order (one
+// orders row, its lines and tickets in it) and its outbox row to Postgres.
 //
 // Delivery is at least once. A batch is written in one transaction whose
 // inserts all do nothing on conflict, and only then deleted from its

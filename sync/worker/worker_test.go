@@ -272,7 +272,7 @@ func TestDrainWritesPaidOrders(t *testing.T) {
 	for _, tc := range []struct{ id, order, event string }{
 		{channelOrder.OrderID + "-1", channelOrder.OrderID, "ev_alpha"},
 		{channelOrder.OrderID + "-2", channelOrder.OrderID, "ev_alpha"},
-		{shopOrder.OrderID + "-001", shopOrder.OrderID, "ev_beta"},
+		{orders.TicketID(shopOrder.OrderID, 0), shopOrder.OrderID, "ev_beta"}, // the one format: "<order>-1"
 	} {
 		var order, event, label string
 		var issued time.Time

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,29 +87,15 @@ func isDataError(err error) bool {
 	return errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "23"))
 }
 
-// TicketID is the id of the i-th (0-based) ticket of an order when its
-// record names none: deterministic, so a redelivered order issues the
-// same tickets.
-func TicketID(orderID string, i int) string {
-	return fmt.Sprintf("%s-%03d", orderID, i+1)
-}
-
 // rows holds a batch column by column, for INSERT ... SELECT FROM unnest:
 // one statement a table whatever the batch size.
 type rows struct {
 	id, eventID, tenantID, channelID, source, buyerName, buyerEmail, buyerPhone []string
 	showingID, discountCode, currency, ref, streamID                            []string
 	caller, idemKey, fingerprint                                                []string
+	lines, tickets                                                              []string
 	subtotal, discount, extras, fee, vat, refundProtection, total               []int64
 	createdAt, paidAt                                                           []time.Time
-
-	lineOrder, lineKind, lineRef  []string
-	lineNo                        []int32
-	lineQty, lineUnit, lineAmount []int64
-
-	ticketID, ticketOrder, ticketEvent, ticketLabel []string
-	ticketKind, ticketRef                           []string
-	ticketIssued                                    []time.Time
 
 	outOrder, outRecipient, outRateKey []string
 	hostOrder, hostTenant              []string
@@ -116,8 +103,18 @@ type rows struct {
 	deadStream, deadID, deadFields, deadError []string
 }
 
-func (r *rows) addOrder(o paid) {
+// addOrder adds o's row. Its lines and tickets go as the jsonb the row
+// keeps them in: the record's own JSON.
+func (r *rows) addOrder(o paid) error {
 	rec := o.rec
+	lines, err := jsonArray(rec.Lines)
+	if err != nil {
+		return fmt.Errorf("encode lines of %s: %w", rec.OrderID, err)
+	}
+	tickets, err := jsonArray(issuedTickets(rec))
+	if err != nil {
+		return fmt.Errorf("encode tickets of %s: %w", rec.OrderID, err)
+	}
 	paidAt := time.UnixMilli(rec.PaidAtMs)
 	r.id = append(r.id, rec.OrderID)
 	r.eventID = append(r.eventID, rec.EventID)
@@ -145,35 +142,11 @@ func (r *rows) addOrder(o paid) {
 	r.createdAt = append(r.createdAt, time.UnixMilli(rec.CreatedAtMs))
 	r.paidAt = append(r.paidAt, paidAt)
 
-	for i, l := range rec.Lines {
-		r.lineOrder = append(r.lineOrder, rec.OrderID)
-		r.lineNo = append(r.lineNo, int32(i+1))
-		r.lineKind = append(r.lineKind, l.Kind)
-		r.lineRef = append(r.lineRef, l.RefID)
-		r.lineQty = append(r.lineQty, l.Quantity)
-		r.lineUnit = append(r.lineUnit, int64(l.UnitPrice))
-		r.lineAmount = append(r.lineAmount, int64(l.Amount))
-	}
-	for i, t := range rec.Tickets {
-		id := t.TicketID
-		if id == "" {
-			id = TicketID(rec.OrderID, i)
-		}
-		r.ticketID = append(r.ticketID, id)
-		r.ticketOrder = append(r.ticketOrder, rec.OrderID)
-		r.ticketEvent = append(r.ticketEvent, rec.EventID)
-		r.ticketLabel = append(r.ticketLabel, t.Label)
-		kind := t.Kind
-		if kind == "" {
-			kind = orders.LineTicket
-		}
-		r.ticketKind = append(r.ticketKind, kind)
-		r.ticketRef = append(r.ticketRef, t.RefID)
-		r.ticketIssued = append(r.ticketIssued, paidAt)
-	}
+	r.lines = append(r.lines, lines)
+	r.tickets = append(r.tickets, tickets)
 	if rec.BuyerEmail != "" {
 		// The outbox row says what to send to whom; the mailer renders the
-		// tickets e-mail from the order's own rows. A copy of the record in
+		// tickets e-mail from the order's row. A copy of the record in
 		// it doubled what Postgres parses and logs for every paid order.
 		r.outOrder = append(r.outOrder, rec.OrderID)
 		r.outRecipient = append(r.outRecipient, rec.BuyerEmail)
@@ -183,6 +156,35 @@ func (r *rows) addOrder(o paid) {
 		r.hostOrder = append(r.hostOrder, rec.OrderID)
 		r.hostTenant = append(r.hostTenant, rec.TenantID)
 	}
+	return nil
+}
+
+// issuedTickets is rec's tickets as the row keeps them. One without an id
+// (a record queued before reserve minted them) gets orders.TicketID's, so
+// a redelivered order issues the same ids; one without a kind is a ticket.
+func issuedTickets(rec orders.Record) []orders.Ticket {
+	if !slices.ContainsFunc(rec.Tickets, func(t orders.Ticket) bool { return t.TicketID == "" || t.Kind == "" }) {
+		return rec.Tickets
+	}
+	out := slices.Clone(rec.Tickets)
+	for i := range out {
+		if out[i].TicketID == "" {
+			out[i].TicketID = orders.TicketID(rec.OrderID, i)
+		}
+		if out[i].Kind == "" {
+			out[i].Kind = orders.LineTicket
+		}
+	}
+	return out
+}
+
+// jsonArray is v as JSON, an empty array for none.
+func jsonArray[T any](v []T) (string, error) {
+	if len(v) == 0 {
+		return "[]", nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
 }
 
 func (r *rows) addDead(d deadLetter) error {
@@ -209,29 +211,23 @@ func storable(s string) string {
 }
 
 const (
+	// One row an order: its lines and tickets are jsonb columns of it
+	// (migration 008), so no child rows and no foreign keys to check.
 	insertOrders = `INSERT INTO orders (id, event_id, tenant_id, channel_id, source, status, buyer_name, buyer_email,
 	buyer_phone, showing_id, discount_code, currency, subtotal_cents, discount_cents, extras_cents, fee_cents, vat_cents,
 	refund_protection_cents, total_cents, partner_reference, created_at, paid_at, stream_id,
-	caller, idempotency_key, fingerprint)
+	caller, idempotency_key, fingerprint, lines, tickets)
 SELECT id, event_id, tenant_id, NULLIF(channel_id, ''), source, '` + StatusPaid + `', buyer_name, buyer_email,
 	NULLIF(buyer_phone, ''), NULLIF(showing_id, ''), NULLIF(discount_code, ''), currency, subtotal, discount, extras, fee, vat,
 	refund_protection, total, NULLIF(ref, ''), created_at, paid_at, stream_id,
-	NULLIF(caller, ''), NULLIF(idem_key, ''), NULLIF(fingerprint, '')
+	NULLIF(caller, ''), NULLIF(idem_key, ''), NULLIF(fingerprint, ''), lines, tickets
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 	$9::text[], $10::text[], $11::text[], $12::int8[], $13::int8[], $14::int8[], $15::int8[], $16::int8[],
 	$17::int8[], $18::int8[], $19::text[], $20::timestamptz[], $21::timestamptz[], $22::text[],
-	$23::text[], $24::text[], $25::text[])
+	$23::text[], $24::text[], $25::text[], $26::jsonb[], $27::jsonb[])
 	AS u(id, event_id, tenant_id, channel_id, source, buyer_name, buyer_email, buyer_phone,
 	showing_id, discount_code, currency, subtotal, discount, extras, fee, vat,
-	refund_protection, total, ref, created_at, paid_at, stream_id, caller, idem_key, fingerprint)
-ON CONFLICT (id) DO NOTHING`
-
-	insertLines = `INSERT INTO order_lines (order_id, line_no, kind, ref_id, quantity, unit_price_cents, amount_cents)
-SELECT * FROM unnest($1::text[], $2::int4[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::int8[])
-ON CONFLICT (order_id, line_no) DO NOTHING`
-
-	insertTickets = `INSERT INTO tickets (id, order_id, event_id, label, issued_at, kind, ref_id)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[], $7::text[])
+	refund_protection, total, ref, created_at, paid_at, stream_id, caller, idem_key, fingerprint, lines, tickets)
 ON CONFLICT (id) DO NOTHING`
 
 	// rate_key: the mailer queues an address's rows by it (sync/mailer
@@ -263,7 +259,9 @@ ON CONFLICT (stream, entry_id) DO NOTHING`
 func (w *Worker) commit(ctx context.Context, good []paid, dead []deadLetter) error {
 	var r rows
 	for _, o := range good {
-		r.addOrder(o)
+		if err := r.addOrder(o); err != nil {
+			return err
+		}
 	}
 	for _, d := range dead {
 		if err := r.addDead(d); err != nil {
@@ -274,13 +272,8 @@ func (w *Worker) commit(ctx context.Context, good []paid, dead []deadLetter) err
 	if len(r.id) > 0 {
 		b.Queue(insertOrders, r.id, r.eventID, r.tenantID, r.channelID, r.source, r.buyerName, r.buyerEmail,
 			r.buyerPhone, r.showingID, r.discountCode, r.currency, r.subtotal, r.discount, r.extras, r.fee, r.vat,
-			r.refundProtection, r.total, r.ref, r.createdAt, r.paidAt, r.streamID, r.caller, r.idemKey, r.fingerprint)
-	}
-	if len(r.lineOrder) > 0 {
-		b.Queue(insertLines, r.lineOrder, r.lineNo, r.lineKind, r.lineRef, r.lineQty, r.lineUnit, r.lineAmount)
-	}
-	if len(r.ticketID) > 0 {
-		b.Queue(insertTickets, r.ticketID, r.ticketOrder, r.ticketEvent, r.ticketLabel, r.ticketIssued, r.ticketKind, r.ticketRef)
+			r.refundProtection, r.total, r.ref, r.createdAt, r.paidAt, r.streamID, r.caller, r.idemKey, r.fingerprint,
+			r.lines, r.tickets)
 	}
 	if len(r.outOrder) > 0 {
 		b.Queue(insertOutbox, r.outOrder, r.outRecipient, r.outRateKey)
