@@ -110,10 +110,7 @@ var (
 func (f *fixture) hold(labels ...string) {
 	f.tok = "holdtok" + strconv.Itoa(len(labels))
 	f.tokenOnly()
-	ks := []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.Live(part)}
-	for _, l := range labels {
-		ks = append(ks, f.sp.Seat(ev, l))
-	}
+	ks := []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.Live(part), f.sp.SeatHolds(ev), f.sp.OrderSeats(ev), f.sp.RegSeats(ev)}
 	args := []string{f.tok, "10", strconv.Itoa(len(labels)), "off"}
 	if code, _ := lua.Int(f.script("seat_hold", ks, append(args, labels...)...), 0); code != 0 {
 		f.t.Fatalf("seat_hold: code %d", code)
@@ -262,27 +259,26 @@ var faultCases = []faultCase{
 	{name: "seat hold with the single-seat rule",
 		setup: func(f *fixture) { f.event(); f.hold("A-2") },
 		act: func(f *fixture) {
-			ks := []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.Live(part),
-				f.sp.Seat(ev, "A-3"), f.sp.Seat(ev, "A-4"), f.sp.Seat(ev, "A-1"), f.sp.Seat(ev, "A-5")}
+			ks := []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.Live(part), f.sp.SeatHolds(ev), f.sp.OrderSeats(ev), f.sp.RegSeats(ev)}
 			f.script("seat_hold", ks, f.tok, "10", "2", "lenient", "A-3", "A-4", "A-1", "A-5")
 		}},
 	{name: "seat extend",
 		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2") },
 		act: func(f *fixture) {
-			f.script("seat_extend", []string{f.sp.Hold(ev, f.tok), f.sp.IPTokens(ev, client.Key), f.sp.Seat(ev, "A-1"), f.sp.Seat(ev, "A-2")},
-				f.tok, "600000", "1800000", client.Key, "A-1", "A-2")
+			f.script("seat_extend", []string{f.sp.Hold(ev, f.tok), f.sp.IPTokens(ev, client.Key), f.sp.SeatHolds(ev)},
+				f.tok, "600000", "1800000", client.Key)
 		}},
 	{name: "seat release of some, with the single-seat rule",
 		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2", "A-3") },
 		act: func(f *fixture) {
-			f.script("seat_release", []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.Seat(ev, "A-3"), f.sp.Seat(ev, "A-4")},
+			f.script("seat_release", []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.SeatHolds(ev), f.sp.OrderSeats(ev), f.sp.RegSeats(ev)},
 				f.tok, "0", "1", "lenient", "A-3", "A-4")
 		}},
 	{name: "seat release of all",
 		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2") },
 		act: func(f *fixture) {
-			f.script("seat_release", []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.Seat(ev, "A-1"), f.sp.Seat(ev, "A-2")},
-				f.tok, "1", "2", "off", "A-1", "A-2")
+			f.script("seat_release", []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.SeatHolds(ev), f.sp.OrderSeats(ev), f.sp.RegSeats(ev)},
+				f.tok, "1", "0", "off")
 		}},
 
 	// storefront registrations

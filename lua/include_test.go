@@ -52,6 +52,7 @@ func TestLibraryIncludesAnotherOnce(t *testing.T) {
 	fsys["lib/cart.lua"] = lib(mustRead(t, "lib/cart.lua"))
 	fsys["lib/capacity.lua"] = lib(mustRead(t, "lib/capacity.lua"))
 	fsys["lib/check.lua"] = lib(mustRead(t, "lib/check.lua"))
+	fsys["lib/seatholds.lua"] = lib(mustRead(t, "lib/seatholds.lua"))
 	src, err = expand(fsys, "c")
 	if err != nil {
 		t.Fatal(err)

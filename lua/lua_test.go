@@ -68,7 +68,7 @@ func TestIncludeExpandsAndKeepsTheSHA(t *testing.T) {
 }
 
 // lib/seatrule is the one single-seat test of seat_hold and seat_release:
-// both carry it, and in Redis it marks booked and keyed seats taken and
+// both carry it, and in Redis it marks booked and held seats taken and
 // finds a free seat alone between taken seats (lenient) or by its row's
 // end (strict), never in a one-seat row.
 func TestSeatRuleLibrary(t *testing.T) {
@@ -83,11 +83,11 @@ func TestSeatRuleLibrary(t *testing.T) {
 	}
 	rc, space := redistest.New(t)
 	ctx := context.Background()
-	// Row A has seats 1..4: A-1 booked, A-2 keyed (held), A-3 and A-4 free;
-	// row B has the one seat B-1.
+	// Row A has seats 1..4: A-1 booked, A-2 held, A-3 free, A-4 free (its
+	// hold expired); row B has the one seat B-1.
 	script := string(lib) + `
 local taken = {}
-seat_taken_mark(taken, KEYS[1], {'A-1', 'A-2', 'A-3', 'A-4', 'B-1'}, {KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]})
+seat_taken_mark(taken, KEYS[1], {seats = KEYS[2], orders = KEYS[3], regs = KEYS[4]}, {'A-1', 'A-2', 'A-3', 'A-4', 'B-1'}, seatholds_now())
 local out = {}
 for _, l in ipairs({'A-1', 'A-2', 'A-3', 'A-4', 'B-1'}) do
   out[#out + 1] = l .. '=' .. tostring(taken[l])
@@ -110,14 +110,14 @@ return out`
 	k := func(s string) string { return space.Prefix + "{seatrule-test}:" + s }
 	for _, c := range []rueidis.Completed{
 		rc.B().Hset().Key(k("booked")).FieldValue().FieldValue("A-1", "o1").Build(),
-		rc.B().Set().Key(k("A-2")).Value("h:tok").Build(),
+		rc.B().Hset().Key(k("seats")).FieldValue().FieldValue("A-2", "h:tok 99999999999999").FieldValue("A-4", "h:old 1").Build(),
 	} {
 		if err := rc.Do(ctx, c).Error(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := rc.Do(ctx, rc.B().Eval().Script(script).Numkeys(6).
-		Key(k("booked"), k("A-1"), k("A-2"), k("A-3"), k("A-4"), k("B-1")).Build()).AsStrSlice()
+	got, err := rc.Do(ctx, rc.B().Eval().Script(script).Numkeys(4).
+		Key(k("booked"), k("seats"), k("orders"), k("regs")).Build()).AsStrSlice()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,22 +14,22 @@
 -- KEYS[7]  -> paid stream           {pN}:paid
 -- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
 -- KEYS[9]  -> buyers hash           {pN}:ev:<id>:buyers (buyer key -> admissions)
--- KEYS[10..] -> seat keys of the order's seats, in the order of its 'seats' field
+-- KEYS[10] -> order seats hash      {pN}:ev:<id>:ordseats (label -> o:<orderId> and expiry, lib/seatholds)
 --
--- The caller knows the event from the order id but not the order's seats
--- and discount code; it declares what it guesses (none, for the common GA
--- order) and, when the order has others, is told them and runs again with
--- their keys declared. Every key a run touches is declared.
+-- The caller knows the event from the order id, so every key but the
+-- discount holds: it declares the discount code it guesses (none, for
+-- most orders) and, when the order has another, is told it and runs again
+-- with its key declared. The order's seats are read from its hash: their
+-- entries are all in KEYS[10]. Every key a run touches is declared.
 --
 -- ARGV[1] -> order id
 -- ARGV[2] -> caller (channel id; the order must belong to it)
 -- ARGV[3] -> charged amount, cents
 -- ARGV[4] -> tolerance, cents
 -- ARGV[5] -> partner reference
--- ARGV[6] -> declared seats: the order's 'seats' field as the caller knows it
--- ARGV[7] -> declared discount code: the order's 'dc' field as the caller knows it
--- ARGV[8] -> "1" when the event is cancelled, else "0"
--- ARGV[9] -> paid stream cap: 0 for none (a sync worker drains it); else
+-- ARGV[6] -> declared discount code: the order's 'dc' field as the caller knows it
+-- ARGV[7] -> "1" when the event is cancelled, else "0"
+-- ARGV[8] -> paid stream cap: 0 for none (a sync worker drains it); else
 --             MAXLEN ~ this many, when no worker ever will
 --
 -- Without a worker, a paid order keeps the expiry reserve gave its hash
@@ -55,12 +55,13 @@
 --                                     'already_paid' (paid
 --                                     before under another partner reference)
 --   {3, order total cents}            amount differs beyond the tolerance
---   {4, seats, discount code}         declared keys are not the order's: run
---                                     again with these declared
+--   {4, discount code}                the declared code is not the order's: run
+--                                     again with its key declared
 --   {5}                               the partition's marker is missing: Redis
 --                                     lost its state or is being rebuilt
 --@include capacity
 --@include cart
+--@include seatholds
 if redis.call('EXISTS', KEYS[8]) == 0 then
   return {5}
 end
@@ -83,8 +84,8 @@ end
 if st == 'failed' then
   return {2, o[10] or 'failed'}
 end
-if (o[6] or '') ~= ARGV[6] or (o[7] or '') ~= ARGV[7] then
-  return {4, o[6] or '', o[7] or ''}
+if (o[7] or '') ~= ARGV[6] then
+  return {4, o[7] or ''}
 end
 
 local oid = ARGV[1]
@@ -93,14 +94,18 @@ local fields, qtys, seats = cart_of(o[5], o[6])
 local n = #fields
 local code = o[7] or ''
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = seatholds_now()
 
 -- the seats the order still holds, read once for the checks and the
--- writes (a failed confirm frees only what is still the order's)
-local mine = {}
+-- writes (a failed confirm frees only what is still the order's; expired
+-- entries go too)
+local cur, stale = seatholds_read({orders = KEYS[10]}, seats, now)
+local mine, gone = {}, {}
 for s = 1, #seats do
-  mine[s] = redis.call('GET', KEYS[9 + s]) == holder
+  mine[s] = cur[s] == holder
+  if mine[s] then
+    gone[#gone + 1] = seats[s]
+  end
 end
 
 -- checks: an order that can no longer be paid fails whatever the amount,
@@ -108,7 +113,7 @@ end
 local reason = nil
 if now >= tonumber(o[4]) then
   reason = 'expired'
-elseif ARGV[8] == '1' then
+elseif ARGV[7] == '1' then
   reason = 'cancelled'
 end
 local total = tonumber(o[2])
@@ -140,11 +145,8 @@ cart_check_discount({dcholds = KEYS[5], dcused = KEYS[6]}, code, not reason)
 -- writes: every key they touch was read or checked above, so no command
 -- below fails on a key's type (Redis would keep what was written before it)
 if reason then
-  for s = 1, #seats do
-    if mine[s] then
-      redis.call('DEL', KEYS[9 + s])
-    end
-  end
+  seatholds_drop(KEYS[10], gone)
+  seatholds_drop_stale(stale)
   if code ~= '' then
     redis.call('ZREM', KEYS[5], oid)
   end
@@ -153,14 +155,14 @@ if reason then
 end
 -- the paid stream first: no check reads it, so when it is not a stream
 -- this first write fails and nothing is written
-cart_queue_paid(KEYS[7], ARGV[9], oid, ARGV[5], now)
+cart_queue_paid(KEYS[7], ARGV[8], oid, ARGV[5], now)
 for c = 1, n do
   redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
 end
 for s = 1, #seats do
   redis.call('HSET', KEYS[4], seats[s], oid)
-  redis.call('DEL', KEYS[9 + s])
 end
+seatholds_drop(KEYS[10], seats)
 if code ~= '' then
   redis.call('ZREM', KEYS[5], oid)
   redis.call('HINCRBY', KEYS[6], code, 1)
@@ -170,5 +172,5 @@ if bk then
 end
 redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
 -- Without a worker the order keeps the expiry reserve gave its hash.
-cart_keep_paid(order, ARGV[9], nil)
+cart_keep_paid(order, ARGV[8], nil)
 return {0, 0, o[8], cart_count_paid(KEYS[3], fields, qtys)}

@@ -12,7 +12,9 @@
 -- KEYS[7]  -> discount used hash    {pN}:ev:<id>:dcused
 -- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
 -- KEYS[9]  -> buyers hash           {pN}:ev:<id>:buyers (buyer key -> admissions)
--- KEYS[10..] -> one seat key per seat label, in the order of the labels in ARGV
+-- KEYS[10] -> seat holds hash       {pN}:ev:<id>:seats (label -> h:<token> and expiry, lib/seatholds)
+-- KEYS[11] -> order seats hash      {pN}:ev:<id>:ordseats (label -> o:<orderId> and expiry)
+-- KEYS[12] -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
 --
 -- ARGV[1] -> order id
 -- ARGV[2] -> order TTL ms (pending expiry)
@@ -68,7 +70,7 @@ local exp = now + ttl
 local code, maxuses = ARGV[5], tonumber(ARGV[6])
 local limit, adm = tonumber(ARGV[7]), tonumber(ARGV[9])
 local refusal = cart_refusal(
-  {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seat = 9,
+  {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seats = KEYS[10], orders = KEYS[11], regs = KEYS[12],
    dcholds = KEYS[6], dcused = KEYS[7], buyers = KEYS[9]},
   {fields = fields, qtys = qtys, labels = labels, holder = 'h:' .. ARGV[4], code = code,
    maxuses = maxuses, limit = limit, buyer = ARGV[8], adm = adm}, now)
@@ -78,8 +80,9 @@ end
 
 -- writes
 local oid = ARGV[1]
+seatholds_drop(KEYS[10], labels)
+seatholds_put(KEYS[11], labels, 'o:' .. oid, exp)
 for s = 1, nseats do
-  redis.call('SET', KEYS[9 + s], 'o:' .. oid, 'PX', ttl)
   redis.call('HDEL', KEYS[5], 's:' .. labels[s])
 end
 if code ~= '' and maxuses > 0 then

@@ -8,11 +8,11 @@
 -- marker: it sells nothing, and gives counts back only under the generation
 -- that took them.
 --
--- With ARGV[5] 'release' it releases the registration before its window
+-- With ARGV[4] 'release' it releases the registration before its window
 -- ends: a newer registration of the same buyer replaces it. Its checkout
--- sessions must be the ones the caller closed (ARGV[6]), else it is told
+-- sessions must be the ones the caller closed (ARGV[5]), else it is told
 -- them ({4}) and closes those too. It becomes expired with 'why' =
--- 'replaced'. Not held, it also clears the buyer's unpaid slot (ARGV[7])
+-- 'replaced'. Not held, it also clears the buyer's unpaid slot (ARGV[6])
 -- when that still names it.
 --
 -- Either way it leaves its client's count and its buyer's unpaid slot
@@ -26,35 +26,36 @@
 -- KEYS[6]  -> partition marker      {pN}:live
 -- KEYS[7]  -> unpaid hash           {pN}:ev:<id>:unpaid
 -- KEYS[8]  -> IP registrations hash {pN}:ev:<id>:ipregs
--- KEYS[9..] -> seat keys of the registration's seats, in the order of its 'seats'
+-- KEYS[9]  -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>,
+--             lib/seatholds; its seats are read from the registration's hash)
 --
 -- ARGV[1] -> registration id
--- ARGV[2] -> declared seats (the 'seats' field as the caller knows it)
--- ARGV[3] -> declared discount code
--- ARGV[4] -> retention ms: how long the expired hash stays for status reads
--- ARGV[5] -> '' (the window must have passed) or 'release'
--- ARGV[6] -> release: the sessions the caller closed (its 'sess' field)
--- ARGV[7] -> release: the buyer key whose unpaid slot names it
+-- ARGV[2] -> declared discount code (the 'dc' field as the caller knows it)
+-- ARGV[3] -> retention ms: how long the expired hash stays for status reads
+-- ARGV[4] -> '' (the window must have passed) or 'release'
+-- ARGV[5] -> release: the sessions the caller closed (its 'sess' field)
+-- ARGV[6] -> release: the buyer key whose unpaid slot names it
 --
 -- Output:
 --   {0}                        expired (released) now
 --   {1, st}                    not held ('' when unknown): nothing to give back
 --   {2, expiresAtMs}           its window has not passed
---   {3, seats, discount code}  declared keys are not the registration's
+--   {3, discount code}         the declared code is not the registration's
 --   {4, sessions}              release: it has other sessions than those closed
 --@include capacity
 --@include cart
 --@include check
 --@include holds
+--@include seatholds
 local reg = KEYS[1]
 local id = ARGV[1]
-local release = ARGV[5] == 'release'
+local release = ARGV[4] == 'release'
 local o = redis.call('HMGET', reg, 'st', 'exp', 'claims', 'seats', 'dc', 'bk', 'adm', 'gen', 'sess', 'iph', 'ub')
 if o[1] ~= 'held' then
-  local slot = release and holds_read(KEYS[8], KEYS[7], nil, ARGV[7])
+  local slot = release and holds_read(KEYS[8], KEYS[7], nil, ARGV[6])
   redis.call('ZREM', KEYS[5], id)
   if slot == id then
-    redis.call('HDEL', KEYS[7], ARGV[7])
+    redis.call('HDEL', KEYS[7], ARGV[6])
   end
   return {1, o[1] or ''}
 end
@@ -64,10 +65,10 @@ local exp = tonumber(o[2]) or 0
 if now < exp and not release then
   return {2, exp}
 end
-if (o[4] or '') ~= ARGV[2] or (o[5] or '') ~= ARGV[3] then
-  return {3, o[4] or '', o[5] or ''}
+if (o[5] or '') ~= ARGV[2] then
+  return {3, o[5] or ''}
 end
-if release and (o[9] or '') ~= ARGV[6] then
+if release and (o[9] or '') ~= ARGV[5] then
   return {4, o[9] or ''}
 end
 
@@ -80,10 +81,18 @@ end
 -- gone too, and false == false must not give back restored counts)
 local counted = o[8] and o[8] == redis.call('GET', KEYS[6])
 local holder = 'o:' .. id
-local mine, s = {}, 0
-for _ in string.gmatch(o[4] or '', '%S+') do
-  s = s + 1
-  mine[s] = redis.call('GET', KEYS[8 + s]) == holder
+local seats = {}
+for l in string.gmatch(o[4] or '', '%S+') do
+  seats[#seats + 1] = l
+end
+local gone = {}
+if #seats > 0 then
+  local cur = redis.call('HMGET', KEYS[9], unpack(seats))
+  for i = 1, #seats do
+    if cur[i] == holder then
+      gone[#gone + 1] = seats[i]
+    end
+  end
 end
 local slot = holds_read(KEYS[8], KEYS[7], o[10], o[11])
 if counted then
@@ -108,11 +117,7 @@ if counted then
     redis.call('HDEL', KEYS[4], o[6])
   end
 end
-for s = 1, #mine do
-  if mine[s] then
-    redis.call('DEL', KEYS[8 + s])
-  end
-end
+seatholds_drop(KEYS[9], gone)
 if (o[5] or '') ~= '' then
   cart_drop_discount(KEYS[3], id)
 end
@@ -122,5 +127,5 @@ if release then
 else
   redis.call('HSET', reg, 'st', 'expired')
 end
-redis.call('PEXPIRE', reg, tonumber(ARGV[4]))
+redis.call('PEXPIRE', reg, tonumber(ARGV[3]))
 return {0}

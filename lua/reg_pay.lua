@@ -27,20 +27,22 @@
 -- KEYS[10] -> expiry zset           {pN}:regexp
 -- KEYS[11] -> unpaid hash           {pN}:ev:<id>:unpaid (a held one leaves it, lib/holds)
 -- KEYS[12] -> IP registrations hash {pN}:ev:<id>:ipregs (a held one leaves its client's count)
--- KEYS[13..] -> seat keys of the registration's seats, in the order of its 'seats'
+-- KEYS[13] -> seat holds hash       {pN}:ev:<id>:seats (lib/seatholds)
+-- KEYS[14] -> order seats hash      {pN}:ev:<id>:ordseats
+-- KEYS[15] -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
 --
--- The caller declares the seats and discount code it guesses (none); when
--- the registration has others it is told them and runs again.
+-- The caller declares the discount code it guesses (none); when the
+-- registration has another it is told it and runs again. Its seats are
+-- read from its hash; whoever holds them is in KEYS[13..15].
 --
 -- ARGV[1] -> registration id
 -- ARGV[2] -> payment reference "<processor>:<paymentId>"
 -- ARGV[3] -> amount paid, cents
 -- ARGV[4] -> currency, upper case
--- ARGV[5] -> declared seats (the 'seats' field as the caller knows it)
--- ARGV[6] -> declared discount code
--- ARGV[7] -> paid stream cap: 0 (a sync worker drains it) or MAXLEN ~ this
--- ARGV[8] -> retention ms (how long a refund or a paid hash without a worker stays)
--- ARGV[9] -> "1" when the event is cancelled, else "0"
+-- ARGV[5] -> declared discount code
+-- ARGV[6] -> paid stream cap: 0 (a sync worker drains it) or MAXLEN ~ this
+-- ARGV[7] -> retention ms (how long a refund or a paid hash without a worker stays)
+-- ARGV[8] -> "1" when the event is cancelled, else "0"
 --
 -- Output:
 --   {0, duplicate 0|1, reclaimed 0|1, tickets JSON, paid units, added}
@@ -58,7 +60,7 @@
 --                                        'already_paid' (paid by another payment),
 --                                        or the reason the registration is in
 --                                        refund already
---   {3, seats, discount code}            declared keys are not the registration's
+--   {3, discount code}                   the declared code is not the registration's
 --   {4}                                  the partition's marker is missing
 --   {5, reason}                          refused, nothing written: 'session' (not
 --                                        one ticketd opened for it), 'amount' or
@@ -67,6 +69,7 @@
 --@include cart
 --@include check
 --@include holds
+--@include seatholds
 local gen = redis.call('GET', KEYS[8])
 if not gen then
   return {4}
@@ -113,8 +116,8 @@ end
 if st == 'refund' then
   return {2, o[9] or 'refund', o[10] == ref and 1 or 0}
 end
-if (o[6] or '') ~= ARGV[5] or (o[7] or '') ~= ARGV[6] then
-  return {3, o[6] or '', o[7] or ''}
+if (o[7] or '') ~= ARGV[5] then
+  return {3, o[7] or ''}
 end
 
 local id = ARGV[1]
@@ -129,16 +132,20 @@ local counted = st == 'held' and o[13] == gen
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
--- the registration's seat keys, read once for the checks and the writes
--- (a refund frees only what is still the registration's)
-local cur = {}
+-- the registration's seats, read once for the checks and the writes (a
+-- refund frees only what is still the registration's; expired entries go
+-- too)
+local cur, stale = seatholds_read({seats = KEYS[13], orders = KEYS[14], regs = KEYS[15]}, seats, now)
+local mine = {}
 for s = 1, #seats do
-  cur[s] = redis.call('GET', KEYS[12 + s])
+  if cur[s] == holder then
+    mine[#mine + 1] = seats[s]
+  end
 end
 
 -- checks
 local reason = nil
-if ARGV[9] == '1' then
+if ARGV[8] == '1' then
   reason = 'cancelled'
 end
 if not reason and not counted and capacity_short(KEYS[2], KEYS[3], fields, qtys) then
@@ -195,22 +202,19 @@ if reason then
       redis.call('HDEL', KEYS[9], bk)
     end
   end
-  for s = 1, #seats do
-    if cur[s] == holder then
-      redis.call('DEL', KEYS[12 + s])
-    end
-  end
+  seatholds_drop(KEYS[15], mine)
+  seatholds_drop_stale(stale)
   if code ~= '' then
     cart_drop_discount(KEYS[5], id)
   end
   redis.call('ZREM', KEYS[10], id)
   redis.call('HSET', reg, 'st', 'refund', 'why', reason, 'ref', ref, 'amt', ARGV[3])
-  redis.call('PEXPIRE', reg, tonumber(ARGV[8]))
+  redis.call('PEXPIRE', reg, tonumber(ARGV[7]))
   return {2, reason, 0}
 end
 -- the paid stream first: no check reads it, so when it is not a stream
 -- this first write fails and nothing is written
-cart_queue_paid(KEYS[7], ARGV[7], id, ref, now)
+cart_queue_paid(KEYS[7], ARGV[6], id, ref, now)
 holds_leave(KEYS[12], KEYS[11], id, hk[1], hk[2], slot)
 if not counted then
   for c = 1, n do
@@ -222,13 +226,14 @@ if not counted then
 end
 for s = 1, #seats do
   redis.call('HSET', KEYS[4], seats[s], id)
-  redis.call('DEL', KEYS[12 + s])
 end
+seatholds_drop(KEYS[15], mine)
+seatholds_drop_stale(stale)
 if code ~= '' then
   cart_drop_discount(KEYS[5], id)
   redis.call('HINCRBY', KEYS[6], code, 1)
 end
 redis.call('ZREM', KEYS[10], id)
 redis.call('HSET', reg, 'st', 'paid', 'ref', ref, 'paid', now, 'amt', ARGV[3])
-cart_keep_paid(reg, ARGV[7], tonumber(ARGV[8]))
+cart_keep_paid(reg, ARGV[6], tonumber(ARGV[7]))
 return {0, 0, counted and 0 or 1, o[8], cart_count_paid(KEYS[3], fields, qtys)}

@@ -33,7 +33,9 @@
 -- KEYS[13] -> IP registrations hash {pN}:ev:<id>:ipregs (client -> registrations awaiting payment)
 -- KEYS[14] -> IP tokens zset        {pN}:ev:<id>:iptok:<client> (any name when no client;
 --             also free registrations, f:<id>, for the register hold)
--- KEYS[15..] -> one seat key per seat label, in the order of the labels in ARGV
+-- KEYS[15] -> seat holds hash       {pN}:ev:<id>:seats (label -> h:<token> and expiry, lib/seatholds)
+-- KEYS[16] -> order seats hash      {pN}:ev:<id>:ordseats (label -> o:<orderId> and expiry)
+-- KEYS[17] -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
 --
 -- ARGV[1]  -> registration id
 -- ARGV[2]  -> register hold TTL ms (the window until a checkout session is attached)
@@ -128,7 +130,7 @@ local code, maxuses = ARGV[5], tonumber(ARGV[6])
 local limited = code ~= '' and maxuses > 0
 local limit, adm = tonumber(ARGV[7]), tonumber(ARGV[9])
 local refusal = cart_refusal(
-  {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seat = 14,
+  {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seats = KEYS[15], orders = KEYS[16], regs = KEYS[17],
    dcholds = KEYS[6], dcused = KEYS[7], buyers = KEYS[9]},
   {fields = fields, qtys = qtys, labels = labels, holder = 'h:' .. ARGV[4], code = code,
    maxuses = maxuses, limit = limit, buyer = ARGV[8], adm = adm}, now)
@@ -156,14 +158,14 @@ for c = 1, nclaims do
 end
 for s = 1, nseats do
   redis.call('HDEL', KEYS[5], 's:' .. labels[s])
+  redis.call('HDEL', KEYS[15], labels[s])
   if free then
     redis.call('HSET', KEYS[4], labels[s], id)
-    redis.call('DEL', KEYS[14 + s])
   else
     -- No expiry: while held, only reg_expire and reg_pay give the seat
     -- back, so a payment that comes after the window but before the sweep
     -- never finds it taken (the sold counts are held that long too).
-    redis.call('SET', KEYS[14 + s], 'o:' .. id)
+    redis.call('HSET', KEYS[17], labels[s], 'o:' .. id)
   end
 end
 if limit > 0 then

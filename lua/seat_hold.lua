@@ -1,23 +1,26 @@
 -- seat_hold: add seats to a hold token, all or nothing. A seat is free when
--- it has no seat key and is not booked; seats the token already holds are
--- kept. New seat keys expire with the token (PXAT = the hash's exp), so a
--- timed-out hold leaves no key behind. The token's expiry is not changed.
+-- no live hold (lib/seatholds: the seat holds, order seats and
+-- registration seats hashes) and is not booked; seats the token already holds are kept. New
+-- entries expire with the token (the hash's exp), so a timed-out hold
+-- leaves only entries that count as free; the expired entries this hold
+-- reads are deleted. The token's expiry is not changed.
 --
 -- The event's single-seat rule (decisions.md §7) is checked here, so no
 -- surface can bypass it: a hold is refused when a free seat next to a newly
 -- held seat would be left alone between taken seats ('lenient'), or between
--- a taken seat and its row's end ('strict'). Taken = booked or with a seat
--- key (any token, this one included, or an order). Only seats next to newly
--- held seats are looked at: an older stranded seat is not this hold's doing.
--- The caller passes, as neighbour keys, every seat of the same row within
+-- a taken seat and its row's end ('strict'). Taken = booked or held (any
+-- token, this one included, or an order). Only seats next to newly held
+-- seats are looked at: an older stranded seat is not this hold's doing.
+-- The caller passes, as neighbour labels, every seat of the same row within
 -- two of a requested seat that is not itself requested; a label missing
 -- from labels and neighbours is beyond its row's end.
 --
 -- KEYS[1]  -> hold token hash   {pN}:ev:<id>:hold:<token>
 -- KEYS[2]  -> booked seats hash {pN}:ev:<id>:booked (label -> order id)
 -- KEYS[3]  -> partition marker  {pN}:live (sales stop while it is missing)
--- KEYS[4..3+n] -> one seat key per requested label, in the order of ARGV
--- KEYS[4+n..]  -> one seat key per neighbour label, in the order of ARGV
+-- KEYS[4]  -> seat holds hash   {pN}:ev:<id>:seats (label -> h:<token> and expiry)
+-- KEYS[5]  -> order seats hash  {pN}:ev:<id>:ordseats (label -> o:<orderId> and expiry)
+-- KEYS[6]  -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
 --
 -- ARGV[1] -> hold token
 -- ARGV[2] -> most seats one token may hold
@@ -51,9 +54,11 @@ local labels = {}
 for i = 1, n do
   labels[i] = ARGV[4 + i]
 end
+local now = seatholds_now()
 local holder = 'h:' .. ARGV[1]
 local booked = redis.call('HMGET', KEYS[2], unpack(labels))
-local cur = redis.call('MGET', unpack(KEYS, 4, 3 + n))
+local k = {seats = KEYS[4], orders = KEYS[5], regs = KEYS[6]}
+local cur, stale = seatholds_read(k, labels, now)
 local conflicts = {}
 for i = 1, n do
   if booked[i] or (cur[i] and cur[i] ~= holder) then
@@ -81,11 +86,13 @@ if #all > tonumber(ARGV[2]) then
   return {3, tonumber(ARGV[2])}
 end
 
-local m = #KEYS - 3 - n
+local m = #ARGV - 4 - n
 if rule ~= 'off' and m > 0 then
   -- taken as lib/seatrule describes it, as it would be after the hold.
   local taken = {}
-  seat_taken_mark(taken, KEYS[2], {unpack(ARGV, 5 + n, 4 + n + m)}, {unpack(KEYS, 4 + n, 3 + n + m)})
+  for _, grp in ipairs(seat_taken_mark(taken, KEYS[2], k, {unpack(ARGV, 5 + n, 4 + n + m)}, now)) do
+    stale[#stale + 1] = grp
+  end
   for i = 1, n do
     taken[labels[i]] = true
   end
@@ -108,11 +115,14 @@ if rule ~= 'off' and m > 0 then
   end
 end
 
--- writes
+-- writes (the expired entries go first: a requested one is written again)
+seatholds_drop_stale(stale)
+local new = {}
 for i = 1, n do
   if not cur[i] then
-    redis.call('SET', KEYS[3 + i], holder, 'PXAT', exp)
+    new[#new + 1] = labels[i]
   end
   redis.call('HSET', hold, 's:' .. labels[i], '1')
 end
+seatholds_put(KEYS[4], new, holder, exp)
 return {0, tonumber(exp), all}

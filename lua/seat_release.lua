@@ -1,8 +1,8 @@
--- seat_release: free seats of a hold token. Only seat keys still held by the
--- token are deleted (a seat handed to an order stays with the order); the
--- token hash stays, so the token can hold again until it expires. When
--- releasing all, the caller reads the token's seats first; if they changed
--- meanwhile the script answers {2} and the caller reads again.
+-- seat_release: free seats of a hold token. Only seats still held by the
+-- token lose their entries in the event's seat holds hash (a seat handed to
+-- an order stays with the order); the token hash stays, so the token can
+-- hold again until it expires. Releasing all, the script reads the token's
+-- seats itself.
 --
 -- The event's single-seat rule (decisions.md §7) holds for releases too, so
 -- a buyer cannot hold three seats and let go of the middle one: a partial
@@ -13,13 +13,14 @@
 -- caller passes the neighbour seats as for seat_hold (same row, within two,
 -- not released themselves; a label missing is beyond its row's end).
 --
--- KEYS[1]  -> hold token hash {pN}:ev:<id>:hold:<token>
+-- KEYS[1]  -> hold token hash  {pN}:ev:<id>:hold:<token>
 -- KEYS[2]  -> booked seats hash {pN}:ev:<id>:booked (label -> order id)
--- KEYS[3..2+n] -> one seat key per label, in the order of the labels in ARGV
--- KEYS[3+n..]  -> one seat key per neighbour label, in the order of ARGV
+-- KEYS[3]  -> seat holds hash  {pN}:ev:<id>:seats
+-- KEYS[4]  -> order seats hash {pN}:ev:<id>:ordseats
+-- KEYS[5]  -> registration seats hash {pN}:ev:<id>:regseats
 --
 -- ARGV[1] -> hold token
--- ARGV[2] -> "1" when the labels must be all of the token's seats, else "0"
+-- ARGV[2] -> "1" to release all of the token's seats (no labels follow), else "0"
 -- ARGV[3] -> n, the number of labels
 -- ARGV[4] -> single-seat rule: 'off', 'lenient' or 'strict'
 -- ARGV[5..4+n] -> seat labels "<row>-<number>" (distinct)
@@ -27,44 +28,35 @@
 --
 -- Output:
 --   {0, {labels}}  released (only the seats that were held by the token)
---   {2}            releasing all, and the token's seats are not the labels given; retry
 --   {5, {labels}}  the rule refuses: these freed seats would be stranded
 --@include seatrule
 local hold = KEYS[1]
+local all = ARGV[2] == '1'
 local n = tonumber(ARGV[3])
 local rule = ARGV[4]
 local holder = 'h:' .. ARGV[1]
-local labels, isLabel = {}, {}
-for i = 1, n do
-  labels[i] = ARGV[4 + i]
-  isLabel[labels[i]] = true
-end
-
 local fields = redis.call('HKEYS', hold)
-if ARGV[2] == '1' and #fields > 0 then
-  local count = 0
+local labels, isLabel = {}, {}
+if all then
   for _, f in ipairs(fields) do
     if string.sub(f, 1, 2) == 's:' then
-      count = count + 1
+      labels[#labels + 1] = string.sub(f, 3)
     end
   end
-  if count ~= n then
-    return {2}
-  end
+  n = #labels
+else
   for i = 1, n do
-    if redis.call('HEXISTS', hold, 's:' .. labels[i]) == 0 then
-      return {2}
-    end
+    labels[i] = ARGV[4 + i]
+    isLabel[labels[i]] = true
   end
 end
 
-local cur = {}
-if n > 0 then
-  cur = redis.call('MGET', unpack(KEYS, 3, 2 + n))
-end
+local now = seatholds_now()
+local k = {seats = KEYS[3], orders = KEYS[4], regs = KEYS[5]}
+local cur, stale = seatholds_read(k, labels, now)
 
-local m = #KEYS - 2 - n
-if ARGV[2] == '0' and rule ~= 'off' and m > 0 then
+local m = #ARGV - 4 - n
+if not all and rule ~= 'off' and m > 0 then
   local keeps = false
   for _, f in ipairs(fields) do
     if string.sub(f, 1, 2) == 's:' and not isLabel[string.sub(f, 3)] then
@@ -80,7 +72,7 @@ if ARGV[2] == '0' and rule ~= 'off' and m > 0 then
     for i = 1, n do
       taken[labels[i]] = (booked[i] or (cur[i] and cur[i] ~= holder)) and true or false
     end
-    seat_taken_mark(taken, KEYS[2], {unpack(ARGV, 5 + n, 4 + n + m)}, {unpack(KEYS, 3 + n, 2 + n + m)})
+    seat_taken_mark(taken, KEYS[2], k, {unpack(ARGV, 5 + n, 4 + n + m)}, now)
     local strict = rule == 'strict'
     local stranded = {}
     for i = 1, n do
@@ -101,9 +93,10 @@ end
 local released = {}
 for i = 1, n do
   if cur[i] == holder then
-    redis.call('DEL', KEYS[2 + i])
     released[#released + 1] = labels[i]
   end
   redis.call('HDEL', hold, 's:' .. labels[i])
 end
+seatholds_drop_stale(stale)
+seatholds_drop(KEYS[3], released)
 return {0, released}

@@ -176,10 +176,10 @@ func TestSeatRush(t *testing.T) {
 		t.Fatalf("%d seat labels issued twice", n)
 	}
 	// Abandoned holds expire: every seat not booked is free again, and no
-	// hold or seat key remains.
+	// hold or seat holds key remains.
 	waitFor(t, func() bool {
 		for _, k := range redisKeys(t, s) {
-			if strings.Contains(k, ":seat:") || strings.Contains(k, ":hold:") {
+			if strings.HasSuffix(k, "seats") || strings.Contains(k, ":hold:") { // :seats, :ordseats, :regseats
 				return false
 			}
 		}

@@ -239,7 +239,7 @@ func (s *server) extend(ctx *fasthttp.RequestCtx, r Request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	exp, err := s.seats.Extend(r.Ctx, r.Event.ID, tok)
+	exp, err := s.seats.ExtendFor(r.Ctx, r.Event.ID, tok, r.Client)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return

@@ -91,7 +91,8 @@ func BenchmarkLargestEventAvailability(b *testing.B) {
 	var cmds rueidis.Commands
 	for _, r := range ev.SeatMap.Rows {
 		for n := 1; n <= r.Seats; n++ {
-			cmds = append(cmds, rc.B().Set().Key(space.Seat(ev.ID, r.Label+"-"+strconv.Itoa(n))).Value("h:x").Px(time.Hour).Build())
+			cmds = append(cmds, rc.B().Hset().Key(space.SeatHolds(ev.ID)).FieldValue().
+				FieldValue(r.Label+"-"+strconv.Itoa(n), seats.HoldEntry("h:x", time.Now().Add(time.Hour))).Build())
 		}
 	}
 	for _, r := range rc.DoMulti(ctx, cmds...) {

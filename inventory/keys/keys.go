@@ -83,9 +83,21 @@ func (s Space) Sold(eventID string) string { return s.eventKey(eventID, "sold", 
 // Booked is the hash of booked seats of an event: seat label -> order id.
 func (s Space) Booked(eventID string) string { return s.eventKey(eventID, "booked", "") }
 
-// Seat is the key of one held seat: its value names the holder
-// ("h:<token>" or "o:<orderId>") and its PEXPIRE is the hold's expiry.
-func (s Space) Seat(eventID, label string) string { return s.eventKey(eventID, "seat:", label) }
+// SeatHolds is the hash of an event's seats held by hold tokens: seat
+// label -> "h:<token>", a space and the hold's expiry (ms, Redis time); it
+// expires with its latest entry (lua/lib/seatholds.lua). With OrderSeats
+// and RegSeats, three keys for all of an event's holds, so every script
+// that changes a hold knows its keys before it runs.
+func (s Space) SeatHolds(eventID string) string { return s.eventKey(eventID, "seats", "") }
+
+// OrderSeats is the hash of an event's seats handed to pending partner
+// orders: seat label -> "o:<orderId>", a space and the order's expiry (ms);
+// it expires with its latest entry.
+func (s Space) OrderSeats(eventID string) string { return s.eventKey(eventID, "ordseats", "") }
+
+// RegSeats is the hash of the seats of an event's registrations awaiting
+// payment: seat label -> "o:<regId>", held without expiry.
+func (s Space) RegSeats(eventID string) string { return s.eventKey(eventID, "regseats", "") }
 
 // Hold is the hash of one hold token of an event.
 func (s Space) Hold(eventID, token string) string { return s.eventKey(eventID, "hold:", token) }

@@ -24,7 +24,7 @@ func TestEventKeysShareOneSlot(t *testing.T) {
 	ev := "ev_summer"
 	oid := OrderID(ev, "abc123")
 	ok, _ := s.Order(oid)
-	all := []string{s.Caps(ev), s.Sold(ev), s.Booked(ev), s.Seat(ev, "A-1"), s.Hold(ev, "tok"),
+	all := []string{s.Caps(ev), s.Sold(ev), s.Booked(ev), s.SeatHolds(ev), s.OrderSeats(ev), s.RegSeats(ev), s.Hold(ev, "tok"),
 		s.DiscountUsed(ev), s.DiscountHolds(ev, "EARLY"), ok, s.Paid(Partition(ev))}
 	want := slotTag(all[0])
 	for _, k := range all {

@@ -72,12 +72,11 @@ type input struct {
 
 func (in input) p() int        { return keys.Partition(in.ev) }
 func (in input) order() string { k, _ := in.sp.Order(in.oid); return k }
+
+// seats are the event's seat holds and registration seats hashes
+// (lua/lib/seatholds.lua), whatever seats a script touches.
 func (in input) seats() []string {
-	out := make([]string, len(in.labels))
-	for i, l := range in.labels {
-		out[i] = in.sp.Seat(in.ev, l)
-	}
-	return out
+	return []string{in.sp.SeatHolds(in.ev), in.sp.OrderSeats(in.ev), in.sp.RegSeats(in.ev)}
 }
 
 // discountHolds is what the wrappers declare with and without a code.
@@ -121,8 +120,8 @@ var scriptKeys = map[string]func(in input) [][]string{
 	"lease_release": func(in input) [][]string { return [][]string{{in.sp.CatalogLock()}} },
 	"order_confirm": func(in input) (out [][]string) {
 		for _, dc := range in.discountHolds() {
-			out = append(out, append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), dc,
-				in.sp.DiscountUsed(in.ev), in.sp.Paid(in.p()), in.sp.Live(in.p()), in.sp.Buyers(in.ev)}, in.seats()...))
+			out = append(out, []string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), dc,
+				in.sp.DiscountUsed(in.ev), in.sp.Paid(in.p()), in.sp.Live(in.p()), in.sp.Buyers(in.ev), in.sp.OrderSeats(in.ev)})
 		}
 		return out
 	},
@@ -153,8 +152,8 @@ var scriptKeys = map[string]func(in input) [][]string{
 	"ratelimit":        func(in input) [][]string { return [][]string{{in.sp.RateLimit(in.rl)}} },
 	"reg_expire": func(in input) (out [][]string) {
 		for _, dc := range in.discountHolds() {
-			out = append(out, append([]string{in.order(), in.sp.Sold(in.ev), dc, in.sp.Buyers(in.ev),
-				in.sp.Expiry(in.p()), in.sp.Live(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev)}, in.seats()...))
+			out = append(out, []string{in.order(), in.sp.Sold(in.ev), dc, in.sp.Buyers(in.ev),
+				in.sp.Expiry(in.p()), in.sp.Live(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev), in.sp.RegSeats(in.ev)})
 		}
 		return out
 	},
@@ -186,12 +185,11 @@ var scriptKeys = map[string]func(in input) [][]string{
 	"reg_status": func(in input) [][]string { return [][]string{{in.order()}} },
 	"seat_extend": func(in input) (out [][]string) {
 		for _, ip := range in.ipTokens() {
-			out = append(out, append([]string{in.sp.Hold(in.ev, in.token), ip}, in.seats()...))
+			out = append(out, []string{in.sp.Hold(in.ev, in.token), ip, in.sp.SeatHolds(in.ev)})
 		}
 		return out
 	},
 	"seat_hold": func(in input) [][]string {
-		// requested seats, then their neighbours: seat keys of the event all
 		return [][]string{append([]string{in.sp.Hold(in.ev, in.token), in.sp.Booked(in.ev), in.sp.Live(in.p())}, in.seats()...)}
 	},
 	"seat_release": func(in input) [][]string {
@@ -354,11 +352,8 @@ func TestScriptKeysTableCoversEveryScript(t *testing.T) {
 			t.Errorf("lua/%s.lua: its header declares no KEYS", name)
 		}
 		want := n
-		if tailed { // seat keys, or for paid_ack the two orders' hashes
-			want += len(in.labels)
-			if name == "paid_ack" {
-				want = n + 2
-			}
+		if tailed { // for paid_ack the two orders' hashes
+			want = n + 2
 		}
 		for _, ks := range list(in) {
 			if len(ks) != want {

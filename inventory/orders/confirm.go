@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -77,11 +76,12 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 	if !ok {
 		return Confirmation{}, ErrNotFound
 	}
-	// Most orders have no seats and no discount code: guess that, and run
-	// again with the keys the script names when the guess is wrong.
-	seats, dc := "", ""
+	// Most orders have no discount code: guess that, and run again with
+	// its key when the script names one. Seats need no guess: their
+	// entries are all in the event's order seats hash.
+	dc := ""
 	for try := 0; try < 2; try++ {
-		arr, err := s.runConfirm(ctx, ev, req, seats, dc)
+		arr, err := s.runConfirm(ctx, ev, req, dc)
 		if err != nil {
 			return Confirmation{}, fmt.Errorf("confirm: %w", err)
 		}
@@ -110,36 +110,30 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 			total, _ := lua.Int(arr, 1)
 			return Confirmation{}, AmountMismatch(money.Cents(total))
 		case 4:
-			seats, _ = lua.Str(arr, 1)
-			dc, _ = lua.Str(arr, 2)
+			dc, _ = lua.Str(arr, 1)
 			continue
 		case 5:
 			return Confirmation{}, redisstate.ErrSalesStopped
 		}
 		return Confirmation{}, fmt.Errorf("confirm: %w: code %d", lua.ErrReply, code)
 	}
-	// The seats and code of an order are fixed at reserve, so a second
-	// mismatch means the order hash is not what reserve wrote.
-	return Confirmation{}, fmt.Errorf("confirm: %w: order %s changed its seats", lua.ErrReply, orderID)
+	// The code of an order is fixed at reserve, so a second mismatch means
+	// the order hash is not what reserve wrote.
+	return Confirmation{}, fmt.Errorf("confirm: %w: order %s changed its discount code", lua.ErrReply, orderID)
 }
 
-func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest, seats, dc string) ([]rueidis.RedisMessage, error) {
+func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest, dc string) ([]rueidis.RedisMessage, error) {
 	okey, _ := s.Space.Order(req.OrderID)
-	labels := strings.Fields(seats)
 	p := keys.Partition(ev)
-	ks := make([]string, 0, 9+len(labels))
-	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHoldsOrNone(ev, dc),
-		s.Space.DiscountUsed(ev), s.Space.Paid(p), s.Space.Live(p), s.Space.Buyers(ev))
-	for _, l := range labels {
-		ks = append(ks, s.Space.Seat(ev, l))
-	}
+	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHoldsOrNone(ev, dc),
+		s.Space.DiscountUsed(ev), s.Space.Paid(p), s.Space.Live(p), s.Space.Buyers(ev), s.Space.OrderSeats(ev)}
 	cancelled := "0"
 	if req.EventCancelled {
 		cancelled = "1"
 	}
 	return s.Replication.Array(ctx, s.Redis, confirmScript, ks, []string{
 		req.OrderID, req.ChannelID, strconv.FormatInt(int64(req.Amount), 10), strconv.FormatInt(int64(Tolerance), 10),
-		req.Reference, seats, dc, cancelled, strconv.FormatInt(s.StreamCap, 10)}, Paid)
+		req.Reference, dc, cancelled, strconv.FormatInt(s.StreamCap, 10)}, Paid)
 }
 
 // Paid says a paying script's reply is {0, …}: the order is paid, now or

@@ -307,13 +307,9 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	if req.HoldToken != "" {
 		hold = s.Space.Hold(ev, req.HoldToken)
 	}
-	ks = make([]string, 0, 9+len(req.SeatLabels))
-	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
+	ks = []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
 		s.Space.DiscountHoldsOrNone(ev, req.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(keys.Partition(ev)),
-		s.Space.Buyers(ev))
-	for _, l := range req.SeatLabels {
-		ks = append(ks, s.Space.Seat(ev, l))
-	}
+		s.Space.Buyers(ev), s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev)}
 
 	buyer := ""
 	if req.MaxPerBuyer > 0 {

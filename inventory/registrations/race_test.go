@@ -130,10 +130,10 @@ func (b *bundle) sample(ctx context.Context, t *testing.T, ev string, capacity i
 		if err != nil || labels == "" {
 			continue // GA, or gone
 		}
-		// st and the seat keys read at one instant
+		// st and the registration's seats read at one instant
 		cmds := rueidis.Commands{b.rc.B().Multi().Build(), b.rc.B().Hget().Key(okey).Field("st").Build()}
 		for _, l := range strings.Fields(labels) {
-			cmds = append(cmds, b.rc.B().Get().Key(b.sp.Seat(ev, l)).Build())
+			cmds = append(cmds, b.rc.B().Hget().Key(b.sp.RegSeats(ev)).Field(l).Build())
 		}
 		cmds = append(cmds, b.rc.B().Exec().Build())
 		res := b.rc.DoMulti(ctx, cmds...)

@@ -84,15 +84,6 @@ func (b *bundle) sold(t *testing.T, ev string) map[string]int64 {
 	return m
 }
 
-func (b *bundle) get(t *testing.T, key string) string {
-	t.Helper()
-	v, err := b.rc.Do(b.ctx, b.rc.B().Get().Key(key).Build()).ToString()
-	if err != nil && !rueidis.IsRedisNil(err) {
-		t.Fatal(err)
-	}
-	return v
-}
-
 func (b *bundle) zcard(t *testing.T, key string) int64 {
 	t.Helper()
 	n, err := b.rc.Do(b.ctx, b.rc.B().Zcard().Key(key).Build()).AsInt64()
@@ -382,7 +373,7 @@ func TestExpiryGivesEverythingBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := b.get(t, b.sp.Seat(evSeated, "C-1")); v != "o:"+reg.ID {
+	if v := b.seat(t, evSeated, "C-1"); v != "o:"+reg.ID {
 		t.Fatalf("seat key %q", v)
 	}
 	left, err := b.orders.DiscountLeft(b.ctx, evSeated, "SAVE", 1)
@@ -407,7 +398,7 @@ func TestExpiryGivesEverythingBack(t *testing.T) {
 	if s := b.sold(t, evSeated); s["ev"] != 0 {
 		t.Fatalf("sold after expiry %v", s)
 	}
-	if v := b.get(t, b.sp.Seat(evSeated, "C-1")); v != "" {
+	if v := b.seat(t, evSeated, "C-1"); v != "" {
 		t.Fatalf("seat key after expiry %q", v)
 	}
 	if left, _ := b.orders.DiscountLeft(b.ctx, evSeated, "SAVE", 1); left != 1 {
@@ -775,8 +766,8 @@ func TestFreeSeatRegistrationBooksItsSeats(t *testing.T) {
 		t.Fatalf("register: %+v %v", reg, err)
 	}
 	booked, _ := b.rc.Do(b.ctx, b.rc.B().Hget().Key(b.sp.Booked(evSeated)).Field("C-3").Build()).ToString()
-	if booked != reg.ID || b.get(t, b.sp.Seat(evSeated, "C-3")) != "" {
-		t.Fatalf("seat C-3 booked by %q, seat key %q", booked, b.get(t, b.sp.Seat(evSeated, "C-3")))
+	if booked != reg.ID || b.seat(t, evSeated, "C-3") != "" {
+		t.Fatalf("seat C-3 booked by %q, seat key %q", booked, b.seat(t, evSeated, "C-3"))
 	}
 	tok2 := seats.NewToken()
 	if _, err := b.seats.CreateToken(b.ctx, evSeated, tok2); err != nil {

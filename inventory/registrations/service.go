@@ -240,13 +240,10 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	if req.HoldToken != "" {
 		hold = s.Space.Hold(ev, req.HoldToken)
 	}
-	ks := make([]string, 0, 14+len(q.SeatLabels))
-	ks = append(ks, okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
+	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
 		s.Space.DiscountHoldsOrNone(ev, q.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(p), s.Space.Buyers(ev),
-		s.Space.Expiry(p), s.Space.Paid(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.IPTokens(ev, req.Client.Key))
-	for _, l := range q.SeatLabels {
-		ks = append(ks, s.Space.Seat(ev, l))
-	}
+		s.Space.Expiry(p), s.Space.Paid(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.IPTokens(ev, req.Client.Key),
+		s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev)}
 	buyer := orders.BuyerKey(req.Buyer.Email)
 	free := "0"
 	if q.Total == 0 {
@@ -448,15 +445,6 @@ func (s *Service) record(req Request, id string) (orders.Record, []orders.Ticket
 	}
 	rec.Tickets, rec.EventID = nil, ""
 	return rec, tix
-}
-
-// seatKeys are the keys of the space-separated seat labels.
-func (s *Service) seatKeys(eventID, labels string) []string {
-	var out []string
-	for _, l := range strings.Fields(labels) {
-		out = append(out, s.Space.Seat(eventID, l))
-	}
-	return out
 }
 
 // Get reads a registration; found is false when ticketd does not know it.

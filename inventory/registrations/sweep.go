@@ -43,11 +43,10 @@ func (s *Service) expire(ctx context.Context, id, mode, sess, buyer string) (int
 	ev, _ := keys.OrderEvent(id)
 	okey, _ := s.Space.Order(id)
 	p := keys.Partition(ev)
-	arr, err := s.declared(id, func(seats, dc string) ([]rueidis.RedisMessage, error) {
+	arr, err := s.declared(id, func(dc string) ([]rueidis.RedisMessage, error) {
 		ks := []string{okey, s.Space.Sold(ev), s.Space.DiscountHoldsOrNone(ev, dc), s.Space.Buyers(ev), s.Space.Expiry(p),
-			s.Space.Live(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev)}
-		return lua.Array(ctx, s.Redis, expireScript, append(ks, s.seatKeys(ev, seats)...),
-			[]string{id, seats, dc, ms(s.retention()), mode, sess, buyer})
+			s.Space.Live(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.RegSeats(ev)}
+		return lua.Array(ctx, s.Redis, expireScript, ks, []string{id, dc, ms(s.retention()), mode, sess, buyer})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("expire: %w", err)

@@ -181,7 +181,7 @@ func TestANewRegistrationReplacesTheBuyersUnpaidOne(t *testing.T) {
 		t.Fatalf("sold %v, want the new registration's one seat", s)
 	}
 	for _, l := range []string{"C-1", "C-2"} {
-		if v := b.get(t, b.sp.Seat(evSeated, l)); v != "" {
+		if v := b.seat(t, evSeated, l); v != "" {
 			t.Fatalf("%s still held by %q", l, v)
 		}
 	}
@@ -335,7 +335,7 @@ func TestClientLimitCountsUnpaidRegistrationsAndTokens(t *testing.T) {
 		t.Fatalf("IP registrations %v", c)
 	}
 	// the token counts as long as it lives, its score moved by an extend
-	exp, err := quick.Extend(b.ctx, evGA, tok)
+	exp, err := quick.ExtendFor(b.ctx, evGA, tok, client)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 package seats
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -16,8 +18,8 @@ import (
 // Availability is the seat picker's view of an event. It is read without a
 // lock across keys: a display, not a promise (Hold decides).
 type Availability struct {
-	// Held are seats with a seat key: held by a token or handed to a
-	// pending order, in map order.
+	// Held are seats with a live hold: held by a token or handed to a
+	// pending order or a registration awaiting payment, in map order.
 	Held []string `json:"held"`
 	// Booked are sold seats, by row and number.
 	Booked []string `json:"booked"`
@@ -27,16 +29,11 @@ type Availability struct {
 	Tables map[string]bool `json:"tables"`
 }
 
-// mgetChunk bounds the keys of one MGET so no single command blocks Redis
-// long on a big map.
-const mgetChunk = 1000
-
-// seatIndex is an event's seat labels and seat keys in map order, built
-// once per compiled event and key space.
+// seatIndex is each seat's place in map order, built once per compiled
+// event and key space.
 type seatIndex struct {
-	ev     *catalog.CompiledEvent
-	labels []string
-	keys   []string
+	ev  *catalog.CompiledEvent
+	pos map[string]int
 }
 
 // indexes caches seatIndex by key prefix and event id; an entry is rebuilt
@@ -49,12 +46,10 @@ func (e *Engine) index(ev *catalog.CompiledEvent) *seatIndex {
 	if v, ok := indexes.Load(id); ok && v.(*seatIndex).ev == ev {
 		return v.(*seatIndex)
 	}
-	si := &seatIndex{ev: ev}
+	si := &seatIndex{ev: ev, pos: map[string]int{}}
 	for _, r := range ev.SeatMap.Rows {
 		for n := 1; n <= r.Seats; n++ {
-			l := r.Label + "-" + strconv.Itoa(n)
-			si.labels = append(si.labels, l)
-			si.keys = append(si.keys, e.Space.Seat(ev.ID, l))
+			si.pos[r.Label+"-"+strconv.Itoa(n)] = len(si.pos)
 		}
 	}
 	indexes.Store(id, si)
@@ -69,7 +64,6 @@ func (e *Engine) Availability(ctx context.Context, ev *catalog.CompiledEvent) (A
 	if !ev.Seated() {
 		return Availability{}, ErrNotSeated
 	}
-	si := e.index(ev)
 	sm := ev.SeatMap
 	var fields []string
 	for _, a := range sm.GAAreas {
@@ -80,32 +74,47 @@ func (e *Engine) Availability(ctx context.Context, ev *catalog.CompiledEvent) (A
 	}
 
 	b := e.Redis.B()
-	cmds := make(rueidis.Commands, 0, 3+len(si.keys)/mgetChunk+1)
-	cmds = append(cmds, b.Hkeys().Key(e.Space.Booked(ev.ID)).Build())
+	cmds := make(rueidis.Commands, 0, 7)
+	// TIME tells which hold entries expired (lua/lib/seatholds.lua), in
+	// Redis' clock, as the scripts judge them.
+	cmds = append(cmds, b.Time().Build(), b.Hgetall().Key(e.Space.SeatHolds(ev.ID)).Build(),
+		b.Hgetall().Key(e.Space.OrderSeats(ev.ID)).Build(), b.Hkeys().Key(e.Space.RegSeats(ev.ID)).Build(),
+		b.Hkeys().Key(e.Space.Booked(ev.ID)).Build())
 	if len(fields) > 0 {
 		cmds = append(cmds,
 			b.Hmget().Key(e.Space.Caps(ev.ID)).Field(fields...).Build(),
 			b.Hmget().Key(e.Space.Sold(ev.ID)).Field(fields...).Build())
 	}
-	nfixed := len(cmds)
-	for i := 0; i < len(si.keys); i += mgetChunk {
-		cmds = append(cmds, b.Mget().Key(si.keys[i:min(i+mgetChunk, len(si.keys))]...).Build())
-	}
 	res := e.Redis.DoMulti(ctx, cmds...)
 
 	out := Availability{Held: []string{}, Areas: map[string]int64{}, Tables: map[string]bool{}}
-	booked, err := res[0].AsStrSlice()
+	now, err := redisNow(res[0])
+	if err != nil {
+		return Availability{}, fmt.Errorf("seats: availability: %w", err)
+	}
+	held, err := heldSeats(res[1:4], now)
+	if err != nil {
+		return Availability{}, fmt.Errorf("seats: availability: seats: %w", err)
+	}
+	pos := e.index(ev).pos
+	for l := range held {
+		if _, onMap := pos[l]; onMap {
+			out.Held = append(out.Held, l)
+		}
+	}
+	slices.SortFunc(out.Held, func(a, b string) int { return cmp.Compare(pos[a], pos[b]) })
+	booked, err := res[4].AsStrSlice()
 	if err != nil {
 		return Availability{}, fmt.Errorf("seats: availability: booked: %w", err)
 	}
 	sortLabels(booked)
 	out.Booked = booked
 	if len(fields) > 0 {
-		caps, err := res[1].ToArray()
+		caps, err := res[5].ToArray()
 		if err != nil {
 			return Availability{}, fmt.Errorf("seats: availability: caps: %w", err)
 		}
-		sold, err := res[2].ToArray()
+		sold, err := res[6].ToArray()
 		if err != nil {
 			return Availability{}, fmt.Errorf("seats: availability: sold: %w", err)
 		}
@@ -122,17 +131,6 @@ func (e *Engine) Availability(ctx context.Context, ev *catalog.CompiledEvent) (A
 		}
 		for j, t := range sm.Tables {
 			out.Tables[t.ID] = remaining(len(sm.GAAreas)+j, 1) > 0
-		}
-	}
-	for c, r := range res[nfixed:] {
-		vals, err := r.ToArray()
-		if err != nil {
-			return Availability{}, fmt.Errorf("seats: availability: seats: %w", err)
-		}
-		for i, v := range vals {
-			if !v.IsNil() {
-				out.Held = append(out.Held, si.labels[c*mgetChunk+i])
-			}
 		}
 	}
 	return out, nil

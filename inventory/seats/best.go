@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/redis/rueidis"
+
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/holds"
@@ -70,9 +72,9 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 	}
 	if !req.Create {
 		// As Hold answers a gone token before looking at seats.
-		if _, ok, err := e.heldLabels(ctx, ev.ID, req.Token); err != nil {
+		if n, err := e.Redis.Do(ctx, e.Redis.B().Exists().Key(e.Space.Hold(ev.ID, req.Token)).Build()).AsInt64(); err != nil {
 			return HoldResult{}, fmt.Errorf("seats: best available: %w", err)
-		} else if !ok {
+		} else if n == 0 {
 			return HoldResult{}, ErrHoldExpired
 		}
 	}
@@ -133,14 +135,18 @@ func noBlock(q int) *apierr.Error {
 	return seatConflict(msg, []string{})
 }
 
-// bestBlocks reads rows in map order, a batch of about mgetChunk seats per
+// readChunk bounds the seats one round trip of bestBlocks reads, so no
+// single command blocks Redis long on a big map.
+const readChunk = 1000
+
+// bestBlocks reads rows in map order, a batch of about readChunk seats per
 // round trip, and returns up to bestTries blocks of q free seats, best
 // first, stopping once it has them.
 func (e *Engine) bestBlocks(ctx context.Context, ev *catalog.CompiledEvent, rows []*catalog.Row, q int) ([][]string, error) {
 	var out [][]string
 	for i := 0; i < len(rows) && len(out) < bestTries; {
 		j, n := i, 0
-		for j < len(rows) && (j == i || n+rows[j].Seats <= mgetChunk) {
+		for j < len(rows) && (j == i || n+rows[j].Seats <= readChunk) {
 			n += rows[j].Seats
 			j++
 		}
@@ -159,7 +165,7 @@ func (e *Engine) bestBlocks(ctx context.Context, ev *catalog.CompiledEvent, rows
 }
 
 // takenSeats reads whether each seat of rows (n seats in all) is booked or
-// has a seat key, in row and number order.
+// held (at Redis' time), in row and number order.
 func (e *Engine) takenSeats(ctx context.Context, ev *catalog.CompiledEvent, rows []*catalog.Row, n int) ([]bool, error) {
 	labels := make([]string, 0, n)
 	for _, r := range rows {
@@ -169,19 +175,30 @@ func (e *Engine) takenSeats(ctx context.Context, ev *catalog.CompiledEvent, rows
 	}
 	b := e.Redis.B()
 	res := e.Redis.DoMulti(ctx,
+		b.Time().Build(),
 		b.Hmget().Key(e.Space.Booked(ev.ID)).Field(labels...).Build(),
-		b.Mget().Key(e.seatKeys(ev.ID, labels)...).Build())
-	booked, err := res[0].ToArray()
+		b.Hmget().Key(e.Space.SeatHolds(ev.ID)).Field(labels...).Build(),
+		b.Hmget().Key(e.Space.OrderSeats(ev.ID)).Field(labels...).Build(),
+		b.Hmget().Key(e.Space.RegSeats(ev.ID)).Field(labels...).Build())
+	now, err := redisNow(res[0])
+	if err != nil {
+		return nil, fmt.Errorf("seats: best available: %w", err)
+	}
+	booked, err := res[1].ToArray()
 	if err != nil {
 		return nil, fmt.Errorf("seats: best available: booked: %w", err)
 	}
-	held, err := res[1].ToArray()
-	if err != nil {
-		return nil, fmt.Errorf("seats: best available: seats: %w", err)
+	var holds [3][]rueidis.RedisMessage // tokens', orders', registrations'
+	for j := range holds {
+		if holds[j], err = res[2+j].ToArray(); err != nil {
+			return nil, fmt.Errorf("seats: best available: seats: %w", err)
+		}
 	}
 	out := make([]bool, len(labels))
 	for i := range out {
-		out[i] = !booked[i].IsNil() || !held[i].IsNil()
+		tok, _ := holds[0][i].ToString()
+		ord, _ := holds[1][i].ToString()
+		out[i] = !booked[i].IsNil() || !holds[2][i].IsNil() || HolderAt(tok, now) != "" || HolderAt(ord, now) != ""
 	}
 	return out, nil
 }

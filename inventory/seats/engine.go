@@ -5,12 +5,20 @@
 // here: they are counters checked at reserve and claimed at confirm.
 //
 // Redis model (the order scripts rely on it):
-//   - Seat(ev, label) is a string: "h:<token>" while a token holds the seat,
-//     "o:<orderId>" once a reserve handed it to a pending order. Its
-//     PEXPIREAT is the holder's expiry; a free seat has no key.
+//   - Three hashes per event hold its seats, label -> holder:
+//     SeatHolds(ev) "h:<token> <exp ms>" while a token holds the seat,
+//     OrderSeats(ev) "o:<orderId> <exp ms>" once a reserve handed it to a
+//     pending order, RegSeats(ev) "o:<regId>" for a registration awaiting
+//     payment (no expiry). Redis 7.0 has no expiry per field: an entry past
+//     its expiry counts as free, the scripts that read one delete it, and
+//     the two timed hashes expire with their latest entry
+//     (lua/lib/seatholds.lua). Being fixed keys, they let every script
+//     declare its keys before it runs, whatever seats it touches (confirm,
+//     pay, expire, extend, release read the seats from the order or token
+//     hash inside the script).
 //   - Hold(ev, token) is a hash: first (ms, creation), exp (ms, expiry) and
-//     one field "s:<label>" per held seat, with the same PEXPIREAT as its
-//     seats, so a timed-out hold vanishes whole.
+//     one field "s:<label>" per held seat, with PEXPIREAT exp, so a
+//     timed-out token vanishes and its seats' entries count as free.
 //   - Booked(ev) maps sold seat labels to order ids; a booked seat is never
 //     held again.
 //
@@ -19,7 +27,6 @@ package seats
 
 import (
 	"cmp"
-	"context"
 	"crypto/rand"
 	"encoding/base32"
 	"fmt"
@@ -43,7 +50,7 @@ const (
 )
 
 // MaxLabels is the most seats one request may name, and the most seats one
-// token may hold (so a token's seat keys always fit one script call); the
+// token may hold; the
 // event's maxPerOrder bounds a token further (MaxPerToken).
 const MaxLabels = 100
 
@@ -52,10 +59,6 @@ const MaxLabels = 100
 func MaxPerToken(ev *catalog.CompiledEvent) int {
 	return int(min(ev.MaxPerOrder, MaxLabels))
 }
-
-// retries bounds the read-then-run loop of Extend and Release (all) when a
-// concurrent hold changes the token's seats in between.
-const retries = 8
 
 // Engine runs the seat-hold scripts of one key space.
 type Engine struct {
@@ -160,47 +163,6 @@ func checkCount(labels []string) ([]string, error) {
 		out = append(out, l)
 	}
 	return out, nil
-}
-
-// seatKeys returns the keys a script takes: the given leading keys, then one
-// seat key per label.
-func (e *Engine) seatKeys(eventID string, labels []string, lead ...string) []string {
-	ks := make([]string, 0, len(lead)+len(labels))
-	ks = append(ks, lead...)
-	for _, l := range labels {
-		ks = append(ks, e.Space.Seat(eventID, l))
-	}
-	return ks
-}
-
-// heldLabels reads the seat labels a token's hash lists, and whether the
-// hash exists.
-func (e *Engine) heldLabels(ctx context.Context, eventID, token string) ([]string, bool, error) {
-	t, err := e.readToken(ctx, eventID, token)
-	return t.labels, t.exists, err
-}
-
-// tokenState is what a token's hash says: its seats, whether it exists,
-// and the client it counts for ("" none).
-type tokenState struct {
-	labels []string
-	exists bool
-	client string
-}
-
-// readToken reads a token's hash.
-func (e *Engine) readToken(ctx context.Context, eventID, token string) (tokenState, error) {
-	h, err := e.Redis.Do(ctx, e.Redis.B().Hgetall().Key(e.Space.Hold(eventID, token)).Build()).AsStrMap()
-	if err != nil {
-		return tokenState{}, err
-	}
-	t := tokenState{exists: len(h) > 0, client: h["ip"]}
-	for f := range h {
-		if l, ok := strings.CutPrefix(f, "s:"); ok {
-			t.labels = append(t.labels, l)
-		}
-	}
-	return t, nil
 }
 
 // sortLabels orders labels by row, then by seat number ("A-2" before "A-10").

@@ -50,8 +50,7 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 		return HoldResult{}, tokenLimitError(limit)
 	}
 	near := neighbours(ev, labels)
-	ks := e.seatKeys(ev.ID, append(labels[:len(labels):len(labels)], near...),
-		e.Space.Hold(ev.ID, token), e.Space.Booked(ev.ID), e.Space.Live(keys.Partition(ev.ID)))
+	ks := []string{e.Space.Hold(ev.ID, token), e.Space.Booked(ev.ID), e.Space.Live(keys.Partition(ev.ID)), e.Space.SeatHolds(ev.ID), e.Space.OrderSeats(ev.ID), e.Space.RegSeats(ev.ID)}
 	args := make([]string, 0, 4+len(labels)+len(near))
 	args = append(args, token, strconv.Itoa(limit), strconv.Itoa(len(labels)), ev.SeatMap.Rule())
 	args = append(args, labels...)

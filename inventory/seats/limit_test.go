@@ -30,7 +30,7 @@ func TestATokenHoldsAtMostMaxPerOrderSeats(t *testing.T) {
 		}
 	}
 	apiErr(t, errOf(b.eng.Hold(b.ctx, ev, tok, eleven[10:])), 400, "MAX_PER_ORDER_EXCEEDED")
-	if v := b.get(t, b.sp.Seat(ev.ID, "C-11")); v != "" {
+	if v := b.seat(t, ev.ID, "C-11"); v != "" {
 		t.Fatalf("C-11 held beyond the limit: %q", v)
 	}
 	if got := b.seatsOf(t, ev.ID, tok); len(got) != 10 {
@@ -104,10 +104,10 @@ func TestBestAvailableLeavesNoCountedTokenItDidNotHand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := live(); got[empty] || !got[full] || b.get(t, b.sp.Seat(ev.ID, "C-1")) != "h:"+full {
-		t.Fatalf("after dropping: counted %v, C-1 %q; want only the token holding C-1", got, b.get(t, b.sp.Seat(ev.ID, "C-1")))
+	if got := live(); got[empty] || !got[full] || b.seat(t, ev.ID, "C-1") != "h:"+full {
+		t.Fatalf("after dropping: counted %v, C-1 %q; want only the token holding C-1", got, b.seat(t, ev.ID, "C-1"))
 	}
-	if _, ok, err := b.eng.heldLabels(b.ctx, ev.ID, empty); err != nil || ok {
+	if n, err := b.rc.Do(b.ctx, b.rc.B().Exists().Key(b.sp.Hold(ev.ID, empty)).Build()).AsInt64(); err != nil || n != 0 {
 		t.Fatalf("the dropped token still exists (%v)", err)
 	}
 

@@ -51,9 +51,7 @@ func ruleSetup(t *testing.T) *bundle {
 func (b *bundle) take(t *testing.T, ev string, labels ...string) {
 	t.Helper()
 	for _, l := range labels {
-		if err := b.rc.Do(b.ctx, b.rc.B().Set().Key(b.sp.Seat(ev, l)).Value("o:o01other").Px(time.Minute).Build()).Error(); err != nil {
-			t.Fatal(err)
-		}
+		b.setSeat(t, ev, l, "o:o01other")
 	}
 }
 
@@ -82,7 +80,7 @@ func TestLenientRuleRefusesAMiddleGapOnly(t *testing.T) {
 	tok := b.token(t, ev)
 	// A-4 would sit alone between.
 	refused(t, b.holdIn(t, ev, tok, "A-5"), "A-4", "between taken seats")
-	if got := b.seatsOf(t, ev, tok); len(got) != 0 || b.get(t, b.sp.Seat(ev, "A-5")) != "" {
+	if got := b.seatsOf(t, ev, tok); len(got) != 0 || b.seat(t, ev, "A-5") != "" {
 		t.Fatalf("a refused hold held %v", got)
 	}
 	// Taking the stranded seat along is fine; so is a gap of two, and a
@@ -185,7 +183,7 @@ func TestScriptAndStrandsAgree(t *testing.T) {
 			// A fresh state of row A: each seat taken by someone else
 			// with probability 1/3, or by the token with 1/6.
 			for k := 1; k <= 10; k++ {
-				b.rc.Do(b.ctx, b.rc.B().Del().Key(b.sp.Seat(ev, fmt.Sprint("A-", k))).Build())
+				b.freeSeat(ev, fmt.Sprint("A-", k))
 			}
 			tok := b.token(t, ev)
 			taken := make([]bool, 11)
@@ -196,7 +194,7 @@ func TestScriptAndStrandsAgree(t *testing.T) {
 					b.take(t, ev, l)
 					taken[k] = true
 				case x == 2:
-					b.rc.Do(b.ctx, b.rc.B().Set().Key(b.sp.Seat(ev, l)).Value("h:"+tok).Px(time.Minute).Build())
+					b.setSeat(t, ev, l, "h:"+tok)
 					b.rc.Do(b.ctx, b.rc.B().Hset().Key(b.sp.Hold(ev, tok)).FieldValue().FieldValue("s:"+l, "1").Build())
 					taken[k] = true
 				}
@@ -317,7 +315,7 @@ func TestPartialReleaseCannotStrandASeat(t *testing.T) {
 		} else {
 			releaseRefused(t, err, "A-3", "between taken seats")
 		}
-		if got := b.seatsOf(t, ev, tok); !reflect.DeepEqual(got, []string{"A-1", "A-2", "A-3", "A-4"}) || b.get(t, b.sp.Seat(ev, "A-2")) != "h:"+tok {
+		if got := b.seatsOf(t, ev, tok); !reflect.DeepEqual(got, []string{"A-1", "A-2", "A-3", "A-4"}) || b.seat(t, ev, "A-2") != "h:"+tok {
 			t.Fatalf("%s: a refused release changed the hold: %v", ev, got)
 		}
 		if got, err := b.eng.Release(b.ctx, b.evs[ev], tok, []string{"A-3", "A-2"}); err != nil || !reflect.DeepEqual(got, []string{"A-2", "A-3"}) {

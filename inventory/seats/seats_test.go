@@ -75,18 +75,6 @@ func (b *bundle) token(t *testing.T, ev string) string {
 	return tok
 }
 
-func (b *bundle) get(t *testing.T, key string) string {
-	t.Helper()
-	v, err := b.rc.Do(b.ctx, b.rc.B().Get().Key(key).Build()).ToString()
-	if rueidis.IsRedisNil(err) {
-		return ""
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 func (b *bundle) holdFields(t *testing.T, ev, tok string) map[string]string {
 	t.Helper()
 	m, err := b.rc.Do(b.ctx, b.rc.B().Hgetall().Key(b.sp.Hold(ev, tok)).Build()).AsStrMap()
@@ -162,12 +150,11 @@ func TestHoldTakesSeatsWithTheTokensExpiry(t *testing.T) {
 		t.Fatalf("hold hash %v", h)
 	}
 	for _, l := range res.SeatLabels {
-		key := b.sp.Seat(b.ev.ID, l)
-		if v := b.get(t, key); v != "h:"+tok {
-			t.Fatalf("%s = %q, want h:%s", key, v, tok)
+		if v := b.seat(t, b.ev.ID, l); v != "h:"+tok {
+			t.Fatalf("seat %s held by %q, want h:%s", l, v, tok)
 		}
-		if got := b.expireTime(t, key); got != exp.UnixMilli() {
-			t.Fatalf("%s expires at %d, want %d (the token's)", key, got, exp.UnixMilli())
+		if got := b.seatExp(t, b.ev.ID, l); got != exp.UnixMilli() {
+			t.Fatalf("seat %s expires at %d, want %d (the token's)", l, got, exp.UnixMilli())
 		}
 	}
 	if got := b.expireTime(t, b.sp.Hold(b.ev.ID, tok)); got != exp.UnixMilli() {
@@ -225,11 +212,11 @@ func TestHoldConflictIsAllOrNothing(t *testing.T) {
 		t.Fatalf("losing token holds %v", got)
 	}
 	for _, l := range []string{"A-3", "A-4"} {
-		if v := b.get(t, b.sp.Seat(b.ev.ID, l)); v != "" {
+		if v := b.seat(t, b.ev.ID, l); v != "" {
 			t.Fatalf("free seat %s got key %q after a failed hold", l, v)
 		}
 	}
-	if v := b.get(t, b.sp.Seat(b.ev.ID, "A-1")); v != "h:"+t1 {
+	if v := b.seat(t, b.ev.ID, "A-1"); v != "h:"+t1 {
 		t.Fatalf("A-1 = %q, want the first token", v)
 	}
 	// The losing token is still usable for free seats.
@@ -241,17 +228,17 @@ func TestHoldConflictIsAllOrNothing(t *testing.T) {
 func TestBookedAndOrderSeatsConflict(t *testing.T) {
 	b := setup(t)
 	b.rc.Do(b.ctx, b.rc.B().Hset().Key(b.sp.Booked(b.ev.ID)).FieldValue().FieldValue("A-5", "o01abc").Build())
-	b.rc.Do(b.ctx, b.rc.B().Set().Key(b.sp.Seat(b.ev.ID, "A-6")).Value("o:o01xyz").Px(time.Minute).Build())
+	b.setSeat(t, b.ev.ID, "A-6", "o:o01xyz")
 	tok := b.token(t, b.ev.ID)
 	_, err := b.eng.Hold(b.ctx, b.ev, tok, []string{"A-4", "A-5", "A-6"})
 	ae := apiErr(t, err, 409, "SEAT_CONFLICT")
 	if got := dataList(t, ae, "conflicts"); !reflect.DeepEqual(got, []string{"A-5", "A-6"}) {
 		t.Fatalf("conflicts %v", got)
 	}
-	if v := b.get(t, b.sp.Seat(b.ev.ID, "A-5")); v != "" {
+	if v := b.seat(t, b.ev.ID, "A-5"); v != "" {
 		t.Fatalf("booked seat got a seat key %q", v)
 	}
-	if v := b.get(t, b.sp.Seat(b.ev.ID, "A-4")); v != "" {
+	if v := b.seat(t, b.ev.ID, "A-4"); v != "" {
 		t.Fatalf("A-4 held despite the conflict: %q", v)
 	}
 }
@@ -287,7 +274,7 @@ func TestHoldRejectsBadRequests(t *testing.T) {
 	if ae.Reason != "hold_expired" {
 		t.Fatalf("reason %q", ae.Reason)
 	}
-	if v := b.get(t, b.sp.Seat(b.ev.ID, "A-1")); v != "" {
+	if v := b.seat(t, b.ev.ID, "A-1"); v != "" {
 		t.Fatalf("a gone token held A-1: %q", v)
 	}
 }
@@ -364,7 +351,7 @@ func TestContendedHoldsNeverDoubleHold(t *testing.T) {
 	}
 	for n := 1; n <= 20; n++ {
 		l := "C-" + strconv.Itoa(n)
-		v := b.get(t, b.sp.Seat(ev.ID, l))
+		v := b.seat(t, ev.ID, l)
 		if tok := owner[l]; (tok == "" && v != "") || (tok != "" && v != "h:"+tok) {
 			t.Fatalf("seat %s key %q, hash owner %q", l, v, tok)
 		}
@@ -419,9 +406,12 @@ func TestExtendResetsTTLUpToTheCap(t *testing.T) {
 	}
 	allExpireAt := func(want int64) {
 		t.Helper()
-		for _, k := range []string{b.sp.Hold(b.ev.ID, tok), b.sp.Seat(b.ev.ID, "A-1"), b.sp.Seat(b.ev.ID, "A-2")} {
-			if got := b.expireTime(t, k); got != want {
-				t.Fatalf("%s expires at %d, want %d", k, got, want)
+		if got := b.expireTime(t, b.sp.Hold(b.ev.ID, tok)); got != want {
+			t.Fatalf("hold hash expires at %d, want %d", got, want)
+		}
+		for _, l := range []string{"A-1", "A-2"} {
+			if got := b.seatExp(t, b.ev.ID, l); got != want {
+				t.Fatalf("seat %s expires at %d, want %d", l, got, want)
 			}
 		}
 		if got := b.holdFields(t, b.ev.ID, tok)["exp"]; got != strconv.FormatInt(want, 10) {
@@ -468,7 +458,7 @@ func TestReleaseFreesOnlyTheTokensSeats(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A-4 was handed to a pending order by a reserve.
-	b.rc.Do(b.ctx, b.rc.B().Set().Key(b.sp.Seat(b.ev.ID, "A-4")).Value("o:o01xyz").Px(time.Minute).Build())
+	b.setSeat(t, b.ev.ID, "A-4", "o:o01xyz")
 	b.rc.Do(b.ctx, b.rc.B().Hdel().Key(b.sp.Hold(b.ev.ID, t1)).Field("s:A-4").Build())
 
 	got, err := b.eng.Release(b.ctx, b.ev, t1, []string{"A-2", "A-5", "A-4"})
@@ -478,13 +468,13 @@ func TestReleaseFreesOnlyTheTokensSeats(t *testing.T) {
 	if !reflect.DeepEqual(got, []string{"A-2"}) {
 		t.Fatalf("released %v, want [A-2]", got)
 	}
-	if v := b.get(t, b.sp.Seat(b.ev.ID, "A-5")); v != "h:"+t2 {
+	if v := b.seat(t, b.ev.ID, "A-5"); v != "h:"+t2 {
 		t.Fatalf("another token's seat was touched: %q", v)
 	}
-	if v := b.get(t, b.sp.Seat(b.ev.ID, "A-4")); v != "o:o01xyz" {
+	if v := b.seat(t, b.ev.ID, "A-4"); v != "o:o01xyz" {
 		t.Fatalf("an order's seat was touched: %q", v)
 	}
-	if v := b.get(t, b.sp.Seat(b.ev.ID, "A-2")); v != "" {
+	if v := b.seat(t, b.ev.ID, "A-2"); v != "" {
 		t.Fatalf("released seat still has key %q", v)
 	}
 	if s := b.seatsOf(t, b.ev.ID, t1); !reflect.DeepEqual(s, []string{"A-1", "A-3"}) {
@@ -528,7 +518,7 @@ func TestAvailabilityShowsHeldBookedAreasAndTables(t *testing.T) {
 	}
 	ev := b.ev.ID
 	for _, c := range []rueidis.Completed{
-		b.rc.B().Set().Key(b.sp.Seat(ev, "A-4")).Value("o:o01xyz").Px(time.Minute).Build(),
+		b.setSeatCmd(ev, "A-4", "o:o01xyz"),
 		b.rc.B().Hset().Key(b.sp.Booked(ev)).FieldValue().FieldValue("A-3", "o01a").FieldValue("B-1", "o01b").Build(),
 		b.rc.B().Hset().Key(b.sp.Caps(ev)).FieldValue().FieldValue("a:floor", "100").FieldValue("tb:T1", "1").FieldValue("tb:T2", "1").Build(),
 		b.rc.B().Hset().Key(b.sp.Sold(ev)).FieldValue().FieldValue("a:floor", "30").FieldValue("tb:T1", "1").Build(),

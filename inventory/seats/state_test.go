@@ -20,7 +20,7 @@ func TestHoldRefusesWhileTheMarkerIsMissing(t *testing.T) {
 	if _, err := b.eng.Hold(b.ctx, b.ev, tok, []string{"A-1"}); !errors.Is(err, redisstate.ErrSalesStopped) {
 		t.Fatalf("hold without the marker: %v, want ErrSalesStopped", err)
 	}
-	if v := b.get(t, b.sp.Seat("ev_seated", "A-1")); v != "" {
+	if v := b.seat(t, "ev_seated", "A-1"); v != "" {
 		t.Fatalf("seat held as %q", v)
 	}
 }

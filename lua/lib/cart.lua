@@ -11,6 +11,7 @@
 
 --@include capacity
 --@include check
+--@include seatholds
 
 -- cart_args(i): the claims and seats in ARGV from index i, as
 -- orders.ClaimArgs appends them (C, C field/quantity pairs, S, S labels).
@@ -55,10 +56,10 @@ end
 -- checks come before its first write: Redis keeps what a script wrote
 -- before a command of it failed), and it reads, with a command that fails
 -- on a key of the wrong type, every key the caller writes after it but the
--- order hash, the seat keys (SET ignores their type) and the keys only
--- the caller knows of.
---   k: caps, sold, booked, hold (the token's hash), seat (the index in KEYS
---      before the first seat key), dcholds, dcused, buyers
+-- order hash and the keys only the caller knows of.
+--   k: caps, sold, booked, hold (the token's hash), seats, orders and regs
+--      (the event's holds hashes, lib/seatholds; read when the cart has
+--      seats), dcholds, dcused, buyers
 --   c: fields, qtys, labels, holder ('h:<token>'), code, maxuses, limit,
 --      buyer, adm
 local function cart_refusal(k, c, now)
@@ -73,8 +74,9 @@ local function cart_refusal(k, c, now)
       return {3}
     end
     local conflicts, notheld = {}, {}
+    local cur = seatholds_read(k, c.labels, now)
     for s = 1, #c.labels do
-      local v = redis.call('GET', KEYS[k.seat + s])
+      local v = cur[s]
       if redis.call('HEXISTS', k.booked, c.labels[s]) == 1 or (v and v ~= c.holder) then
         conflicts[#conflicts + 1] = c.labels[s]
       elseif not v then

@@ -7,13 +7,15 @@
 -- Seats are labelled "<row>-<number>"; a row's seats are numbered without
 -- gaps, so row-(k-1) and row-(k+1) are seat k's neighbours. The scripts
 -- describe a row with a map taken[label]: true for a taken seat (booked or
--- with a seat key), false for a free one, nil for a label beyond the row's
--- end (the caller passes every seat of the row within two of the seats it
--- changes, so a label it did not pass is not a seat).
+-- held), false for a free one, nil for a label beyond the row's end (the
+-- caller passes every seat of the row within two of the seats it changes,
+-- so a label it did not pass is not a seat).
 --
--- seat_taken_mark(taken, bookedkey, labels, keys): sets taken[labels[i]]
--- to true when the seat is a field of the booked hash bookedkey or its seat
--- key keys[i] exists (any holder), else false. Reads only.
+-- seat_taken_mark(taken, bookedkey, k, labels, now): sets
+-- taken[labels[i]] to true when the seat is a field of the booked hash
+-- bookedkey or held at now (any holder; k: the holds hashes, as
+-- lib/seatholds seatholds_read takes them), else false. Reads only;
+-- returns the expired entries it met, as seatholds_read does.
 --
 -- seat_split(label): row, number (a Lua number) of a seat label.
 --
@@ -21,15 +23,21 @@
 -- left alone: between two taken seats, or (strict) between a taken seat and
 -- its row's end. A seat with no neighbour at all (a one-seat row) is never
 -- alone. Returns a boolean.
-local function seat_taken_mark(taken, bookedkey, labels, keys)
+--
+-- It brings lib/seatholds (seatholds_now, seatholds_read, ...) with it.
+
+--@include seatholds
+
+local function seat_taken_mark(taken, bookedkey, k, labels, now)
   if #labels == 0 then
-    return
+    return {}
   end
   local booked = redis.call('HMGET', bookedkey, unpack(labels))
-  local cur = redis.call('MGET', unpack(keys))
+  local cur, stale = seatholds_read(k, labels, now)
   for i = 1, #labels do
     taken[labels[i]] = (booked[i] or cur[i]) and true or false
   end
+  return stale
 end
 
 local function seat_split(label)

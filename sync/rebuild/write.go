@@ -181,8 +181,9 @@ func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) err
 // releaseStale releases every recently paid registration that Redis still
 // holds unpaid: Redis came back from a snapshot older than its payment.
 // Writing it back as paid over the held copy would leave what the held
-// copy claims outside the counts (its seat keys, its discount hold, its
-// client's count and its buyer's unpaid slot) for good: the sweep passes
+// copy claims outside the counts (its seats in the registration seats
+// hash, its discount hold, its client's count and its buyer's unpaid
+// slot) for good: the sweep passes
 // over a registration that is no longer held. Released first
 // (registrations.Service.ReleaseStale), it leaves nothing behind; then the
 // paid copy is written as for any order.
