@@ -304,7 +304,7 @@ var budgets = []budget{
 		o := f.reserve(t, "sf_ga", ga(1))
 		return confirmCall(o.OrderID, o.Amount)
 	}},
-	{route: "POST /v1/channel/orders/confirm", what: "seated confirm", budget: 2, over: 3, prepare: func(t *testing.T, f *fixture) call {
+	{route: "POST /v1/channel/orders/confirm", what: "seated confirm", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		o := f.reserve(t, "tb_hall", f.rushReserve(t))
 		return confirmCall(o.OrderID, o.Amount)
 	}},
@@ -366,7 +366,7 @@ var budgets = []budget{
 		reg := f.register(t, map[string]any{"selectedTicketId": "tk_adult"})
 		return cardWebhook(t, f.cardSession(t, cardBody(reg)), reg)
 	}},
-	{route: "POST /v1/webhooks/card", what: "seated payment", budget: 2, over: 5, prepare: func(t *testing.T, f *fixture) call {
+	{route: "POST /v1/webhooks/card", what: "seated payment", budget: 2, over: 4, prepare: func(t *testing.T, f *fixture) call {
 		tok, l := f.heldToken(t, "storefront", seatSurfaces[0].base, "tb_hall", 2)
 		reg := f.mustRegister(t, servertest.Guest("tb_hall", map[string]any{"seatLabels": l, "seatHoldToken": tok}))
 		return cardWebhook(t, f.cardSession(t, cardBody(reg, "seatLabels", l, "selectedTicketAmount", 80)), reg)
@@ -479,8 +479,8 @@ var seatRoutes = []struct {
 	{"GET", "/hold/{token}", "hold read", 2, 0, nil, true},
 	{"POST", "/hold-token", "new token", 2, 0, func(string, string) any { return map[string]any{} }, false},
 	{"POST", "/hold", "hold", 2, 0, func(tok, ev string) any { return map[string]any{"holdToken": tok, "seatLabels": seats(ev, 2)} }, false},
-	{"POST", "/hold/{token}/extend", "extend", 2, 3, func(string, string) any { return map[string]any{} }, true},
-	{"POST", "/release", "release", 2, 3, func(tok, _ string) any { return map[string]any{"holdToken": tok} }, true},
+	{"POST", "/hold/{token}/extend", "extend", 2, 0, func(string, string) any { return map[string]any{} }, true},
+	{"POST", "/release", "release", 2, 0, func(tok, _ string) any { return map[string]any{"holdToken": tok} }, true},
 	{"POST", "/best-available", "best available", 2, 4, func(tok, _ string) any { return map[string]any{"holdToken": tok, "quantity": 2} }, false},
 }
 
