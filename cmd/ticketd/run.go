@@ -88,7 +88,6 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	}
 	m := metrics.New()
 	m.CountRedisRoundTrips(trips)
-	m.SetLogger(log) // failed requests, by route
 	base := app.Base{Redis: rc, Space: space, Pool: pool, Catalog: store, Metrics: m, Logger: log}
 	var fixed *redisstate.Durability
 	if embedded {

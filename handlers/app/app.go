@@ -171,6 +171,7 @@ type App struct {
 // New builds the API of a node whose state st keeps.
 func New(b Base, st State, s Settings) (*App, error) {
 	log, m, rc, space := b.Logger, b.Metrics, b.Redis, b.Space
+	m.SetLogger(log) // failed requests, by route
 	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: s.OrderTTL, IDKey: s.Keys.OrderIDs,
 		Retention: s.Retention, IdempotencyTTL: s.Retention, Replication: s.Replication}
 	if b.Pool != nil {
