@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/tickets"
 )
@@ -162,14 +161,6 @@ func (c config) checkStripeKey() error {
 // the built-in test processors on. Every page, e-mail and registration
 // then says so, and /readyz answers payments "simulated".
 func (c config) testMode() bool { return c.Development || c.TestPayments }
-
-// paymentsMode is /readyz's payments: "simulated" in test mode.
-func paymentsMode(c config) string {
-	if c.testMode() {
-		return server.PaymentsSimulated
-	}
-	return server.PaymentsLive
-}
 
 // logMode says at start, in one line, that payments are simulated (test
 // mode), or which processors take payments in production.

@@ -20,29 +20,19 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/valyala/fasthttp"
 
-	"github.com/ticketd/ticketd/handlers/admin"
-	"github.com/ticketd/ticketd/handlers/channel"
+	"github.com/ticketd/ticketd/handlers/app"
 	"github.com/ticketd/ticketd/handlers/clientip"
-	"github.com/ticketd/ticketd/handlers/lockout"
 	"github.com/ticketd/ticketd/handlers/metrics"
-	"github.com/ticketd/ticketd/handlers/ratelimit"
-	"github.com/ticketd/ticketd/handlers/readiness"
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
 	"github.com/ticketd/ticketd/inventory/keys"
-	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/roundtrips"
-	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/inventory/tickets"
 	"github.com/ticketd/ticketd/sync/catalogdb"
 	"github.com/ticketd/ticketd/sync/mailer"
-	"github.com/ticketd/ticketd/sync/orderdb"
-	"github.com/ticketd/ticketd/sync/rebuild"
 	"github.com/ticketd/ticketd/sync/schema"
-	"github.com/ticketd/ticketd/sync/unsynced"
-	"github.com/ticketd/ticketd/sync/worker"
 )
 
 //go:embed demo.json
@@ -98,14 +88,17 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	}
 	m := metrics.New()
 	m.CountRedisRoundTrips(trips)
-	m.SetLogger(log) // failed requests, by route
-	mon, rebuilder := stateMonitor(rc, space, pool, store, embedded, m, log)
+	base := app.Base{Redis: rc, Space: space, Pool: pool, Catalog: store, Metrics: m, Logger: log}
+	var fixed *redisstate.Durability
+	if embedded {
+		fixed = &redisstate.Durability{Loses: redisstate.LosesEverything, Settings: "embedded in-process Redis"}
+	}
+	// Sold marks and held events (docs/decisions.md, Durability and recovery).
+	state := app.NewState(base, fixed)
+	mon, rebuilder, guard := state.Monitor, state.Rebuilder, state.Guard
 	repl := &redisstate.Replication{Replicas: cfg.RedisWaitReplicas, Timeout: cfg.RedisWaitTimeout}
 	mon.Replication = repl
 	m.WatchReplication(mon, repl)
-	// Sold marks and held events (docs/decisions.md, Durability and recovery).
-	guard := rebuild.NewGuard(rc, space, pool, m.SetSalesHeld, log)
-	guard.WireState(mon, rebuilder)
 	if err := startState(ctx, cfg, mon, rebuilder, m, log); err != nil {
 		return err
 	}
@@ -133,7 +126,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	defer func() { stopLoops(); wg.Wait() }()
 	startLoops(loopsCtx, &wg, []func(context.Context){guard.Book.Run})
 	if opts.Worker && pool != nil {
-		w := &worker.Worker{Redis: rc, Space: space, Pool: pool, Logger: log}
+		w := app.NewWorker(base, appSettings(cfg, secretsKey))
 		if err := w.EnsureGroups(ctx); err != nil {
 			return err
 		}
@@ -169,62 +162,19 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		return nil
 	}
 
-	sessions := &channel.Sessions{Secret: derive(secretsKey, purposeSessions)}
 	trusted, err := clientip.ParsePrefixes(cfg.TrustedProxies)
 	if err != nil {
 		return fmt.Errorf("TICKETD_TRUSTED_PROXIES: %w", err)
 	}
-	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: cfg.OrderTTL, IDKey: derive(secretsKey, purposeOrderIDs),
-		Replication: repl}
-	if pool == nil {
-		// Nothing will drain the paid streams: keep the newest entries only.
-		ord.StreamCap = 100_000
-	}
-	guard.WireOrders(ord)
-	limiter := &ratelimit.Limiter{Redis: rc, Space: space}
-	resolver := &clientip.Resolver{Trusted: trusted}
-	// One lockout for both surfaces: an IP guessing admin tokens is as
-	// locked out of the partner surface as one guessing channel secrets.
-	locks := &lockout.Guard{Limiter: limiter, Logger: log}
-	// One reader of the sync backlog feeds /readyz, the metrics and the
-	// TICKETD_MAX_UNSYNCED gate; without Postgres nothing drains the
-	// streams, so nothing is bounded.
-	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
-	if pool != nil && !cfg.MaxUnsynced.Off() {
-		backlog.Limit = &unsynced.Gate{Limit: cfg.MaxUnsynced, Logger: log, OnChange: m.UnsyncedChanged}
-	}
-	go backlog.Run(bgCtx, 500*time.Millisecond)
-	gate := backlog.Limit.After(mon.Gate) // every surface that sells
-	api := &channel.API{
-		Catalog:  store.Current,
-		Orders:   ord,
-		Seats:    &seats.Engine{Redis: rc, Space: space, TTL: cfg.SeatHoldTTL},
-		Limiter:  limiter,
-		ClientIP: resolver,
-		Lockout:  locks,
-		Sessions: sessions,
-		Gate:     gate,
-		Metrics:  m,
-		Logger:   log,
-	}
-	if pool != nil {
-		ord.Archive = orderdb.Store{Pool: pool}
-	}
-	fr, err := newFront(frontDeps{cfg: cfg, secretsKey: secretsKey, redis: rc, space: space, pool: pool, store: store,
-		orders: ord, seats: api.Seats, limiter: limiter, resolver: resolver, monitor: mon, gate: gate, log: log})
+	settings := appSettings(cfg, secretsKey)
+	settings.Trusted, settings.Replication = trusted, repl
+	node, err := app.New(base, state, settings)
 	if err != nil {
 		return err
 	}
-	startLoops(loopsCtx, &wg, fr.loops)
-	health := readiness.WithHeld(readiness.WithPayments(readiness.Health(mon, pool, backlog), paymentsMode(cfg)), guard.Held.List)
-	if cfg.AdminToken == "" {
-		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
-	}
-	surfaces := append([]server.Surface{api}, fr.surfaces...)
-	surfaces = append(surfaces, &admin.API{Token: cfg.AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m)
-	root := server.Handler(health, surfaces...)
+	startLoops(loopsCtx, &wg, nodeLoops(node))
 	conns := newConnGuard(cfg.Conn, trusted, m, log)
-	srv := server.New(m.Instrument(root), server.AdminToken(cfg.AdminToken), server.Logger(log), server.BodyBudget(conns.bodies))
+	srv := server.New(node.Handler, server.AdminToken(cfg.AdminToken), server.Logger(log), server.BodyBudget(conns.bodies))
 
 	// Both listeners first: ready means the API and the shop both answer,
 	// and a busy TICKETD_DEMO_ADDR fails the start rather than a running

@@ -8,12 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/rueidis"
-
 	"github.com/ticketd/ticketd/handlers/metrics"
-	"github.com/ticketd/ticketd/inventory/catalogstore"
-	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/sync/rebuild"
 )
@@ -23,22 +18,6 @@ const (
 	recoveryAuto   = "auto"   // rebuild Redis from Postgres by itself after a loss
 	recoveryManual = "manual" // stop sales and wait for `ticketctl rebuild`
 )
-
-// stateMonitor builds the monitor of the Redis state and, with Postgres,
-// the rebuilder that restores it.
-func stateMonitor(rc rueidis.Client, space keys.Space, pool *pgxpool.Pool, store *catalogstore.Store, embedded bool,
-	m *metrics.Metrics, log *slog.Logger) (*redisstate.Monitor, *rebuild.Rebuilder) {
-	mon := &redisstate.Monitor{Redis: rc, Space: space, Logger: log,
-		OnCurrent: store.Sync, OnRTT: m.ObserveRedisRTT, OnChange: m.StateChanged}
-	if embedded {
-		mon.FixedDurability = &redisstate.Durability{Loses: redisstate.LosesEverything, Settings: "embedded in-process Redis"}
-	}
-	if pool == nil {
-		return mon, nil
-	}
-	mon.Record = &rebuild.Generations{Pool: pool, Prefix: space.Prefix}
-	return mon, &rebuild.Rebuilder{Redis: rc, Space: space, Pool: pool, Catalog: store, Logger: log}
-}
 
 // startState checks the Redis state once before ticketd serves. A state
 // that is lost or stale (a new deployment, a Redis that lost its data, or

@@ -13,14 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/handlers/clientip"
-	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/handlers/app"
+	"github.com/ticketd/ticketd/handlers/metrics"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
-	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/payments"
-	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
-	"github.com/ticketd/ticketd/inventory/seats"
 )
 
 // Without Postgres nothing can record a refund for the host's e-mail: a
@@ -122,17 +119,15 @@ func TestStorefrontLoopsEndWithTheirWaitGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	ord := &orders.Service{Redis: rc, Space: space, IDKey: []byte("test")}
-	f, err := newFront(frontDeps{cfg: cfg, secretsKey: "test", redis: rc, space: space,
-		store: &catalogstore.Store{Redis: rc, Space: space, Logger: log}, orders: ord,
-		seats: &seats.Engine{Redis: rc, Space: space}, limiter: &ratelimit.Limiter{Redis: rc, Space: space},
-		resolver: &clientip.Resolver{}, monitor: &redisstate.Monitor{Redis: rc, Space: space}, log: log})
+	b := app.Base{Redis: rc, Space: space, Catalog: &catalogstore.Store{Redis: rc, Space: space, Logger: log},
+		Metrics: metrics.New(), Logger: log}
+	node, err := app.New(b, app.NewState(b, nil), appSettings(cfg, "test"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	startLoops(ctx, &wg, f.loops)
+	startLoops(ctx, &wg, nodeLoops(node))
 	running := func() string {
 		buf := make([]byte, 1<<20)
 		stacks := string(buf[:runtime.Stack(buf, true)])

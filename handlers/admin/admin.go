@@ -3,6 +3,7 @@
 package admin
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -49,7 +50,10 @@ func (a *API) Register(r *router.Router) {
 	if a.Token == "" {
 		return
 	}
-	r.PUT("/v1/admin/catalog", a.applyCatalog)
+	// The token answers before the gate: a caller without it learns
+	// nothing of the node's state.
+	rt := &guard.Route[struct{}]{Gate: &a.Gate, GateLast: true, Auth: a.authenticate, Timeout: applyTimeout}
+	r.PUT("/v1/admin/catalog", rt.Wrap(a.applyCatalog))
 }
 
 var errUnauthorized = apierr.Of("ADMIN_UNAUTHORIZED", "a valid Authorization: Bearer admin token is required")
@@ -66,42 +70,32 @@ func (a *API) authorized(ctx *fasthttp.RequestCtx) bool {
 	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
-// authenticate answers false, having written the failure, unless the
-// caller presents the token. An IP locked out after failed attempts is
-// refused before the token is compared; a wrong token counts, a missing
-// one is no guess and does not.
-func (a *API) authenticate(ctx *fasthttp.RequestCtx) bool {
+// authenticate refuses the caller unless it presents the token. An IP
+// locked out after failed attempts is refused before the token is
+// compared; a wrong token counts, a missing one is no guess and does not.
+func (a *API) authenticate(ctx *fasthttp.RequestCtx, _ struct{}) (struct{}, guard.Quota, *apierr.Error) {
 	var ip netip.Addr
 	if a.Lockout != nil {
 		ip = a.ClientIP.ClientIP(ctx)
 		if wait := a.Lockout.IPLocked(ip); wait > 0 {
-			httpx.Fail(ctx, guard.Refuse(ctx, wait))
-			return false
+			return struct{}{}, guard.Quota{}, guard.Refuse(ctx, wait)
 		}
 	}
 	if a.authorized(ctx) {
-		return true
+		return struct{}{}, guard.Quota{}, nil
 	}
 	if len(ctx.Request.Header.Peek("Authorization")) > 0 {
 		if wait := a.Lockout.Failed(ip, ""); wait > 0 {
-			httpx.Fail(ctx, guard.Refuse(ctx, wait))
-			return false
+			return struct{}{}, guard.Quota{}, guard.Refuse(ctx, wait)
 		}
 	}
-	httpx.Fail(ctx, errUnauthorized)
-	return false
+	return struct{}{}, guard.Quota{}, errUnauthorized
 }
 
-func (a *API) applyCatalog(ctx *fasthttp.RequestCtx) {
-	if !a.authenticate(ctx) {
-		return
-	}
-	if a.Gate != nil {
-		if e := a.Gate(); e != nil {
-			httpx.Fail(ctx, e)
-			return
-		}
-	}
+// applyTimeout bounds an apply's Redis and Postgres work.
+const applyTimeout = 30 * time.Second
+
+func (a *API) applyCatalog(ctx *fasthttp.RequestCtx, rctx context.Context, _ struct{}) {
 	doc, err := catalog.Decode(ctx.PostBody())
 	if err == nil {
 		err = catalog.Validate(doc)
@@ -110,8 +104,6 @@ func (a *API) applyCatalog(ctx *fasthttp.RequestCtx) {
 		failInvalid(ctx, err)
 		return
 	}
-	rctx, cancel := guard.RequestContext(ctx, 30*time.Second)
-	defer cancel()
 	applied, err := a.Catalog.Apply(rctx, doc)
 	switch {
 	case err == nil:

@@ -4,7 +4,6 @@
 package channel
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
@@ -52,10 +51,6 @@ func (a *API) now() time.Time {
 		return a.Now()
 	}
 	return time.Now()
-}
-
-func (a *API) ctx(rc *fasthttp.RequestCtx) (context.Context, context.CancelFunc) {
-	return guard.RequestContext(rc, a.Timeout)
 }
 
 // Register mounts the partner routes.

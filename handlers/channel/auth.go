@@ -51,46 +51,29 @@ var (
 	errInvalidSession     = apierr.Of("INVALID_SESSION", "the buyer session is unknown or expired; start a new one")
 )
 
-// guard authenticates, checks the IP allowlist and scope, and applies the
-// caller's rate limit before h runs.
+// guard runs the partner surface's checks before h (guard.Route): the
+// Redis state, then authentication (lockout, credentials or a buyer
+// session, the IP allowlist and the scope), then the caller's rate limit:
+// a buyer session's, or its key's.
 func (a *API) guard(mode authMode, scope string, cl guard.Class, h handler) fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) {
-		if a.Gate != nil {
-			if e := a.Gate(); e != nil {
-				a.fail(ctx, cl, e)
-				return
+	rt := &guard.Route[*caller]{Gate: &a.Gate, Limiter: a.Limiter, Timeout: a.Timeout,
+		Auth: func(ctx *fasthttp.RequestCtx, _ *caller) (*caller, guard.Quota, *apierr.Error) {
+			c, e := a.authenticate(ctx, mode, scope)
+			if e != nil {
+				return nil, guard.Quota{}, e
 			}
-		}
-		c, e := a.authenticate(ctx, mode, scope)
-		if e != nil {
-			httpx.Fail(ctx, e)
-			return
-		}
-		var bucket string
-		var limit int64
-		if c.Session != nil {
-			bucket, limit = guard.Bucket(guard.BySession, c.Session.ID, cl), guard.SessionLimit(cl)
-		} else {
+			if c.Session != nil {
+				return c, guard.Quota{Bucket: guard.Bucket(guard.BySession, c.Session.ID, cl), Limit: guard.SessionLimit(cl)}, nil
+			}
 			kc := guard.KeyedClass(cl)
-			bucket, limit = guard.Bucket(guard.ByKey, c.Channel.ID, kc), guard.KeyedLimit(kc, c.Channel.RateLimits)
-		}
-		// One deadline for all the Redis work of the request (fasthttp's
-		// own context ends only at shutdown).
-		rctx, cancel := a.ctx(ctx)
-		defer cancel()
-		c.ctx = rctx
-		refused, err := guard.Limit(ctx, rctx, a.Limiter, bucket, limit)
-		if err != nil {
-			// Redis went away before the gate saw it.
-			a.fail(ctx, cl, err, "step", "rate limit")
-			return
-		}
-		if refused != nil {
-			httpx.Fail(ctx, refused)
-			return
-		}
-		h(ctx, c)
+			return c, guard.Quota{Bucket: guard.Bucket(guard.ByKey, c.Channel.ID, kc), Limit: guard.KeyedLimit(kc, c.Channel.RateLimits)}, nil
+		},
+		Fail: func(ctx *fasthttp.RequestCtx, err error, logArgs ...any) { a.fail(ctx, cl, err, logArgs...) },
 	}
+	return rt.Wrap(func(ctx *fasthttp.RequestCtx, rctx context.Context, c *caller) {
+		c.ctx = rctx
+		h(ctx, c)
+	})
 }
 
 // fail answers a request of class cl that failed before its handler ran

@@ -2,6 +2,7 @@ package picker
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -44,42 +45,17 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 	case ep.Writes():
 		cl = guard.Write
 	}
-	return func(ctx *fasthttp.RequestCtx) {
-		if p.Gate != nil {
-			if e := p.Gate(); e != nil {
-				httpx.Fail(ctx, e)
-				return
+	rt := &guard.Route[caller]{Gate: &p.Gate, Limiter: p.Limiter, Timeout: p.Timeout,
+		Auth: func(ctx *fasthttp.RequestCtx, _ caller) (caller, guard.Quota, *apierr.Error) {
+			ev, e := p.authenticate(ctx)
+			if e != nil {
+				return caller{}, guard.Quota{}, e
 			}
-		}
-		raw := ctx.Request.Header.Peek(TokenHeader)
-		if len(raw) == 0 {
-			httpx.Fail(ctx, errNoToken)
-			return
-		}
-		id, _ := ctx.UserValue("id").(string)
-		evID, tenantID, ok := verify(p.Key, string(raw), time.Now())
-		if !ok || evID != id {
-			httpx.Fail(ctx, errBadToken)
-			return
-		}
-		snap := p.Catalog()
-		ev := snap.Events[id]
-		if ev != nil && ev.TenantID != tenantID || !p.idx.Of(snap, buildIndex).hasSite(tenantID) {
-			httpx.Fail(ctx, errBadToken)
-			return
-		}
-		rctx, cancel := guard.RequestContext(ctx, p.Timeout)
-		defer cancel()
-		ip := p.ClientIP.ClientIP(ctx)
-		refused, err := guard.Limit(ctx, rctx, p.Limiter, guard.IPBucket(ip, cl), guard.IPLimit(cl))
-		if err != nil {
-			httpx.Error(ctx, err)
-			return
-		}
-		if refused != nil {
-			httpx.Fail(ctx, refused)
-			return
-		}
+			ip := p.ClientIP.ClientIP(ctx)
+			return caller{ev: ev, ip: ip}, guard.Quota{Bucket: guard.IPBucket(ip, cl), Limit: guard.IPLimit(cl)}, nil
+		}}
+	return rt.Wrap(func(ctx *fasthttp.RequestCtx, rctx context.Context, c caller) {
+		ev := c.ev
 		e := storefront.Switched(ev)
 		if e == nil && ep.Writes() {
 			e = storefront.OnSale(ev, time.Now())
@@ -90,7 +66,7 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 		}
 		req := seating.Request{Ctx: rctx, Event: ev}
 		if ep.Writes() {
-			req.Client = p.Holds.Client(clientip.Subscriber(ip))
+			req.Client = p.Holds.Client(clientip.Subscriber(c.ip))
 		}
 		if ep == seating.Availability {
 			req.Read = func(c context.Context, ev *catalog.CompiledEvent) (seats.Availability, error) {
@@ -99,7 +75,34 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 		}
 		h(ctx, req)
 		if ep.Writes() {
-			p.avail.changed(id)
+			p.avail.changed(ev.ID)
 		}
+	})
+}
+
+// caller is a picker request past the gate: the token's event and the
+// client IP.
+type caller struct {
+	ev *catalog.CompiledEvent
+	ip netip.Addr
+}
+
+// authenticate checks the page's token: good, unexpired, for the path's
+// event id and its tenant, and the tenant still has a site.
+func (p *Picker) authenticate(ctx *fasthttp.RequestCtx) (*catalog.CompiledEvent, *apierr.Error) {
+	raw := ctx.Request.Header.Peek(TokenHeader)
+	if len(raw) == 0 {
+		return nil, errNoToken
 	}
+	id, _ := ctx.UserValue("id").(string)
+	evID, tenantID, ok := verify(p.Key, string(raw), time.Now())
+	if !ok || evID != id {
+		return nil, errBadToken
+	}
+	snap := p.Catalog()
+	ev := snap.Events[id]
+	if ev != nil && ev.TenantID != tenantID || !p.idx.Of(snap, buildIndex).hasSite(tenantID) {
+		return nil, errBadToken
+	}
+	return ev, nil
 }

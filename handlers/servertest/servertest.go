@@ -21,27 +21,21 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/valyala/fasthttp"
 
-	"github.com/ticketd/ticketd/handlers/admin"
+	"github.com/ticketd/ticketd/handlers/app"
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/handlers/clientip"
-	"github.com/ticketd/ticketd/handlers/lockout"
 	"github.com/ticketd/ticketd/handlers/metrics"
-	"github.com/ticketd/ticketd/handlers/ratelimit"
-	"github.com/ticketd/ticketd/handlers/readiness"
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
 	"github.com/ticketd/ticketd/inventory/keys"
-	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
 	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/roundtrips"
-	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/inventory/tickets"
 	"github.com/ticketd/ticketd/sync/catalogdb"
-	"github.com/ticketd/ticketd/sync/orderdb"
 	"github.com/ticketd/ticketd/sync/pgtest"
 	"github.com/ticketd/ticketd/sync/rebuild"
 	"github.com/ticketd/ticketd/sync/worker"
@@ -134,14 +128,12 @@ func Start(t testing.TB, opt Options) *Server {
 		t.Fatalf("servertest: bootstrap: %v", err)
 	}
 	m := metrics.New()
-	rb := &rebuild.Rebuilder{Redis: rc, Space: space, Pool: pool, Catalog: store, Logger: log}
-	mon := &redisstate.Monitor{Redis: rc, Space: space, Record: &rebuild.Generations{Pool: pool, Prefix: space.Prefix}, Logger: log,
-		OnCurrent: store.Sync, OnRTT: m.ObserveRedisRTT, OnChange: m.StateChanged}
+	base := app.Base{Redis: rc, Space: space, Pool: pool, Catalog: store, Metrics: m, Logger: log}
+	st := app.NewState(base, nil)
+	mon, rb := st.Monitor, st.Rebuilder
 	// One node: the rebuild reads its own book, no other node's marks
 	// need a wait.
 	rb.FlushWait = -1
-	guard := rebuild.NewGuard(rc, space, pool, m.SetSalesHeld, log)
-	guard.WireState(mon, rb)
 	if !opt.ManualRecovery {
 		mon.Recover = rb.Recoverer(m.RebuildDone)
 	}
@@ -151,33 +143,11 @@ func Start(t testing.TB, opt Options) *Server {
 	monCtx, stopMon := context.WithCancel(context.Background())
 	t.Cleanup(stopMon)
 	go mon.Run(monCtx, 50*time.Millisecond)
-	go guard.Book.Run(monCtx)
+	go st.Guard.Book.Run(monCtx)
 	trusted, err := clientip.ParsePrefixes(opt.Trusted)
 	if err != nil {
 		t.Fatalf("servertest: %v", err)
 	}
-	sessions := &channel.Sessions{Secret: []byte("test-session-secret")}
-	limiter := &ratelimit.Limiter{Redis: rc, Space: space}
-	resolver := &clientip.Resolver{Trusted: trusted}
-	locks := &lockout.Guard{Limiter: limiter, Logger: log, PerIP: opt.LockoutPerIP, PerKey: opt.LockoutPerKey}
-	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: opt.OrderTTL, IDKey: []byte("test-order-ids"),
-		Retention: opt.Retention, IdempotencyTTL: opt.Retention, Archive: orderdb.Store{Pool: pool}}
-	guard.WireOrders(ord)
-	api := &channel.API{
-		Catalog:  store.Current,
-		Orders:   ord,
-		Seats:    &seats.Engine{Redis: rc, Space: space, TTL: opt.SeatHoldTTL},
-		Limiter:  limiter,
-		ClientIP: resolver,
-		Lockout:  locks,
-		Sessions: sessions,
-		Gate:     mon.Gate,
-		Metrics:  m,
-		Logger:   log,
-	}
-	backlog := &readiness.Backlog{Redis: rc, Space: space, Metrics: m}
-	go backlog.Run(monCtx, time.Second)
-	health := readiness.WithHeld(readiness.Health(mon, pool, backlog), guard.Held.List)
 	// The listener comes first: the payment processors' pages and
 	// webhooks need the server's URL.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -185,23 +155,29 @@ func Start(t testing.TB, opt Options) *Server {
 		t.Fatalf("servertest: listen: %v", err)
 	}
 	url := "http://" + ln.Addr().String()
-	fs := newFrontStack(frontDeps{redis: rc, space: space, pool: pool, catalog: store, orders: ord, seats: api.Seats,
-		limiter: limiter, resolver: resolver, gate: mon.Gate, log: log, appURL: url, opt: opt})
-	// The sweeper gives expired checkout holds back, as on every node.
-	go fs.regs.Run(monCtx, 100*time.Millisecond)
-	handler := m.Instrument(server.Handler(health, api, fs.api, fs.hooks, fs.pay, fs.tickets, fs.picker,
-		&admin.API{Token: AdminToken, Catalog: store, Gate: mon.Gate, ClientIP: resolver, Lockout: locks}, m))
+	set := settings(opt, url, trusted)
+	node, err := app.New(base, st, set)
+	if err != nil {
+		t.Fatalf("servertest: %v", err)
+	}
+	// The backlog reader and the sweeper of expired checkout holds run
+	// as on every node; the test processors' webhooks are delivered on
+	// demand (Card.DeliverDue), not by a loop.
+	for _, loop := range node.Loops {
+		go loop(monCtx)
+	}
+	handler := node.Handler
 	srv := server.New(countTrips(handler), server.AdminToken(AdminToken), server.Logger(log))
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Shutdown() })
-	w := &worker.Worker{Redis: rc, Space: space, Pool: pool, Logger: log, ClaimIdle: time.Second, Retention: opt.Retention}
+	w := app.NewWorker(base, set)
 	if err := w.EnsureGroups(ctx); err != nil {
 		t.Fatalf("servertest: worker groups: %v", err)
 	}
 	return &Server{
 		URL: url, Redis: rc, Space: space, Pool: pool, DatabaseURL: pgtest.URLOf(t, pool), Catalog: store,
-		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: sessions, Registrations: fs.regs, Handler: handler, Metrics: m,
-		Card: fs.card, Wallet: fs.wallet, Tickets: fs.keys,
+		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: node.Sessions, Registrations: node.Registrations, Handler: handler,
+		Metrics: m, Card: node.Card, Wallet: node.Wallet, Tickets: node.Tickets,
 		Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second},
 	}
 }

@@ -2,32 +2,16 @@ package servertest
 
 import (
 	"fmt"
-	"log/slog"
+	"net/netip"
 	"sync/atomic"
 	"testing"
+	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/rueidis"
 	"github.com/valyala/fasthttp"
 
-	"github.com/ticketd/ticketd/handlers/clientip"
-	"github.com/ticketd/ticketd/handlers/pages"
-	"github.com/ticketd/ticketd/handlers/picker"
-	"github.com/ticketd/ticketd/handlers/ratelimit"
-	"github.com/ticketd/ticketd/handlers/storefront"
-	"github.com/ticketd/ticketd/handlers/webhooks"
-	"github.com/ticketd/ticketd/inventory/apierr"
-	"github.com/ticketd/ticketd/inventory/catalogstore"
-	"github.com/ticketd/ticketd/inventory/holds"
-	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/handlers/app"
 	"github.com/ticketd/ticketd/inventory/money"
-	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/payments"
-	"github.com/ticketd/ticketd/inventory/registrations"
-	"github.com/ticketd/ticketd/inventory/seats"
-	"github.com/ticketd/ticketd/inventory/tickets"
-	"github.com/ticketd/ticketd/sync/orderdb"
-	"github.com/ticketd/ticketd/sync/refunddb"
 )
 
 // Secrets of every test server: the built-in processors' webhook secrets
@@ -40,64 +24,20 @@ const (
 	PickerKey = "test-picker-key"
 )
 
-// frontDeps are what the storefront side of the stack takes from the rest.
-type frontDeps struct {
-	redis    rueidis.Client
-	space    keys.Space
-	pool     *pgxpool.Pool
-	catalog  *catalogstore.Store
-	orders   *orders.Service
-	seats    *seats.Engine
-	limiter  *ratelimit.Limiter
-	resolver *clientip.Resolver
-	gate     func() *apierr.Error
-	log      *slog.Logger
-	appURL   string
-	opt      Options
-}
-
-// frontStack is the storefront side of a test server: registrations, the
-// built-in processors, their webhooks and pages, and the ticket page.
-type frontStack struct {
-	api          *storefront.API
-	hooks        *webhooks.API
-	pay          *pages.Pay
-	tickets      *pages.Tickets
-	picker       *picker.Picker
-	regs         *registrations.Service
-	card, wallet *payments.Hosted
-	keys         *tickets.Keys
-}
-
-func newFrontStack(d frontDeps) frontStack {
-	hosted := func(secret string) payments.HostedConfig {
-		return payments.HostedConfig{Redis: d.redis, Space: d.space, AppURL: d.appURL, Secret: secret, Logger: d.log}
-	}
-	card, wallet := payments.NewCard(hosted(CardWebhookSecret)), payments.NewWallet(hosted(WalletWebhookSecret))
-	procs := payments.NewSet(card, wallet)
-	regs := &registrations.Service{Redis: d.redis, Space: d.space, Orders: d.orders, CheckoutTTL: d.opt.CheckoutTTL,
-		HoldTTL: d.opt.RegisterHoldTTL, Retention: d.opt.Retention, Archive: orderdb.Store{Pool: d.pool}, Expirer: procs, Event: registrations.CatalogEvents(d.catalog.Current),
-		Gate: d.gate, Logger: d.log}
-	keys := tickets.NewKeys(SecretsKey)
-	var front payments.Processor = card
-	if d.opt.StorefrontCard != nil {
-		front = d.opt.StorefrontCard(card)
-	}
-	return frontStack{
-		api: &storefront.API{
-			Catalog: d.catalog.Current, Orders: d.orders, Registrations: regs, Seats: d.seats,
-			Card: front, Wallet: wallet, Processors: procs, Tickets: keys,
-			Limiter: d.limiter, ClientIP: d.resolver, Gate: d.gate, Timeout: d.opt.StorefrontTimeout, Logger: d.log,
-			Holds: holds.Policy{Limit: d.opt.HoldsPerIP},
-		},
-		hooks: &webhooks.API{Booker: regs, Refunds: refunddb.Store{Pool: d.pool}, Redis: d.redis, Space: d.space,
-			CardSecret: CardWebhookSecret, WalletSecret: WalletWebhookSecret, StripeSecret: d.opt.StripeWebhookSecret,
-			Gate: d.gate, Logger: d.log},
-		pay:     &pages.Pay{Card: card, Wallet: wallet, Logger: d.log},
-		tickets: &pages.Tickets{Orders: orderdb.Store{Pool: d.pool}, Keys: keys, Logger: d.log},
-		regs:    regs, card: card, wallet: wallet, keys: keys,
-		picker: &picker.Picker{Catalog: d.catalog.Current, Seats: d.seats, Key: []byte(PickerKey), Limiter: d.limiter,
-			ClientIP: d.resolver, Gate: d.gate, Logger: d.log, Holds: holds.Policy{Limit: d.opt.HoldsPerIP}},
+// settings are the app's settings of a test server at appURL: test
+// payments on (the built-in card and wallet, under the secrets above),
+// and opt's TTLs, limits and card.
+func settings(opt Options, appURL string, trusted []netip.Prefix) app.Settings {
+	return app.Settings{
+		AppURL: appURL, AdminToken: AdminToken, Trusted: trusted,
+		Keys: app.Keys{Sessions: []byte("test-session-secret"), OrderIDs: []byte("test-order-ids"), Picker: []byte(PickerKey),
+			Holds: []byte("test-holds-key"), Tickets: SecretsKey, CardWebhook: CardWebhookSecret, WalletWebhook: WalletWebhookSecret},
+		OrderTTL: opt.OrderTTL, SeatHoldTTL: opt.SeatHoldTTL, CheckoutTTL: opt.CheckoutTTL, RegisterHoldTTL: opt.RegisterHoldTTL,
+		Retention: opt.Retention, HoldsPerIP: opt.HoldsPerIP, LockoutPerIP: opt.LockoutPerIP, LockoutPerKey: opt.LockoutPerKey,
+		StorefrontTimeout: opt.StorefrontTimeout,
+		TestMode:          true, TestPayments: true, CardProcessor: payments.Card, WalletProcessor: payments.Wallet,
+		StripeWebhookSecret: opt.StripeWebhookSecret, StorefrontCard: opt.StorefrontCard,
+		ClaimIdle: time.Second, BacklogEvery: time.Second, SweepEvery: 100 * time.Millisecond,
 	}
 }
 

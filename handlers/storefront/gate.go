@@ -34,68 +34,74 @@ type request struct {
 	tenantID string
 	// ctx bounds the request's Redis work (API.Timeout).
 	ctx context.Context
+
+	// What the gate read before it answers: whether a key was sent at
+	// all, and the Origin's host.
+	keySent bool
+	oHost   string
 }
 
 type handler func(ctx *fasthttp.RequestCtx, r *request)
 
-// guard runs the storefront gate before h: the Redis state, the
-// publishable key, the page's origin, then the client IP's rate limit of
-// the class. The event (the third condition of the gate) depends on the
-// endpoint; handlers ask a.event. Every answer carries the CORS headers an
-// allowed origin needs to read it.
+// guard runs the storefront gate before h (guard.Route): the Redis
+// state, the publishable key, the page's origin, then the client IP's
+// rate limit of the class. The event (the third condition of the gate)
+// depends on the endpoint; handlers ask a.event. Every answer carries the
+// CORS headers an allowed origin needs to read it.
 func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) {
-		snap := a.Catalog()
-		ix := a.idx.Of(snap, buildIndex)
-		rawKey := ctx.Request.Header.Peek("x-service-key")
-		key := ix.keys[string(rawKey)]
-		if key != nil && !key.enabled {
-			key = nil
-		}
-		// The Origin is parsed once: CORS and the gate's check share it.
-		o, oHost := origin(ctx)
-		a.cors(ctx, ix, key, o, oHost)
-		if a.Gate != nil {
-			if e := a.Gate(); e != nil {
-				httpx.Fail(ctx, e)
-				return
+	rt := &guard.Route[*request]{Gate: &a.Gate, Start: a.start, Limiter: a.Limiter, Timeout: a.Timeout,
+		Auth: func(ctx *fasthttp.RequestCtx, r *request) (*request, guard.Quota, *apierr.Error) {
+			if e := a.authenticate(ctx, r); e != nil {
+				return nil, guard.Quota{}, e
 			}
-		}
-		if len(rawKey) == 0 {
-			httpx.Fail(ctx, errMissingKey)
-			return
-		}
-		if key == nil {
-			httpx.Fail(ctx, errInvalidKey)
-			return
-		}
-		host := requestHost(ctx, oHost)
-		if host == "" {
-			e := errBadOrigin
-			if !hasOriginHeader(ctx) {
-				e = errNoOrigin
-			}
-			httpx.Fail(ctx, e)
-			return
-		}
-		if !hostAllowed(key.domains, host) {
-			httpx.Fail(ctx, errOrigin)
-			return
-		}
-		rctx, cancel := guard.RequestContext(ctx, a.Timeout)
-		defer cancel()
-		bucket := guard.IPBucket(a.ClientIP.ClientIP(ctx), cl)
-		refused, err := guard.Limit(ctx, rctx, a.Limiter, bucket, guard.IPLimit(cl))
-		if err != nil {
-			httpx.Error(ctx, err) // Redis went away before the gate saw it
-			return
-		}
-		if refused != nil {
-			httpx.Fail(ctx, refused)
-			return
-		}
-		h(ctx, &request{snap: snap, ix: ix, key: key, tenantID: key.tenantID, ctx: rctx})
+			return r, guard.Quota{Bucket: guard.IPBucket(a.ClientIP.ClientIP(ctx), cl), Limit: guard.IPLimit(cl)}, nil
+		}}
+	return rt.Wrap(func(ctx *fasthttp.RequestCtx, rctx context.Context, r *request) {
+		r.ctx = rctx
+		h(ctx, r)
+	})
+}
+
+// start reads the request's key and Origin, once, and sets the CORS
+// headers every answer carries, the gate's refusal included.
+func (a *API) start(ctx *fasthttp.RequestCtx) *request {
+	snap := a.Catalog()
+	ix := a.idx.Of(snap, buildIndex)
+	rawKey := ctx.Request.Header.Peek("x-service-key")
+	key := ix.keys[string(rawKey)]
+	if key != nil && !key.enabled {
+		key = nil
 	}
+	// The Origin is parsed once: CORS and the gate's check share it.
+	o, oHost := origin(ctx)
+	a.cors(ctx, ix, key, o, oHost)
+	r := &request{snap: snap, ix: ix, key: key, keySent: len(rawKey) > 0, oHost: oHost}
+	if key != nil {
+		r.tenantID = key.tenantID
+	}
+	return r
+}
+
+// authenticate checks the publishable key, then the page's origin
+// against the key's domains.
+func (a *API) authenticate(ctx *fasthttp.RequestCtx, r *request) *apierr.Error {
+	if !r.keySent {
+		return errMissingKey
+	}
+	if r.key == nil {
+		return errInvalidKey
+	}
+	host := requestHost(ctx, r.oHost)
+	if host == "" {
+		if !hasOriginHeader(ctx) {
+			return errNoOrigin
+		}
+		return errBadOrigin
+	}
+	if !hostAllowed(r.key.domains, host) {
+		return errOrigin
+	}
+	return nil
 }
 
 // Headers of CORS answers.

@@ -97,24 +97,21 @@ func (a *API) Register(r *router.Router) {
 
 var errNoRefunds = apierr.Unavailable("webhooks cannot be booked now; retry later")
 
-// guard answers 503 before h runs while the API cannot book safely: no
-// RefundRecorder (a misconfiguration, logged), or the Gate says Redis is
-// not current.
+// guard answers 503 before h runs while the API cannot book safely: the
+// Gate says Redis is not current, or no RefundRecorder is set (a
+// misconfiguration, logged). A webhook is authenticated by its signature,
+// which h checks with the body; process bounds its work by a timeout of
+// its own.
 func (a *API) guard(h fasthttp.RequestHandler) fasthttp.RequestHandler {
-	return func(ctx *fasthttp.RequestCtx) {
-		if a.Gate != nil {
-			if e := a.Gate(); e != nil {
-				httpx.Fail(ctx, e)
-				return
+	rt := &guard.Route[struct{}]{Gate: &a.Gate, OwnContext: true,
+		Auth: func(*fasthttp.RequestCtx, struct{}) (struct{}, guard.Quota, *apierr.Error) {
+			if a.Refunds == nil {
+				a.log().Error("webhooks: no RefundRecorder is set; every webhook is refused")
+				return struct{}{}, guard.Quota{}, errNoRefunds
 			}
-		}
-		if a.Refunds == nil {
-			a.log().Error("webhooks: no RefundRecorder is set; every webhook is refused")
-			httpx.Fail(ctx, errNoRefunds)
-			return
-		}
-		h(ctx)
-	}
+			return struct{}{}, guard.Quota{}, nil
+		}}
+	return rt.Wrap(func(ctx *fasthttp.RequestCtx, _ context.Context, _ struct{}) { h(ctx) })
 }
 
 const (

@@ -1,0 +1,97 @@
+package guard
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/redistest"
+)
+
+// TestRouteOrder: Start runs on every request, then the gate, then Auth,
+// then the quota; GateLast puts the gate after Auth; the gate is read at
+// each request; the handler gets the request context and Auth's caller.
+func TestRouteOrder(t *testing.T) {
+	var steps []string
+	shut := apierr.Of("NOT_READY", "stopped")
+	var gate func() *apierr.Error
+	denied := apierr.Of("INVALID_KEY", "no")
+	deny := false
+	route := func(last bool) *Route[string] {
+		return &Route[string]{Gate: &gate, GateLast: last,
+			Start: func(*fasthttp.RequestCtx) string { steps = append(steps, "start"); return "s" },
+			Auth: func(_ *fasthttp.RequestCtx, c string) (string, Quota, *apierr.Error) {
+				steps = append(steps, "auth")
+				if deny {
+					return "", Quota{}, denied
+				}
+				return c + "+a", Quota{}, nil
+			}}
+	}
+	serve := func(r *Route[string]) (int, string) {
+		steps = nil
+		var ctx fasthttp.RequestCtx
+		r.Wrap(func(ctx *fasthttp.RequestCtx, rctx context.Context, c string) {
+			if _, ok := rctx.Deadline(); !ok {
+				t.Error("the request context has no deadline")
+			}
+			steps = append(steps, "handler "+c)
+			ctx.SetStatusCode(200)
+		})(&ctx)
+		return ctx.Response.StatusCode(), strings.Join(steps, ", ")
+	}
+	first, last := route(false), route(true)
+	if st, got := serve(first); st != 200 || got != "start, auth, handler s+a" {
+		t.Fatalf("open: %d %q", st, got)
+	}
+	gate = func() *apierr.Error { return shut } // set after Wrap: still holds
+	if st, got := serve(first); st != shut.Status || got != "start" {
+		t.Fatalf("gate shut: %d %q", st, got)
+	}
+	if st, got := serve(last); st != shut.Status || got != "start, auth" {
+		t.Fatalf("gate last, shut: %d %q", st, got)
+	}
+	deny = true
+	if st, got := serve(last); st != denied.Status || got != "start, auth" {
+		t.Fatalf("gate last, refused caller: %d %q", st, got)
+	}
+}
+
+// TestRouteQuota: a caller over its quota gets the one 429 with
+// Retry-After; a Limiter that fails (here: the
+// request context ended) goes to Fail with the step.
+func TestRouteQuota(t *testing.T) {
+	rc, space := redistest.New(t)
+	l := &ratelimit.Limiter{Redis: rc, Space: space}
+	var failed []any
+	r := &Route[struct{}]{Limiter: l,
+		Auth: func(*fasthttp.RequestCtx, struct{}) (struct{}, Quota, *apierr.Error) {
+			return struct{}{}, Quota{Bucket: Bucket(ByIP, "203.0.113.9", Write), Limit: 1}, nil
+		},
+		Fail: func(_ *fasthttp.RequestCtx, err error, logArgs ...any) {
+			failed = append(append(failed, err), logArgs...)
+		}}
+	h := r.Wrap(func(ctx *fasthttp.RequestCtx, _ context.Context, _ struct{}) { ctx.SetStatusCode(200) })
+	var ctx fasthttp.RequestCtx
+	h(&ctx)
+	if ctx.Response.StatusCode() != 200 {
+		t.Fatalf("first request: %d", ctx.Response.StatusCode())
+	}
+	ctx.Response.Reset()
+	h(&ctx)
+	if ctx.Response.StatusCode() != 429 || len(ctx.Response.Header.Peek("Retry-After")) == 0 {
+		t.Fatalf("over the quota: %d %q", ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	r.Limiter = &ratelimit.Limiter{Redis: rc, Space: space}
+	r.Timeout = 1 // the request context ends before Redis answers
+	h = r.Wrap(func(ctx *fasthttp.RequestCtx, _ context.Context, _ struct{}) { ctx.SetStatusCode(200) })
+	ctx.Response.Reset()
+	h(&ctx)
+	if len(failed) != 3 || failed[1] != "step" || failed[2] != "rate limit" {
+		t.Fatalf("a failed limiter: Fail got %v", failed)
+	}
+}
