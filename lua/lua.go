@@ -182,6 +182,11 @@ func (p Pipelined) Reply(ctx context.Context, r rueidis.RedisResult) ([]rueidis.
 	return arr, err
 }
 
+// IsNoScript reports whether err is Redis' NOSCRIPT: a pipelined script
+// that answered it did not run (Pipelined.Reply runs it then), so what
+// the same pipeline read after it is from before it.
+func IsNoScript(err error) bool { return isNoScript(err) }
+
 func isNoScript(err error) bool {
 	var re *rueidis.RedisError
 	return errors.As(err, &re) && re.IsNoScript()

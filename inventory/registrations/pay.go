@@ -54,8 +54,13 @@ func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
 		return Outcome{}, apierr.Invalid("the currency must be a three-letter ISO 4217 code")
 	}
 	ref := p.Processor + ":" + p.PaymentID
+	// The registration as the payment left it, read in the payment's
+	// round trip when it can be (outcome reads it otherwise).
+	var after []rueidis.RedisMessage
 	arr, err := s.declared(id, func(dc string) ([]rueidis.RedisMessage, error) {
-		return s.runPay(ctx, ev, id, ref, p, dc)
+		a, st, err := s.runPay(ctx, ev, id, ref, p, dc)
+		after = st
+		return a, err
 	})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("pay: %w", err)
@@ -67,13 +72,13 @@ func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
 		if err := s.Orders.ReportPaid(ev, arr, 4); err != nil {
 			return Outcome{}, err
 		}
-		return s.outcome(ctx, id, Outcome{Duplicate: dup == 1, Reclaimed: re == 1})
+		return s.outcome(ctx, id, after, Outcome{Duplicate: dup == 1, Reclaimed: re == 1})
 	case 1:
 		return s.payUnknown(ctx, id, ref, p)
 	case 2:
 		reason, _ := lua.Str(arr, 1)
 		dup, _ := lua.Int(arr, 2)
-		return s.outcome(ctx, id, Outcome{Duplicate: dup == 1, RefundReason: reason})
+		return s.outcome(ctx, id, after, Outcome{Duplicate: dup == 1, RefundReason: reason})
 	case 4:
 		return Outcome{}, redisstate.ErrSalesStopped
 	case 5:
@@ -119,7 +124,10 @@ func (s *Service) declared(id string, run func(dc string) ([]rueidis.RedisMessag
 	return nil, fmt.Errorf("%s: %w: its discount code changed", id, lua.ErrReply)
 }
 
-func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, dc string) ([]rueidis.RedisMessage, error) {
+// runPay runs reg_pay. Without replicas to wait for, reg_status goes in
+// the same pipeline and its reply is after (nil when it could not be
+// read so: a replica wait, or a script Redis had not loaded).
+func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, dc string) (arr, after []rueidis.RedisMessage, err error) {
 	okey, _ := s.Space.Order(id)
 	part := keys.Partition(ev)
 	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHoldsOrNone(ev, dc),
@@ -129,13 +137,33 @@ func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, dc 
 	if _, c, ok := s.event(ev); ok && c {
 		cancelled = "1"
 	}
-	return s.replication().Array(ctx, s.Redis, payScript, ks, []string{id, ref, strconv.FormatInt(int64(p.Amount), 10),
-		strings.ToUpper(p.Currency), dc, strconv.FormatInt(s.StreamCap, 10), ms(s.retention()), cancelled}, orders.Paid)
+	args := []string{id, ref, strconv.FormatInt(int64(p.Amount), 10),
+		strings.ToUpper(p.Currency), dc, strconv.FormatInt(s.StreamCap, 10), ms(s.retention()), cancelled}
+	if s.replication().On() {
+		arr, err = s.replication().Array(ctx, s.Redis, payScript, ks, args, orders.Paid)
+		return arr, nil, err
+	}
+	pay := lua.Pipeline(s.Redis, payScript, ks, args)
+	read := lua.Pipeline(s.Redis, statusScript, []string{okey}, nil)
+	res := s.Redis.DoMulti(ctx, pay.Cmd, read.Cmd)
+	if arr, err = pay.Reply(ctx, res[0]); err != nil || lua.IsNoScript(res[0].Error()) {
+		return arr, nil, err
+	}
+	after, _ = read.Reply(ctx, res[1])
+	return arr, after, nil
 }
 
-// outcome reads the registration a payment changed into o.
-func (s *Service) outcome(ctx context.Context, id string, o Outcome) (Outcome, error) {
-	reg, found, err := s.Get(ctx, id)
+// outcome is o with the registration a payment changed: after, its
+// reg_status reply read with the payment, or else read now.
+func (s *Service) outcome(ctx context.Context, id string, after []rueidis.RedisMessage, o Outcome) (Outcome, error) {
+	var reg Registration
+	var found bool
+	var err error
+	if after != nil {
+		reg, found, err = s.parseStatus(ctx, id, after, nil)
+	} else {
+		reg, found, err = s.Get(ctx, id)
+	}
 	if err != nil {
 		return Outcome{}, err
 	}
