@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
@@ -50,6 +51,10 @@ type Route[C any] struct {
 	// rctx nil (the webhooks bound their booking by a timeout of their
 	// own); such a route counts no quota.
 	OwnContext bool
+	// Deferred leaves the rate limit to the handler's first Redis read
+	// (Deferred, which the request context carries): for routes whose
+	// first Redis call is a read.
+	Deferred bool
 	// Fail answers the gate's refusal and a failed rate-limit call (with
 	// the log arguments "step", "rate limit"); nil is httpx.Error.
 	Fail func(ctx *fasthttp.RequestCtx, err error, logArgs ...any)
@@ -86,6 +91,30 @@ func (r *Route[C]) Wrap(h Handler[C]) fasthttp.RequestHandler {
 		}
 		rctx, cancel := RequestContext(ctx, r.Timeout)
 		defer cancel()
+		if r.Deferred && q.Bucket != "" && r.Limiter != nil {
+			d := &Deferred{ask: r.Limiter.Prepare(rctx, q.Bucket, q.Limit)}
+			h(ctx, context.WithValue(rctx, deferredKey{}, d), c)
+			if d.settled {
+				return
+			}
+			// The handler made no read: the limit is taken now, and its
+			// refusal (or Redis' failure) replaces the handler's answer,
+			// the headers Start set kept.
+			var answers []rueidis.RedisResult
+			if cmds := d.Cmds(); len(cmds) > 0 {
+				answers = r.Limiter.Redis.DoMulti(rctx, cmds...)
+			}
+			refused, err := d.Settle(ctx, rctx, answers)
+			switch {
+			case err != nil:
+				ctx.Response.ResetBody()
+				r.fail(ctx, err, "step", "rate limit")
+			case refused != nil:
+				ctx.Response.ResetBody()
+				httpx.Fail(ctx, refused)
+			}
+			return
+		}
 		if q.Bucket != "" && r.Limiter != nil {
 			refused, err := Limit(ctx, rctx, r.Limiter, q.Bucket, q.Limit)
 			if err != nil {

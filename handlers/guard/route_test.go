@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/redistest"
@@ -93,5 +94,62 @@ func TestRouteQuota(t *testing.T) {
 	h(&ctx)
 	if len(failed) != 3 || failed[1] != "step" || failed[2] != "rate limit" {
 		t.Fatalf("a failed limiter: Fail got %v", failed)
+	}
+}
+
+// TestRouteDeferredQuota: a deferred limit rides in the handler's read
+// (one DoMulti with it) and is taken once; a handler that made no read
+// has it taken when it returns, and over the quota its answer becomes
+// the 429 (headers Start set are kept).
+func TestRouteDeferredQuota(t *testing.T) {
+	rc, space := redistest.New(t)
+	l := &ratelimit.Limiter{Redis: rc, Space: space}
+	quota := Quota{Bucket: Bucket(ByIP, "203.0.113.7", Read), Limit: 2}
+	r := &Route[struct{}]{Limiter: l, Deferred: true,
+		Start: func(ctx *fasthttp.RequestCtx) struct{} {
+			ctx.Response.Header.Set("Access-Control-Allow-Origin", "https://shop.example.com")
+			return struct{}{}
+		},
+		Auth: func(*fasthttp.RequestCtx, struct{}) (struct{}, Quota, *apierr.Error) { return struct{}{}, quota, nil }}
+	reads := r.Wrap(func(ctx *fasthttp.RequestCtx, rctx context.Context, _ struct{}) {
+		d := DeferredOf(rctx)
+		cmds := d.Cmds()
+		if len(cmds) != 1 {
+			t.Fatalf("a deferred limit of %d a minute sends %d commands along", quota.Limit, len(cmds))
+		}
+		answers := rc.DoMulti(rctx, append(cmds, rc.B().Ping().Build())...)
+		if e, err := d.Settle(ctx, rctx, answers[:1]); err != nil || e != nil {
+			if e != nil {
+				httpx.Fail(ctx, e)
+				return
+			}
+			t.Fatal(err)
+		}
+		if d.Cmds() != nil {
+			t.Fatal("a settled limit still sends commands")
+		}
+		ctx.SetStatusCode(200)
+	})
+	noRead := r.Wrap(func(ctx *fasthttp.RequestCtx, _ context.Context, _ struct{}) {
+		httpx.Fail(ctx, apierr.Invalid("bad body"))
+	})
+	var ctx fasthttp.RequestCtx
+	status := func(h fasthttp.RequestHandler) int {
+		ctx.Response.Reset()
+		h(&ctx)
+		return ctx.Response.StatusCode()
+	}
+	if st := status(reads); st != 200 {
+		t.Fatalf("first read: %d", st)
+	}
+	if st := status(noRead); st != 400 {
+		t.Fatalf("second request, no read, within the quota: %d", st)
+	}
+	if st := status(noRead); st != 429 || len(ctx.Response.Header.Peek("Retry-After")) == 0 ||
+		len(ctx.Response.Header.Peek("Access-Control-Allow-Origin")) == 0 {
+		t.Fatalf("over the quota without a read: %d %q", st, ctx.Response.Body())
+	}
+	if st := status(reads); st != 429 {
+		t.Fatalf("over the quota with a read: %d", st)
 	}
 }

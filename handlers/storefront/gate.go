@@ -32,8 +32,10 @@ type request struct {
 	ix       *index
 	key      *pubKey
 	tenantID string
-	// ctx bounds the request's Redis work (API.Timeout).
-	ctx context.Context
+	// ctx bounds the request's Redis work (API.Timeout); fctx is the
+	// request itself (a deferred rate limit's 429 sets its Retry-After).
+	ctx  context.Context
+	fctx *fasthttp.RequestCtx
 
 	// What the gate read before it answers: whether a key was sent at
 	// all, and the Origin's host.
@@ -49,7 +51,18 @@ type handler func(ctx *fasthttp.RequestCtx, r *request)
 // depends on the endpoint; handlers ask a.event. Every answer carries the
 // CORS headers an allowed origin needs to read it.
 func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
-	rt := &guard.Route[*request]{Gate: &a.Gate, Start: a.start, Limiter: a.Limiter, Timeout: a.Timeout,
+	return a.route(cl, false, h)
+}
+
+// guardRead is guard for a route whose first Redis call reads the
+// registration (lookup): the rate limit rides in that read's round trip
+// (guard.Deferred).
+func (a *API) guardRead(cl guard.Class, h handler) fasthttp.RequestHandler {
+	return a.route(cl, true, h)
+}
+
+func (a *API) route(cl guard.Class, deferred bool, h handler) fasthttp.RequestHandler {
+	rt := &guard.Route[*request]{Gate: &a.Gate, Start: a.start, Limiter: a.Limiter, Timeout: a.Timeout, Deferred: deferred,
 		Auth: func(ctx *fasthttp.RequestCtx, r *request) (*request, guard.Quota, *apierr.Error) {
 			if e := a.authenticate(ctx, r); e != nil {
 				return nil, guard.Quota{}, e
@@ -57,7 +70,7 @@ func (a *API) guard(cl guard.Class, h handler) fasthttp.RequestHandler {
 			return r, guard.Quota{Bucket: guard.IPBucket(a.ClientIP.ClientIP(ctx), cl), Limit: guard.IPLimit(cl)}, nil
 		}}
 	return rt.Wrap(func(ctx *fasthttp.RequestCtx, rctx context.Context, r *request) {
-		r.ctx = rctx
+		r.ctx, r.fctx = rctx, ctx
 		h(ctx, r)
 	})
 }

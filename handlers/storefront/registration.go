@@ -3,6 +3,7 @@ package storefront
 import (
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/keys"
@@ -19,7 +20,15 @@ func (a *API) lookup(r *request, id string) (registrations.Registration, *apierr
 	if _, ok := keys.OrderEvent(id); !ok {
 		return registrations.Registration{}, errRegNotFound
 	}
-	reg, found, err := a.Registrations.Get(r.ctx, id)
+	// The route's rate limit, when deferred, rides in this read.
+	d := guard.DeferredOf(r.ctx)
+	reg, found, answers, err := a.Registrations.GetAlong(r.ctx, id, d.Cmds())
+	if err == nil {
+		var e *apierr.Error
+		if e, err = d.Settle(r.fctx, r.ctx, answers); e != nil {
+			return registrations.Registration{}, e
+		}
+	}
 	if err != nil {
 		return reg, a.unavailable("registration", err)
 	}

@@ -343,21 +343,21 @@ var budgets = []budget{
 		return call{method: "POST", path: "/v1/storefront/register-guest", headers: front(nil),
 			body: servertest.Guest("tb_hall", map[string]any{"seatLabels": l, "seatHoldToken": tok})}
 	}},
-	{route: "POST /v1/storefront/card/create-checkout-session", what: "first session", budget: 2, over: 3, prepare: func(t *testing.T, f *fixture) call {
+	{route: "POST /v1/storefront/card/create-checkout-session", what: "first session", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		reg := f.register(t, map[string]any{"selectedTicketId": "tk_adult"})
 		return call{method: "POST", path: "/v1/storefront/card/create-checkout-session", headers: front(nil), body: cardBody(reg)}
 	}},
-	{route: "POST /v1/storefront/card/create-checkout-session", what: "replacing a session", budget: 2, over: 3, prepare: func(t *testing.T, f *fixture) call {
+	{route: "POST /v1/storefront/card/create-checkout-session", what: "replacing a session", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		reg := f.register(t, map[string]any{"selectedTicketId": "tk_adult"})
 		f.cardSession(t, cardBody(reg))
 		return call{method: "POST", path: "/v1/storefront/card/create-checkout-session", headers: front(nil), body: cardBody(reg)}
 	}},
-	{route: "POST /v1/storefront/wallet/create-payment", what: "wallet payment", budget: 2, over: 3, prepare: func(t *testing.T, f *fixture) call {
+	{route: "POST /v1/storefront/wallet/create-payment", what: "wallet payment", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		reg := f.register(t, map[string]any{"selectedTicketId": "tk_adult"})
 		return call{method: "POST", path: "/v1/storefront/wallet/create-payment", headers: front(nil),
 			body: map[string]any{"eventId": reg.EventID, "registrationId": reg.RegistrationID, "amount": json.Number(reg.Total.String())}}
 	}},
-	{route: "GET /v1/storefront/registration/{registrationId}", what: "registration read", budget: 1, over: 2, prepare: func(t *testing.T, f *fixture) call {
+	{route: "GET /v1/storefront/registration/{registrationId}", what: "registration read", budget: 1, prepare: func(t *testing.T, f *fixture) call {
 		reg := f.register(t, map[string]any{"selectedTicketId": "tk_adult"})
 		return call{method: "GET", path: "/v1/storefront/registration/" + reg.RegistrationID, headers: front(nil)}
 	}},

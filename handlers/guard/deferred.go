@@ -1,0 +1,57 @@
+package guard
+
+import (
+	"context"
+
+	"github.com/redis/rueidis"
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/inventory/apierr"
+)
+
+// Deferred is a request's rate limit left to ride in its handler's first
+// Redis read (Route.Deferred): one round trip for both, as design rule 7
+// wants of a read. The handler sends Cmds along with its read and asks
+// Settle before it writes anything; a handler that made no read has the
+// limit taken when it returns, and a refusal then replaces its answer, so
+// a refused request is answered 429 whatever it sent.
+type Deferred struct {
+	ask     ratelimit.Ask
+	settled bool
+}
+
+type deferredKey struct{}
+
+// DeferredOf is the deferred limit the request context carries, or nil.
+func DeferredOf(rctx context.Context) *Deferred {
+	d, _ := rctx.Value(deferredKey{}).(*Deferred)
+	return d
+}
+
+// Cmds are the commands to send along with the read: none when d is nil
+// or settled, or when the node decides the limit alone.
+func (d *Deferred) Cmds() []rueidis.Completed {
+	if d == nil || d.settled {
+		return nil
+	}
+	return d.ask.Cmds()
+}
+
+// Settle takes the limit from answers, Redis' replies to Cmds (as many):
+// the 429 (Retry-After set on ctx) when refused, err when Redis failed.
+// A nil or settled d allows.
+func (d *Deferred) Settle(ctx *fasthttp.RequestCtx, rctx context.Context, answers []rueidis.RedisResult) (*apierr.Error, error) {
+	if d == nil || d.settled {
+		return nil, nil
+	}
+	d.settled = true
+	res, err := d.ask.Result(rctx, answers)
+	if err != nil {
+		return nil, err
+	}
+	if !res.Allowed {
+		return Refuse(ctx, res.RetryAfter), nil
+	}
+	return nil, nil
+}
