@@ -150,7 +150,9 @@ type Settings struct {
 type App struct {
 	// Handler is the root handler, instrumented by Base.Metrics; the
 	// caller serves it (server.New).
-	Handler       fasthttp.RequestHandler
+	Handler fasthttp.RequestHandler
+	// Routes are the routes Handler serves: method -> path templates.
+	Routes        map[string][]string
 	Orders        *orders.Service
 	Registrations *registrations.Service
 	Sessions      *channel.Sessions
@@ -266,9 +268,10 @@ func New(b Base, st State, s Settings) (*App, error) {
 	if backlogEvery <= 0 {
 		backlogEvery = 500 * time.Millisecond
 	}
+	routes := server.Router(health, surfaces...)
 	return &App{
-		Handler: m.Instrument(server.Handler(health, surfaces...)),
-		Orders:  ord, Registrations: regs, Sessions: sessions, Tickets: tix, Card: procs.TestCard, Wallet: procs.TestWallet,
+		Handler: m.Instrument(routes.Handler), Routes: routes.List(),
+		Orders: ord, Registrations: regs, Sessions: sessions, Tickets: tix, Card: procs.TestCard, Wallet: procs.TestWallet,
 		Loops: []func(context.Context){
 			func(ctx context.Context) { backlog.Run(ctx, backlogEvery) },
 			func(ctx context.Context) { regs.Run(ctx, sweepEvery) },

@@ -24,6 +24,11 @@ type Surface interface {
 // /readyz; nil answers 200 whenever the server is up. The router records
 // the matched route template (SaveMatchedRoutePath) for metrics.Instrument.
 func Handler(health HealthFunc, surfaces ...Surface) fasthttp.RequestHandler {
+	return Router(health, surfaces...).Handler
+}
+
+// Router is Handler's router, whose List is every route served.
+func Router(health HealthFunc, surfaces ...Surface) *router.Router {
 	r := router.New()
 	r.NotFound = httpx.NotFound
 	r.MethodNotAllowed = httpx.MethodNotAllowed
@@ -37,7 +42,7 @@ func Handler(health HealthFunc, surfaces ...Surface) fasthttp.RequestHandler {
 	for _, s := range surfaces {
 		s.Register(r)
 	}
-	return r.Handler
+	return r
 }
 
 // Option configures New.

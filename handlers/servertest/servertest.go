@@ -111,6 +111,8 @@ type Server struct {
 	Metrics *metrics.Metrics
 	// Handler is the root handler, for benchmarks that skip the network.
 	Handler fasthttp.RequestHandler
+	// Routes are the routes the server serves: method -> path templates.
+	Routes map[string][]string
 }
 
 // Start builds the stack and stops it with t.
@@ -176,7 +178,7 @@ func Start(t testing.TB, opt Options) *Server {
 	}
 	return &Server{
 		URL: url, Redis: rc, Space: space, Pool: pool, DatabaseURL: pgtest.URLOf(t, pool), Catalog: store,
-		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: node.Sessions, Registrations: node.Registrations, Handler: handler,
+		Monitor: mon, Rebuilder: rb, Worker: w, Sessions: node.Sessions, Registrations: node.Registrations, Handler: handler, Routes: node.Routes,
 		Metrics: m, Card: node.Card, Wallet: node.Wallet, Tickets: node.Tickets,
 		Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second},
 	}

@@ -361,6 +361,10 @@ var budgets = []budget{
 		reg := f.register(t, map[string]any{"selectedTicketId": "tk_adult"})
 		return call{method: "GET", path: "/v1/storefront/registration/" + reg.RegistrationID, headers: front(nil)}
 	}},
+	{route: "OPTIONS /v1/storefront/{path:*}", what: "CORS preflight", budget: 0, status: 204, prepare: func(t *testing.T, f *fixture) call {
+		return call{method: "OPTIONS", path: "/v1/storefront/register-guest", headers: map[string]string{"Origin": servertest.ShopOrigin,
+			"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "x-service-key, content-type"}}
+	}},
 	// Webhooks.
 	{route: "POST /v1/webhooks/card", what: "GA payment", budget: 2, over: 3, prepare: func(t *testing.T, f *fixture) call {
 		reg := f.register(t, map[string]any{"selectedTicketId": "tk_adult"})
@@ -519,6 +523,26 @@ func TestRoundTripBudgets(t *testing.T) {
 					}
 					return call{method: sr.method, path: path, headers: seatHeaders(su.name), body: body}
 				}})
+		}
+	}
+	// Every route the server serves has a case, and every case's route is
+	// served: a new route needs its budget here.
+	served := map[string]bool{}
+	for method, paths := range s.Routes {
+		for _, p := range paths {
+			served[method+" "+p] = true
+		}
+	}
+	listed := map[string]bool{}
+	for _, c := range cases {
+		listed[c.route] = true
+		if !served[c.route] {
+			t.Errorf("%s has a budget but the server has no such route", c.route)
+		}
+	}
+	for r := range served {
+		if !listed[r] {
+			t.Errorf("route %s is served but has no round-trip budget: add a case", r)
 		}
 	}
 	for _, c := range cases {
