@@ -70,14 +70,6 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 	if !ValidToken(req.Token) {
 		return HoldResult{}, ErrInvalidToken
 	}
-	if !req.Create {
-		// As Hold answers a gone token before looking at seats.
-		if n, err := e.Redis.Do(ctx, e.Redis.B().Exists().Key(e.Space.Hold(ev.ID, req.Token)).Build()).AsInt64(); err != nil {
-			return HoldResult{}, fmt.Errorf("seats: best available: %w", err)
-		} else if n == 0 {
-			return HoldResult{}, ErrHoldExpired
-		}
-	}
 	var rows []*catalog.Row
 	for i := range ev.SeatMap.Rows {
 		r := &ev.SeatMap.Rows[i]
@@ -86,11 +78,28 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 			rows = append(rows, r)
 		}
 	}
+	// A named token must exist: asked in the first read's round trip, and
+	// answered before anything about seats, as Hold answers a gone token.
+	var exists []rueidis.Completed
+	if !req.Create {
+		exists = []rueidis.Completed{e.Redis.B().Exists().Key(e.Space.Hold(ev.ID, req.Token)).Build()}
+	}
 	created := !req.Create
 	made := false // this call made the token: it must not outlive a failure
 	res, err := func() (HoldResult, error) {
 		for range 2 {
-			blocks, err := e.bestBlocks(ctx, ev, rows, q)
+			blocks, answers, err := e.bestBlocks(ctx, ev, rows, q, exists)
+			if err == nil && len(exists) > 0 {
+				if answers == nil { // no row to read: asked alone
+					answers = e.Redis.DoMulti(ctx, exists...)
+				}
+				if n, xerr := answers[0].AsInt64(); xerr != nil {
+					err = fmt.Errorf("seats: best available: %w", xerr)
+				} else if n == 0 {
+					err = ErrHoldExpired
+				}
+				exists = nil
+			}
 			if err != nil {
 				return HoldResult{}, err
 			}
@@ -141,18 +150,24 @@ const readChunk = 1000
 
 // bestBlocks reads rows in map order, a batch of about readChunk seats per
 // round trip, and returns up to bestTries blocks of q free seats, best
-// first, stopping once it has them.
-func (e *Engine) bestBlocks(ctx context.Context, ev *catalog.CompiledEvent, rows []*catalog.Row, q int) ([][]string, error) {
+// first, stopping once it has them. first go in the first batch's round
+// trip, ahead of its reads; their answers are nil when nothing was read.
+func (e *Engine) bestBlocks(ctx context.Context, ev *catalog.CompiledEvent, rows []*catalog.Row, q int,
+	first []rueidis.Completed) ([][]string, []rueidis.RedisResult, error) {
 	var out [][]string
+	var answers []rueidis.RedisResult
 	for i := 0; i < len(rows) && len(out) < bestTries; {
 		j, n := i, 0
 		for j < len(rows) && (j == i || n+rows[j].Seats <= readChunk) {
 			n += rows[j].Seats
 			j++
 		}
-		taken, err := e.takenSeats(ctx, ev, rows[i:j], n)
+		taken, firstAnswers, err := e.takenSeats(ctx, ev, rows[i:j], n, first)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if first != nil {
+			answers, first = firstAnswers, nil
 		}
 		off := 0
 		for _, r := range rows[i:j] {
@@ -161,12 +176,13 @@ func (e *Engine) bestBlocks(ctx context.Context, ev *catalog.CompiledEvent, rows
 		}
 		i = j
 	}
-	return out[:min(len(out), bestTries)], nil
+	return out[:min(len(out), bestTries)], answers, nil
 }
 
 // takenSeats reads whether each seat of rows (n seats in all) is booked or
 // held (at Redis' time), in row and number order.
-func (e *Engine) takenSeats(ctx context.Context, ev *catalog.CompiledEvent, rows []*catalog.Row, n int) ([]bool, error) {
+func (e *Engine) takenSeats(ctx context.Context, ev *catalog.CompiledEvent, rows []*catalog.Row, n int,
+	first []rueidis.Completed) ([]bool, []rueidis.RedisResult, error) {
 	labels := make([]string, 0, n)
 	for _, r := range rows {
 		for k := 1; k <= r.Seats; k++ {
@@ -174,24 +190,26 @@ func (e *Engine) takenSeats(ctx context.Context, ev *catalog.CompiledEvent, rows
 		}
 	}
 	b := e.Redis.B()
-	res := e.Redis.DoMulti(ctx,
+	res := e.Redis.DoMulti(ctx, append(first[:len(first):len(first)],
 		b.Time().Build(),
 		b.Hmget().Key(e.Space.Booked(ev.ID)).Field(labels...).Build(),
 		b.Hmget().Key(e.Space.SeatHolds(ev.ID)).Field(labels...).Build(),
 		b.Hmget().Key(e.Space.OrderSeats(ev.ID)).Field(labels...).Build(),
-		b.Hmget().Key(e.Space.RegSeats(ev.ID)).Field(labels...).Build())
+		b.Hmget().Key(e.Space.RegSeats(ev.ID)).Field(labels...).Build())...)
+	firstAnswers := res[:len(first)]
+	res = res[len(first):]
 	now, err := redisNow(res[0])
 	if err != nil {
-		return nil, fmt.Errorf("seats: best available: %w", err)
+		return nil, nil, fmt.Errorf("seats: best available: %w", err)
 	}
 	booked, err := res[1].ToArray()
 	if err != nil {
-		return nil, fmt.Errorf("seats: best available: booked: %w", err)
+		return nil, nil, fmt.Errorf("seats: best available: booked: %w", err)
 	}
 	var holds [3][]rueidis.RedisMessage // tokens', orders', registrations'
 	for j := range holds {
 		if holds[j], err = res[2+j].ToArray(); err != nil {
-			return nil, fmt.Errorf("seats: best available: seats: %w", err)
+			return nil, nil, fmt.Errorf("seats: best available: seats: %w", err)
 		}
 	}
 	out := make([]bool, len(labels))
@@ -200,7 +218,7 @@ func (e *Engine) takenSeats(ctx context.Context, ev *catalog.CompiledEvent, rows
 		ord, _ := holds[1][i].ToString()
 		out[i] = !booked[i].IsNil() || !holds[2][i].IsNil() || HolderAt(tok, now) != "" || HolderAt(ord, now) != ""
 	}
-	return out, nil
+	return out, firstAnswers, nil
 }
 
 // rowBlocks returns the blocks of q free seats of row r (taken[k-1] for

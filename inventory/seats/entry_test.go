@@ -116,7 +116,7 @@ func TestExpiredHoldEntryIsFreeAndRemoved(t *testing.T) {
 	if !slices.Equal(av.Held, []string{"A-9", "A-10"}) {
 		t.Fatalf("held %v, want only the live token's", av.Held)
 	}
-	taken, err := b.eng.takenSeats(b.ctx, ev, []*catalog.Row{&ev.SeatMap.Rows[1]}, 10)
+	taken, _, err := b.eng.takenSeats(b.ctx, ev, []*catalog.Row{&ev.SeatMap.Rows[1]}, 10, nil)
 	if err != nil || taken[0] || taken[1] || !taken[8] {
 		t.Fatalf("best-available reads A-1 %v, A-2 %v, A-9 %v (%v)", taken[0], taken[1], taken[8], err)
 	}
