@@ -30,6 +30,8 @@
 -- KEYS[13] -> seat holds hash       {pN}:ev:<id>:seats (lib/seatholds)
 -- KEYS[14] -> order seats hash      {pN}:ev:<id>:ordseats
 -- KEYS[15] -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
+-- KEYS[16] -> a webhook delivery's mark {pN}:whseen:<processor>:<eventId>,
+--             only with ARGV[9] (handlers/webhooks: registrations.Mark)
 --
 -- The caller declares the discount code it guesses (none); when the
 -- registration has another it is told it and runs again. Its seats are
@@ -43,6 +45,10 @@
 -- ARGV[6] -> paid stream cap: 0 (a sync worker drains it) or MAXLEN ~ this
 -- ARGV[7] -> retention ms (how long a refund or a paid hash without a worker stays)
 -- ARGV[8] -> "1" when the event is cancelled, else "0"
+-- ARGV[9] -> the mark's value ("done:<delivery>"), or absent: a payment
+--            booked (0 below) sets KEYS[16] to it, so the webhook that
+--            brought it is remembered in the same step
+-- ARGV[10] -> the mark's lifetime, ms (with ARGV[9])
 --
 -- Output:
 --   {0, duplicate 0|1, reclaimed 0|1, tickets JSON, paid units, added}
@@ -70,6 +76,14 @@
 --@include check
 --@include holds
 --@include seatholds
+
+-- mark_seen(): the last write of a booked payment (ARGV[9], KEYS[16]).
+local function mark_seen()
+  if ARGV[9] and ARGV[9] ~= '' then
+    redis.call('SET', KEYS[16], ARGV[9], 'PX', ARGV[10])
+  end
+end
+
 local gen = redis.call('GET', KEYS[8])
 if not gen then
   return {4}
@@ -111,6 +125,7 @@ if st == 'paid' then
   -- a write, so that a WAIT after this retry covers the payment an
   -- earlier run wrote on another connection (redisstate.Replication)
   redis.call('HINCRBY', reg, 'acks', 1)
+  mark_seen()
   return {0, 1, 0, o[8], paid, 0}
 end
 if st == 'refund' then
@@ -236,4 +251,6 @@ end
 redis.call('ZREM', KEYS[10], id)
 redis.call('HSET', reg, 'st', 'paid', 'ref', ref, 'paid', now, 'amt', ARGV[3])
 cart_keep_paid(reg, ARGV[6], tonumber(ARGV[7]))
-return {0, 0, counted and 0 or 1, o[8], cart_count_paid(KEYS[3], fields, qtys)}
+local added = {cart_count_paid(KEYS[3], fields, qtys)}
+mark_seen()
+return {0, 0, counted and 0 or 1, o[8], unpack(added)}

@@ -366,16 +366,16 @@ var budgets = []budget{
 			"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "x-service-key, content-type"}}
 	}},
 	// Webhooks.
-	{route: "POST /v1/webhooks/card", what: "GA payment", budget: 2, over: 3, prepare: func(t *testing.T, f *fixture) call {
+	{route: "POST /v1/webhooks/card", what: "GA payment", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		reg := f.register(t, map[string]any{"selectedTicketId": "tk_adult"})
 		return cardWebhook(t, f.cardSession(t, cardBody(reg)), reg)
 	}},
-	{route: "POST /v1/webhooks/card", what: "seated payment", budget: 2, over: 3, prepare: func(t *testing.T, f *fixture) call {
+	{route: "POST /v1/webhooks/card", what: "seated payment", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		tok, l := f.heldToken(t, "storefront", seatSurfaces[0].base, "tb_hall", 2)
 		reg := f.mustRegister(t, servertest.Guest("tb_hall", map[string]any{"seatLabels": l, "seatHoldToken": tok}))
 		return cardWebhook(t, f.cardSession(t, cardBody(reg, "seatLabels", l, "selectedTicketAmount", 80)), reg)
 	}},
-	{route: "POST /v1/webhooks/wallet", what: "wallet payment", budget: 2, over: 3, prepare: func(t *testing.T, f *fixture) call {
+	{route: "POST /v1/webhooks/wallet", what: "wallet payment", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		reg := f.register(t, map[string]any{"selectedTicketId": "tk_adult"})
 		r := f.s.Do(t, "POST", "/v1/storefront/wallet/create-payment", front(nil),
 			map[string]any{"eventId": reg.EventID, "registrationId": reg.RegistrationID, "amount": json.Number(reg.Total.String())})
@@ -388,7 +388,7 @@ var budgets = []budget{
 		return call{method: "POST", path: "/v1/webhooks/wallet", raw: b,
 			headers: map[string]string{payments.SignatureHeader: payments.Sign(servertest.WalletWebhookSecret, time.Now(), b), "Content-Type": "application/json"}}
 	}},
-	{route: "POST /v1/webhooks/stripe", what: "stripe payment", budget: 2, over: 3, prepare: func(t *testing.T, f *fixture) call {
+	{route: "POST /v1/webhooks/stripe", what: "stripe payment", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		reg := f.register(t, map[string]any{"selectedTicketId": "tk_adult"})
 		sess := "cs_test_" + strings.ReplaceAll(reg.RegistrationID, ".", "_")
 		if err := f.s.Registrations.AttachSession(context.Background(), reg.RegistrationID, payments.StripeName, sess); err != nil {

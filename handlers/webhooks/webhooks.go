@@ -12,7 +12,11 @@
 // with data {duplicate: true}, because a processor retries every non-2xx
 // answer for days and the event's work is done. Neither is booked again.
 // An event whose processing failed (Redis or Postgres away: 503) is not
-// remembered, so the processor's retry books it; Pay is idempotent.
+// remembered, so the processor's retry books it; Pay is idempotent. The
+// mark of an event that pays a registration sits in the registration's
+// slot, and a booking that needs nothing more writes it in its own step
+// (MarkingBooker): the claim and the booking are the webhook's two round
+// trips.
 package webhooks
 
 import (
@@ -38,6 +42,13 @@ import (
 // Booker books a verified payment: registrations.Service is one.
 type Booker interface {
 	Pay(ctx context.Context, p registrations.Payment) (registrations.Outcome, error)
+}
+
+// MarkingBooker is a Booker that remembers the webhook's delivery with a
+// booked payment, in one step (registrations.Service.PayMarked): the
+// webhook then answers without a write of its own.
+type MarkingBooker interface {
+	PayMarked(ctx context.Context, p registrations.Payment, m registrations.Mark) (registrations.Outcome, error)
 }
 
 // RefundRecorder tells the host that a registration needs a refund (a
@@ -200,7 +211,7 @@ func (a *API) process(ctx *fasthttp.RequestCtx, processor string, ev event) {
 	}
 	c, cancel := guard.RequestContext(ctx, a.timeout())
 	defer cancel()
-	key := a.Space.WebhookSeen(processor, ev.id)
+	key := a.Space.WebhookSeen(processor, ev.id, ev.payment.RegistrationID)
 	set, err := a.Redis.Do(c, a.Redis.B().Set().Key(key).Value("pending").Nx().Px(a.pendingTTL()).Build()).AsBool()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		httpx.Error(ctx, err)
@@ -220,7 +231,12 @@ func (a *API) process(ctx *fasthttp.RequestCtx, processor string, ev event) {
 		}
 		return
 	}
-	out, err := a.book(c, ev.payment)
+	var mark registrations.Mark
+	if _, ok := keys.OrderEvent(ev.payment.RegistrationID); ok {
+		// In the registration's slot: the booking writes it (MarkingBooker).
+		mark = registrations.Mark{Key: key, Value: "done:" + ev.delivery, TTL: seenTTL}
+	}
+	out, err := a.book(c, ev.payment, mark)
 	if err != nil {
 		// Forgotten, so that the processor's retry is processed. On a
 		// context of its own: c may be what ran out (Redis slow), and the
@@ -234,10 +250,13 @@ func (a *API) process(ctx *fasthttp.RequestCtx, processor string, ev event) {
 		httpx.Error(ctx, err)
 		return
 	}
-	if err := a.Redis.Do(c, a.Redis.B().Set().Key(key).Value("done:"+ev.delivery).Px(seenTTL).Build()).Error(); err != nil {
-		// Booked all the same; a redelivery is then booked again as a
-		// Duplicate by Pay.
-		a.log().Warn("webhooks: remember event", "processor", processor, "err", err)
+	// Unless the booking remembered it in its own step (out.Marked).
+	if !out.Marked {
+		if err := a.Redis.Do(c, a.Redis.B().Set().Key(key).Value("done:"+ev.delivery).Px(seenTTL).Build()).Error(); err != nil {
+			// Booked all the same; a redelivery is then booked again as a
+			// Duplicate by Pay.
+			a.log().Warn("webhooks: remember event", "processor", processor, "err", err)
+		}
 	}
 	httpx.OK(ctx, reply{
 		Received: true, Duplicate: out.Duplicate, RegistrationID: out.ID,
@@ -245,9 +264,17 @@ func (a *API) process(ctx *fasthttp.RequestCtx, processor string, ev event) {
 	})
 }
 
-// book pays and, when the payment cannot be booked, tells the host.
-func (a *API) book(ctx context.Context, p registrations.Payment) (registrations.Outcome, error) {
-	out, err := a.Booker.Pay(ctx, p)
+// book pays and, when the payment cannot be booked, tells the host. A
+// booker that can (MarkingBooker) writes mark with a booked payment that
+// needs no refund, in the payment's own step.
+func (a *API) book(ctx context.Context, p registrations.Payment, mark registrations.Mark) (registrations.Outcome, error) {
+	var out registrations.Outcome
+	var err error
+	if mb, ok := a.Booker.(MarkingBooker); ok && mark.Key != "" {
+		out, err = mb.PayMarked(ctx, p, mark)
+	} else {
+		out, err = a.Booker.Pay(ctx, p)
+	}
 	if err != nil {
 		return out, err
 	}

@@ -59,7 +59,12 @@ func (s Space) PayDue(p int, processor string) string {
 }
 
 // WebhookSeen marks a processor's webhook event as received (replay
-// protection). Spread over slots of their own, apart from events.
-func (s Space) WebhookSeen(processor, eventID string) string {
+// protection). An event that pays a registration has its mark in the
+// registration's slot, so the script that books the payment sets it in
+// the same step (reg_pay); any other is spread over slots of its own.
+func (s Space) WebhookSeen(processor, eventID, registrationID string) string {
+	if ev, ok := OrderEvent(registrationID); ok {
+		return s.Prefix + Tag(Partition(ev)) + ":whseen:" + processor + ":" + eventID
+	}
 	return s.Prefix + "{w" + strconv.Itoa(Partition(eventID)) + "}:whseen:" + processor + ":" + eventID
 }

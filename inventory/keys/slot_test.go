@@ -164,6 +164,8 @@ var scriptKeys = map[string]func(in input) [][]string{
 			out = append(out, append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), dc,
 				in.sp.DiscountUsed(in.ev), in.sp.Paid(in.p()), in.sp.Live(in.p()), in.sp.Buyers(in.ev),
 				in.sp.Expiry(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev)}, in.seats()...))
+			// and the webhook delivery's mark (KEYS[16], with a webhook)
+			out[len(out)-1] = append(out[len(out)-1], in.sp.WebhookSeen(in.proc, "evt_1", in.oid))
 		}
 		return out
 	},

@@ -33,6 +33,12 @@ import (
 // or aged out of both Redis and Postgres) comes back refund_required,
 // Reason "lost", and a tombstone makes later reads say so.
 func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
+	return s.PayMarked(ctx, p, Mark{})
+}
+
+// PayMarked is Pay that writes m with a booked payment (Outcome.Marked);
+// the zero Mark writes nothing.
+func (s *Service) PayMarked(ctx context.Context, p Payment, m Mark) (Outcome, error) {
 	id := p.RegistrationID
 	ev, ok := keys.OrderEvent(id)
 	if !ok {
@@ -58,7 +64,7 @@ func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
 	// round trip when it can be (outcome reads it otherwise).
 	var after []rueidis.RedisMessage
 	arr, err := s.declared(id, func(dc string) ([]rueidis.RedisMessage, error) {
-		a, st, err := s.runPay(ctx, ev, id, ref, p, dc)
+		a, st, err := s.runPay(ctx, ev, id, ref, p, dc, m)
 		after = st
 		return a, err
 	})
@@ -72,7 +78,7 @@ func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
 		if err := s.Orders.ReportPaid(ev, arr, 4); err != nil {
 			return Outcome{}, err
 		}
-		return s.outcome(ctx, id, after, Outcome{Duplicate: dup == 1, Reclaimed: re == 1})
+		return s.outcome(ctx, id, after, Outcome{Duplicate: dup == 1, Reclaimed: re == 1, Marked: m.Key != ""})
 	case 1:
 		return s.payUnknown(ctx, id, ref, p)
 	case 2:
@@ -127,7 +133,7 @@ func (s *Service) declared(id string, run func(dc string) ([]rueidis.RedisMessag
 // runPay runs reg_pay. Without replicas to wait for, reg_status goes in
 // the same pipeline and its reply is after (nil when it could not be
 // read so: a replica wait, or a script Redis had not loaded).
-func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, dc string) (arr, after []rueidis.RedisMessage, err error) {
+func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, dc string, m Mark) (arr, after []rueidis.RedisMessage, err error) {
 	okey, _ := s.Space.Order(id)
 	part := keys.Partition(ev)
 	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHoldsOrNone(ev, dc),
@@ -139,6 +145,10 @@ func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, dc 
 	}
 	args := []string{id, ref, strconv.FormatInt(int64(p.Amount), 10),
 		strings.ToUpper(p.Currency), dc, strconv.FormatInt(s.StreamCap, 10), ms(s.retention()), cancelled}
+	if m.Key != "" {
+		ks = append(ks, m.Key)
+		args = append(args, m.Value, ms(m.TTL))
+	}
 	if s.replication().On() {
 		arr, err = s.replication().Array(ctx, s.Redis, payScript, ks, args, orders.Paid)
 		return arr, nil, err

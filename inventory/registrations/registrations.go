@@ -153,6 +153,18 @@ type Outcome struct {
 	// registration's Reason, or "already_paid" when the registration was
 	// confirmed by another payment (it stays confirmed).
 	RefundReason string
+	// Marked is set when the payment's Mark was written with it.
+	Marked bool
+}
+
+// Mark is what a webhook remembers of the delivery that brought a
+// payment (handlers/webhooks): PayMarked writes it in the payment's own
+// step when the payment is booked (paid, or paid before by it) and needs
+// nothing more, so the webhook's answer takes no round trip of its own.
+// Key must be in the registration's slot (keys.Space.WebhookSeen).
+type Mark struct {
+	Key, Value string
+	TTL        time.Duration
 }
 
 // Expirer closes a processor's checkout session before its registration's
