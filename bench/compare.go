@@ -15,6 +15,7 @@ import (
 	"github.com/ticketd/ticketd/bench/procs"
 	"github.com/ticketd/ticketd/bench/report"
 	"github.com/ticketd/ticketd/bench/scenario"
+	"github.com/ticketd/ticketd/inventory/loopback"
 )
 
 // comparisons are the runs ticketd's figures are read against, measured
@@ -152,7 +153,7 @@ func (cmp *comparisons) httpCeiling(ctx context.Context, c config, d *deployment
 		cmp.notes = append(cmp.notes, "ceiling-http not run: "+err.Error())
 		return
 	}
-	addr, err := procs.FreeAddr()
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		cmp.notes = append(cmp.notes, "ceiling-http not run: "+err.Error())
 		return
@@ -208,7 +209,7 @@ func (cmp *comparisons) baseline(ctx context.Context, c config, d *deployment, p
 			fmt.Fprintln(os.Stderr, "bench: drop the baseline's database:", err)
 		}
 	}()
-	addr, err := procs.FreeAddr()
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		fail(err.Error())
 		return

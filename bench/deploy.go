@@ -25,6 +25,7 @@ import (
 	"github.com/ticketd/ticketd/bench/redismem"
 	"github.com/ticketd/ticketd/bench/redisuse"
 	"github.com/ticketd/ticketd/bench/scenario"
+	"github.com/ticketd/ticketd/inventory/loopback"
 )
 
 // Local defaults, as ticketd's own.
@@ -174,7 +175,7 @@ func (d *deployment) startLocal(ctx context.Context, c config, stack *procs.Stac
 		return err
 	}
 	if c.Profile != "" {
-		if d.pprofAddr, err = procs.FreeAddr(); err != nil {
+		if d.pprofAddr, err = loopback.FreeAddr(); err != nil {
 			return err
 		}
 	}
@@ -209,7 +210,7 @@ func (d *deployment) startTicketd(ctx context.Context, stack *procs.Stack, name 
 		return err
 	}
 	stack.Push("drop "+name+"'s database", drop)
-	addr, err := procs.FreeAddr()
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		return err
 	}

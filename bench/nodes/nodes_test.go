@@ -30,6 +30,7 @@ import (
 	"github.com/ticketd/ticketd/bench/procs"
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/loopback"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/redistest"
@@ -161,7 +162,7 @@ func startDeployment(t *testing.T) *deployment {
 		"TICKETD_CHECKOUT_TTL=4s", "TICKETD_ORDER_TTL=10m", "TICKETD_ENV=development"}
 	d.http = &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	for i := range 3 {
-		addr, err := procs.FreeAddr()
+		addr, err := loopback.FreeAddr()
 		if err != nil {
 			t.Fatal(err)
 		}

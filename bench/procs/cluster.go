@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ticketd/ticketd/inventory/loopback"
 )
 
 // ErrNoRedisCLI means redis-cli, which creates a cluster, is not installed.
@@ -57,7 +59,7 @@ func StartCluster(ctx context.Context, masters int, logPrefix string) (c *Cluste
 		// The cluster bus gets a free port of its own: by default it is
 		// the node's port + 10000, which need not be free, and Redis
 		// refuses a node port above 55535 then (FreeAddr may give one).
-		bus, err := FreeAddr()
+		bus, err := loopback.FreeAddr()
 		if err != nil {
 			return c, err
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/loopback"
 )
 
 // deployFile is the absolute path of a shipped file in deploy/: an include
@@ -138,7 +140,7 @@ func TestShippedReplicationConfigs(t *testing.T) {
 // cluster-enabled with the shipped failover settings, and the durability
 // of redis.conf survives the includes.
 func TestShippedClusterConfig(t *testing.T) {
-	bus, err := FreeAddr()
+	bus, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/ticketd/ticketd/inventory/loopback"
 )
 
 // ErrNoRedisServer means redis-server is not installed.
@@ -42,7 +44,7 @@ func StartRedis(ctx context.Context, conf, logPath string, extra ...string) (*Re
 		}
 		args = append(args, conf)
 	}
-	addr, err := FreeAddr()
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +140,7 @@ func ping(addr string) error {
 // inline sends one command (its words space-separated) and returns its
 // string reply.
 func inline(addr, cmd string) (string, error) {
-	v, err := Do(context.Background(), addr, strings.Fields(cmd)...)
+	v, err := loopback.Do(context.Background(), addr, strings.Fields(cmd)...)
 	if err != nil {
 		return "", err
 	}

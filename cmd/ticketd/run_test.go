@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/rueidis"
 
-	"github.com/ticketd/ticketd/bench/procs"
 	"github.com/ticketd/ticketd/handlers/channel"
+	"github.com/ticketd/ticketd/inventory/loopback"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redistest"
 	"github.com/ticketd/ticketd/sync/pgtest"
@@ -127,7 +127,7 @@ func localConfig(t *testing.T) config {
 // ephemeral range, which no outgoing connection takes meanwhile.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	addr, err := procs.FreeAddr()
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/ticketd/ticketd/bench/procs"
+	"github.com/ticketd/ticketd/inventory/loopback"
 )
 
 // Cluster is a Redis Cluster of three masters of one test's own: without
@@ -186,7 +186,7 @@ func (c *Cluster) Shard(t testing.TB, key string) (master, replica *Server) {
 		if !s.running() {
 			continue
 		}
-		v, err := procs.Do(context.Background(), s.Addr, "CLUSTER", "KEYSLOT", key)
+		v, err := loopback.Do(context.Background(), s.Addr, "CLUSTER", "KEYSLOT", key)
 		slot, ok := v.(int64)
 		if err != nil || !ok {
 			continue

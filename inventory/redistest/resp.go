@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ticketd/ticketd/bench/procs"
+	"github.com/ticketd/ticketd/inventory/loopback"
 )
 
-// doString is procs.Do for a command whose reply is one string (INFO, CLUSTER
+// doString is loopback.Do for a command whose reply is one string (INFO, CLUSTER
 // NODES, PING).
 func doString(addr string, args ...string) (string, error) {
-	v, err := procs.Do(context.Background(), addr, args...)
+	v, err := loopback.Do(context.Background(), addr, args...)
 	if err != nil {
 		return "", err
 	}
@@ -43,7 +43,7 @@ func info(addr string, args ...string) (map[string]string, error) {
 // role returns the first word of ROLE ("master", "slave", "sentinel"), or
 // "" when the node does not answer.
 func role(addr string) string {
-	v, err := procs.Do(context.Background(), addr, "ROLE")
+	v, err := loopback.Do(context.Background(), addr, "ROLE")
 	if a, ok := v.([]any); err == nil && ok && len(a) > 0 {
 		s, _ := a[0].(string)
 		return s

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/ticketd/ticketd/bench/procs"
+	"github.com/ticketd/ticketd/inventory/loopback"
 )
 
 // MasterName is the name the Sentinels monitor the Replicated set under
@@ -106,7 +106,7 @@ func (ss *Sentinels) Master(ctx context.Context) (string, error) {
 
 // masterAddr asks the Sentinel at addr for the master's address.
 func masterAddr(ctx context.Context, addr string) (string, error) {
-	v, err := procs.Do(ctx, addr, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName)
+	v, err := loopback.Do(ctx, addr, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", addr, err)
 	}
@@ -130,7 +130,7 @@ func (ss *Sentinels) WaitKnown(t testing.TB) {
 			if !s.running() {
 				continue
 			}
-			v, err := procs.Do(context.Background(), s.Addr, "SENTINEL", "MASTER", MasterName)
+			v, err := loopback.Do(context.Background(), s.Addr, "SENTINEL", "MASTER", MasterName)
 			m := pairs(v)
 			if err != nil || m["flags"] != "master" {
 				return fmt.Sprintf("Sentinel %s: master flags %q (%v)", s.Addr, m["flags"], err)
@@ -144,7 +144,7 @@ func (ss *Sentinels) WaitKnown(t testing.TB) {
 			if got := m["num-other-sentinels"]; got != strconv.Itoa(len(ss.Nodes)-1) {
 				return fmt.Sprintf("Sentinel %s knows %s other Sentinels", s.Addr, got)
 			}
-			v, err = procs.Do(context.Background(), s.Addr, "SENTINEL", "REPLICAS", MasterName)
+			v, err = loopback.Do(context.Background(), s.Addr, "SENTINEL", "REPLICAS", MasterName)
 			if err != nil {
 				return fmt.Sprintf("Sentinel %s: replicas: %v", s.Addr, err)
 			}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/ticketd/ticketd/bench/procs"
+	"github.com/ticketd/ticketd/inventory/loopback"
 )
 
 // Server is a redis-server process of one test's own, for tests that kill,
@@ -53,7 +53,7 @@ func binary(t testing.TB, name string) string {
 // meanwhile be taken by any connection (a reconnecting client's own).
 func freePort(t testing.TB) int {
 	t.Helper()
-	addr, err := procs.FreeAddr()
+	addr, err := loopback.FreeAddr()
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}

@@ -1,4 +1,8 @@
-package procs
+// Package loopback holds what ticketd's tests and bench use to reach the
+// servers they start on loopback themselves: a free port below the
+// ephemeral range (FreeAddr), and one raw Redis command on a connection of
+// its own (Do), which asks a node without a client that reconnects.
+package loopback
 
 import (
 	"bufio"
