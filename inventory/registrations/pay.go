@@ -54,11 +54,9 @@ func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
 		return Outcome{}, apierr.Invalid("the currency must be a three-letter ISO 4217 code")
 	}
 	ref := p.Processor + ":" + p.PaymentID
-	arr, err := s.declared(id, func(dc string) ([]rueidis.RedisMessage, error) {
-		return s.runPay(ctx, ev, id, ref, p, dc)
-	})
+	arr, err := s.runPay(ctx, ev, id, ref, p)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("pay: %w", err)
+		return Outcome{}, fmt.Errorf("pay %s: %w", id, err)
 	}
 	switch code, _ := lua.Int(arr, 0); code {
 	case 0:
@@ -97,40 +95,22 @@ func (s *Service) Pay(ctx context.Context, p Payment) (Outcome, error) {
 	}
 }
 
-// declared runs a script that is told a registration's discount code (as
-// reg_pay and reg_expire are; their seats' holders are in the event's
-// holds hashes, which the scripts read whatever the seats): it guesses none,
-// the common case, and runs again with the one the script names in a
-// reply {3, code} when the guess was wrong. It returns the last reply.
-func (s *Service) declared(id string, run func(dc string) ([]rueidis.RedisMessage, error)) ([]rueidis.RedisMessage, error) {
-	dc := ""
-	for try := 0; try < 2; try++ {
-		arr, err := run(dc)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", id, err)
-		}
-		if code, err := lua.Int(arr, 0); err != nil || code != 3 {
-			return arr, err
-		}
-		dc, _ = lua.Str(arr, 1)
-	}
-	// The code is fixed at register: a second mismatch means the hash is
-	// not what register wrote.
-	return nil, fmt.Errorf("%s: %w: its discount code changed", id, lua.ErrReply)
-}
-
-func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, dc string) ([]rueidis.RedisMessage, error) {
+// runPay runs reg_pay: every key is the event's, whatever the
+// registration's seats and discount code (the script reads them from its
+// hash).
+func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment) ([]rueidis.RedisMessage, error) {
 	okey, _ := s.Space.Order(id)
 	part := keys.Partition(ev)
-	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHoldsOrNone(ev, dc),
+	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHolds(ev),
 		s.Space.DiscountUsed(ev), s.Space.Paid(part), s.Space.Live(part), s.Space.Buyers(ev), s.Space.Expiry(part),
-		s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev)}
+		s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev),
+		s.Space.DiscountHeld(ev)}
 	cancelled := "0"
 	if _, c, ok := s.event(ev); ok && c {
 		cancelled = "1"
 	}
 	return s.replication().Array(ctx, s.Redis, payScript, ks, []string{id, ref, strconv.FormatInt(int64(p.Amount), 10),
-		strings.ToUpper(p.Currency), dc, strconv.FormatInt(s.StreamCap, 10), ms(s.retention()), cancelled}, orders.Paid)
+		strings.ToUpper(p.Currency), strconv.FormatInt(s.StreamCap, 10), ms(s.retention()), cancelled}, orders.Paid)
 }
 
 // outcome reads the registration a payment changed into o.
