@@ -91,7 +91,8 @@ func (f *fixture) event() {
 	f.cmd("HSET", f.sp.Booked(ev), "Z-9", "oother.ev1")
 	f.cmd("HSET", f.sp.DiscountUsed(ev), "SAVE", "1")
 	past := strconv.FormatInt(time.Now().Add(-time.Hour).UnixMilli(), 10)
-	f.cmd("ZADD", f.sp.DiscountHolds(ev, "SAVE"), past, "ogone.ev1")
+	f.cmd("ZADD", f.sp.DiscountHolds(ev), past, "SAVE\nogone.ev1")
+	f.cmd("HSET", f.sp.DiscountHeld(ev), "SAVE", "1")
 	f.cmd("HSET", f.sp.Buyers(ev), orders.BuyerKey("other@example.com"), "1")
 	// another buyer's registration awaiting payment, counted for another
 	// client, and that client's live hold token

@@ -9,27 +9,25 @@
 -- KEYS[2]  -> capacities hash       {pN}:ev:<id>:cap
 -- KEYS[3]  -> sold hash             {pN}:ev:<id>:sold
 -- KEYS[4]  -> booked seats hash     {pN}:ev:<id>:booked
--- KEYS[5]  -> discount holds zset   {pN}:ev:<id>:dchold:<code> (any name when none)
+-- KEYS[5]  -> discount holds zset   {pN}:ev:<id>:dcholds ("<code>\n<orderId>" -> expiry, lib/cart)
 -- KEYS[6]  -> discount used hash    {pN}:ev:<id>:dcused
 -- KEYS[7]  -> paid stream           {pN}:paid
 -- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
 -- KEYS[9]  -> buyers hash           {pN}:ev:<id>:buyers (buyer key -> admissions)
 -- KEYS[10] -> order seats hash      {pN}:ev:<id>:ordseats (label -> o:<orderId> and expiry, lib/seatholds)
+-- KEYS[11] -> discount held hash    {pN}:ev:<id>:dcheld (code -> its members in KEYS[5])
 --
--- The caller knows the event from the order id, so every key but the
--- discount holds: it declares the discount code it guesses (none, for
--- most orders) and, when the order has another, is told it and runs again
--- with its key declared. The order's seats are read from its hash: their
--- entries are all in KEYS[10]. Every key a run touches is declared.
+-- The caller knows every key from the order id: the order's seats and
+-- discount code are read from its hash, and their holds are in the
+-- event's KEYS[10] and KEYS[5]/KEYS[11] whatever they are.
 --
 -- ARGV[1] -> order id
 -- ARGV[2] -> caller (channel id; the order must belong to it)
 -- ARGV[3] -> charged amount, cents
 -- ARGV[4] -> tolerance, cents
 -- ARGV[5] -> partner reference
--- ARGV[6] -> declared discount code: the order's 'dc' field as the caller knows it
--- ARGV[7] -> "1" when the event is cancelled, else "0"
--- ARGV[8] -> paid stream cap: 0 for none (a sync worker drains it); else
+-- ARGV[6] -> "1" when the event is cancelled, else "0"
+-- ARGV[7] -> paid stream cap: 0 for none (a sync worker drains it); else
 --             MAXLEN ~ this many, when no worker ever will
 --
 -- Without a worker, a paid order keeps the expiry reserve gave its hash
@@ -55,8 +53,6 @@
 --                                     'already_paid' (paid
 --                                     before under another partner reference)
 --   {3, order total cents}            amount differs beyond the tolerance
---   {4, discount code}                the declared code is not the order's: run
---                                     again with its key declared
 --   {5}                               the partition's marker is missing: Redis
 --                                     lost its state or is being rebuilt
 --@include capacity
@@ -84,10 +80,6 @@ end
 if st == 'failed' then
   return {2, o[10] or 'failed'}
 end
-if (o[7] or '') ~= ARGV[6] then
-  return {4, o[7] or ''}
-end
-
 local oid = ARGV[1]
 local holder = 'o:' .. oid
 local fields, qtys, seats = cart_of(o[5], o[6])
@@ -113,7 +105,7 @@ end
 local reason = nil
 if now >= tonumber(o[4]) then
   reason = 'expired'
-elseif ARGV[7] == '1' then
+elseif ARGV[6] == '1' then
   reason = 'cancelled'
 end
 local total = tonumber(o[2])
@@ -140,7 +132,8 @@ if not reason then
 end
 
 -- The discount keys are written below and read by no check.
-cart_check_discount({dcholds = KEYS[5], dcused = KEYS[6]}, code, not reason)
+local dk = {dcholds = KEYS[5], dcheld = KEYS[11], dcused = KEYS[6]}
+cart_check_discount(dk, code, not reason)
 
 -- writes: every key they touch was read or checked above, so no command
 -- below fails on a key's type (Redis would keep what was written before it)
@@ -148,14 +141,14 @@ if reason then
   seatholds_drop(KEYS[10], gone)
   seatholds_drop_stale(stale)
   if code ~= '' then
-    redis.call('ZREM', KEYS[5], oid)
+    cart_drop_discount(dk, code, oid)
   end
   redis.call('HSET', order, 'st', 'failed', 'why', reason)
   return {2, reason}
 end
 -- the paid stream first: no check reads it, so when it is not a stream
 -- this first write fails and nothing is written
-cart_queue_paid(KEYS[7], ARGV[8], oid, ARGV[5], now)
+cart_queue_paid(KEYS[7], ARGV[7], oid, ARGV[5], now)
 for c = 1, n do
   redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
 end
@@ -164,7 +157,7 @@ for s = 1, #seats do
 end
 seatholds_drop(KEYS[10], seats)
 if code ~= '' then
-  redis.call('ZREM', KEYS[5], oid)
+  cart_drop_discount(dk, code, oid)
   redis.call('HINCRBY', KEYS[6], code, 1)
 end
 if bk then
@@ -172,5 +165,5 @@ if bk then
 end
 redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
 -- Without a worker the order keeps the expiry reserve gave its hash.
-cart_keep_paid(order, ARGV[8], nil)
+cart_keep_paid(order, ARGV[7], nil)
 return {0, 0, o[8], cart_count_paid(KEYS[3], fields, qtys)}

@@ -8,13 +8,14 @@
 -- KEYS[3]  -> sold hash             {pN}:ev:<id>:sold    (field -> count)
 -- KEYS[4]  -> booked seats hash     {pN}:ev:<id>:booked  (label -> order id)
 -- KEYS[5]  -> hold token hash       {pN}:ev:<id>:hold:<token> (any name when no seats)
--- KEYS[6]  -> discount holds zset   {pN}:ev:<id>:dchold:<code> (any name when no limited code)
+-- KEYS[6]  -> discount holds zset   {pN}:ev:<id>:dcholds ("<code>\n<orderId>" -> expiry ms, lib/cart)
 -- KEYS[7]  -> discount used hash    {pN}:ev:<id>:dcused
 -- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
 -- KEYS[9]  -> buyers hash           {pN}:ev:<id>:buyers (buyer key -> admissions)
 -- KEYS[10] -> seat holds hash       {pN}:ev:<id>:seats (label -> h:<token> and expiry, lib/seatholds)
 -- KEYS[11] -> order seats hash      {pN}:ev:<id>:ordseats (label -> o:<orderId> and expiry)
 -- KEYS[12] -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
+-- KEYS[13] -> discount held hash    {pN}:ev:<id>:dcheld (code -> its members in KEYS[6])
 --
 -- ARGV[1] -> order id
 -- ARGV[2] -> order TTL ms (pending expiry)
@@ -69,9 +70,10 @@ local exp = now + ttl
 -- pending order counts nothing until it is confirmed)
 local code, maxuses = ARGV[5], tonumber(ARGV[6])
 local limit, adm = tonumber(ARGV[7]), tonumber(ARGV[9])
-local refusal = cart_refusal(
+local dk = {dcholds = KEYS[6], dcheld = KEYS[13], dcused = KEYS[7]}
+local refusal, dstale = cart_refusal(
   {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seats = KEYS[10], orders = KEYS[11], regs = KEYS[12],
-   dcholds = KEYS[6], dcused = KEYS[7], buyers = KEYS[9]},
+   dcholds = dk.dcholds, dcheld = dk.dcheld, dcused = dk.dcused, buyers = KEYS[9]},
   {fields = fields, qtys = qtys, labels = labels, holder = 'h:' .. ARGV[4], code = code,
    maxuses = maxuses, limit = limit, buyer = ARGV[8], adm = adm}, now)
 if refusal then
@@ -86,7 +88,7 @@ for s = 1, nseats do
   redis.call('HDEL', KEYS[5], 's:' .. labels[s])
 end
 if code ~= '' and maxuses > 0 then
-  cart_hold_discount(KEYS[6], oid, exp, now)
+  cart_hold_discount(dk, code, oid, exp, now, dstale)
 end
 local kv = {'st', 'pending', 'exp', exp}
 cart_buyer_fields(kv, limit, ARGV[8], adm)

@@ -8,11 +8,11 @@
 -- marker: it sells nothing, and gives counts back only under the generation
 -- that took them.
 --
--- With ARGV[4] 'release' it releases the registration before its window
+-- With ARGV[3] 'release' it releases the registration before its window
 -- ends: a newer registration of the same buyer replaces it. Its checkout
--- sessions must be the ones the caller closed (ARGV[5]), else it is told
+-- sessions must be the ones the caller closed (ARGV[4]), else it is told
 -- them ({4}) and closes those too. It becomes expired with 'why' =
--- 'replaced'. Not held, it also clears the buyer's unpaid slot (ARGV[6])
+-- 'replaced'. Not held, it also clears the buyer's unpaid slot (ARGV[5])
 -- when that still names it.
 --
 -- Either way it leaves its client's count and its buyer's unpaid slot
@@ -20,7 +20,7 @@
 --
 -- KEYS[1]  -> registration hash     {pN}:ord:<id>
 -- KEYS[2]  -> sold hash             {pN}:ev:<id>:sold
--- KEYS[3]  -> discount holds zset   {pN}:ev:<id>:dchold:<code> (any name when none)
+-- KEYS[3]  -> discount holds zset   {pN}:ev:<id>:dcholds ("<code>\n<regId>" -> expiry, lib/cart)
 -- KEYS[4]  -> buyers hash           {pN}:ev:<id>:buyers
 -- KEYS[5]  -> expiry zset           {pN}:regexp
 -- KEYS[6]  -> partition marker      {pN}:live
@@ -28,19 +28,19 @@
 -- KEYS[8]  -> IP registrations hash {pN}:ev:<id>:ipregs
 -- KEYS[9]  -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>,
 --             lib/seatholds; its seats are read from the registration's hash)
+-- KEYS[10] -> discount held hash    {pN}:ev:<id>:dcheld (code -> its members in KEYS[3];
+--             its code is read from the registration's hash too)
 --
 -- ARGV[1] -> registration id
--- ARGV[2] -> declared discount code (the 'dc' field as the caller knows it)
--- ARGV[3] -> retention ms: how long the expired hash stays for status reads
--- ARGV[4] -> '' (the window must have passed) or 'release'
--- ARGV[5] -> release: the sessions the caller closed (its 'sess' field)
--- ARGV[6] -> release: the buyer key whose unpaid slot names it
+-- ARGV[2] -> retention ms: how long the expired hash stays for status reads
+-- ARGV[3] -> '' (the window must have passed) or 'release'
+-- ARGV[4] -> release: the sessions the caller closed (its 'sess' field)
+-- ARGV[5] -> release: the buyer key whose unpaid slot names it
 --
 -- Output:
 --   {0}                        expired (released) now
 --   {1, st}                    not held ('' when unknown): nothing to give back
 --   {2, expiresAtMs}           its window has not passed
---   {3, discount code}         the declared code is not the registration's
 --   {4, sessions}              release: it has other sessions than those closed
 --@include capacity
 --@include cart
@@ -49,13 +49,13 @@
 --@include seatholds
 local reg = KEYS[1]
 local id = ARGV[1]
-local release = ARGV[4] == 'release'
+local release = ARGV[3] == 'release'
 local o = redis.call('HMGET', reg, 'st', 'exp', 'claims', 'seats', 'dc', 'bk', 'adm', 'gen', 'sess', 'iph', 'ub')
 if o[1] ~= 'held' then
-  local slot = release and holds_read(KEYS[8], KEYS[7], nil, ARGV[6])
+  local slot = release and holds_read(KEYS[8], KEYS[7], nil, ARGV[5])
   redis.call('ZREM', KEYS[5], id)
   if slot == id then
-    redis.call('HDEL', KEYS[7], ARGV[6])
+    redis.call('HDEL', KEYS[7], ARGV[5])
   end
   return {1, o[1] or ''}
 end
@@ -65,10 +65,7 @@ local exp = tonumber(o[2]) or 0
 if now < exp and not release then
   return {2, exp}
 end
-if (o[5] or '') ~= ARGV[2] then
-  return {3, o[5] or ''}
-end
-if release and (o[9] or '') ~= ARGV[5] then
+if release and (o[9] or '') ~= ARGV[4] then
   return {4, o[9] or ''}
 end
 
@@ -103,9 +100,9 @@ if counted then
     check_type(KEYS[4], 'hash')
   end
 end
-if (o[5] or '') ~= '' then
-  check_type(KEYS[3], 'zset')
-end
+local code = o[5] or ''
+local dk = {dcholds = KEYS[3], dcheld = KEYS[10]}
+cart_check_discount(dk, code, false)
 
 -- writes
 redis.call('ZREM', KEYS[5], id)
@@ -118,8 +115,8 @@ if counted then
   end
 end
 seatholds_drop(KEYS[9], gone)
-if (o[5] or '') ~= '' then
-  cart_drop_discount(KEYS[3], id)
+if code ~= '' then
+  cart_drop_discount(dk, code, id)
 end
 holds_leave(KEYS[8], KEYS[7], id, o[10], o[11], slot)
 if release then
@@ -127,5 +124,5 @@ if release then
 else
   redis.call('HSET', reg, 'st', 'expired')
 end
-redis.call('PEXPIRE', reg, tonumber(ARGV[3]))
+redis.call('PEXPIRE', reg, tonumber(ARGV[2]))
 return {0}

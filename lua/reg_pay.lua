@@ -19,7 +19,7 @@
 -- KEYS[2]  -> capacities hash       {pN}:ev:<id>:cap
 -- KEYS[3]  -> sold hash             {pN}:ev:<id>:sold
 -- KEYS[4]  -> booked seats hash     {pN}:ev:<id>:booked
--- KEYS[5]  -> discount holds zset   {pN}:ev:<id>:dchold:<code> (any name when none)
+-- KEYS[5]  -> discount holds zset   {pN}:ev:<id>:dcholds ("<code>\n<regId>" -> expiry, lib/cart)
 -- KEYS[6]  -> discount used hash    {pN}:ev:<id>:dcused
 -- KEYS[7]  -> paid stream           {pN}:paid
 -- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
@@ -30,25 +30,24 @@
 -- KEYS[13] -> seat holds hash       {pN}:ev:<id>:seats (lib/seatholds)
 -- KEYS[14] -> order seats hash      {pN}:ev:<id>:ordseats
 -- KEYS[15] -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
--- KEYS[16] -> a webhook delivery's mark {pN}:whseen:<processor>:<eventId>,
---             only with ARGV[9] (handlers/webhooks: registrations.Mark)
+-- KEYS[16] -> discount held hash    {pN}:ev:<id>:dcheld (code -> its members in KEYS[5])
+-- KEYS[17] -> a webhook delivery's mark {pN}:whseen:<processor>:<eventId>,
+--             only with ARGV[8] (handlers/webhooks: registrations.Mark)
 --
--- The caller declares the discount code it guesses (none); when the
--- registration has another it is told it and runs again. Its seats are
--- read from its hash; whoever holds them is in KEYS[13..15].
+-- Its seats and discount code are read from its hash; whoever holds the
+-- seats is in KEYS[13..15], the code's holds in KEYS[5] and KEYS[16].
 --
 -- ARGV[1] -> registration id
 -- ARGV[2] -> payment reference "<processor>:<paymentId>"
 -- ARGV[3] -> amount paid, cents
 -- ARGV[4] -> currency, upper case
--- ARGV[5] -> declared discount code
--- ARGV[6] -> paid stream cap: 0 (a sync worker drains it) or MAXLEN ~ this
--- ARGV[7] -> retention ms (how long a refund or a paid hash without a worker stays)
--- ARGV[8] -> "1" when the event is cancelled, else "0"
--- ARGV[9] -> the mark's value ("done:<delivery>"), or absent: a payment
---            booked (0 below) sets KEYS[16] to it, so the webhook that
+-- ARGV[5] -> paid stream cap: 0 (a sync worker drains it) or MAXLEN ~ this
+-- ARGV[6] -> retention ms (how long a refund or a paid hash without a worker stays)
+-- ARGV[7] -> "1" when the event is cancelled, else "0"
+-- ARGV[8] -> the mark's value ("done:<delivery>"), or absent: a payment
+--            booked (0 below) sets KEYS[17] to it, so the webhook that
 --            brought it is remembered in the same step
--- ARGV[10] -> the mark's lifetime, ms (with ARGV[9])
+-- ARGV[9] -> the mark's lifetime, ms (with ARGV[8])
 --
 -- Output:
 --   {0, duplicate 0|1, reclaimed 0|1, tickets JSON, paid units, added}
@@ -66,7 +65,6 @@
 --                                        'already_paid' (paid by another payment),
 --                                        or the reason the registration is in
 --                                        refund already
---   {3, discount code}                   the declared code is not the registration's
 --   {4}                                  the partition's marker is missing
 --   {5, reason}                          refused, nothing written: 'session' (not
 --                                        one ticketd opened for it), 'amount' or
@@ -77,10 +75,10 @@
 --@include holds
 --@include seatholds
 
--- mark_seen(): the last write of a booked payment (ARGV[9], KEYS[16]).
+-- mark_seen(): the last write of a booked payment (ARGV[8], KEYS[17]).
 local function mark_seen()
-  if ARGV[9] and ARGV[9] ~= '' then
-    redis.call('SET', KEYS[16], ARGV[9], 'PX', ARGV[10])
+  if ARGV[8] and ARGV[8] ~= '' then
+    redis.call('SET', KEYS[17], ARGV[8], 'PX', ARGV[9])
   end
 end
 
@@ -131,10 +129,6 @@ end
 if st == 'refund' then
   return {2, o[9] or 'refund', o[10] == ref and 1 or 0}
 end
-if (o[7] or '') ~= ARGV[5] then
-  return {3, o[7] or ''}
-end
-
 local id = ARGV[1]
 local holder = 'o:' .. id
 local fields, qtys, seats = cart_of(o[5], o[6])
@@ -160,7 +154,7 @@ end
 
 -- checks
 local reason = nil
-if ARGV[8] == '1' then
+if ARGV[7] == '1' then
   reason = 'cancelled'
 end
 if not reason and not counted and capacity_short(KEYS[2], KEYS[3], fields, qtys) then
@@ -177,9 +171,9 @@ if not reason then
 end
 -- A held registration's discount hold never lapses; one given back (or
 -- taken under an older state) must find a use left, as a new claim does.
+local dk = {dcholds = KEYS[5], dcheld = KEYS[16], dcused = KEYS[6]}
 local dmax = tonumber(o[14]) or 0
-if not reason and code ~= '' and dmax > 0 and
-    cart_discount_refusal({dcholds = KEYS[5], dcused = KEYS[6]}, code, dmax, id, now) then
+if not reason and code ~= '' and dmax > 0 and cart_discount_refusal(dk, code, dmax, id, now) then
   reason = 'discount_used_up'
 end
 local lim = tonumber(o[15]) or 0
@@ -193,7 +187,7 @@ end
 -- counted claim skips among them): checked now, as a command that fails on
 -- a key's type after the first write would leave what was written before.
 check_type(KEYS[10], 'zset')
-cart_check_discount({dcholds = KEYS[5], dcused = KEYS[6]}, code, not reason)
+cart_check_discount(dk, code, not reason)
 -- the sold hash: a refund of a counted claim gives its claims back, a
 -- payment counts its units ('paid', lib/cart cart_count_paid)
 check_type(KEYS[3], 'hash')
@@ -220,16 +214,16 @@ if reason then
   seatholds_drop(KEYS[15], mine)
   seatholds_drop_stale(stale)
   if code ~= '' then
-    cart_drop_discount(KEYS[5], id)
+    cart_drop_discount(dk, code, id)
   end
   redis.call('ZREM', KEYS[10], id)
   redis.call('HSET', reg, 'st', 'refund', 'why', reason, 'ref', ref, 'amt', ARGV[3])
-  redis.call('PEXPIRE', reg, tonumber(ARGV[7]))
+  redis.call('PEXPIRE', reg, tonumber(ARGV[6]))
   return {2, reason, 0}
 end
 -- the paid stream first: no check reads it, so when it is not a stream
 -- this first write fails and nothing is written
-cart_queue_paid(KEYS[7], ARGV[6], id, ref, now)
+cart_queue_paid(KEYS[7], ARGV[5], id, ref, now)
 holds_leave(KEYS[12], KEYS[11], id, hk[1], hk[2], slot)
 if not counted then
   for c = 1, n do
@@ -245,12 +239,12 @@ end
 seatholds_drop(KEYS[15], mine)
 seatholds_drop_stale(stale)
 if code ~= '' then
-  cart_drop_discount(KEYS[5], id)
+  cart_drop_discount(dk, code, id)
   redis.call('HINCRBY', KEYS[6], code, 1)
 end
 redis.call('ZREM', KEYS[10], id)
 redis.call('HSET', reg, 'st', 'paid', 'ref', ref, 'paid', now, 'amt', ARGV[3])
-cart_keep_paid(reg, ARGV[6], tonumber(ARGV[7]))
+cart_keep_paid(reg, ARGV[5], tonumber(ARGV[6]))
 local added = {cart_count_paid(KEYS[3], fields, qtys)}
 mark_seen()
 return {0, 0, counted and 0 or 1, o[8], unpack(added)}

@@ -23,7 +23,7 @@
 -- KEYS[3]  -> sold hash             {pN}:ev:<id>:sold
 -- KEYS[4]  -> booked seats hash     {pN}:ev:<id>:booked
 -- KEYS[5]  -> hold token hash       {pN}:ev:<id>:hold:<token> (any name when no seats)
--- KEYS[6]  -> discount holds zset   {pN}:ev:<id>:dchold:<code> (any name when no limited code)
+-- KEYS[6]  -> discount holds zset   {pN}:ev:<id>:dcholds ("<code>\n<regId>" -> expiry, lib/cart)
 -- KEYS[7]  -> discount used hash    {pN}:ev:<id>:dcused
 -- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
 -- KEYS[9]  -> buyers hash           {pN}:ev:<id>:buyers
@@ -36,6 +36,7 @@
 -- KEYS[15] -> seat holds hash       {pN}:ev:<id>:seats (label -> h:<token> and expiry, lib/seatholds)
 -- KEYS[16] -> order seats hash      {pN}:ev:<id>:ordseats (label -> o:<orderId> and expiry)
 -- KEYS[17] -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
+-- KEYS[18] -> discount held hash    {pN}:ev:<id>:dcheld (code -> its members in KEYS[6])
 --
 -- ARGV[1]  -> registration id
 -- ARGV[2]  -> register hold TTL ms (the window until a checkout session is attached)
@@ -129,9 +130,10 @@ end
 local code, maxuses = ARGV[5], tonumber(ARGV[6])
 local limited = code ~= '' and maxuses > 0
 local limit, adm = tonumber(ARGV[7]), tonumber(ARGV[9])
-local refusal = cart_refusal(
+local dk = {dcholds = KEYS[6], dcheld = KEYS[18], dcused = KEYS[7]}
+local refusal, dstale = cart_refusal(
   {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seats = KEYS[15], orders = KEYS[16], regs = KEYS[17],
-   dcholds = KEYS[6], dcused = KEYS[7], buyers = KEYS[9]},
+   dcholds = dk.dcholds, dcheld = dk.dcheld, dcused = dk.dcused, buyers = KEYS[9]},
   {fields = fields, qtys = qtys, labels = labels, holder = 'h:' .. ARGV[4], code = code,
    maxuses = maxuses, limit = limit, buyer = ARGV[8], adm = adm}, now)
 if refusal then
@@ -183,7 +185,7 @@ end
 
 if not free then
   if limited then
-    cart_hold_discount(KEYS[6], id, '+inf', now)
+    cart_hold_discount(dk, code, id, '+inf', now, dstale)
   end
   redis.call('HSET', KEYS[12], buyer, id)
   kv[#kv + 1] = 'ub'
@@ -210,6 +212,7 @@ end
 if code ~= '' then
   redis.call('HINCRBY', KEYS[7], code, 1)
 end
+cart_discount_prune(dk, dstale, now)
 kv[#kv + 1] = 'st'
 kv[#kv + 1] = 'paid'
 kv[#kv + 1] = 'ref'

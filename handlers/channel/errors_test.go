@@ -190,7 +190,7 @@ func TestPartnerErrorCodes(t *testing.T) {
 		expect(t, s.Do(t, "POST", ga+"/quote", a, cart), 400, "INVALID_DISCOUNT_CODE")
 		expect(t, reserve(t, s, "a", "ev_ga", cart), 400, "INVALID_DISCOUNT_CODE")
 		// The holds expire with their orders: nothing stays forever.
-		ttl, err := s.Redis.Do(context.Background(), s.Redis.B().Pttl().Key(s.Space.DiscountHolds("ev_ga", "ONCE")).Build()).AsInt64()
+		ttl, err := s.Redis.Do(context.Background(), s.Redis.B().Pttl().Key(s.Space.DiscountHolds("ev_ga")).Build()).AsInt64()
 		if err != nil || ttl <= 0 {
 			t.Fatalf("discount holds PTTL = %d, %v; want a TTL", ttl, err)
 		}

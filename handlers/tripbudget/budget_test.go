@@ -308,7 +308,7 @@ var budgets = []budget{
 		o := f.reserve(t, "tb_hall", f.rushReserve(t))
 		return confirmCall(o.OrderID, o.Amount)
 	}},
-	{route: "POST /v1/channel/orders/confirm", what: "discounted confirm", budget: 2, over: 3, prepare: func(t *testing.T, f *fixture) call {
+	{route: "POST /v1/channel/orders/confirm", what: "discounted confirm", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		b := ga(1)
 		b["discountCode"] = "MANY"
 		o := f.reserve(t, "sf_ga", b)

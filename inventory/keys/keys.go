@@ -105,11 +105,18 @@ func (s Space) Hold(eventID, token string) string { return s.eventKey(eventID, "
 // DiscountUsed is the hash of consumed uses of an event's discount codes: code -> uses.
 func (s Space) DiscountUsed(eventID string) string { return s.eventKey(eventID, "dcused", "") }
 
-// DiscountHolds is the sorted set of pending orders holding a use of code,
-// scored by the order's expiry (Redis time, ms).
-func (s Space) DiscountHolds(eventID, code string) string {
-	return s.eventKey(eventID, "dchold:", code)
-}
+// DiscountHolds is the sorted set of an event's holds of limited discount
+// codes: one member "<code>\n<orderId>" per pending order or registration
+// holding a use, scored by its expiry (Redis time, ms; +inf for a
+// registration's). With DiscountHeld, two keys for all of an event's codes,
+// so every script that takes, settles or expires a hold knows its keys
+// before it runs (lua/lib/cart.lua).
+func (s Space) DiscountHolds(eventID string) string { return s.eventKey(eventID, "dcholds", "") }
+
+// DiscountHeld is the hash of an event's discount holds per code: code ->
+// its members in DiscountHolds (expired ones too, until a script drops
+// them), so a code's live holds are read without scanning the others'.
+func (s Space) DiscountHeld(eventID string) string { return s.eventKey(eventID, "dcheld", "") }
 
 // Order is the hash of one order, in its event's slot (the order id names
 // the event).

@@ -25,7 +25,7 @@ func TestEventKeysShareOneSlot(t *testing.T) {
 	oid := OrderID(ev, "abc123")
 	ok, _ := s.Order(oid)
 	all := []string{s.Caps(ev), s.Sold(ev), s.Booked(ev), s.SeatHolds(ev), s.OrderSeats(ev), s.RegSeats(ev), s.Hold(ev, "tok"),
-		s.DiscountUsed(ev), s.DiscountHolds(ev, "EARLY"), ok, s.Paid(Partition(ev))}
+		s.DiscountUsed(ev), s.DiscountHolds(ev), s.DiscountHeld(ev), ok, s.Paid(Partition(ev))}
 	want := slotTag(all[0])
 	for _, k := range all {
 		if slotTag(k) != want {

@@ -14,16 +14,6 @@ func (s Space) Expiry(p int) string { return s.Prefix + Tag(p) + ":regexp" }
 // maxTicketsPerBuyer only.
 func (s Space) Buyers(eventID string) string { return s.eventKey(eventID, "buyers", "") }
 
-// DiscountHoldsOrNone is DiscountHolds of code, or, for a script that
-// takes no code, a placeholder name in the event's slot (nothing is
-// written to it).
-func (s Space) DiscountHoldsOrNone(eventID, code string) string {
-	if code == "" {
-		code = "-"
-	}
-	return s.DiscountHolds(eventID, code)
-}
-
 // Unpaid is the hash of an event's buyers with a registration awaiting
 // payment: buyer key (orders.BuyerKey) -> that registration's id. One a
 // buyer: a new registration of the buyer releases the one named here

@@ -56,18 +56,18 @@ func TestSlotIsRedisClusterHashSlot(t *testing.T) {
 }
 
 // input is one set of ids the key builders are given: an event and
-// another event of the same partition, an order of each, a hold token, a
-// discount code, seat labels, a test processor's session, an
+// another event of the same partition, an order of each, a hold token,
+// seat labels, a test processor's session, an
 // Idempotency-Key, a rate-limit bucket and a client (holds.Client) key.
 type input struct {
-	sp          keys.Space
-	ev, ev2     string
-	oid, oid2   string
-	token, code string
-	labels      []string
-	proc, sess  string
-	idem, rl    string
-	client      string
+	sp         keys.Space
+	ev, ev2    string
+	oid, oid2  string
+	token      string
+	labels     []string
+	proc, sess string
+	idem, rl   string
+	client     string
 }
 
 func (in input) p() int        { return keys.Partition(in.ev) }
@@ -77,11 +77,6 @@ func (in input) order() string { k, _ := in.sp.Order(in.oid); return k }
 // (lua/lib/seatholds.lua), whatever seats a script touches.
 func (in input) seats() []string {
 	return []string{in.sp.SeatHolds(in.ev), in.sp.OrderSeats(in.ev), in.sp.RegSeats(in.ev)}
-}
-
-// discountHolds is what the wrappers declare with and without a code.
-func (in input) discountHolds() []string {
-	return []string{in.sp.DiscountHoldsOrNone(in.ev, in.code), in.sp.DiscountHoldsOrNone(in.ev, "")}
 }
 
 // ipTokens is what the wrappers declare for a client's hold tokens, with
@@ -108,7 +103,7 @@ var scriptKeys = map[string]func(in input) [][]string{
 		return [][]string{{in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Live(in.p())}}
 	},
 	"discount_left": func(in input) [][]string {
-		return [][]string{{in.sp.DiscountHolds(in.ev, in.code), in.sp.DiscountUsed(in.ev)}}
+		return [][]string{{in.sp.DiscountHolds(in.ev), in.sp.DiscountUsed(in.ev), in.sp.DiscountHeld(in.ev)}}
 	},
 	"event_restore": func(in input) [][]string {
 		return [][]string{{in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), in.sp.DiscountUsed(in.ev),
@@ -118,19 +113,16 @@ var scriptKeys = map[string]func(in input) [][]string{
 	"sales_resume":  func(in input) [][]string { return [][]string{{in.sp.Sold(in.ev), in.sp.Live(in.p())}} },
 	"lease_extend":  func(in input) [][]string { return [][]string{{in.sp.CatalogLock()}} },
 	"lease_release": func(in input) [][]string { return [][]string{{in.sp.CatalogLock()}} },
-	"order_confirm": func(in input) (out [][]string) {
-		for _, dc := range in.discountHolds() {
-			out = append(out, []string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), dc,
-				in.sp.DiscountUsed(in.ev), in.sp.Paid(in.p()), in.sp.Live(in.p()), in.sp.Buyers(in.ev), in.sp.OrderSeats(in.ev)})
-		}
-		return out
+	"order_confirm": func(in input) [][]string {
+		return [][]string{{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), in.sp.DiscountHolds(in.ev),
+			in.sp.DiscountUsed(in.ev), in.sp.Paid(in.p()), in.sp.Live(in.p()), in.sp.Buyers(in.ev), in.sp.OrderSeats(in.ev),
+			in.sp.DiscountHeld(in.ev)}}
 	},
 	"order_reserve": func(in input) (out [][]string) {
 		for _, h := range in.holds() {
-			for _, dc := range in.discountHolds() {
-				out = append(out, append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), h, dc,
-					in.sp.DiscountUsed(in.ev), in.sp.Live(in.p()), in.sp.Buyers(in.ev)}, in.seats()...))
-			}
+			out = append(out, append(append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), h,
+				in.sp.DiscountHolds(in.ev), in.sp.DiscountUsed(in.ev), in.sp.Live(in.p()), in.sp.Buyers(in.ev)}, in.seats()...),
+				in.sp.DiscountHeld(in.ev)))
 		}
 		return out
 	},
@@ -150,33 +142,26 @@ var scriptKeys = map[string]func(in input) [][]string{
 	"paysession_open":  func(in input) [][]string { return [][]string{{in.session()}} },
 	"paysession_pay":   func(in input) [][]string { return [][]string{{in.session(), in.due()}} },
 	"ratelimit":        func(in input) [][]string { return [][]string{{in.sp.RateLimit(in.rl)}} },
-	"reg_expire": func(in input) (out [][]string) {
-		for _, dc := range in.discountHolds() {
-			out = append(out, []string{in.order(), in.sp.Sold(in.ev), dc, in.sp.Buyers(in.ev),
-				in.sp.Expiry(in.p()), in.sp.Live(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev), in.sp.RegSeats(in.ev)})
-		}
-		return out
+	"reg_expire": func(in input) [][]string {
+		return [][]string{{in.order(), in.sp.Sold(in.ev), in.sp.DiscountHolds(in.ev), in.sp.Buyers(in.ev),
+			in.sp.Expiry(in.p()), in.sp.Live(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev), in.sp.RegSeats(in.ev),
+			in.sp.DiscountHeld(in.ev)}}
 	},
 	"reg_grace": func(in input) [][]string { return [][]string{{in.order(), in.sp.Expiry(in.p())}} },
 	"reg_lost":  func(in input) [][]string { return [][]string{{in.order()}} },
-	"reg_pay": func(in input) (out [][]string) {
-		for _, dc := range in.discountHolds() {
-			out = append(out, append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), dc,
-				in.sp.DiscountUsed(in.ev), in.sp.Paid(in.p()), in.sp.Live(in.p()), in.sp.Buyers(in.ev),
-				in.sp.Expiry(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev)}, in.seats()...))
-			// and the webhook delivery's mark (KEYS[16], with a webhook)
-			out[len(out)-1] = append(out[len(out)-1], in.sp.WebhookSeen(in.proc, "evt_1", in.oid))
-		}
-		return out
+	"reg_pay": func(in input) [][]string {
+		// and the webhook delivery's mark (KEYS[17], with a webhook)
+		return [][]string{append(append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev),
+			in.sp.DiscountHolds(in.ev), in.sp.DiscountUsed(in.ev), in.sp.Paid(in.p()), in.sp.Live(in.p()), in.sp.Buyers(in.ev),
+			in.sp.Expiry(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev)}, in.seats()...), in.sp.DiscountHeld(in.ev),
+			in.sp.WebhookSeen(in.proc, "evt_1", in.oid))}
 	},
 	"reg_register": func(in input) (out [][]string) {
 		for _, h := range in.holds() {
-			for _, dc := range in.discountHolds() {
-				for _, ip := range in.ipTokens() {
-					out = append(out, append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), h, dc,
-						in.sp.DiscountUsed(in.ev), in.sp.Live(in.p()), in.sp.Buyers(in.ev), in.sp.Expiry(in.p()),
-						in.sp.Paid(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev), ip}, in.seats()...))
-				}
+			for _, ip := range in.ipTokens() {
+				out = append(out, append(append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), h,
+					in.sp.DiscountHolds(in.ev), in.sp.DiscountUsed(in.ev), in.sp.Live(in.p()), in.sp.Buyers(in.ev), in.sp.Expiry(in.p()),
+					in.sp.Paid(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev), ip}, in.seats()...), in.sp.DiscountHeld(in.ev)))
 			}
 		}
 		return out
@@ -281,7 +266,6 @@ func inputs(rng *rand.Rand, n int) []input {
 			in.oid = keys.OrderID(in.ev, randID(rng, lower, 1, 40))
 			in.oid2 = keys.OrderID(in.ev2, randID(rng, lower, 1, 40))
 			in.token = randID(rng, idChars+"{}:", 1, 40)
-			in.code = randID(rng, idChars+"{}:", 1, 32)
 			for i := range 1 + rng.IntN(8) {
 				in.labels = append(in.labels, string(rune('A'+rng.IntN(26)))+"-"+strconv.Itoa(i+1+rng.IntN(300)))
 			}

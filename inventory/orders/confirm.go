@@ -76,64 +76,55 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 	if !ok {
 		return Confirmation{}, ErrNotFound
 	}
-	// Most orders have no discount code: guess that, and run again with
-	// its key when the script names one. Seats need no guess: their
-	// entries are all in the event's order seats hash.
-	dc := ""
-	for try := 0; try < 2; try++ {
-		arr, err := s.runConfirm(ctx, ev, req, dc)
-		if err != nil {
-			return Confirmation{}, fmt.Errorf("confirm: %w", err)
-		}
-		code, err := lua.Int(arr, 0)
-		if err != nil {
+	// Every key is the event's, whatever the order's seats and discount
+	// code: the script reads them from the order hash.
+	arr, err := s.runConfirm(ctx, ev, req)
+	if err != nil {
+		return Confirmation{}, fmt.Errorf("confirm: %w", err)
+	}
+	code, err := lua.Int(arr, 0)
+	if err != nil {
+		return Confirmation{}, err
+	}
+	switch code {
+	case 0:
+		dup, _ := lua.Int(arr, 1)
+		tix, _ := lua.Str(arr, 2)
+		if err := s.ReportPaid(ev, arr, 3); err != nil {
 			return Confirmation{}, err
 		}
-		switch code {
-		case 0:
-			dup, _ := lua.Int(arr, 1)
-			tix, _ := lua.Str(arr, 2)
-			if err := s.ReportPaid(ev, arr, 3); err != nil {
-				return Confirmation{}, err
-			}
-			c := Confirmation{OrderID: orderID, Status: StatusPaid, Duplicate: dup == 1}
-			if err := json.Unmarshal([]byte(tix), &c.Tickets); err != nil {
-				return Confirmation{}, fmt.Errorf("confirm: %w: tickets: %v", lua.ErrReply, err)
-			}
-			return c, nil
-		case 1:
-			return Confirmation{}, ErrNotFound
-		case 2:
-			reason, _ := lua.Str(arr, 1)
-			return Confirmation{}, ConfirmFailed(reason)
-		case 3:
-			total, _ := lua.Int(arr, 1)
-			return Confirmation{}, AmountMismatch(money.Cents(total))
-		case 4:
-			dc, _ = lua.Str(arr, 1)
-			continue
-		case 5:
-			return Confirmation{}, redisstate.ErrSalesStopped
+		c := Confirmation{OrderID: orderID, Status: StatusPaid, Duplicate: dup == 1}
+		if err := json.Unmarshal([]byte(tix), &c.Tickets); err != nil {
+			return Confirmation{}, fmt.Errorf("confirm: %w: tickets: %v", lua.ErrReply, err)
 		}
-		return Confirmation{}, fmt.Errorf("confirm: %w: code %d", lua.ErrReply, code)
+		return c, nil
+	case 1:
+		return Confirmation{}, ErrNotFound
+	case 2:
+		reason, _ := lua.Str(arr, 1)
+		return Confirmation{}, ConfirmFailed(reason)
+	case 3:
+		total, _ := lua.Int(arr, 1)
+		return Confirmation{}, AmountMismatch(money.Cents(total))
+	case 5:
+		return Confirmation{}, redisstate.ErrSalesStopped
 	}
-	// The code of an order is fixed at reserve, so a second mismatch means
-	// the order hash is not what reserve wrote.
-	return Confirmation{}, fmt.Errorf("confirm: %w: order %s changed its discount code", lua.ErrReply, orderID)
+	return Confirmation{}, fmt.Errorf("confirm: %w: code %d", lua.ErrReply, code)
 }
 
-func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest, dc string) ([]rueidis.RedisMessage, error) {
+func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest) ([]rueidis.RedisMessage, error) {
 	okey, _ := s.Space.Order(req.OrderID)
 	p := keys.Partition(ev)
-	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHoldsOrNone(ev, dc),
-		s.Space.DiscountUsed(ev), s.Space.Paid(p), s.Space.Live(p), s.Space.Buyers(ev), s.Space.OrderSeats(ev)}
+	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHolds(ev),
+		s.Space.DiscountUsed(ev), s.Space.Paid(p), s.Space.Live(p), s.Space.Buyers(ev), s.Space.OrderSeats(ev),
+		s.Space.DiscountHeld(ev)}
 	cancelled := "0"
 	if req.EventCancelled {
 		cancelled = "1"
 	}
 	return s.Replication.Array(ctx, s.Redis, confirmScript, ks, []string{
 		req.OrderID, req.ChannelID, strconv.FormatInt(int64(req.Amount), 10), strconv.FormatInt(int64(Tolerance), 10),
-		req.Reference, dc, cancelled, strconv.FormatInt(s.StreamCap, 10)}, Paid)
+		req.Reference, cancelled, strconv.FormatInt(s.StreamCap, 10)}, Paid)
 }
 
 // Paid says a paying script's reply is {0, …}: the order is paid, now or

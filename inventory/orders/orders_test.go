@@ -176,6 +176,59 @@ func TestDiscountMaxUsesUnderConcurrency(t *testing.T) {
 	}
 }
 
+// An event's discount holds of every code share two keys (lib/cart): a
+// code counts only its own live holds, an expired hold stops counting at
+// once and is dropped by the next hold's script, and the keys are gone
+// with the last hold.
+func TestDiscountHoldsCountPerCode(t *testing.T) {
+	s, ctx := setup(t)
+	caps(t, s, "ev", "t:a", "100")
+	withCode := func(c string) ReserveRequest {
+		r := req("ev", map[string]int64{"t:a": 1})
+		r.DiscountCode, r.DiscountMaxUses = c, 1
+		return r
+	}
+	held := func() map[string]string {
+		m, err := s.Redis.Do(ctx, s.Redis.B().Hgetall().Key(s.Space.DiscountHeld("ev")).Build()).AsStrMap()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	s.OrderTTL = 300 * time.Millisecond
+	for _, c := range []string{"SAVE", "SAVE2"} {
+		if _, err := s.Reserve(ctx, withCode(c)); err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+	}
+	if _, err := s.Reserve(ctx, withCode("SAVE")); code(err) != "INVALID_DISCOUNT_CODE" {
+		t.Fatalf("a second use of SAVE: %v", err)
+	}
+	time.Sleep(s.OrderTTL + 200*time.Millisecond) // the holds' scores are Redis' time
+	if left, err := s.DiscountLeft(ctx, "ev", "SAVE", 1); err != nil || left != 1 {
+		t.Fatalf("SAVE left after its hold expired: %d %v", left, err)
+	}
+	s.OrderTTL = time.Minute
+	r, err := s.Reserve(ctx, withCode("SAVE"))
+	if err != nil {
+		t.Fatalf("SAVE after its hold expired: %v", err)
+	}
+	if m := held(); len(m) != 1 || m["SAVE"] != "1" {
+		t.Fatalf("held counts after the expired holds were dropped: %v", m)
+	}
+	if _, err := confirm(ctx, s, r.OrderID, "p"); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{s.Space.DiscountHolds("ev"), s.Space.DiscountHeld("ev")} {
+		if n, _ := s.Redis.Do(ctx, s.Redis.B().Exists().Key(k).Build()).AsInt64(); n != 0 {
+			t.Fatalf("%s stays after the last hold was settled", k)
+		}
+	}
+	if _, err := s.Reserve(ctx, withCode("SAVE")); code(err) != "INVALID_DISCOUNT_CODE" {
+		t.Fatalf("SAVE after its one use was paid: %v", err)
+	}
+}
+
 // A key claimed by an attempt that failed is released, so a retry runs again.
 func TestFailedReserveReleasesIdempotencyKey(t *testing.T) {
 	s, ctx := setup(t)

@@ -308,8 +308,8 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 		hold = s.Space.Hold(ev, req.HoldToken)
 	}
 	ks = []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
-		s.Space.DiscountHoldsOrNone(ev, req.DiscountCode), s.Space.DiscountUsed(ev), s.Space.Live(keys.Partition(ev)),
-		s.Space.Buyers(ev), s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev)}
+		s.Space.DiscountHolds(ev), s.Space.DiscountUsed(ev), s.Space.Live(keys.Partition(ev)),
+		s.Space.Buyers(ev), s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev), s.Space.DiscountHeld(ev)}
 
 	buyer := ""
 	if req.MaxPerBuyer > 0 {
@@ -431,7 +431,7 @@ var discountLeftScript = lua.Load("discount_left")
 // refuses a used-up code as the reserve of the same cart would.
 func (s *Service) DiscountLeft(ctx context.Context, eventID, code string, maxUses int64) (int64, error) {
 	arr, err := lua.Array(ctx, s.Redis, discountLeftScript,
-		[]string{s.Space.DiscountHolds(eventID, code), s.Space.DiscountUsed(eventID)},
+		[]string{s.Space.DiscountHolds(eventID), s.Space.DiscountUsed(eventID), s.Space.DiscountHeld(eventID)},
 		[]string{code, strconv.FormatInt(maxUses, 10)})
 	if err != nil {
 		return 0, fmt.Errorf("discount %s: %w", code, err)

@@ -58,8 +58,8 @@ func (r *Replication) timeout() time.Duration {
 // it on the same connection (lua.ArrayWait). mustHold says whether a reply
 // is one that must be on the replicas before it is answered (an order now
 // paid, or found paid by a retry); such a reply that fewer replicas
-// acknowledged is ErrNotReplicated. Other replies (a refusal, "run again
-// with these keys") are answered as they are: they sell nothing.
+// acknowledged is ErrNotReplicated. Other replies (a refusal) are
+// answered as they are: they sell nothing.
 //
 // A retry that finds the order paid must itself write (the scripts touch
 // the order), or its WAIT would only cover whatever its connection wrote

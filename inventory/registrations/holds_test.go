@@ -130,11 +130,48 @@ func TestDiscountUseIsNeverExceeded(t *testing.T) {
 	if n := used("THREE"); n != 1 {
 		t.Fatalf("THREE used %d times", n)
 	}
-	// The holds zsets are left with an expiry, or gone.
-	for _, code := range []string{"ONE", "TWO", "THREE"} {
-		if ttl, _ := b.rc.Do(b.ctx, b.rc.B().Pttl().Key(b.sp.DiscountHolds(evGA, code)).Build()).AsInt64(); ttl == -1 {
-			t.Fatalf("the holds of %s never expire", code)
+	// The event's holds keys are left with an expiry, or gone.
+	for _, k := range []string{b.sp.DiscountHolds(evGA), b.sp.DiscountHeld(evGA)} {
+		if ttl, _ := b.rc.Do(b.ctx, b.rc.B().Pttl().Key(k).Build()).AsInt64(); ttl == -1 {
+			t.Fatalf("the discount holds %s never expire", k)
 		}
+	}
+}
+
+// The event's discount holds keys have no expiry while a registration
+// holds a use (it never lapses by itself), and take the latest partner
+// hold's once none does.
+func TestDiscountHoldsExpireOnceNoRegistrationHoldsOne(t *testing.T) {
+	b := setup(t)
+	b.caps(t, evGA, "t:tk", "100", "ev", "100")
+	pttl := func() []int64 {
+		var out []int64
+		for _, k := range []string{b.sp.DiscountHolds(evGA), b.sp.DiscountHeld(evGA)} {
+			ttl, err := b.rc.Do(b.ctx, b.rc.B().Pttl().Key(k).Build()).AsInt64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, ttl)
+		}
+		return out
+	}
+	r := gaReq(1, 1000, "a@x.test")
+	r.Quote.DiscountCode, r.Quote.DiscountMaxUses = "SAVE", 5
+	reg, err := b.regs.Register(b.ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := partnerReq(1, "p@x.test", 0)
+	p.DiscountCode, p.DiscountMaxUses = "OTHER", 5
+	if _, err := b.orders.Reserve(b.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if got := pttl(); got[0] != -1 || got[1] != -1 {
+		t.Fatalf("PTTL with a registration's hold: %v, want no expiry", got)
+	}
+	b.expireNow(t, reg.ID)
+	if got := pttl(); got[0] <= 0 || got[1] <= 0 || got[0]-got[1] > 50 || got[1]-got[0] > 50 {
+		t.Fatalf("PTTL with a partner's hold left: %v, want the same expiry on both", got)
 	}
 }
 

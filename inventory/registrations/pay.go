@@ -60,16 +60,11 @@ func (s *Service) PayMarked(ctx context.Context, p Payment, m Mark) (Outcome, er
 		return Outcome{}, apierr.Invalid("the currency must be a three-letter ISO 4217 code")
 	}
 	ref := p.Processor + ":" + p.PaymentID
-	// The registration as the payment left it, read in the payment's
-	// round trip when it can be (outcome reads it otherwise).
-	var after []rueidis.RedisMessage
-	arr, err := s.declared(id, func(dc string) ([]rueidis.RedisMessage, error) {
-		a, st, err := s.runPay(ctx, ev, id, ref, p, dc, m)
-		after = st
-		return a, err
-	})
+	// after: the registration as the payment left it, read in the
+	// payment's round trip when it can be (outcome reads it otherwise).
+	arr, after, err := s.runPay(ctx, ev, id, ref, p, m)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("pay: %w", err)
+		return Outcome{}, fmt.Errorf("pay %s: %w", id, err)
 	}
 	switch code, _ := lua.Int(arr, 0); code {
 	case 0:
@@ -108,43 +103,24 @@ func (s *Service) PayMarked(ctx context.Context, p Payment, m Mark) (Outcome, er
 	}
 }
 
-// declared runs a script that is told a registration's discount code (as
-// reg_pay and reg_expire are; their seats' holders are in the event's
-// holds hashes, which the scripts read whatever the seats): it guesses none,
-// the common case, and runs again with the one the script names in a
-// reply {3, code} when the guess was wrong. It returns the last reply.
-func (s *Service) declared(id string, run func(dc string) ([]rueidis.RedisMessage, error)) ([]rueidis.RedisMessage, error) {
-	dc := ""
-	for try := 0; try < 2; try++ {
-		arr, err := run(dc)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", id, err)
-		}
-		if code, err := lua.Int(arr, 0); err != nil || code != 3 {
-			return arr, err
-		}
-		dc, _ = lua.Str(arr, 1)
-	}
-	// The code is fixed at register: a second mismatch means the hash is
-	// not what register wrote.
-	return nil, fmt.Errorf("%s: %w: its discount code changed", id, lua.ErrReply)
-}
-
-// runPay runs reg_pay. Without replicas to wait for, reg_status goes in
-// the same pipeline and its reply is after (nil when it could not be
-// read so: a replica wait, or a script Redis had not loaded).
-func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, dc string, m Mark) (arr, after []rueidis.RedisMessage, err error) {
+// runPay runs reg_pay: every key is the event's, whatever the
+// registration's seats and discount code (the script reads them from its
+// hash). Without replicas to wait for, reg_status goes in the same
+// pipeline and its reply is after (nil when it could not be read so: a
+// replica wait, or a script Redis had not loaded).
+func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, m Mark) (arr, after []rueidis.RedisMessage, err error) {
 	okey, _ := s.Space.Order(id)
 	part := keys.Partition(ev)
-	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHoldsOrNone(ev, dc),
+	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHolds(ev),
 		s.Space.DiscountUsed(ev), s.Space.Paid(part), s.Space.Live(part), s.Space.Buyers(ev), s.Space.Expiry(part),
-		s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev)}
+		s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev),
+		s.Space.DiscountHeld(ev)}
 	cancelled := "0"
 	if _, c, ok := s.event(ev); ok && c {
 		cancelled = "1"
 	}
 	args := []string{id, ref, strconv.FormatInt(int64(p.Amount), 10),
-		strings.ToUpper(p.Currency), dc, strconv.FormatInt(s.StreamCap, 10), ms(s.retention()), cancelled}
+		strings.ToUpper(p.Currency), strconv.FormatInt(s.StreamCap, 10), ms(s.retention()), cancelled}
 	if m.Key != "" {
 		ks = append(ks, m.Key)
 		args = append(args, m.Value, ms(m.TTL))

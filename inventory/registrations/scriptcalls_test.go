@@ -73,10 +73,10 @@ func (c *scriptCounter) DoMulti(ctx context.Context, multi ...rueidis.Completed)
 	return res
 }
 
-// Every script knows its keys before it runs (issue 19): a seated partner
-// confirm, a seated registration's payment and expiry, and a token's
-// extend and releases each take one script call, never a second run with
-// keys the first one named.
+// Every script knows its keys before it runs (issue 19): a seated or
+// discounted partner confirm, a seated or discounted registration's
+// payment and expiry, and a token's extend and releases each take one
+// script call, never a second run with keys the first one named.
 func TestSeatedStateChangesRunOneScript(t *testing.T) {
 	t.Parallel()
 	rc, sp := redistest.New(t)
@@ -167,4 +167,54 @@ func TestSeatedStateChangesRunOneScript(t *testing.T) {
 		}
 		return err
 	})
+
+	// A limited discount code: its holds are the event's keys too.
+	b.caps(t, evGA, "t:tk", "100", "ev", "100")
+	pr := partnerReq(1, "p@x.test", 0)
+	pr.IdempotencyKey, pr.DiscountCode, pr.DiscountMaxUses = "kd", "SAVE", 5
+	o, err := b.orders.Reserve(b.ctx, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls("discounted confirm", func() error {
+		_, err := b.orders.Confirm(b.ctx, orders.ConfirmRequest{ChannelID: "c", OrderID: o.OrderID, Amount: pr.Total, Reference: "p2"})
+		return err
+	})
+	discounted := func(email, sess string) string {
+		r := gaReq(1, 1000, email)
+		r.Quote.DiscountCode, r.Quote.DiscountMaxUses = "SAVE", 5
+		reg, err := b.regs.Register(b.ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.opened(t, reg.ID, sess)
+		return reg.ID
+	}
+	id := discounted("dpay@x.test", "cs_3")
+	calls("discounted pay", func() error {
+		out, err := pay(b, id, "cs_3", 1000)
+		if err == nil && out.Registration.Status != StatusConfirmed {
+			t.Errorf("discounted payment: %+v", out)
+		}
+		return err
+	})
+	id = discounted("dlate@x.test", "cs_4")
+	b.backdate(t, id)
+	calls("discounted expire", func() error {
+		ok, err := b.regs.Expire(b.ctx, id)
+		if err == nil && !ok {
+			t.Error("not expired")
+		}
+		return err
+	})
+	calls("late discounted pay (re-claim)", func() error {
+		out, err := pay(b, id, "cs_4", 1000)
+		if err == nil && (out.Registration.Status != StatusConfirmed || !out.Reclaimed) {
+			t.Errorf("late discounted payment: %+v", out)
+		}
+		return err
+	})
+	if n, _ := b.rc.Do(b.ctx, b.rc.B().Hget().Key(b.sp.DiscountUsed(evGA)).Field("SAVE").Build()).AsInt64(); n != 3 {
+		t.Fatalf("SAVE used %d times, want 3", n)
+	}
 }

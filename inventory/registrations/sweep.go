@@ -43,13 +43,13 @@ func (s *Service) expire(ctx context.Context, id, mode, sess, buyer string) (int
 	ev, _ := keys.OrderEvent(id)
 	okey, _ := s.Space.Order(id)
 	p := keys.Partition(ev)
-	arr, err := s.declared(id, func(dc string) ([]rueidis.RedisMessage, error) {
-		ks := []string{okey, s.Space.Sold(ev), s.Space.DiscountHoldsOrNone(ev, dc), s.Space.Buyers(ev), s.Space.Expiry(p),
-			s.Space.Live(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.RegSeats(ev)}
-		return lua.Array(ctx, s.Redis, expireScript, ks, []string{id, dc, ms(s.retention()), mode, sess, buyer})
-	})
+	// Every key is the event's, whatever the registration's seats and
+	// discount code (the script reads them from its hash).
+	ks := []string{okey, s.Space.Sold(ev), s.Space.DiscountHolds(ev), s.Space.Buyers(ev), s.Space.Expiry(p),
+		s.Space.Live(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.RegSeats(ev), s.Space.DiscountHeld(ev)}
+	arr, err := lua.Array(ctx, s.Redis, expireScript, ks, []string{id, ms(s.retention()), mode, sess, buyer})
 	if err != nil {
-		return 0, fmt.Errorf("expire: %w", err)
+		return 0, fmt.Errorf("expire %s: %w", id, err)
 	}
 	code, err := lua.Int(arr, 0)
 	if err == nil && (code > 2 && !(mode == "release" && code == 4)) {

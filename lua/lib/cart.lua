@@ -48,18 +48,168 @@ local function cart_of(claims, seats)
   return fields, qtys, labels
 end
 
+-- An event's discount holds are two keys of fixed names, so every script
+-- that takes, settles or expires a hold declares them whatever the code
+-- (keys.Space.DiscountHolds, DiscountHeld):
+--   dcholds: zset, one member "<code>\n<orderId>" a hold, scored by its
+--            expiry (ms, Redis time) or '+inf' (a registration's);
+--   dcheld:  hash, code -> its members in dcholds.
+-- A hold counts while its score is ahead of now; an expired member counts
+-- in dcheld until a script that met it drops it (cart_discount_prune), so
+-- a code's live holds are its dcheld count less its expired members. Both
+-- keys expire with the latest hold (never while one is '+inf'), together.
+
+-- cart_discount_member(code, id): id's member in dcholds (order ids have
+-- no newline, so the code is what comes before the last one).
+local function cart_discount_member(code, id)
+  return code .. '\n' .. id
+end
+
+-- cart_discount_live(k, code, now): the live holds of code, and every
+-- expired member of the event (score up to now) for cart_discount_prune.
+-- Reads only.
+--   k: dcholds, dcheld
+local function cart_discount_live(k, code, now)
+  local held = tonumber(redis.call('HGET', k.dcheld, code)) or 0
+  local stale = redis.call('ZRANGEBYSCORE', k.dcholds, '-inf', now)
+  local prefix = code .. '\n'
+  for _, m in ipairs(stale) do
+    if string.sub(m, 1, #prefix) == prefix and not string.find(m, '\n', #prefix + 1, true) then
+      held = held - 1
+    end
+  end
+  return held, stale
+end
+
+-- cart_discount_count(k, code, by): moves code's count in dcheld by by; a
+-- count at 0 goes.
+local function cart_discount_count(k, code, by)
+  if redis.call('HINCRBY', k.dcheld, code, by) <= 0 then
+    redis.call('HDEL', k.dcheld, code)
+  end
+end
+
+-- cart_discount_prune(k, stale, now): drops the expired members
+-- cart_discount_live met at now (nil: none read), each off its code's
+-- count.
+local function cart_discount_prune(k, stale, now)
+  if not stale or #stale == 0 then
+    return
+  end
+  for _, m in ipairs(stale) do
+    cart_discount_count(k, string.match(m, '^(.*)\n'), -1)
+  end
+  -- the same members: nothing changed them since the read
+  redis.call('ZREMRANGEBYSCORE', k.dcholds, '-inf', now)
+end
+
+-- cart_discount_expiry(k): the holds expire with the last of them, so an
+-- event whose holds all lapsed leaves nothing behind; never while a hold
+-- without end is among them. Both keys have the same expiry: the hash
+-- exists exactly while the zset does (every member is counted).
+local function cart_discount_expiry(k)
+  if redis.call('ZCOUNT', k.dcholds, '+inf', '+inf') > 0 then
+    redis.call('PERSIST', k.dcholds)
+    redis.call('PERSIST', k.dcheld)
+    return
+  end
+  local top = redis.call('ZRANGE', k.dcholds, -1, -1, 'WITHSCORES')
+  if top[2] then
+    local at = math.ceil(tonumber(top[2]))
+    redis.call('PEXPIREAT', k.dcholds, at)
+    redis.call('PEXPIREAT', k.dcheld, at)
+  end
+end
+
+-- cart_hold_discount(k, code, id, score, now, stale): holds one use of a
+-- limited code for id until score (ms, Redis time), or '+inf': a
+-- storefront registration's hold never lapses by itself, as the
+-- registration may still be paid after its window; only reg_expire or
+-- reg_pay give it back. The expired holds cart_refusal met (stale) go.
+--   k: dcholds, dcheld
+local function cart_hold_discount(k, code, id, score, now, stale)
+  cart_discount_prune(k, stale, now)
+  if redis.call('ZADD', k.dcholds, score, cart_discount_member(code, id)) == 1 then
+    cart_discount_count(k, code, 1)
+  end
+  if score == '+inf' then
+    redis.call('PERSIST', k.dcholds)
+    redis.call('PERSIST', k.dcheld)
+    return
+  end
+  -- Only raised, as seatholds_put does: a zset without expiry has a
+  -- '+inf' hold (cart_drop_discount keeps that true) or was made by the
+  -- ZADD above.
+  local at = redis.call('PEXPIRETIME', k.dcholds)
+  if at == -1 and redis.call('ZCOUNT', k.dcholds, '+inf', '+inf') > 0 then
+    return
+  end
+  if at < score then
+    redis.call('PEXPIREAT', k.dcholds, score)
+    redis.call('PEXPIREAT', k.dcheld, score)
+  end
+end
+
+-- cart_drop_discount(k, code, id): gives id's hold of code back (expired
+-- or not; none: nothing). The keys keep their expiry after a hold that
+-- lapses goes (at worst they outlive the holds left until that hold's
+-- end); after a '+inf' one they take the latest hold left's.
+local function cart_drop_discount(k, code, id)
+  local m = cart_discount_member(code, id)
+  local score = redis.call('ZSCORE', k.dcholds, m)
+  if not score then
+    return
+  end
+  redis.call('ZREM', k.dcholds, m)
+  cart_discount_count(k, code, -1)
+  if score == 'inf' then
+    cart_discount_expiry(k)
+  end
+end
+
+-- cart_discount_refusal(k, code, maxuses, id, now): true when id, which
+-- holds no live use of the code (its hold was given back, or taken under
+-- an older state), cannot take one now: the paid uses and the live holds
+-- of others reach maxuses, as cart_refusal counts them. Reads only.
+--   k: dcholds, dcheld, dcused
+local function cart_discount_refusal(k, code, maxuses, id, now)
+  local mine = redis.call('ZSCORE', k.dcholds, cart_discount_member(code, id))
+  if mine and (mine == 'inf' or tonumber(mine) > now) then
+    return false
+  end
+  local used = tonumber(redis.call('HGET', k.dcused, code)) or 0
+  return used + cart_discount_live(k, code, now) >= maxuses
+end
+
+-- cart_check_discount(k, code, booking): a settling script gives the
+-- code's hold back whether it books or not, and counts a use when it
+-- books; no check reads those keys, so their types are checked here,
+-- before the script's first write (lib/check). Nothing without a code.
+--   k: dcholds, dcheld, dcused
+local function cart_check_discount(k, code, booking)
+  if code ~= '' then
+    check_type(k.dcholds, 'zset')
+    check_type(k.dcheld, 'hash')
+    if booking then
+      check_type(k.dcused, 'hash')
+    end
+  end
+end
+
 -- cart_refusal(k, c, now): the checks of a new cart; the first refusal
 -- wins: capacity {2, field, left}, the hold token gone {3}, seats booked or
 -- held by someone else {4, labels}, seats the token does not hold {5,
 -- labels}, the discount code used up {6}, the buyer's limit {8, limit,
--- remaining}. nil when the cart fits. It writes nothing (a script's
+-- remaining}. nil when the cart fits, and then, when it checked a limited
+-- code, the expired discount holds it met (cart_hold_discount or
+-- cart_discount_prune drop them). It writes nothing (a script's
 -- checks come before its first write: Redis keeps what a script wrote
 -- before a command of it failed), and it reads, with a command that fails
 -- on a key of the wrong type, every key the caller writes after it but the
 -- order hash and the keys only the caller knows of.
 --   k: caps, sold, booked, hold (the token's hash), seats, orders and regs
 --      (the event's holds hashes, lib/seatholds; read when the cart has
---      seats), dcholds, dcused, buyers
+--      seats), dcholds, dcheld, dcused, buyers
 --   c: fields, qtys, labels, holder ('h:<token>'), code, maxuses, limit,
 --      buyer, adm
 local function cart_refusal(k, c, now)
@@ -91,10 +241,13 @@ local function cart_refusal(k, c, now)
     end
   end
   -- paid uses + uses held by live pending orders and registrations (the
-  -- expired holds are dropped by cart_hold_discount, a write)
+  -- expired holds read here are dropped by cart_hold_discount, a write)
+  local dstale = nil
   if c.code ~= '' and c.maxuses > 0 then
     local used = tonumber(redis.call('HGET', k.dcused, c.code)) or 0
-    if used + redis.call('ZCOUNT', k.dcholds, '(' .. now, '+inf') >= c.maxuses then
+    local live
+    live, dstale = cart_discount_live(k, c.code, now)
+    if used + live >= c.maxuses then
       return {6}
     end
   end
@@ -104,67 +257,7 @@ local function cart_refusal(k, c, now)
       return {8, c.limit, c.limit - have}
     end
   end
-  return nil
-end
-
--- cart_discount_expiry(key): the holds of a code expire with the last of
--- them, so a code nobody takes again leaves nothing behind; never while a
--- hold without end is among them.
-local function cart_discount_expiry(key)
-  if redis.call('ZCOUNT', key, '+inf', '+inf') > 0 then
-    redis.call('PERSIST', key)
-    return
-  end
-  local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if top[2] then
-    redis.call('PEXPIREAT', key, math.ceil(tonumber(top[2])))
-  end
-end
-
--- cart_hold_discount(key, id, score, now): holds one use of a limited code
--- for id until score (ms, Redis time), or '+inf': a storefront
--- registration's hold never lapses by itself, as the registration may
--- still be paid after its window; only reg_expire or reg_pay give it back.
--- The holds that expired by now (pending partner orders that lapsed) go.
-local function cart_hold_discount(key, id, score, now)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  redis.call('ZADD', key, score, id)
-  cart_discount_expiry(key)
-end
-
--- cart_drop_discount(key, id): gives id's hold back.
-local function cart_drop_discount(key, id)
-  if redis.call('ZREM', key, id) == 1 then
-    cart_discount_expiry(key)
-  end
-end
-
--- cart_discount_refusal(k, code, maxuses, id, now): true when id, which
--- holds no live use of the code (its hold was given back, or taken under
--- an older state), cannot take one now: the paid uses and the live holds
--- of others reach maxuses, as cart_refusal counts them. Reads only.
---   k: dcholds, dcused
-local function cart_discount_refusal(k, code, maxuses, id, now)
-  local mine = redis.call('ZSCORE', k.dcholds, id)
-  if mine and (mine == 'inf' or tonumber(mine) > now) then
-    return false
-  end
-  local used = tonumber(redis.call('HGET', k.dcused, code)) or 0
-  return used + redis.call('ZCOUNT', k.dcholds, '(' .. now, '+inf') >= maxuses
-end
-
--- cart_check_discount(k, code, booking): a settling script gives the
--- code's hold back whether it books or not, and counts a use when it
--- books; no check reads those keys, so their types are checked here,
--- before the script's first write (lib/check). Nothing without a code.
---   k: dcholds, dcused
-local function cart_check_discount(k, code, booking)
-  if code ~= '' then
-    check_type(k.dcholds, 'zset')
-    if booking then
-      check_type(k.dcused, 'hash')
-    end
-  end
+  return nil, dstale
 end
 
 -- cart_buyer_fields(kv, limit, buyer, adm): appends to kv the buyer key, the
