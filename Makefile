@@ -31,7 +31,7 @@ chromium: ## install Chromium for the browser tests unless it is on PATH (apt-ge
 CLUSTER_TESTS = ^(TestContentionSellsExactlyCapacity|TestIdempotentReserveUnderConcurrency|TestBestAvailableRaceNeverOverlaps|TestConcurrentCheckoutsLeaveOnlyTheNewestSessionOpen|TestRaceGA|TestRaceSeats|TestDiscountUseIsNeverExceeded|TestDiscountMaxUsesUnderConcurrency|TestContendedHoldsNeverDoubleHold|TestApplyRefusedByARacingSaleChangesNothing|TestWebhookDeliveredTwiceBooksOnce|TestConcurrentCallersShareOneLimit|TestRedeliveredOrderIsWrittenOnce)$$
 CLUSTER_PKGS = ./handlers/channel ./handlers/storefront ./handlers/webhooks ./handlers/ratelimit ./inventory/registrations ./inventory/seats ./inventory/orders ./inventory/catalogstore ./sync/worker
 
-# What make test runs: every package, unless narrowed (make test TEST_PKGS=./lua/ CLUSTER_PKGS=).
+# What make test runs: every package, unless narrowed (make test TEST_PKGS=./inventory/eval/ CLUSTER_PKGS=).
 TEST_PKGS = ./...
 
 test: ## every test, race detector on, real services; the contention tests on a Redis Cluster; no key left behind: each step runs and is reported (.ci/test.sh)

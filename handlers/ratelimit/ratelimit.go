@@ -26,11 +26,11 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
-	"github.com/ticketd/ticketd/lua"
 )
 
-var script = lua.Load("ratelimit")
+var script = eval.Load("ratelimit")
 
 // LeaseFrom is the per-minute limit from which a node leases slices of the
 // bucket instead of asking Redis for every request (100 a second).
@@ -146,7 +146,7 @@ func (l *Limiter) Allow(ctx context.Context, bucket string, perMinute int64) (Re
 // take runs the script: up to n requests from bucket, at least one or none.
 func (l *Limiter) take(ctx context.Context, bucket string, perMinute, n int64) (Result, int64, error) {
 	p := l.takeCmd(bucket, perMinute, n)
-	arr, err := lua.Array(ctx, l.Redis, script, p.keys, p.args)
+	arr, err := eval.Array(ctx, l.Redis, script, p.keys, p.args)
 	return taken(bucket, arr, err)
 }
 
@@ -171,17 +171,17 @@ func taken(bucket string, arr []rueidis.RedisMessage, err error) (Result, int64,
 	if err != nil {
 		return Result{}, 0, fmt.Errorf("ratelimit %s: %w", bucket, err)
 	}
-	code, err := lua.Int(arr, 0)
+	code, err := eval.Int(arr, 0)
 	if err != nil {
 		return Result{}, 0, fmt.Errorf("ratelimit %s: %w", bucket, err)
 	}
-	v, err := lua.Int(arr, 1)
+	v, err := eval.Int(arr, 1)
 	if err != nil {
 		return Result{}, 0, fmt.Errorf("ratelimit %s: %w", bucket, err)
 	}
 	switch code {
 	case 0:
-		granted, err := lua.Int(arr, 2)
+		granted, err := eval.Int(arr, 2)
 		if err != nil {
 			return Result{}, 0, fmt.Errorf("ratelimit %s: %w", bucket, err)
 		}
@@ -189,7 +189,7 @@ func taken(bucket string, arr []rueidis.RedisMessage, err error) (Result, int64,
 	case 1:
 		return Result{RetryAfter: time.Duration(v) * time.Microsecond}, 0, nil
 	}
-	return Result{}, 0, fmt.Errorf("ratelimit %s: %w: status %d", bucket, lua.ErrReply, code)
+	return Result{}, 0, fmt.Errorf("ratelimit %s: %w: status %d", bucket, eval.ErrReply, code)
 }
 
 // Ask is one request's take from a bucket in two steps, so that it rides
@@ -201,7 +201,7 @@ func taken(bucket string, arr []rueidis.RedisMessage, err error) (Result, int64,
 type Ask struct {
 	l      *Limiter
 	bucket string
-	cmd    lua.Pipelined
+	cmd    eval.Pipelined
 	remote bool
 	local  Result
 	err    error
@@ -214,7 +214,7 @@ func (l *Limiter) Prepare(ctx context.Context, bucket string, perMinute int64) A
 		return Ask{local: r, err: err}
 	}
 	t := l.takeCmd(bucket, perMinute, 1)
-	return Ask{l: l, bucket: bucket, cmd: lua.Pipeline(l.Redis, script, t.keys, t.args), remote: true}
+	return Ask{l: l, bucket: bucket, cmd: eval.Pipeline(l.Redis, script, t.keys, t.args), remote: true}
 }
 
 // Cmds are the commands to send along (zero or one).

@@ -19,10 +19,10 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/lease"
 	"github.com/ticketd/ticketd/inventory/redisstate"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // Record is the catalog of record (Postgres). It is nil when ticketd runs
@@ -172,7 +172,7 @@ var ErrLockLost = fmt.Errorf("%w: this apply lost the catalog lock before it wro
 // of it while the apply runs.
 const DefaultLockTTL = 30 * time.Second
 
-var capsScript = lua.Load("catalog_caps")
+var capsScript = eval.Load("catalog_caps")
 
 // Apply merges a validated document into the catalog: every object is
 // created or replaced by id, absent objects stay. A channel or publishable
@@ -510,21 +510,21 @@ func (s *Store) replaceCaps(ctx context.Context, ev *catalog.Event, caps map[str
 	}
 	args = append(args, strconv.Itoa(len(uncapped)))
 	args = append(args, uncapped...)
-	arr, err := lua.Array(ctx, s.Redis, capsScript,
+	arr, err := eval.Array(ctx, s.Redis, capsScript,
 		[]string{s.Space.Caps(ev.ID), s.Space.Sold(ev.ID), s.Space.Live(keys.Partition(ev.ID))}, args)
 	if err != nil {
 		return fmt.Errorf("catalog: project capacities of %s: %w", ev.ID, err)
 	}
-	switch c, _ := lua.Int(arr, 0); c {
+	switch c, _ := eval.Int(arr, 0); c {
 	case 2:
 		return redisstate.ErrSalesStopped
 	case 1:
-		f, _ := lua.Str(arr, 1)
-		n, _ := lua.Int(arr, 2)
+		f, _ := eval.Str(arr, 1)
+		n, _ := eval.Int(arr, 2)
 		return &catalog.ValidationError{Path: capPath(ev, f),
 			Msg: fmt.Sprintf("capacity is below the %d already sold", n)}
 	case 0:
-		if frozen, _ := lua.Strs(arr, 1); len(frozen) > 0 {
+		if frozen, _ := eval.Strs(arr, 1); len(frozen) > 0 {
 			s.logger().Info("capacities of removed objects frozen at their sold counts", "event", ev.ID, "fields", frozen)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/ticketd/ticketd/lua"
+	"github.com/ticketd/ticketd/inventory/eval"
 )
 
 var (
@@ -38,8 +38,8 @@ var (
 const MinTTL = 3 * time.Millisecond
 
 var (
-	extendScript  = lua.Load("lease_extend")
-	releaseScript = lua.Load("lease_release")
+	extendScript  = eval.Load("lease_extend")
+	releaseScript = eval.Load("lease_release")
 )
 
 // Lease is one held lease. Its methods are safe for concurrent use.
@@ -148,10 +148,10 @@ func (l *Lease) Extend(ctx context.Context) error {
 		return err
 	}
 	sent := time.Now()
-	arr, err := lua.Array(ctx, l.client, extendScript, []string{l.key}, []string{l.token, l.ttlMS})
+	arr, err := eval.Array(ctx, l.client, extendScript, []string{l.key}, []string{l.token, l.ttlMS})
 	var c int64
 	if err == nil {
-		c, err = lua.Int(arr, 0)
+		c, err = eval.Int(arr, 0)
 	}
 	if err != nil {
 		if lerr := l.Err(); lerr != nil {
@@ -242,10 +242,10 @@ func (l *Lease) Release(ctx context.Context) error {
 		l.mu.Lock()
 		l.released = true
 		l.mu.Unlock()
-		arr, err := lua.Array(ctx, l.client, releaseScript, []string{l.key}, []string{l.token})
+		arr, err := eval.Array(ctx, l.client, releaseScript, []string{l.key}, []string{l.token})
 		var c int64
 		if err == nil {
-			c, err = lua.Int(arr, 0)
+			c, err = eval.Int(arr, 0)
 		}
 		switch {
 		case err != nil:

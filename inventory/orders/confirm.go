@@ -10,10 +10,10 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redisstate"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // Tolerance is how far a charged amount may differ from the order total.
@@ -27,7 +27,7 @@ type Confirmation struct {
 	Duplicate bool     `json:"duplicate,omitempty"`
 }
 
-var confirmScript = lua.Load("order_confirm")
+var confirmScript = eval.Load("order_confirm")
 
 // ErrNotFound is the answer for an order that is not the caller's.
 var ErrNotFound = apierr.Of("NOT_FOUND", "no such order for this caller")
@@ -82,34 +82,34 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 	if err != nil {
 		return Confirmation{}, fmt.Errorf("confirm: %w", err)
 	}
-	code, err := lua.Int(arr, 0)
+	code, err := eval.Int(arr, 0)
 	if err != nil {
 		return Confirmation{}, err
 	}
 	switch code {
 	case 0:
-		dup, _ := lua.Int(arr, 1)
-		tix, _ := lua.Str(arr, 2)
+		dup, _ := eval.Int(arr, 1)
+		tix, _ := eval.Str(arr, 2)
 		if err := s.ReportPaid(ev, arr, 3); err != nil {
 			return Confirmation{}, err
 		}
 		c := Confirmation{OrderID: orderID, Status: StatusPaid, Duplicate: dup == 1}
 		if err := json.Unmarshal([]byte(tix), &c.Tickets); err != nil {
-			return Confirmation{}, fmt.Errorf("confirm: %w: tickets: %v", lua.ErrReply, err)
+			return Confirmation{}, fmt.Errorf("confirm: %w: tickets: %v", eval.ErrReply, err)
 		}
 		return c, nil
 	case 1:
 		return Confirmation{}, ErrNotFound
 	case 2:
-		reason, _ := lua.Str(arr, 1)
+		reason, _ := eval.Str(arr, 1)
 		return Confirmation{}, ConfirmFailed(reason)
 	case 3:
-		total, _ := lua.Int(arr, 1)
+		total, _ := eval.Int(arr, 1)
 		return Confirmation{}, AmountMismatch(money.Cents(total))
 	case 5:
 		return Confirmation{}, redisstate.ErrSalesStopped
 	}
-	return Confirmation{}, fmt.Errorf("confirm: %w: code %d", lua.ErrReply, code)
+	return Confirmation{}, fmt.Errorf("confirm: %w: code %d", eval.ErrReply, code)
 }
 
 func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest) ([]rueidis.RedisMessage, error) {
@@ -130,7 +130,7 @@ func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest)
 // Paid says a paying script's reply is {0, …}: the order is paid, now or
 // by an earlier run (order_confirm, reg_pay).
 func Paid(arr []rueidis.RedisMessage) bool {
-	code, err := lua.Int(arr, 0)
+	code, err := eval.Int(arr, 0)
 	return err == nil && code == 0
 }
 
@@ -167,7 +167,7 @@ type Archive interface {
 	Tickets(ctx context.Context, orderID string) ([]Ticket, error)
 }
 
-var statusScript = lua.Load("order_status")
+var statusScript = eval.Load("order_status")
 
 // Status reads an order from Redis. found is false when Redis no longer (or
 // never) had it; the caller may then ask Postgres.
@@ -176,21 +176,21 @@ func (s *Service) Status(ctx context.Context, orderID string) (st State, found b
 	if !ok {
 		return State{}, false, nil
 	}
-	arr, err := lua.Array(ctx, s.Redis, statusScript, []string{okey}, nil)
+	arr, err := eval.Array(ctx, s.Redis, statusScript, []string{okey}, nil)
 	if err != nil {
 		return State{}, false, fmt.Errorf("status: %w", err)
 	}
-	if c, err := lua.Int(arr, 0); err != nil || c == 0 {
+	if c, err := eval.Int(arr, 0); err != nil || c == 0 {
 		return State{}, false, err
 	}
 	st.OrderID = orderID
-	st.Status, _ = lua.Str(arr, 1)
-	total, _ := lua.Int(arr, 2)
+	st.Status, _ = eval.Str(arr, 1)
+	total, _ := eval.Int(arr, 2)
 	st.Amount = money.Cents(total)
-	st.ChannelID, _ = lua.Str(arr, 3)
-	exp, _ := lua.Int(arr, 4)
-	now, _ := lua.Int(arr, 5)
-	st.Caller, _ = lua.Str(arr, 6)
+	st.ChannelID, _ = eval.Str(arr, 3)
+	exp, _ := eval.Int(arr, 4)
+	now, _ := eval.Int(arr, 5)
+	st.Caller, _ = eval.Str(arr, 6)
 	st.ExpiresAt = time.UnixMilli(exp)
 	if st.Status == StatusPending && now >= exp {
 		st.Status = StatusFailed

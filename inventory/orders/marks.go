@@ -6,7 +6,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
-	"github.com/ticketd/ticketd/lua"
+	"github.com/ticketd/ticketd/inventory/eval"
 )
 
 // Sales a loss ticketd could not repair (docs/decisions.md, Durability and
@@ -28,11 +28,11 @@ func (s *Service) ReportPaid(eventID string, arr []rueidis.RedisMessage, i int) 
 	if s.Marks == nil || i >= len(arr) {
 		return nil
 	}
-	n, err := lua.Int(arr, i)
+	n, err := eval.Int(arr, i)
 	if err != nil {
 		return nil
 	}
-	added, _ := lua.Int(arr, i+1)
+	added, _ := eval.Int(arr, i+1)
 	if !s.Marks(eventID, n, added) {
 		return nil
 	}

@@ -14,11 +14,11 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/capacity"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/seats"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // Service runs the order scripts.
@@ -126,8 +126,8 @@ type Reservation struct {
 }
 
 var (
-	reserveScript     = lua.Load("order_reserve")
-	idemReleaseScript = lua.Load("idem_release")
+	reserveScript     = eval.Load("order_reserve")
+	idemReleaseScript = eval.Load("idem_release")
 )
 
 // Errors of reserve the handlers branch on.
@@ -195,7 +195,7 @@ func (s *Service) reserveHoldingNothing(ctx context.Context, req ReserveRequest,
 	if err != nil {
 		return Reservation{}, err
 	}
-	reserve := lua.Pipeline(s.Redis, reserveScript, ks, args)
+	reserve := eval.Pipeline(s.Redis, reserveScript, ks, args)
 	res := s.Redis.DoMulti(ctx, claim, reserve.Cmd)
 	prev, claimErr := res[0].ToString()
 	if rueidis.IsRedisNil(claimErr) {
@@ -208,8 +208,8 @@ func (s *Service) reserveHoldingNothing(ctx context.Context, req ReserveRequest,
 	}
 	// An earlier claim: a script that answered NOSCRIPT made no order to
 	// delete, and is not run again.
-	if arr, err := lua.Reply(res[1]); err == nil {
-		if code, _ := lua.Int(arr, 0); code == 0 {
+	if arr, err := eval.Reply(res[1]); err == nil {
+		if code, _ := eval.Int(arr, 0); code == 0 {
 			okey, _ := s.Space.Order(orderID)
 			_ = s.Redis.Do(ctx, s.Redis.B().Del().Key(okey).Build()).Error()
 		}
@@ -237,7 +237,7 @@ func (s *Service) claimedBefore(ctx context.Context, req ReserveRequest, idem, p
 func (s *Service) release(ctx context.Context, idem, record string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	_, _ = lua.Array(rctx, s.Redis, idemReleaseScript, []string{idem}, []string{record})
+	_, _ = eval.Array(rctx, s.Redis, idemReleaseScript, []string{idem}, []string{record})
 }
 
 // replay answers a request whose key was claimed before with the same request.
@@ -275,7 +275,7 @@ func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string
 	if err != nil {
 		return Reservation{}, err
 	}
-	arr, err := lua.Reply(reserveScript.Exec(ctx, s.Redis, ks, args))
+	arr, err := eval.Reply(reserveScript.Exec(ctx, s.Redis, ks, args))
 	return s.reserved(req, orderID, arr, err)
 }
 
@@ -339,7 +339,7 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve: %w", err)
 	}
-	code, err := lua.Int(arr, 0)
+	code, err := eval.Int(arr, 0)
 	if err != nil {
 		return Reservation{}, err
 	}
@@ -347,18 +347,18 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 	case 0:
 		return Reservation{OrderID: orderID, Amount: req.Total}, nil
 	case 1:
-		total, _ := lua.Int(arr, 1)
+		total, _ := eval.Int(arr, 1)
 		return Reservation{OrderID: orderID, Amount: money.Cents(total), Duplicate: true}, nil
 	case 2:
-		field, _ := lua.Str(arr, 1)
-		if left, _ := lua.Int(arr, 2); left <= 0 {
+		field, _ := eval.Str(arr, 1)
+		if left, _ := eval.Int(arr, 2); left <= 0 {
 			s.sold.note(req.EventID, field, req.CatalogVersion)
 		}
 	}
 	if err := RefusalError(arr); err != nil {
 		return Reservation{}, err
 	}
-	return Reservation{}, fmt.Errorf("reserve: %w: code %d", lua.ErrReply, code)
+	return Reservation{}, fmt.Errorf("reserve: %w: code %d", eval.ErrReply, code)
 }
 
 // RefusalError maps the refusals that order_reserve.lua and reg_register.lua
@@ -366,27 +366,27 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 // conflict, seats not held, discount used up, sales stopped, buyer limit)
 // to the client's error; nil for any other reply.
 func RefusalError(arr []rueidis.RedisMessage) error {
-	code, _ := lua.Int(arr, 0)
+	code, _ := eval.Int(arr, 0)
 	switch code {
 	case 2:
-		field, _ := lua.Str(arr, 1)
-		left, _ := lua.Int(arr, 2)
+		field, _ := eval.Str(arr, 1)
+		left, _ := eval.Int(arr, 2)
 		return CapacityError(field, left)
 	case 3:
 		return seats.ErrHoldExpired
 	case 4:
-		labels, _ := lua.Strs(arr, 1)
+		labels, _ := eval.Strs(arr, 1)
 		return seats.ConflictError(labels)
 	case 5:
-		labels, _ := lua.Strs(arr, 1)
+		labels, _ := eval.Strs(arr, 1)
 		return SeatNotHeldError(labels)
 	case 6:
 		return ErrDiscountUsedUp
 	case 7:
 		return redisstate.ErrSalesStopped
 	case 8:
-		limit, _ := lua.Int(arr, 1)
-		left, _ := lua.Int(arr, 2)
+		limit, _ := eval.Int(arr, 1)
+		left, _ := eval.Int(arr, 2)
 		return BuyerLimitError(limit, left)
 	}
 	return nil
@@ -424,17 +424,17 @@ func CapacityError(field string, left int64) *apierr.Error {
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-var discountLeftScript = lua.Load("discount_left")
+var discountLeftScript = eval.Load("discount_left")
 
 // DiscountLeft returns how many uses of a limited discount code remain
 // (paid uses and live pending orders' holds taken off maxUses), so a quote
 // refuses a used-up code as the reserve of the same cart would.
 func (s *Service) DiscountLeft(ctx context.Context, eventID, code string, maxUses int64) (int64, error) {
-	arr, err := lua.Array(ctx, s.Redis, discountLeftScript,
+	arr, err := eval.Array(ctx, s.Redis, discountLeftScript,
 		[]string{s.Space.DiscountHolds(eventID), s.Space.DiscountUsed(eventID), s.Space.DiscountHeld(eventID)},
 		[]string{code, strconv.FormatInt(maxUses, 10)})
 	if err != nil {
 		return 0, fmt.Errorf("discount %s: %w", code, err)
 	}
-	return lua.Int(arr, 0)
+	return eval.Int(arr, 0)
 }

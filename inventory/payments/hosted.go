@@ -17,10 +17,10 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // Names of the built-in test processors.
@@ -67,12 +67,12 @@ const (
 )
 
 var (
-	scriptOpen   = lua.Load("paysession_open")
-	scriptPay    = lua.Load("paysession_pay")
-	scriptClose  = lua.Load("paysession_close")
-	scriptClaim  = lua.Load("paydue_claim")
-	scriptRetry  = lua.Load("paydue_retry")
-	scriptExtend = lua.Load("paydue_extend")
+	scriptOpen   = eval.Load("paysession_open")
+	scriptPay    = eval.Load("paysession_pay")
+	scriptClose  = eval.Load("paysession_close")
+	scriptClaim  = eval.Load("paydue_claim")
+	scriptRetry  = eval.Load("paydue_retry")
+	scriptExtend = eval.Load("paydue_extend")
 )
 
 // HostedConfig configures a built-in test processor.
@@ -195,11 +195,11 @@ func (h *Hosted) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 		return Session{}, err
 	}
 	exp, keep, _ := strings.Cut(p.Expiry, " ")
-	arr, err := lua.Array(ctx, h.cfg.Redis, scriptOpen, []string{p.Key}, append([]string{exp, keep}, p.Fields...))
+	arr, err := eval.Array(ctx, h.cfg.Redis, scriptOpen, []string{p.Key}, append([]string{exp, keep}, p.Fields...))
 	if err != nil {
 		return Session{}, h.storeFailed("open session", err)
 	}
-	if code, err := lua.Int(arr, 0); err != nil || code != 0 {
+	if code, err := eval.Int(arr, 0); err != nil || code != 0 {
 		return Session{}, fmt.Errorf("payments: %s: open session: id collision or bad reply (%d, %v)", h.name, code, err)
 	}
 	return p.Session, nil
@@ -284,14 +284,14 @@ func (h *Hosted) close(ctx context.Context, sessionID, status string) (string, e
 	if !ok {
 		return "", nil
 	}
-	arr, err := lua.Array(ctx, h.cfg.Redis, scriptClose, []string{key}, []string{status})
+	arr, err := eval.Array(ctx, h.cfg.Redis, scriptClose, []string{key}, []string{status})
 	if err != nil {
 		return "", h.storeFailed("close session", err)
 	}
-	if code, err := lua.Int(arr, 0); err != nil || code != 0 {
+	if code, err := eval.Int(arr, 0); err != nil || code != 0 {
 		return "", err
 	}
-	return lua.Str(arr, 1)
+	return eval.Str(arr, 1)
 }
 
 // storeFailed is a failure of the Redis the built-in processors keep their
@@ -390,7 +390,7 @@ func (h *Hosted) Pay(ctx context.Context, sessionID, card string) (s HostedSessi
 	key, _ := h.sessionKey(sessionID)
 	due := h.dueKey(sessionID)
 	evt := "evt_" + randomHex(12)
-	arr, err := lua.Array(ctx, h.cfg.Redis, scriptPay, []string{key, due}, []string{
+	arr, err := eval.Array(ctx, h.cfg.Redis, scriptPay, []string{key, due}, []string{
 		sessionID, evt,
 		strconv.FormatInt(paidRetention.Milliseconds(), 10),
 		strconv.FormatInt(firstDeliveryLease.Milliseconds(), 10),
@@ -398,11 +398,11 @@ func (h *Hosted) Pay(ctx context.Context, sessionID, card string) (s HostedSessi
 	if err != nil {
 		return s, true, fmt.Errorf("payments: %s: pay session: %w", h.name, err)
 	}
-	code, err := lua.Int(arr, 0)
+	code, err := eval.Int(arr, 0)
 	if err != nil {
 		return s, true, err
 	}
-	v, err := lua.Str(arr, 1)
+	v, err := eval.Str(arr, 1)
 	if err != nil {
 		return s, true, err
 	}
@@ -459,10 +459,10 @@ func (h *Hosted) Run(ctx context.Context, tick time.Duration) {
 func (h *Hosted) DeliverDue(ctx context.Context) int {
 	lease := strconv.FormatInt(h.lease.Milliseconds(), 10)
 	batch := strconv.Itoa(claimBatch)
-	claims := make([]lua.Pipelined, keys.Partitions)
+	claims := make([]eval.Pipelined, keys.Partitions)
 	cmds := make(rueidis.Commands, keys.Partitions)
 	for p := range keys.Partitions {
-		claims[p] = lua.Pipeline(h.cfg.Redis, scriptClaim, []string{h.cfg.Space.PayDue(p, h.name)}, []string{batch, lease})
+		claims[p] = eval.Pipeline(h.cfg.Redis, scriptClaim, []string{h.cfg.Space.PayDue(p, h.name)}, []string{batch, lease})
 		cmds[p] = claims[p].Cmd
 	}
 	n := 0
@@ -471,10 +471,10 @@ func (h *Hosted) DeliverDue(ctx context.Context) int {
 		var ids []string
 		var until int64
 		if err == nil {
-			ids, err = lua.Strs(arr, 1)
+			ids, err = eval.Strs(arr, 1)
 		}
 		if err == nil && len(ids) > 0 {
-			until, err = lua.Int(arr, 2)
+			until, err = eval.Int(arr, 2)
 		}
 		if err != nil {
 			h.log.Warn("payments: claim due webhooks", "processor", h.name, "err", err)
@@ -485,10 +485,10 @@ func (h *Hosted) DeliverDue(ctx context.Context) int {
 			if ctx.Err() != nil {
 				return n // the rest stay leased, then due again
 			}
-			arr, err := lua.Array(ctx, h.cfg.Redis, scriptExtend, []string{due}, []string{id, strconv.FormatInt(until, 10), lease})
+			arr, err := eval.Array(ctx, h.cfg.Redis, scriptExtend, []string{due}, []string{id, strconv.FormatInt(until, 10), lease})
 			var held int64
 			if err == nil {
-				held, err = lua.Int(arr, 0)
+				held, err = eval.Int(arr, 0)
 			}
 			if err != nil {
 				h.log.Warn("payments: extend webhook lease", "processor", h.name, "err", err)
@@ -536,14 +536,14 @@ func (h *Hosted) deliver(ctx context.Context, sessionID string) {
 		}
 		return
 	}
-	arr, rerr := lua.Array(ctx, h.cfg.Redis, scriptRetry, []string{key, due}, []string{
+	arr, rerr := eval.Array(ctx, h.cfg.Redis, scriptRetry, []string{key, due}, []string{
 		sessionID, strconv.FormatInt(retryBase.Milliseconds(), 10), strconv.FormatInt(retryMax.Milliseconds(), 10),
 	})
-	if code, _ := lua.Int(arr, 0); rerr == nil && code == 1 {
+	if code, _ := eval.Int(arr, 0); rerr == nil && code == 1 {
 		h.abandoned(sessionID)
 		return
 	}
-	att, _ := lua.Int(arr, 1)
+	att, _ := eval.Int(arr, 1)
 	h.log.Warn("payments: webhook delivery failed; will retry", "processor", h.name, "session", sessionID, "attempts", att, "err", err, "scheduleErr", rerr)
 }
 

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // Status is the Redis state as one node sees it.
@@ -143,7 +143,7 @@ const (
 	recoverEvery    = 5 * time.Second
 )
 
-var tickScript = lua.Load("state_tick")
+var tickScript = eval.Load("state_tick")
 
 // View returns what this node knows now.
 func (m *Monitor) View() View {
@@ -202,10 +202,10 @@ func (m *Monitor) Check(ctx context.Context) View {
 	if m.OnRTT != nil {
 		m.OnRTT(time.Since(start))
 	}
-	status, _ := lua.Str(arr, 0)
-	gen, _ := lua.Str(arr, 1)
-	seq, _ := lua.Int(arr, 2)
-	version, _ := lua.Int(arr, 3)
+	status, _ := eval.Str(arr, 0)
+	gen, _ := eval.Str(arr, 1)
+	seq, _ := eval.Int(arr, 2)
+	version, _ := eval.Int(arr, 3)
 	prev := m.View()
 	dur := m.durability(cctx, prev)
 	repl := m.replicas(cctx, prev)
@@ -289,13 +289,13 @@ func (m *Monitor) read(ctx context.Context) (tick []rueidis.RedisMessage, marker
 	if m.Replication.On() {
 		// A short WAIT: a check must not wait out a whole sale's timeout.
 		wait := min(m.Replication.timeout(), m.timeout()/4)
-		arr, n, err := lua.ArrayWait(ctx, m.Redis, tickScript, m.tickKeys(), m.tickArgs(), m.Replication.Replicas, wait, 0)
+		arr, n, err := eval.ArrayWait(ctx, m.Redis, tickScript, m.tickKeys(), m.tickArgs(), m.Replication.Replicas, wait, 0)
 		if err != nil {
 			return nil, nil, false, err
 		}
 		return arr, m.Redis.DoMulti(ctx, gets...), n >= m.Replication.Replicas, nil
 	}
-	p := lua.Pipeline(m.Redis, tickScript, m.tickKeys(), m.tickArgs())
+	p := eval.Pipeline(m.Redis, tickScript, m.tickKeys(), m.tickArgs())
 	res := m.Redis.DoMulti(ctx, append(rueidis.Commands{p.Cmd}, gets...)...)
 	arr, err := p.Reply(ctx, res[0])
 	return arr, res[1:], true, err
@@ -382,13 +382,13 @@ func (m *Monitor) tickArgs() []string {
 // tickAgain runs the tick script alone and returns the sequence number it
 // advanced gen to; 0 when gen is no longer the live generation.
 func (m *Monitor) tickAgain(ctx context.Context, gen string) (int64, error) {
-	arr, err := lua.Array(ctx, m.Redis, tickScript, m.tickKeys(), m.tickArgs())
+	arr, err := eval.Array(ctx, m.Redis, tickScript, m.tickKeys(), m.tickArgs())
 	if err != nil {
 		return 0, err
 	}
-	status, _ := lua.Str(arr, 0)
-	g, _ := lua.Str(arr, 1)
-	seq, _ := lua.Int(arr, 2)
+	status, _ := eval.Str(arr, 0)
+	g, _ := eval.Str(arr, 1)
+	seq, _ := eval.Int(arr, 2)
 	if status != statusLive || g != gen {
 		return 0, nil
 	}

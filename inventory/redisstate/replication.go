@@ -11,7 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
-	"github.com/ticketd/ticketd/lua"
+	"github.com/ticketd/ticketd/inventory/eval"
 )
 
 // Replication is how many Redis replicas must hold a paid order before
@@ -54,8 +54,8 @@ func (r *Replication) timeout() time.Duration {
 	return DefaultWaitTimeout
 }
 
-// Array runs s as lua.Array does; with replicas to wait for, WAIT follows
-// it on the same connection (lua.ArrayWait). mustHold says whether a reply
+// Array runs s as eval.Array does; with replicas to wait for, WAIT follows
+// it on the same connection (eval.ArrayWait). mustHold says whether a reply
 // is one that must be on the replicas before it is answered (an order now
 // paid, or found paid by a retry); such a reply that fewer replicas
 // acknowledged is ErrNotReplicated. Other replies (a refusal) are
@@ -82,9 +82,9 @@ func (r *Replication) ArrayPatient(ctx context.Context, c rueidis.Client, s *rue
 func (r *Replication) array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string,
 	mustHold func([]rueidis.RedisMessage) bool, patience time.Duration) ([]rueidis.RedisMessage, error) {
 	if !r.On() {
-		return lua.Array(ctx, c, s, keys, args)
+		return eval.Array(ctx, c, s, keys, args)
 	}
-	arr, acked, err := lua.ArrayWait(ctx, c, s, keys, args, r.Replicas, r.timeout(), patience)
+	arr, acked, err := eval.ArrayWait(ctx, c, s, keys, args, r.Replicas, r.timeout(), patience)
 	if err != nil || acked >= r.Replicas || !mustHold(arr) {
 		return arr, err
 	}

@@ -10,12 +10,12 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/payments"
-	"github.com/ticketd/ticketd/lua"
 )
 
-var checkoutScript = lua.Load("reg_checkout")
+var checkoutScript = eval.Load("reg_checkout")
 
 // discardTimeout bounds closing a session the protocol opened and nobody
 // may pay.
@@ -86,7 +86,7 @@ func (s *Service) OpenCheckout(ctx context.Context, reg Registration, p payments
 	if seenKey != "" {
 		ks[3], args[6] = seenKey, "1"
 	}
-	arr, err := lua.Array(ctx, s.Redis, checkoutScript, ks, args)
+	arr, err := eval.Array(ctx, s.Redis, checkoutScript, ks, args)
 	if err == nil {
 		err = checkoutReply(arr)
 	}
@@ -96,7 +96,7 @@ func (s *Service) OpenCheckout(ctx context.Context, reg Registration, p payments
 		}
 		return payments.Session{}, err
 	}
-	replaced, _ := lua.Str(arr, 2)
+	replaced, _ := eval.Str(arr, 2)
 	if replaced == "" {
 		return sess, nil
 	}
@@ -131,7 +131,7 @@ func (e *ProcessorError) Unwrap() error { return e.Err }
 
 // checkoutReply is reg_checkout's refusal as an error; nil when attached.
 func checkoutReply(arr []rueidis.RedisMessage) error {
-	code, err := lua.Int(arr, 0)
+	code, err := eval.Int(arr, 0)
 	if err != nil {
 		return fmt.Errorf("registrations: checkout: %w", err)
 	}
@@ -139,7 +139,7 @@ func checkoutReply(arr []rueidis.RedisMessage) error {
 	case 0:
 		return nil
 	case 1:
-		st, _ := lua.Str(arr, 1)
+		st, _ := eval.Str(arr, 1)
 		if st == "" {
 			return ErrNotFound
 		}
@@ -149,7 +149,7 @@ func checkoutReply(arr []rueidis.RedisMessage) error {
 	case 3:
 		return errors.New("registrations: checkout: session id collision")
 	}
-	return fmt.Errorf("registrations: checkout: %w", lua.ErrReply)
+	return fmt.Errorf("registrations: checkout: %w", eval.ErrReply)
 }
 
 // discard closes a session of p that was opened and that nobody may pay,

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/roundtrips"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // checkoutSetup is a bundle with one GA registration awaiting payment,
@@ -23,7 +23,7 @@ func checkoutSetup(t *testing.T) (*bundle, *roundtrips.Client, *payments.Hosted,
 	}
 	// Loaded first, so that no count includes the NOSCRIPT and EVAL of a
 	// Redis that has not seen the script yet (once in its life).
-	src, err := lua.Source("reg_checkout")
+	src, err := eval.Source("reg_checkout")
 	if err != nil {
 		t.Fatal(err)
 	}

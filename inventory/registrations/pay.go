@@ -11,10 +11,10 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/checkout"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redisstate"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // Pay books a payment: awaiting payment -> confirmed; after the window it
@@ -66,10 +66,10 @@ func (s *Service) PayMarked(ctx context.Context, p Payment, m Mark) (Outcome, er
 	if err != nil {
 		return Outcome{}, fmt.Errorf("pay %s: %w", id, err)
 	}
-	switch code, _ := lua.Int(arr, 0); code {
+	switch code, _ := eval.Int(arr, 0); code {
 	case 0:
-		dup, _ := lua.Int(arr, 1)
-		re, _ := lua.Int(arr, 2)
+		dup, _ := eval.Int(arr, 1)
+		re, _ := eval.Int(arr, 2)
 		if err := s.Orders.ReportPaid(ev, arr, 4); err != nil {
 			return Outcome{}, err
 		}
@@ -77,13 +77,13 @@ func (s *Service) PayMarked(ctx context.Context, p Payment, m Mark) (Outcome, er
 	case 1:
 		return s.payUnknown(ctx, id, ref, p)
 	case 2:
-		reason, _ := lua.Str(arr, 1)
-		dup, _ := lua.Int(arr, 2)
+		reason, _ := eval.Str(arr, 1)
+		dup, _ := eval.Int(arr, 2)
 		return s.outcome(ctx, id, after, Outcome{Duplicate: dup == 1, RefundReason: reason})
 	case 4:
 		return Outcome{}, redisstate.ErrSalesStopped
 	case 5:
-		why, _ := lua.Str(arr, 1)
+		why, _ := eval.Str(arr, 1)
 		if why == "session" {
 			// Never the session id: on a test processor it is what pays.
 			s.logger().Warn("registrations: a payment ticketd did not open for this registration is refused; nothing changed",
@@ -99,7 +99,7 @@ func (s *Service) PayMarked(ctx context.Context, p Payment, m Mark) (Outcome, er
 		}
 		return Outcome{}, PaymentRefused(why)
 	default:
-		return Outcome{}, fmt.Errorf("pay %s: %w: code %d", id, lua.ErrReply, code)
+		return Outcome{}, fmt.Errorf("pay %s: %w: code %d", id, eval.ErrReply, code)
 	}
 }
 
@@ -129,10 +129,10 @@ func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, m M
 		arr, err = s.replication().Array(ctx, s.Redis, payScript, ks, args, orders.Paid)
 		return arr, nil, err
 	}
-	pay := lua.Pipeline(s.Redis, payScript, ks, args)
-	read := lua.Pipeline(s.Redis, statusScript, []string{okey}, nil)
+	pay := eval.Pipeline(s.Redis, payScript, ks, args)
+	read := eval.Pipeline(s.Redis, statusScript, []string{okey}, nil)
 	res := s.Redis.DoMulti(ctx, pay.Cmd, read.Cmd)
-	if arr, err = pay.Reply(ctx, res[0]); err != nil || lua.IsNoScript(res[0].Error()) {
+	if arr, err = pay.Reply(ctx, res[0]); err != nil || eval.IsNoScript(res[0].Error()) {
 		return arr, nil, err
 	}
 	after, _ = read.Reply(ctx, res[1])
@@ -192,12 +192,12 @@ func (s *Service) payUnknown(ctx context.Context, id, ref string, p Payment) (Ou
 		return Outcome{}, ErrNotFound // not an id ticketd made for this tenant
 	}
 	okey, _ := s.Space.Order(id)
-	arr, err := lua.Array(ctx, s.Redis, lostScript, []string{okey},
+	arr, err := eval.Array(ctx, s.Redis, lostScript, []string{okey},
 		[]string{Owner(tenant), ref, strconv.FormatInt(int64(p.Amount), 10), ms(s.retention())})
 	if err != nil {
 		return Outcome{}, fmt.Errorf("pay %s: %w", id, err)
 	}
-	if code, _ := lua.Int(arr, 0); code != 0 {
+	if code, _ := eval.Int(arr, 0); code != 0 {
 		// Something else (a partner order) has this id.
 		return Outcome{}, ErrNotFound
 	}

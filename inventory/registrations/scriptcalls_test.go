@@ -10,11 +10,11 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redistest"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // scriptCounter is a client that counts the runs of the scripts that
@@ -30,7 +30,7 @@ type scriptCounter struct {
 func newScriptCounter(t *testing.T, c rueidis.Client) *scriptCounter {
 	sc := &scriptCounter{Client: c, counts: map[string]bool{}}
 	for _, name := range []string{"seat_extend", "seat_release", "order_confirm", "reg_pay", "reg_expire"} {
-		src, err := lua.Source(name)
+		src, err := eval.Source(name)
 		if err != nil {
 			t.Fatal(err)
 		}

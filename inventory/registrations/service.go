@@ -14,6 +14,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/checkout"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
@@ -21,7 +22,6 @@ import (
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/seats"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // Service runs the registration scripts (lua/reg_*.lua) on the Redis state
@@ -142,12 +142,12 @@ var ownerPrefix = orders.StorefrontOwner("")
 const Source = orders.SourceStorefront
 
 var (
-	registerScript = lua.Load("reg_register")
-	payScript      = lua.Load("reg_pay")
-	expireScript   = lua.Load("reg_expire")
-	graceScript    = lua.Load("reg_grace")
-	lostScript     = lua.Load("reg_lost")
-	statusScript   = lua.Load("reg_status")
+	registerScript = eval.Load("reg_register")
+	payScript      = eval.Load("reg_pay")
+	expireScript   = eval.Load("reg_expire")
+	graceScript    = eval.Load("reg_grace")
+	lostScript     = eval.Load("reg_lost")
+	statusScript   = eval.Load("reg_status")
 )
 
 // Errors callers branch on.
@@ -268,7 +268,7 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	)
 	reg := Registration{ID: id, EventID: ev, TenantID: req.TenantID, Total: q.Total, Currency: rec.Currency,
 		Lines: q.Lines, BuyerName: req.Buyer.Name, BuyerEmail: req.Buyer.Email}
-	run := lua.Array
+	run := eval.Array
 	if q.Total == 0 {
 		// A free registration is paid as it is made: it is answered once
 		// the replicas hold it, as a payment is.
@@ -282,13 +282,13 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 		if err != nil {
 			return Registration{}, fmt.Errorf("register: %w", err)
 		}
-		code, err := lua.Int(arr, 0)
+		code, err := eval.Int(arr, 0)
 		if err != nil {
 			return Registration{}, err
 		}
 		switch code {
 		case 0:
-			exp, _ := lua.Int(arr, 1)
+			exp, _ := eval.Int(arr, 1)
 			reg.Status, reg.PaymentStatus, reg.ExpiresAt = StatusAwaitingPayment, PaymentUnpaid, time.UnixMilli(exp)
 			// As the script counts it, from Redis' now (exp - the hold TTL).
 			reg.PayBy = reg.ExpiresAt.Add(s.checkoutTTL() - s.holdTTL())
@@ -301,11 +301,11 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 			return reg, nil
 		case 1:
 			// A fresh id exists already: a collision of 72 random bits.
-			return Registration{}, fmt.Errorf("register: %w: id %s exists", lua.ErrReply, id)
+			return Registration{}, fmt.Errorf("register: %w: id %s exists", eval.ErrReply, id)
 		case 10:
-			prev, _ := lua.Str(arr, 1)
+			prev, _ := eval.Str(arr, 1)
 			if since == 0 {
-				since, _ = lua.Int(arr, 2)
+				since, _ = eval.Int(arr, 2)
 			}
 			if err := s.replace(ctx, prev, buyer, since); err != nil {
 				return Registration{}, err
@@ -317,7 +317,7 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 		if err := orders.RefusalError(arr); err != nil {
 			return Registration{}, err
 		}
-		return Registration{}, fmt.Errorf("register: %w: code %d", lua.ErrReply, code)
+		return Registration{}, fmt.Errorf("register: %w: code %d", eval.ErrReply, code)
 	}
 	return Registration{}, errBuyerBusy
 }
@@ -338,7 +338,7 @@ const freePatience = 3 * time.Second
 // confirmedFree says reg_register's reply is {9, …}: a free registration,
 // confirmed as it was made.
 func confirmedFree(arr []rueidis.RedisMessage) bool {
-	code, err := lua.Int(arr, 0)
+	code, err := eval.Int(arr, 0)
 	return err == nil && code == 9
 }
 
@@ -364,7 +364,7 @@ var errPreviousPaid = apierr.Of("PREVIOUS_REGISTRATION_PAID",
 func (s *Service) replace(ctx context.Context, prev, buyer string, since int64) error {
 	okey, ok := s.Space.Order(prev)
 	if !ok {
-		return fmt.Errorf("register: %w: the buyer's unpaid registration %q is not a registration id", lua.ErrReply, prev)
+		return fmt.Errorf("register: %w: the buyer's unpaid registration %q is not a registration id", eval.ErrReply, prev)
 	}
 	for range replaceTries {
 		vals, err := s.Redis.Do(ctx, s.Redis.B().Hmget().Key(okey).Field("sess", "at", "st").Build()).ToArray()
@@ -462,7 +462,7 @@ func (s *Service) GetAlong(ctx context.Context, id string, along []rueidis.Compl
 	if !ok {
 		return Registration{}, false, nil, nil
 	}
-	read := lua.Pipeline(s.Redis, statusScript, []string{okey}, nil)
+	read := eval.Pipeline(s.Redis, statusScript, []string{okey}, nil)
 	res := s.Redis.DoMulti(ctx, append(along[:len(along):len(along)], read.Cmd)...)
 	answers = res[:len(along)]
 	arr, err := read.Reply(ctx, res[len(along)])
@@ -475,7 +475,7 @@ func (s *Service) parseStatus(ctx context.Context, id string, arr []rueidis.Redi
 	if err != nil {
 		return Registration{}, false, fmt.Errorf("registration %s: %w", id, err)
 	}
-	if c, err := lua.Int(arr, 0); err != nil || c == 0 {
+	if c, err := eval.Int(arr, 0); err != nil || c == 0 {
 		if err != nil {
 			return Registration{}, false, err
 		}
@@ -483,9 +483,9 @@ func (s *Service) parseStatus(ctx context.Context, id string, arr []rueidis.Redi
 	}
 	v := make([]string, 12)
 	for i := range v {
-		v[i], _ = lua.Str(arr, 2+i)
+		v[i], _ = eval.Str(arr, 2+i)
 	}
-	now, _ := lua.Int(arr, 1)
+	now, _ := eval.Int(arr, 1)
 	st, total, ch, exp, tix, why, ref, rec, amt, sess := v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]
 	cexp := v[11]
 	if !strings.HasPrefix(ch, ownerPrefix) {
@@ -529,7 +529,7 @@ func (s *Service) parseStatus(ctx context.Context, id string, arr []rueidis.Redi
 			reg.PaymentStatus = PaymentNotRequired
 		}
 		if err := json.Unmarshal([]byte(tix), &reg.Tickets); err != nil {
-			return Registration{}, false, fmt.Errorf("registration %s: %w: tickets: %v", id, lua.ErrReply, err)
+			return Registration{}, false, fmt.Errorf("registration %s: %w: tickets: %v", id, eval.ErrReply, err)
 		}
 		if ref != "" { // the payment that booked it
 			reg.Processor, reg.SessionID, _ = strings.Cut(ref, ":")
@@ -584,7 +584,7 @@ func (s *Service) AttachSession(ctx context.Context, id, processor, sessionID st
 		return fmt.Errorf("attach session: processor %q or session id not usable", processor)
 	}
 	ev, _ := keys.OrderEvent(id)
-	arr, err := lua.Array(ctx, s.Redis, checkoutScript, []string{okey, s.Space.Expiry(keys.Partition(ev)), okey, okey},
+	arr, err := eval.Array(ctx, s.Redis, checkoutScript, []string{okey, s.Space.Expiry(keys.Partition(ev)), okey, okey},
 		[]string{processor, sessionID, strconv.Itoa(MaxSessions), id, "", "0", "0", ""})
 	if err != nil {
 		return fmt.Errorf("attach session: %w", err)

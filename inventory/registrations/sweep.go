@@ -11,8 +11,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // sweepBatch is the most expired members one sweep takes per partition; the
@@ -47,13 +47,13 @@ func (s *Service) expire(ctx context.Context, id, mode, sess, buyer string) (int
 	// discount code (the script reads them from its hash).
 	ks := []string{okey, s.Space.Sold(ev), s.Space.DiscountHolds(ev), s.Space.Buyers(ev), s.Space.Expiry(p),
 		s.Space.Live(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.RegSeats(ev), s.Space.DiscountHeld(ev)}
-	arr, err := lua.Array(ctx, s.Redis, expireScript, ks, []string{id, ms(s.retention()), mode, sess, buyer})
+	arr, err := eval.Array(ctx, s.Redis, expireScript, ks, []string{id, ms(s.retention()), mode, sess, buyer})
 	if err != nil {
 		return 0, fmt.Errorf("expire %s: %w", id, err)
 	}
-	code, err := lua.Int(arr, 0)
+	code, err := eval.Int(arr, 0)
 	if err == nil && (code > 2 && !(mode == "release" && code == 4)) {
-		err = fmt.Errorf("expire %s: %w: code %d", id, lua.ErrReply, code)
+		err = fmt.Errorf("expire %s: %w: code %d", id, eval.ErrReply, code)
 	}
 	return code, err
 }
@@ -64,14 +64,14 @@ func (s *Service) expire(ctx context.Context, id, mode, sess, buyer string) (int
 func (s *Service) keep(ctx context.Context, id string) (kept bool, err error) {
 	ev, _ := keys.OrderEvent(id)
 	okey, _ := s.Space.Order(id)
-	arr, err := lua.Array(ctx, s.Redis, graceScript, []string{okey, s.Space.Expiry(keys.Partition(ev))},
+	arr, err := eval.Array(ctx, s.Redis, graceScript, []string{okey, s.Space.Expiry(keys.Partition(ev))},
 		[]string{id, ms(s.grace())})
 	if err != nil {
 		return false, fmt.Errorf("keep %s: %w", id, err)
 	}
-	code, err := lua.Int(arr, 0)
+	code, err := eval.Int(arr, 0)
 	if err == nil && code > 1 {
-		err = fmt.Errorf("keep %s: %w: code %d", id, lua.ErrReply, code)
+		err = fmt.Errorf("keep %s: %w: code %d", id, eval.ErrReply, code)
 	}
 	return code == 0, err
 }

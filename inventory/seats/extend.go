@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/holds"
-	"github.com/ticketd/ticketd/lua"
 )
 
-var extendScript = lua.Load("seat_extend")
+var extendScript = eval.Load("seat_extend")
 
 // Extend is ExtendFor for a caller that counts no client (a partner's).
 func (e *Engine) Extend(ctx context.Context, eventID, token string) (time.Time, error) {
@@ -25,19 +25,19 @@ func (e *Engine) ExtendFor(ctx context.Context, eventID, token string, client ho
 	if !ValidToken(token) {
 		return time.Time{}, ErrInvalidToken
 	}
-	arr, err := lua.Array(ctx, e.Redis, extendScript,
+	arr, err := eval.Array(ctx, e.Redis, extendScript,
 		[]string{e.Space.Hold(eventID, token), e.Space.IPTokens(eventID, client.Key), e.Space.SeatHolds(eventID)},
 		[]string{token, msArg(e.ttl()), msArg(e.maxTTL()), client.Key})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("seats: extend: %w", err)
 	}
-	code, err := lua.Int(arr, 0)
+	code, err := eval.Int(arr, 0)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("seats: extend: %w", err)
 	}
 	switch code {
 	case 0:
-		exp, err := lua.Int(arr, 1)
+		exp, err := eval.Int(arr, 1)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("seats: extend: %w", err)
 		}

@@ -8,13 +8,13 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redisstate"
-	"github.com/ticketd/ticketd/lua"
 )
 
-var holdScript = lua.Load("seat_hold")
+var holdScript = eval.Load("seat_hold")
 
 // HoldResult is what a token holds after a successful hold.
 type HoldResult struct {
@@ -55,21 +55,21 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 	args = append(args, token, strconv.Itoa(limit), strconv.Itoa(len(labels)), ev.SeatMap.Rule())
 	args = append(args, labels...)
 	args = append(args, near...)
-	arr, err := lua.Array(ctx, e.Redis, holdScript, ks, args)
+	arr, err := eval.Array(ctx, e.Redis, holdScript, ks, args)
 	if err != nil {
 		return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
 	}
-	code, err := lua.Int(arr, 0)
+	code, err := eval.Int(arr, 0)
 	if err != nil {
 		return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
 	}
 	switch code {
 	case 0:
-		exp, err := lua.Int(arr, 1)
+		exp, err := eval.Int(arr, 1)
 		if err != nil {
 			return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
 		}
-		held, err := lua.Strs(arr, 2)
+		held, err := eval.Strs(arr, 2)
 		if err != nil {
 			return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
 		}
@@ -78,7 +78,7 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 	case 1:
 		return HoldResult{}, ErrHoldExpired
 	case 2:
-		conflicts, err := lua.Strs(arr, 1)
+		conflicts, err := eval.Strs(arr, 1)
 		if err != nil {
 			return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
 		}
@@ -88,7 +88,7 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 	case 4:
 		return HoldResult{}, redisstate.ErrSalesStopped
 	case 5:
-		stranded, err := lua.Strs(arr, 1)
+		stranded, err := eval.Strs(arr, 1)
 		if err != nil {
 			return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
 		}

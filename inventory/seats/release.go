@@ -7,10 +7,10 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
-	"github.com/ticketd/ticketd/lua"
+	"github.com/ticketd/ticketd/inventory/eval"
 )
 
-var releaseScript = lua.Load("seat_release")
+var releaseScript = eval.Load("seat_release")
 
 // Release frees labels (all of the token's seats when labels is nil) and
 // returns the seats it freed, by row and number, in one script call. Only seats the token still
@@ -49,18 +49,18 @@ func (e *Engine) Release(ctx context.Context, ev *catalog.CompiledEvent, token s
 	args = append(args, token, flag, strconv.Itoa(len(labels)), ev.SeatMap.Rule())
 	args = append(args, labels...)
 	args = append(args, near...)
-	arr, err := lua.Array(ctx, e.Redis, releaseScript,
+	arr, err := eval.Array(ctx, e.Redis, releaseScript,
 		[]string{e.Space.Hold(ev.ID, token), e.Space.Booked(ev.ID), e.Space.SeatHolds(ev.ID), e.Space.OrderSeats(ev.ID), e.Space.RegSeats(ev.ID)}, args)
 	if err != nil {
 		return nil, fmt.Errorf("seats: release: %w", err)
 	}
-	code, err := lua.Int(arr, 0)
+	code, err := eval.Int(arr, 0)
 	if err != nil {
 		return nil, fmt.Errorf("seats: release: %w", err)
 	}
 	switch code {
 	case 0:
-		released, err := lua.Strs(arr, 1)
+		released, err := eval.Strs(arr, 1)
 		if err != nil {
 			return nil, fmt.Errorf("seats: release: %w", err)
 		}
@@ -70,7 +70,7 @@ func (e *Engine) Release(ctx context.Context, ev *catalog.CompiledEvent, token s
 		sortLabels(released)
 		return released, nil
 	case 5:
-		stranded, err := lua.Strs(arr, 1)
+		stranded, err := eval.Strs(arr, 1)
 		if err != nil || len(stranded) == 0 {
 			return nil, unexpected("release: no stranded seat", code)
 		}

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/holds"
-	"github.com/ticketd/ticketd/lua"
 )
 
 var (
-	tokenScript = lua.Load("seat_token")
-	dropScript  = lua.Load("seat_token_drop")
+	tokenScript = eval.Load("seat_token")
+	dropScript  = eval.Load("seat_token_drop")
 )
 
 // CreateToken creates the hold token's hash with the TTL, or, when it
@@ -37,20 +37,20 @@ func (e *Engine) createToken(ctx context.Context, eventID, token string, client 
 	if !ValidToken(token) {
 		return time.Time{}, false, ErrInvalidToken
 	}
-	arr, err := lua.Array(ctx, e.Redis, tokenScript,
+	arr, err := eval.Array(ctx, e.Redis, tokenScript,
 		[]string{e.Space.Hold(eventID, token), e.Space.IPRegistrations(eventID), e.Space.IPTokens(eventID, client.Key)},
 		[]string{msArg(e.ttl()), token, client.Key, client.LimitArg()})
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("seats: create token: %w", err)
 	}
-	code, err := lua.Int(arr, 0)
+	code, err := eval.Int(arr, 0)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("seats: create token: %w", err)
 	}
 	if code == 2 {
 		return time.Time{}, false, holds.LimitError(client.Limit)
 	}
-	ms, err := lua.Int(arr, 1)
+	ms, err := eval.Int(arr, 1)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("seats: create token: %w", err)
 	}
@@ -64,7 +64,7 @@ func (e *Engine) createToken(ctx context.Context, eventID, token string, client 
 func (e *Engine) dropToken(ctx context.Context, eventID, token string, client holds.Client) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	_, err := lua.Array(dctx, e.Redis, dropScript, []string{e.Space.Hold(eventID, token), e.Space.IPTokens(eventID, client.Key)},
+	_, err := eval.Array(dctx, e.Redis, dropScript, []string{e.Space.Hold(eventID, token), e.Space.IPTokens(eventID, client.Key)},
 		[]string{token})
 	if err != nil {
 		return fmt.Errorf("seats: drop token: %w", err)

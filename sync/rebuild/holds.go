@@ -14,11 +14,11 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/lease"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/soldmarks"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // A loss ticketd cannot repair never oversells (docs/decisions.md,
@@ -250,7 +250,7 @@ type HeldEvent struct {
 	Found   int64  `json:"found"`
 }
 
-var resumeScript = lua.Load("sales_resume")
+var resumeScript = eval.Load("sales_resume")
 
 // Resolve resumes the sales of an event a rebuild held (ticketctl release
 // or reconcile), under the catalog lock: Redis first (sales_resume.lua:
@@ -280,15 +280,15 @@ func Resolve(ctx context.Context, rc rueidis.Client, space keys.Space, pool *pgx
 		return Hold{}, fmt.Errorf("resolve: %w", err)
 	}
 	p := keys.Partition(eventID)
-	arr, err := lua.Array(ctx, rc, resumeScript, []string{space.Sold(eventID), space.Live(p)}, []string{resolution})
+	arr, err := eval.Array(ctx, rc, resumeScript, []string{space.Sold(eventID), space.Live(p)}, []string{resolution})
 	if err != nil {
 		return Hold{}, fmt.Errorf("resolve: %w", err)
 	}
 	// {1}: Redis holds it no more (a run that failed after this); {2}:
 	// sales are stopped, and the rebuild that restores them applies the
 	// resolution recorded below.
-	if c, err := lua.Int(arr, 0); err != nil || c < 0 || c > 2 {
-		return Hold{}, fmt.Errorf("resolve: %w", lua.ErrReply)
+	if c, err := eval.Int(arr, 0); err != nil || c < 0 || c > 2 {
+		return Hold{}, fmt.Errorf("resolve: %w", eval.ErrReply)
 	}
 	if err := rc.Do(ctx, rc.B().Hdel().Key(space.SalesHeld()).Field(eventID).Build()).Error(); err != nil {
 		return Hold{}, fmt.Errorf("resolve: %w", err)

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/handlers/servertest"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
-	"github.com/ticketd/ticketd/lua"
 	"github.com/ticketd/ticketd/sync/rebuild"
 )
 
@@ -54,11 +54,11 @@ func TestRestoreRefusesALivePartition(t *testing.T) {
 	ks := []string{s.Space.Caps("ev_ga"), s.Space.Sold("ev_ga"), s.Space.Booked("ev_ga"), s.Space.DiscountUsed("ev_ga"),
 		s.Space.Live(keys.Partition("ev_ga")), s.Space.Buyers("ev_ga")}
 	before := counters(t, s, "ev_ga")
-	arr, err := lua.Array(ctx, s.Redis, lua.Load("event_restore"), ks, []string{"1", "ev", "1", "0", "0", "0", "0"})
+	arr, err := eval.Array(ctx, s.Redis, eval.Load("event_restore"), ks, []string{"1", "ev", "1", "0", "0", "0", "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := lua.Int(arr, 0); c != 1 {
+	if c, _ := eval.Int(arr, 0); c != 1 {
 		t.Fatalf("restore into a live partition answered %d, want 1 (refused)", c)
 	}
 	equalCounters(t, counters(t, s, "ev_ga"), before)

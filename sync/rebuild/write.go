@@ -14,13 +14,13 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/registrations"
-	"github.com/ticketd/ticketd/lua"
 )
 
-var restoreScript = lua.Load("event_restore")
+var restoreScript = eval.Load("event_restore")
 
 // errSalesRun means a partition's marker is back while this rebuild
 // writes: another rebuild took the lock and published.
@@ -67,15 +67,15 @@ func (r *Rebuilder) writeEvents(ctx context.Context, st *state, rep *Report) err
 		args = counts(args, st.buyers[ev])
 		ks := []string{r.Space.Caps(ev), r.Space.Sold(ev), r.Space.Booked(ev), r.Space.DiscountUsed(ev),
 			r.Space.Live(keys.Partition(ev)), r.Space.Buyers(ev)}
-		arr, err := lua.Array(ctx, r.Redis, restoreScript, ks, args)
+		arr, err := eval.Array(ctx, r.Redis, restoreScript, ks, args)
 		if err != nil {
 			return fmt.Errorf("rebuild: restore event %s: %w", ev, err)
 		}
-		switch c, err := lua.Int(arr, 0); {
+		switch c, err := eval.Int(arr, 0); {
 		case err == nil && c == 1:
 			return fmt.Errorf("rebuild: restore event %s: %w", ev, errSalesRun)
 		case err != nil || c != 0:
-			return fmt.Errorf("rebuild: restore event %s: %w", ev, lua.ErrReply)
+			return fmt.Errorf("rebuild: restore event %s: %w", ev, eval.ErrReply)
 		}
 		rep.Events++
 		rep.SoldCounters += len(st.sold[ev])

@@ -9,9 +9,9 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // mode is what a pass reads from each stream.
@@ -215,7 +215,7 @@ func (w *Worker) recreateGroups(ctx context.Context, parts []int) error {
 	return nil
 }
 
-var ackScript = lua.Load("paid_ack")
+var ackScript = eval.Load("paid_ack")
 
 // ack settles the entries once Postgres has them: per stream, one script
 // deletes and acknowledges them and drops their orders' records from the
@@ -243,10 +243,10 @@ func (w *Worker) ack(ctx context.Context, es []entry) error {
 			b.ks = append(b.ks, okey)
 		}
 	}
-	acks := make([]lua.Pipelined, len(parts))
+	acks := make([]eval.Pipelined, len(parts))
 	cmds := make(rueidis.Commands, len(parts))
 	for i, p := range parts {
-		acks[i] = lua.Pipeline(w.Redis, ackScript, byPart[p].ks, byPart[p].args)
+		acks[i] = eval.Pipeline(w.Redis, ackScript, byPart[p].ks, byPart[p].args)
 		cmds[i] = acks[i].Cmd
 	}
 	for i, r := range w.Redis.DoMulti(ctx, cmds...) {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // A running worker keeps its liveness key (keys.Space.WorkerAlive) set for
@@ -85,7 +85,7 @@ func (w *Worker) keepAlive(ctx context.Context) (stop func()) {
 	}
 }
 
-var takeoverScript = lua.Load("worker_takeover")
+var takeoverScript = eval.Load("worker_takeover")
 
 // consumerPart is one consumer of one partition's group.
 type consumerPart struct {
@@ -311,21 +311,21 @@ func (w *Worker) takeoverRound(ctx context.Context, play []consumerPart, taken m
 // parseTakeover reads one takeover script reply: the entries taken and how
 // many ids were taken (0: the consumer is removed).
 func (w *Worker) parseTakeover(p int, r rueidis.RedisResult) ([]entry, int64, error) {
-	arr, err := lua.Reply(r)
+	arr, err := eval.Reply(r)
 	if err != nil {
 		return nil, 0, err
 	}
-	status, err := lua.Int(arr, 0)
+	status, err := eval.Int(arr, 0)
 	if err != nil || status == 0 {
 		return nil, 0, err
 	}
-	n, err := lua.Int(arr, 2)
+	n, err := eval.Int(arr, 2)
 	if err != nil {
 		return nil, 0, err
 	}
 	raw, err := arr[1].AsXRange()
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: entries: %v", lua.ErrReply, err)
+		return nil, 0, fmt.Errorf("%w: entries: %v", eval.ErrReply, err)
 	}
 	key := w.Space.Paid(p)
 	out := make([]entry, len(raw))

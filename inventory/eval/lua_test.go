@@ -1,4 +1,4 @@
-package lua_test
+package eval_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/redistest"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // A script pipelined with other commands runs on a Redis that has not
@@ -20,18 +20,18 @@ func TestPipelinedRunsOnARedisThatHasNotSeenTheScript(t *testing.T) {
 	if err := rc.Do(ctx, rc.B().Set().Key("lease").Value("tok").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	release := lua.Load("lease_release")
+	release := eval.Load("lease_release")
 	for _, run := range []struct { // the script not loaded yet, then loaded
 		token string
 		want  int64
 	}{{"other", 0}, {"tok", 1}} {
-		p := lua.Pipeline(rc, release, []string{"lease"}, []string{run.token})
+		p := eval.Pipeline(rc, release, []string{"lease"}, []string{run.token})
 		res := rc.DoMulti(ctx, rc.B().Ping().Build(), p.Cmd)
 		arr, err := p.Reply(ctx, res[1])
 		if err != nil {
 			t.Fatalf("token %s: %v", run.token, err)
 		}
-		if got, err := lua.Int(arr, 0); err != nil || got != run.want {
+		if got, err := eval.Int(arr, 0); err != nil || got != run.want {
 			t.Fatalf("token %s: reply %d, %v; want %d", run.token, got, err, run.want)
 		}
 	}
@@ -44,11 +44,11 @@ func TestPipelinedRunsOnARedisThatHasNotSeenTheScript(t *testing.T) {
 // EVALSHA names is the one Redis computes for that text: a pipelined run
 // on a Redis that has the script finds it under that SHA.
 func TestIncludeExpandsAndKeepsTheSHA(t *testing.T) {
-	src, err := lua.Source("order_reserve")
+	src, err := eval.Source("order_reserve")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib, err := lua.Source("lib/capacity")
+	lib, err := eval.Source("lib/capacity")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestIncludeExpandsAndKeepsTheSHA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := lua.Pipeline(rc, lua.Load("order_reserve"), []string{"k"}, nil)
+	p := eval.Pipeline(rc, eval.Load("order_reserve"), []string{"k"}, nil)
 	if got := p.Cmd.Commands(); len(got) < 2 || got[1] != sha {
 		t.Fatalf("EVALSHA names %v, Redis loaded the script as %s", got, sha)
 	}
@@ -72,12 +72,12 @@ func TestIncludeExpandsAndKeepsTheSHA(t *testing.T) {
 // finds a free seat alone between taken seats (lenient) or by its row's
 // end (strict), never in a one-seat row.
 func TestSeatRuleLibrary(t *testing.T) {
-	lib, err := lua.Source("lib/seatrule")
+	lib, err := eval.Source("lib/seatrule")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"seat_hold", "seat_release"} {
-		if src, err := lua.Source(s); err != nil || !strings.Contains(string(src), string(lib)) {
+		if src, err := eval.Source(s); err != nil || !strings.Contains(string(src), string(lib)) {
 			t.Errorf("%s does not carry lib/seatrule: %v", s, err)
 		}
 	}

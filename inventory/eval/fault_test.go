@@ -1,4 +1,4 @@
-package lua_test
+package eval_test
 
 import (
 	"bufio"
@@ -6,10 +6,10 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -20,6 +20,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/bench/faultreport"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/redistest"
 	"github.com/ticketd/ticketd/lua"
 )
@@ -51,14 +52,14 @@ type faultDB struct {
 func newFaultDB(t *testing.T) *faultDB {
 	srv := redistest.StartServer(t)
 	d := &faultDB{t: t, c: srv.Client(t), byName: map[string]string{}, bySHA: map[string]string{}, flags: map[string][]string{}}
-	files, err := filepath.Glob("*.lua")
+	files, err := fs.Glob(lua.Files, "*.lua")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scripts in lua/: %v", err)
 	}
 	ctx := context.Background()
 	for _, f := range files {
 		name := strings.TrimSuffix(f, ".lua")
-		src, err := lua.Source(name)
+		src, err := eval.Source(name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package lua_test
+package eval_test
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/pricing"
 	"github.com/ticketd/ticketd/inventory/registrations"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // The cases of TestFaultScriptsCheckBeforeTheyWrite. Each reaches the
@@ -57,10 +57,10 @@ func (f *fixture) script(name string, ks []string, args ...string) []rueidis.Red
 	f.t.Helper()
 	s, ok := loaded[name]
 	if !ok {
-		s = lua.Load(name)
+		s = eval.Load(name)
 		loaded[name] = s
 	}
-	arr, err := lua.Array(f.ctx, f.c, s, ks, args)
+	arr, err := eval.Array(f.ctx, f.c, s, ks, args)
 	if err != nil {
 		f.t.Fatalf("%s: %v", name, err)
 	}
@@ -113,7 +113,7 @@ func (f *fixture) hold(labels ...string) {
 	f.tokenOnly()
 	ks := []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.Live(part), f.sp.SeatHolds(ev), f.sp.OrderSeats(ev), f.sp.RegSeats(ev)}
 	args := []string{f.tok, "10", strconv.Itoa(len(labels)), "off"}
-	if code, _ := lua.Int(f.script("seat_hold", ks, append(args, labels...)...), 0); code != 0 {
+	if code, _ := eval.Int(f.script("seat_hold", ks, append(args, labels...)...), 0); code != 0 {
 		f.t.Fatalf("seat_hold: code %d", code)
 	}
 }

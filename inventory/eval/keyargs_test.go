@@ -1,11 +1,12 @@
-package lua_test
+package eval_test
 
 import (
-	"path/filepath"
+	"io/fs"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/lua"
 )
 
@@ -14,7 +15,7 @@ import (
 // argument or a literal, which could leave the declared keys' slot (Redis
 // Cluster 7.0 runs a script's undeclared key when the node happens to own
 // its slot, so a cluster does not always catch it). The wrappers' keys are
-// checked for one slot by inventory/keys and by lua.Array/Pipeline.
+// checked for one slot by inventory/keys and by eval.Array/Pipeline.
 //
 // The check reads every script as Redis runs it (libraries included):
 // the key argument of each redis.call/pcall must be KEYS[...],
@@ -22,14 +23,14 @@ import (
 // local, a table field, a function parameter's call site aside) must not
 // build text: no '..', ARGV, quotes or string functions.
 func TestScriptsTouchOnlyDeclaredKeys(t *testing.T) {
-	files, err := filepath.Glob("*.lua")
+	files, err := fs.Glob(lua.Files, "*.lua")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scripts: %v", err)
 	}
 	builds := regexp.MustCompile(`\.\.|ARGV|['"]|string\.|format\(|tostring\(`)
 	for _, f := range files {
 		name := strings.TrimSuffix(f, ".lua")
-		src, err := lua.Source(name)
+		src, err := eval.Source(name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package lua
+package eval
 
 import (
 	"io/fs"

@@ -1,0 +1,307 @@
+// Package eval runs ticketd's Redis scripts (package lua holds them): it
+// loads a script, checks that its keys share one slot, runs it with
+// EVALSHA (alone, pipelined, or followed by WAIT) and reads its reply.
+// Each script changes one piece of state atomically; its header names
+// KEYS, ARGV and the reply. The Go wrapper of a script sits next to the
+// code that calls it and loads the script through Load.
+//
+// Scripts cannot call each other, so a definition several scripts need
+// lives once in lib/<name>.lua, and a script takes it with a line
+// "--@include <name>" (a Lua comment, so the file stays valid Lua): Load
+// puts the library's text in that line's place. A library may include
+// another; each library is put into a script once, where it is first
+// included, so a library that includes what it uses never depends on the
+// order of a script's includes. The script Redis runs, and whose SHA-1
+// EVALSHA names, is the expanded text.
+package eval
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/lua"
+)
+
+// files are the scripts.
+var files = lua.Files
+
+var includePrefix = []byte("--@include ")
+
+// Source returns the text Redis runs for the named script: the file with
+// every "--@include <name>" line replaced by lib/<name>.lua, expanded the
+// same way, each library once. A line that looks like a directive ("--@…"
+// after any indentation) but is not an include Source expands (indented,
+// misspelt, an unknown library) is an error, as is an include cycle: a
+// script that silently lacked its library would fail in Redis at run time.
+func Source(name string) ([]byte, error) { return expand(files, name) }
+
+func expand(fsys fs.FS, name string) ([]byte, error) {
+	b, err := fs.ReadFile(fsys, name+".lua")
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := include(fsys, name, b, &out, map[string]bool{}, nil); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// include writes text (of the file name) to out with its include lines
+// expanded. done holds the libraries already in out; open those being
+// expanded (a cycle).
+func include(fsys fs.FS, name string, text []byte, out *bytes.Buffer, done map[string]bool, open []string) error {
+	for n, line := range bytes.SplitAfter(text, []byte("\n")) {
+		lib, ok, err := directive(line)
+		if err != nil {
+			return fmt.Errorf("lua: %s.lua line %d: %w", name, n+1, err)
+		}
+		if !ok {
+			out.Write(line)
+			continue
+		}
+		if slices.Contains(open, lib) {
+			return fmt.Errorf("lua: %s.lua line %d: include cycle %s -> %s", name, n+1, strings.Join(open, " -> "), lib)
+		}
+		if done[lib] {
+			continue
+		}
+		b, err := fs.ReadFile(fsys, "lib/"+lib+".lua")
+		if err != nil {
+			return fmt.Errorf("lua: %s.lua line %d includes %s: %w", name, n+1, lib, err)
+		}
+		if err := include(fsys, "lib/"+lib, b, out, done, append(open, lib)); err != nil {
+			return err
+		}
+		done[lib] = true
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			out.WriteByte('\n')
+		}
+	}
+	return nil
+}
+
+// directive reads an include line: ok with the library's name for
+// "--@include <name>" at the start of a line, an error for any other line
+// whose comment starts with "@" (a directive Source would not expand).
+func directive(line []byte) (lib string, ok bool, err error) {
+	l := bytes.TrimRight(line, " \t\r\n")
+	t := bytes.TrimLeft(l, " \t")
+	if !bytes.HasPrefix(t, []byte("--")) || !bytes.HasPrefix(bytes.TrimLeft(t[2:], " \t"), []byte("@")) {
+		return "", false, nil
+	}
+	name, found := bytes.CutPrefix(l, includePrefix)
+	if !found || !libName.Match(name) {
+		return "", false, fmt.Errorf("%q is not an include: want \"--@include <name>\" at the start of the line, <name> of a-z 0-9 _", l)
+	}
+	return string(name), true, nil
+}
+
+var libName = regexp.MustCompile(`^[a-z0-9_]+$`)
+
+// Load returns the named script (file name without ".lua", includes
+// expanded), ready for EVALSHA with an EVAL fallback. It panics on a
+// missing file or library: that is a build defect, not a runtime
+// condition.
+func Load(name string) *rueidis.Lua {
+	b, err := Source(name)
+	if err != nil {
+		panic("lua: script " + name + ": " + err.Error())
+	}
+	s := rueidis.NewLuaScript(string(b))
+	sum := sha1.Sum(b)
+	shas.Store(s, loaded{name: name, sha: hex.EncodeToString(sum[:]), src: string(b)})
+	return s
+}
+
+var shas sync.Map // script from Load -> loaded
+
+type loaded struct{ name, sha, src string }
+
+// oneSlot panics unless every key of a run of s shares one hash tag, i.e.
+// one Redis Cluster slot: a script's keys in several slots is a build
+// defect that Redis Cluster refuses (rueidis panics building such a
+// command for a cluster), and checking it here, on every Redis, lets every
+// test on a single Redis catch it too. Comparing the tags' text costs a few
+// nanoseconds a key (no CRC16 on the hot path).
+func oneSlot(s *rueidis.Lua, ks []string) {
+	if len(ks) < 2 {
+		return
+	}
+	tag := keys.HashTag(ks[0])
+	for _, k := range ks[1:] {
+		if keys.HashTag(k) != tag {
+			panic(fmt.Sprintf("lua: script %s declares keys of different slots: %q and %q", scriptName(s), ks[0], k))
+		}
+	}
+}
+
+// Pipelined is one run of a script that its caller sends together with
+// other commands in one DoMulti: Cmd is the script's EVALSHA, and Reply
+// reads what Redis answered to it.
+type Pipelined struct {
+	Cmd        rueidis.Completed
+	client     rueidis.Client
+	script     *rueidis.Lua
+	keys, args []string
+}
+
+// Pipeline prepares a run of s (from Load) with keys and args on c. It
+// panics when s is not from Load: a build defect.
+func Pipeline(c rueidis.Client, s *rueidis.Lua, keys, args []string) Pipelined {
+	l, ok := shas.Load(s)
+	if !ok {
+		panic("lua: Pipeline of a script not from Load")
+	}
+	oneSlot(s, keys)
+	return Pipelined{
+		Cmd:    c.B().Evalsha().Sha1(l.(loaded).sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
+		client: c, script: s, keys: keys, args: args,
+	}
+}
+
+// Reply checks r, Redis' answer to Cmd, as Array does. A NOSCRIPT answer
+// means Redis has not seen the script yet (a new or restarted server): the
+// script is run once more through Exec, whose EVAL loads it.
+func (p Pipelined) Reply(ctx context.Context, r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
+	arr, err := Reply(r)
+	if isNoScript(err) {
+		return Array(ctx, p.client, p.script, p.keys, p.args)
+	}
+	return arr, err
+}
+
+// IsNoScript reports whether err is Redis' NOSCRIPT: a pipelined script
+// that answered it did not run (Pipelined.Reply runs it then), so what
+// the same pipeline read after it is from before it.
+func IsNoScript(err error) bool { return isNoScript(err) }
+
+func isNoScript(err error) bool {
+	var re *rueidis.RedisError
+	return errors.As(err, &re) && re.IsNoScript()
+}
+
+// ErrReply means a script answered with a shape its wrapper does not expect.
+var ErrReply = errors.New("lua: unexpected script reply")
+
+// Reply checks a script's reply r (from Exec) as Array does. A pipelined
+// script's reply is checked with Pipelined.Reply.
+func Reply(r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
+	arr, err := r.ToArray()
+	if err != nil {
+		return nil, err
+	}
+	if len(arr) == 0 {
+		return nil, ErrReply
+	}
+	return arr, nil
+}
+
+// Array runs s and returns its reply as an array. Every script of ticketd
+// answers with an array whose first element is an integer status. Like
+// Pipeline, it panics when the keys are not all in one slot.
+func Array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string) ([]rueidis.RedisMessage, error) {
+	oneSlot(s, keys)
+	return Reply(s.Exec(ctx, c, keys, args))
+}
+
+// ArrayWait runs s as Array does, followed by WAIT replicas timeout on
+// the same connection, one of rueidis' dedicated ones (WAIT blocks, so it
+// must not stall the shared pipeline): acked is how many replicas
+// acknowledged every write made on that connection up to the script's.
+// While fewer did, WAIT is sent again on it until patience has passed
+// (none: one WAIT). When Redis has not seen the script yet (NOSCRIPT: it
+// did not run), the pair is sent again with the script's text (EVAL). A
+// dedicated connection follows no redirect: on a Redis Cluster whose slot
+// moved, the script's MOVED comes back as an error rather than a reply from
+// another node with WAIT's answer from this one. A WAIT that fails counts
+// as no replica: the script ran, and what it wrote is not known to be on
+// any.
+func ArrayWait(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string, replicas int64,
+	timeout, patience time.Duration) (arr []rueidis.RedisMessage, acked int64, err error) {
+	p := Pipeline(c, s, keys, args)
+	wait := func() rueidis.Completed {
+		return c.B().Wait().Numreplicas(replicas).Timeout(max(timeout.Milliseconds(), 1)).Build()
+	}
+	err = c.Dedicated(func(d rueidis.DedicatedClient) error {
+		res := d.DoMulti(ctx, p.Cmd, wait())
+		if isNoScript(res[0].Error()) {
+			l, _ := shas.Load(s)
+			eval := c.B().Eval().Script(l.(loaded).src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+			res = d.DoMulti(ctx, eval, wait())
+		}
+		var err error
+		if arr, err = Reply(res[0]); err != nil {
+			return err
+		}
+		acked, _ = res[1].AsInt64()
+		for until := time.Now().Add(patience); acked < replicas && time.Now().Before(until) && ctx.Err() == nil; {
+			acked, _ = d.Do(ctx, wait()).AsInt64()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return arr, acked, nil
+}
+
+// scriptName names s (from Load) for errors.
+func scriptName(s *rueidis.Lua) string {
+	if v, ok := shas.Load(s); ok {
+		return v.(loaded).name
+	}
+	return "?"
+}
+
+// Int returns element i of a reply as an integer.
+func Int(arr []rueidis.RedisMessage, i int) (int64, error) {
+	if i >= len(arr) {
+		return 0, fmt.Errorf("%w: no element %d", ErrReply, i)
+	}
+	v, err := arr[i].AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("%w: element %d: %v", ErrReply, i, err)
+	}
+	return v, nil
+}
+
+// Str returns element i of a reply as a string ("" for a nil element).
+func Str(arr []rueidis.RedisMessage, i int) (string, error) {
+	if i >= len(arr) {
+		return "", fmt.Errorf("%w: no element %d", ErrReply, i)
+	}
+	if arr[i].IsNil() {
+		return "", nil
+	}
+	v, err := arr[i].ToString()
+	if err != nil {
+		return "", fmt.Errorf("%w: element %d: %v", ErrReply, i, err)
+	}
+	return v, nil
+}
+
+// Strs returns element i of a reply as a list of strings.
+func Strs(arr []rueidis.RedisMessage, i int) ([]string, error) {
+	if i >= len(arr) {
+		return nil, fmt.Errorf("%w: no element %d", ErrReply, i)
+	}
+	v, err := arr[i].AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("%w: element %d: %v", ErrReply, i, err)
+	}
+	return v, nil
+}
