@@ -146,24 +146,12 @@ if reason then
   redis.call('HSET', order, 'st', 'failed', 'why', reason)
   return {2, reason}
 end
--- the paid stream first: no check reads it, so when it is not a stream
--- this first write fails and nothing is written
-cart_queue_paid(KEYS[7], ARGV[7], oid, ARGV[5], now)
-for c = 1, n do
-  redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
-end
-for s = 1, #seats do
-  redis.call('HSET', KEYS[4], seats[s], oid)
-end
+-- Paid (lib/cart cart_settle: the paid stream is its first write). Its
+-- claims are counted now: a pending order holds none. Without a worker
+-- the order keeps the expiry reserve gave its hash (no retention).
+local paid, added = cart_settle(
+  {stream = KEYS[7], soldkey = KEYS[3], buyerskey = KEYS[9], bookedkey = KEYS[4], dk = dk, dcusedkey = KEYS[6]},
+  {id = oid, salekey = order, ref = ARGV[5], now = now, cap = ARGV[7], retention = nil, fields = fields, qtys = qtys,
+   seats = seats, code = code, bk = bk, adm = tonumber(o[13]), counted = false})
 seatholds_drop(KEYS[10], seats)
-if code ~= '' then
-  cart_drop_discount(dk, code, oid)
-  redis.call('HINCRBY', KEYS[6], code, 1)
-end
-if bk then
-  redis.call('HINCRBY', KEYS[9], bk, tonumber(o[13]))
-end
-redis.call('HSET', order, 'st', 'paid', 'ref', ARGV[5], 'paid', now)
--- Without a worker the order keeps the expiry reserve gave its hash.
-cart_keep_paid(order, ARGV[7], nil)
-return {0, 0, o[8], cart_count_paid(KEYS[3], fields, qtys)}
+return {0, 0, o[8], paid, added}

@@ -221,30 +221,15 @@ if reason then
   redis.call('PEXPIRE', reg, tonumber(ARGV[6]))
   return {2, reason, 0}
 end
--- the paid stream first: no check reads it, so when it is not a stream
--- this first write fails and nothing is written
-cart_queue_paid(KEYS[7], ARGV[5], id, ref, now)
+-- Paid (lib/cart cart_settle: the paid stream is its first write); a
+-- claim counted at register (or re-claimed above) is not counted again.
+local paid, added = cart_settle(
+  {stream = KEYS[7], soldkey = KEYS[3], buyerskey = KEYS[9], bookedkey = KEYS[4], dk = dk, dcusedkey = KEYS[6]},
+  {id = id, salekey = reg, ref = ref, now = now, cap = ARGV[5], retention = tonumber(ARGV[6]), fields = fields, qtys = qtys,
+   seats = seats, code = code, bk = bk, adm = adm, counted = counted, extra = {'amt', ARGV[3]}})
 holds_leave(KEYS[12], KEYS[11], id, hk[1], hk[2], slot)
-if not counted then
-  for c = 1, n do
-    redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
-  end
-  if bk then
-    redis.call('HINCRBY', KEYS[9], bk, adm)
-  end
-end
-for s = 1, #seats do
-  redis.call('HSET', KEYS[4], seats[s], id)
-end
 seatholds_drop(KEYS[15], mine)
 seatholds_drop_stale(stale)
-if code ~= '' then
-  cart_drop_discount(dk, code, id)
-  redis.call('HINCRBY', KEYS[6], code, 1)
-end
 redis.call('ZREM', KEYS[10], id)
-redis.call('HSET', reg, 'st', 'paid', 'ref', ref, 'paid', now, 'amt', ARGV[3])
-cart_keep_paid(reg, ARGV[5], tonumber(ARGV[6]))
-local added = {cart_count_paid(KEYS[3], fields, qtys)}
 mark_seen()
-return {0, 0, counted and 0 or 1, o[8], unpack(added)}
+return {0, 0, counted and 0 or 1, o[8], paid, added}

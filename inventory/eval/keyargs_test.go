@@ -49,10 +49,14 @@ func TestScriptsTouchOnlyDeclaredKeys(t *testing.T) {
 		}
 		for n := range names {
 			assign := regexp.MustCompile(`(?m)(?:^|[\s{,(])` + regexp.QuoteMeta(n) + `\s*=\s*([^=\n][^\n]*)`)
-			for _, m := range assign.FindAllStringSubmatch(text, -1) {
-				rhs := m[1]
-				if i := strings.Index(rhs, ","); i >= 0 && strings.Contains(m[0], "{") {
-					rhs = rhs[:i] // a table field: its own value only
+			for _, at := range assign.FindAllStringSubmatchIndex(text, -1) {
+				rhs := text[at[2]:at[3]]
+				// A table field ("{a = x, b = y" or ", b = y"): its own
+				// value only.
+				before := strings.TrimRight(text[:at[0]+1], " \t")
+				field := strings.HasSuffix(before, "{") || strings.HasSuffix(before, ",")
+				if i := strings.Index(rhs, ","); i >= 0 && field {
+					rhs = rhs[:i]
 				}
 				if builds.MatchString(rhs) {
 					t.Errorf("%s: %s = %s: a key name is built inside the script", name, n, strings.TrimSpace(rhs))

@@ -330,3 +330,38 @@ local function cart_keep_paid(hash, cap, retention)
     redis.call('PEXPIRE', hash, retention)
   end
 end
+
+-- cart_settle(k, s): the writes that mark a sale paid, after its script's
+-- checks, for a partner's confirm (order_confirm.lua) and a processor's
+-- payment (reg_pay.lua) alike: queued on its partition's paid stream first
+-- (no check reads the stream: when it is not one, this first write fails
+-- and nothing is written), its claims and its buyer's admissions counted
+-- unless they were when it was held (s.counted), its seats booked, its
+-- discount hold made a use, its hash marked paid (and s.extra's fields)
+-- and kept for the sync worker (cart_keep_paid). It returns the event's
+-- paid units and the units this sale added (cart_count_paid).
+-- k: stream (paid), soldkey, buyerskey, bookedkey, dk (the discount keys
+--    of cart_drop_discount), dcusedkey
+-- s: id, salekey (its hash), ref, now, cap, retention, fields, qtys, seats, code, bk
+--    (nil: no buyer limit), adm, counted, extra (nil or field, value, ...)
+local function cart_settle(k, s)
+  cart_queue_paid(k.stream, s.cap, s.id, s.ref, s.now)
+  if not s.counted then
+    for c = 1, #s.fields do
+      redis.call('HINCRBY', k.soldkey, s.fields[c], s.qtys[c])
+    end
+    if s.bk then
+      redis.call('HINCRBY', k.buyerskey, s.bk, s.adm)
+    end
+  end
+  for i = 1, #s.seats do
+    redis.call('HSET', k.bookedkey, s.seats[i], s.id)
+  end
+  if s.code ~= '' then
+    cart_drop_discount(k.dk, s.code, s.id)
+    redis.call('HINCRBY', k.dcusedkey, s.code, 1)
+  end
+  redis.call('HSET', s.salekey, 'st', 'paid', 'ref', s.ref, 'paid', s.now, unpack(s.extra or {}))
+  cart_keep_paid(s.salekey, s.cap, s.retention)
+  return cart_count_paid(k.soldkey, s.fields, s.qtys)
+end
