@@ -2,11 +2,12 @@
 -- payment, in one step with what goes with it: the session the caller saw
 -- attached last is closed when it is a built-in processor's (its hash is
 -- in this slot), a built-in processor's new session is opened, and the
--- registration records the new one as its last (reg_session's rules: it
+-- registration records the new one as its last (as AttachSession always did: it
 -- keeps every session, for the sweeper to close; its window becomes the
 -- checkout window). Two calls for one registration are ordered by this
--- script: each answers the session it replaced, so a session attached
--- between the caller's read and this step is never left open unseen.
+-- script: when the last session is not the one the caller saw (another
+-- call attached one since), nothing is written and the script answers it,
+-- so the caller closes it (a paid one stops the call) and runs again.
 --
 -- KEYS[1] -> registration hash {pN}:ord:<id>
 -- KEYS[2] -> expiry zset       {pN}:regexp
@@ -19,7 +20,8 @@
 -- ARGV[2] -> session id (no spaces)
 -- ARGV[3] -> most sessions a registration may have
 -- ARGV[4] -> registration id
--- ARGV[5] -> the last session the caller saw, "<processor>:<id>", or ''
+-- ARGV[5] -> the last session the caller saw, "<processor>:<id>", '' for
+--            none, or '*': whatever is last (AttachSession appends)
 -- ARGV[6] -> '1': open the new session (KEYS[3]) with ARGV[9..]
 -- ARGV[7] -> '1': KEYS[4] is the seen session's hash, to close
 -- ARGV[8] -> the new session's expiry, unix ms, then its retention, ms,
@@ -27,14 +29,14 @@
 -- ARGV[9..] -> field, value pairs of the new session (ARGV[6] = '1')
 --
 -- Output:
---   {0, expiresAtMs, replaced}  attached; replaced is the last session
---                               before this one when it was not ARGV[5]
---                               ("<processor>:<id>": the caller closes it),
---                               else ''
+--   {0, expiresAtMs}  attached (or attached before)
 --   {1, st}   not awaiting payment: 'paid' (the seen session was paid, or
 --             the registration), 'expired', 'refund', or '' when unknown
 --   {2}       it has the most sessions already
 --   {3}       the new session's id exists already (nothing written)
+--   {4, last} the last session is not ARGV[5] but last ("<processor>:<id>"),
+--             attached by another call since the caller's read: nothing
+--             written
 local o = redis.call('HMGET', KEYS[1], 'st', 'exp', 'sess', 'ch', 'cexp')
 if string.sub(o[4] or '', 1, 3) ~= 'sf:' then
   return {1, ''}
@@ -52,7 +54,7 @@ local entry = ARGV[1] .. ':' .. ARGV[2]
 local n, last = 0, ''
 for e in string.gmatch(o[3] or '', '%S+') do
   if e == entry then
-    return {0, exp, ''}
+    return {0, exp}
   end
   n = n + 1
   last = e
@@ -60,7 +62,10 @@ end
 if n >= tonumber(ARGV[3]) then
   return {2}
 end
-local closeSeen = ARGV[7] == '1' and last == ARGV[5] and last ~= ''
+if ARGV[5] ~= '*' and last ~= ARGV[5] then
+  return {4, last}
+end
+local closeSeen = ARGV[7] == '1' and last ~= ''
 if closeSeen and redis.call('HGET', KEYS[4], 'st') == 'paid' then
   return {1, 'paid'}
 end
@@ -92,8 +97,4 @@ if o[3] and o[3] ~= '' then
   list = o[3] .. ' ' .. entry
 end
 redis.call('HSET', KEYS[1], 'sess', list, 'exp', exp)
-local replaced = ''
-if last ~= ARGV[5] then
-  replaced = last
-end
-return {0, exp, replaced}
+return {0, exp}

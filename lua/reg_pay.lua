@@ -9,7 +9,7 @@
 -- never books it: it needs a refund and, when held, gives its claim back at
 -- once (no later payment can book a registration in refund). A payment of
 -- a session ticketd never opened for the registration (not in its 'sess'
--- list, reg_session.lua), or of another amount or currency than its total
+-- list, reg_checkout.lua), or of another amount or currency than its total
 -- in USD, is refused, and nothing changes; but for the payment recorded
 -- already ('ref'), a tombstone's (reg_lost.lua), and another payment of a
 -- paid registration a rebuild wrote back without its 'sess' (it can only be

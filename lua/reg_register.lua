@@ -9,7 +9,7 @@
 -- on the paid stream exactly as order_confirm.lua queues an order.
 --
 -- A paid registration's window is first the register hold (ARGV[2]); the
--- first checkout session attached to it (reg_session) moves it to the
+-- first checkout session attached to it (reg_checkout) moves it to the
 -- checkout window counted from now (ARGV[12], kept in 'cexp'). It is the
 -- buyer's one registration awaiting payment (the unpaid hash): one of the
 -- buyer's already there is named ({10}) and the caller releases it first.

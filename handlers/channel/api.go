@@ -78,7 +78,8 @@ func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestH
 	if ep.Writes() {
 		scope = catalog.ScopeOrdersWrite
 	}
-	return a.guard(authEither, scope, guard.Seats, func(ctx *fasthttp.RequestCtx, c *caller) {
+	// Best-available's first Redis call reads seats: its limit rides there.
+	return a.route(authEither, scope, guard.Seats, ep == seating.BestAvailable, func(ctx *fasthttp.RequestCtx, c *caller) {
 		ev, e := a.saleable(ctx, c)
 		if e != nil {
 			httpx.Fail(ctx, e)

@@ -56,7 +56,13 @@ var (
 // session, the IP allowlist and the scope), then the caller's rate limit:
 // a buyer session's, or its key's.
 func (a *API) guard(mode authMode, scope string, cl guard.Class, h handler) fasthttp.RequestHandler {
-	rt := &guard.Route[*caller]{Gate: &a.Gate, Limiter: a.Limiter, Timeout: a.Timeout,
+	return a.route(mode, scope, cl, false, h)
+}
+
+// route is guard; deferred leaves the rate limit to the handler's first
+// Redis read (guard.Route.Deferred).
+func (a *API) route(mode authMode, scope string, cl guard.Class, deferred bool, h handler) fasthttp.RequestHandler {
+	rt := &guard.Route[*caller]{Gate: &a.Gate, Limiter: a.Limiter, Timeout: a.Timeout, Deferred: deferred,
 		Auth: func(ctx *fasthttp.RequestCtx, _ *caller) (*caller, guard.Quota, *apierr.Error) {
 			c, e := a.authenticate(ctx, mode, scope)
 			if e != nil {

@@ -17,8 +17,10 @@ import (
 // limit taken when it returns, and a refusal then replaces its answer, so
 // a refused request is answered 429 whatever it sent.
 type Deferred struct {
-	ask     ratelimit.Ask
-	settled bool
+	ask ratelimit.Ask
+	// sent: Cmds handed the commands out (rueidis recycles a command once
+	// answered, so they are never sent twice); settled: Settle ran.
+	sent, settled bool
 }
 
 type deferredKey struct{}
@@ -29,12 +31,15 @@ func DeferredOf(rctx context.Context) *Deferred {
 	return d
 }
 
-// Cmds are the commands to send along with the read: none when d is nil
-// or settled, or when the node decides the limit alone.
+// Cmds are the commands to send along with the read, handed out once:
+// none when d is nil, handed out or settled already, or when the node
+// decides the limit alone. Sent, they count in Redis whatever becomes of
+// the read; Settle reads their answers.
 func (d *Deferred) Cmds() []rueidis.Completed {
-	if d == nil || d.settled {
+	if d == nil || d.sent || d.settled {
 		return nil
 	}
+	d.sent = true
 	return d.ask.Cmds()
 }
 

@@ -94,7 +94,9 @@ func (r *Route[C]) Wrap(h Handler[C]) fasthttp.RequestHandler {
 		if r.Deferred && q.Bucket != "" && r.Limiter != nil {
 			d := &Deferred{ask: r.Limiter.Prepare(rctx, q.Bucket, q.Limit)}
 			h(ctx, context.WithValue(rctx, deferredKey{}, d), c)
-			if d.settled {
+			if d.settled || d.sent {
+				// Taken in the handler's read (its answer unread when the
+				// read failed: the handler answered that failure).
 				return
 			}
 			// The handler made no read: the limit is taken now, and its

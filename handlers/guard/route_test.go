@@ -153,3 +153,45 @@ func TestRouteDeferredQuota(t *testing.T) {
 		t.Fatalf("over the quota with a read: %d", st)
 	}
 }
+
+// TestRouteDeferredSentOnce: a handler whose read carried the limit but
+// failed (its answer unread) has it counted once: the route never sends
+// the commands again (rueidis recycles an answered command).
+func TestRouteDeferredSentOnce(t *testing.T) {
+	rc, space := redistest.New(t)
+	l := &ratelimit.Limiter{Redis: rc, Space: space}
+	quota := Quota{Bucket: Bucket(ByIP, "203.0.113.8", Read), Limit: 2}
+	r := &Route[struct{}]{Limiter: l, Deferred: true,
+		Auth: func(*fasthttp.RequestCtx, struct{}) (struct{}, Quota, *apierr.Error) { return struct{}{}, quota, nil }}
+	failedRead := r.Wrap(func(ctx *fasthttp.RequestCtx, rctx context.Context, _ struct{}) {
+		rc.DoMulti(rctx, DeferredOf(rctx).Cmds()...)
+		httpx.Fail(ctx, apierr.Unavailable("the read failed"))
+	})
+	reads := r.Wrap(func(ctx *fasthttp.RequestCtx, rctx context.Context, _ struct{}) {
+		d := DeferredOf(rctx)
+		e, err := d.Settle(ctx, rctx, rc.DoMulti(rctx, d.Cmds()...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e != nil {
+			httpx.Fail(ctx, e)
+			return
+		}
+		ctx.SetStatusCode(200)
+	})
+	var ctx fasthttp.RequestCtx
+	status := func(h fasthttp.RequestHandler) int {
+		ctx.Response.Reset()
+		h(&ctx)
+		return ctx.Response.StatusCode()
+	}
+	if st := status(failedRead); st != 503 {
+		t.Fatalf("failed read: %d", st)
+	}
+	if st := status(reads); st != 200 {
+		t.Fatalf("second request: %d: the failed read's limit was counted twice", st)
+	}
+	if st := status(reads); st != 429 {
+		t.Fatalf("third request within a quota of two: %d", st)
+	}
+}

@@ -45,7 +45,7 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 	case ep.Writes():
 		cl = guard.Write
 	}
-	rt := &guard.Route[caller]{Gate: &p.Gate, Limiter: p.Limiter, Timeout: p.Timeout,
+	rt := &guard.Route[caller]{Gate: &p.Gate, Limiter: p.Limiter, Timeout: p.Timeout, Deferred: ep == seating.BestAvailable,
 		Auth: func(ctx *fasthttp.RequestCtx, _ caller) (caller, guard.Quota, *apierr.Error) {
 			ev, e := p.authenticate(ctx)
 			if e != nil {

@@ -104,7 +104,8 @@ func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestH
 	if ep.Writes() {
 		cl, find = guard.Write, a.saleable
 	}
-	return a.guard(cl, func(ctx *fasthttp.RequestCtx, r *request) {
+	// Best-available's first Redis call reads seats: its limit rides there.
+	return a.route(cl, ep == seating.BestAvailable, func(ctx *fasthttp.RequestCtx, r *request) {
 		ref, _ := ctx.UserValue("id").(string)
 		ev, e := find(r, ref)
 		if e != nil {

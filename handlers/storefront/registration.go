@@ -23,10 +23,14 @@ func (a *API) lookup(r *request, id string) (registrations.Registration, *apierr
 	// The route's rate limit, when deferred, rides in this read.
 	d := guard.DeferredOf(r.ctx)
 	reg, found, answers, err := a.Registrations.GetAlong(r.ctx, id, d.Cmds())
-	if err == nil {
-		var e *apierr.Error
-		if e, err = d.Settle(r.fctx, r.ctx, answers); e != nil {
+	if answers != nil {
+		// A refusal is the answer, whatever became of the read.
+		e, lerr := d.Settle(r.fctx, r.ctx, answers)
+		if e != nil {
 			return registrations.Registration{}, e
+		}
+		if err == nil {
+			err = lerr
 		}
 	}
 	if err != nil {

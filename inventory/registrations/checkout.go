@@ -33,9 +33,10 @@ const discardTimeout = 5 * time.Second
 // session (Stripe) is created by its API first; the last one the caller
 // saw is expired there before, so a payment already made on it stops the
 // call (NotPayable "paid"). find resolves a recorded processor name (nil
-// when this node has none of it). The script answers the session it replaced
-// when a concurrent call attached one after the caller's read; that one
-// is closed then, so no two sessions stay open.
+// when this node has none of it). When a concurrent call attached a
+// session after the caller's read, the script writes nothing and answers
+// it: it is closed (paid, the call stops) and the script runs again, so
+// no two sessions stay open and none is attached beside a paid one.
 func (s *Service) OpenCheckout(ctx context.Context, reg Registration, p payments.Processor, req payments.CheckoutRequest,
 	find func(name string) payments.Processor) (payments.Session, error) {
 	okey, ok := s.Space.Order(reg.ID)
@@ -79,42 +80,66 @@ func (s *Service) OpenCheckout(ctx context.Context, reg Registration, p payments
 		}
 		created = true
 	}
-	if !validName(p.Name()) || sess.ID == "" || len(sess.ID) > 255 || strings.ContainsAny(sess.ID, " \t\r\n") {
-		return payments.Session{}, fmt.Errorf("registrations: checkout: processor %q or session id not usable", p.Name())
-	}
-	args[1] = sess.ID
-	if seenKey != "" {
-		ks[3], args[6] = seenKey, "1"
-	}
-	arr, err := eval.Array(ctx, s.Redis, checkoutScript, ks, args)
-	if err == nil {
-		err = checkoutReply(arr)
-	}
-	if err != nil {
+	// fail discards a session made at its processor that nobody may pay.
+	fail := func(err error) (payments.Session, error) {
 		if created {
 			s.discard(ctx, p, sess.ID)
 		}
 		return payments.Session{}, err
 	}
-	replaced, _ := eval.Str(arr, 2)
-	if replaced == "" {
-		return sess, nil
+	if !validName(p.Name()) || sess.ID == "" || len(sess.ID) > 255 || strings.ContainsAny(sess.ID, " \t\r\n") {
+		return fail(fmt.Errorf("registrations: checkout: processor %q or session id not usable", p.Name()))
 	}
-	// A concurrent call attached its session after our read: ours is the
-	// newest now, and that one is closed, as ours would have been.
-	name, id, _ := strings.Cut(replaced, ":")
-	if prev := find(name); prev != nil {
-		paid, err := prev.Expire(ctx, id)
-		if err != nil {
-			return payments.Session{}, &ProcessorError{Op: "close replaced session", Err: err}
+	args[1] = sess.ID
+	for range attachTries {
+		if seenKey != "" {
+			ks[3], args[6] = seenKey, "1"
+		} else {
+			ks[3], args[6] = okey, "0"
 		}
-		if paid {
-			s.discard(ctx, p, sess.ID)
-			return payments.Session{}, NotPayable("paid")
+		args[4] = seen
+		arr, err := eval.Array(ctx, s.Redis, checkoutScript, ks, args)
+		if err == nil {
+			err = checkoutReply(arr)
+		}
+		if !errors.Is(err, errAttachedSince) {
+			if err != nil {
+				return fail(err)
+			}
+			return sess, nil
+		}
+		// Another call attached a session after our read: it is closed
+		// (a paid one stops this call: the registration is paid), and
+		// ours goes after it.
+		last, _ := eval.Str(arr, 1)
+		name, id, _ := strings.Cut(last, ":")
+		seen, seenKey = last, ""
+		prev := find(name)
+		if l, ok := prev.(*payments.Hosted); ok {
+			if seenKey, _ = l.SessionKey(id); seenKey != "" {
+				continue // closed by the script, which checks it was not paid
+			}
+		}
+		if prev != nil {
+			paid, err := prev.Expire(ctx, id)
+			if err != nil {
+				return fail(&ProcessorError{Op: "close the session attached since", Err: err})
+			}
+			if paid {
+				return fail(NotPayable("paid"))
+			}
 		}
 	}
-	return sess, nil
+	return fail(errors.New("registrations: checkout: other calls kept attaching sessions"))
 }
+
+// attachTries bounds the runs of reg_checkout one call makes while other
+// calls for the same registration attach theirs.
+const attachTries = 4
+
+// errAttachedSince is reg_checkout's {4}: the last session is not the one
+// the caller saw.
+var errAttachedSince = errors.New("registrations: checkout: a session was attached since the read")
 
 // ProcessorError is a payment processor's failure during OpenCheckout (a
 // built-in one's carries the 503 of ticketd's own Redis); any other error
@@ -148,6 +173,8 @@ func checkoutReply(arr []rueidis.RedisMessage) error {
 		return NotPayable("too_many_sessions")
 	case 3:
 		return errors.New("registrations: checkout: session id collision")
+	case 4:
+		return errAttachedSince
 	}
 	return fmt.Errorf("registrations: checkout: %w", eval.ErrReply)
 }

@@ -118,3 +118,30 @@ func TestOpenCheckoutRefusesBesideAPaidSession(t *testing.T) {
 		t.Fatalf("registration's last session %s, want the paid %s", got.SessionID, paid.ID)
 	}
 }
+
+// A call that read the registration before another attached a session
+// the buyer then paid stops with the registration not payable, and
+// attaches nothing after the paid session: a later call cannot open a
+// second payable session beside it.
+func TestOpenCheckoutAfterARacingPaidSessionAttachesNothing(t *testing.T) {
+	b, counted, card, reg := checkoutSetup(t)
+	stale := b.read(t, reg.ID)
+	paid, _, err := checkoutOn(t, b, counted, card, stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := card.Pay(b.ctx, paid.ID, "4242424242424242"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = checkoutOn(t, b, counted, card, stale)
+	var ae *apierr.Error
+	if !errors.As(err, &ae) || ae.Code != "REGISTRATION_NOT_PAYABLE" || ae.Reason != "paid" {
+		t.Fatalf("checkout racing a paid session: %v", err)
+	}
+	if got := b.read(t, reg.ID); got.SessionID != paid.ID {
+		t.Fatalf("registration's last session %s, want the paid %s", got.SessionID, paid.ID)
+	}
+	if _, _, err = checkoutOn(t, b, counted, card, b.read(t, reg.ID)); !errors.As(err, &ae) || ae.Reason != "paid" {
+		t.Fatalf("a later checkout beside the paid session: %v", err)
+	}
+}

@@ -585,7 +585,7 @@ func (s *Service) AttachSession(ctx context.Context, id, processor, sessionID st
 	}
 	ev, _ := keys.OrderEvent(id)
 	arr, err := eval.Array(ctx, s.Redis, checkoutScript, []string{okey, s.Space.Expiry(keys.Partition(ev)), okey, okey},
-		[]string{processor, sessionID, strconv.Itoa(MaxSessions), id, "", "0", "0", ""})
+		[]string{processor, sessionID, strconv.Itoa(MaxSessions), id, "*", "0", "0", ""})
 	if err != nil {
 		return fmt.Errorf("attach session: %w", err)
 	}

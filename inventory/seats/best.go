@@ -37,6 +37,12 @@ type BestRequest struct {
 	// Client is who a new token counts for (holds.Client; the zero value
 	// counts none): a token beyond the client's limit is not created.
 	Client holds.Client
+	// Along are commands to send in the first read's round trip (the
+	// request's rate limit: handlers/guard.Deferred); Settle is given
+	// their answers before anything is written, and its error is the
+	// answer.
+	Along  []rueidis.Completed
+	Settle func([]rueidis.RedisResult) error
 }
 
 // BestAvailable picks Quantity adjacent free seats in one row and holds
@@ -79,26 +85,23 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 		}
 	}
 	// A named token must exist: asked in the first read's round trip, and
-	// answered before anything about seats, as Hold answers a gone token.
-	var exists []rueidis.Completed
+	// answered before anything about seats, as Hold answers a gone token;
+	// req.Along go in that round trip too.
+	first := req.Along[:len(req.Along):len(req.Along)]
 	if !req.Create {
-		exists = []rueidis.Completed{e.Redis.B().Exists().Key(e.Space.Hold(ev.ID, req.Token)).Build()}
+		first = append(first, e.Redis.B().Exists().Key(e.Space.Hold(ev.ID, req.Token)).Build())
 	}
 	created := !req.Create
 	made := false // this call made the token: it must not outlive a failure
 	res, err := func() (HoldResult, error) {
 		for range 2 {
-			blocks, answers, err := e.bestBlocks(ctx, ev, rows, q, exists)
-			if err == nil && len(exists) > 0 {
+			blocks, answers, err := e.bestBlocks(ctx, ev, rows, q, first)
+			if err == nil && len(first) > 0 {
 				if answers == nil { // no row to read: asked alone
-					answers = e.Redis.DoMulti(ctx, exists...)
+					answers = e.Redis.DoMulti(ctx, first...)
 				}
-				if n, xerr := answers[0].AsInt64(); xerr != nil {
-					err = fmt.Errorf("seats: best available: %w", xerr)
-				} else if n == 0 {
-					err = ErrHoldExpired
-				}
-				exists = nil
+				err = e.firstAnswers(req, answers)
+				first = nil
 			}
 			if err != nil {
 				return HoldResult{}, err
@@ -134,6 +137,27 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 		_ = e.dropToken(ctx, ev.ID, req.Token, req.Client)
 	}
 	return res, err
+}
+
+// firstAnswers reads the answers to the first round trip's extra
+// commands: req.Along's (Settle), then the named token's EXISTS.
+func (e *Engine) firstAnswers(req BestRequest, answers []rueidis.RedisResult) error {
+	if req.Settle != nil {
+		if err := req.Settle(answers[:len(req.Along)]); err != nil {
+			return err
+		}
+	}
+	if req.Create {
+		return nil
+	}
+	n, err := answers[len(req.Along)].AsInt64()
+	if err != nil {
+		return fmt.Errorf("seats: best available: %w", err)
+	}
+	if n == 0 {
+		return ErrHoldExpired
+	}
+	return nil
 }
 
 func noBlock(q int) *apierr.Error {
