@@ -326,6 +326,10 @@ func TestOrderRowMigrationKeepsExistingRows(t *testing.T) {
 		`INSERT INTO tickets (id, order_id, event_id, label, issued_at) VALUES ('ochan.ev_1-1', 'oempty.ev_1', 'ev_1', 'GA', now())`,
 		`INSERT INTO tickets (id, order_id, event_id, label, issued_at) VALUES ('onone.ev_1-1', 'onone.ev_1', 'ev_1', 'GA', now())`,
 		`INSERT INTO order_lines VALUES ('onone.ev_1', 1, 'ticket', 'tk_ga', 1, 100, 100)`,
+		// what the tables' NOT NULL and primary key refused
+		`INSERT INTO order_lines (order_id, line_no, kind, ref_id, quantity) VALUES ('oempty.ev_1', 1, 'ticket', 'tk_ga', 1)`,
+		`INSERT INTO tickets (id, order_id, event_id, issued_at) VALUES ('oempty.ev_1-9', 'oempty.ev_1', 'ev_1', now())`,
+		`INSERT INTO tickets (id, order_id, event_id, label, issued_at) VALUES ('ochan.ev_1-1', 'ochan.ev_1', 'ev_1', 'A', now())`,
 	} {
 		if _, err := pool.Exec(ctx, bad); err == nil {
 			t.Errorf("accepted: %s", bad)
