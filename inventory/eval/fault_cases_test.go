@@ -25,7 +25,7 @@ import (
 
 // readOnlyScripts never write; every other script must have a case that
 // reaches a write.
-var readOnlyScripts = map[string]bool{"order_status": true, "reg_status": true, "discount_left": true}
+var readOnlyScripts = map[string]bool{"order_status": true, "reg_status": true, "discount_left": true, "redis_time": true}
 
 // The event every case sells, and its partition.
 const ev = "ev1"
@@ -262,6 +262,11 @@ var faultCases = []faultCase{
 		act: func(f *fixture) {
 			ks := []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.Live(part), f.sp.SeatHolds(ev), f.sp.OrderSeats(ev), f.sp.RegSeats(ev)}
 			f.script("seat_hold", ks, f.tok, "10", "2", "lenient", "A-3", "A-4", "A-1", "A-5")
+		}},
+	{name: "Redis' clock in an event's slot (best-available's read with a rate limit along)",
+		setup: func(f *fixture) { f.event() },
+		act: func(f *fixture) {
+			f.script("redis_time", []string{f.sp.Booked(ev)})
 		}},
 	{name: "seat extend",
 		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2") },

@@ -147,8 +147,9 @@ var scriptKeys = map[string]func(in input) [][]string{
 			in.sp.Expiry(in.p()), in.sp.Live(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev), in.sp.RegSeats(in.ev),
 			in.sp.DiscountHeld(in.ev)}}
 	},
-	"reg_grace": func(in input) [][]string { return [][]string{{in.order(), in.sp.Expiry(in.p())}} },
-	"reg_lost":  func(in input) [][]string { return [][]string{{in.order()}} },
+	"redis_time": func(in input) [][]string { return [][]string{{in.sp.Booked(in.ev)}} },
+	"reg_grace":  func(in input) [][]string { return [][]string{{in.order(), in.sp.Expiry(in.p())}} },
+	"reg_lost":   func(in input) [][]string { return [][]string{{in.order()}} },
 	"reg_pay": func(in input) [][]string {
 		// and the webhook delivery's mark (KEYS[17], with a webhook)
 		return [][]string{append(append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/holds"
 )
 
@@ -139,6 +140,9 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 	return res, err
 }
 
+// timeScript is Redis' clock in an event's slot (lua/redis_time.lua).
+var timeScript = eval.Load("redis_time")
+
 // firstAnswers reads the answers to the first round trip's extra
 // commands: req.Along's (Settle), then the named token's EXISTS.
 func (e *Engine) firstAnswers(req BestRequest, answers []rueidis.RedisResult) error {
@@ -214,15 +218,33 @@ func (e *Engine) takenSeats(ctx context.Context, ev *catalog.CompiledEvent, rows
 		}
 	}
 	b := e.Redis.B()
+	// Redis' clock: TIME, or with commands of other slots along (a Redis
+	// Cluster takes no slotless command beside them) redis_time in the
+	// event's slot.
+	clock := b.Time().Build()
+	var timed eval.Pipelined
+	if len(first) > 0 {
+		timed = eval.Pipeline(e.Redis, timeScript, []string{e.Space.Booked(ev.ID)}, nil)
+		clock = timed.Cmd
+	}
 	res := e.Redis.DoMulti(ctx, append(first[:len(first):len(first)],
-		b.Time().Build(),
+		clock,
 		b.Hmget().Key(e.Space.Booked(ev.ID)).Field(labels...).Build(),
 		b.Hmget().Key(e.Space.SeatHolds(ev.ID)).Field(labels...).Build(),
 		b.Hmget().Key(e.Space.OrderSeats(ev.ID)).Field(labels...).Build(),
 		b.Hmget().Key(e.Space.RegSeats(ev.ID)).Field(labels...).Build())...)
 	firstAnswers := res[:len(first)]
 	res = res[len(first):]
-	now, err := redisNow(res[0])
+	var now int64
+	var err error
+	if len(first) > 0 {
+		var arr []rueidis.RedisMessage
+		if arr, err = timed.Reply(ctx, res[0]); err == nil {
+			now, err = timeOf(arr)
+		}
+	} else {
+		now, err = redisNow(res[0])
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("seats: best available: %w", err)
 	}

@@ -57,6 +57,23 @@ func heldSeats(res []rueidis.RedisResult, now int64) (map[string]bool, error) {
 // redisNow reads a TIME reply as ms.
 func redisNow(m rueidis.RedisResult) (int64, error) {
 	t, err := m.AsStrSlice()
+	return timeMs(t, err)
+}
+
+// timeOf is redisNow of redis_time's reply, which is TIME's.
+func timeOf(arr []rueidis.RedisMessage) (int64, error) {
+	t := make([]string, 0, 2)
+	for _, m := range arr {
+		v, err := m.ToString()
+		if err != nil {
+			return 0, fmt.Errorf("TIME: %w", err)
+		}
+		t = append(t, v)
+	}
+	return timeMs(t, nil)
+}
+
+func timeMs(t []string, err error) (int64, error) {
 	if err != nil || len(t) != 2 {
 		return 0, fmt.Errorf("TIME: %v %v", t, err)
 	}

@@ -1,0 +1,12 @@
+-- redis_time: Redis' clock, as TIME answers it, but in the slot of
+-- KEYS[1]: a pipeline of one event's reads that also carries commands of
+-- other slots (a request's rate limit) cannot hold TIME on a Redis
+-- Cluster, which has no slot to send it to. Reads nothing, writes nothing.
+--
+-- KEYS[1] -> any key of the event's slot (not read), e.g. {pN}:ev:<id>:booked
+--
+-- ARGV: none
+--
+-- Output:
+--   {seconds, microseconds}  as TIME's reply
+return redis.call('TIME')
