@@ -67,10 +67,10 @@ func (e *Engine) Availability(ctx context.Context, ev *catalog.CompiledEvent) (A
 	sm := ev.SeatMap
 	var fields []string
 	for _, a := range sm.GAAreas {
-		fields = append(fields, "a:"+a.ID)
+		fields = append(fields, capacity.AreaField(a.ID))
 	}
 	for _, t := range sm.Tables {
-		fields = append(fields, "tb:"+t.ID)
+		fields = append(fields, capacity.TableField(t.ID))
 	}
 
 	b := e.Redis.B()
