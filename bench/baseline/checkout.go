@@ -16,6 +16,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/checkout"
 	"github.com/ticketd/ticketd/inventory/idempotency"
 	"github.com/ticketd/ticketd/inventory/money"
@@ -182,7 +183,7 @@ func (a *app) checkCapacity(ctx context.Context, o *newOrder) (*apierr.Error, er
 			return apierr.Of("TICKET_NOT_FOUND", "ticket %q is not on sale for this event", l.ticketID), nil
 		}
 		if l.quantity > n {
-			return orders.CapacityError("t:"+l.ticketID, n), nil
+			return orders.CapacityError(capacity.TicketField(l.ticketID), n), nil
 		}
 	}
 	return nil, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ticketd/ticketd/bench/integrity"
 	"github.com/ticketd/ticketd/bench/load"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/keys"
 )
 
@@ -127,7 +128,7 @@ func (f *storefrontFlash) check(ctx context.Context, env *Env) (integrity.Checks
 	case sold == nil:
 		s.SoldWhy = why
 	default:
-		s.Sold = map[string]int64{"ticket " + f.ticket: counter(sold["t:"+f.ticket]), "event": counter(sold["ev"])}
+		s.Sold = map[string]int64{"ticket " + f.ticket: counter(sold[capacity.TicketField(f.ticket)]), "event": counter(sold[capacity.Event])}
 	}
 	out := integrity.CheckSale(s)
 	if err != nil {
