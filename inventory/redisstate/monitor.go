@@ -254,8 +254,14 @@ func (m *Monitor) Check(ctx context.Context) View {
 	current := next.Status == Current
 	if current && m.OnCurrent != nil {
 		// Before the gate opens: the first request let through finds the
-		// catalog of this state, never an empty or older one.
-		if err := m.OnCurrent(ctx, version); err != nil {
+		// catalog of this state, never an empty or older one. Bounded as
+		// the read is: Run's context has no deadline, and a Redis that
+		// hangs here would hold the check (and its lock) for good, the
+		// view left saying current.
+		octx, ocancel := context.WithTimeout(ctx, m.timeout())
+		err := m.OnCurrent(octx, version)
+		ocancel()
+		if err != nil {
 			m.logger().Warn("catalog refresh failed", "err", err)
 		}
 	}

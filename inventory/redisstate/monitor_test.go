@@ -352,3 +352,24 @@ func TestDurabilityIsUnknownUntilRead(t *testing.T) {
 		t.Fatalf("durability of a Redis never reached: %q, want unknown", v.Durability.Loses)
 	}
 }
+
+// A check never waits on its catalog refresh (OnCurrent) past its own
+// timeout: Run's context has no deadline, and a Redis that hung inside
+// the refresh held the check, and the view said current for good.
+func TestCheckBoundsItsCatalogRefresh(t *testing.T) {
+	rc, space := redistest.New(t)
+	m := monitor(rc, space)
+	m.Timeout = 200 * time.Millisecond
+	m.OnCurrent = func(ctx context.Context, _ int64) error {
+		<-ctx.Done() // a refresh whose Redis hangs
+		return ctx.Err()
+	}
+	done := make(chan redisstate.View, 1)
+	go func() { done <- m.Check(context.Background()) }()
+	select {
+	case v := <-done:
+		expectStatus(t, v, redisstate.Current)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a check waited on its catalog refresh past its timeout")
+	}
+}
