@@ -18,11 +18,16 @@ import (
 // TTL as PX would have lapsed.
 func (b *bundle) pastWindow() { time.Sleep(b.regs.CheckoutTTL + 50*time.Millisecond) }
 
+// shortWindow is the checkout window of the tests that wait it out: long
+// enough that registering and opening a session fit in it on a loaded
+// machine or a Redis Cluster (50 ms did not, once), short enough to wait.
+const shortWindow = 400 * time.Millisecond
+
 // A seat paid after its checkout window but before the sweep is booked for
 // the buyer who paid: nobody could take it in between.
 func TestSeatPaidAfterTheWindowBeforeTheSweep(t *testing.T) {
 	b := setup(t)
-	b.regs.CheckoutTTL = 50 * time.Millisecond
+	b.regs.CheckoutTTL = shortWindow
 	b.caps(t, evSeated, "ev", "20")
 	tok := b.hold(t, "C-1")
 	reg, err := b.regs.Register(b.ctx, Request{EventID: evSeated, TenantID: tenant, Quote: seatQuote("C-1"), HoldToken: tok,
@@ -54,7 +59,7 @@ func TestSeatPaidAfterTheWindowBeforeTheSweep(t *testing.T) {
 // a use left: maxUses is never exceeded.
 func TestDiscountUseIsNeverExceeded(t *testing.T) {
 	b := setup(t)
-	b.regs.CheckoutTTL = 50 * time.Millisecond
+	b.regs.CheckoutTTL = shortWindow
 	b.caps(t, evGA, "t:tk", "100", "ev", "100")
 	withCode := func(code, email string) Request {
 		r := gaReq(1, 1000, email)
