@@ -83,7 +83,6 @@ end
 local oid = ARGV[1]
 local holder = 'o:' .. oid
 local fields, qtys, seats = cart_of(o[5], o[6])
-local n = #fields
 local code = o[7] or ''
 
 local now = seatholds_now()

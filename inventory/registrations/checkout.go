@@ -48,9 +48,7 @@ func (s *Service) OpenCheckout(ctx context.Context, reg Registration, p payments
 	if reg.SessionID != "" {
 		seen = reg.Processor + ":" + reg.SessionID
 		prev := find(reg.Processor)
-		if l, ok := prev.(*payments.Hosted); ok {
-			seenKey, _ = l.SessionKey(reg.SessionID)
-		} else if prev != nil {
+		if seenKey = localKey(prev, reg.SessionID); seenKey == "" && prev != nil {
 			paid, err := prev.Expire(ctx, reg.SessionID)
 			if err != nil {
 				return payments.Session{}, &ProcessorError{Op: "expire session", Err: err}
@@ -113,12 +111,9 @@ func (s *Service) OpenCheckout(ctx context.Context, reg Registration, p payments
 		// ours goes after it.
 		last, _ := eval.Str(arr, 1)
 		name, id, _ := strings.Cut(last, ":")
-		seen, seenKey = last, ""
 		prev := find(name)
-		if l, ok := prev.(*payments.Hosted); ok {
-			if seenKey, _ = l.SessionKey(id); seenKey != "" {
-				continue // closed by the script, which checks it was not paid
-			}
+		if seen, seenKey = last, localKey(prev, id); seenKey != "" {
+			continue // closed by the script, which checks it was not paid
 		}
 		if prev != nil {
 			paid, err := prev.Expire(ctx, id)
@@ -131,6 +126,16 @@ func (s *Service) OpenCheckout(ctx context.Context, reg Registration, p payments
 		}
 	}
 	return fail(errors.New("registrations: checkout: other calls kept attaching sessions"))
+}
+
+// localKey is the hash of a built-in processor's session (one the
+// checkout script closes itself), "" for any other processor's.
+func localKey(p payments.Processor, sessionID string) string {
+	if h, ok := p.(*payments.Hosted); ok {
+		k, _ := h.SessionKey(sessionID)
+		return k
+	}
+	return ""
 }
 
 // attachTries bounds the runs of reg_checkout one call makes while other

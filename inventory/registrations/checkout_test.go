@@ -108,14 +108,20 @@ func TestOpenCheckoutRefusesBesideAPaidSession(t *testing.T) {
 	if _, _, err := card.Pay(b.ctx, paid.ID, "4242424242424242"); err != nil {
 		t.Fatal(err)
 	}
-	before := b.read(t, reg.ID)
-	_, _, err = checkoutOn(t, b, counted, card, before)
+	_, _, err = checkoutOn(t, b, counted, card, b.read(t, reg.ID))
+	refusedBesidePaid(t, b, err, reg.ID, paid.ID, "checkout beside a paid session")
+}
+
+// refusedBesidePaid fails unless err is REGISTRATION_NOT_PAYABLE paid and
+// the registration's last session is still the paid one.
+func refusedBesidePaid(t *testing.T, b *bundle, err error, regID, paidID, what string) {
+	t.Helper()
 	var ae *apierr.Error
 	if !errors.As(err, &ae) || ae.Code != "REGISTRATION_NOT_PAYABLE" || ae.Reason != "paid" {
-		t.Fatalf("checkout beside a paid session: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
-	if got := b.read(t, reg.ID); got.SessionID != paid.ID {
-		t.Fatalf("registration's last session %s, want the paid %s", got.SessionID, paid.ID)
+	if got := b.read(t, regID); got.SessionID != paidID {
+		t.Fatalf("%s: registration's last session %s, want the paid %s", what, got.SessionID, paidID)
 	}
 }
 
@@ -134,14 +140,7 @@ func TestOpenCheckoutAfterARacingPaidSessionAttachesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = checkoutOn(t, b, counted, card, stale)
-	var ae *apierr.Error
-	if !errors.As(err, &ae) || ae.Code != "REGISTRATION_NOT_PAYABLE" || ae.Reason != "paid" {
-		t.Fatalf("checkout racing a paid session: %v", err)
-	}
-	if got := b.read(t, reg.ID); got.SessionID != paid.ID {
-		t.Fatalf("registration's last session %s, want the paid %s", got.SessionID, paid.ID)
-	}
-	if _, _, err = checkoutOn(t, b, counted, card, b.read(t, reg.ID)); !errors.As(err, &ae) || ae.Reason != "paid" {
-		t.Fatalf("a later checkout beside the paid session: %v", err)
-	}
+	refusedBesidePaid(t, b, err, reg.ID, paid.ID, "checkout racing a paid session")
+	_, _, err = checkoutOn(t, b, counted, card, b.read(t, reg.ID))
+	refusedBesidePaid(t, b, err, reg.ID, paid.ID, "a later checkout beside the paid session")
 }
