@@ -126,7 +126,9 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	defer func() { stopLoops(); wg.Wait() }()
 	startLoops(loopsCtx, &wg, []func(context.Context){guard.Book.Run})
 	if opts.Worker && pool != nil {
-		w := app.NewWorker(base, appSettings(cfg, secretsKey))
+		ws := appSettings(cfg, secretsKey)
+		ws.Replication = repl
+		w := app.NewWorker(base, ws)
 		if err := w.EnsureGroups(ctx); err != nil {
 			return err
 		}

@@ -284,7 +284,8 @@ func New(b Base, st State, s Settings) (*App, error) {
 // Postgres (b.Pool, which it needs); the caller ensures its groups and
 // runs it, or drains on demand.
 func NewWorker(b Base, s Settings) *worker.Worker {
-	return &worker.Worker{Redis: b.Redis, Space: b.Space, Pool: b.Pool, Logger: b.Logger, ClaimIdle: s.ClaimIdle, Retention: s.Retention}
+	return &worker.Worker{Redis: b.Redis, Space: b.Space, Pool: b.Pool, Logger: b.Logger, ClaimIdle: s.ClaimIdle, Retention: s.Retention,
+		Replication: s.Replication}
 }
 
 // testSecret is a built-in processor's webhook secret: none without test

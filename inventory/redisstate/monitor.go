@@ -294,7 +294,7 @@ func (m *Monitor) read(ctx context.Context) (tick []rueidis.RedisMessage, marker
 	}
 	if m.Replication.On() {
 		// A short WAIT: a check must not wait out a whole sale's timeout.
-		wait := min(m.Replication.timeout(), m.timeout()/4)
+		wait := min(m.Replication.WaitTimeout(), m.timeout()/4)
 		arr, n, err := eval.ArrayWait(ctx, m.Redis, tickScript, m.tickKeys(), m.tickArgs(), m.Replication.Replicas, wait, 0)
 		if err != nil {
 			return nil, nil, false, err

@@ -47,7 +47,8 @@ func (r *Replication) Timeouts() int64 {
 	return r.timeouts.Load()
 }
 
-func (r *Replication) timeout() time.Duration {
+// WaitTimeout is Timeout, or DefaultWaitTimeout when it is unset.
+func (r *Replication) WaitTimeout() time.Duration {
 	if r.Timeout > 0 {
 		return r.Timeout
 	}
@@ -84,7 +85,7 @@ func (r *Replication) array(ctx context.Context, c rueidis.Client, s *rueidis.Lu
 	if !r.On() {
 		return eval.Array(ctx, c, s, keys, args)
 	}
-	arr, acked, err := eval.ArrayWait(ctx, c, s, keys, args, r.Replicas, r.timeout(), patience)
+	arr, acked, err := eval.ArrayWait(ctx, c, s, keys, args, r.Replicas, r.WaitTimeout(), patience)
 	if err != nil || acked >= r.Replicas || !mustHold(arr) {
 		return arr, err
 	}

@@ -121,6 +121,9 @@ func (w *Worker) settle(ctx context.Context, all []entry) (int, error) {
 	if err := w.hook("read"); err != nil {
 		return 0, err
 	}
+	if err := w.replicated(ctx, all); err != nil {
+		return 0, err
+	}
 	fields := make([]map[string]string, len(all))
 	for i, e := range all {
 		fields[i] = e.fields

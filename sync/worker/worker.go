@@ -42,6 +42,7 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/redisstate"
 )
 
 // Defaults of the Worker's zero fields.
@@ -92,7 +93,10 @@ type Worker struct {
 	// Retention is how long a paid order stays in Redis once Postgres has
 	// it, for confirm replays and status (orders.Service.Retention, 24h).
 	Retention time.Duration
-	Logger    *slog.Logger
+	// Replication, when on, is waited for before a batch is written: the
+	// worker writes only entries the replicas hold (replicated).
+	Replication *redisstate.Replication
+	Logger      *slog.Logger
 
 	consumerOnce sync.Once
 	consumer     string

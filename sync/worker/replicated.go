@@ -1,0 +1,99 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/rueidis"
+)
+
+// errNotReplicated fails a round whose entries fewer replicas than
+// Replication asks for hold: they are written once the replicas have them.
+var errNotReplicated = errors.New("worker: the paid entries are not yet on the Redis replicas TICKETD_REDIS_WAIT_REPLICAS asks for; " +
+	"they are written to Postgres once they are")
+
+// replicated returns nil when the replicas Replication asks for hold every
+// entry of es, and errNotReplicated (or the failure) otherwise.
+//
+// Postgres must never hold a sale the Redis a failover promotes lacks: a
+// payment whose WAIT timed out (answered 503, or never answered: the master
+// died) is on the master alone, and if the worker wrote it, the promoted
+// replica would sell its units again (oversold in Postgres, and no
+// rollback to find: every acknowledged sale is on the replica). So, per
+// stream, the worker re-claims the last entry it read to itself (XCLAIM
+// JUSTID: a write, propagated after the entries it read and the script
+// that queued each) and WAITs for that write on the same connection; the
+// replication stream is ordered, so a replica that holds the claim holds
+// the entries. An entry never replicated is never written: a failover
+// loses it as it loses its payment, which no buyer was told of.
+func (w *Worker) replicated(ctx context.Context, es []entry) error {
+	if !w.Replication.On() {
+		return nil
+	}
+	last := map[int]string{}
+	for _, e := range es {
+		if e.fields != nil && laterID(e.id, last[e.part]) {
+			last[e.part] = e.id
+		}
+	}
+	errs := make(chan error, len(last))
+	for p, id := range last {
+		go func() { errs <- w.waitReplicas(ctx, p, id) }()
+	}
+	var err error
+	for range last {
+		err = errors.Join(err, <-errs)
+	}
+	return err
+}
+
+// waitReplicas claims entry id of partition p's stream to this consumer
+// and waits for the replicas to hold the claim.
+func (w *Worker) waitReplicas(ctx context.Context, p int, id string) error {
+	key := w.Space.Paid(p)
+	n, timeout := w.Replication.Replicas, max(w.Replication.WaitTimeout().Milliseconds(), 1)
+	var acked int64
+	err := w.Redis.Dedicated(func(d rueidis.DedicatedClient) error {
+		res := d.DoMulti(ctx,
+			d.B().Xclaim().Key(key).Group(w.group()).Consumer(w.consumerName()).MinIdleTime("0").Id(id).Justid().Build(),
+			d.B().Wait().Numreplicas(n).Timeout(timeout).Build())
+		claimed, err := res[0].ToArray()
+		if err != nil {
+			return err
+		}
+		if len(claimed) == 0 {
+			// Not pending with anyone (acknowledged meanwhile): the claim
+			// wrote nothing for the WAIT to cover.
+			return fmt.Errorf("entry %s is no longer pending", id)
+		}
+		acked, err = res[1].AsInt64()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("worker: wait for the replicas of %s: %w", key, err)
+	}
+	if acked < n {
+		return fmt.Errorf("%w (%s: %d of %d)", errNotReplicated, key, acked, n)
+	}
+	return nil
+}
+
+// laterID says whether stream entry id a comes after b ("" is before all).
+func laterID(a, b string) bool {
+	if b == "" {
+		return true
+	}
+	ams, aseq := splitID(a)
+	bms, bseq := splitID(b)
+	return ams > bms || ams == bms && aseq > bseq
+}
+
+func splitID(id string) (ms, seq uint64) {
+	l, r, _ := strings.Cut(id, "-")
+	ms, _ = strconv.ParseUint(l, 10, 64)
+	seq, _ = strconv.ParseUint(r, 10, 64)
+	return ms, seq
+}

@@ -1,0 +1,58 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/redistest"
+	"github.com/ticketd/ticketd/sync/pgtest"
+)
+
+// TestUnreplicatedEntriesWaitForTheReplicas: with WAIT on, a paid entry
+// the replica does not hold (here: the replica is paused) is not written
+// to Postgres, where a failover to that replica would leave a sale Redis
+// sells again; once the replica has it, it is.
+func TestUnreplicatedEntriesWaitForTheReplicas(t *testing.T) {
+	t.Parallel()
+	rs := redistest.StartReplicated(t, 1)
+	b := &bundle{rc: rs.Primary.Client(t), space: keys.Space{}, pool: pgtest.New(t)}
+	w := b.worker("w")
+	w.Replication = &redisstate.Replication{Replicas: 1, Timeout: 200 * time.Millisecond}
+	if err := w.EnsureGroups(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	first := record("ev_repl", 2)
+	b.confirmHashed(t, first, "r1", 1_700_000_000_000)
+	if n := drain(t, w); n != 1 {
+		t.Fatalf("wrote %d entries with the replica in sync, want 1", n)
+	}
+	b.assertAllWritten(t, first)
+
+	rs.Replicas[0].Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			rs.Replicas[0].Resume()
+		}
+	}()
+	second := record("ev_repl", 1)
+	b.confirmHashed(t, second, "r2", 1_700_000_000_000)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if n, err := w.DrainOnce(ctx); !errors.Is(err, errNotReplicated) || n != 0 {
+		t.Fatalf("DrainOnce with the replica paused: wrote %d, err %v; want 0 and errNotReplicated", n, err)
+	}
+	b.assertOrders(t, first)
+
+	rs.Replicas[0].Resume()
+	resumed = true
+	if n := drain(t, w); n != 1 {
+		t.Fatalf("wrote %d entries once the replica was back, want 1", n)
+	}
+	b.assertAllWritten(t, first, second)
+}
