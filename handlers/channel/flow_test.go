@@ -249,28 +249,10 @@ func TestContentionSellsExactlyCapacity(t *testing.T) {
 // key create one order.
 func TestIdempotentReserveUnderConcurrency(t *testing.T) {
 	s := start(t, servertest.Options{})
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ids := map[string]int{}
-	codes := map[string]int{}
-	for i := 0; i < 20; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := s.Do(t, "POST", "/v1/channel/events/ev_ga/checkout", with(keyed("a"), "Idempotency-Key", "same-key"),
-				buyer(map[string]any{"selectedTicketId": "tk_b"}))
-			mu.Lock()
-			defer mu.Unlock()
-			if r.Status == 200 {
-				var o reserved
-				r.Decode(t, &o)
-				ids[o.OrderID]++
-				return
-			}
-			codes[r.Code]++
-		}()
-	}
-	wg.Wait()
+	ids, codes := concurrently(t, 20, func() *servertest.Response {
+		return s.Do(t, "POST", "/v1/channel/events/ev_ga/checkout", with(keyed("a"), "Idempotency-Key", "same-key"),
+			buyer(map[string]any{"selectedTicketId": "tk_b"}))
+	})
 	if len(ids) != 1 {
 		t.Fatalf("%d distinct orders for one key: %v", len(ids), ids)
 	}
@@ -279,13 +261,7 @@ func TestIdempotentReserveUnderConcurrency(t *testing.T) {
 			t.Fatalf("unexpected %s", code)
 		}
 	}
-	keys := 0
-	for _, k := range redisKeys(t, s) {
-		if strings.Contains(k, ":ord:") {
-			keys++
-		}
-	}
-	if keys != 1 {
+	if keys := orderKeys(t, s); keys != 1 {
 		t.Fatalf("%d order keys in Redis, want 1", keys)
 	}
 }

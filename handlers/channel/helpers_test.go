@@ -1,6 +1,8 @@
 package channel_test
 
 import (
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,4 +30,43 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// concurrently sends n reserves at once (send makes one) and counts the
+// orders they answered, by id, and the refusals, by code.
+func concurrently(t *testing.T, n int, send func() *servertest.Response) (ids, codes map[string]int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ids, codes = map[string]int{}, map[string]int{}
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := send()
+			mu.Lock()
+			defer mu.Unlock()
+			if r.Status == 200 {
+				var o reserved
+				r.Decode(t, &o)
+				ids[o.OrderID]++
+				return
+			}
+			codes[r.Code]++
+		}()
+	}
+	wg.Wait()
+	return ids, codes
+}
+
+// orderKeys counts the order hashes in s's Redis key space.
+func orderKeys(t *testing.T, s *servertest.Server) int {
+	t.Helper()
+	n := 0
+	for _, k := range redisKeys(t, s) {
+		if strings.Contains(k, ":ord:") {
+			n++
+		}
+	}
+	return n
 }

@@ -248,3 +248,59 @@ func TestHoldReadOnThePartnerSurface(t *testing.T) {
 	expect(t, s.Do(t, "GET", base+"/hold/"+h.HoldToken, s2, nil), 400, "INVALID_HOLD_TOKEN")
 	expect(t, s.Do(t, "GET", base+"/hold/"+seats.NewToken(), keyed("a"), nil), 409, "HOLD_EXPIRED")
 }
+
+// TestIdempotentSeatedReserveUnderConcurrency: 20 simultaneous reserves of
+// held seats with one key create one order, and none is told the seats are
+// not held: the event's claim of the key is taken in the step that hands
+// the seats over, so a replay racing its first request takes nothing.
+func TestIdempotentSeatedReserveUnderConcurrency(t *testing.T) {
+	s := start(t, servertest.Options{})
+	base := "/v1/channel/seating/events/ev_seated"
+	tok := keyedTokenOn(t, s, base)
+	expect(t, s.Do(t, "POST", base+"/hold", keyed("a"), map[string]any{"holdToken": tok, "seatLabels": []string{"A-11", "A-12"}}), 200, "")
+	ids, codes := concurrently(t, 20, func() *servertest.Response {
+		return s.ReserveWithKey(t, "a", "ev_seated", "seated-same-key", map[string]any{"seatLabels": []string{"A-11", "A-12"}, "seatHoldToken": tok})
+	})
+	if len(ids) != 1 {
+		t.Fatalf("%d distinct orders for one key: %v (refusals %v)", len(ids), ids, codes)
+	}
+	for code, n := range codes {
+		if code != "DUPLICATE_IN_PROGRESS" {
+			t.Fatalf("%d answered %s", n, code)
+		}
+	}
+	if n := orderKeys(t, s); n != 1 {
+		t.Fatalf("%d order keys in Redis, want 1", n)
+	}
+}
+
+// TestKeyReusedForAnotherEventGivesTheSeatsBack: a key used for a GA order
+// and then for a seated one is KEY_CONFLICT, and the seated request's seats
+// stay with its hold token (the order the seated event's step made is
+// undone), so a retry with a new key reserves them.
+func TestKeyReusedForAnotherEventGivesTheSeatsBack(t *testing.T) {
+	s := start(t, servertest.Options{})
+	base := "/v1/channel/seating/events/ev_seated"
+	expect(t, s.ReserveWithKey(t, "a", "ev_ga", "reused-key", map[string]any{"selectedTicketId": "tk_b"}), 200, "")
+	tok := keyedTokenOn(t, s, base)
+	expect(t, s.Do(t, "POST", base+"/hold", keyed("a"), map[string]any{"holdToken": tok, "seatLabels": []string{"A-15"}}), 200, "")
+	body := map[string]any{"seatLabels": []string{"A-15"}, "seatHoldToken": tok}
+	expect(t, s.ReserveWithKey(t, "a", "ev_seated", "reused-key", body), 409, "KEY_CONFLICT")
+	for _, k := range redisKeys(t, s) {
+		if strings.Contains(k, ":ord:") && strings.Contains(k, "ev_seated") || strings.Contains(k, "ev_seated:idem:") {
+			t.Fatalf("the conflicting reserve left %s", k)
+		}
+	}
+	o := mustReserve(t, s, "a", "ev_seated", body)
+	expect(t, confirm(t, s, "a", o.OrderID, o.Amount, "p"), 200, "")
+}
+
+// keyedTokenOn takes a hold token as keyed partner a on a seating base path.
+func keyedTokenOn(t *testing.T, s *servertest.Server, base string) string {
+	t.Helper()
+	r := s.Do(t, "POST", base+"/hold-token", keyed("a"), nil)
+	expect(t, r, 200, "")
+	var d struct{ HoldToken string }
+	r.Decode(t, &d)
+	return d.HoldToken
+}

@@ -24,11 +24,7 @@ func refusedByRule(t *testing.T, r *servertest.Response, seat, where string) {
 
 func keyedToken(t *testing.T, s *servertest.Server) string {
 	t.Helper()
-	r := s.Do(t, "POST", rulesBase+"/hold-token", keyed("a"), nil)
-	expect(t, r, 200, "")
-	var d struct{ HoldToken string }
-	r.Decode(t, &d)
-	return d.HoldToken
+	return keyedTokenOn(t, s, rulesBase)
 }
 
 type bestHeld struct {
