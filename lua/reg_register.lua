@@ -4,16 +4,17 @@
 -- limited discount code and the buyer's admissions, so a payment never
 -- finds its inventory gone and a partner confirm can never oversell against
 -- it. The seats and the discount use are held without expiry: while the
--- registration is held, only reg_expire and reg_pay give them back. A paid registration (total > 0) is held for the checkout window and
--- put in its partition's expiry zset; a free one is paid at once and queued
--- on the paid stream exactly as order_confirm.lua queues an order.
+-- registration is held, only reg_expire and reg_pay give them back. A paid
+-- registration (total > 0) is held for the checkout window and put in its
+-- partition's expiry zset; a free one is paid at once and queued on the
+-- paid stream exactly as order_confirm.lua queues an order.
 --
 -- A paid registration's window is first the register hold (ARGV[2]); the
 -- first checkout session attached to it (reg_checkout) moves it to the
 -- checkout window counted from now (ARGV[12], kept in 'cexp'). It is the
 -- buyer's one registration awaiting payment (the unpaid hash): one of the
--- buyer's already there is named ({10}) and the caller releases it first.
--- It counts for its client (lib/holds): refused when the client's
+-- buyer's already there is named ({R.BUYER_UNPAID}) and the caller releases
+-- it first. It counts for its client (lib/holds): refused when the client's
 -- registrations awaiting payment and live hold tokens reach the limit. A
 -- free one counts in the client's tokens zset (member f:<id>) until the
 -- register hold's end.
@@ -61,32 +62,37 @@
 --             reg_pay checks them again for a late payment)
 --
 -- Output:
---   {0, expiresAtMs}         held, awaiting payment
---   {1, st}                  the registration exists already (nothing done)
---   {2, field, remaining}    a capacity field has fewer than requested left
---   {3}                      the hold token is gone (hold_expired)
---   {4, {labels}}            seats booked or held by someone else
---   {5, {labels}}            seats not held by this token
---   {6}                      the discount code has no uses left
---   {7}                      the partition's marker is missing
---   {8, limit, remaining}    the buyer would pass maxTicketsPerBuyer
---   {9, paidAtMs, paid units, added} free: paid at once; paid units: the
---                            sold hash's 'paid' after it, added: the units
---                            it added (lib/cart cart_count_paid)
---   {10, registrationId, nowUs}  the buyer has this registration awaiting payment
---   {11, limit}              the client holds its limit already
+--   {R.OK, expiresAtMs}                      held, awaiting payment
+--   {R.EXISTS, st}                           the registration exists already
+--                                            (nothing done)
+--   {R.SHORT, field, remaining}              a capacity field has fewer than
+--                                            requested left
+--   {R.HOLD_GONE}                            the hold token is gone (hold_expired)
+--   {R.SEAT_TAKEN, {labels}}                 seats booked or held by someone else
+--   {R.SEAT_NOT_HELD, {labels}}              seats not held by this token
+--   {R.DISCOUNT_USED_UP}                     the discount code has no uses left
+--   {R.STOPPED}                              the partition's marker is missing
+--   {R.BUYER_LIMIT, limit, remaining}        the buyer would pass maxTicketsPerBuyer
+--   {R.PAID, paidAtMs, paid units, added}    free: paid at once; paid units:
+--                                            the sold hash's 'paid' after it,
+--                                            added: the units it added
+--                                            (lib/cart cart_count_paid)
+--   {R.BUYER_UNPAID, registrationId, nowUs}  the buyer has this registration
+--                                            awaiting payment
+--   {R.CLIENT_LIMIT, limit}                  the client holds its limit already
 --@include capacity
 --@include cart
 --@include check
 --@include holds
+--@include reply
 local gen = redis.call('GET', KEYS[8])
 if not gen then
-  return {7}
+  return {R.STOPPED}
 end
 local reg = KEYS[1]
 local st = redis.call('HGET', reg, 'st')
 if st then
-  return {1, st}
+  return {R.EXISTS, st}
 end
 
 local fields, qtys, labels, rest = cart_args(15)
@@ -108,7 +114,7 @@ local id, buyer, client = ARGV[1], ARGV[8], ARGV[13]
 if not free then
   local prev = redis.call('HGET', KEYS[12], buyer)
   if prev and prev ~= id then
-    return {10, prev, tonumber(t[1]) * 1000000 + tonumber(t[2])}
+    return {R.BUYER_UNPAID, prev, tonumber(t[1]) * 1000000 + tonumber(t[2])}
   end
 end
 if client ~= '' then
@@ -121,7 +127,7 @@ if client ~= '' then
     live = live - 1
   end
   if live >= tonumber(ARGV[14]) then
-    return {11, tonumber(ARGV[14])}
+    return {R.CLIENT_LIMIT, tonumber(ARGV[14])}
   end
 end
 
@@ -202,7 +208,7 @@ if not free then
   kv[#kv + 1] = 'st'
   kv[#kv + 1] = 'held'
   redis.call('HSET', reg, unpack(kv))
-  return {0, exp}
+  return {R.OK, exp}
 end
 
 -- free: paid at once, queued as order_confirm.lua queues a paid order
@@ -221,4 +227,4 @@ kv[#kv + 1] = 'paid'
 kv[#kv + 1] = now
 redis.call('HSET', reg, unpack(kv))
 cart_keep_paid(reg, ARGV[11], tonumber(ARGV[3]))
-return {9, now, cart_count_paid(KEYS[3], fields, qtys)}
+return {R.PAID, now, cart_count_paid(KEYS[3], fields, qtys)}

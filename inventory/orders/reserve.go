@@ -18,6 +18,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/reply"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
 
@@ -209,7 +210,7 @@ func (s *Service) reserveHoldingNothing(ctx context.Context, req ReserveRequest,
 	// An earlier claim: a script that answered NOSCRIPT made no order to
 	// delete, and is not run again.
 	if arr, err := eval.Reply(res[1]); err == nil {
-		if code, _ := eval.Int(arr, 0); code == 0 {
+		if reply.Is(arr, reply.OK) {
 			okey, _ := s.Space.Order(orderID)
 			_ = s.Redis.Do(ctx, s.Redis.B().Del().Key(okey).Build()).Error()
 		}
@@ -339,17 +340,17 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve: %w", err)
 	}
-	code, err := eval.Int(arr, 0)
+	code, err := reply.Of(arr)
 	if err != nil {
 		return Reservation{}, err
 	}
 	switch code {
-	case 0:
+	case reply.OK:
 		return Reservation{OrderID: orderID, Amount: req.Total}, nil
-	case 1:
+	case reply.Exists:
 		total, _ := eval.Int(arr, 1)
 		return Reservation{OrderID: orderID, Amount: money.Cents(total), Duplicate: true}, nil
-	case 2:
+	case reply.Short:
 		field, _ := eval.Str(arr, 1)
 		if left, _ := eval.Int(arr, 2); left <= 0 {
 			s.sold.note(req.EventID, field, req.CatalogVersion)
@@ -358,33 +359,33 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 	if err := RefusalError(arr); err != nil {
 		return Reservation{}, err
 	}
-	return Reservation{}, fmt.Errorf("reserve: %w: code %d", eval.ErrReply, code)
+	return Reservation{}, reply.Unexpected("reserve", code)
 }
 
 // RefusalError maps the refusals that order_reserve.lua and reg_register.lua
-// share (codes 2 to 8 of their replies: capacity, hold token gone, seat
-// conflict, seats not held, discount used up, sales stopped, buyer limit)
-// to the client's error; nil for any other reply.
+// share (capacity, hold token gone, seat conflict, seats not held, discount
+// used up, sales stopped, buyer limit) to the client's error; nil for any
+// other reply.
 func RefusalError(arr []rueidis.RedisMessage) error {
-	code, _ := eval.Int(arr, 0)
+	code, _ := reply.Of(arr)
 	switch code {
-	case 2:
+	case reply.Short:
 		field, _ := eval.Str(arr, 1)
 		left, _ := eval.Int(arr, 2)
 		return CapacityError(field, left)
-	case 3:
+	case reply.HoldGone:
 		return seats.ErrHoldExpired
-	case 4:
+	case reply.SeatTaken:
 		labels, _ := eval.Strs(arr, 1)
 		return seats.ConflictError(labels)
-	case 5:
+	case reply.SeatNotHeld:
 		labels, _ := eval.Strs(arr, 1)
 		return SeatNotHeldError(labels)
-	case 6:
+	case reply.DiscountUsedUp:
 		return ErrDiscountUsedUp
-	case 7:
+	case reply.Stopped:
 		return redisstate.ErrSalesStopped
-	case 8:
+	case reply.BuyerLimit:
 		limit, _ := eval.Int(arr, 1)
 		left, _ := eval.Int(arr, 2)
 		return BuyerLimitError(limit, left)
