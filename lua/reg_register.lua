@@ -6,8 +6,9 @@
 -- it. The seats and the discount use are held without expiry: while the
 -- registration is held, only reg_expire and reg_pay give them back. A paid
 -- registration (total > 0) is held for the checkout window and put in its
--- partition's expiry zset; a free one is paid at once and queued on the
--- paid stream exactly as order_confirm.lua queues an order.
+-- partition's expiry zset; a free one is paid at once, by the settle step
+-- order_confirm.lua and reg_pay.lua take (lib/cart cart_settle), so it is
+-- queued on the paid stream exactly as a confirmed order is.
 --
 -- A paid registration's window is first the register hold (ARGV[2]); the
 -- first checkout session attached to it (reg_checkout) moves it to the
@@ -82,7 +83,6 @@
 --   {R.CLIENT_LIMIT, limit}                  the client holds its limit already
 --@include capacity
 --@include cart
---@include check
 --@include holds
 --@include reply
 local gen = redis.call('GET', KEYS[8])
@@ -145,40 +145,8 @@ local refusal, dstale = cart_refusal(
 if refusal then
   return refusal
 end
--- a free registration's use of an unlimited code is counted below, on a
--- key no check read
-if free and code ~= '' and not limited then
-  check_type(KEYS[7], 'hash')
-end
-
--- writes: every key they touch was read or checked above but one, written
--- first (when it fails nothing is written): the expiry zset of a held
--- registration, the paid stream of a free one
-if free then
-  cart_queue_paid(KEYS[11], ARGV[11], id, '', now)
-else
-  -- No expiry on the hash while held: the hash is what gives the claim back.
-  redis.call('ZADD', KEYS[10], exp, id)
-end
--- the claim
-for c = 1, nclaims do
-  redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
-end
-for s = 1, nseats do
-  redis.call('HDEL', KEYS[5], 's:' .. labels[s])
-  redis.call('HDEL', KEYS[15], labels[s])
-  if free then
-    redis.call('HSET', KEYS[4], labels[s], id)
-  else
-    -- No expiry: while held, only reg_expire and reg_pay give the seat
-    -- back, so a payment that comes after the window but before the sweep
-    -- never finds it taken (the sold counts are held that long too).
-    redis.call('HSET', KEYS[17], labels[s], 'o:' .. id)
-  end
-end
-if limit > 0 then
-  redis.call('HINCRBY', KEYS[9], ARGV[8], adm)
-end
+-- The hash's fields either kind keeps (its state and the rest are added
+-- below).
 local kv = {'exp', exp, 'gen', gen}
 cart_buyer_fields(kv, limit, ARGV[8], adm)
 if limited then
@@ -187,6 +155,46 @@ if limited then
 end
 for j = rest, #ARGV do
   kv[#kv + 1] = ARGV[j]
+end
+-- A free registration's settle step gives back a hold of its code and
+-- counts a use: on keys no check read when the code is unlimited.
+if free then
+  cart_check_discount(dk, code, true)
+end
+
+-- writes: every key they touch was read or checked above but one, written
+-- first (when it fails nothing is written): the paid stream of a free
+-- registration, the expiry zset of a held one
+local paid, added
+if free then
+  -- Paid at once, settled as order_confirm.lua and reg_pay.lua settle a
+  -- sale (lib/cart cart_settle: the paid stream is its first write): its
+  -- claims and its buyer's admissions counted, its seats booked, a use of
+  -- its code counted, its hash written paid and kept for the sync worker.
+  paid, added = cart_settle(
+    {stream = KEYS[11], soldkey = KEYS[3], buyerskey = KEYS[9], bookedkey = KEYS[4], dk = dk, dcusedkey = KEYS[7]},
+    {id = id, salekey = reg, ref = '', now = now, cap = ARGV[11], retention = tonumber(ARGV[3]), fields = fields,
+     qtys = qtys, seats = labels, code = code, bk = limit > 0 and buyer or nil, adm = adm, counted = false, extra = kv})
+else
+  -- No expiry on the hash while held: the hash is what gives the claim back.
+  redis.call('ZADD', KEYS[10], exp, id)
+  for c = 1, nclaims do
+    redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
+  end
+  if limit > 0 then
+    redis.call('HINCRBY', KEYS[9], buyer, adm)
+  end
+end
+-- the seats leave the token that held them
+for s = 1, nseats do
+  redis.call('HDEL', KEYS[5], 's:' .. labels[s])
+  redis.call('HDEL', KEYS[15], labels[s])
+  if not free then
+    -- No expiry: while held, only reg_expire and reg_pay give the seat
+    -- back, so a payment that comes after the window but before the sweep
+    -- never finds it taken (the sold counts are held that long too).
+    redis.call('HSET', KEYS[17], labels[s], 'o:' .. id)
+  end
 end
 
 if not free then
@@ -211,20 +219,9 @@ if not free then
   return {R.OK, exp}
 end
 
--- free: paid at once, queued as order_confirm.lua queues a paid order
+-- free: it counts for its client until the register hold's end
 if client ~= '' then
   holds_add_token(KEYS[14], 'f:' .. id, exp, now)
 end
-if code ~= '' then
-  redis.call('HINCRBY', KEYS[7], code, 1)
-end
 cart_discount_prune(dk, dstale, now)
-kv[#kv + 1] = 'st'
-kv[#kv + 1] = 'paid'
-kv[#kv + 1] = 'ref'
-kv[#kv + 1] = ''
-kv[#kv + 1] = 'paid'
-kv[#kv + 1] = now
-redis.call('HSET', reg, unpack(kv))
-cart_keep_paid(reg, ARGV[11], tonumber(ARGV[3]))
-return {R.PAID, now, cart_count_paid(KEYS[3], fields, qtys)}
+return {R.PAID, now, paid, added}

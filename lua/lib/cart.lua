@@ -1,7 +1,8 @@
 -- lib/cart: how the scripts that take a cart (order_reserve, reg_register)
 -- read and check it, with the same reply codes (lib/reply;
 -- orders.RefusalError maps them), how the scripts that settle one
--- (order_confirm, reg_pay, reg_expire) read it back from the order hash, the discount holds and the paid stream
+-- (order_confirm, reg_pay, reg_expire, reg_register's free registration)
+-- read it back from the order hash, the discount holds and the paid stream
 -- entry they share. A script takes it with the line
 --   --@include cart
 -- which brings lib/capacity, lib/check and lib/reply too (cart_refusal
@@ -333,10 +334,11 @@ local function cart_keep_paid(hash, cap, retention)
 end
 
 -- cart_settle(k, s): the writes that mark a sale paid, after its script's
--- checks, for a partner's confirm (order_confirm.lua) and a processor's
--- payment (reg_pay.lua) alike: queued on its partition's paid stream first
--- (no check reads the stream: when it is not one, this first write fails
--- and nothing is written), its claims and its buyer's admissions counted
+-- checks, for a partner's confirm (order_confirm.lua), a processor's
+-- payment (reg_pay.lua) and a free registration (reg_register.lua) alike:
+-- queued on its partition's paid stream first (no check reads the stream:
+-- when it is not one, this first write fails and nothing is written), its
+-- claims and its buyer's admissions counted
 -- unless they were when it was held (s.counted), its seats booked, its
 -- discount hold made a use, its hash marked paid (and s.extra's fields)
 -- and kept for the sync worker (cart_keep_paid). It returns the event's
