@@ -19,11 +19,12 @@
 --               without a capacity ("ev", "sh:<id>", "x:<id>")
 -- next U  -> uncapped fields (removed from the hash: uncapped)
 --
--- Output: {0, {frozen fields}} replaced; {1, field, sold} a capacity is below
--- its sold count (nothing written); {2} the partition's marker is missing
--- (nothing written)
+-- Output: {R.OK, {frozen fields}} replaced; {R.BELOW_SOLD, field, sold} a
+-- capacity is below its sold count (nothing written); {R.STOPPED} the
+-- partition's marker is missing (nothing written)
+--@include reply
 if redis.call('EXISTS', KEYS[3]) == 0 then
-  return {2}
+  return {R.STOPPED}
 end
 local n = tonumber(ARGV[1])
 local capped = {}
@@ -31,7 +32,7 @@ for i = 0, n - 1 do
   local f, cap = ARGV[2 + 2 * i], tonumber(ARGV[3 + 2 * i])
   local sold = tonumber(redis.call('HGET', KEYS[2], f)) or 0
   if sold > cap then
-    return {1, f, sold}
+    return {R.BELOW_SOLD, f, sold}
   end
   capped[f] = true
 end
@@ -56,4 +57,4 @@ end
 for i = 1, #frozen do
   redis.call('HSET', KEYS[1], frozen[i], at[i])
 end
-return {0, frozen}
+return {R.OK, frozen}

@@ -16,11 +16,12 @@
 -- ARGV: five lists, one per hash (KEYS 1-4, then 6) in that order, each a
 -- count N followed by N field, value pairs.
 --
--- Output: {0, caps, sold, booked, discount, buyers} the number of fields
--- written to each hash; {1} the partition's marker is there: sales run (nothing
--- written)
+-- Output: {R.OK, caps, sold, booked, discount, buyers} the number of fields
+-- written to each hash; {R.LIVE} the partition's marker is there: sales run
+-- (nothing written)
+--@include reply
 if redis.call('EXISTS', KEYS[5]) == 1 then
-  return {1}
+  return {R.LIVE}
 end
 local lists = {}
 local i = 1
@@ -47,4 +48,4 @@ for k = 1, 5 do
   end
   written[k] = (to - from + 1) / 2
 end
-return {0, written[1], written[2], written[3], written[4], written[5]}
+return {R.OK, written[1], written[2], written[3], written[4], written[5]}

@@ -4,9 +4,11 @@
 -- KEYS[1] -> idempotency record {iN}:idem:<key>: "caller|fingerprint|order id"
 -- ARGV[1] -> the record the failed attempt claimed the key with
 --
--- Output: {1} released, {0} the key belongs to another attempt (left alone)
+-- Output: {R.OK} released, {R.NOT_OWNER} the key belongs to another attempt
+-- (left alone)
+--@include reply
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  return {1}
+  return {R.OK}
 end
-return {0}
+return {R.NOT_OWNER}

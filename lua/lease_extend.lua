@@ -7,9 +7,11 @@
 -- ARGV[1] -> the owner's token
 -- ARGV[2] -> TTL ms
 --
--- Output: {1} extended; {0} the key is gone or holds another token (nothing written)
+-- Output: {R.OK} extended; {R.NOT_OWNER} the key is gone or holds another
+-- token (nothing written)
+--@include reply
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1}
+  return {R.OK}
 end
-return {0}
+return {R.NOT_OWNER}

@@ -5,9 +5,11 @@
 --
 -- ARGV[1] -> the owner's token
 --
--- Output: {1} released; {0} the key is gone or holds another token (left alone)
+-- Output: {R.OK} released; {R.NOT_OWNER} the key is gone or holds another
+-- token (left alone)
+--@include reply
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  return {1}
+  return {R.OK}
 end
-return {0}
+return {R.NOT_OWNER}

@@ -35,50 +35,51 @@
 -- the retention).
 --
 -- Output:
---   {0, duplicate 0|1, tickets JSON, paid units, added}
---                                     paid (duplicate = it already was, by
---                                     this same partner reference: the
---                                     order's 'acks' is counted up, a
---                                     write a WAIT after it can wait for);
---                                     paid units: the sold hash's 'paid'
---                                     after this order; added: the units
---                                     this confirm added to it, 0 for a
---                                     duplicate (lib/cart cart_count_paid)
---   {1}                               no such order for this caller
---   {2, reason}                       cannot confirm: 'expired', 'cancelled',
---                                     'sold_out', 'seat_lost' (now or at an
---                                     earlier confirm), 'buyer_limit' (the
---                                     buyer reached the event's
---                                     maxTicketsPerBuyer since reserve), or
---                                     'already_paid' (paid
---                                     before under another partner reference)
---   {3, order total cents}            amount differs beyond the tolerance
---   {5}                               the partition's marker is missing: Redis
---                                     lost its state or is being rebuilt
+--   {R.OK, duplicate 0|1, tickets JSON, paid units, added}
+--                                           paid (duplicate = it already was, by
+--                                           this same partner reference: the
+--                                           order's 'acks' is counted up, a
+--                                           write a WAIT after it can wait for);
+--                                           paid units: the sold hash's 'paid'
+--                                           after this order; added: the units
+--                                           this confirm added to it, 0 for a
+--                                           duplicate (lib/cart cart_count_paid)
+--   {R.NOT_FOUND}                           no such order for this caller
+--   {R.UNPAYABLE, reason}                   cannot confirm: 'expired', 'cancelled',
+--                                           'sold_out', 'seat_lost' (now or at an
+--                                           earlier confirm), 'buyer_limit' (the
+--                                           buyer reached the event's
+--                                           maxTicketsPerBuyer since reserve), or
+--                                           'already_paid' (paid
+--                                           before under another partner reference)
+--   {R.AMOUNT_MISMATCH, order total cents}  amount differs beyond the tolerance
+--   {R.STOPPED}                             the partition's marker is missing: Redis
+--                                           lost its state or is being rebuilt
 --@include capacity
 --@include cart
+--@include reply
 --@include seatholds
 if redis.call('EXISTS', KEYS[8]) == 0 then
-  return {5}
+  return {R.STOPPED}
 end
 local order = KEYS[1]
 local o = redis.call('HMGET', order, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'rec', 'why', 'ref', 'bk', 'adm', 'lim')
 local st = o[1]
 if not st or o[3] ~= ARGV[2] then
-  return {1}
+  return {R.NOT_FOUND}
 end
 if st == 'paid' then
   if o[11] ~= ARGV[5] then
-    return {2, 'already_paid'}
+    return {R.UNPAYABLE, 'already_paid'}
   end
   local paid = cart_paid_count(KEYS[3])
   -- a write, so that a WAIT after this retry covers the payment an
   -- earlier run wrote on another connection (redisstate.Replication)
   redis.call('HINCRBY', order, 'acks', 1)
-  return {0, 1, o[8], paid, 0}
+  return {R.OK, 1, o[8], paid, 0}
 end
 if st == 'failed' then
-  return {2, o[10] or 'failed'}
+  return {R.UNPAYABLE, o[10] or 'failed'}
 end
 local oid = ARGV[1]
 local holder = 'o:' .. oid
@@ -109,7 +110,7 @@ elseif ARGV[6] == '1' then
 end
 local total = tonumber(o[2])
 if not reason and math.abs(tonumber(ARGV[3]) - total) > tonumber(ARGV[4]) then
-  return {3, total}
+  return {R.AMOUNT_MISMATCH, total}
 end
 if not reason and capacity_short(KEYS[2], KEYS[3], fields, qtys) then
   reason = 'sold_out'
@@ -143,7 +144,7 @@ if reason then
     cart_drop_discount(dk, code, oid)
   end
   redis.call('HSET', order, 'st', 'failed', 'why', reason)
-  return {2, reason}
+  return {R.UNPAYABLE, reason}
 end
 -- Paid (lib/cart cart_settle: the paid stream is its first write). Its
 -- claims are counted now: a pending order holds none. Without a worker
@@ -153,4 +154,4 @@ local paid, added = cart_settle(
   {id = oid, salekey = order, ref = ARGV[5], now = now, cap = ARGV[7], retention = nil, fields = fields, qtys = qtys,
    seats = seats, code = code, bk = bk, adm = tonumber(o[13]), counted = false})
 seatholds_drop(KEYS[10], seats)
-return {0, 0, o[8], paid, added}
+return {R.OK, 0, o[8], paid, added}

@@ -38,22 +38,22 @@
 --            admissions and the limit, for confirm's check)
 --
 -- Output:
---   {0, expiresAtMs}                 created
---   {1, total cents}                 the order already exists (a replay)
---   {2, field, remaining}            a capacity field has fewer than requested left
---   {3}                              the hold token is gone (hold_expired)
---   {4, {labels}}                    seats booked or held by someone else
---   {5, {labels}}                    seats not held by this token
---   {6}                              the discount code has no uses left
---   {7}                              the partition's marker is missing: Redis
---                                    lost its state or is being rebuilt
---   {8, limit, remaining}            the buyer would pass the event's
---                                    maxTicketsPerBuyer (checked here, counted
---                                    at confirm; the order keeps bk, adm, lim)
---   {9, record}                      the event's claim of the key holds another
---                                    record: an earlier request with this key
---                                    (nothing written; Go answers a replay or
---                                    KEY_CONFLICT)
+--   {R.OK, expiresAtMs}                created
+--   {R.EXISTS, total cents}            the order already exists (a replay)
+--   {R.SHORT, field, remaining}        a capacity field has fewer than requested left
+--   {R.HOLD_GONE}                      the hold token is gone (hold_expired)
+--   {R.SEAT_TAKEN, {labels}}           seats booked or held by someone else
+--   {R.SEAT_NOT_HELD, {labels}}        seats not held by this token
+--   {R.DISCOUNT_USED_UP}               the discount code has no uses left
+--   {R.STOPPED}                        the partition's marker is missing: Redis
+--                                      lost its state or is being rebuilt
+--   {R.BUYER_LIMIT, limit, remaining}  the buyer would pass the event's
+--                                      maxTicketsPerBuyer (checked here, counted
+--                                      at confirm; the order keeps bk, adm, lim)
+--   {R.KEY_CLAIMED, record}            the event's claim of the key holds another
+--                                      record: an earlier request with this key
+--                                      (nothing written; Go answers a replay or
+--                                      KEY_CONFLICT)
 --
 -- The key's own claim (keys.Space.Idempotency, a slot of its own) goes in
 -- the same pipeline and finds a key reused for another event, which this
@@ -63,16 +63,17 @@
 -- its first request takes nothing.
 --@include capacity
 --@include cart
+--@include reply
 if redis.call('EXISTS', KEYS[8]) == 0 then
-  return {7}
+  return {R.STOPPED}
 end
 local claimed = redis.call('GET', KEYS[14])
 if claimed and claimed ~= ARGV[10] then
-  return {9, claimed}
+  return {R.KEY_CLAIMED, claimed}
 end
 local order = KEYS[1]
 if redis.call('EXISTS', order) == 1 then
-  return {1, tonumber(redis.call('HGET', order, 'total')) or 0}
+  return {R.EXISTS, tonumber(redis.call('HGET', order, 'total')) or 0}
 end
 
 local fields, qtys, labels, rest = cart_args(12)
@@ -116,4 +117,4 @@ end
 redis.call('HSET', order, unpack(kv))
 redis.call('PEXPIREAT', order, exp + tonumber(ARGV[3]))
 redis.call('SET', KEYS[14], ARGV[10], 'PX', ARGV[11])
-return {0, exp}
+return {R.OK, exp}

@@ -20,12 +20,13 @@
 -- ARGV[3] -> the key's record the reserve wrote in KEYS[7]
 --
 -- Output:
---   {0}  undone
---   {1}  no pending order of that id (nothing to undo)
+--   {R.OK}          undone
+--   {R.NOT_PENDING} no pending order of that id (nothing to undo)
 --@include cart
+--@include reply
 local order = KEYS[1]
 if redis.call('HGET', order, 'st') ~= 'pending' then
-  return {1}
+  return {R.NOT_PENDING}
 end
 local oid = ARGV[1]
 local _, _, labels = cart_of(nil, redis.call('HGET', order, 'seats'))
@@ -61,4 +62,4 @@ if ours then
   redis.call('DEL', KEYS[7])
 end
 redis.call('DEL', order)
-return {0}
+return {R.OK}

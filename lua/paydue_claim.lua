@@ -9,12 +9,13 @@
 -- ARGV[2] -> lease, ms
 --
 -- Output:
---   {0, {sessionId...}, deadline}  deadline: the lease's end, ms (the token
---                                  paydue_extend checks)
+--   {R.OK, {sessionId...}, deadline}  deadline: the lease's end, ms (the token
+--                                     paydue_extend checks)
+--@include reply
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local due = redis.call('ZRANGE', KEYS[1], '-inf', now, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[1]))
 for _, id in ipairs(due) do
   redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), id)
 end
-return {0, due, now + tonumber(ARGV[2])}
+return {R.OK, due, now + tonumber(ARGV[2])}

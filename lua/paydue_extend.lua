@@ -11,13 +11,14 @@
 -- ARGV[3] -> lease, ms
 --
 -- Output:
---   {1, deadline}  held: its lease now ends at deadline
---   {0}            not the caller's any more: nothing written
+--   {R.OK, deadline}  held: its lease now ends at deadline
+--   {R.NOT_OWNER}     not the caller's any more: nothing written
+--@include reply
 local sc = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not sc or tonumber(sc) ~= tonumber(ARGV[2]) then
-  return {0}
+  return {R.NOT_OWNER}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[3]), ARGV[1])
-return {1, now + tonumber(ARGV[3])}
+return {R.OK, now + tonumber(ARGV[3])}

@@ -9,11 +9,12 @@
 -- ARGV[3] -> maximum delay, ms
 --
 -- Output:
---   {0, attempts, nextAttemptMs}  scheduled
---   {1}                           the session is gone: dropped from the set
+--   {R.OK, attempts, nextAttemptMs}  scheduled
+--   {R.NOT_FOUND}                    the session is gone: dropped from the set
+--@include reply
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('ZREM', KEYS[2], ARGV[1])
-  return {1}
+  return {R.NOT_FOUND}
 end
 -- The attempt is read, not yet counted: the due set is written first, as
 -- no check reads it (when it is not a zset this first write fails and
@@ -26,4 +27,4 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local next = now + delay
 redis.call('ZADD', KEYS[2], 'XX', next, ARGV[1])
 redis.call('HSET', KEYS[1], 'att', att)
-return {0, att, next}
+return {R.OK, att, next}

@@ -7,16 +7,17 @@
 -- ARGV[1] -> the status to close with: 'expired' or 'cancelled'
 --
 -- Output:
---   {0, status}  the session's status after the call ('paid' when it had
---                been paid, the old status when it was closed already)
---   {1}          no such session
+--   {R.OK, status}  the session's status after the call ('paid' when it had
+--                   been paid, the old status when it was closed already)
+--   {R.NOT_FOUND}   no such session
+--@include reply
 local s = KEYS[1]
 local st = redis.call('HGET', s, 'st')
 if not st then
-  return {1}
+  return {R.NOT_FOUND}
 end
 if st == 'open' then
   redis.call('HSET', s, 'st', ARGV[1])
-  return {0, ARGV[1]}
+  return {R.OK, ARGV[1]}
 end
-return {0, st}
+return {R.OK, st}

@@ -9,11 +9,12 @@
 -- ARGV[3..] -> field, value pairs of the session (reg, amt, cur, ...)
 --
 -- Output:
---   {0}  opened (st = open)
---   {1}  a session of this id exists already; nothing written
+--   {R.OK}      opened (st = open)
+--   {R.EXISTS}  a session of this id exists already; nothing written
+--@include reply
 local s = KEYS[1]
 if redis.call('EXISTS', s) == 1 then
-  return {1}
+  return {R.EXISTS}
 end
 local exp = tonumber(ARGV[1])
 local fields = {}
@@ -22,4 +23,4 @@ for i = 3, #ARGV do
 end
 redis.call('HSET', s, 'st', 'open', 'exp', ARGV[1], unpack(fields))
 redis.call('PEXPIREAT', s, exp + tonumber(ARGV[2]))
-return {0}
+return {R.OK}

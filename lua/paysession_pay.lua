@@ -12,26 +12,27 @@
 --            caller delivers at once itself)
 --
 -- Output:
---   {0, eventId}   paid now
---   {1, eventId}   was paid already: nothing changed
---   {2, status}    not payable: 'missing', 'expired' or 'cancelled'
+--   {R.OK, eventId}        paid now
+--   {R.EXISTS, eventId}    was paid already: nothing changed
+--   {R.UNPAYABLE, status}  not payable: 'missing', 'expired' or 'cancelled'
+--@include reply
 local s = KEYS[1]
 local h = redis.call('HMGET', s, 'st', 'exp', 'evt')
 local st = h[1]
 if not st then
-  return {2, 'missing'}
+  return {R.UNPAYABLE, 'missing'}
 end
 if st == 'paid' then
-  return {1, h[3]}
+  return {R.EXISTS, h[3]}
 end
 if st ~= 'open' then
-  return {2, st}
+  return {R.UNPAYABLE, st}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if now >= tonumber(h[2]) then
   redis.call('HSET', s, 'st', 'expired')
-  return {2, 'expired'}
+  return {R.UNPAYABLE, 'expired'}
 end
 
 -- the due set first, as no check reads it (when it is not a zset this
@@ -39,4 +40,4 @@ end
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[1])
 redis.call('HSET', s, 'st', 'paid', 'evt', ARGV[2], 'paidAt', now, 'att', 0)
 redis.call('PEXPIRE', s, tonumber(ARGV[3]))
-return {0, ARGV[2]}
+return {R.OK, ARGV[2]}

@@ -13,9 +13,10 @@
 -- ARGV[3] -> n: how many requests to take at most
 --
 -- Output:
---   {0, remaining, granted}    1 <= granted <= n taken; remaining requests
---                              allowed right now after them
---   {1, retry after us}        refused; the wait until one request is allowed
+--   {R.OK, remaining, granted}   1 <= granted <= n taken; remaining requests
+--                                allowed right now after them
+--   {R.LIMITED, retry after us}  refused; the wait until one request is allowed
+--@include reply
 local interval = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
@@ -29,11 +30,11 @@ end
 -- How many fit now: the largest k with tat + k*interval - burst*interval <= now.
 local fit = math.floor((now - tat) / interval) + burst
 if fit < 1 then
-  return {1, tat + interval - interval * burst - now}
+  return {R.LIMITED, tat + interval - interval * burst - now}
 end
 local granted = math.min(n, fit)
 local newTat = tat + granted * interval
 
 -- The key lives exactly as long as the bucket is not full again.
 redis.call('SET', KEYS[1], string.format('%d', newTat), 'PX', math.ceil((newTat - now) / 1000))
-return {0, fit - granted, granted}
+return {R.OK, fit - granted, granted}

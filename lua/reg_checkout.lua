@@ -29,48 +29,52 @@
 -- ARGV[9..] -> field, value pairs of the new session (ARGV[6] = '1')
 --
 -- Output:
---   {0, expiresAtMs}  attached (or attached before)
---   {1, st}   not awaiting payment: 'paid' (the seen session was paid, or
---             the registration), 'expired', 'refund', or '' when unknown
---   {2}       it has the most sessions already
---   {3}       the new session's id exists already (nothing written)
---   {4, last} the last session is not ARGV[5] but last ("<processor>:<id>"),
---             attached by another call since the caller's read: nothing
---             written
+--   {R.OK, expiresAtMs}         attached (or attached before)
+--   {R.NOT_PENDING, st}         not awaiting payment: 'paid' (the seen
+--                               session was paid, or the registration),
+--                               'expired', 'refund', or '' when unknown
+--   {R.TOO_MANY_SESSIONS}       it has the most sessions already
+--   {R.EXISTS}                  the new session's id exists already
+--                               (nothing written)
+--   {R.SESSIONS_CHANGED, last}  the last session is not ARGV[5] but last
+--                               ("<processor>:<id>"), attached by another
+--                               call since the caller's read: nothing
+--                               written
+--@include reply
 local o = redis.call('HMGET', KEYS[1], 'st', 'exp', 'sess', 'ch', 'cexp')
 if string.sub(o[4] or '', 1, 3) ~= 'sf:' then
-  return {1, ''}
+  return {R.NOT_PENDING, ''}
 end
 if o[1] ~= 'held' then
-  return {1, o[1]}
+  return {R.NOT_PENDING, o[1]}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local exp = tonumber(o[2])
 if now >= exp then
-  return {1, 'expired'}
+  return {R.NOT_PENDING, 'expired'}
 end
 local entry = ARGV[1] .. ':' .. ARGV[2]
 local n, last = 0, ''
 for e in string.gmatch(o[3] or '', '%S+') do
   if e == entry then
-    return {0, exp}
+    return {R.OK, exp}
   end
   n = n + 1
   last = e
 end
 if n >= tonumber(ARGV[3]) then
-  return {2}
+  return {R.TOO_MANY_SESSIONS}
 end
 if ARGV[5] ~= '*' and last ~= ARGV[5] then
-  return {4, last}
+  return {R.SESSIONS_CHANGED, last}
 end
 local closeSeen = ARGV[7] == '1' and last ~= ''
 if closeSeen and redis.call('HGET', KEYS[4], 'st') == 'paid' then
-  return {1, 'paid'}
+  return {R.NOT_PENDING, 'paid'}
 end
 if ARGV[6] == '1' and redis.call('EXISTS', KEYS[3]) == 1 then
-  return {3}
+  return {R.EXISTS}
 end
 
 -- writes: the expiry zset first, as no check reads it (when it is not a
@@ -97,4 +101,4 @@ if o[3] and o[3] ~= '' then
   list = o[3] .. ' ' .. entry
 end
 redis.call('HSET', KEYS[1], 'sess', list, 'exp', exp)
-return {0, exp}
+return {R.OK, exp}

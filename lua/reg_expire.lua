@@ -11,8 +11,8 @@
 -- With ARGV[3] 'release' it releases the registration before its window
 -- ends: a newer registration of the same buyer replaces it. Its checkout
 -- sessions must be the ones the caller closed (ARGV[4]), else it is told
--- them ({4}) and closes those too. It becomes expired with 'why' =
--- 'replaced'. Not held, it also clears the buyer's unpaid slot (ARGV[5])
+-- them ({R.SESSIONS_CHANGED}) and closes those too. It becomes expired with
+-- 'why' = 'replaced'. Not held, it also clears the buyer's unpaid slot (ARGV[5])
 -- when that still names it.
 --
 -- Either way it leaves its client's count and its buyer's unpaid slot
@@ -38,14 +38,15 @@
 -- ARGV[5] -> release: the buyer key whose unpaid slot names it
 --
 -- Output:
---   {0}                        expired (released) now
---   {1, st}                    not held ('' when unknown): nothing to give back
---   {2, expiresAtMs}           its window has not passed
---   {4, sessions}              release: it has other sessions than those closed
+--   {R.OK}                          expired (released) now
+--   {R.NOT_PENDING, st}             not held ('' when unknown): nothing to give back
+--   {R.NOT_DUE, expiresAtMs}        its window has not passed
+--   {R.SESSIONS_CHANGED, sessions}  release: it has other sessions than those closed
 --@include capacity
 --@include cart
 --@include check
 --@include holds
+--@include reply
 --@include seatholds
 local reg = KEYS[1]
 local id = ARGV[1]
@@ -57,16 +58,16 @@ if o[1] ~= 'held' then
   if slot == id then
     redis.call('HDEL', KEYS[7], ARGV[5])
   end
-  return {1, o[1] or ''}
+  return {R.NOT_PENDING, o[1] or ''}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local exp = tonumber(o[2]) or 0
 if now < exp and not release then
-  return {2, exp}
+  return {R.NOT_DUE, exp}
 end
 if release and (o[9] or '') ~= ARGV[4] then
-  return {4, o[9] or ''}
+  return {R.SESSIONS_CHANGED, o[9] or ''}
 end
 
 -- Every key the writes below touch is read or checked first: a command
@@ -125,4 +126,4 @@ else
   redis.call('HSET', reg, 'st', 'expired')
 end
 redis.call('PEXPIRE', reg, tonumber(ARGV[2]))
-return {0}
+return {R.OK}

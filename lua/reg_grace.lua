@@ -12,12 +12,13 @@
 -- ARGV[2] -> grace ms
 --
 -- Output:
---   {0, expiresAtMs}  the window now ends then
---   {1}               not held, or its grace was used already
+--   {R.OK, expiresAtMs}  the window now ends then
+--   {R.NOT_PENDING}      not held, or its grace was used already
+--@include reply
 local reg = KEYS[1]
 local o = redis.call('HMGET', reg, 'st', 'grace')
 if o[1] ~= 'held' or o[2] then
-  return {1}
+  return {R.NOT_PENDING}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -27,4 +28,4 @@ local exp = now + tonumber(ARGV[2])
 -- zset this first write fails and nothing is written)
 redis.call('ZADD', KEYS[2], exp, ARGV[1])
 redis.call('HSET', reg, 'exp', exp, 'grace', '1')
-return {0, exp}
+return {R.OK, exp}

@@ -9,10 +9,12 @@
 -- ARGV[3] -> amount paid, cents
 -- ARGV[4] -> retention ms
 --
--- Output: {0} written; {1} the registration exists (nothing written)
+-- Output: {R.OK} written; {R.EXISTS} the registration exists (nothing
+-- written)
+--@include reply
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {1}
+  return {R.EXISTS}
 end
 redis.call('HSET', KEYS[1], 'st', 'refund', 'why', 'lost', 'ch', ARGV[1], 'ref', ARGV[2], 'amt', ARGV[3], 'total', 0)
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[4]))
-return {0}
+return {R.OK}

@@ -45,34 +45,35 @@
 -- ARGV[6] -> retention ms (how long a refund or a paid hash without a worker stays)
 -- ARGV[7] -> "1" when the event is cancelled, else "0"
 -- ARGV[8] -> the mark's value ("done:<delivery>"), or absent: a payment
---            booked (0 below) sets KEYS[17] to it, so the webhook that
+--            booked (R.OK below) sets KEYS[17] to it, so the webhook that
 --            brought it is remembered in the same step
 -- ARGV[9] -> the mark's lifetime, ms (with ARGV[8])
 --
 -- Output:
---   {0, duplicate 0|1, reclaimed 0|1, tickets JSON, paid units, added}
---                                        paid (duplicate: by this same payment
---                                        already; its 'acks' is counted up, a
---                                        write a WAIT after it can wait for);
---                                        paid units: the sold hash's 'paid'
---                                        after it; added: the units this
---                                        payment added to it, 0 for a
---                                        duplicate (lib/cart cart_count_paid)
---   {1}                                  no such storefront registration
---   {2, reason, duplicate 0|1}           this payment needs a refund: 'cancelled',
---                                        'sold_out', 'seat_lost',
---                                        'discount_used_up', 'buyer_limit',
---                                        'already_paid' (paid by another payment),
---                                        or the reason the registration is in
---                                        refund already
---   {4}                                  the partition's marker is missing
---   {5, reason}                          refused, nothing written: 'session' (not
---                                        one ticketd opened for it), 'amount' or
---                                        'currency' (not the registration's)
+--   {R.OK, duplicate 0|1, reclaimed 0|1, tickets JSON, paid units, added}
+--                                         paid (duplicate: by this same payment
+--                                         already; its 'acks' is counted up, a
+--                                         write a WAIT after it can wait for);
+--                                         paid units: the sold hash's 'paid'
+--                                         after it; added: the units this
+--                                         payment added to it, 0 for a
+--                                         duplicate (lib/cart cart_count_paid)
+--   {R.NOT_FOUND}                         no such storefront registration
+--   {R.UNPAYABLE, reason, duplicate 0|1}  this payment needs a refund: 'cancelled',
+--                                         'sold_out', 'seat_lost',
+--                                         'discount_used_up', 'buyer_limit',
+--                                         'already_paid' (paid by another payment),
+--                                         or the reason the registration is in
+--                                         refund already
+--   {R.STOPPED}                           the partition's marker is missing
+--   {R.PAYMENT_REFUSED, reason}           refused, nothing written: 'session' (not
+--                                         one ticketd opened for it), 'amount' or
+--                                         'currency' (not the registration's)
 --@include capacity
 --@include cart
 --@include check
 --@include holds
+--@include reply
 --@include seatholds
 
 -- mark_seen(): the last write of a booked payment (ARGV[8], KEYS[17]).
@@ -84,14 +85,14 @@ end
 
 local gen = redis.call('GET', KEYS[8])
 if not gen then
-  return {4}
+  return {R.STOPPED}
 end
 local reg = KEYS[1]
 local o = redis.call('HMGET', reg, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'why', 'ref', 'bk', 'adm', 'gen',
   'dmax', 'lim')
 local st = o[1]
 if not st or string.sub(o[3] or '', 1, 3) ~= 'sf:' then
-  return {1}
+  return {R.NOT_FOUND}
 end
 local ref = ARGV[2]
 -- A payment not recorded on it yet is taken only for a session ticketd
@@ -108,26 +109,26 @@ if o[10] ~= ref and o[9] ~= 'lost' and not (st == 'paid' and not sess) then
     opened = opened or e == ref
   end
   if not opened then
-    return {5, 'session'}
+    return {R.PAYMENT_REFUSED, 'session'}
   elseif ARGV[4] ~= 'USD' then
-    return {5, 'currency'}
+    return {R.PAYMENT_REFUSED, 'currency'}
   elseif tonumber(ARGV[3]) ~= tonumber(o[2]) then
-    return {5, 'amount'}
+    return {R.PAYMENT_REFUSED, 'amount'}
   end
 end
 if st == 'paid' then
   if o[10] ~= ref then
-    return {2, 'already_paid', 0}
+    return {R.UNPAYABLE, 'already_paid', 0}
   end
   local paid = cart_paid_count(KEYS[3])
   -- a write, so that a WAIT after this retry covers the payment an
   -- earlier run wrote on another connection (redisstate.Replication)
   redis.call('HINCRBY', reg, 'acks', 1)
   mark_seen()
-  return {0, 1, 0, o[8], paid, 0}
+  return {R.OK, 1, 0, o[8], paid, 0}
 end
 if st == 'refund' then
-  return {2, o[9] or 'refund', o[10] == ref and 1 or 0}
+  return {R.UNPAYABLE, o[9] or 'refund', o[10] == ref and 1 or 0}
 end
 local id = ARGV[1]
 local holder = 'o:' .. id
@@ -219,7 +220,7 @@ if reason then
   redis.call('ZREM', KEYS[10], id)
   redis.call('HSET', reg, 'st', 'refund', 'why', reason, 'ref', ref, 'amt', ARGV[3])
   redis.call('PEXPIRE', reg, tonumber(ARGV[6]))
-  return {2, reason, 0}
+  return {R.UNPAYABLE, reason, 0}
 end
 -- Paid (lib/cart cart_settle: the paid stream is its first write); a
 -- claim counted at register (or re-claimed above) is not counted again.
@@ -232,4 +233,4 @@ seatholds_drop(KEYS[15], mine)
 seatholds_drop_stale(stale)
 redis.call('ZREM', KEYS[10], id)
 mark_seen()
-return {0, 0, counted and 0 or 1, o[8], paid, added}
+return {R.OK, 0, counted and 0 or 1, o[8], paid, added}

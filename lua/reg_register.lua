@@ -4,16 +4,18 @@
 -- limited discount code and the buyer's admissions, so a payment never
 -- finds its inventory gone and a partner confirm can never oversell against
 -- it. The seats and the discount use are held without expiry: while the
--- registration is held, only reg_expire and reg_pay give them back. A paid registration (total > 0) is held for the checkout window and
--- put in its partition's expiry zset; a free one is paid at once and queued
--- on the paid stream exactly as order_confirm.lua queues an order.
+-- registration is held, only reg_expire and reg_pay give them back. A paid
+-- registration (total > 0) is held for the checkout window and put in its
+-- partition's expiry zset; a free one is paid at once, by the settle step
+-- order_confirm.lua and reg_pay.lua take (lib/cart cart_settle), so it is
+-- queued on the paid stream exactly as a confirmed order is.
 --
 -- A paid registration's window is first the register hold (ARGV[2]); the
 -- first checkout session attached to it (reg_checkout) moves it to the
 -- checkout window counted from now (ARGV[12], kept in 'cexp'). It is the
 -- buyer's one registration awaiting payment (the unpaid hash): one of the
--- buyer's already there is named ({10}) and the caller releases it first.
--- It counts for its client (lib/holds): refused when the client's
+-- buyer's already there is named ({R.BUYER_UNPAID}) and the caller releases
+-- it first. It counts for its client (lib/holds): refused when the client's
 -- registrations awaiting payment and live hold tokens reach the limit. A
 -- free one counts in the client's tokens zset (member f:<id>) until the
 -- register hold's end.
@@ -61,32 +63,36 @@
 --             reg_pay checks them again for a late payment)
 --
 -- Output:
---   {0, expiresAtMs}         held, awaiting payment
---   {1, st}                  the registration exists already (nothing done)
---   {2, field, remaining}    a capacity field has fewer than requested left
---   {3}                      the hold token is gone (hold_expired)
---   {4, {labels}}            seats booked or held by someone else
---   {5, {labels}}            seats not held by this token
---   {6}                      the discount code has no uses left
---   {7}                      the partition's marker is missing
---   {8, limit, remaining}    the buyer would pass maxTicketsPerBuyer
---   {9, paidAtMs, paid units, added} free: paid at once; paid units: the
---                            sold hash's 'paid' after it, added: the units
---                            it added (lib/cart cart_count_paid)
---   {10, registrationId, nowUs}  the buyer has this registration awaiting payment
---   {11, limit}              the client holds its limit already
+--   {R.OK, expiresAtMs}                      held, awaiting payment
+--   {R.EXISTS, st}                           the registration exists already
+--                                            (nothing done)
+--   {R.SHORT, field, remaining}              a capacity field has fewer than
+--                                            requested left
+--   {R.HOLD_GONE}                            the hold token is gone (hold_expired)
+--   {R.SEAT_TAKEN, {labels}}                 seats booked or held by someone else
+--   {R.SEAT_NOT_HELD, {labels}}              seats not held by this token
+--   {R.DISCOUNT_USED_UP}                     the discount code has no uses left
+--   {R.STOPPED}                              the partition's marker is missing
+--   {R.BUYER_LIMIT, limit, remaining}        the buyer would pass maxTicketsPerBuyer
+--   {R.PAID, paidAtMs, paid units, added}    free: paid at once; paid units:
+--                                            the sold hash's 'paid' after it,
+--                                            added: the units it added
+--                                            (lib/cart cart_count_paid)
+--   {R.BUYER_UNPAID, registrationId, nowUs}  the buyer has this registration
+--                                            awaiting payment
+--   {R.CLIENT_LIMIT, limit}                  the client holds its limit already
 --@include capacity
 --@include cart
---@include check
 --@include holds
+--@include reply
 local gen = redis.call('GET', KEYS[8])
 if not gen then
-  return {7}
+  return {R.STOPPED}
 end
 local reg = KEYS[1]
 local st = redis.call('HGET', reg, 'st')
 if st then
-  return {1, st}
+  return {R.EXISTS, st}
 end
 
 local fields, qtys, labels, rest = cart_args(15)
@@ -108,7 +114,7 @@ local id, buyer, client = ARGV[1], ARGV[8], ARGV[13]
 if not free then
   local prev = redis.call('HGET', KEYS[12], buyer)
   if prev and prev ~= id then
-    return {10, prev, tonumber(t[1]) * 1000000 + tonumber(t[2])}
+    return {R.BUYER_UNPAID, prev, tonumber(t[1]) * 1000000 + tonumber(t[2])}
   end
 end
 if client ~= '' then
@@ -121,7 +127,7 @@ if client ~= '' then
     live = live - 1
   end
   if live >= tonumber(ARGV[14]) then
-    return {11, tonumber(ARGV[14])}
+    return {R.CLIENT_LIMIT, tonumber(ARGV[14])}
   end
 end
 
@@ -139,40 +145,8 @@ local refusal, dstale = cart_refusal(
 if refusal then
   return refusal
 end
--- a free registration's use of an unlimited code is counted below, on a
--- key no check read
-if free and code ~= '' and not limited then
-  check_type(KEYS[7], 'hash')
-end
-
--- writes: every key they touch was read or checked above but one, written
--- first (when it fails nothing is written): the expiry zset of a held
--- registration, the paid stream of a free one
-if free then
-  cart_queue_paid(KEYS[11], ARGV[11], id, '', now)
-else
-  -- No expiry on the hash while held: the hash is what gives the claim back.
-  redis.call('ZADD', KEYS[10], exp, id)
-end
--- the claim
-for c = 1, nclaims do
-  redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
-end
-for s = 1, nseats do
-  redis.call('HDEL', KEYS[5], 's:' .. labels[s])
-  redis.call('HDEL', KEYS[15], labels[s])
-  if free then
-    redis.call('HSET', KEYS[4], labels[s], id)
-  else
-    -- No expiry: while held, only reg_expire and reg_pay give the seat
-    -- back, so a payment that comes after the window but before the sweep
-    -- never finds it taken (the sold counts are held that long too).
-    redis.call('HSET', KEYS[17], labels[s], 'o:' .. id)
-  end
-end
-if limit > 0 then
-  redis.call('HINCRBY', KEYS[9], ARGV[8], adm)
-end
+-- The hash's fields either kind keeps (its state and the rest are added
+-- below).
 local kv = {'exp', exp, 'gen', gen}
 cart_buyer_fields(kv, limit, ARGV[8], adm)
 if limited then
@@ -181,6 +155,46 @@ if limited then
 end
 for j = rest, #ARGV do
   kv[#kv + 1] = ARGV[j]
+end
+-- A free registration's settle step gives back a hold of its code and
+-- counts a use: on keys no check read when the code is unlimited.
+if free then
+  cart_check_discount(dk, code, true)
+end
+
+-- writes: every key they touch was read or checked above but one, written
+-- first (when it fails nothing is written): the paid stream of a free
+-- registration, the expiry zset of a held one
+local paid, added
+if free then
+  -- Paid at once, settled as order_confirm.lua and reg_pay.lua settle a
+  -- sale (lib/cart cart_settle: the paid stream is its first write): its
+  -- claims and its buyer's admissions counted, its seats booked, a use of
+  -- its code counted, its hash written paid and kept for the sync worker.
+  paid, added = cart_settle(
+    {stream = KEYS[11], soldkey = KEYS[3], buyerskey = KEYS[9], bookedkey = KEYS[4], dk = dk, dcusedkey = KEYS[7]},
+    {id = id, salekey = reg, ref = '', now = now, cap = ARGV[11], retention = tonumber(ARGV[3]), fields = fields,
+     qtys = qtys, seats = labels, code = code, bk = limit > 0 and buyer or nil, adm = adm, counted = false, extra = kv})
+else
+  -- No expiry on the hash while held: the hash is what gives the claim back.
+  redis.call('ZADD', KEYS[10], exp, id)
+  for c = 1, nclaims do
+    redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
+  end
+  if limit > 0 then
+    redis.call('HINCRBY', KEYS[9], buyer, adm)
+  end
+end
+-- the seats leave the token that held them
+for s = 1, nseats do
+  redis.call('HDEL', KEYS[5], 's:' .. labels[s])
+  redis.call('HDEL', KEYS[15], labels[s])
+  if not free then
+    -- No expiry: while held, only reg_expire and reg_pay give the seat
+    -- back, so a payment that comes after the window but before the sweep
+    -- never finds it taken (the sold counts are held that long too).
+    redis.call('HSET', KEYS[17], labels[s], 'o:' .. id)
+  end
 end
 
 if not free then
@@ -202,23 +216,12 @@ if not free then
   kv[#kv + 1] = 'st'
   kv[#kv + 1] = 'held'
   redis.call('HSET', reg, unpack(kv))
-  return {0, exp}
+  return {R.OK, exp}
 end
 
--- free: paid at once, queued as order_confirm.lua queues a paid order
+-- free: it counts for its client until the register hold's end
 if client ~= '' then
   holds_add_token(KEYS[14], 'f:' .. id, exp, now)
 end
-if code ~= '' then
-  redis.call('HINCRBY', KEYS[7], code, 1)
-end
 cart_discount_prune(dk, dstale, now)
-kv[#kv + 1] = 'st'
-kv[#kv + 1] = 'paid'
-kv[#kv + 1] = 'ref'
-kv[#kv + 1] = ''
-kv[#kv + 1] = 'paid'
-kv[#kv + 1] = now
-redis.call('HSET', reg, unpack(kv))
-cart_keep_paid(reg, ARGV[11], tonumber(ARGV[3]))
-return {9, now, cart_count_paid(KEYS[3], fields, qtys)}
+return {R.PAID, now, paid, added}

@@ -4,16 +4,17 @@
 -- KEYS[1] -> registration hash {pN}:ord:<id>
 -- ARGV: none
 --
--- Output: {0} when unknown, else
---   {1, now ms, st, total, ch, exp, tix, why, ref, rec, amt, sess, paid, cexp}
+-- Output: {R.NOT_FOUND} when unknown, else
+--   {R.OK, now ms, st, total, ch, exp, tix, why, ref, rec, amt, sess, paid, cexp}
 --   (absent fields as '')
+--@include reply
 local f = {'st', 'total', 'ch', 'exp', 'tix', 'why', 'ref', 'rec', 'amt', 'sess', 'paid', 'cexp'}
 local o = redis.call('HMGET', KEYS[1], unpack(f))
 if not o[1] then
-  return {0}
+  return {R.NOT_FOUND}
 end
 local t = redis.call('TIME')
-local out = {1, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)}
+local out = {R.OK, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)}
 for i = 1, #f do
   out[#out + 1] = o[i] or ''
 end

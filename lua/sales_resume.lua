@@ -12,14 +12,16 @@
 --
 -- ARGV[1] -> 'release' or 'reconcile'
 --
--- Output: {0, lost} resumed (lost: the units it held); {1} not held (nothing
--- written); {2} the partition's marker is missing (nothing written)
+-- Output: {R.OK, lost} resumed (lost: the units it held); {R.NOT_PENDING}
+-- not held (nothing written); {R.STOPPED} the partition's marker is missing
+-- (nothing written)
+--@include reply
 if redis.call('EXISTS', KEYS[2]) == 0 then
-  return {2}
+  return {R.STOPPED}
 end
 local held = tonumber(redis.call('HGET', KEYS[1], 'held'))
 if not held then
-  return {1}
+  return {R.NOT_PENDING}
 end
 if ARGV[1] ~= 'release' and ARGV[1] ~= 'reconcile' then
   return redis.error_reply('sales_resume: ARGV[1] must be release or reconcile')
@@ -30,4 +32,4 @@ if ARGV[1] == 'release' then
   redis.call('HINCRBY', KEYS[1], 'ev', -held)
 end
 redis.call('HDEL', KEYS[1], 'held')
-return {0, held}
+return {R.OK, held}

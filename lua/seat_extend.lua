@@ -18,14 +18,15 @@
 -- ARGV[4] -> the caller's client (holds.Client key; "" none)
 --
 -- Output:
---   {0, expiresAtMs}  extended
---   {1}               the token is gone (expired or never created)
+--   {R.OK, expiresAtMs}  extended
+--   {R.HOLD_GONE}        the token is gone (expired or never created)
 --@include holds
+--@include reply
 --@include seatholds
 local hold = KEYS[1]
 local h = redis.call('HMGET', hold, 'first', 'exp', 'ip')
 if not h[2] then
-  return {1}
+  return {R.HOLD_GONE}
 end
 local client = h[3] or ''
 local counted = client ~= '' and client == ARGV[4]
@@ -63,4 +64,4 @@ seatholds_put(KEYS[3], mine, holder, e)
 if counted then
   holds_add_token(KEYS[2], ARGV[1], e, now)
 end
-return {0, e}
+return {R.OK, e}

@@ -30,22 +30,23 @@
 -- ARGV[5+n..]  -> neighbour seat labels (distinct, none requested)
 --
 -- Output:
---   {0, expiresAtMs, {labels}}  held; labels = every seat the token now holds
---   {1}                         the token is gone (expired or never created)
---   {2, {labels}}               seats booked or held by another token or order
---   {3, max}                    the token would hold more than max seats
---   {4}                         the partition's marker is missing: Redis lost
---                               its state or is being rebuilt
---   {5, {labels}}               the rule refuses: these free seats would be
---                               stranded
+--   {R.OK, expiresAtMs, {labels}}  held; labels = every seat the token now holds
+--   {R.HOLD_GONE}                  the token is gone (expired or never created)
+--   {R.SEAT_TAKEN, {labels}}       seats booked or held by another token or order
+--   {R.TOKEN_LIMIT, max}           the token would hold more than max seats
+--   {R.STOPPED}                    the partition's marker is missing: Redis lost
+--                                  its state or is being rebuilt
+--   {R.STRANDED, {labels}}         the rule refuses: these free seats would be
+--                                  stranded
+--@include reply
 --@include seatrule
 if redis.call('EXISTS', KEYS[3]) == 0 then
-  return {4}
+  return {R.STOPPED}
 end
 local hold = KEYS[1]
 local exp = redis.call('HGET', hold, 'exp')
 if not exp then
-  return {1}
+  return {R.HOLD_GONE}
 end
 
 local n = tonumber(ARGV[3])
@@ -66,7 +67,7 @@ for i = 1, n do
   end
 end
 if #conflicts > 0 then
-  return {2, conflicts}
+  return {R.SEAT_TAKEN, conflicts}
 end
 
 local all, mine = {}, {}
@@ -83,7 +84,7 @@ for i = 1, n do
   end
 end
 if #all > tonumber(ARGV[2]) then
-  return {3, tonumber(ARGV[2])}
+  return {R.TOKEN_LIMIT, tonumber(ARGV[2])}
 end
 
 local m = #ARGV - 4 - n
@@ -111,7 +112,7 @@ if rule ~= 'off' and m > 0 then
     end
   end
   if #stranded > 0 then
-    return {5, stranded}
+    return {R.STRANDED, stranded}
   end
 end
 
@@ -125,4 +126,4 @@ for i = 1, n do
   redis.call('HSET', hold, 's:' .. labels[i], '1')
 end
 seatholds_put(KEYS[4], new, holder, exp)
-return {0, tonumber(exp), all}
+return {R.OK, tonumber(exp), all}

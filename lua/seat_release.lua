@@ -27,8 +27,9 @@
 -- ARGV[5+n..]  -> neighbour seat labels (distinct, none of the labels)
 --
 -- Output:
---   {0, {labels}}  released (only the seats that were held by the token)
---   {5, {labels}}  the rule refuses: these freed seats would be stranded
+--   {R.OK, {labels}}        released (only the seats that were held by the token)
+--   {R.STRANDED, {labels}}  the rule refuses: these freed seats would be stranded
+--@include reply
 --@include seatrule
 local hold = KEYS[1]
 local all = ARGV[2] == '1'
@@ -84,7 +85,7 @@ if not all and rule ~= 'off' and m > 0 then
       end
     end
     if #stranded > 0 then
-      return {5, stranded}
+      return {R.STRANDED, stranded}
     end
   end
 end
@@ -99,4 +100,4 @@ for i = 1, n do
 end
 seatholds_drop_stale(stale)
 seatholds_drop(KEYS[3], released)
-return {0, released}
+return {R.OK, released}

@@ -15,21 +15,22 @@
 -- ARGV[4] -> the client's limit of holds
 --
 -- Output:
---   {0, expiresAtMs}  created: first = now, exp = now + TTL
---   {1, expiresAtMs}  the token already exists; nothing changed
---   {2, limit}        the client holds its limit already; nothing created
+--   {R.OK, expiresAtMs}      created: first = now, exp = now + TTL
+--   {R.EXISTS, expiresAtMs}  the token already exists; nothing changed
+--   {R.CLIENT_LIMIT, limit}  the client holds its limit already; nothing created
 --@include holds
+--@include reply
 local hold = KEYS[1]
 local exp = redis.call('HGET', hold, 'exp')
 if exp then
-  return {1, tonumber(exp)}
+  return {R.EXISTS, tonumber(exp)}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local e = now + tonumber(ARGV[1])
 local client = ARGV[3]
 if client ~= '' and holds_live(KEYS[2], KEYS[3], client, now) >= tonumber(ARGV[4]) then
-  return {2, tonumber(ARGV[4])}
+  return {R.CLIENT_LIMIT, tonumber(ARGV[4])}
 end
 
 -- writes (every key was read above)
@@ -40,4 +41,4 @@ else
   redis.call('HSET', hold, 'first', now, 'exp', e)
 end
 redis.call('PEXPIREAT', hold, e)
-return {0, e}
+return {R.OK, e}

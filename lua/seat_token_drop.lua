@@ -11,11 +11,12 @@
 -- ARGV[1] -> hold token
 --
 -- Output:
---   {0}  dropped (or gone already)
---   {1}  it holds seats: left alone
+--   {R.OK}      dropped (or gone already)
+--   {R.IN_USE}  it holds seats: left alone
+--@include reply
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   if string.sub(f, 1, 2) == 's:' then
-    return {1}
+    return {R.IN_USE}
   end
 end
 -- a read of the zset: a key of the wrong type fails here, before any write
@@ -24,4 +25,4 @@ redis.call('ZSCORE', KEYS[2], ARGV[1])
 -- writes
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
-return {0}
+return {R.OK}

@@ -11,21 +11,22 @@
 -- ARGV[3] -> this worker's consumer name
 -- ARGV[4] -> the most entries to take in one call
 --
--- Output: {1, entries, taken} took `taken` pending ids; `entries` are those
+-- Output: {R.MORE, entries, taken} took `taken` pending ids; `entries` are those
 --         still in the stream, as XCLAIM answers them ({id, {field, value,
 --         ...}}), now pending with ARGV[3] (ids deleted from the stream while
 --         pending leave the group); call again after writing them
---         {0} the consumer held nothing and is removed (or the group is gone)
+--         {R.OK} the consumer held nothing and is removed (or the group is gone)
+--@include reply
 local pending = redis.pcall('XPENDING', KEYS[1], ARGV[1], '-', '+', ARGV[4], ARGV[2])
 if type(pending) == 'table' and pending.err then
-  return {0}
+  return {R.OK}
 end
 if #pending == 0 then
   redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
-  return {0}
+  return {R.OK}
 end
 local ids = {}
 for i, p in ipairs(pending) do
   ids[i] = p[1]
 end
-return {1, redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, unpack(ids)), #ids}
+return {R.MORE, redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, unpack(ids)), #ids}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 var script = eval.Load("ratelimit")
@@ -171,7 +172,7 @@ func taken(bucket string, arr []rueidis.RedisMessage, err error) (Result, int64,
 	if err != nil {
 		return Result{}, 0, fmt.Errorf("ratelimit %s: %w", bucket, err)
 	}
-	code, err := eval.Int(arr, 0)
+	code, err := reply.Of(arr)
 	if err != nil {
 		return Result{}, 0, fmt.Errorf("ratelimit %s: %w", bucket, err)
 	}
@@ -180,16 +181,16 @@ func taken(bucket string, arr []rueidis.RedisMessage, err error) (Result, int64,
 		return Result{}, 0, fmt.Errorf("ratelimit %s: %w", bucket, err)
 	}
 	switch code {
-	case 0:
+	case reply.OK:
 		granted, err := eval.Int(arr, 2)
 		if err != nil {
 			return Result{}, 0, fmt.Errorf("ratelimit %s: %w", bucket, err)
 		}
 		return Result{Allowed: true, Remaining: v}, granted, nil
-	case 1:
+	case reply.Limited:
 		return Result{RetryAfter: time.Duration(v) * time.Microsecond}, 0, nil
 	}
-	return Result{}, 0, fmt.Errorf("ratelimit %s: %w: status %d", bucket, eval.ErrReply, code)
+	return Result{}, 0, reply.Unexpected("ratelimit "+bucket, code)
 }
 
 // Ask is one request's take from a bucket in two steps, so that it rides

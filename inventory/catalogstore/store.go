@@ -23,6 +23,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/lease"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 // Record is the catalog of record (Postgres). It is nil when ticketd runs
@@ -515,15 +516,15 @@ func (s *Store) replaceCaps(ctx context.Context, ev *catalog.Event, caps map[str
 	if err != nil {
 		return fmt.Errorf("catalog: project capacities of %s: %w", ev.ID, err)
 	}
-	switch c, _ := eval.Int(arr, 0); c {
-	case 2:
+	switch c, _ := reply.Of(arr); c {
+	case reply.Stopped:
 		return redisstate.ErrSalesStopped
-	case 1:
+	case reply.BelowSold:
 		f, _ := eval.Str(arr, 1)
 		n, _ := eval.Int(arr, 2)
 		return &catalog.ValidationError{Path: capPath(ev, f),
 			Msg: fmt.Sprintf("capacity is below the %d already sold", n)}
-	case 0:
+	case reply.OK:
 		if frozen, _ := eval.Strs(arr, 1); len(frozen) > 0 {
 			s.logger().Info("capacities of removed objects frozen at their sold counts", "event", ev.ID, "fields", frozen)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/pricing"
 	"github.com/ticketd/ticketd/inventory/registrations"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 // The cases of TestFaultScriptsCheckBeforeTheyWrite. Each reaches the
@@ -113,8 +114,8 @@ func (f *fixture) hold(labels ...string) {
 	f.tokenOnly()
 	ks := []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.Live(part), f.sp.SeatHolds(ev), f.sp.OrderSeats(ev), f.sp.RegSeats(ev)}
 	args := []string{f.tok, "10", strconv.Itoa(len(labels)), "off"}
-	if code, _ := eval.Int(f.script("seat_hold", ks, append(args, labels...)...), 0); code != 0 {
-		f.t.Fatalf("seat_hold: code %d", code)
+	if code, _ := reply.Of(f.script("seat_hold", ks, append(args, labels...)...)); code != reply.OK {
+		f.t.Fatalf("seat_hold: %v", code)
 	}
 }
 

@@ -46,12 +46,13 @@ func TestLibraryIncludesAnotherOnce(t *testing.T) {
 	if string(src) != want {
 		t.Fatalf("expanded:\n%s\nwant:\n%s", src, want)
 	}
-	// lib/cart includes lib/capacity (and lib/check) itself: a script
+	// lib/cart includes lib/capacity (and lib/check, lib/reply) itself: a script
 	// naming only cart gets capacity_short, once.
 	fsys["c.lua"] = lib("--@include cart\nreturn 1\n")
 	fsys["lib/cart.lua"] = lib(mustRead(t, "lib/cart.lua"))
 	fsys["lib/capacity.lua"] = lib(mustRead(t, "lib/capacity.lua"))
 	fsys["lib/check.lua"] = lib(mustRead(t, "lib/check.lua"))
+	fsys["lib/reply.lua"] = lib(mustRead(t, "lib/reply.lua"))
 	fsys["lib/seatholds.lua"] = lib(mustRead(t, "lib/seatholds.lua"))
 	src, err = expand(fsys, "c")
 	if err != nil {
@@ -100,5 +101,40 @@ func TestIncludeLinesNotExpandedAreErrors(t *testing.T) {
 	cycle := fstest.MapFS{"lib/a.lua": lib("--@include b\n"), "lib/b.lua": lib("--@include a\n"), "s.lua": lib("--@include a\n")}
 	if _, err := expand(cycle, "s"); err == nil || !strings.Contains(err.Error(), "cycle") {
 		t.Fatalf("include cycle: %v, want an error", err)
+	}
+}
+
+// lib/reply is constants: a script that includes it runs with each
+// R.<NAME> of its code as the number, without the table; its comments keep
+// the names; a name the table lacks, or a table that gives one number two
+// names, is an error.
+func TestReplyCodesBecomeNumbers(t *testing.T) {
+	table := "-- codes\nlocal R = {\n  OK = 0, -- done\n  STOPPED = 7,\n}\n"
+	fsys := fstest.MapFS{
+		"lib/reply.lua": lib(table),
+		"lib/base.lua":  lib("--@include reply\nlocal function base() return {R.OK} end\n"),
+		"s.lua":         lib("-- s: {R.STOPPED} when stopped\n--@include base\nif x then return {R.STOPPED} end -- R.STOPPED\nreturn base()\n"),
+	}
+	src, err := expand(fsys, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "-- s: {R.STOPPED} when stopped\nlocal function base() return {0} end\nif x then return {7} end -- R.STOPPED\nreturn base()\n"
+	if string(src) != want {
+		t.Fatalf("expanded:\n%s\nwant:\n%s", src, want)
+	}
+	fsys["t.lua"] = lib("--@include reply\nreturn {R.STOPPD}\n")
+	if _, err := expand(fsys, "t"); err == nil || !strings.Contains(err.Error(), "R.STOPPD") {
+		t.Errorf("unknown name: %v, want an error naming it", err)
+	}
+	for name, bad := range map[string]string{
+		"a number twice": "local R = {\n  OK = 0,\n  STOPPED = 0,\n}\n",
+		"a name twice":   "local R = {\n  OK = 0,\n  OK = 1,\n}\n",
+		"not an entry":   "local R = {\n  OK = 0,\n  STOPPED = OK + 7,\n}\n",
+		"no table":       "local codes = {\n  OK = 0,\n}\n",
+	} {
+		if _, err := parseReplyCodes([]byte("-- reply\n" + bad)); err == nil {
+			t.Errorf("%s: parsed", name)
+		}
 	}
 }

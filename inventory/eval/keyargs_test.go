@@ -125,3 +125,73 @@ func TestScriptKeyCheckFindsBuiltKeys(t *testing.T) {
 		}
 	}
 }
+
+// Scripts answer their reply codes by name from lib/reply.lua's table R
+// ({R.STOPPED}), never by number ({7}), so one meaning stays one code in
+// every script (inventory/reply holds the Go side to the table). The check
+// reads every script and library as written: no table constructor opens
+// with a number, and every R.<NAME> is in the table; and every script as
+// Redis runs it: each name became its number (a script that names codes
+// without including lib/reply would be left with R, nil in Redis).
+func TestScriptsNameTheirReplyCodes(t *testing.T) {
+	defined, err := eval.ReplyCodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := fs.Glob(lua.Files, "*.lua")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	libs, _ := fs.Glob(lua.Files, "lib/*.lua")
+	for _, f := range append(files, libs...) {
+		b, err := fs.ReadFile(lua.Files, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := stripComments(string(b))
+		for _, bad := range bareCodes(text) {
+			t.Errorf("%s: %q: a reply code is a name of lib/reply.lua (R.<NAME>), not a number", f, bad)
+		}
+		for _, m := range replyRef.FindAllStringSubmatch(text, -1) {
+			if _, ok := defined[m[1]]; !ok {
+				t.Errorf("%s: R.%s is not in lib/reply.lua", f, m[1])
+			}
+		}
+	}
+	for _, f := range files {
+		src, err := eval.Source(strings.TrimSuffix(f, ".lua"))
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if left := replyRef.FindString(stripComments(string(src))); left != "" {
+			t.Errorf("%s runs with %s: it names reply codes without --@include reply", f, left)
+		}
+	}
+}
+
+var (
+	replyRef = regexp.MustCompile(`\bR\.([A-Za-z_][A-Za-z0-9_]*)`)
+	// a table constructor whose first element is a number literal
+	bareCode = regexp.MustCompile(`\{\s*-?\d[^}\n]*`)
+)
+
+// bareCodes returns the table constructors of a script (comments
+// stripped) that open with a number.
+func bareCodes(text string) []string { return bareCode.FindAllString(text, -1) }
+
+// The check finds a code given as a number, however it is spaced, and
+// passes names and tables that open with something else.
+func TestBareReplyCodesAreFound(t *testing.T) {
+	for _, src := range []string{"return {7}", "return { 2, field, left }", "local out = {1, now}", "return {0}"} {
+		if len(bareCodes(src)) == 0 {
+			t.Errorf("%s passes the check", src)
+		}
+	}
+	for _, src := range []string{"return {R.STOPPED}", "return {R.SHORT, f, 2}", "return {tonumber(ARGV[2]) - 1}",
+		"local t = {}", "for _, s in ipairs({num - 1, num + 1}) do"} {
+		if got := bareCodes(src); len(got) != 0 {
+			t.Errorf("%s fails the check: %q", src, got)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/redistest"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 // A script pipelined with other commands runs on a Redis that has not
@@ -23,16 +24,16 @@ func TestPipelinedRunsOnARedisThatHasNotSeenTheScript(t *testing.T) {
 	release := eval.Load("lease_release")
 	for _, run := range []struct { // the script not loaded yet, then loaded
 		token string
-		want  int64
-	}{{"other", 0}, {"tok", 1}} {
+		want  reply.Code
+	}{{"other", reply.NotOwner}, {"tok", reply.OK}} {
 		p := eval.Pipeline(rc, release, []string{"lease"}, []string{run.token})
 		res := rc.DoMulti(ctx, rc.B().Ping().Build(), p.Cmd)
 		arr, err := p.Reply(ctx, res[1])
 		if err != nil {
 			t.Fatalf("token %s: %v", run.token, err)
 		}
-		if got, err := eval.Int(arr, 0); err != nil || got != run.want {
-			t.Fatalf("token %s: reply %d, %v; want %d", run.token, got, err, run.want)
+		if got, err := reply.Of(arr); err != nil || got != run.want {
+			t.Fatalf("token %s: reply %v, %v; want %v", run.token, got, err, run.want)
 		}
 	}
 	if n, err := rc.Do(ctx, rc.B().Exists().Key("lease").Build()).AsInt64(); err != nil || n != 0 {

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/eval"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 var (
@@ -149,9 +150,9 @@ func (l *Lease) Extend(ctx context.Context) error {
 	}
 	sent := time.Now()
 	arr, err := eval.Array(ctx, l.client, extendScript, []string{l.key}, []string{l.token, l.ttlMS})
-	var c int64
+	var c reply.Code
 	if err == nil {
-		c, err = eval.Int(arr, 0)
+		c, err = reply.Of(arr)
 	}
 	if err != nil {
 		if lerr := l.Err(); lerr != nil {
@@ -161,7 +162,7 @@ func (l *Lease) Extend(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if c != 1 {
+	if c != reply.OK {
 		l.loseLocked()
 		return ErrLost
 	}
@@ -243,14 +244,14 @@ func (l *Lease) Release(ctx context.Context) error {
 		l.released = true
 		l.mu.Unlock()
 		arr, err := eval.Array(ctx, l.client, releaseScript, []string{l.key}, []string{l.token})
-		var c int64
+		var c reply.Code
 		if err == nil {
-			c, err = eval.Int(arr, 0)
+			c, err = reply.Of(arr)
 		}
 		switch {
 		case err != nil:
 			l.releaseErr = fmt.Errorf("lease: release %s: %w", l.key, err)
-		case c != 1:
+		case c != reply.OK:
 			l.mu.Lock()
 			l.loseLocked()
 			l.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 // Tolerance is how far a charged amount may differ from the order total.
@@ -82,12 +83,12 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 	if err != nil {
 		return Confirmation{}, fmt.Errorf("confirm: %w", err)
 	}
-	code, err := eval.Int(arr, 0)
+	code, err := reply.Of(arr)
 	if err != nil {
 		return Confirmation{}, err
 	}
 	switch code {
-	case 0:
+	case reply.OK:
 		dup, _ := eval.Int(arr, 1)
 		tix, _ := eval.Str(arr, 2)
 		if err := s.ReportPaid(ev, arr, 3); err != nil {
@@ -98,18 +99,18 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 			return Confirmation{}, fmt.Errorf("confirm: %w: tickets: %v", eval.ErrReply, err)
 		}
 		return c, nil
-	case 1:
+	case reply.NotFound:
 		return Confirmation{}, ErrNotFound
-	case 2:
+	case reply.Unpayable:
 		reason, _ := eval.Str(arr, 1)
 		return Confirmation{}, ConfirmFailed(reason)
-	case 3:
+	case reply.AmountMismatch:
 		total, _ := eval.Int(arr, 1)
 		return Confirmation{}, AmountMismatch(money.Cents(total))
-	case 5:
+	case reply.Stopped:
 		return Confirmation{}, redisstate.ErrSalesStopped
 	}
-	return Confirmation{}, fmt.Errorf("confirm: %w: code %d", eval.ErrReply, code)
+	return Confirmation{}, reply.Unexpected("confirm", code)
 }
 
 func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest) ([]rueidis.RedisMessage, error) {
@@ -127,12 +128,9 @@ func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest)
 		req.Reference, cancelled, strconv.FormatInt(s.StreamCap, 10)}, Paid)
 }
 
-// Paid says a paying script's reply is {0, …}: the order is paid, now or
+// Paid says a paying script's reply is {OK, …}: the order is paid, now or
 // by an earlier run (order_confirm, reg_pay).
-func Paid(arr []rueidis.RedisMessage) bool {
-	code, err := eval.Int(arr, 0)
-	return err == nil && code == 0
-}
+func Paid(arr []rueidis.RedisMessage) bool { return reply.Is(arr, reply.OK) }
 
 // Order states.
 const (
@@ -180,7 +178,7 @@ func (s *Service) Status(ctx context.Context, orderID string) (st State, found b
 	if err != nil {
 		return State{}, false, fmt.Errorf("status: %w", err)
 	}
-	if c, err := eval.Int(arr, 0); err != nil || c == 0 {
+	if c, err := reply.Of(arr); err != nil || c == reply.NotFound {
 		return State{}, false, err
 	}
 	st.OrderID = orderID

@@ -18,6 +18,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/reply"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
 
@@ -180,20 +181,20 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	res := s.Redis.DoMulti(ctx, claim, reserve.Cmd)
 	prev, claimErr := res[0].ToString()
 	arr, err := reserve.Reply(ctx, res[1])
-	code := int64(-1)
+	code := reply.Code(-1)
 	if err == nil {
-		code, _ = eval.Int(arr, 0)
+		code, _ = reply.Of(arr)
 	}
 	claimedNow := rueidis.IsRedisNil(claimErr)
 	switch {
-	case code == 9 && claimedNow:
+	case code == reply.KeyClaimed && claimedNow:
 		// The event's claim names an earlier request with this key whose
 		// own claim is gone (given back by a refused attempt, or raced):
 		// the event's decides. Nothing was written but this claim.
 		s.release(ctx, idem, record)
 		before, _ := eval.Str(arr, 1)
 		return s.claimedBefore(ctx, req, idem, before, true)
-	case code == 9 && claimErr == nil:
+	case code == reply.KeyClaimed && claimErr == nil:
 		// An earlier request with this key, in this event; nothing was
 		// written. The key's own claim says which order it names.
 		return s.claimedBefore(ctx, req, idem, prev, true)
@@ -205,14 +206,14 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 		return r, err
 	case claimErr != nil:
 		// Whose the key is cannot be told: an order made is undone.
-		if code == 0 {
+		if code == reply.OK {
 			s.unreserve(ctx, req, orderID, ks)
 		}
 		return Reservation{}, fmt.Errorf("reserve: claim idempotency key: %w", claimErr)
 	case !sameRequest(req, prev):
 		// The key is another request's: used for another event (this
 		// event's claim did not know it), or by another caller.
-		if code == 0 {
+		if code == reply.OK {
 			s.unreserve(ctx, req, orderID, ks)
 		}
 		return Reservation{}, ErrKeyConflict
@@ -239,11 +240,7 @@ func (s *Service) beside(ctx context.Context, req ReserveRequest, idem, prev, or
 	arr []rueidis.RedisMessage, rerr error) (Reservation, error) {
 	_, rest, _ := strings.Cut(prev, idemSep)
 	_, prevOrder, _ := strings.Cut(rest, idemSep)
-	created := rerr == nil && len(arr) > 0
-	if created {
-		code, _ := eval.Int(arr, 0)
-		created = code == 0
-	}
+	created := rerr == nil && reply.Is(arr, reply.OK)
 	okey, ok := s.Space.Order(prevOrder)
 	if !ok {
 		if created {
@@ -361,7 +358,7 @@ func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string
 	reserve := eval.Pipeline(s.Redis, reserveScript, ks, args)
 	res := s.Redis.DoMulti(ctx, s.Redis.B().Del().Key(ks[13]).Build(), reserve.Cmd)
 	arr, err := reserve.Reply(ctx, res[1])
-	if code, _ := eval.Int(arr, 0); err == nil && code == 9 {
+	if err == nil && reply.Is(arr, reply.KeyClaimed) {
 		// another attempt's order, made since: it is the answer
 		before, _ := eval.Str(arr, 1)
 		return s.claimedBefore(ctx, req, s.Space.Idempotency(req.IdempotencyKey), before, false)
@@ -431,17 +428,17 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve: %w", err)
 	}
-	code, err := eval.Int(arr, 0)
+	code, err := reply.Of(arr)
 	if err != nil {
 		return Reservation{}, err
 	}
 	switch code {
-	case 0:
+	case reply.OK:
 		return Reservation{OrderID: orderID, Amount: req.Total}, nil
-	case 1:
+	case reply.Exists:
 		total, _ := eval.Int(arr, 1)
 		return Reservation{OrderID: orderID, Amount: money.Cents(total), Duplicate: true}, nil
-	case 2:
+	case reply.Short:
 		field, _ := eval.Str(arr, 1)
 		if left, _ := eval.Int(arr, 2); left <= 0 {
 			s.sold.note(req.EventID, field, req.CatalogVersion)
@@ -450,33 +447,33 @@ func (s *Service) reserved(req ReserveRequest, orderID string, arr []rueidis.Red
 	if err := RefusalError(arr); err != nil {
 		return Reservation{}, err
 	}
-	return Reservation{}, fmt.Errorf("reserve: %w: code %d", eval.ErrReply, code)
+	return Reservation{}, reply.Unexpected("reserve", code)
 }
 
 // RefusalError maps the refusals that order_reserve.lua and reg_register.lua
-// share (codes 2 to 8 of their replies: capacity, hold token gone, seat
-// conflict, seats not held, discount used up, sales stopped, buyer limit)
-// to the client's error; nil for any other reply.
+// share (capacity, hold token gone, seat conflict, seats not held, discount
+// used up, sales stopped, buyer limit) to the client's error; nil for any
+// other reply.
 func RefusalError(arr []rueidis.RedisMessage) error {
-	code, _ := eval.Int(arr, 0)
+	code, _ := reply.Of(arr)
 	switch code {
-	case 2:
+	case reply.Short:
 		field, _ := eval.Str(arr, 1)
 		left, _ := eval.Int(arr, 2)
 		return CapacityError(field, left)
-	case 3:
+	case reply.HoldGone:
 		return seats.ErrHoldExpired
-	case 4:
+	case reply.SeatTaken:
 		labels, _ := eval.Strs(arr, 1)
 		return seats.ConflictError(labels)
-	case 5:
+	case reply.SeatNotHeld:
 		labels, _ := eval.Strs(arr, 1)
 		return SeatNotHeldError(labels)
-	case 6:
+	case reply.DiscountUsedUp:
 		return ErrDiscountUsedUp
-	case 7:
+	case reply.Stopped:
 		return redisstate.ErrSalesStopped
-	case 8:
+	case reply.BuyerLimit:
 		limit, _ := eval.Int(arr, 1)
 		left, _ := eval.Int(arr, 2)
 		return BuyerLimitError(limit, left)

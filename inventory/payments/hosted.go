@@ -21,6 +21,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 // Names of the built-in test processors.
@@ -199,8 +200,8 @@ func (h *Hosted) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 	if err != nil {
 		return Session{}, h.storeFailed("open session", err)
 	}
-	if code, err := eval.Int(arr, 0); err != nil || code != 0 {
-		return Session{}, fmt.Errorf("payments: %s: open session: id collision or bad reply (%d, %v)", h.name, code, err)
+	if code, err := reply.Of(arr); err != nil || code != reply.OK {
+		return Session{}, fmt.Errorf("payments: %s: open session: id collision or bad reply (%v, %v)", h.name, code, err)
 	}
 	return p.Session, nil
 }
@@ -288,7 +289,7 @@ func (h *Hosted) close(ctx context.Context, sessionID, status string) (string, e
 	if err != nil {
 		return "", h.storeFailed("close session", err)
 	}
-	if code, err := eval.Int(arr, 0); err != nil || code != 0 {
+	if code, err := reply.Of(arr); err != nil || code != reply.OK {
 		return "", err
 	}
 	return eval.Str(arr, 1)
@@ -398,7 +399,7 @@ func (h *Hosted) Pay(ctx context.Context, sessionID, card string) (s HostedSessi
 	if err != nil {
 		return s, true, fmt.Errorf("payments: %s: pay session: %w", h.name, err)
 	}
-	code, err := eval.Int(arr, 0)
+	code, err := reply.Of(arr)
 	if err != nil {
 		return s, true, err
 	}
@@ -407,13 +408,13 @@ func (h *Hosted) Pay(ctx context.Context, sessionID, card string) (s HostedSessi
 		return s, true, err
 	}
 	switch code {
-	case 0:
+	case reply.OK:
 		s.Status = StatusPaid
 		// Delivered now so the buyer usually comes back to a confirmed
 		// registration; a failure is left to the loop, the payment stands.
 		h.deliver(ctx, sessionID)
 		return s, true, nil
-	case 1:
+	case reply.Exists:
 		s.Status = StatusPaid
 		return s, true, nil
 	}
@@ -486,15 +487,15 @@ func (h *Hosted) DeliverDue(ctx context.Context) int {
 				return n // the rest stay leased, then due again
 			}
 			arr, err := eval.Array(ctx, h.cfg.Redis, scriptExtend, []string{due}, []string{id, strconv.FormatInt(until, 10), lease})
-			var held int64
+			var held reply.Code
 			if err == nil {
-				held, err = eval.Int(arr, 0)
+				held, err = reply.Of(arr)
 			}
 			if err != nil {
 				h.log.Warn("payments: extend webhook lease", "processor", h.name, "err", err)
 				continue // still leased, then due again
 			}
-			if held == 0 {
+			if held != reply.OK {
 				continue // delivered, rescheduled or taken by another node
 			}
 			h.deliver(ctx, id)
@@ -539,7 +540,7 @@ func (h *Hosted) deliver(ctx context.Context, sessionID string) {
 	arr, rerr := eval.Array(ctx, h.cfg.Redis, scriptRetry, []string{key, due}, []string{
 		sessionID, strconv.FormatInt(retryBase.Milliseconds(), 10), strconv.FormatInt(retryMax.Milliseconds(), 10),
 	})
-	if code, _ := eval.Int(arr, 0); rerr == nil && code == 1 {
+	if rerr == nil && reply.Is(arr, reply.NotFound) {
 		h.abandoned(sessionID)
 		return
 	}

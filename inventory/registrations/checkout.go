@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/payments"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 var checkoutScript = eval.Load("reg_checkout")
@@ -142,8 +143,8 @@ func localKey(p payments.Processor, sessionID string) string {
 // calls for the same registration attach theirs.
 const attachTries = 4
 
-// errAttachedSince is reg_checkout's {4}: the last session is not the one
-// the caller saw.
+// errAttachedSince is reg_checkout's reply.SessionsChanged: the last
+// session is not the one the caller saw.
 var errAttachedSince = errors.New("registrations: checkout: a session was attached since the read")
 
 // ProcessorError is a payment processor's failure during OpenCheckout (a
@@ -161,24 +162,24 @@ func (e *ProcessorError) Unwrap() error { return e.Err }
 
 // checkoutReply is reg_checkout's refusal as an error; nil when attached.
 func checkoutReply(arr []rueidis.RedisMessage) error {
-	code, err := eval.Int(arr, 0)
+	code, err := reply.Of(arr)
 	if err != nil {
 		return fmt.Errorf("registrations: checkout: %w", err)
 	}
 	switch code {
-	case 0:
+	case reply.OK:
 		return nil
-	case 1:
+	case reply.NotPending:
 		st, _ := eval.Str(arr, 1)
 		if st == "" {
 			return ErrNotFound
 		}
 		return NotPayable(st)
-	case 2:
+	case reply.TooManySessions:
 		return NotPayable("too_many_sessions")
-	case 3:
+	case reply.Exists:
 		return errors.New("registrations: checkout: session id collision")
-	case 4:
+	case reply.SessionsChanged:
 		return errAttachedSince
 	}
 	return fmt.Errorf("registrations: checkout: %w", eval.ErrReply)

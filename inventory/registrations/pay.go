@@ -15,6 +15,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 // Pay books a payment: awaiting payment -> confirmed; after the window it
@@ -66,23 +67,23 @@ func (s *Service) PayMarked(ctx context.Context, p Payment, m Mark) (Outcome, er
 	if err != nil {
 		return Outcome{}, fmt.Errorf("pay %s: %w", id, err)
 	}
-	switch code, _ := eval.Int(arr, 0); code {
-	case 0:
+	switch code, _ := reply.Of(arr); code {
+	case reply.OK:
 		dup, _ := eval.Int(arr, 1)
 		re, _ := eval.Int(arr, 2)
 		if err := s.Orders.ReportPaid(ev, arr, 4); err != nil {
 			return Outcome{}, err
 		}
 		return s.outcome(ctx, id, after, Outcome{Duplicate: dup == 1, Reclaimed: re == 1, Marked: m.Key != ""})
-	case 1:
+	case reply.NotFound:
 		return s.payUnknown(ctx, id, ref, p)
-	case 2:
+	case reply.Unpayable:
 		reason, _ := eval.Str(arr, 1)
 		dup, _ := eval.Int(arr, 2)
 		return s.outcome(ctx, id, after, Outcome{Duplicate: dup == 1, RefundReason: reason})
-	case 4:
+	case reply.Stopped:
 		return Outcome{}, redisstate.ErrSalesStopped
-	case 5:
+	case reply.PaymentRefused:
 		why, _ := eval.Str(arr, 1)
 		if why == "session" {
 			// Never the session id: on a test processor it is what pays.
@@ -197,7 +198,7 @@ func (s *Service) payUnknown(ctx context.Context, id, ref string, p Payment) (Ou
 	if err != nil {
 		return Outcome{}, fmt.Errorf("pay %s: %w", id, err)
 	}
-	if code, _ := eval.Int(arr, 0); code != 0 {
+	if !reply.Is(arr, reply.OK) {
 		// Something else (a partner order) has this id.
 		return Outcome{}, ErrNotFound
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/reply"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
 
@@ -282,27 +283,27 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 		if err != nil {
 			return Registration{}, fmt.Errorf("register: %w", err)
 		}
-		code, err := eval.Int(arr, 0)
+		code, err := reply.Of(arr)
 		if err != nil {
 			return Registration{}, err
 		}
 		switch code {
-		case 0:
+		case reply.OK:
 			exp, _ := eval.Int(arr, 1)
 			reg.Status, reg.PaymentStatus, reg.ExpiresAt = StatusAwaitingPayment, PaymentUnpaid, time.UnixMilli(exp)
 			// As the script counts it, from Redis' now (exp - the hold TTL).
 			reg.PayBy = reg.ExpiresAt.Add(s.checkoutTTL() - s.holdTTL())
 			return reg, nil
-		case 9:
+		case reply.Paid:
 			if err := s.Orders.ReportPaid(ev, arr, 2); err != nil {
 				return Registration{}, err
 			}
 			reg.Status, reg.PaymentStatus, reg.Tickets = StatusConfirmed, PaymentNotRequired, tix
 			return reg, nil
-		case 1:
+		case reply.Exists:
 			// A fresh id exists already: a collision of 72 random bits.
 			return Registration{}, fmt.Errorf("register: %w: id %s exists", eval.ErrReply, id)
-		case 10:
+		case reply.BuyerUnpaid:
 			prev, _ := eval.Str(arr, 1)
 			if since == 0 {
 				since, _ = eval.Int(arr, 2)
@@ -311,13 +312,13 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 				return Registration{}, err
 			}
 			continue // nothing was written: the same id runs again
-		case 11:
+		case reply.ClientLimit:
 			return Registration{}, holds.LimitError(req.Client.Limit)
 		}
 		if err := orders.RefusalError(arr); err != nil {
 			return Registration{}, err
 		}
-		return Registration{}, fmt.Errorf("register: %w: code %d", eval.ErrReply, code)
+		return Registration{}, reply.Unexpected("register", code)
 	}
 	return Registration{}, errBuyerBusy
 }
@@ -335,12 +336,9 @@ func (s *Service) replication() *redisstate.Replication {
 // (within its request's deadline) before its buyer is told to retry.
 const freePatience = 3 * time.Second
 
-// confirmedFree says reg_register's reply is {9, …}: a free registration,
-// confirmed as it was made.
-func confirmedFree(arr []rueidis.RedisMessage) bool {
-	code, err := eval.Int(arr, 0)
-	return err == nil && code == 9
-}
+// confirmedFree says reg_register's reply is {Paid, …}: a free
+// registration, confirmed as it was made.
+func confirmedFree(arr []rueidis.RedisMessage) bool { return reply.Is(arr, reply.Paid) }
 
 // errPreviousPaid refuses a registration whose buyer's earlier one was
 // paid while this one was made: its tickets are on their way.
@@ -396,7 +394,7 @@ func (s *Service) replace(ctx context.Context, prev, buyer string, since int64) 
 		if err != nil {
 			return fmt.Errorf("register: replace: %w", err)
 		}
-		if code != 4 {
+		if code != reply.SessionsChanged {
 			return nil // released, or no longer held
 		}
 		// A session was attached meanwhile: close it too.
@@ -424,7 +422,7 @@ func (s *Service) ReleaseStale(ctx context.Context, id string) error {
 		sess, _ := vals[0].ToString()
 		buyer, _ := vals[1].ToString()
 		code, err := s.expire(ctx, id, "release", sess, buyer)
-		if err != nil || code != 4 {
+		if err != nil || code != reply.SessionsChanged {
 			return err
 		}
 	}
@@ -475,7 +473,7 @@ func (s *Service) parseStatus(ctx context.Context, id string, arr []rueidis.Redi
 	if err != nil {
 		return Registration{}, false, fmt.Errorf("registration %s: %w", id, err)
 	}
-	if c, err := eval.Int(arr, 0); err != nil || c == 0 {
+	if c, err := reply.Of(arr); err != nil || c == reply.NotFound {
 		if err != nil {
 			return Registration{}, false, err
 		}

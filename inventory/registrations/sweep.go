@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 // sweepBatch is the most expired members one sweep takes per partition; the
@@ -31,15 +32,15 @@ func (s *Service) Expire(ctx context.Context, id string) (expired bool, err erro
 		return false, ErrNotFound
 	}
 	code, err := s.expire(ctx, id, "", "", "")
-	return code == 0, err
+	return code == reply.OK, err
 }
 
 // expire runs reg_expire on a registration id: mode "" expires it once its
 // window has passed; "release" releases it now (a newer registration of
 // the buyer replaces it) when its checkout sessions are still sess (else
-// code 4), clearing the buyer's unpaid slot when it is no longer held. It
-// returns the script's code.
-func (s *Service) expire(ctx context.Context, id, mode, sess, buyer string) (int64, error) {
+// reply.SessionsChanged), clearing the buyer's unpaid slot when it is no
+// longer held. It returns the script's code.
+func (s *Service) expire(ctx context.Context, id, mode, sess, buyer string) (reply.Code, error) {
 	ev, _ := keys.OrderEvent(id)
 	okey, _ := s.Space.Order(id)
 	p := keys.Partition(ev)
@@ -51,9 +52,12 @@ func (s *Service) expire(ctx context.Context, id, mode, sess, buyer string) (int
 	if err != nil {
 		return 0, fmt.Errorf("expire %s: %w", id, err)
 	}
-	code, err := eval.Int(arr, 0)
-	if err == nil && (code > 2 && !(mode == "release" && code == 4)) {
-		err = fmt.Errorf("expire %s: %w: code %d", id, eval.ErrReply, code)
+	code, err := reply.Of(arr)
+	switch {
+	case err != nil, code == reply.OK, code == reply.NotPending, code == reply.NotDue:
+	case mode == "release" && code == reply.SessionsChanged:
+	default:
+		err = reply.Unexpected("expire "+id, code)
 	}
 	return code, err
 }
@@ -69,11 +73,11 @@ func (s *Service) keep(ctx context.Context, id string) (kept bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("keep %s: %w", id, err)
 	}
-	code, err := eval.Int(arr, 0)
-	if err == nil && code > 1 {
-		err = fmt.Errorf("keep %s: %w: code %d", id, eval.ErrReply, code)
+	code, err := reply.Of(arr)
+	if err == nil && code != reply.OK && code != reply.NotPending {
+		err = reply.Unexpected("keep "+id, code)
 	}
-	return code == 0, err
+	return code == reply.OK, err
 }
 
 // Sweep expires every registration whose window has passed, partition by

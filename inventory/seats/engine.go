@@ -39,8 +39,8 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
-	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 // Defaults of Engine's durations (decisions.md: TICKETD_SEAT_HOLD_TTL).
@@ -196,6 +196,4 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 func msArg(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-func unexpected(op string, code int64) error {
-	return fmt.Errorf("seats: %s: %w: code %d", op, eval.ErrReply, code)
-}
+func unexpected(op string, code reply.Code) error { return reply.Unexpected("seats: "+op, code) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/holds"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 var extendScript = eval.Load("seat_extend")
@@ -31,18 +32,18 @@ func (e *Engine) ExtendFor(ctx context.Context, eventID, token string, client ho
 	if err != nil {
 		return time.Time{}, fmt.Errorf("seats: extend: %w", err)
 	}
-	code, err := eval.Int(arr, 0)
+	code, err := reply.Of(arr)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("seats: extend: %w", err)
 	}
 	switch code {
-	case 0:
+	case reply.OK:
 		exp, err := eval.Int(arr, 1)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("seats: extend: %w", err)
 		}
 		return msTime(exp), nil
-	case 1:
+	case reply.HoldGone:
 		return time.Time{}, ErrHoldExpired
 	}
 	return time.Time{}, unexpected("extend", code)

@@ -12,6 +12,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 var holdScript = eval.Load("seat_hold")
@@ -59,12 +60,12 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 	if err != nil {
 		return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
 	}
-	code, err := eval.Int(arr, 0)
+	code, err := reply.Of(arr)
 	if err != nil {
 		return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
 	}
 	switch code {
-	case 0:
+	case reply.OK:
 		exp, err := eval.Int(arr, 1)
 		if err != nil {
 			return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
@@ -75,19 +76,19 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 		}
 		sortLabels(held)
 		return HoldResult{HoldToken: token, SeatLabels: held, Subtotal: subtotal(ev, held), ExpiresAt: msTime(exp)}, nil
-	case 1:
+	case reply.HoldGone:
 		return HoldResult{}, ErrHoldExpired
-	case 2:
+	case reply.SeatTaken:
 		conflicts, err := eval.Strs(arr, 1)
 		if err != nil {
 			return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
 		}
 		return HoldResult{}, ConflictError(conflicts)
-	case 3:
+	case reply.TokenLimit:
 		return HoldResult{}, tokenLimitError(limit)
-	case 4:
+	case reply.Stopped:
 		return HoldResult{}, redisstate.ErrSalesStopped
-	case 5:
+	case reply.Stranded:
 		stranded, err := eval.Strs(arr, 1)
 		if err != nil {
 			return HoldResult{}, fmt.Errorf("seats: hold: %w", err)

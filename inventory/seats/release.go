@@ -8,6 +8,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/eval"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 var releaseScript = eval.Load("seat_release")
@@ -54,12 +55,12 @@ func (e *Engine) Release(ctx context.Context, ev *catalog.CompiledEvent, token s
 	if err != nil {
 		return nil, fmt.Errorf("seats: release: %w", err)
 	}
-	code, err := eval.Int(arr, 0)
+	code, err := reply.Of(arr)
 	if err != nil {
 		return nil, fmt.Errorf("seats: release: %w", err)
 	}
 	switch code {
-	case 0:
+	case reply.OK:
 		released, err := eval.Strs(arr, 1)
 		if err != nil {
 			return nil, fmt.Errorf("seats: release: %w", err)
@@ -69,7 +70,7 @@ func (e *Engine) Release(ctx context.Context, ev *catalog.CompiledEvent, token s
 		}
 		sortLabels(released)
 		return released, nil
-	case 5:
+	case reply.Stranded:
 		stranded, err := eval.Strs(arr, 1)
 		if err != nil || len(stranded) == 0 {
 			return nil, unexpected("release: no stranded seat", code)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/holds"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 var (
@@ -43,18 +44,18 @@ func (e *Engine) createToken(ctx context.Context, eventID, token string, client 
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("seats: create token: %w", err)
 	}
-	code, err := eval.Int(arr, 0)
+	code, err := reply.Of(arr)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("seats: create token: %w", err)
 	}
-	if code == 2 {
+	if code == reply.ClientLimit {
 		return time.Time{}, false, holds.LimitError(client.Limit)
 	}
 	ms, err := eval.Int(arr, 1)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("seats: create token: %w", err)
 	}
-	return msTime(ms), code == 0, nil
+	return msTime(ms), code == reply.OK, nil
 }
 
 // dropToken deletes a token best-available made and could hold nothing

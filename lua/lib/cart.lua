@@ -1,16 +1,17 @@
 -- lib/cart: how the scripts that take a cart (order_reserve, reg_register)
--- read and check it, with the same reply codes (orders.RefusalError maps
--- them), how the scripts that settle one (order_confirm, reg_pay,
--- reg_expire) read it back from the order hash, the discount holds and
--- the paid stream entry they share. A script takes it with the
--- line
+-- read and check it, with the same reply codes (lib/reply;
+-- orders.RefusalError maps them), how the scripts that settle one
+-- (order_confirm, reg_pay, reg_expire, reg_register's free registration)
+-- read it back from the order hash, the discount holds and the paid stream
+-- entry they share. A script takes it with the line
 --   --@include cart
--- which brings lib/capacity and lib/check too (cart_refusal uses
--- capacity_short, cart_check_discount check_type), once however many
--- includes name it.
+-- which brings lib/capacity, lib/check and lib/reply too (cart_refusal
+-- uses capacity_short and R, cart_check_discount check_type), once however
+-- many includes name it.
 
 --@include capacity
 --@include check
+--@include reply
 --@include seatholds
 
 -- cart_args(i): the claims and seats in ARGV from index i, as
@@ -197,12 +198,13 @@ local function cart_check_discount(k, code, booking)
 end
 
 -- cart_refusal(k, c, now): the checks of a new cart; the first refusal
--- wins: capacity {2, field, left}, the hold token gone {3}, seats booked or
--- held by someone else {4, labels}, seats the token does not hold {5,
--- labels}, the discount code used up {6}, the buyer's limit {8, limit,
--- remaining}. nil when the cart fits, and then, when it checked a limited
--- code, the expired discount holds it met (cart_hold_discount or
--- cart_discount_prune drop them). It writes nothing (a script's
+-- wins: capacity {R.SHORT, field, left}, the hold token gone
+-- {R.HOLD_GONE}, seats booked or held by someone else {R.SEAT_TAKEN,
+-- labels}, seats the token does not hold {R.SEAT_NOT_HELD, labels}, the
+-- discount code used up {R.DISCOUNT_USED_UP}, the buyer's limit
+-- {R.BUYER_LIMIT, limit, remaining}. nil when the cart fits, and then,
+-- when it checked a limited code, the expired discount holds it met
+-- (cart_hold_discount or cart_discount_prune drop them). It writes nothing (a script's
 -- checks come before its first write: Redis keeps what a script wrote
 -- before a command of it failed), and it reads, with a command that fails
 -- on a key of the wrong type, every key the caller writes after it but the
@@ -215,13 +217,13 @@ end
 local function cart_refusal(k, c, now)
   local short, left = capacity_short(k.caps, k.sold, c.fields, c.qtys)
   if short then
-    return {2, c.fields[short], left}
+    return {R.SHORT, c.fields[short], left}
   end
   if #c.labels > 0 then
     -- HLEN, not EXISTS: it also fails on a hold key that is not a hash,
     -- here rather than at the HDEL after the first write
     if redis.call('HLEN', k.hold) == 0 then
-      return {3}
+      return {R.HOLD_GONE}
     end
     local conflicts, notheld = {}, {}
     local cur = seatholds_read(k, c.labels, now)
@@ -234,10 +236,10 @@ local function cart_refusal(k, c, now)
       end
     end
     if #conflicts > 0 then
-      return {4, conflicts}
+      return {R.SEAT_TAKEN, conflicts}
     end
     if #notheld > 0 then
-      return {5, notheld}
+      return {R.SEAT_NOT_HELD, notheld}
     end
   end
   -- paid uses + uses held by live pending orders and registrations (the
@@ -248,13 +250,13 @@ local function cart_refusal(k, c, now)
     local live
     live, dstale = cart_discount_live(k, c.code, now)
     if used + live >= c.maxuses then
-      return {6}
+      return {R.DISCOUNT_USED_UP}
     end
   end
   if c.limit > 0 then
     local have = tonumber(redis.call('HGET', k.buyers, c.buyer)) or 0
     if have + c.adm > c.limit then
-      return {8, c.limit, c.limit - have}
+      return {R.BUYER_LIMIT, c.limit, c.limit - have}
     end
   end
   return nil, dstale
@@ -332,10 +334,11 @@ local function cart_keep_paid(hash, cap, retention)
 end
 
 -- cart_settle(k, s): the writes that mark a sale paid, after its script's
--- checks, for a partner's confirm (order_confirm.lua) and a processor's
--- payment (reg_pay.lua) alike: queued on its partition's paid stream first
--- (no check reads the stream: when it is not one, this first write fails
--- and nothing is written), its claims and its buyer's admissions counted
+-- checks, for a partner's confirm (order_confirm.lua), a processor's
+-- payment (reg_pay.lua) and a free registration (reg_register.lua) alike:
+-- queued on its partition's paid stream first (no check reads the stream:
+-- when it is not one, this first write fails and nothing is written), its
+-- claims and its buyer's admissions counted
 -- unless they were when it was held (s.counted), its seats booked, its
 -- discount hold made a use, its hash marked paid (and s.extra's fields)
 -- and kept for the sync worker (cart_keep_paid). It returns the event's

@@ -18,6 +18,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/lease"
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/reply"
 	"github.com/ticketd/ticketd/inventory/soldmarks"
 )
 
@@ -284,10 +285,10 @@ func Resolve(ctx context.Context, rc rueidis.Client, space keys.Space, pool *pgx
 	if err != nil {
 		return Hold{}, fmt.Errorf("resolve: %w", err)
 	}
-	// {1}: Redis holds it no more (a run that failed after this); {2}:
-	// sales are stopped, and the rebuild that restores them applies the
-	// resolution recorded below.
-	if c, err := eval.Int(arr, 0); err != nil || c < 0 || c > 2 {
+	// NotPending: Redis holds it no more (a run that failed after this);
+	// Stopped: sales are stopped, and the rebuild that restores them
+	// applies the resolution recorded below.
+	if c, err := reply.Of(arr); err != nil || (c != reply.OK && c != reply.NotPending && c != reply.Stopped) {
 		return Hold{}, fmt.Errorf("resolve: %w", eval.ErrReply)
 	}
 	if err := rc.Do(ctx, rc.B().Hdel().Key(space.SalesHeld()).Field(eventID).Build()).Error(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/inventory/reply"
 	"github.com/ticketd/ticketd/sync/rebuild"
 )
 
@@ -58,8 +59,8 @@ func TestRestoreRefusesALivePartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := eval.Int(arr, 0); c != 1 {
-		t.Fatalf("restore into a live partition answered %d, want 1 (refused)", c)
+	if c, _ := reply.Of(arr); c != reply.Live {
+		t.Fatalf("restore into a live partition answered %v, want %v (refused)", c, reply.Live)
 	}
 	equalCounters(t, counters(t, s, "ev_ga"), before)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/registrations"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 var restoreScript = eval.Load("event_restore")
@@ -71,10 +72,10 @@ func (r *Rebuilder) writeEvents(ctx context.Context, st *state, rep *Report) err
 		if err != nil {
 			return fmt.Errorf("rebuild: restore event %s: %w", ev, err)
 		}
-		switch c, err := eval.Int(arr, 0); {
-		case err == nil && c == 1:
+		switch c, err := reply.Of(arr); {
+		case err == nil && c == reply.Live:
 			return fmt.Errorf("rebuild: restore event %s: %w", ev, errSalesRun)
-		case err != nil || c != 0:
+		case err != nil || c != reply.OK:
 			return fmt.Errorf("rebuild: restore event %s: %w", ev, eval.ErrReply)
 		}
 		rep.Events++

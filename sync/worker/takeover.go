@@ -11,6 +11,7 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 // A running worker keeps its liveness key (keys.Space.WorkerAlive) set for
@@ -315,8 +316,8 @@ func (w *Worker) parseTakeover(p int, r rueidis.RedisResult) ([]entry, int64, er
 	if err != nil {
 		return nil, 0, err
 	}
-	status, err := eval.Int(arr, 0)
-	if err != nil || status == 0 {
+	code, err := reply.Of(arr)
+	if err != nil || code == reply.OK {
 		return nil, 0, err
 	}
 	n, err := eval.Int(arr, 2)
