@@ -16,7 +16,6 @@
 -- KEYS[11] -> order seats hash      {pN}:ev:<id>:ordseats (label -> o:<orderId> and expiry)
 -- KEYS[12] -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
 -- KEYS[13] -> discount held hash    {pN}:ev:<id>:dcheld (code -> its members in KEYS[6])
--- KEYS[14] -> the event's claim of the Idempotency-Key {pN}:ev:<id>:idem:<key>
 --
 -- ARGV[1] -> order id
 -- ARGV[2] -> order TTL ms (pending expiry)
@@ -27,11 +26,9 @@
 -- ARGV[7] -> max admissions per buyer (0 = no limit)
 -- ARGV[8] -> buyer key (orders.BuyerKey)
 -- ARGV[9] -> admissions of the order
--- ARGV[10] -> the key's record "caller|fingerprint|order id" (orders.IdempotencyRecord)
--- ARGV[11] -> how long the key is kept, ms
--- ARGV[12] -> number of claims C
--- ARGV[13 .. 12+2C] -> claim field, quantity, ...
--- ARGV[13+2C] -> number of seats S
+-- ARGV[10] -> number of claims C
+-- ARGV[11 .. 10+2C] -> claim field, quantity, ...
+-- ARGV[11+2C] -> number of seats S
 -- next S  -> seat labels
 -- rest    -> order hash field, value, ... (st and exp are added here, and
 --            bk, adm, lim when ARGV[7] > 0: the buyer key, the order's
@@ -50,33 +47,18 @@
 --   {R.BUYER_LIMIT, limit, remaining}  the buyer would pass the event's
 --                                      maxTicketsPerBuyer (checked here, counted
 --                                      at confirm; the order keeps bk, adm, lim)
---   {R.KEY_CLAIMED, record}            the event's claim of the key holds another
---                                      record: an earlier request with this key
---                                      (nothing written; Go answers a replay or
---                                      KEY_CONFLICT)
---
--- The key's own claim (keys.Space.Idempotency, a slot of its own) goes in
--- the same pipeline and finds a key reused for another event, which this
--- claim, in the event's slot, cannot see: then orders.Service undoes this
--- order (order_unreserve.lua). Within the event this claim decides, in the
--- same step that takes the seats and the discount use, so a replay racing
--- its first request takes nothing.
 --@include capacity
 --@include cart
 --@include reply
 if redis.call('EXISTS', KEYS[8]) == 0 then
   return {R.STOPPED}
 end
-local claimed = redis.call('GET', KEYS[14])
-if claimed and claimed ~= ARGV[10] then
-  return {R.KEY_CLAIMED, claimed}
-end
 local order = KEYS[1]
 if redis.call('EXISTS', order) == 1 then
   return {R.EXISTS, tonumber(redis.call('HGET', order, 'total')) or 0}
 end
 
-local fields, qtys, labels, rest = cart_args(12)
+local fields, qtys, labels, rest = cart_args(10)
 local nseats = #labels
 
 local t = redis.call('TIME')
@@ -116,5 +98,4 @@ for j = rest, #ARGV do
 end
 redis.call('HSET', order, unpack(kv))
 redis.call('PEXPIREAT', order, exp + tonumber(ARGV[3]))
-redis.call('SET', KEYS[14], ARGV[10], 'PX', ARGV[11])
 return {R.OK, exp}

@@ -200,16 +200,6 @@ var faultCases = []faultCase{
 	{name: "reserve held seats with a limited code",
 		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2") },
 		act:   func(f *fixture) { f.reserve(map[string]int64{"ev": 2}, []string{"A-1", "A-2"}, "SAVE") }},
-	{name: "reserve under a key another event's request claimed undoes its order",
-		setup: func(f *fixture) {
-			f.event()
-			f.hold("A-1", "A-2")
-			// the key the next reserveReq takes, claimed for another event
-			f.cmd("SET", f.sp.Idempotency("k"+strconv.Itoa(seq+1)), orders.IdempotencyRecord("ch:c", "other", "oother.ev2"))
-		},
-		act: func(f *fixture) {
-			_, _ = f.orders.Reserve(f.ctx, f.reserveReq(map[string]int64{"ev": 2}, []string{"A-1", "A-2"}, "SAVE"))
-		}},
 	{name: "reserve refused (sold out) releases its idempotency key", setup: (*fixture).event,
 		act: func(f *fixture) {
 			_, _ = f.orders.Reserve(f.ctx, f.reserveReq(map[string]int64{"t:a": 20, "ev": 20}, nil, ""))

@@ -156,12 +156,6 @@ func (s Space) Idempotency(key string) string {
 	return s.Prefix + "{i" + strconv.Itoa(Partition(key)) + "}:idem:" + key
 }
 
-// EventIdempotency is an event's claim of a partner's Idempotency-Key,
-// in the event's slot (order_reserve.lua), beside Idempotency's in a slot
-// of its own: the event's claim decides a replay in the step that takes
-// the seats; the key's own finds the key reused for another event.
-func (s Space) EventIdempotency(eventID, key string) string { return s.eventKey(eventID, "idem:", key) }
-
 // RateLimit is the window of one limiter bucket (credential and endpoint class).
 func (s Space) RateLimit(bucket string) string { return s.Prefix + "rl:{" + bucket + "}" }
 

@@ -122,14 +122,7 @@ var scriptKeys = map[string]func(in input) [][]string{
 		for _, h := range in.holds() {
 			out = append(out, append(append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), h,
 				in.sp.DiscountHolds(in.ev), in.sp.DiscountUsed(in.ev), in.sp.Live(in.p()), in.sp.Buyers(in.ev)}, in.seats()...),
-				in.sp.DiscountHeld(in.ev), in.sp.EventIdempotency(in.ev, in.idem)))
-		}
-		return out
-	},
-	"order_unreserve": func(in input) (out [][]string) {
-		for _, h := range in.holds() {
-			out = append(out, []string{in.order(), h, in.sp.SeatHolds(in.ev), in.sp.OrderSeats(in.ev), in.sp.DiscountHolds(in.ev),
-				in.sp.DiscountHeld(in.ev), in.sp.EventIdempotency(in.ev, in.idem)})
+				in.sp.DiscountHeld(in.ev)))
 		}
 		return out
 	},

@@ -128,7 +128,6 @@ type Reservation struct {
 
 var (
 	reserveScript     = eval.Load("order_reserve")
-	unreserveScript   = eval.Load("order_unreserve")
 	idemReleaseScript = eval.Load("idem_release")
 )
 
@@ -154,14 +153,9 @@ func IdempotencyRecord(caller, fingerprint, orderID string) string {
 // Reserve creates a pending order, or returns the order an earlier request
 // with the same Idempotency-Key created.
 //
-// The key is claimed twice, in one round trip: with a plain SET NX GET in
-// the key's own slot (keys.Space.Idempotency: the record is
+// The key is claimed with one plain SET NX GET (no script): the record is
 // "caller|fingerprint|order id" and lives IdempotencyTTL; its remaining TTL
-// tells how old a claim is), and by order_reserve.lua in the event's slot
-// (keys.Space.EventIdempotency), in the step that takes the order's seats
-// and discount use. The event's claim answers a replay without taking
-// anything; the key's own finds a key reused for another event, whose
-// order is then undone (order_unreserve.lua).
+// tells how old a claim is.
 func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation, error) {
 	if e := s.HeldError(req.EventID); e != nil {
 		return Reservation{}, e
@@ -172,138 +166,70 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	}
 	orderID := s.newOrderID(req.EventID, req.ChannelID)
 	record := IdempotencyRecord(req.Caller, req.Fingerprint, orderID)
+	claim := s.Redis.B().Set().Key(idem).Value(record).Nx().Get().Px(s.idemTTL()).Build()
+	if len(req.SeatLabels) == 0 && (req.DiscountCode == "" || req.DiscountMaxUses <= 0) {
+		return s.reserveHoldingNothing(ctx, req, orderID, idem, record, claim)
+	}
+	prev, err := s.Redis.Do(ctx, claim).ToString()
+	switch {
+	case rueidis.IsRedisNil(err):
+		// claimed: this attempt creates the order
+	case err != nil:
+		return Reservation{}, fmt.Errorf("reserve: claim idempotency key: %w", err)
+	default:
+		return s.claimedBefore(ctx, req, idem, prev)
+	}
+	res, err := s.create(ctx, req, orderID)
+	if err != nil {
+		s.release(ctx, idem, record)
+	}
+	return res, err
+}
+
+// reserveHoldingNothing reserves an order that takes no seats and no
+// discount use (GA: the flash-sale case) in one round trip, the key claim
+// and the order script pipelined. When the claim finds an earlier attempt,
+// the order this request just created is deleted: it holds nothing and
+// nobody has seen its id; the earlier attempt is answered as usual.
+func (s *Service) reserveHoldingNothing(ctx context.Context, req ReserveRequest, orderID, idem, record string, claim rueidis.Completed) (Reservation, error) {
 	ks, args, err := s.reserveArgs(req, orderID)
 	if err != nil {
 		return Reservation{}, err
 	}
-	claim := s.Redis.B().Set().Key(idem).Value(record).Nx().Get().Px(s.idemTTL()).Build()
 	reserve := eval.Pipeline(s.Redis, reserveScript, ks, args)
 	res := s.Redis.DoMulti(ctx, claim, reserve.Cmd)
 	prev, claimErr := res[0].ToString()
-	arr, err := reserve.Reply(ctx, res[1])
-	code := reply.Code(-1)
-	if err == nil {
-		code, _ = reply.Of(arr)
-	}
-	claimedNow := rueidis.IsRedisNil(claimErr)
-	switch {
-	case code == reply.KeyClaimed && claimedNow:
-		// The event's claim names an earlier request with this key whose
-		// own claim is gone (given back by a refused attempt, or raced):
-		// the event's decides. Nothing was written but this claim.
-		s.release(ctx, idem, record)
-		before, _ := eval.Str(arr, 1)
-		return s.claimedBefore(ctx, req, idem, before, true)
-	case code == reply.KeyClaimed && claimErr == nil:
-		// An earlier request with this key, in this event; nothing was
-		// written. The key's own claim says which order it names.
-		return s.claimedBefore(ctx, req, idem, prev, true)
-	case claimedNow:
+	if rueidis.IsRedisNil(claimErr) {
+		arr, err := reserve.Reply(ctx, res[1])
 		r, err := s.reserved(req, orderID, arr, err)
 		if err != nil {
 			s.release(ctx, idem, record)
 		}
 		return r, err
-	case claimErr != nil:
-		// Whose the key is cannot be told: an order made is undone.
-		if code == reply.OK {
-			s.unreserve(ctx, req, orderID, ks)
+	}
+	// An earlier claim: a script that answered NOSCRIPT made no order to
+	// delete, and is not run again.
+	if arr, err := eval.Reply(res[1]); err == nil {
+		if reply.Is(arr, reply.OK) {
+			okey, _ := s.Space.Order(orderID)
+			_ = s.Redis.Do(ctx, s.Redis.B().Del().Key(okey).Build()).Error()
 		}
+	}
+	if claimErr != nil {
 		return Reservation{}, fmt.Errorf("reserve: claim idempotency key: %w", claimErr)
-	case !sameRequest(req, prev):
-		// The key is another request's: used for another event (this
-		// event's claim did not know it), or by another caller.
-		if code == reply.OK {
-			s.unreserve(ctx, req, orderID, ks)
-		}
-		return Reservation{}, ErrKeyConflict
 	}
-	return s.beside(ctx, req, idem, prev, orderID, ks, arr, err)
-}
-
-// beside answers a reserve whose key's own claim names an earlier attempt
-// of the same request that this event's claim does not know (arr and
-// rerr are this attempt's script reply).
-//
-// When the earlier attempt's order exists (a rebuild from Postgres
-// restores the key's claim of a paid order, not the event's), it is the
-// answer, and this attempt's order is undone. Otherwise the earlier
-// attempt died before its order script ran, or its order was refused (it
-// gives the key back), or its script is still on the way (it will find
-// this attempt's claim and answer this order): when this attempt made
-// its order, the key's claim is pointed at it, and the answer is what it
-// was before the event's claim existed: DUPLICATE_IN_PROGRESS while the
-// key's claim is younger than InProgress (a retry replays this order),
-// the order after. This attempt's order is never undone here: the
-// earlier one may have answered it already.
-func (s *Service) beside(ctx context.Context, req ReserveRequest, idem, prev, orderID string, ks []string,
-	arr []rueidis.RedisMessage, rerr error) (Reservation, error) {
-	_, rest, _ := strings.Cut(prev, idemSep)
-	_, prevOrder, _ := strings.Cut(rest, idemSep)
-	created := rerr == nil && reply.Is(arr, reply.OK)
-	okey, ok := s.Space.Order(prevOrder)
-	if !ok {
-		if created {
-			s.unreserve(ctx, req, orderID, ks)
-		}
-		return Reservation{}, ErrKeyConflict
-	}
-	res := s.Redis.DoMulti(ctx, s.Redis.B().Exists().Key(okey).Build(), s.Redis.B().Pttl().Key(idem).Build())
-	n, err := res[0].AsInt64()
-	left, terr := res[1].AsInt64()
-	if err == nil {
-		err = terr
-	}
-	if err != nil || n == 1 {
-		if created {
-			s.unreserve(ctx, req, orderID, ks)
-		}
-		if err != nil {
-			return Reservation{}, fmt.Errorf("reserve: read the key's earlier order: %w", err)
-		}
-		return s.replay(ctx, req, idem, prevOrder, true)
-	}
-	if !created {
-		return s.claimedBefore(ctx, req, idem, prev, true)
-	}
-	_ = s.Redis.Do(ctx, s.Redis.B().Set().Key(idem).Value(IdempotencyRecord(req.Caller, req.Fingerprint, orderID)).
-		Xx().Keepttl().Build()).Error()
-	if age := s.idemTTL() - time.Duration(left)*time.Millisecond; age < orDefault(s.InProgress, 30*time.Second) {
-		return Reservation{}, ErrInProgress
-	}
-	return s.reserved(req, orderID, arr, rerr)
-}
-
-// sameRequest says whether the idempotency record prev is req's caller and
-// request (whichever order it names).
-func sameRequest(req ReserveRequest, prev string) bool {
-	caller, rest, _ := strings.Cut(prev, idemSep)
-	fp, _, _ := strings.Cut(rest, idemSep)
-	return caller == req.Caller && fp == req.Fingerprint
-}
-
-// unreserve undoes an order this request made under a key that turned out
-// to be another request's (order_unreserve.lua); ks are its reserve's keys.
-// A failure leaves the order to expire with its seats and discount hold.
-func (s *Service) unreserve(ctx context.Context, req ReserveRequest, orderID string, ks []string) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	// order, hold token, seat holds, order seats, discount holds, discount held, the event's claim
-	uks := []string{ks[0], ks[4], ks[9], ks[10], ks[5], ks[12], ks[13]}
-	_, _ = eval.Array(rctx, s.Redis, unreserveScript, uks,
-		[]string{orderID, req.HoldToken, IdempotencyRecord(req.Caller, req.Fingerprint, orderID)})
+	return s.claimedBefore(ctx, req, idem, prev)
 }
 
 // claimedBefore answers a request whose key holds an earlier claim prev:
 // a replay when it is the same caller and request, else KEY_CONFLICT.
-// takeOver says whether a dead first attempt may be taken over (replay).
-func (s *Service) claimedBefore(ctx context.Context, req ReserveRequest, idem, prev string, takeOver bool) (Reservation, error) {
-	if !sameRequest(req, prev) {
+func (s *Service) claimedBefore(ctx context.Context, req ReserveRequest, idem, prev string) (Reservation, error) {
+	caller, rest, _ := strings.Cut(prev, idemSep)
+	fp, prevOrder, _ := strings.Cut(rest, idemSep)
+	if caller != req.Caller || fp != req.Fingerprint {
 		return Reservation{}, ErrKeyConflict
 	}
-	_, rest, _ := strings.Cut(prev, idemSep)
-	_, prevOrder, _ := strings.Cut(rest, idemSep)
-	return s.replay(ctx, req, idem, prevOrder, takeOver)
+	return s.replay(ctx, req, idem, prevOrder)
 }
 
 // release gives the key back after its attempt failed without creating an
@@ -316,8 +242,7 @@ func (s *Service) release(ctx context.Context, idem, record string) {
 }
 
 // replay answers a request whose key was claimed before with the same request.
-// Without takeOver, a dead first attempt is DUPLICATE_IN_PROGRESS still.
-func (s *Service) replay(ctx context.Context, req ReserveRequest, idem, orderID string, takeOver bool) (Reservation, error) {
+func (s *Service) replay(ctx context.Context, req ReserveRequest, idem, orderID string) (Reservation, error) {
 	okey, ok := s.Space.Order(orderID)
 	if !ok {
 		return Reservation{}, ErrKeyConflict
@@ -336,7 +261,7 @@ func (s *Service) replay(ctx context.Context, req ReserveRequest, idem, orderID 
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve: age of idempotency key: %w", err)
 	}
-	if age := s.idemTTL() - time.Duration(left)*time.Millisecond; !takeOver || age < orDefault(s.InProgress, 30*time.Second) {
+	if age := s.idemTTL() - time.Duration(left)*time.Millisecond; age < orDefault(s.InProgress, 30*time.Second) {
 		return Reservation{}, ErrInProgress
 	}
 	// The first attempt died between claiming the key and creating the
@@ -346,23 +271,12 @@ func (s *Service) replay(ctx context.Context, req ReserveRequest, idem, orderID 
 	return s.create(ctx, req, orderID)
 }
 
-// create takes over a first attempt that died after claiming the key
-// (replay): its order is made under the id the key's claim names. An
-// event's claim that names no order of it is the dead attempt's state and
-// goes first, in the same round trip.
 func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string) (Reservation, error) {
 	ks, args, err := s.reserveArgs(req, orderID)
 	if err != nil {
 		return Reservation{}, err
 	}
-	reserve := eval.Pipeline(s.Redis, reserveScript, ks, args)
-	res := s.Redis.DoMulti(ctx, s.Redis.B().Del().Key(ks[13]).Build(), reserve.Cmd)
-	arr, err := reserve.Reply(ctx, res[1])
-	if err == nil && reply.Is(arr, reply.KeyClaimed) {
-		// another attempt's order, made since: it is the answer
-		before, _ := eval.Str(arr, 1)
-		return s.claimedBefore(ctx, req, s.Space.Idempotency(req.IdempotencyKey), before, false)
-	}
+	arr, err := eval.Reply(reserveScript.Exec(ctx, s.Redis, ks, args))
 	return s.reserved(req, orderID, arr, err)
 }
 
@@ -396,18 +310,16 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	}
 	ks = []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
 		s.Space.DiscountHolds(ev), s.Space.DiscountUsed(ev), s.Space.Live(keys.Partition(ev)),
-		s.Space.Buyers(ev), s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev), s.Space.DiscountHeld(ev),
-		s.Space.EventIdempotency(ev, req.IdempotencyKey)}
+		s.Space.Buyers(ev), s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev), s.Space.DiscountHeld(ev)}
 
 	buyer := ""
 	if req.MaxPerBuyer > 0 {
 		buyer = BuyerKey(req.Record.BuyerEmail)
 	}
-	args = make([]string, 0, 13+2*len(req.Claims)+len(req.SeatLabels)+16) // fixed, claims, seats, hash fields
+	args = make([]string, 0, 11+2*len(req.Claims)+len(req.SeatLabels)+16) // fixed, claims, seats, hash fields
 	args = append(args, orderID, ms(s.orderTTL()), ms(s.retention()),
 		req.HoldToken, req.DiscountCode, strconv.FormatInt(req.DiscountMaxUses, 10),
-		strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer, strconv.FormatInt(req.Claims["ev"], 10),
-		IdempotencyRecord(req.Caller, req.Fingerprint, orderID), ms(s.idemTTL()))
+		strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer, strconv.FormatInt(req.Claims["ev"], 10))
 	args, claims := ClaimArgs(args, req.Claims, req.SeatLabels)
 	args = append(args,
 		"total", strconv.FormatInt(int64(req.Total), 10),

@@ -76,5 +76,5 @@ func (s *Service) answerSoldOut(ctx context.Context, req ReserveRequest, idem, f
 	case err != nil:
 		return Reservation{}, fmt.Errorf("reserve: read idempotency key: %w", err)
 	}
-	return s.claimedBefore(ctx, req, idem, prev, true)
+	return s.claimedBefore(ctx, req, idem, prev)
 }

@@ -47,7 +47,6 @@ const (
 	BelowSold       Code = 25 // a capacity is below its sold count
 	Live            Code = 26 // the partition's marker is there: sales run
 	More            Code = 27 // part of the work done: call again
-	KeyClaimed      Code = 28 // the event's claim of an Idempotency-Key names another request's record
 )
 
 // names are the codes' names in lua/lib/reply.lua, for errors and the test.
@@ -59,7 +58,6 @@ var names = map[Code]string{
 	NotPending: "NOT_PENDING", NotDue: "NOT_DUE", SessionsChanged: "SESSIONS_CHANGED",
 	TooManySessions: "TOO_MANY_SESSIONS", TokenLimit: "TOKEN_LIMIT", Stranded: "STRANDED", InUse: "IN_USE",
 	Limited: "LIMITED", BelowSold: "BELOW_SOLD", Live: "LIVE", More: "MORE",
-	KeyClaimed: "KEY_CLAIMED",
 }
 
 // String is the code's name in lua/lib/reply.lua ("code 99" for none).

@@ -41,5 +41,4 @@ local R = {
   BELOW_SOLD = 25, -- a capacity is below its sold count: nothing written
   LIVE = 26, -- the partition's marker is there: sales run, nothing written
   MORE = 27, -- part of the work done: call again
-  KEY_CLAIMED = 28, -- the event's claim of an Idempotency-Key names another request's record: nothing written
 }

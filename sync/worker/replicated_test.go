@@ -21,7 +21,10 @@ func TestUnreplicatedEntriesWaitForTheReplicas(t *testing.T) {
 	rs := redistest.StartReplicated(t, 1)
 	b := &bundle{rc: rs.Primary.Client(t), space: keys.Space{}, pool: pgtest.New(t)}
 	w := b.worker("w")
-	w.Replication = &redisstate.Replication{Replicas: 1, Timeout: 200 * time.Millisecond}
+	// WAIT returns as soon as the replica acknowledges: a long timeout
+	// while it is in sync costs nothing but keeps a loaded machine from
+	// failing the test; a short one while it is paused.
+	w.Replication = &redisstate.Replication{Replicas: 1, Timeout: 10 * time.Second}
 	if err := w.EnsureGroups(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +36,7 @@ func TestUnreplicatedEntriesWaitForTheReplicas(t *testing.T) {
 	}
 	b.assertAllWritten(t, first)
 
+	w.Replication.Timeout = 300 * time.Millisecond
 	rs.Replicas[0].Pause()
 	resumed := false
 	defer func() {
@@ -51,6 +55,7 @@ func TestUnreplicatedEntriesWaitForTheReplicas(t *testing.T) {
 
 	rs.Replicas[0].Resume()
 	resumed = true
+	w.Replication.Timeout = 10 * time.Second
 	if n := drain(t, w); n != 1 {
 		t.Fatalf("wrote %d entries once the replica was back, want 1", n)
 	}
