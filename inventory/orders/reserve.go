@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	json "github.com/goccy/go-json"
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
@@ -290,16 +289,9 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	for i := range rec.Tickets {
 		rec.Tickets[i].TicketID = TicketID(orderID, i)
 	}
-	// The tickets are kept once, in "tix" (confirm answers them); the
-	// record travels without them and the worker puts them back.
-	tixJSON, err := json.Marshal(rec.Tickets)
+	recJSON, tixJSON, err := rec.Encode()
 	if err != nil {
-		return nil, nil, fmt.Errorf("reserve: encode tickets: %w", err)
-	}
-	rec.Tickets, rec.OrderID, rec.EventID = nil, "", ""
-	recJSON, err := json.Marshal(rec)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reserve: encode record: %w", err)
+		return nil, nil, fmt.Errorf("reserve: %w", err)
 	}
 	okey, _ := s.Space.Order(orderID)
 
