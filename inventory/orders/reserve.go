@@ -62,6 +62,7 @@ type Service struct {
 	Archive Archive
 
 	sold    soldOut
+	evKeys  keyCache
 	macOnce sync.Once
 	macs    sync.Pool // of HMACs keyed with IDKey (hmac.New hashes the key each time)
 }
@@ -294,14 +295,10 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 		return nil, nil, fmt.Errorf("reserve: %w", err)
 	}
 	okey, _ := s.Space.Order(orderID)
-
-	hold := s.Space.Hold(ev, "-")
+	ks = withOrder(s.keysOf(ev, true).reserve, okey)
 	if req.HoldToken != "" {
-		hold = s.Space.Hold(ev, req.HoldToken)
+		ks[4] = s.Space.Hold(ev, req.HoldToken)
 	}
-	ks = []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
-		s.Space.DiscountHolds(ev), s.Space.DiscountUsed(ev), s.Space.Live(keys.Partition(ev)),
-		s.Space.Buyers(ev), s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev), s.Space.DiscountHeld(ev)}
 
 	buyer := ""
 	if req.MaxPerBuyer > 0 {
