@@ -115,10 +115,7 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 
 func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest) ([]rueidis.RedisMessage, error) {
 	okey, _ := s.Space.Order(req.OrderID)
-	p := keys.Partition(ev)
-	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHolds(ev),
-		s.Space.DiscountUsed(ev), s.Space.Paid(p), s.Space.Live(p), s.Space.Buyers(ev), s.Space.OrderSeats(ev),
-		s.Space.DiscountHeld(ev)}
+	ks := withOrder(s.keysOf(ev, false).confirm, okey)
 	cancelled := "0"
 	if req.EventCancelled {
 		cancelled = "1"

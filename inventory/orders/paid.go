@@ -25,13 +25,27 @@ func DecodePaid(fields map[string]string) (Record, error) {
 	if _, ok := fields[StreamRecord]; !ok {
 		return rec, errors.New("the order's record is neither in the entry nor in the order hash")
 	}
-	if err := json.Unmarshal([]byte(fields[StreamRecord]), &rec); err != nil {
+	// The lines are kept as Encode spelt them (LinesJSON) as well as
+	// decoded: the outer field takes "lines" from the embedded one.
+	var d struct {
+		Record
+		Lines json.RawMessage `json:"lines"`
+	}
+	if err := json.Unmarshal([]byte(fields[StreamRecord]), &d); err != nil {
 		return rec, fmt.Errorf("field %q is not an order record: %w", StreamRecord, err)
+	}
+	rec = d.Record
+	if len(d.Lines) > 0 && string(d.Lines) != "null" {
+		if err := json.Unmarshal(d.Lines, &rec.Lines); err != nil {
+			return rec, fmt.Errorf("field %q is not an order record: lines: %w", StreamRecord, err)
+		}
+		rec.LinesJSON = string(d.Lines)
 	}
 	if tix, ok := fields[StreamTickets]; ok && len(rec.Tickets) == 0 {
 		if err := json.Unmarshal([]byte(tix), &rec.Tickets); err != nil {
 			return rec, fmt.Errorf("field %q is not a ticket list: %w", StreamTickets, err)
 		}
+		rec.TicketsJSON = tix
 	}
 	// Reserve leaves the order and event ids out of the record: the
 	// entry's order id carries both. A record that names them must agree.

@@ -4,19 +4,27 @@
 // stream by the same script that marks it paid.
 package orders
 
-import "github.com/ticketd/ticketd/inventory/money"
+import (
+	"fmt"
 
-// Record is everything the sync worker writes to Postgres for a paid order.
-// It is computed at reserve and stored with the pending order as JSON
-// ("rec") without its Tickets (those are kept once, as the order's "tix")
-// nor its order and event ids (the order id carries both); zero amounts
-// are left out too, as every byte goes to a durable Redis' append-only
-// file. The confirm script queues a paid-stream entry that names the
-// order ("order", "ref", "paidAt"); the sync worker reads "rec" and "tix"
-// from the order hash (FillRecords) and decodes them with the entry
-// (DecodePaid). Its Lines and Tickets, spelled as this JSON spells them,
-// are what the order's Postgres row keeps (orders.lines and
-// orders.tickets, jsonb: sync/schema migration 008).
+	json "github.com/goccy/go-json"
+
+	"github.com/ticketd/ticketd/inventory/money"
+)
+
+// Record is everything the sync worker writes to Postgres for a paid order:
+// one record, built once where the sale is made (a surface's checkout,
+// then reserve or register give it its ids) and encoded once (Encode),
+// stored with the pending order as JSON ("rec") without its Tickets (those
+// are kept once, as the order's "tix") nor its order and event ids (the
+// order id carries both); zero amounts are left out too, as every byte goes
+// to a durable Redis' append-only file. The confirm script queues a
+// paid-stream entry that names the order ("order", "ref", "paidAt"); the
+// sync worker reads "rec" and "tix" from the order hash (FillRecords) and
+// decodes them with the entry (DecodePaid) into the row it writes: its
+// lines and tickets, the bytes Encode made (LinesJSON, TicketsJSON), are
+// what the order's Postgres row keeps (orders.lines and orders.tickets,
+// jsonb: sync/schema migration 008), never encoded again.
 type Record struct {
 	OrderID    string `json:"orderId,omitempty"`
 	EventID    string `json:"eventId,omitempty"`
@@ -52,6 +60,26 @@ type Record struct {
 	// Set from the stream entry, not stored at reserve.
 	PartnerReference string `json:"partnerReference,omitempty"`
 	PaidAtMs         int64  `json:"paidAtMs,omitempty"`
+	// LinesJSON and TicketsJSON are Lines and Tickets as the stored record
+	// spells them, set by DecodePaid: the row's jsonb columns take them as
+	// they are ("" when the entry did not carry them apart).
+	LinesJSON   string `json:"-"`
+	TicketsJSON string `json:"-"`
+}
+
+// Encode is the record's stored form, made once when the sale is made
+// (reserve, register): rec, the record without its Tickets, OrderID and
+// EventID, and tix, its Tickets, which confirm answers and the order's row
+// keeps as they are.
+func (r Record) Encode() (rec, tix []byte, err error) {
+	if tix, err = json.Marshal(r.Tickets); err != nil {
+		return nil, nil, fmt.Errorf("encode tickets: %w", err)
+	}
+	r.Tickets, r.OrderID, r.EventID = nil, "", ""
+	if rec, err = json.Marshal(r); err != nil {
+		return nil, nil, fmt.Errorf("encode record: %w", err)
+	}
+	return rec, tix, nil
 }
 
 // Line kinds.

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	json "github.com/goccy/go-json"
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
@@ -64,6 +63,7 @@ type Service struct {
 	Archive Archive
 
 	sold    soldOut
+	evKeys  keyCache
 	macOnce sync.Once
 	macs    sync.Pool // of HMACs keyed with IDKey (hmac.New hashes the key each time)
 }
@@ -291,26 +291,15 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	for i := range rec.Tickets {
 		rec.Tickets[i].TicketID = TicketID(orderID, i)
 	}
-	// The tickets are kept once, in "tix" (confirm answers them); the
-	// record travels without them and the worker puts them back.
-	tixJSON, err := json.Marshal(rec.Tickets)
+	recJSON, tixJSON, err := rec.Encode()
 	if err != nil {
-		return nil, nil, fmt.Errorf("reserve: encode tickets: %w", err)
-	}
-	rec.Tickets, rec.OrderID, rec.EventID = nil, "", ""
-	recJSON, err := json.Marshal(rec)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reserve: encode record: %w", err)
+		return nil, nil, fmt.Errorf("reserve: %w", err)
 	}
 	okey, _ := s.Space.Order(orderID)
-
-	hold := s.Space.Hold(ev, "-")
+	ks = withOrder(s.keysOf(ev, true).reserve, okey)
 	if req.HoldToken != "" {
-		hold = s.Space.Hold(ev, req.HoldToken)
+		ks[4] = s.Space.Hold(ev, req.HoldToken)
 	}
-	ks = []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
-		s.Space.DiscountHolds(ev), s.Space.DiscountUsed(ev), s.Space.Live(keys.Partition(ev)),
-		s.Space.Buyers(ev), s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev), s.Space.DiscountHeld(ev)}
 
 	buyer := ""
 	if req.MaxPerBuyer > 0 {

@@ -226,14 +226,11 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 		}
 	}
 	id := s.Orders.NewID(ev, Owner(req.TenantID))
-	rec, tix := s.record(req, id)
-	tixJSON, err := json.Marshal(tix)
+	rec := s.record(req, id)
+	tix := rec.Tickets
+	recJSON, tixJSON, err := rec.Encode()
 	if err != nil {
-		return Registration{}, fmt.Errorf("register: encode tickets: %w", err)
-	}
-	recJSON, err := json.Marshal(rec)
-	if err != nil {
-		return Registration{}, fmt.Errorf("register: encode record: %w", err)
+		return Registration{}, fmt.Errorf("register: %w", err)
 	}
 	okey, _ := s.Space.Order(id)
 	p := keys.Partition(ev)
@@ -430,19 +427,17 @@ func (s *Service) ReleaseStale(ctx context.Context, id string) error {
 }
 
 // record is what the sync worker writes to Postgres once the registration
-// is paid (stored as "rec" without its tickets and ids, as reserve stores
-// a partner order's), and its tickets.
-func (s *Service) record(req Request, id string) (orders.Record, []orders.Ticket) {
+// is paid, its tickets' ids given (stored as Record.Encode stores it, as
+// reserve stores a partner order's).
+func (s *Service) record(req Request, id string) orders.Record {
 	ev := &catalog.CompiledEvent{Event: &catalog.Event{ID: req.EventID, TenantID: req.TenantID}}
 	rec := checkout.NewRecord(ev, req.Quote, req.Buyer,
 		checkout.Origin{Source: Source, ShowingID: req.ShowingID})
 	rec.Caller, rec.CreatedAtMs = Owner(req.TenantID), time.Now().UnixMilli()
-	tix := rec.Tickets
-	for i := range tix {
-		tix[i].TicketID = orders.TicketID(id, i)
+	for i := range rec.Tickets {
+		rec.Tickets[i].TicketID = orders.TicketID(id, i)
 	}
-	rec.Tickets, rec.EventID = nil, ""
-	return rec, tix
+	return rec
 }
 
 // Get reads a registration; found is false when ticketd does not know it.

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	stdjson "encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -661,5 +662,46 @@ func TestEntryWithoutRecordIsADeadLetter(t *testing.T) {
 	}
 	if s := b.backlog(t); s != (BacklogStats{}) {
 		t.Fatalf("backlog: %+v, want zero", s)
+	}
+}
+
+// A record stored as reserve stores it (orders.Record.Encode) reaches its
+// row unchanged: the row's lines and tickets are the record's, as a
+// stdlib encoding of them reads back.
+func TestRowKeepsTheRecordReserveEncoded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	rec := record("ev_encoded", 2)
+	for i := range rec.Tickets {
+		rec.Tickets[i].Kind, rec.Tickets[i].RefID = orders.LineTicket, "tk_ga"
+	}
+	js, tix, err := rec.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	okey, _ := b.space.Order(rec.OrderID)
+	if err := b.rc.Do(ctx, b.rc.B().Hset().Key(okey).FieldValue().FieldValue("st", "paid").
+		FieldValue("rec", string(js)).FieldValue("tix", string(tix)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	b.xadd(t, rec.EventID, "order", rec.OrderID, "ref", "psp-1", "paidAt", "1700000000000")
+	drain(t, b.worker("A"))
+	b.assertAllWritten(t, rec)
+	lines, err := stdjson.Marshal(rec.Lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tickets, err := stdjson.Marshal(rec.Tickets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sameLines, sameTickets bool
+	if err := b.pool.QueryRow(ctx, `SELECT lines = $2::jsonb, tickets = $3::jsonb FROM orders WHERE id = $1`,
+		rec.OrderID, string(lines), string(tickets)).Scan(&sameLines, &sameTickets); err != nil {
+		t.Fatal(err)
+	}
+	if !sameLines || !sameTickets {
+		t.Fatalf("row lines as the record's: %v, tickets: %v", sameLines, sameTickets)
 	}
 }

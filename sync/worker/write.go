@@ -104,14 +104,19 @@ type rows struct {
 }
 
 // addOrder adds o's row. Its lines and tickets go as the jsonb the row
-// keeps them in: the record's own JSON.
+// keeps them in: the record's own JSON, as reserve encoded it when the
+// entry carries it (orders.Record.LinesJSON, TicketsJSON), else encoded here.
 func (r *rows) addOrder(o paid) error {
 	rec := o.rec
-	lines, err := jsonArray(rec.Lines)
+	lines, err := rowJSON(rec.LinesJSON, rec.Lines)
 	if err != nil {
 		return fmt.Errorf("encode lines of %s: %w", rec.OrderID, err)
 	}
-	tickets, err := jsonArray(issuedTickets(rec))
+	tix := rec.TicketsJSON
+	if !issued(rec.Tickets) {
+		tix = ""
+	}
+	tickets, err := rowJSON(tix, issuedTickets(rec))
 	if err != nil {
 		return fmt.Errorf("encode tickets of %s: %w", rec.OrderID, err)
 	}
@@ -163,7 +168,7 @@ func (r *rows) addOrder(o paid) error {
 // (a record queued before reserve minted them) gets orders.TicketID's, so
 // a redelivered order issues the same ids; one without a kind is a ticket.
 func issuedTickets(rec orders.Record) []orders.Ticket {
-	if !slices.ContainsFunc(rec.Tickets, func(t orders.Ticket) bool { return t.TicketID == "" || t.Kind == "" }) {
+	if issued(rec.Tickets) {
 		return rec.Tickets
 	}
 	out := slices.Clone(rec.Tickets)
@@ -176,6 +181,24 @@ func issuedTickets(rec orders.Record) []orders.Ticket {
 		}
 	}
 	return out
+}
+
+// issued reports whether every ticket has its id and kind, as reserve and
+// register issue them: their stored JSON is then the row's as it is.
+func issued(ts []orders.Ticket) bool {
+	return !slices.ContainsFunc(ts, func(t orders.Ticket) bool { return t.TicketID == "" || t.Kind == "" })
+}
+
+// rowJSON is a list as the row keeps it: raw, the JSON it was stored as,
+// when given, else v encoded; an empty array for none.
+func rowJSON[T any](raw string, v []T) (string, error) {
+	if len(v) == 0 {
+		return "[]", nil
+	}
+	if raw != "" {
+		return raw, nil
+	}
+	return jsonArray(v)
 }
 
 // jsonArray is v as JSON, an empty array for none.

@@ -1,0 +1,41 @@
+package orders
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/ticketd/ticketd/inventory/keys"
+)
+
+// The cached lists are the names keys.Space gives; only reserve fills the
+// cache, and never beyond its bound.
+func TestEventKeysCache(t *testing.T) {
+	s := &Service{Space: keys.Space{Prefix: "x:"}}
+	ev := "ev_keys"
+	p := keys.Partition(ev)
+	sp := s.Space
+	want := []string{"", sp.Caps(ev), sp.Sold(ev), sp.Booked(ev), sp.Hold(ev, "-"), sp.DiscountHolds(ev),
+		sp.DiscountUsed(ev), sp.Live(p), sp.Buyers(ev), sp.SeatHolds(ev), sp.OrderSeats(ev), sp.RegSeats(ev), sp.DiscountHeld(ev)}
+	if got := s.keysOf(ev, false).reserve; !slices.Equal(got, want) {
+		t.Fatalf("reserve keys %q, want %q", got, want)
+	}
+	if s.evKeys.n.Load() != 0 {
+		t.Fatal("a confirm's event (the caller's order id) entered the cache")
+	}
+	k := s.keysOf(ev, true)
+	if s.keysOf(ev, false) != k || s.evKeys.n.Load() != 1 {
+		t.Fatal("a reserved event's keys are not cached")
+	}
+	ks := withOrder(k.confirm, "o")
+	ks[1] = "changed"
+	if k.confirm[0] != "" || k.confirm[1] != sp.Caps(ev) || k.confirm[6] != sp.Paid(p) {
+		t.Fatalf("a call's list changed the cached one: %q", k.confirm)
+	}
+	for i := range maxCachedEvents + 10 {
+		s.keysOf("ev_"+strconv.Itoa(i), true)
+	}
+	if n := s.evKeys.n.Load(); n > maxCachedEvents {
+		t.Fatalf("%d events cached, bound %d", n, maxCachedEvents)
+	}
+}
