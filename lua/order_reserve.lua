@@ -71,12 +71,7 @@ local exp = now + ttl
 -- pending order counts nothing until it is confirmed)
 local code, maxuses = ARGV[5], tonumber(ARGV[6])
 local limit, adm = tonumber(ARGV[7]), tonumber(ARGV[9])
-local dk = {dcholds = KEYS[6], dcheld = KEYS[13], dcused = KEYS[7]}
-local refusal, dstale = cart_refusal(
-  {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seats = KEYS[10], orders = KEYS[11], regs = KEYS[12],
-   dcholds = dk.dcholds, dcheld = dk.dcheld, dcused = dk.dcused, buyers = KEYS[9]},
-  {fields = fields, qtys = qtys, labels = labels, holder = 'h:' .. ARGV[4], code = code,
-   maxuses = maxuses, limit = limit, buyer = ARGV[8], adm = adm}, now)
+local refusal, dstale, dk = cart_sale_refusal(fields, qtys, labels, now)
 if refusal then
   return refusal
 end

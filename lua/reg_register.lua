@@ -29,16 +29,16 @@
 -- KEYS[7]  -> discount used hash    {pN}:ev:<id>:dcused
 -- KEYS[8]  -> partition marker      {pN}:live (sales stop while it is missing)
 -- KEYS[9]  -> buyers hash           {pN}:ev:<id>:buyers
--- KEYS[10] -> expiry zset           {pN}:regexp
--- KEYS[11] -> paid stream           {pN}:paid
--- KEYS[12] -> unpaid hash           {pN}:ev:<id>:unpaid (buyer key -> registration id)
--- KEYS[13] -> IP registrations hash {pN}:ev:<id>:ipregs (client -> registrations awaiting payment)
--- KEYS[14] -> IP tokens zset        {pN}:ev:<id>:iptok:<client> (any name when no client;
+-- KEYS[10] -> seat holds hash       {pN}:ev:<id>:seats (label -> h:<token> and expiry, lib/seatholds)
+-- KEYS[11] -> order seats hash      {pN}:ev:<id>:ordseats (label -> o:<orderId> and expiry)
+-- KEYS[12] -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
+-- KEYS[13] -> discount held hash    {pN}:ev:<id>:dcheld (code -> its members in KEYS[6])
+-- KEYS[14] -> expiry zset           {pN}:regexp
+-- KEYS[15] -> paid stream           {pN}:paid
+-- KEYS[16] -> unpaid hash           {pN}:ev:<id>:unpaid (buyer key -> registration id)
+-- KEYS[17] -> IP registrations hash {pN}:ev:<id>:ipregs (client -> registrations awaiting payment)
+-- KEYS[18] -> IP tokens zset        {pN}:ev:<id>:iptok:<client> (any name when no client;
 --             also free registrations, f:<id>, for the register hold)
--- KEYS[15] -> seat holds hash       {pN}:ev:<id>:seats (label -> h:<token> and expiry, lib/seatholds)
--- KEYS[16] -> order seats hash      {pN}:ev:<id>:ordseats (label -> o:<orderId> and expiry)
--- KEYS[17] -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
--- KEYS[18] -> discount held hash    {pN}:ev:<id>:dcheld (code -> its members in KEYS[6])
 --
 -- ARGV[1]  -> registration id
 -- ARGV[2]  -> register hold TTL ms (the window until a checkout session is attached)
@@ -112,17 +112,17 @@ local id, buyer, client = ARGV[1], ARGV[8], ARGV[13]
 -- the register hold, so one address claims a free event no faster than it
 -- could hold a paid one.
 if not free then
-  local prev = redis.call('HGET', KEYS[12], buyer)
+  local prev = redis.call('HGET', KEYS[16], buyer)
   if prev and prev ~= id then
     return {R.BUYER_UNPAID, prev, tonumber(t[1]) * 1000000 + tonumber(t[2])}
   end
 end
 if client ~= '' then
-  local live = holds_live(KEYS[13], KEYS[14], client, now)
+  local live = holds_live(KEYS[17], KEYS[18], client, now)
   -- The hold token whose seats this registration takes is one of the
   -- client's holds already: it does not count twice, or a buyer whose
   -- token was the client's last hold could hold seats and never buy them.
-  local own = ARGV[4] ~= '' and tonumber(redis.call('ZSCORE', KEYS[14], ARGV[4]))
+  local own = ARGV[4] ~= '' and tonumber(redis.call('ZSCORE', KEYS[18], ARGV[4]))
   if own and own > now then
     live = live - 1
   end
@@ -136,12 +136,7 @@ end
 local code, maxuses = ARGV[5], tonumber(ARGV[6])
 local limited = code ~= '' and maxuses > 0
 local limit, adm = tonumber(ARGV[7]), tonumber(ARGV[9])
-local dk = {dcholds = KEYS[6], dcheld = KEYS[18], dcused = KEYS[7]}
-local refusal, dstale = cart_refusal(
-  {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seats = KEYS[15], orders = KEYS[16], regs = KEYS[17],
-   dcholds = dk.dcholds, dcheld = dk.dcheld, dcused = dk.dcused, buyers = KEYS[9]},
-  {fields = fields, qtys = qtys, labels = labels, holder = 'h:' .. ARGV[4], code = code,
-   maxuses = maxuses, limit = limit, buyer = ARGV[8], adm = adm}, now)
+local refusal, dstale, dk = cart_sale_refusal(fields, qtys, labels, now)
 if refusal then
   return refusal
 end
@@ -172,12 +167,12 @@ if free then
   -- claims and its buyer's admissions counted, its seats booked, a use of
   -- its code counted, its hash written paid and kept for the sync worker.
   paid, added = cart_settle(
-    {stream = KEYS[11], soldkey = KEYS[3], buyerskey = KEYS[9], bookedkey = KEYS[4], dk = dk, dcusedkey = KEYS[7]},
+    {stream = KEYS[15], soldkey = KEYS[3], buyerskey = KEYS[9], bookedkey = KEYS[4], dk = dk, dcusedkey = KEYS[7]},
     {id = id, salekey = reg, ref = '', now = now, cap = ARGV[11], retention = tonumber(ARGV[3]), fields = fields,
      qtys = qtys, seats = labels, code = code, bk = limit > 0 and buyer or nil, adm = adm, counted = false, extra = kv})
 else
   -- No expiry on the hash while held: the hash is what gives the claim back.
-  redis.call('ZADD', KEYS[10], exp, id)
+  redis.call('ZADD', KEYS[14], exp, id)
   for c = 1, nclaims do
     redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
   end
@@ -188,12 +183,12 @@ end
 -- the seats leave the token that held them
 for s = 1, nseats do
   redis.call('HDEL', KEYS[5], 's:' .. labels[s])
-  redis.call('HDEL', KEYS[15], labels[s])
+  redis.call('HDEL', KEYS[10], labels[s])
   if not free then
     -- No expiry: while held, only reg_expire and reg_pay give the seat
     -- back, so a payment that comes after the window but before the sweep
     -- never finds it taken (the sold counts are held that long too).
-    redis.call('HSET', KEYS[17], labels[s], 'o:' .. id)
+    redis.call('HSET', KEYS[12], labels[s], 'o:' .. id)
   end
 end
 
@@ -201,7 +196,7 @@ if not free then
   if limited then
     cart_hold_discount(dk, code, id, '+inf', now, dstale)
   end
-  redis.call('HSET', KEYS[12], buyer, id)
+  redis.call('HSET', KEYS[16], buyer, id)
   kv[#kv + 1] = 'ub'
   kv[#kv + 1] = buyer
   kv[#kv + 1] = 'at' -- us, to tell registrations of one buyer apart (Register)
@@ -209,7 +204,7 @@ if not free then
   kv[#kv + 1] = 'cexp'
   kv[#kv + 1] = now + tonumber(ARGV[12])
   if client ~= '' then
-    redis.call('HINCRBY', KEYS[13], client, 1)
+    redis.call('HINCRBY', KEYS[17], client, 1)
     kv[#kv + 1] = 'iph'
     kv[#kv + 1] = client
   end
@@ -221,7 +216,7 @@ end
 
 -- free: it counts for its client until the register hold's end
 if client ~= '' then
-  holds_add_token(KEYS[14], 'f:' .. id, exp, now)
+  holds_add_token(KEYS[18], 'f:' .. id, exp, now)
 end
 cart_discount_prune(dk, dstale, now)
 return {R.PAID, now, paid, added}

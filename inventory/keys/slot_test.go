@@ -161,8 +161,8 @@ var scriptKeys = map[string]func(in input) [][]string{
 		for _, h := range in.holds() {
 			for _, ip := range in.ipTokens() {
 				out = append(out, append(append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), h,
-					in.sp.DiscountHolds(in.ev), in.sp.DiscountUsed(in.ev), in.sp.Live(in.p()), in.sp.Buyers(in.ev), in.sp.Expiry(in.p()),
-					in.sp.Paid(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev), ip}, in.seats()...), in.sp.DiscountHeld(in.ev)))
+					in.sp.DiscountHolds(in.ev), in.sp.DiscountUsed(in.ev), in.sp.Live(in.p()), in.sp.Buyers(in.ev)}, in.seats()...),
+					in.sp.DiscountHeld(in.ev), in.sp.Expiry(in.p()), in.sp.Paid(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev), ip))
 			}
 		}
 		return out

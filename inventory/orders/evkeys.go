@@ -12,7 +12,7 @@ import (
 // The first key, the order's, is each call's own; so is reserve's hold key
 // (its fifth) when the cart has a hold token.
 type eventKeys struct {
-	reserve []string // order_reserve.lua
+	sale    []string // a new sale's: order_reserve.lua's, and reg_register.lua's first
 	confirm []string // order_confirm.lua
 }
 
@@ -36,7 +36,7 @@ func (s *Service) keysOf(ev string, remember bool) *eventKeys {
 	}
 	sp, p := s.Space, keys.Partition(ev)
 	k := &eventKeys{
-		reserve: []string{"", sp.Caps(ev), sp.Sold(ev), sp.Booked(ev), sp.Hold(ev, "-"),
+		sale: []string{"", sp.Caps(ev), sp.Sold(ev), sp.Booked(ev), sp.Hold(ev, "-"),
 			sp.DiscountHolds(ev), sp.DiscountUsed(ev), sp.Live(p),
 			sp.Buyers(ev), sp.SeatHolds(ev), sp.OrderSeats(ev), sp.RegSeats(ev), sp.DiscountHeld(ev)},
 		confirm: []string{"", sp.Caps(ev), sp.Sold(ev), sp.Booked(ev), sp.DiscountHolds(ev),
@@ -55,5 +55,20 @@ func (s *Service) keysOf(ev string, remember bool) *eventKeys {
 func withOrder(list []string, okey string) []string {
 	ks := append(make([]string, 0, len(list)), list...)
 	ks[0] = okey
+	return ks
+}
+
+// SaleKeys are the KEYS a new sale's script starts with, the same for a
+// partner order (order_reserve.lua) and a storefront registration
+// (reg_register.lua: lib/cart.lua's cart_sale_refusal reads them): the
+// sale's hash okey, the event's counters and holds, and the hold token's
+// hash (token "" for none). extra is room for the caller's own keys.
+func (s *Service) SaleKeys(ev, okey, token string, extra int) []string {
+	list := s.keysOf(ev, true).sale
+	ks := append(make([]string, 0, len(list)+extra), list...)
+	ks[0] = okey
+	if token != "" {
+		ks[4] = s.Space.Hold(ev, token)
+	}
 	return ks
 }

@@ -296,10 +296,7 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 		return nil, nil, fmt.Errorf("reserve: %w", err)
 	}
 	okey, _ := s.Space.Order(orderID)
-	ks = withOrder(s.keysOf(ev, true).reserve, okey)
-	if req.HoldToken != "" {
-		ks[4] = s.Space.Hold(ev, req.HoldToken)
-	}
+	ks = s.SaleKeys(ev, okey, req.HoldToken, 0)
 
 	buyer := ""
 	if req.MaxPerBuyer > 0 {

@@ -234,14 +234,8 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	}
 	okey, _ := s.Space.Order(id)
 	p := keys.Partition(ev)
-	hold := s.Space.Hold(ev, "-")
-	if req.HoldToken != "" {
-		hold = s.Space.Hold(ev, req.HoldToken)
-	}
-	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), hold,
-		s.Space.DiscountHolds(ev), s.Space.DiscountUsed(ev), s.Space.Live(p), s.Space.Buyers(ev),
-		s.Space.Expiry(p), s.Space.Paid(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.IPTokens(ev, req.Client.Key),
-		s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev), s.Space.DiscountHeld(ev)}
+	ks := append(s.Orders.SaleKeys(ev, okey, req.HoldToken, 5),
+		s.Space.Expiry(p), s.Space.Paid(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.IPTokens(ev, req.Client.Key))
 	buyer := orders.BuyerKey(req.Buyer.Email)
 	free := "0"
 	if q.Total == 0 {

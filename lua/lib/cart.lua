@@ -262,6 +262,27 @@ local function cart_refusal(k, c, now)
   return nil, dstale
 end
 
+-- A new sale's keys and arguments: order_reserve and reg_register (a
+-- partner order, a storefront registration) take the same first thirteen
+-- KEYS (orders.Service.SaleKeys builds them) and nine ARGV, then their own:
+--   KEYS[1] the sale's hash, [2] caps, [3] sold, [4] booked, [5] the hold
+--   token's hash, [6] dcholds, [7] dcused, [8] the partition's marker,
+--   [9] buyers, [10] seats, [11] ordseats, [12] regseats, [13] dcheld
+--   ARGV[1] the sale's id, [2] its hold ms, [3] retention ms, [4] the hold
+--   token, [5] the discount code, [6] its max uses, [7] max admissions per
+--   buyer, [8] the buyer key, [9] the sale's admissions
+-- cart_sale_refusal(fields, qtys, labels, now): cart_refusal of such a
+-- sale's cart, and the discount keys (k of cart_hold_discount).
+local function cart_sale_refusal(fields, qtys, labels, now)
+  local dk = {dcholds = KEYS[6], dcheld = KEYS[13], dcused = KEYS[7]}
+  local refusal, dstale = cart_refusal(
+    {caps = KEYS[2], sold = KEYS[3], booked = KEYS[4], hold = KEYS[5], seats = KEYS[10], orders = KEYS[11], regs = KEYS[12],
+     dcholds = dk.dcholds, dcheld = dk.dcheld, dcused = dk.dcused, buyers = KEYS[9]},
+    {fields = fields, qtys = qtys, labels = labels, holder = 'h:' .. ARGV[4], code = ARGV[5],
+     maxuses = tonumber(ARGV[6]), limit = tonumber(ARGV[7]), buyer = ARGV[8], adm = tonumber(ARGV[9])}, now)
+  return refusal, dstale, dk
+end
+
 -- cart_buyer_fields(kv, limit, buyer, adm): appends to kv the buyer key, the
 -- cart's admissions and the limit (bk, adm, lim) when the event has a
 -- limit, for the settling script's check.
