@@ -15,8 +15,9 @@ import (
 var errNotReplicated = errors.New("worker: the paid entries are not yet on the Redis replicas TICKETD_REDIS_WAIT_REPLICAS asks for; " +
 	"they are written to Postgres once they are")
 
-// replicated returns nil when the replicas Replication asks for hold every
-// entry of es, and errNotReplicated (or the failure) otherwise.
+// unreplicated returns the partitions of es whose streams fewer replicas
+// than Replication asks for hold (or whose replicas could not be asked),
+// and why (nil when there are none): their entries are not written yet.
 //
 // Postgres must never hold a sale the Redis a failover promotes lacks: a
 // payment whose WAIT timed out (answered 503, or never answered: the master
@@ -29,9 +30,9 @@ var errNotReplicated = errors.New("worker: the paid entries are not yet on the R
 // replication stream is ordered, so a replica that holds the claim holds
 // the entries. An entry never replicated is never written: a failover
 // loses it as it loses its payment, which no buyer was told of.
-func (w *Worker) replicated(ctx context.Context, es []entry) error {
+func (w *Worker) unreplicated(ctx context.Context, es []entry) (map[int]bool, error) {
 	if !w.Replication.On() {
-		return nil
+		return nil, nil
 	}
 	last := map[int]string{}
 	for _, e := range es {
@@ -39,15 +40,27 @@ func (w *Worker) replicated(ctx context.Context, es []entry) error {
 			last[e.part] = e.id
 		}
 	}
-	errs := make(chan error, len(last))
-	for p, id := range last {
-		go func() { errs <- w.waitReplicas(ctx, p, id) }()
+	type result struct {
+		part int
+		err  error
 	}
+	res := make(chan result, len(last))
+	for p, id := range last {
+		go func() { res <- result{p, w.waitReplicas(ctx, p, id)} }()
+	}
+	var short map[int]bool
 	var err error
 	for range last {
-		err = errors.Join(err, <-errs)
+		r := <-res
+		if r.err != nil {
+			if short == nil {
+				short = map[int]bool{}
+			}
+			short[r.part] = true
+			err = errors.Join(err, r.err)
+		}
 	}
-	return err
+	return short, err
 }
 
 // waitReplicas claims entry id of partition p's stream to this consumer

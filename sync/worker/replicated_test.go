@@ -61,3 +61,37 @@ func TestUnreplicatedEntriesWaitForTheReplicas(t *testing.T) {
 	}
 	b.assertAllWritten(t, first, second)
 }
+
+// TestStreamShortOfReplicasHoldsBackOnlyItsOwn: when the replicas of one
+// stream cannot be asked for (here its last entry stopped being pending
+// between the read and the claim, as when another worker took it), the
+// other streams' entries of the round are written all the same, and the
+// round reports the one held back.
+func TestStreamShortOfReplicasHoldsBackOnlyItsOwn(t *testing.T) {
+	t.Parallel()
+	rs := redistest.StartReplicated(t, 1)
+	b := &bundle{rc: rs.Primary.Client(t), space: keys.Space{}, pool: pgtest.New(t)}
+	w := b.worker("w")
+	w.Replication = &redisstate.Replication{Replicas: 1, Timeout: 10 * time.Second}
+	ctx := context.Background()
+	if err := w.EnsureGroups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held, written := record("ev_held", 1), record("ev_kept", 1)
+	if keys.Partition(held.EventID) == keys.Partition(written.EventID) {
+		t.Fatal("the two events share a partition")
+	}
+	heldID := b.confirmHashed(t, held, "r1", 1_700_000_000_000)
+	b.confirmHashed(t, written, "r2", 1_700_000_000_000)
+	w.testHook = func(stage string) error {
+		if stage == "read" {
+			return b.rc.Do(ctx, b.rc.B().Xack().Key(b.space.Paid(keys.Partition(held.EventID))).Group(w.group()).Id(heldID).Build()).Error()
+		}
+		return nil
+	}
+	n, err := w.DrainOnce(ctx)
+	if err == nil || n != 1 {
+		t.Fatalf("DrainOnce: wrote %d, err %v; want 1 written and the held stream reported", n, err)
+	}
+	b.assertOrders(t, written)
+}

@@ -121,8 +121,20 @@ func (w *Worker) settle(ctx context.Context, all []entry) (int, error) {
 	if err := w.hook("read"); err != nil {
 		return 0, err
 	}
-	if err := w.replicated(ctx, all); err != nil {
-		return 0, err
+	// Entries of streams short of replicas stay pending (modeOwn takes
+	// them again); the others are written now, so one master without its
+	// replica holds back its own streams only.
+	short, notHeld := w.unreplicated(ctx, all)
+	if len(short) > 0 {
+		kept := make([]entry, 0, len(all))
+		for _, e := range all {
+			if !short[e.part] {
+				kept = append(kept, e)
+			}
+		}
+		if all = kept; len(all) == 0 {
+			return 0, notHeld
+		}
 	}
 	fields := make([]map[string]string, len(all))
 	for i, e := range all {
@@ -144,7 +156,7 @@ func (w *Worker) settle(ctx context.Context, all []entry) (int, error) {
 	if err := w.hook("acked"); err != nil {
 		return n, err
 	}
-	return n, nil
+	return n, notHeld
 }
 
 func (w *Worker) readCmd(m mode, p int, from string) rueidis.Completed {

@@ -246,6 +246,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				// failing: try it again at the next look.
 				w.logger().Warn("sync worker: taking over stopped consumers' entries failed; trying again later", "err", err)
 				err = nil
+				retryOwn = true // what it took over and could not write is this consumer's now
 			}
 			takeoverDue = time.Now().Add(next)
 		}
