@@ -10,8 +10,9 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// errNotReplicated fails a round whose entries fewer replicas than
-// Replication asks for hold: they are written once the replicas have them.
+// errNotReplicated reports a stream whose entries fewer replicas than
+// Replication asks for hold: they stay pending, written once the replicas
+// have them.
 var errNotReplicated = errors.New("worker: the paid entries are not yet on the Redis replicas TICKETD_REDIS_WAIT_REPLICAS asks for; " +
 	"they are written to Postgres once they are")
 
