@@ -18,16 +18,7 @@ import (
 // sells again; once the replica has it, it is.
 func TestUnreplicatedEntriesWaitForTheReplicas(t *testing.T) {
 	t.Parallel()
-	rs := redistest.StartReplicated(t, 1)
-	b := &bundle{rc: rs.Primary.Client(t), space: keys.Space{}, pool: pgtest.New(t)}
-	w := b.worker("w")
-	// WAIT returns as soon as the replica acknowledges: a long timeout
-	// while it is in sync costs nothing but keeps a loaded machine from
-	// failing the test; a short one while it is paused.
-	w.Replication = &redisstate.Replication{Replicas: 1, Timeout: 10 * time.Second}
-	if err := w.EnsureGroups(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	rs, b, w := replicatedWorker(t)
 
 	first := record("ev_repl", 2)
 	b.confirmHashed(t, first, "r1", 1_700_000_000_000)
@@ -69,14 +60,8 @@ func TestUnreplicatedEntriesWaitForTheReplicas(t *testing.T) {
 // round reports the one held back.
 func TestStreamShortOfReplicasHoldsBackOnlyItsOwn(t *testing.T) {
 	t.Parallel()
-	rs := redistest.StartReplicated(t, 1)
-	b := &bundle{rc: rs.Primary.Client(t), space: keys.Space{}, pool: pgtest.New(t)}
-	w := b.worker("w")
-	w.Replication = &redisstate.Replication{Replicas: 1, Timeout: 10 * time.Second}
+	_, b, w := replicatedWorker(t)
 	ctx := context.Background()
-	if err := w.EnsureGroups(ctx); err != nil {
-		t.Fatal(err)
-	}
 	held, written := record("ev_held", 1), record("ev_kept", 1)
 	if keys.Partition(held.EventID) == keys.Partition(written.EventID) {
 		t.Fatal("the two events share a partition")
@@ -94,4 +79,20 @@ func TestStreamShortOfReplicasHoldsBackOnlyItsOwn(t *testing.T) {
 		t.Fatalf("DrainOnce: wrote %d, err %v; want 1 written and the held stream reported", n, err)
 	}
 	b.assertOrders(t, written)
+}
+
+// replicatedWorker is a worker on a primary with one replica of the test's
+// own, waiting for that replica. WAIT returns as soon as the replica
+// acknowledges: a long timeout while it is in sync costs nothing but keeps
+// a loaded machine from failing a test (a test that pauses it shortens it).
+func replicatedWorker(t *testing.T) (*redistest.Replicated, *bundle, *Worker) {
+	t.Helper()
+	rs := redistest.StartReplicated(t, 1)
+	b := &bundle{rc: rs.Primary.Client(t), space: keys.Space{}, pool: pgtest.New(t)}
+	w := b.worker("w")
+	w.Replication = &redisstate.Replication{Replicas: 1, Timeout: 10 * time.Second}
+	if err := w.EnsureGroups(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return rs, b, w
 }
