@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/redis/rueidis"
 )
@@ -25,19 +23,21 @@ var errNotReplicated = errors.New("worker: the paid entries are not yet on the R
 // died) is on the master alone, and if the worker wrote it, the promoted
 // replica would sell its units again (oversold in Postgres, and no
 // rollback to find: every acknowledged sale is on the replica). So, per
-// stream, the worker re-claims the last entry it read to itself (XCLAIM
-// JUSTID: a write, propagated after the entries it read and the script
-// that queued each) and WAITs for that write on the same connection; the
-// replication stream is ordered, so a replica that holds the claim holds
-// the entries. An entry never replicated is never written: a failover
+// stream, the worker re-claims one entry it read to itself (XCLAIM
+// JUSTID: a write made after the read, so propagated after every entry
+// read and the script that queued each, whichever entry it names) and
+// WAITs for that write on the same connection; the replication stream is
+// ordered, so a replica that holds the claim holds the entries. An entry never replicated is never written: a failover
 // loses it as it loses its payment, which no buyer was told of.
 func (w *Worker) unreplicated(ctx context.Context, es []entry) (map[int]bool, error) {
 	if !w.Replication.On() {
 		return nil, nil
 	}
+	// one entry still in the stream a partition (a deleted one's claim
+	// would write nothing)
 	last := map[int]string{}
 	for _, e := range es {
-		if e.fields != nil && laterID(e.id, last[e.part]) {
+		if e.fields != nil {
 			last[e.part] = e.id
 		}
 	}
@@ -93,21 +93,4 @@ func (w *Worker) waitReplicas(ctx context.Context, p int, id string) error {
 		return fmt.Errorf("%w (%s: %d of %d)", errNotReplicated, key, acked, n)
 	}
 	return nil
-}
-
-// laterID says whether stream entry id a comes after b ("" is before all).
-func laterID(a, b string) bool {
-	if b == "" {
-		return true
-	}
-	ams, aseq := splitID(a)
-	bms, bseq := splitID(b)
-	return ams > bms || ams == bms && aseq > bseq
-}
-
-func splitID(id string) (ms, seq uint64) {
-	l, r, _ := strings.Cut(id, "-")
-	ms, _ = strconv.ParseUint(l, 10, 64)
-	seq, _ = strconv.ParseUint(r, 10, 64)
-	return ms, seq
 }

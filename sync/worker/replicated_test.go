@@ -54,7 +54,7 @@ func TestUnreplicatedEntriesWaitForTheReplicas(t *testing.T) {
 }
 
 // TestStreamShortOfReplicasHoldsBackOnlyItsOwn: when the replicas of one
-// stream cannot be asked for (here its last entry stopped being pending
+// stream cannot be asked for (here its entry stopped being pending
 // between the read and the claim, as when another worker took it), the
 // other streams' entries of the round are written all the same, and the
 // round reports the one held back.
