@@ -67,6 +67,31 @@ type Event struct {
 	// nil: DefaultMaxPerOrder, raised to what the event's own ticket
 	// types and tables need (CompiledEvent.MaxPerOrder).
 	MaxPerOrder *int64 `json:"maxPerOrder,omitempty"`
+	// WaitingRoom queues the event's buyers before admission; nil: no
+	// room. GA events only for now: not with a seat map or showings.
+	// Compiled into CompiledEvent.Room.
+	WaitingRoom *WaitingRoom `json:"waitingRoom,omitempty"`
+}
+
+// Values of WaitingRoom.Mode.
+const (
+	RoomModeFair = "fair"
+	RoomModeFIFO = "fifo"
+)
+
+// WaitingRoom is an event's waiting room: buyers queue from OpensAt and are
+// admitted from SalesStartAt (T0). An admitted buyer has PassTTL seconds
+// to take a hold; one identity has at most PerBuyer places in the queue.
+// Mode RoomModeFair (also when empty) shuffles everyone who joined before
+// T0 at T0 and queues later arrivals in order of arrival; RoomModeFIFO
+// queues everyone in order of arrival. Nil PassTTL and PerBuyer take
+// DefaultRoomPassTTL and DefaultRoomPerBuyer.
+type WaitingRoom struct {
+	OpensAt      string `json:"opensAt"`
+	SalesStartAt string `json:"salesStartAt"`
+	PassTTL      *int64 `json:"passTtl,omitempty"`
+	PerBuyer     *int64 `json:"perBuyer,omitempty"`
+	Mode         string `json:"mode,omitempty"`
 }
 
 // Showing is one performance of a multi-showing event.

@@ -20,6 +20,7 @@ func FuzzValidate(f *testing.F) {
 		`{"tenants":[{"id":"t","name":"T","events":[{"id":"e","shortId":"e1","slug":"e","name":"E","startsAt":"2027-01-01T00:00:00Z","status":"on_sale","tickets":[{"id":"k","name":"K","price":1e309,"capacity":1}]}]}]}`,
 		`{"tenants":[{"id":"t","name":"T","events":[{"id":"e","shortId":"e1","slug":"e","name":"E","startsAt":"2027-01-01T00:00:00Z","status":"on_sale","tickets":[{"id":"k","name":"K","price":12.345,"capacity":1}]}]}]}`,
 		`{"tenants":[{"id":"t","name":"T","events":[{"id":"e","shortId":"e1","slug":"e","name":"E","startsAt":"2027-01-01T00:00:00Z","status":"on_sale","tickets":[{"id":"k","name":"K","price":-0,"capacity":-1}]}]}]}`,
+		`{"tenants":[{"id":"t","name":"T","events":[{"id":"e","shortId":"e1","slug":"e","name":"E","startsAt":"2027-01-01T00:00:00Z","status":"on_sale","tickets":[{"id":"k","name":"K","price":1,"capacity":1}],"waitingRoom":{"opensAt":"2026-12-01T00:00:00Z","salesStartAt":"2026-12-01T01:00:00Z","passTtl":60,"perBuyer":2,"mode":"fifo"}}]}]}`,
 		`{"tenants":[{"id":"t","id":"u","name":"T"}]}`, `{"tenants":[{"id":"t","name":"T"}]} x`, `{"tenants":[{"id":"t","name":`,
 		`{"channels":[{"id":"c","name":"C","key":"k","secret":"s","scopes":["nope"],"ipAllowlist":["300.0.0.0/8"]}]}`,
 		`{"tenants":[{"id":"t\u0000","name":"\ud800"}]}`,

@@ -50,6 +50,14 @@ const (
 	MaxOrderAdmissions = 1000
 	DefaultMaxPerOrder = 10
 
+	// Per waiting room (Event.WaitingRoom): the seconds an admitted buyer
+	// has to take a hold, and the places one identity may have in the queue.
+	MinRoomPassTTL      = 10
+	MaxRoomPassTTL      = 3600
+	DefaultRoomPassTTL  = 120
+	MaxRoomPerBuyer     = 10
+	DefaultRoomPerBuyer = 1
+
 	// Per channel. The allowlist is scanned on every partner call.
 	MaxAllowlist = 100
 	minSecretLen = 8

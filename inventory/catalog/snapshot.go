@@ -81,6 +81,9 @@ type CompiledEvent struct {
 	// largest table (a table is sold whole), so that a default never makes
 	// what the catalog sets unsellable.
 	MaxPerOrder int64
+	// Room is the event's waiting room with its defaults filled in, nil
+	// when the event has none.
+	Room *Room
 }
 
 // TicketMaxPerOrder is the most of ticket type t one order may hold: its
@@ -238,6 +241,7 @@ func compileEvent(ev *Event) *CompiledEvent {
 		ce.Pricing = *ev.Pricing
 	}
 	ce.MaxPerOrder = maxPerOrder(ev)
+	ce.Room = compileRoom(ev)
 	for i := range ev.Tickets {
 		ce.Tickets[ev.Tickets[i].ID] = &ev.Tickets[i]
 	}

@@ -430,7 +430,57 @@ func (v *validator) event(tenantID string, e *Event, path string) *ValidationErr
 			return ve
 		}
 	}
-	return orderLimit(e, path)
+	if ve := orderLimit(e, path); ve != nil {
+		return ve
+	}
+	if e.WaitingRoom != nil {
+		return waitingRoom(e, path)
+	}
+	return nil
+}
+
+// waitingRoom checks the event's waitingRoom: opensAt, then salesStartAt
+// after it and before the event starts, passTtl and perBuyer within their
+// limits when set, a known mode, and a GA event without showings: the room
+// does not cover seated or multi-showing events yet.
+func waitingRoom(e *Event, path string) *ValidationError {
+	wr := e.WaitingRoom
+	p := path + ".waitingRoom"
+	if e.SeatMap != nil || len(e.Showings) > 0 {
+		has := "a seatMap"
+		if e.SeatMap == nil {
+			has = "showings"
+		}
+		return fail(p, "the waiting room does not cover seated or multi-showing events yet, and this event has %s; leave waitingRoom out", has)
+	}
+	opens, ve := checkTime(wr.OpensAt, p+".opensAt")
+	if ve != nil {
+		return ve
+	}
+	salesStart, ve := checkTime(wr.SalesStartAt, p+".salesStartAt")
+	if ve != nil {
+		return ve
+	}
+	if !salesStart.After(opens) {
+		return fail(p+".salesStartAt", "must be after opensAt (%s)", wr.OpensAt)
+	}
+	if starts, _ := time.Parse(time.RFC3339, e.StartsAt); !salesStart.Before(starts) {
+		return fail(p+".salesStartAt", "must be before startsAt (%s)", e.StartsAt)
+	}
+	if wr.PassTTL != nil && (*wr.PassTTL < MinRoomPassTTL || *wr.PassTTL > MaxRoomPassTTL) {
+		return fail(p+".passTtl", "must be between %d and %d seconds, got %d (omit passTtl for %d)",
+			MinRoomPassTTL, MaxRoomPassTTL, *wr.PassTTL, DefaultRoomPassTTL)
+	}
+	if wr.PerBuyer != nil && (*wr.PerBuyer < 1 || *wr.PerBuyer > MaxRoomPerBuyer) {
+		return fail(p+".perBuyer", "must be between 1 and %d, got %d (omit perBuyer for %d)",
+			MaxRoomPerBuyer, *wr.PerBuyer, DefaultRoomPerBuyer)
+	}
+	switch wr.Mode {
+	case "", RoomModeFair, RoomModeFIFO:
+	default:
+		return fail(p+".mode", "%q must be %q or %q", wr.Mode, RoomModeFair, RoomModeFIFO)
+	}
+	return nil
 }
 
 // orderLimit checks the event's maxPerOrder: 1 to MaxOrderAdmissions, and

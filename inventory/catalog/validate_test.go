@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -42,7 +43,8 @@ const validDoc = `{
    "events": [
     {"id": "ev_other", "shortId": "oT3", "slug": "other", "name": "Other", "startsAt": "2027-09-01T19:30:00Z",
      "status": "cancelled", "storefront": false, "channels": ["ch_partner"],
-     "tickets": [{"id": "tk_ga", "name": "General", "price": 12.5, "capacity": 10}]}
+     "tickets": [{"id": "tk_ga", "name": "General", "price": 12.5, "capacity": 10}],
+     "waitingRoom": {"opensAt": "2027-08-01T09:00:00Z", "salesStartAt": "2027-08-01T12:00:00+02:00", "passTtl": 300, "perBuyer": 2, "mode": "fifo"}}
    ]}
  ],
  "channels": [
@@ -81,6 +83,9 @@ func tk0(d *catalog.Document) *catalog.Ticket  { return &ga(d).Tickets[0] }
 func dc(d *catalog.Document, i int) *catalog.DiscountCode {
 	return &ga(d).DiscountCodes[i]
 }
+
+// room is the waiting room of the GA event without showings.
+func room(d *catalog.Document) *catalog.WaitingRoom { return other(d).WaitingRoom }
 
 func TestValidDocumentPasses(t *testing.T) {
 	doc := decodeValid(t)
@@ -139,6 +144,20 @@ func TestValidEdges(t *testing.T) {
 		{"singleSeatRule strict", func(d *catalog.Document) { sm(d).SingleSeatRule = "strict" }},
 		{"table id like a seat beyond the row", func(d *catalog.Document) { sm(d).Tables[0].ID = "B-5" }},
 		{"GA area capacity 1", func(d *catalog.Document) { sm(d).GAAreas[0].Capacity = 1 }},
+		{"waiting room with its defaults", func(d *catalog.Document) {
+			*room(d) = catalog.WaitingRoom{OpensAt: "2027-08-01T09:00:00Z", SalesStartAt: "2027-08-01T09:00:01Z"}
+		}},
+		{"waiting room mode fair", func(d *catalog.Document) { room(d).Mode = "fair" }},
+		{"waiting room passTtl 10 and perBuyer 1", func(d *catalog.Document) {
+			room(d).PassTTL, room(d).PerBuyer = ptr[int64](10), ptr[int64](1)
+		}},
+		{"waiting room passTtl 3600 and perBuyer 10", func(d *catalog.Document) {
+			room(d).PassTTL, room(d).PerBuyer = ptr[int64](3600), ptr[int64](10)
+		}},
+		{"waiting room on a GA event without showings", func(d *catalog.Document) {
+			ga(d).Showings = nil
+			ga(d).WaitingRoom = &catalog.WaitingRoom{OpensAt: "2027-06-01T09:00:00Z", SalesStartAt: "2027-06-01T10:00:00Z"}
+		}},
 		{"secret of 8 characters", func(d *catalog.Document) { chA(d).Secret = "12345678" }},
 		{"no signing key", func(d *catalog.Document) { chA(d).SigningKey = "" }},
 		{"any settlement", func(d *catalog.Document) { chA(d).Settlement = "invoice" }},
@@ -158,6 +177,7 @@ func TestValidEdges(t *testing.T) {
 
 func TestValidateNamesFirstBadField(t *testing.T) {
 	const ev0 = "tenants[0].events[0]"
+	const ev1 = "tenants[1].events[0]" // the GA event with a waiting room
 	const seat = "tenants[0].events[1].seatMap"
 	cases := []struct {
 		name   string
@@ -219,6 +239,30 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 			ga(d).Pricing.RefundProtectionPercent = pct("101")
 		}, ev0 + ".pricing.refundProtectionPercent"},
 		{"no tickets and no seat map", func(d *catalog.Document) { other(d).Tickets = nil }, "tenants[1].events[0].tickets"},
+
+		// Waiting room.
+		{"waiting room opensAt missing", func(d *catalog.Document) { room(d).OpensAt = "" }, ev1 + ".waitingRoom.opensAt"},
+		{"waiting room opensAt not RFC 3339", func(d *catalog.Document) { room(d).OpensAt = "2027-08-01 09:00" }, ev1 + ".waitingRoom.opensAt"},
+		{"waiting room salesStartAt missing", func(d *catalog.Document) { room(d).SalesStartAt = "" }, ev1 + ".waitingRoom.salesStartAt"},
+		{"waiting room salesStartAt not RFC 3339", func(d *catalog.Document) { room(d).SalesStartAt = "at ten" }, ev1 + ".waitingRoom.salesStartAt"},
+		{"waiting room salesStartAt equal to opensAt", func(d *catalog.Document) {
+			room(d).SalesStartAt = "2027-08-01T11:00:00+02:00" // 09:00Z
+		}, ev1 + ".waitingRoom.salesStartAt"},
+		{"waiting room salesStartAt before opensAt", func(d *catalog.Document) {
+			room(d).SalesStartAt = "2027-08-01T08:59:59Z"
+		}, ev1 + ".waitingRoom.salesStartAt"},
+		{"waiting room salesStartAt at startsAt", func(d *catalog.Document) {
+			room(d).SalesStartAt = other(d).StartsAt
+		}, ev1 + ".waitingRoom.salesStartAt"},
+		{"waiting room passTtl 9", func(d *catalog.Document) { room(d).PassTTL = ptr[int64](9) }, ev1 + ".waitingRoom.passTtl"},
+		{"waiting room passTtl 0", func(d *catalog.Document) { room(d).PassTTL = ptr[int64](0) }, ev1 + ".waitingRoom.passTtl"},
+		{"waiting room passTtl 3601", func(d *catalog.Document) { room(d).PassTTL = ptr[int64](3601) }, ev1 + ".waitingRoom.passTtl"},
+		{"waiting room perBuyer 0", func(d *catalog.Document) { room(d).PerBuyer = ptr[int64](0) }, ev1 + ".waitingRoom.perBuyer"},
+		{"waiting room perBuyer 11", func(d *catalog.Document) { room(d).PerBuyer = ptr[int64](11) }, ev1 + ".waitingRoom.perBuyer"},
+		{"waiting room mode unknown", func(d *catalog.Document) { room(d).Mode = "lottery" }, ev1 + ".waitingRoom.mode"},
+		{"waiting room mode in another case", func(d *catalog.Document) { room(d).Mode = "FIFO" }, ev1 + ".waitingRoom.mode"},
+		{"waiting room with a seat map", func(d *catalog.Document) { hall(d).WaitingRoom = room(d) }, "tenants[0].events[1].waitingRoom"},
+		{"waiting room with showings", func(d *catalog.Document) { ga(d).WaitingRoom = room(d) }, ev0 + ".waitingRoom"},
 
 		// Tickets and extras.
 		{"ticket id invalid", func(d *catalog.Document) { tk0(d).ID = "tk ga" }, ev0 + ".tickets[0].id"},
@@ -361,6 +405,75 @@ func TestValidateShowingsWithSeatMapSaysWhy(t *testing.T) {
 	}
 }
 
+// A waiting room is refused on a seated or multi-showing event, saying
+// the room does not cover them yet.
+func TestValidateWaitingRoomSaysWhatItDoesNotCover(t *testing.T) {
+	for name, mutate := range map[string]func(d *catalog.Document){
+		"seat map": func(d *catalog.Document) { hall(d).WaitingRoom = room(d) },
+		"showings": func(d *catalog.Document) { ga(d).WaitingRoom = room(d) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			doc := decodeValid(t)
+			mutate(doc)
+			err := catalog.Validate(doc)
+			if err == nil || !strings.Contains(err.Error(), "does not cover seated or multi-showing events yet") {
+				t.Fatalf("got %v", err)
+			}
+		})
+	}
+}
+
+// A compiled event carries its waiting room parsed, with the document's
+// values or, where it sets none, the defaults; no room, no Room.
+func TestCompiledRoom(t *testing.T) {
+	doc := decodeValid(t)
+	snap, err := catalog.Compile(1, doc.Tenants, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := snap.Events["ev_ga"].Room; r != nil {
+		t.Fatalf("event without a waitingRoom: Room %+v", r)
+	}
+	want := catalog.Room{
+		OpensAt:      time.Date(2027, 8, 1, 9, 0, 0, 0, time.UTC),
+		SalesStartAt: time.Date(2027, 8, 1, 10, 0, 0, 0, time.UTC), // 12:00+02:00
+		PassTTL:      300 * time.Second,
+		PerBuyer:     2,
+		Fair:         false,
+	}
+	r := snap.Events["ev_other"].Room
+	if r == nil || !r.OpensAt.Equal(want.OpensAt) || !r.SalesStartAt.Equal(want.SalesStartAt) ||
+		r.PassTTL != want.PassTTL || r.PerBuyer != want.PerBuyer || r.Fair != want.Fair {
+		t.Fatalf("Room %+v, want %+v", r, want)
+	}
+}
+
+func TestCompiledRoomDefaults(t *testing.T) {
+	body := strings.Replace(validDoc, `"passTtl": 300, "perBuyer": 2, "mode": "fifo"`, `"mode": null`, 1)
+	doc, err := catalog.Decode([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := catalog.Validate(doc); err != nil {
+		t.Fatalf("waiting room with its defaults refused: %v", err)
+	}
+	wr := room(doc)
+	if wr.PassTTL != nil || wr.PerBuyer != nil || wr.Mode != "" {
+		t.Fatalf("decoded room %+v: passTtl, perBuyer or mode set", wr)
+	}
+	snap, err := catalog.Compile(1, doc.Tenants, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := snap.Events["ev_other"].Room
+	if r == nil || r.PassTTL != 120*time.Second || r.PerBuyer != 1 || !r.Fair {
+		t.Fatalf("Room %+v, want passTtl 2m0s, perBuyer 1, fair", r)
+	}
+	if r.PassTTL != catalog.DefaultRoomPassTTL*time.Second || r.PerBuyer != catalog.DefaultRoomPerBuyer {
+		t.Fatalf("defaults are not DefaultRoomPassTTL and DefaultRoomPerBuyer")
+	}
+}
+
 func TestValidateNil(t *testing.T) {
 	var ve *catalog.ValidationError
 	if err := catalog.Validate(nil); !errors.As(err, &ve) {
@@ -384,6 +497,18 @@ func TestDecodeRefusesWithPath(t *testing.T) {
 		{"unknown field in a seat row",
 			strings.Replace(validDoc, `{"label": "B", "seats": 4,`, `{"label": "B", "seat": 4,`, 1),
 			"tenants[0].events[1].seatMap.rows[1]", `unknown field "seat"`},
+		{"unknown field in a waiting room",
+			strings.Replace(validDoc, `"mode": "fifo"`, `"mode": "fifo", "capacity": 100`, 1),
+			"tenants[1].events[0].waitingRoom", `unknown field "capacity"`},
+		{"string for passTtl",
+			strings.Replace(validDoc, `"passTtl": 300`, `"passTtl": "300"`, 1),
+			"tenants[1].events[0].waitingRoom.passTtl", "whole number"},
+		{"fraction for perBuyer",
+			strings.Replace(validDoc, `"perBuyer": 2`, `"perBuyer": 1.5`, 1),
+			"tenants[1].events[0].waitingRoom.perBuyer", "whole number"},
+		{"array for a waiting room",
+			strings.NewReplacer(`"waitingRoom": {`, `"waitingRoom": [{`, `"mode": "fifo"}`, `"mode": "fifo"}]`).Replace(validDoc),
+			"tenants[1].events[0].waitingRoom", "must be an object"},
 		{"string for an integer",
 			strings.Replace(validDoc, `"capacity": 1000,`, `"capacity": "1000",`, 1),
 			"tenants[0].events[0].capacity", "whole number"},

@@ -1,0 +1,39 @@
+package catalog
+
+import "time"
+
+// Room is an event's waiting room as the rest of the code uses it
+// (CompiledEvent.Room), its defaults filled in.
+type Room struct {
+	OpensAt      time.Time     // the queue opens
+	SalesStartAt time.Time     // T0: admission starts
+	PassTTL      time.Duration // how long an admitted buyer has to take a hold
+	PerBuyer     int64         // places one identity may have in the queue
+	// Fair: everyone who joined before T0 is shuffled at T0, later arrivals
+	// queue in order of arrival (RoomModeFair); false: everyone in order of
+	// arrival (RoomModeFIFO).
+	Fair bool
+}
+
+// compileRoom is ev's CompiledEvent.Room, nil when it has no waiting room.
+// The room is assumed valid (Validate).
+func compileRoom(ev *Event) *Room {
+	wr := ev.WaitingRoom
+	if wr == nil {
+		return nil
+	}
+	r := &Room{
+		PassTTL:  DefaultRoomPassTTL * time.Second,
+		PerBuyer: DefaultRoomPerBuyer,
+		Fair:     wr.Mode != RoomModeFIFO,
+	}
+	r.OpensAt, _ = time.Parse(time.RFC3339, wr.OpensAt)
+	r.SalesStartAt, _ = time.Parse(time.RFC3339, wr.SalesStartAt)
+	if wr.PassTTL != nil {
+		r.PassTTL = time.Duration(*wr.PassTTL) * time.Second
+	}
+	if wr.PerBuyer != nil {
+		r.PerBuyer = *wr.PerBuyer
+	}
+	return r
+}
