@@ -39,6 +39,9 @@
 -- KEYS[17] -> IP registrations hash {pN}:ev:<id>:ipregs (client -> registrations awaiting payment)
 -- KEYS[18] -> IP tokens zset        {pN}:ev:<id>:iptok:<client> (any name when no client;
 --             also free registrations, f:<id>, for the register hold)
+-- KEYS[19] -> waiting room hash     {pN}:ev:<id>:room (lib/room; read only with a pass)
+-- KEYS[20] -> room places hash      {pN}:ev:<id>:room:places
+-- KEYS[21] -> room passes zset      {pN}:ev:<id>:room:passes
 --
 -- ARGV[1]  -> registration id
 -- ARGV[2]  -> register hold TTL ms (the window until a checkout session is attached)
@@ -54,7 +57,11 @@
 -- ARGV[12] -> checkout TTL ms (the window once a checkout session is attached)
 -- ARGV[13] -> client key (holds.Client; "" counts no client)
 -- ARGV[14] -> the client's limit of holds
--- ARGV[15] -> number of claims C
+-- ARGV[15] -> the waiting room's place (queue id) whose pass this
+--             registration burns ("": none): the pass must be live, for
+--             this buyer (ARGV[8]) and cover the admissions (ARGV[9]); its
+--             reservation becomes the registration's claim in this step
+-- ARGV[16] -> number of claims C
 -- next 2C  -> claim field, quantity, ...
 -- next     -> number of seats S, then S seat labels
 -- rest     -> hash field, value, ... (st, exp, gen are added here; at,
@@ -81,10 +88,16 @@
 --   {R.BUYER_UNPAID, registrationId, nowUs}  the buyer has this registration
 --                                            awaiting payment
 --   {R.CLIENT_LIMIT, limit}                  the client holds its limit already
+--   {R.PASS_INVALID, why}                    the pass is not for this buyer
+--                                            ('buyer') or these admissions
+--                                            ('units'), or no pass ('state')
+--   {R.PASS_USED}                            the pass made a registration already
+--   {R.PASS_EXPIRED}                         the pass lapsed, or its holder left
 --@include capacity
 --@include cart
 --@include holds
 --@include reply
+--@include room
 local gen = redis.call('GET', KEYS[8])
 if not gen then
   return {R.STOPPED}
@@ -95,7 +108,7 @@ if st then
   return {R.EXISTS, st}
 end
 
-local fields, qtys, labels, rest = cart_args(15)
+local fields, qtys, labels, rest = cart_args(16)
 local nclaims, nseats = #fields, #labels
 
 local t = redis.call('TIME')
@@ -104,6 +117,31 @@ local ttl = tonumber(ARGV[2])
 local exp = now + ttl
 local free = ARGV[10] == '1'
 local id, buyer, client = ARGV[1], ARGV[8], ARGV[13]
+
+-- The waiting room's pass, first: a buyer without a live pass of their own
+-- is told so before anything else.
+local qid, room, pass = ARGV[15], nil, nil
+if qid ~= '' then
+  room = {room = KEYS[19], places = KEYS[20], passes = KEYS[21]}
+  room_check(room)
+  local pst, pqty, pexp, pbk = room_place(redis.call('HGET', room.places, qid))
+  if pst == 'u' then
+    return {R.PASS_USED}
+  end
+  if pst == 'x' or pst == 'l' or (pst == 'a' and pexp <= now) then
+    return {R.PASS_EXPIRED}
+  end
+  if pst ~= 'a' then
+    return {R.PASS_INVALID, 'state'}
+  end
+  if pbk ~= buyer then
+    return {R.PASS_INVALID, 'buyer'}
+  end
+  if tonumber(ARGV[9]) > pqty then
+    return {R.PASS_INVALID, 'units'}
+  end
+  pass = {qty = pqty, exp = pexp, bk = pbk}
+end
 
 -- What one buyer and one client hold unpaid (lib/holds). The buyer's
 -- earlier registration first: releasing it may free the places and the
@@ -179,6 +217,11 @@ else
   if limit > 0 then
     redis.call('HINCRBY', KEYS[9], buyer, adm)
   end
+end
+-- the pass's reservation leaves resv as its units became sold above
+if pass then
+  room_drop(room, qid, 'a', pass.qty, pass.exp, pass.bk, 'u')
+  redis.call('HINCRBY', room.room, 'used', 1)
 end
 -- the seats leave the token that held them
 for s = 1, nseats do

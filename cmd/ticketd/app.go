@@ -29,6 +29,8 @@ func appSettings(cfg config, secretsKey string) app.Settings {
 			// The seat picker's page tokens are signed under a key of
 			// their own: any node serves the page's calls.
 			Picker: derive(secretsKey, purposePicker), Holds: derive(secretsKey, purposeHolds), Tickets: secretsKey,
+			// The waiting room's poll tokens, passes and shuffle keys.
+			Room:          derive(secretsKey, purposeRoom),
 			CardWebhook:   secret(cfg.CardWebhookSecret, purposeCardWebhooks),
 			WalletWebhook: secret(cfg.WalletWebhookSecret, purposeWalletWebhooks),
 		},

@@ -416,6 +416,7 @@ func TestSecuritySecretsNeverStoredOrLogged(t *testing.T) {
 		"order id key":                    derive(secretsKey, purposeOrderIDs),
 		"picker key":                      derive(secretsKey, purposePicker),
 		"holds key":                       derive(secretsKey, purposeHolds),
+		"waiting room key":                derive(secretsKey, purposeRoom),
 		"seal key":                        catalog.SealKey(secretsKey),
 		"ticket page key":                 pageKey,
 		"ticket signing root":             signingRoot,

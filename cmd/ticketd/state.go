@@ -74,6 +74,7 @@ const (
 	purposeOrderIDs       = "ticketd order ids v1"
 	purposePicker         = "ticketd seat picker v1"
 	purposeHolds          = "ticketd holds per client v1"
+	purposeRoom           = "ticketd waiting room v1"
 	purposeCardWebhooks   = "ticketd card webhooks v1"
 	purposeWalletWebhooks = "ticketd wallet webhooks v1"
 )

@@ -35,6 +35,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/registrations"
+	"github.com/ticketd/ticketd/inventory/room"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/inventory/tickets"
 	"github.com/ticketd/ticketd/sync/orderdb"
@@ -90,6 +91,7 @@ type Keys struct {
 	OrderIDs []byte // order ids
 	Picker   []byte // the seat picker's page tokens
 	Holds    []byte // the per-client hold counters
+	Room     []byte // the waiting room's poll tokens, passes and shuffle keys
 	// Tickets is the key tickets are signed under (tickets.NewKeys).
 	Tickets string
 	// CardWebhook and WalletWebhook sign the built-in processors'
@@ -231,6 +233,7 @@ func New(b Base, st State, s Settings) (*App, error) {
 		Catalog: b.Catalog.Current, Orders: ord, Registrations: regs, Seats: eng,
 		Card: card, Wallet: procs.Wallet, Processors: procs.Set, Tickets: tix, TestMode: s.TestMode,
 		Limiter: limiter, ClientIP: resolver, Gate: gate, Timeout: s.StorefrontTimeout, Logger: log, Holds: hp,
+		Room: &room.Service{Redis: rc, Space: space, Key: s.Keys.Room},
 	}
 	hooks := &webhooks.API{Booker: regs, Redis: rc, Space: space, CardSecret: testSecret(s, s.Keys.CardWebhook),
 		WalletSecret: testSecret(s, s.Keys.WalletWebhook), StripeSecret: s.StripeWebhookSecret, StripeLive: !s.TestMode,

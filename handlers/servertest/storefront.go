@@ -22,6 +22,8 @@ const (
 	SecretsKey          = "test-secrets-key"
 	// PickerKey signs the seat picker's page tokens.
 	PickerKey = "test-picker-key"
+	// RoomKey signs the waiting room's poll tokens and passes.
+	RoomKey = "test-room-key"
 )
 
 // settings are the app's settings of a test server at appURL: test
@@ -31,7 +33,7 @@ func settings(opt Options, appURL string, trusted []netip.Prefix) app.Settings {
 	return app.Settings{
 		AppURL: appURL, AdminToken: AdminToken, Trusted: trusted,
 		Keys: app.Keys{Sessions: []byte("test-session-secret"), OrderIDs: []byte("test-order-ids"), Picker: []byte(PickerKey),
-			Holds: []byte("test-holds-key"), Tickets: SecretsKey, CardWebhook: CardWebhookSecret, WalletWebhook: WalletWebhookSecret},
+			Holds: []byte("test-holds-key"), Room: []byte(RoomKey), Tickets: SecretsKey, CardWebhook: CardWebhookSecret, WalletWebhook: WalletWebhookSecret},
 		OrderTTL: opt.OrderTTL, SeatHoldTTL: opt.SeatHoldTTL, CheckoutTTL: opt.CheckoutTTL, RegisterHoldTTL: opt.RegisterHoldTTL,
 		Retention: opt.Retention, HoldsPerIP: opt.HoldsPerIP, LockoutPerIP: opt.LockoutPerIP, LockoutPerKey: opt.LockoutPerKey,
 		StorefrontTimeout: opt.StorefrontTimeout,

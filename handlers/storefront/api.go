@@ -24,6 +24,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/registrations"
+	"github.com/ticketd/ticketd/inventory/room"
 	"github.com/ticketd/ticketd/inventory/seats"
 	"github.com/ticketd/ticketd/inventory/tickets"
 )
@@ -53,7 +54,11 @@ type API struct {
 	Processors map[string]payments.Processor
 	// Tickets publishes each event's ticket-signing public key
 	// (ticket-key); nil answers it 404.
-	Tickets  *tickets.Keys
+	Tickets *tickets.Keys
+	// Room runs the events' waiting rooms (catalog waitingRoom); nil
+	// answers an event with one 503 on register-guest and its queue
+	// routes 404.
+	Room     *room.Service
 	Limiter  *ratelimit.Limiter
 	ClientIP *clientip.Resolver
 	// Holds counts the registrations awaiting payment and seat hold tokens
@@ -91,6 +96,9 @@ func (a *API) Register(r *router.Router) {
 	g.POST("/card/create-checkout-session", a.guardRead(guard.Payment, a.cardSession))
 	g.POST("/wallet/create-payment", a.guardRead(guard.Payment, a.walletPayment))
 	g.GET("/registration/{registrationId}", a.guardRead(guard.Read, a.registration))
+	g.POST("/queue/{eventId}/join", a.guard(guard.Write, a.queueJoin))
+	g.GET("/queue/{eventId}/status", a.guard(guard.Read, a.queueStatus))
+	g.POST("/queue/{eventId}/leave", a.guard(guard.Write, a.queueLeave))
 	seating.Mount(g.Group("/seating/events/{id}"), a.Seats, a.seatGate)
 }
 

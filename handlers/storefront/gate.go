@@ -120,7 +120,7 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, r *request) *apierr.Error {
 // Headers of CORS answers.
 const (
 	allowMethods  = "GET, POST"
-	allowHeaders  = "x-service-key, content-type"
+	allowHeaders  = "x-service-key, content-type, authorization, x-queue-pass"
 	exposeHeaders = "Retry-After"
 	maxAge        = "600"
 )

@@ -97,6 +97,11 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, e)
 		return
 	}
+	queueID, e := a.roomPass(ctx, ev, buyer.Email)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
 	token := ""
 	if len(q.SeatLabels) > 0 {
 		token = b.SeatHoldToken // Register refuses a missing or malformed one (seats.CheckToken)
@@ -105,7 +110,7 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 		EventID: ev.ID, TenantID: ev.TenantID,
 		Buyer: buyer,
 		Quote: q, ShowingID: b.ShowingID, HoldToken: token, MaxPerBuyer: ev.BuyerLimit(), CatalogVersion: r.snap.Version,
-		Client: a.client(ctx),
+		Client: a.client(ctx), QueueID: queueID,
 	})
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("register", err))

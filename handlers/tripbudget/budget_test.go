@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,6 +85,24 @@ type fixture struct {
 }
 
 const stripeSecret = "whsec_budget"
+
+// budgetSeq numbers the waiting room's buyers.
+var budgetSeq atomic.Int64
+
+// joinRoom joins tb_room's waiting room (its T0 passed, stock enough for
+// every case) as email: admitted at once, with a pass.
+func (f *fixture) joinRoom(t *testing.T, email string) (p struct{ PollToken, Pass string }) {
+	t.Helper()
+	r := f.s.Do(t, "POST", "/v1/storefront/queue/tb_room/join", front(nil), map[string]any{"email": email})
+	if r.Status != 200 {
+		t.Fatalf("join: %s", r)
+	}
+	r.Decode(t, &p)
+	if p.Pass == "" {
+		t.Fatalf("join: no pass: %s", r)
+	}
+	return p
+}
 
 // walletSession is a wallet payment opened for a new registration.
 func (f *fixture) walletSession(t *testing.T) string {
@@ -343,6 +362,24 @@ var budgets = []budget{
 		return call{method: "POST", path: "/v1/storefront/register-guest", headers: front(nil),
 			body: servertest.Guest("tb_hall", map[string]any{"seatLabels": l, "seatHoldToken": tok})}
 	}},
+	{route: "POST /v1/storefront/register-guest", what: "with a waiting room's pass", budget: 2, prepare: func(t *testing.T, f *fixture) call {
+		email := fmt.Sprintf("room-%d@example.com", budgetSeq.Add(1))
+		p := f.joinRoom(t, email)
+		return call{method: "POST", path: "/v1/storefront/register-guest", headers: front(map[string]string{"x-queue-pass": p.Pass}),
+			body: servertest.Guest("tb_room", map[string]any{"selectedTicketId": "tk_room", "email": email})}
+	}},
+	{route: "POST /v1/storefront/queue/{eventId}/join", what: "waiting room join", budget: 2, prepare: func(t *testing.T, f *fixture) call {
+		return call{method: "POST", path: "/v1/storefront/queue/tb_room/join", headers: front(nil),
+			body: map[string]any{"email": fmt.Sprintf("room-%d@example.com", budgetSeq.Add(1))}}
+	}},
+	{route: "GET /v1/storefront/queue/{eventId}/status", what: "waiting room status", budget: 2, prepare: func(t *testing.T, f *fixture) call {
+		p := f.joinRoom(t, fmt.Sprintf("room-%d@example.com", budgetSeq.Add(1)))
+		return call{method: "GET", path: "/v1/storefront/queue/tb_room/status", headers: front(map[string]string{"Authorization": "Bearer " + p.PollToken})}
+	}},
+	{route: "POST /v1/storefront/queue/{eventId}/leave", what: "waiting room leave", budget: 2, prepare: func(t *testing.T, f *fixture) call {
+		p := f.joinRoom(t, fmt.Sprintf("room-%d@example.com", budgetSeq.Add(1)))
+		return call{method: "POST", path: "/v1/storefront/queue/tb_room/leave", headers: front(map[string]string{"Authorization": "Bearer " + p.PollToken})}
+	}},
 	{route: "POST /v1/storefront/card/create-checkout-session", what: "first session", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		reg := f.register(t, map[string]any{"selectedTicketId": "tk_adult"})
 		return call{method: "POST", path: "/v1/storefront/card/create-checkout-session", headers: front(nil), body: cardBody(reg)}
@@ -500,7 +537,10 @@ func TestRoundTripBudgets(t *testing.T) {
     "seatMap": {"categories": [{"id": "std", "name": "Standard", "price": 40}],
      "rows": [{"label": "A", "seats": 20, "category": "std"}, {"label": "B", "seats": 20, "category": "std"}, {"label": "C", "seats": 20, "category": "std"},
       {"label": "D", "seats": 20, "category": "std"}, {"label": "E", "seats": 20, "category": "std"}, {"label": "F", "seats": 20, "category": "std"},
-      {"label": "G", "seats": 20, "category": "std"}, {"label": "H", "seats": 20, "category": "std"}]}},`, 1)
+      {"label": "G", "seats": 20, "category": "std"}, {"label": "H", "seats": 20, "category": "std"}]}},
+   {"id": "tb_room", "shortId": "tbr1", "slug": "budget-room", "name": "Budget Room", "startsAt": "2027-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [], "tickets": [{"id": "tk_room", "name": "Entry", "price": 20, "capacity": 1000}],
+    "waitingRoom": {"opensAt": "2020-01-01T00:00:00Z", "salesStartAt": "2020-01-02T00:00:00Z", "mode": "fifo"}},`, 1)
 	if !strings.Contains(doc, "MANY") || !strings.Contains(doc, "tb_hall") {
 		t.Fatal("the storefront catalog moved: update the test's additions")
 	}

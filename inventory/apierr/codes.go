@@ -54,6 +54,15 @@ var statuses = map[string]int{
 	"HOLD_LIMIT_REACHED":         409,
 	"PREVIOUS_REGISTRATION_PAID": 409,
 
+	// The waiting room (inventory/room, docs/decisions.md, The waiting
+	// room): an event with one sells on the storefront only with a pass.
+	"QUEUE_REQUIRED":     403,
+	"QUEUE_NOT_OPEN":     403,
+	"QUEUE_PASS_INVALID": 403,
+	"QUEUE_PASS_EXPIRED": 403,
+	"QUEUE_PASS_USED":    409,
+	"QUEUE_SOLD_OUT":     409,
+
 	// The cart (decisions.md §2, docs/decisions.md).
 	"INVALID_QUANTITY":       400,
 	"MAX_PER_ORDER_EXCEEDED": 400,

@@ -81,7 +81,8 @@ const (
 
 // WaitingRoom is an event's waiting room: buyers queue from OpensAt and are
 // admitted from SalesStartAt (T0). An admitted buyer has PassTTL seconds
-// to take a hold; one identity has at most PerBuyer places in the queue.
+// to take a hold; one identity (e-mail or device) has one place, for at
+// most PerBuyer tickets.
 // Mode RoomModeFair (also when empty) shuffles everyone who joined before
 // T0 at T0 and queues later arrivals in order of arrival; RoomModeFIFO
 // queues everyone in order of arrival. Nil PassTTL and PerBuyer take

@@ -8,11 +8,15 @@ type Room struct {
 	OpensAt      time.Time     // the queue opens
 	SalesStartAt time.Time     // T0: admission starts
 	PassTTL      time.Duration // how long an admitted buyer has to take a hold
-	PerBuyer     int64         // places one identity may have in the queue
+	PerBuyer     int64         // tickets one identity may ask for in the queue
 	// Fair: everyone who joined before T0 is shuffled at T0, later arrivals
 	// queue in order of arrival (RoomModeFair); false: everyone in order of
 	// arrival (RoomModeFIFO).
 	Fair bool
+	// Stock is the admissions the event sells: its capacity, or the sum
+	// of its ticket types' when that is less or it has none. The room
+	// admits against it and the event's sold count ('ev').
+	Stock int64
 }
 
 // compileRoom is ev's CompiledEvent.Room, nil when it has no waiting room.
@@ -34,6 +38,12 @@ func compileRoom(ev *Event) *Room {
 	}
 	if wr.PerBuyer != nil {
 		r.PerBuyer = *wr.PerBuyer
+	}
+	for _, t := range ev.Tickets {
+		r.Stock += t.Capacity
+	}
+	if ev.Capacity != nil && *ev.Capacity < r.Stock {
+		r.Stock = *ev.Capacity
 	}
 	return r
 }

@@ -37,12 +37,9 @@ func ValidateBuyer(f Fields, name, email, phone *string) (Buyer, *apierr.Error) 
 	if utf8.RuneCountInString(b.Name) > MaxBuyerName || HasControl(b.Name) {
 		return b, apierr.Of("INVALID_BUYER_NAME", "%s must be at most %d characters of text", f.Name, MaxBuyerName)
 	}
-	if email == nil || strings.TrimSpace(*email) == "" {
-		return b, apierr.Of("INVALID_BUYER_EMAIL", "%s is required", f.Email)
-	}
-	b.Email = strings.TrimSpace(*email)
-	if utf8.RuneCountInString(b.Email) > 200 || !validEmail(b.Email) {
-		return b, apierr.Of("INVALID_BUYER_EMAIL", "%s must be a valid address of at most 200 characters", f.Email)
+	var e *apierr.Error
+	if b.Email, e = ValidateEmail(f.Email, email); e != nil {
+		return b, e
 	}
 	if phone != nil {
 		b.Phone = strings.TrimSpace(*phone)
@@ -51,6 +48,20 @@ func ValidateBuyer(f Fields, name, email, phone *string) (Buyer, *apierr.Error) 
 		}
 	}
 	return b, nil
+}
+
+// ValidateEmail is the buyer e-mail rule of ValidateBuyer alone (the
+// waiting room's join takes an e-mail and nothing else of the buyer):
+// the address trimmed, or INVALID_BUYER_EMAIL naming field.
+func ValidateEmail(field string, email *string) (string, *apierr.Error) {
+	if email == nil || strings.TrimSpace(*email) == "" {
+		return "", apierr.Of("INVALID_BUYER_EMAIL", "%s is required", field)
+	}
+	addr := strings.TrimSpace(*email)
+	if utf8.RuneCountInString(addr) > 200 || !validEmail(addr) {
+		return "", apierr.Of("INVALID_BUYER_EMAIL", "%s must be a valid address of at most 200 characters", field)
+	}
+	return addr, nil
 }
 
 // validEmail accepts a bare addr-spec with a dotted domain ("a@b.co"), not a

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/keys"
@@ -16,6 +17,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/pricing"
 	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/reply"
+	"github.com/ticketd/ticketd/inventory/room"
 )
 
 // The cases of TestFaultScriptsCheckBeforeTheyWrite. Each reaches the
@@ -40,6 +42,7 @@ type fixture struct {
 	sp     keys.Space
 	orders *orders.Service
 	regs   *registrations.Service
+	room   *room.Service
 	// ids set by setup for act
 	id, tok string
 }
@@ -48,6 +51,7 @@ func newFixture(t *testing.T, d *faultDB) *fixture {
 	f := &fixture{t: t, ctx: context.Background(), c: d.c}
 	f.orders = &orders.Service{Redis: d.c, Space: f.sp, OrderTTL: time.Minute, IDKey: []byte("fault-test-id-key")}
 	f.regs = &registrations.Service{Redis: d.c, Space: f.sp, Orders: f.orders, CheckoutTTL: time.Minute, HoldTTL: 10 * time.Second}
+	f.room = &room.Service{Redis: d.c, Space: f.sp, Key: []byte("fault-test-room-key")}
 	return f
 }
 
@@ -189,6 +193,12 @@ func (f *fixture) sessionKey() string {
 		f.t.Fatalf("session key of %s", f.session())
 	}
 	return k
+}
+
+// roomCfg is a first-come room whose T0 has passed, with passes of ttl.
+func roomCfg(ttl time.Duration) *catalog.Room {
+	return &catalog.Room{OpensAt: time.Now().Add(-time.Hour), SalesStartAt: time.Now().Add(-time.Minute), PassTTL: ttl, PerBuyer: 4,
+		Stock: 100}
 }
 
 func nowMs(d time.Duration) string { return strconv.FormatInt(time.Now().Add(d).UnixMilli(), 10) }
@@ -507,6 +517,30 @@ var faultCases = []faultCase{
 		act: func(f *fixture) {
 			f.script("state_tick", []string{f.sp.State(), f.sp.CatalogVersion()}, "")
 			f.script("state_tick", []string{f.sp.State(), f.sp.CatalogVersion()}, "g1")
+		}},
+	// the waiting room: joins, admission, a pass burned by a registration,
+	// a place that leaves, a pass that lapses
+	{name: "room: join, admit, register with the pass, leave", setup: (*fixture).event,
+		act: func(f *fixture) {
+			cfg := roomCfg(time.Minute)
+			a, err := f.room.Join(f.ctx, cfg, room.JoinRequest{EventID: ev, Email: "buyer@example.com", Quantity: 2})
+			f.ok(err)
+			b, err := f.room.Join(f.ctx, cfg, room.JoinRequest{EventID: ev, Email: "b@example.com", Device: "d1", Quantity: 1})
+			f.ok(err)
+			req := f.regReq(1000, nil, "")
+			req.QueueID = a.QueueID
+			_, err = f.regs.Register(f.ctx, req)
+			f.ok(err)
+			f.ok(f.room.Leave(f.ctx, ev, b.QueueID))
+		}},
+	{name: "room: a pass lapses and the next in line is admitted", setup: (*fixture).event,
+		act: func(f *fixture) {
+			cfg := roomCfg(time.Millisecond)
+			a, err := f.room.Join(f.ctx, cfg, room.JoinRequest{EventID: ev, Email: "a@example.com", Quantity: 1})
+			f.ok(err)
+			time.Sleep(5 * time.Millisecond)
+			_, err = f.room.Status(f.ctx, cfg, ev, a.QueueID)
+			f.ok(err)
 		}},
 	{name: "lease extend and release",
 		setup: func(f *fixture) { f.cmd("SET", f.sp.CatalogLock(), "owner", "PX", "30000") },

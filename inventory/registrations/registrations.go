@@ -79,6 +79,11 @@ type Request struct {
 	Client holds.Client
 	// CatalogVersion is the catalog version the cart was priced with.
 	CatalogVersion int64
+	// QueueID is the waiting room's place whose pass the registration
+	// burns (room.Pass.QueueID, its signature checked by the caller); ""
+	// for an event without a room. The pass's units become the
+	// registration's claim in the step that makes it.
+	QueueID string
 }
 
 // Registration is what ticketd knows of a registration.

@@ -22,6 +22,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/reply"
+	"github.com/ticketd/ticketd/inventory/room"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
 
@@ -234,8 +235,9 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	}
 	okey, _ := s.Space.Order(id)
 	p := keys.Partition(ev)
-	ks := append(s.Orders.SaleKeys(ev, okey, req.HoldToken, 5),
-		s.Space.Expiry(p), s.Space.Paid(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.IPTokens(ev, req.Client.Key))
+	ks := append(s.Orders.SaleKeys(ev, okey, req.HoldToken, 8),
+		s.Space.Expiry(p), s.Space.Paid(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.IPTokens(ev, req.Client.Key),
+		s.Space.Room(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev))
 	buyer := orders.BuyerKey(req.Buyer.Email)
 	free := "0"
 	if q.Total == 0 {
@@ -245,7 +247,7 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	args = append(args, id, ms(s.holdTTL()), ms(s.retention()), req.HoldToken, q.DiscountCode,
 		strconv.FormatInt(q.DiscountMaxUses, 10), strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer,
 		strconv.FormatInt(q.Claims["ev"], 10), free, strconv.FormatInt(s.StreamCap, 10),
-		ms(s.checkoutTTL()), req.Client.Key, req.Client.LimitArg())
+		ms(s.checkoutTTL()), req.Client.Key, req.Client.LimitArg(), req.QueueID)
 	args, claims := orders.ClaimArgs(args, q.Claims, q.SeatLabels)
 	owner := Owner(req.TenantID)
 	args = append(args,
@@ -305,6 +307,9 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 			continue // nothing was written: the same id runs again
 		case reply.ClientLimit:
 			return Registration{}, holds.LimitError(req.Client.Limit)
+		}
+		if err := room.PassError(arr); err != nil {
+			return Registration{}, err
 		}
 		if err := orders.RefusalError(arr); err != nil {
 			return Registration{}, err

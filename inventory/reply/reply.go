@@ -47,6 +47,9 @@ const (
 	BelowSold       Code = 25 // a capacity is below its sold count
 	Live            Code = 26 // the partition's marker is there: sales run
 	More            Code = 27 // part of the work done: call again
+	PassInvalid     Code = 28 // the waiting room's pass is not one it gave, or not for this buyer or these units
+	PassUsed        Code = 29 // the waiting room's pass was used already
+	PassExpired     Code = 30 // the waiting room's pass expired unused (or its holder left)
 )
 
 // names are the codes' names in lua/lib/reply.lua, for errors and the test.
@@ -58,6 +61,7 @@ var names = map[Code]string{
 	NotPending: "NOT_PENDING", NotDue: "NOT_DUE", SessionsChanged: "SESSIONS_CHANGED",
 	TooManySessions: "TOO_MANY_SESSIONS", TokenLimit: "TOKEN_LIMIT", Stranded: "STRANDED", InUse: "IN_USE",
 	Limited: "LIMITED", BelowSold: "BELOW_SOLD", Live: "LIVE", More: "MORE",
+	PassInvalid: "PASS_INVALID", PassUsed: "PASS_USED", PassExpired: "PASS_EXPIRED",
 }
 
 // String is the code's name in lua/lib/reply.lua ("code 99" for none).

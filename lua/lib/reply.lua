@@ -41,4 +41,7 @@ local R = {
   BELOW_SOLD = 25, -- a capacity is below its sold count: nothing written
   LIVE = 26, -- the partition's marker is there: sales run, nothing written
   MORE = 27, -- part of the work done: call again
+  PASS_INVALID = 28, -- the waiting room's pass is not one it gave, or not for this buyer or these units
+  PASS_USED = 29, -- the waiting room's pass was used already
+  PASS_EXPIRED = 30, -- the waiting room's pass expired unused (or its holder left)
 }

@@ -1,0 +1,209 @@
+package storefront
+
+import (
+	"bytes"
+	"encoding/hex"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/checkout"
+	"github.com/ticketd/ticketd/inventory/room"
+)
+
+// The waiting room's routes (inventory/room): join, status and leave,
+// under the storefront's gate like every storefront call. A place's
+// status and leave take its poll token as a bearer token; the pass a
+// status gives travels as the x-queue-pass header of register-guest.
+
+// passHeader carries the waiting room's pass.
+const passHeader = "x-queue-pass"
+
+var (
+	errNoRoom = apierr.Of("NOT_FOUND", "this event has no waiting room: buy without one")
+	errNoPoll = apierr.Of("MISSING_CREDENTIALS",
+		"send the pollToken the join answered as Authorization: Bearer <pollToken>")
+	errBadPoll = apierr.Of("INVALID_CREDENTIALS", "the bearer token is not a pollToken of this event's waiting room")
+)
+
+// joinBody is POST /v1/storefront/queue/{eventId}/join.
+type joinBody struct {
+	Email    *string `json:"email"`
+	Quantity *int64  `json:"quantity"`
+	// Device is the buyer's device id, made once and kept by the page
+	// (localStorage): a second join from it answers the same place.
+	Device string `json:"device"`
+}
+
+// placeView is a place as join and status answer it.
+type placeView struct {
+	QueueID   string `json:"queueId,omitempty"`
+	PollToken string `json:"pollToken,omitempty"`
+	State     string `json:"state"`
+	Quantity  int64  `json:"quantity"`
+	// Position is 1 at the head of the line; Ahead the places before.
+	Position int64 `json:"position"`
+	Ahead    int64 `json:"ahead"`
+	// ETASeconds is the estimated wait, when known.
+	ETASeconds *int64 `json:"etaSeconds,omitempty"`
+	// Odds are the chances, in percent, that tickets are left at the
+	// place's turn.
+	Odds          int64     `json:"odds"`
+	Pass          string    `json:"pass,omitempty"`
+	PassExpiresAt string    `json:"passExpiresAt,omitempty"`
+	PassUsed      bool      `json:"passUsed,omitempty"`
+	Reason        string    `json:"reason,omitempty"`
+	Fairness      *fairness `json:"fairness,omitempty"`
+}
+
+// fairness lets anyone check a fair room's order: the commitment (the
+// SHA-256 of the shuffle key) is shown from the start, the key from T0.
+type fairness struct {
+	Mode         string `json:"mode"`
+	Commitment   string `json:"commitment,omitempty"`
+	ShuffleKey   string `json:"shuffleKey,omitempty"`
+	SalesStartAt string `json:"salesStartAt"`
+}
+
+func (a *API) placeView(ev *catalog.CompiledEvent, st room.Status) placeView {
+	v := placeView{State: st.State, Quantity: st.Quantity, Position: st.Position, Ahead: st.Ahead, Odds: st.Odds,
+		Pass: st.Pass, PassUsed: st.PassUsed, Reason: st.Reason}
+	if st.ETA != nil {
+		s := int64((*st.ETA + time.Second - 1) / time.Second)
+		v.ETASeconds = &s
+	}
+	if !st.PassExpiresAt.IsZero() && st.Pass != "" {
+		v.PassExpiresAt = st.PassExpiresAt.UTC().Format(time.RFC3339Nano)
+	}
+	f := &fairness{Mode: catalog.RoomModeFIFO, SalesStartAt: ev.Room.SalesStartAt.UTC().Format(time.RFC3339)}
+	if ev.Room.Fair {
+		f.Mode, f.Commitment = catalog.RoomModeFair, a.Room.Commitment(ev.ID)
+		if !time.Now().Before(ev.Room.SalesStartAt) {
+			f.ShuffleKey = hex.EncodeToString(a.Room.ShuffleKey(ev.ID))
+		}
+	}
+	v.Fairness = f
+	return v
+}
+
+// roomEvent is the path's event, which must have a waiting room.
+func (a *API) roomEvent(ctx *fasthttp.RequestCtx, r *request) (*catalog.CompiledEvent, *apierr.Error) {
+	ref, _ := ctx.UserValue("eventId").(string)
+	ev, e := a.event(r, ref)
+	if e != nil {
+		return nil, e
+	}
+	if ev.Room == nil || a.Room == nil {
+		return nil, errNoRoom
+	}
+	return ev, nil
+}
+
+// queueJoin is POST /v1/storefront/queue/{eventId}/join.
+func (a *API) queueJoin(ctx *fasthttp.RequestCtx, r *request) {
+	ev, e := a.roomEvent(ctx, r)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	var b joinBody
+	if e := httpx.Decode(ctx, &b); e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	email, e := checkout.ValidateEmail("email", b.Email)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	qty := int64(1)
+	if b.Quantity != nil {
+		qty = *b.Quantity
+	}
+	j, err := a.Room.Join(r.ctx, ev.Room, room.JoinRequest{EventID: ev.ID, Email: email, Device: b.Device, Quantity: qty})
+	if err != nil {
+		httpx.Fail(ctx, a.unavailable("queue join", err))
+		return
+	}
+	v := a.placeView(ev, j.Status)
+	v.QueueID, v.PollToken = j.QueueID, j.PollToken
+	httpx.OK(ctx, v)
+}
+
+// place is the place the request's bearer poll token names.
+func (a *API) place(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent) (string, *apierr.Error) {
+	auth := ctx.Request.Header.Peek("Authorization")
+	tok, ok := bytes.CutPrefix(auth, []byte("Bearer "))
+	if !ok || len(tok) == 0 {
+		return "", errNoPoll
+	}
+	qid, ok := a.Room.PlaceOf(ev.ID, string(tok))
+	if !ok {
+		return "", errBadPoll
+	}
+	return qid, nil
+}
+
+// queueStatus is GET /v1/storefront/queue/{eventId}/status.
+func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
+	ev, e := a.roomEvent(ctx, r)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	qid, e := a.place(ctx, ev)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	st, err := a.Room.Status(r.ctx, ev.Room, ev.ID, qid)
+	if err != nil {
+		httpx.Fail(ctx, a.unavailable("queue status", err))
+		return
+	}
+	v := a.placeView(ev, st)
+	v.QueueID = qid
+	httpx.OK(ctx, v)
+}
+
+// queueLeave is POST /v1/storefront/queue/{eventId}/leave.
+func (a *API) queueLeave(ctx *fasthttp.RequestCtx, r *request) {
+	ev, e := a.roomEvent(ctx, r)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	qid, e := a.place(ctx, ev)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	if err := a.Room.Leave(r.ctx, ev.ID, qid); err != nil {
+		httpx.Fail(ctx, a.unavailable("queue leave", err))
+		return
+	}
+	httpx.OK(ctx, map[string]any{"queueId": qid, "state": room.Left})
+}
+
+// roomPass checks the x-queue-pass of a registration of ev by email: the
+// place whose pass it burns, "" for an event without a room.
+func (a *API) roomPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, email string) (string, *apierr.Error) {
+	if ev.Room == nil {
+		return "", nil
+	}
+	if a.Room == nil {
+		return "", apierr.Unavailable("this event's waiting room is not running on this server")
+	}
+	raw := ctx.Request.Header.Peek(passHeader)
+	if len(raw) == 0 {
+		return "", room.ErrRequired
+	}
+	p, err := a.Room.CheckPass(ev.ID, string(raw), email)
+	if err != nil {
+		return "", a.unavailable("queue pass", err)
+	}
+	return p.QueueID, nil
+}

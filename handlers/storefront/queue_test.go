@@ -1,0 +1,207 @@
+package storefront_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/handlers/servertest"
+)
+
+// roomCatalog has GA events with a waiting room: sf_room (first come, its
+// T0 passed, 2 places), sf_room_fair (fair, T0 an hour ahead) and
+// sf_room_shown (fair, T0 passed).
+func roomCatalog() string {
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	soon := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	return fmt.Sprintf(`{"tenants": [{"id": "t_shop", "name": "Shop Host",
+  "publishableKeys": [{"key": "pk_shop", "domains": ["shop.example.com"], "enabled": true}],
+  "events": [
+   {"id": "sf_room", "shortId": "sfrm1", "slug": "room", "name": "Room", "startsAt": "2099-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [],
+    "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 2}],
+    "waitingRoom": {"opensAt": %q, "salesStartAt": %q, "mode": "fifo", "perBuyer": 2}},
+   {"id": "sf_room_fair", "shortId": "sfrm2", "slug": "room-fair", "name": "Fair Room", "startsAt": "2099-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [],
+    "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 5}],
+    "waitingRoom": {"opensAt": %q, "salesStartAt": %q}},
+   {"id": "sf_room_shown", "shortId": "sfrm3", "slug": "room-shown", "name": "Fair Room, open", "startsAt": "2099-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [],
+    "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 5}],
+    "waitingRoom": {"opensAt": %q, "salesStartAt": %q, "mode": "fair"}}
+  ]}], "channels": []}`, past, soon, past, later, past, soon)
+}
+
+type place struct {
+	QueueID       string `json:"queueId"`
+	PollToken     string `json:"pollToken"`
+	State         string `json:"state"`
+	Quantity      int64  `json:"quantity"`
+	Position      int64  `json:"position"`
+	Ahead         int64  `json:"ahead"`
+	ETASeconds    *int64 `json:"etaSeconds"`
+	Odds          int64  `json:"odds"`
+	Pass          string `json:"pass"`
+	PassExpiresAt string `json:"passExpiresAt"`
+	Fairness      struct {
+		Mode       string `json:"mode"`
+		Commitment string `json:"commitment"`
+		ShuffleKey string `json:"shuffleKey"`
+	} `json:"fairness"`
+}
+
+func join(t *testing.T, s *servertest.Server, ev, email string, quantity int) place {
+	t.Helper()
+	r := s.Front(t, "POST", "/queue/"+ev+"/join", map[string]any{"email": email, "quantity": quantity, "device": "dev-" + email})
+	expect(t, r, 200, "")
+	var p place
+	r.Decode(t, &p)
+	return p
+}
+
+func bearer(tok string) map[string]string {
+	h := servertest.Shop()
+	h["Authorization"] = "Bearer " + tok
+	return h
+}
+
+func status(t *testing.T, s *servertest.Server, ev string, p place) place {
+	t.Helper()
+	r := s.Do(t, "GET", "/v1/storefront/queue/"+ev+"/status", bearer(p.PollToken), nil)
+	expect(t, r, 200, "")
+	var out place
+	r.Decode(t, &out)
+	return out
+}
+
+func registerWith(t *testing.T, s *servertest.Server, pass, email string, quantity int) *servertest.Response {
+	t.Helper()
+	h := servertest.Shop()
+	if pass != "" {
+		h["x-queue-pass"] = pass
+	}
+	return s.Do(t, "POST", "/v1/storefront/register-guest", h,
+		servertest.Guest("sf_room", map[string]any{"selectedTicketId": "tk", "quantity": quantity, "email": email}))
+}
+
+// An event with a waiting room sells on the storefront only with a pass:
+// buyers join, are admitted as many as there are tickets, register with
+// their own pass once, and the next in line is admitted when a place is
+// given back; a join once everything is sold is told so.
+func TestWaitingRoomOverHTTP(t *testing.T) {
+	t.Parallel()
+	s := servertest.Start(t, servertest.Options{})
+	s.Apply(t, []byte(roomCatalog()))
+
+	expect(t, registerWith(t, s, "", "ann@example.com", 1), 403, "QUEUE_REQUIRED")
+
+	ann := join(t, s, "sf_room", "ann@example.com", 1)
+	bob := join(t, s, "sf_room", "bob@example.com", 1)
+	cat := join(t, s, "sf_room", "cat@example.com", 1)
+	if ann.State != "admitted" || ann.Pass == "" || ann.PassExpiresAt == "" || bob.State != "admitted" {
+		t.Fatalf("the first two of two places: %+v %+v, want admitted with passes", ann, bob)
+	}
+	if cat.State != "waiting" || cat.Position != 1 || cat.Ahead != 0 || cat.Pass != "" {
+		t.Fatalf("the third: %+v, want waiting at the head without a pass", cat)
+	}
+	if again := join(t, s, "sf_room", "ANN@example.com", 1); again.QueueID != ann.QueueID {
+		t.Fatalf("a second join by the same e-mail: %s, want the first place %s", again.QueueID, ann.QueueID)
+	}
+	if strings.Contains(ann.Pass, ann.PollToken) || strings.Contains(ann.PollToken, ann.Pass) {
+		t.Fatal("the pass and the poll token are one")
+	}
+
+	// a pass is its buyer's, and works once
+	expect(t, registerWith(t, s, ann.Pass, "bob@example.com", 1), 403, "QUEUE_PASS_INVALID")
+	expect(t, registerWith(t, s, ann.Pass+"x", "ann@example.com", 1), 403, "QUEUE_PASS_INVALID")
+	expect(t, registerWith(t, s, ann.Pass, "ann@example.com", 2), 403, "QUEUE_PASS_INVALID")
+	expect(t, registerWith(t, s, ann.Pass, "ann@example.com", 1), 200, "")
+	expect(t, registerWith(t, s, ann.Pass, "ann@example.com", 1), 409, "QUEUE_PASS_USED")
+	if st := status(t, s, "sf_room", ann); st.State != "admitted" || st.Pass != "" {
+		t.Fatalf("ann after registering: %+v, want admitted without a pass", st)
+	}
+
+	// bob leaves: his place goes to cat at her next poll
+	r := s.Do(t, "POST", "/v1/storefront/queue/sf_room/leave", bearer(bob.PollToken), nil)
+	expect(t, r, 200, "")
+	if st := status(t, s, "sf_room", bob); st.State != "left" {
+		t.Fatalf("bob after leaving: %+v", st)
+	}
+	catNow := status(t, s, "sf_room", cat)
+	if catNow.State != "admitted" || catNow.Pass == "" {
+		t.Fatalf("cat once bob left: %+v, want admitted", catNow)
+	}
+	expect(t, registerWith(t, s, bob.Pass, "bob@example.com", 1), 403, "QUEUE_PASS_EXPIRED")
+	expect(t, registerWith(t, s, catNow.Pass, "cat@example.com", 1), 200, "")
+
+	// both tickets are held: a new buyer is told at once
+	expect(t, s.Front(t, "POST", "/queue/sf_room/join", map[string]any{"email": "dan@example.com"}), 409, "QUEUE_SOLD_OUT")
+
+	// the bearer token is the place's, of this event
+	expect(t, s.Do(t, "GET", "/v1/storefront/queue/sf_room/status", servertest.Shop(), nil), 401, "MISSING_CREDENTIALS")
+	expect(t, s.Do(t, "GET", "/v1/storefront/queue/sf_room/status", bearer(ann.PollToken+"x"), nil), 401, "INVALID_CREDENTIALS")
+	expect(t, s.Do(t, "GET", "/v1/storefront/queue/sf_room_fair/status", bearer(ann.PollToken), nil), 401, "INVALID_CREDENTIALS")
+}
+
+// Joins are checked like every storefront body, and an event without a
+// room has no queue.
+func TestWaitingRoomJoinRefusals(t *testing.T) {
+	t.Parallel()
+	s := servertest.Start(t, servertest.Options{})
+	s.Apply(t, []byte(roomCatalog()))
+	for _, c := range []struct {
+		name   string
+		path   string
+		body   any
+		status int
+		code   string
+	}{
+		{"no e-mail", "/queue/sf_room/join", map[string]any{"quantity": 1}, 400, "INVALID_BUYER_EMAIL"},
+		{"bad e-mail", "/queue/sf_room/join", map[string]any{"email": "not-an-address"}, 400, "INVALID_BUYER_EMAIL"},
+		{"more than a buyer may ask", "/queue/sf_room/join", map[string]any{"email": "a@example.com", "quantity": 3}, 400, "INVALID_QUANTITY"},
+		{"no units", "/queue/sf_room/join", map[string]any{"email": "a@example.com", "quantity": 0}, 400, "INVALID_QUANTITY"},
+		{"a quantity that is no number", "/queue/sf_room/join", map[string]any{"email": "a@example.com", "quantity": "two"}, 400, "INVALID_REQUEST"},
+		{"a device too long", "/queue/sf_room/join", map[string]any{"email": "a@example.com", "device": strings.Repeat("d", 65)}, 400, "INVALID_REQUEST"},
+		{"no such event", "/queue/nope/join", map[string]any{"email": "a@example.com"}, 404, "EVENT_NOT_FOUND"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			expect(t, s.Front(t, "POST", c.path, c.body), c.status, c.code)
+		})
+	}
+}
+
+// A fair room before T0: nobody is admitted, the wait until T0 is shown,
+// and the commitment to the shuffle key is published, the key itself not;
+// from T0 the key is shown, and it is the one committed to.
+func TestFairRoomPublishesItsCommitmentBeforeT0(t *testing.T) {
+	t.Parallel()
+	s := servertest.Start(t, servertest.Options{})
+	s.Apply(t, []byte(roomCatalog()))
+	p := join(t, s, "sf_room_fair", "ann@example.com", 1)
+	if p.State != "waiting" || p.Pass != "" || p.ETASeconds == nil || *p.ETASeconds < 3000 {
+		t.Fatalf("before T0: %+v, want waiting, no pass, about an hour to wait", p)
+	}
+	if p.Fairness.Mode != "fair" || len(p.Fairness.Commitment) != 64 || p.Fairness.ShuffleKey != "" {
+		t.Fatalf("fairness before T0: %+v, want a commitment and no key", p.Fairness)
+	}
+	if _, err := hex.DecodeString(p.Fairness.Commitment); err != nil {
+		t.Fatal(err)
+	}
+	// the fifo room shows no commitment; its T0 passed
+	q := join(t, s, "sf_room", "ann@example.com", 1)
+	if q.Fairness.Mode != "fifo" || q.Fairness.Commitment != "" {
+		t.Fatalf("fifo fairness: %+v", q.Fairness)
+	}
+	open := join(t, s, "sf_room_shown", "ann@example.com", 1).Fairness
+	key, err := hex.DecodeString(open.ShuffleKey)
+	if err != nil || len(key) == 0 {
+		t.Fatalf("the shuffle key after T0: %q %v", open.ShuffleKey, err)
+	}
+	if sum := sha256.Sum256(key); hex.EncodeToString(sum[:]) != open.Commitment {
+		t.Fatal("the key shown after T0 is not the one committed to")
+	}
+}

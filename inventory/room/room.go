@@ -1,0 +1,364 @@
+// Package room is an event's waiting room: buyers join before and after
+// the on-sale (T0), wait in a line, and are admitted with a pass as units
+// are left to sell; a storefront registration of the event burns a pass,
+// and its units become the registration's claim in the same step. The
+// room knows the stock: it never reserves, for live passes, more than the
+// event's capacity less what is sold (lua/lib/room.lua says how).
+//
+// The state lives in Redis, in the event's slot (keys.Space Room*); the
+// scripts room_join, room_status and room_leave change it, and
+// reg_register burns a pass. Poll tokens and passes are HMAC-signed here,
+// so a status poll or a registration needs no lookup to tell a forged one.
+package room
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/eval"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/reply"
+)
+
+// Service runs the rooms of every event.
+type Service struct {
+	Redis rueidis.Client
+	Space keys.Space
+	// Key signs poll tokens and passes and derives each event's shuffle
+	// key. Every node must have the same.
+	Key []byte
+	// AdmitPerCall caps the places one status call admits (0: 64), so a
+	// call stays short when stock comes back in bulk.
+	AdmitPerCall int
+	// Now is the node's clock (nil: time.Now): only to refuse joins
+	// before the room opens and to tell when the shuffle key may be
+	// shown; Redis' clock decides everything else.
+	Now func() time.Time
+}
+
+var (
+	joinScript   = eval.Load("room_join")
+	statusScript = eval.Load("room_status")
+	leaveScript  = eval.Load("room_leave")
+)
+
+// States of a place, as callers see them.
+const (
+	Waiting  = "waiting"
+	Admitted = "admitted"
+	SoldOut  = "sold_out"
+	Expired  = "expired"
+	Left     = "left"
+)
+
+// Joined is the answer to a join.
+type Joined struct {
+	QueueID   string
+	PollToken string
+	// Again is true when the identity had this place already.
+	Again bool
+	Status
+}
+
+// Status is a place as its buyer sees it.
+type Status struct {
+	State string
+	// Quantity is the units the place asked for, or, admitted, those its
+	// pass covers.
+	Quantity int64
+	// Position is 1 for the head of the line (0 when not waiting); Ahead
+	// the places before it.
+	Position, Ahead int64
+	// ETA is the estimated wait (nil: not known yet, e.g. before the first
+	// pass).
+	ETA *time.Duration
+	// Odds are the chances in hundredths (0-100) that units are left when
+	// the place's turn comes, given the stock left and the places ahead.
+	Odds int64
+	// Pass and PassExpiresAt are set while the place is admitted and its
+	// pass unused; PassUsed once it made a registration.
+	Pass          string
+	PassExpiresAt time.Time
+	PassUsed      bool
+	// Reason says why a sold-out place waits for nothing ("sold_out":
+	// every unit is sold or held by a buyer paying).
+	Reason string
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Service) admitPerCall() int {
+	if s.AdmitPerCall > 0 {
+		return s.AdmitPerCall
+	}
+	return 64
+}
+
+// JoinRequest is a buyer's join.
+type JoinRequest struct {
+	EventID string
+	Email   string
+	// Device is the buyer's device id ("" when none): a second join from
+	// it answers the same place, whatever the e-mail.
+	Device   string
+	Quantity int64
+}
+
+// Join gives the buyer a place in the event's room, or the place their
+// e-mail or device has.
+func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) (Joined, error) {
+	if s.now().Before(cfg.OpensAt) {
+		return Joined{}, ErrNotOpen.With("opensAt", cfg.OpensAt.UTC().Format(time.RFC3339))
+	}
+	if req.Quantity < 1 || req.Quantity > cfg.PerBuyer {
+		return Joined{}, apierr.Of("INVALID_QUANTITY", "quantity must be 1 to %d in this event's waiting room", cfg.PerBuyer)
+	}
+	if len(req.Device) > 64 {
+		return Joined{}, apierr.Invalid("device must be at most 64 characters")
+	}
+	id := newQueueID()
+	rank := ""
+	if cfg.Fair {
+		rank = strconv.FormatFloat(s.shuffleRank(req.EventID, id), 'g', -1, 64)
+	}
+	ev := req.EventID
+	ks := []string{s.Space.Room(ev), s.Space.RoomWho(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev),
+		s.Space.Live(keys.Partition(ev)), s.Space.Sold(ev), s.Space.RoomPasses(ev)}
+	args := []string{id, orders.BuyerKey(req.Email), req.Device, strconv.FormatInt(req.Quantity, 10), rank,
+		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
+		strconv.Itoa(s.admitPerCall()), strconv.FormatInt(cfg.Stock, 10)}
+	arr, err := eval.Array(ctx, s.Redis, joinScript, ks, args)
+	if err != nil {
+		return Joined{}, fmt.Errorf("room: join: %w", err)
+	}
+	code, err := reply.Of(arr)
+	if err != nil {
+		return Joined{}, err
+	}
+	switch code {
+	case reply.OK, reply.Exists:
+		qid, _ := eval.Str(arr, 1)
+		st, err := s.read(cfg, ev, qid, arr, 2)
+		if err != nil {
+			return Joined{}, fmt.Errorf("room: join: %w", err)
+		}
+		return Joined{QueueID: qid, PollToken: s.PollToken(ev, qid), Again: code == reply.Exists, Status: st}, nil
+	case reply.Short:
+		return Joined{}, ErrSoldOut
+	case reply.Stopped:
+		return Joined{}, errStopped
+	}
+	return Joined{}, reply.Unexpected("room_join", code)
+}
+
+// Status reads a place after the admission step, which it runs: every
+// poll moves the line.
+func (s *Service) Status(ctx context.Context, cfg *catalog.Room, eventID, queueID string) (Status, error) {
+	ev := eventID
+	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev),
+		s.Space.Sold(ev), s.Space.Live(keys.Partition(ev))}
+	args := []string{queueID, strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
+		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(s.admitPerCall()), strconv.FormatInt(cfg.Stock, 10)}
+	arr, err := eval.Array(ctx, s.Redis, statusScript, ks, args)
+	if err != nil {
+		return Status{}, fmt.Errorf("room: status: %w", err)
+	}
+	code, err := reply.Of(arr)
+	if err != nil {
+		return Status{}, err
+	}
+	switch code {
+	case reply.OK:
+	case reply.NotFound:
+		return Status{}, errNoPlace
+	case reply.Stopped:
+		return Status{}, errStopped
+	default:
+		return Status{}, reply.Unexpected("room_status", code)
+	}
+	st, err := s.read(cfg, ev, queueID, arr, 1)
+	if err != nil {
+		return Status{}, fmt.Errorf("room: status: %w", err)
+	}
+	return st, nil
+}
+
+// read is the Status of place queueID from lib/room's room_reading, which
+// starts at arr[at], with its pass signed while it is admitted.
+func (s *Service) read(cfg *catalog.Room, eventID, queueID string, arr []rueidis.RedisMessage, at int) (Status, error) {
+	var n [15]int64 // n[i] is arr[at+i]; the state (n[0]) and the buyer key (at+15) are strings
+	st, err := eval.Str(arr, at)
+	if err != nil {
+		return Status{}, err
+	}
+	bk, err := eval.Str(arr, at+15)
+	if err != nil {
+		return Status{}, err
+	}
+	for i := 1; i < len(n); i++ {
+		if n[i], err = eval.Int(arr, at+i); err != nil {
+			return Status{}, err
+		}
+	}
+	r := reading{state: st, qty: n[1], passExp: n[2], ahead: n[3], waiting: n[4], waitingUnits: n[5], left: n[6],
+		resv: n[7], cap: n[8], sold: n[9], now: n[10], admitted: n[11], first: n[12], used: n[13], lapsed: n[14]}
+	out := r.status(cfg)
+	if out.State == Admitted && !out.PassUsed {
+		out.Pass = s.passFor(eventID, queueID, r.passExp, bk)
+	}
+	return out, nil
+}
+
+// reading is lib/room's room_reading.
+type reading struct {
+	state                                       string
+	qty, passExp, ahead, waiting, waitingUnits  int64
+	left, resv, cap, sold, now, admitted, first int64
+	used, lapsed                                int64
+}
+
+// status is what the buyer is told of a reading.
+func (r reading) status(cfg *catalog.Room) Status {
+	out := Status{Quantity: r.qty}
+	switch r.state {
+	case "w":
+		out.State, out.Ahead, out.Position = Waiting, r.ahead, r.ahead+1
+		out.Odds = r.odds()
+		out.ETA = r.eta(cfg)
+		// Nothing left and nothing that may come back from a pass: the
+		// buyer is told now, and told again (waiting) should a
+		// registration awaiting payment lapse.
+		if r.left <= 0 && r.resv <= 0 {
+			out.State, out.Reason, out.Odds, out.ETA = SoldOut, "sold_out", 0, nil
+		}
+	case "a":
+		out.State, out.Odds = Admitted, 100
+		out.PassExpiresAt = time.UnixMilli(r.passExp)
+	case "u":
+		out.State, out.PassUsed, out.Odds = Admitted, true, 100
+	case "x":
+		out.State = Expired
+	default:
+		out.State = Left
+	}
+	return out
+}
+
+// odds estimates, in hundredths, that units are left at the place's turn:
+// the units free now, and those live passes may give back at the rate
+// passes lapsed so far (none before any lapsed), against the units the
+// places ahead ask for (at the line's average) and its own.
+func (r reading) odds() int64 {
+	avail := float64(max(r.left, 0))
+	if ended := r.used + r.lapsed; ended > 0 {
+		avail += float64(r.resv) * float64(r.lapsed) / float64(ended)
+	}
+	avg := 1.0
+	if r.waiting > 0 {
+		avg = float64(r.waitingUnits) / float64(r.waiting)
+	}
+	ahead := float64(r.ahead) * avg
+	switch {
+	case avail-ahead >= float64(r.qty):
+		return 100
+	case avail <= ahead:
+		return 0
+	}
+	return int64(100 * (avail - ahead) / float64(r.qty))
+}
+
+// eta estimates the wait from the rate places were admitted at since the
+// first pass; before T0, at least the time to T0. nil when not known.
+func (r reading) eta(cfg *catalog.Room) *time.Duration {
+	t0 := cfg.SalesStartAt.UnixMilli()
+	if r.now < t0 {
+		d := time.Duration(t0-r.now) * time.Millisecond
+		if r.admitted == 0 {
+			return &d
+		}
+	}
+	if r.admitted == 0 || r.first == 0 || r.now <= r.first {
+		return nil
+	}
+	perMs := float64(r.admitted) / float64(r.now-r.first)
+	d := time.Duration(float64(r.ahead+1)/perMs) * time.Millisecond
+	return &d
+}
+
+// Leave takes the place out of the line, or gives its pass's units back.
+// A place neither waiting nor admitted is left as it is.
+func (s *Service) Leave(ctx context.Context, eventID, queueID string) error {
+	ev := eventID
+	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev)}
+	arr, err := eval.Array(ctx, s.Redis, leaveScript, ks, []string{queueID})
+	if err != nil {
+		return fmt.Errorf("room: leave: %w", err)
+	}
+	code, err := reply.Of(arr)
+	if err != nil {
+		return err
+	}
+	switch code {
+	case reply.OK, reply.NotPending:
+		return nil
+	case reply.NotFound:
+		return errNoPlace
+	}
+	return reply.Unexpected("room_leave", code)
+}
+
+// Errors of the room.
+var (
+	ErrRequired = apierr.Of("QUEUE_REQUIRED",
+		"this event sells through its waiting room: join it (POST /v1/storefront/queue/{eventId}/join) and send the pass it gives in the x-queue-pass header")
+	ErrNotOpen    = apierr.Of("QUEUE_NOT_OPEN", "this event's waiting room is not open yet")
+	ErrPassBad    = apierr.Of("QUEUE_PASS_INVALID", "the x-queue-pass header is not a pass of this event's waiting room")
+	ErrPassBuyer  = apierr.Of("QUEUE_PASS_INVALID", "this pass was given to another buyer: register with the e-mail address you joined the waiting room with")
+	ErrPassUnits  = apierr.Of("QUEUE_PASS_INVALID", "this pass covers fewer tickets than the cart holds")
+	ErrPassUsed   = apierr.Of("QUEUE_PASS_USED", "this pass was used already: a pass makes one registration")
+	ErrPassLapsed = apierr.Of("QUEUE_PASS_EXPIRED", "this pass expired (or its holder left the waiting room): join again")
+	ErrSoldOut    = apierr.Of("QUEUE_SOLD_OUT", "every ticket of this event is sold or held by a buyer paying: nothing is left to wait for")
+	errNoPlace    = apierr.Of("NOT_FOUND", "no such place in this event's waiting room")
+	errStopped    = apierr.Unavailable("the waiting room is being restored; retry shortly")
+)
+
+// PassError is the error of reg_register's pass refusal arr, nil when arr
+// is not one.
+func PassError(arr []rueidis.RedisMessage) error {
+	code, err := reply.Of(arr)
+	if err != nil {
+		return nil
+	}
+	switch code {
+	case reply.PassUsed:
+		return ErrPassUsed
+	case reply.PassExpired:
+		return ErrPassLapsed
+	case reply.PassInvalid:
+		why, _ := eval.Str(arr, 1)
+		switch why {
+		case "buyer":
+			return ErrPassBuyer
+		case "units":
+			return ErrPassUnits
+		}
+		return ErrPassBad
+	}
+	return nil
+}
+
+// IsNoPlace reports whether err says the place does not exist.
+func IsNoPlace(err error) bool { return errors.Is(err, errNoPlace) }

@@ -1,0 +1,364 @@
+package room
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/redistest"
+)
+
+const ev = "ev_room"
+
+type fixture struct {
+	t   *testing.T
+	ctx context.Context
+	rc  rueidis.Client
+	sp  keys.Space
+	s   *Service
+	// stock is the event's (catalog Room.Stock)
+	stock int64
+}
+
+// setup is a room service on a fresh key space whose event has capacity
+// units ('ev') and nothing sold.
+func setup(t *testing.T, capacity int) *fixture {
+	t.Helper()
+	rc, sp := redistest.New(t)
+	f := &fixture{t: t, ctx: context.Background(), rc: rc, sp: sp,
+		s: &Service{Redis: rc, Space: sp, Key: []byte("room-test-key")}, stock: int64(capacity)}
+	return f
+}
+
+func (f *fixture) cmd(args ...string) {
+	f.t.Helper()
+	if err := f.rc.Do(f.ctx, f.rc.B().Arbitrary(args[0]).Args(args[1:]...).Build()).Error(); err != nil {
+		f.t.Fatalf("%v: %v", args, err)
+	}
+}
+
+func (f *fixture) int(args ...string) int64 {
+	f.t.Helper()
+	n, err := f.rc.Do(f.ctx, f.rc.B().Arbitrary(args[0]).Args(args[1:]...).Build()).AsInt64()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		f.t.Fatalf("%v: %v", args, err)
+	}
+	return n
+}
+
+// open is a room of the event whose T0 has passed.
+func (f *fixture) open(fair bool, ttl time.Duration) *catalog.Room {
+	return &catalog.Room{OpensAt: time.Now().Add(-time.Hour), SalesStartAt: time.Now().Add(-time.Minute),
+		PassTTL: ttl, PerBuyer: 4, Fair: fair, Stock: f.stock}
+}
+
+func (f *fixture) join(cfg *catalog.Room, email string) Joined {
+	f.t.Helper()
+	j, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: email, Quantity: 1})
+	if err != nil {
+		f.t.Fatalf("join %s: %v", email, err)
+	}
+	return j
+}
+
+func (f *fixture) status(cfg *catalog.Room, qid string) Status {
+	f.t.Helper()
+	st, err := f.s.Status(f.ctx, cfg, ev, qid)
+	if err != nil {
+		f.t.Fatalf("status %s: %v", qid, err)
+	}
+	return st
+}
+
+// A first-come room admits in the order of arrival, as many places as
+// there are units, and tells the rest where they stand.
+func TestFifoAdmitsInArrivalOrderUpToTheStock(t *testing.T) {
+	f := setup(t, 3)
+	cfg := f.open(false, time.Minute)
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, f.join(cfg, fmt.Sprintf("b%d@x.test", i)).QueueID)
+	}
+	last := f.status(cfg, ids[4])
+	if last.State != Waiting || last.Position != 2 || last.Ahead != 1 {
+		t.Fatalf("the fifth arrival: %+v, want waiting at position 2", last)
+	}
+	for i, id := range ids[:3] {
+		st := f.status(cfg, id)
+		if st.State != Admitted || st.Pass == "" || st.Quantity != 1 {
+			t.Fatalf("arrival %d: %+v, want admitted with a pass", i, st)
+		}
+	}
+	if st := f.status(cfg, ids[3]); st.State != Waiting || st.Position != 1 {
+		t.Fatalf("the fourth arrival: %+v, want waiting at the head", st)
+	}
+	if got := f.int("HGET", f.sp.Room(ev), "resv"); got != 3 {
+		t.Fatalf("units reserved by passes: %d, want 3", got)
+	}
+}
+
+// Nobody is admitted before T0, and a fair room's pre-queue is admitted in
+// the order of the committed shuffle key: anyone given the key (shown
+// after T0) recomputes it. Later arrivals come after the whole pre-queue.
+func TestFairRoomAdmitsThePreQueueInTheCommittedOrder(t *testing.T) {
+	const n = 30
+	f := setup(t, n+5)
+	cfg := f.open(true, time.Minute)
+	cfg.SalesStartAt = time.Now().Add(time.Hour)
+	var ids []string
+	for i := range n {
+		ids = append(ids, f.join(cfg, fmt.Sprintf("b%d@x.test", i)).QueueID)
+	}
+	if st := f.status(cfg, ids[0]); st.State != Waiting || st.Pass != "" {
+		t.Fatalf("before T0: %+v, want waiting without a pass", st)
+	}
+	if f.int("HGET", f.sp.Room(ev), "admitted") != 0 {
+		t.Fatal("a place was admitted before T0")
+	}
+	// T0 passes; one more buyer arrives after it
+	cfg.SalesStartAt = time.Now().Add(-time.Second)
+	f.s.AdmitPerCall = 1 // one a call (a join polls too): the order of admission is observable
+	late := f.join(cfg, "late@x.test").QueueID
+	var order []string
+	for i := range n + 1 {
+		if i > 0 {
+			f.status(cfg, late)
+		}
+		passes, err := f.rc.Do(f.ctx, f.rc.B().Zrange().Key(f.sp.RoomPasses(ev)).Min("0").Max("-1").Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range passes {
+			if !slices.Contains(order, p) {
+				order = append(order, p)
+			}
+		}
+	}
+	key := f.s.ShuffleKey(ev)
+	sum := sha256.Sum256(key)
+	if f.s.Commitment(ev) != hex.EncodeToString(sum[:]) {
+		t.Fatal("the commitment is not the SHA-256 of the shuffle key")
+	}
+	want := slices.Clone(ids)
+	sort.Slice(want, func(i, j int) bool { return Rank(key, want[i]) < Rank(key, want[j]) })
+	want = append(want, late)
+	if !slices.Equal(order, want) {
+		t.Fatalf("admitted in the order\n%v\nwant the shuffle's, then the late arrival\n%v", order, want)
+	}
+	if slices.Equal(want[:n], ids) {
+		t.Fatal("the shuffle kept the order of arrival: the test shows nothing")
+	}
+}
+
+// One place per identity: the same e-mail (however spelt) or the same
+// device answers the place it joined with.
+func TestOnePlacePerIdentity(t *testing.T) {
+	f := setup(t, 10)
+	cfg := f.open(false, time.Minute)
+	cfg.SalesStartAt = time.Now().Add(time.Hour)
+	first, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: "Ann.Lee+vip@gmail.com", Device: "dev-1", Quantity: 2})
+	if err != nil || first.Again {
+		t.Fatalf("first join: %+v %v", first, err)
+	}
+	for _, again := range []JoinRequest{
+		{EventID: ev, Email: "annlee@gmail.com", Quantity: 1},
+		{EventID: ev, Email: "someone-else@x.test", Device: "dev-1", Quantity: 1},
+	} {
+		j, err := f.s.Join(f.ctx, cfg, again)
+		if err != nil || j.QueueID != first.QueueID || !j.Again || j.Quantity != 2 {
+			t.Fatalf("join %+v: %+v %v, want the first place again", again, j, err)
+		}
+	}
+	if n := f.int("HLEN", f.sp.RoomPlaces(ev)); n != 1 {
+		t.Fatalf("%d places, want 1", n)
+	}
+}
+
+// 1,000 buyers join at once and poll: exactly the units are admitted,
+// never more, and the reserve is what the passes hold.
+func TestAdmissionNeverPassesTheStockUnderARace(t *testing.T) {
+	const capacity, buyers = 50, 1000
+	f := setup(t, capacity)
+	cfg := f.open(false, time.Minute)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	admitted := map[string]bool{}
+	errs := make(chan error, buyers)
+	for i := range buyers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: fmt.Sprintf("r%d@x.test", i), Quantity: 1})
+			if err != nil {
+				errs <- err
+				return
+			}
+			st, err := f.s.Status(f.ctx, cfg, ev, j.QueueID)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if st.State == Admitted {
+				mu.Lock()
+				admitted[j.QueueID] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	passes := f.int("ZCARD", f.sp.RoomPasses(ev))
+	resv := f.int("HGET", f.sp.Room(ev), "resv")
+	if passes != capacity || resv != capacity || len(admitted) > capacity {
+		t.Fatalf("passes %d, reserved %d, buyers told admitted %d; want %d each at most", passes, resv, len(admitted), capacity)
+	}
+	if w := f.int("ZCARD", f.sp.RoomLine(ev)); w != buyers-capacity {
+		t.Fatalf("%d waiting, want %d", w, buyers-capacity)
+	}
+}
+
+// A pass that lapses unused gives its units to the head of the line at
+// the next poll; its holder is told it expired, and may join again at the
+// back.
+func TestALapsedPassGoesToTheNextInLine(t *testing.T) {
+	f := setup(t, 1)
+	cfg := f.open(false, 300*time.Millisecond)
+	a := f.join(cfg, "a@x.test").QueueID
+	b := f.join(cfg, "b@x.test").QueueID
+	if st := f.status(cfg, b); st.State != Waiting || st.Position != 1 {
+		t.Fatalf("b: %+v, want waiting at the head", st)
+	}
+	if st := f.status(cfg, a); st.State != Admitted {
+		t.Fatalf("a: %+v, want admitted", st)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if st := f.status(cfg, b); st.State != Admitted {
+		t.Fatalf("b after a's pass lapsed: %+v, want admitted", st)
+	}
+	if st := f.status(cfg, a); st.State != Expired {
+		t.Fatalf("a after its pass lapsed: %+v, want expired", st)
+	}
+	again := f.join(cfg, "a@x.test")
+	if again.QueueID != a || again.State != Waiting || again.Position != 1 {
+		t.Fatalf("a joining again: %+v, want its place back in the line", again)
+	}
+}
+
+// When every unit is sold (or held by a buyer paying) and no pass may give
+// one back, waiters are told sold out, and a new join is refused; when a
+// hold lapses they are told again that a ticket came back.
+func TestSoldOutIsToldAndTakenBack(t *testing.T) {
+	f := setup(t, 1)
+	cfg := f.open(false, time.Minute)
+	a := f.join(cfg, "a@x.test").QueueID
+	b := f.join(cfg, "b@x.test").QueueID
+	if st := f.status(cfg, b); st.State != Waiting || st.Odds != 0 {
+		t.Fatalf("b while a's pass is live: %+v, want waiting (a's unit may come back)", st)
+	}
+	// a registers (its unit becomes sold) and leaves its pass behind
+	f.cmd("HSET", f.sp.Sold(ev), "ev", "1")
+	if err := f.s.Leave(f.ctx, ev, a); err != nil {
+		t.Fatal(err)
+	}
+	// (Leave gave the pass's unit back to resv; sold now holds it)
+	if st := f.status(cfg, b); st.State != SoldOut || st.Reason != "sold_out" {
+		t.Fatalf("b once the unit is sold: %+v, want sold_out", st)
+	}
+	_, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: "c@x.test", Quantity: 1})
+	if !errors.Is(err, ErrSoldOut) {
+		t.Fatalf("a join when sold out: %v, want QUEUE_SOLD_OUT", err)
+	}
+	// a's registration lapses unpaid: the unit is back
+	f.cmd("HSET", f.sp.Sold(ev), "ev", "0")
+	if st := f.status(cfg, b); st.State != Admitted {
+		t.Fatalf("b once the unit came back: %+v, want admitted", st)
+	}
+}
+
+// A pass works for the event, the place and the buyer it was given to,
+// and nothing else.
+func TestPassesAreBoundToEventPlaceAndBuyer(t *testing.T) {
+	f := setup(t, 1)
+	cfg := f.open(false, time.Minute)
+	j := f.join(cfg, "a@x.test")
+	st := f.status(cfg, j.QueueID)
+	p, err := f.s.CheckPass(ev, st.Pass, "A@X.test")
+	if err != nil || p.QueueID != j.QueueID || !p.ExpiresAt.Equal(st.PassExpiresAt) {
+		t.Fatalf("the buyer's own pass: %+v %v", p, err)
+	}
+	bad := []struct{ name, ev, pass, email string }{
+		{"another buyer", ev, st.Pass, "b@x.test"},
+		{"another event", "ev_other", st.Pass, "a@x.test"},
+		{"tampered expiry", ev, tamper(st.Pass, 2), "a@x.test"},
+		{"tampered place", ev, tamper(st.Pass, 1), "a@x.test"},
+		{"not a pass", ev, "hello", "a@x.test"},
+		{"empty", ev, "", "a@x.test"},
+	}
+	for _, c := range bad {
+		if _, err := f.s.CheckPass(c.ev, c.pass, c.email); !errors.Is(err, ErrPassBad) {
+			t.Errorf("%s: %v, want QUEUE_PASS_INVALID", c.name, err)
+		}
+	}
+	other := &Service{Redis: f.rc, Space: f.sp, Key: []byte("another deployment")}
+	if _, err := other.CheckPass(ev, st.Pass, "a@x.test"); !errors.Is(err, ErrPassBad) {
+		t.Errorf("a pass of another key: %v", err)
+	}
+	// a poll token names its place for its event only
+	if q, ok := f.s.PlaceOf(ev, j.PollToken); !ok || q != j.QueueID {
+		t.Fatalf("poll token: %q %v", q, ok)
+	}
+	if _, ok := f.s.PlaceOf("ev_other", j.PollToken); ok {
+		t.Fatal("a poll token of another event was taken")
+	}
+}
+
+// tamper changes the i-th dot-separated part of a token.
+func tamper(tok string, i int) string {
+	parts := strings.Split(tok, ".")
+	parts[i] += "x"
+	return strings.Join(parts, ".")
+}
+
+// Joins are refused before the room opens and for more units than a
+// buyer may ask for, each with its code.
+func TestJoinRefusals(t *testing.T) {
+	f := setup(t, 5)
+	cfg := f.open(false, time.Minute)
+	cfg.OpensAt = time.Now().Add(time.Hour)
+	cfg.SalesStartAt = time.Now().Add(2 * time.Hour)
+	_, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: "a@x.test", Quantity: 1})
+	if code(err) != "QUEUE_NOT_OPEN" {
+		t.Fatalf("before it opens: %v", err)
+	}
+	cfg = f.open(false, time.Minute)
+	for _, q := range []int64{0, 5} {
+		_, err = f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: "a@x.test", Quantity: q})
+		if code(err) != "INVALID_QUANTITY" {
+			t.Fatalf("quantity %d: %v", q, err)
+		}
+	}
+}
+
+func code(err error) string {
+	var ae *apierr.Error
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return fmt.Sprint(err)
+}

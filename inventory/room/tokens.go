@@ -1,0 +1,132 @@
+package room
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/orders"
+)
+
+// A queue id is 16 random bytes, base64url: no separator of the tokens
+// below can occur in it.
+func newQueueID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return b64.EncodeToString(b[:])
+}
+
+var b64 = base64.RawURLEncoding
+
+// mac is the first 16 bytes of HMAC-SHA256(key, parts joined by NUL).
+func mac(key []byte, parts ...string) []byte {
+	h := hmac.New(sha256.New, key)
+	for i, p := range parts {
+		if i > 0 {
+			h.Write([]byte{0})
+		}
+		h.Write([]byte(p))
+	}
+	return h.Sum(nil)[:16]
+}
+
+// PollToken is the bearer token of a place's status and leave calls:
+// "<queueId>.<mac>". It names the place and proves it was given by a join.
+func (s *Service) PollToken(eventID, queueID string) string {
+	return queueID + "." + b64.EncodeToString(mac(s.Key, "poll", eventID, queueID))
+}
+
+// PlaceOf checks a poll token of the event and returns its place's queue
+// id; false when it is not one this room gave.
+func (s *Service) PlaceOf(eventID, token string) (string, bool) {
+	qid, sig, ok := strings.Cut(token, ".")
+	if !ok || qid == "" {
+		return "", false
+	}
+	got, err := b64.DecodeString(sig)
+	if err != nil {
+		return "", false
+	}
+	return qid, hmac.Equal(got, mac(s.Key, "poll", eventID, qid))
+}
+
+// Pass is a checked pass.
+type Pass struct {
+	QueueID   string
+	ExpiresAt time.Time
+}
+
+// passFor signs the pass of the place for its buyer key bk: "p1.<queueId>.
+// <expiry ms, base 36>.<mac>", the mac over the event, the place, the
+// expiry and the buyer key of the e-mail it was given to, so it cannot be
+// moved to another event, place or buyer, and it says when it lapses
+// without a lookup. It is a header value, never in a URL; Redis decides
+// whether it is still live and unused.
+func (s *Service) passFor(eventID, queueID string, expMs int64, bk string) string {
+	exp := strconv.FormatInt(expMs, 36)
+	return "p1." + queueID + "." + exp + "." + b64.EncodeToString(mac(s.Key, "pass", eventID, queueID, exp, bk))
+}
+
+// CheckPass checks a pass for the event and the buyer registering with
+// email: ErrPassBad when this room did not give it to that buyer,
+// ErrPassLapsed when its time is over (by the node's clock; the
+// registration's script decides by Redis'), else the place it names.
+func (s *Service) CheckPass(eventID, pass, email string) (Pass, error) {
+	parts := strings.Split(pass, ".")
+	if len(parts) != 4 || parts[0] != "p1" || parts[1] == "" {
+		return Pass{}, ErrPassBad
+	}
+	qid, exp := parts[1], parts[2]
+	got, err := b64.DecodeString(parts[3])
+	if err != nil {
+		return Pass{}, ErrPassBad
+	}
+	if !hmac.Equal(got, mac(s.Key, "pass", eventID, qid, exp, orders.BuyerKey(email))) {
+		// signed for another buyer, event or place, or not by this room
+		return Pass{}, ErrPassBad
+	}
+	ms, err := strconv.ParseInt(exp, 36, 64)
+	if err != nil {
+		return Pass{}, ErrPassBad
+	}
+	p := Pass{QueueID: qid, ExpiresAt: time.UnixMilli(ms)}
+	if !s.now().Before(p.ExpiresAt) {
+		return Pass{}, ErrPassLapsed
+	}
+	return p, nil
+}
+
+// ShuffleKey is the event's shuffle key: a fair room ranks its pre-queue
+// by HMAC-SHA256(ShuffleKey, queue id). It is secret until T0 and shown
+// after, so anyone can recompute the order; Commitment is shown before.
+func (s *Service) ShuffleKey(eventID string) []byte {
+	h := hmac.New(sha256.New, s.Key)
+	h.Write([]byte("shuffle\x00" + eventID))
+	return h.Sum(nil)
+}
+
+// Commitment is the SHA-256 of the event's shuffle key, hex: published
+// before the room opens, it binds the room to the key it reveals at T0.
+func (s *Service) Commitment(eventID string) string {
+	sum := sha256.Sum256(s.ShuffleKey(eventID))
+	return hex.EncodeToString(sum[:])
+}
+
+// Rank is a queue id's place in a fair room's shuffle under key, in
+// [0, 1): the first 52 bits of HMAC-SHA256(key, queueId) over 2^52 (a
+// float64 holds them exactly, as does Redis' score). Lower goes first.
+func Rank(key []byte, queueID string) float64 {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(queueID))
+	return float64(binary.BigEndian.Uint64(h.Sum(nil)[:8])>>12) / (1 << 52)
+}
+
+func (s *Service) shuffleRank(eventID, queueID string) float64 {
+	return Rank(s.ShuffleKey(eventID), queueID)
+}

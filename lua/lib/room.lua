@@ -1,0 +1,165 @@
+-- lib/room: an event's waiting room (inventory/room, keys.Space Room*):
+-- its places, and the admission step every script that reads the room
+-- runs first. A script takes it with the line
+--   --@include room
+-- which brings lib/check too.
+--
+-- A place is one field of the places hash, "<state> <qty> <passExp> <bk>":
+--   state: w waiting (in the line), a admitted (a live pass until passExp,
+--          Redis ms), u used (its pass became a registration), x lapsed
+--          (its pass expired unused), l left;
+--   qty:   the units it asked for, or, once admitted, the units its pass
+--          reserves;
+--   bk:    the buyer key (orders.BuyerKey) of the e-mail it joined with: a
+--          pass buys for that buyer alone.
+-- The room hash keeps seq (arrivals), resv (units reserved by live
+-- passes), wn and wq (places waiting and their units), admitted, used and
+-- lapsed (passes so far) and first (Redis ms of the first pass).
+--
+-- Admission never passes the stock: resv + sold('ev') <= cap('ev') holds
+-- after every step that admits (a pass is given only for units left over
+-- after the sold count, which holds every registration awaiting payment,
+-- and the other live passes), and a pass's units leave resv only as they
+-- become sold (reg_register, in the step that burns the pass) or when it
+-- lapses or its holder leaves.
+
+--@include check
+
+-- room_place(v): the state, units, pass expiry and buyer key of a place's
+-- value (nil: no such place).
+local function room_place(v)
+  if not v then
+    return nil
+  end
+  local st, qty, exp, bk = string.match(v, '^(%a) (%d+) (%d+) (%S*)$')
+  return st, tonumber(qty), tonumber(exp), bk
+end
+
+-- room_put(places, id, st, qty, exp, bk): writes a place.
+local function room_put(places, id, st, qty, exp, bk)
+  redis.call('HSET', places, id, st .. ' ' .. qty .. ' ' .. exp .. ' ' .. bk)
+end
+
+-- room_check(k): the type checks of the room's keys, for a script's
+-- checks before its first write.
+--   k: room, places, and who, line, passes when the script has them
+local function room_check(k)
+  check_type(k.room, 'hash')
+  check_type(k.places, 'hash')
+  if k.who then
+    check_type(k.who, 'hash')
+  end
+  if k.line then
+    check_type(k.line, 'zset')
+  end
+  if k.passes then
+    check_type(k.passes, 'zset')
+  end
+end
+
+-- room_admit(k, now, ttl, t0, limit, cap): the admission step. Passes
+-- that lapsed by now give their units back; then, from T0 (t0, Redis ms)
+-- on, the head of the line is admitted while the units it asked for are
+-- left (cap, the event's stock (catalog Room.Stock), less its 'ev' sold
+-- count and resv), at most limit places a call. A head that asks for more
+-- than is left waits while live passes may give units back; when none
+-- may, it is admitted for what is left (it is not skipped: the line keeps
+-- its order). Returns the units left and resv after the step, and sold.
+--   k: room, line, places, passes, soldkey (checked by room_check and
+--      the caller before its first write)
+local function room_admit(k, now, ttl, t0, limit, cap)
+  -- reads first: every key written below is read or checked before
+  local resv = tonumber(redis.call('HGET', k.room, 'resv')) or 0
+  local nsold = tonumber(redis.call('HGET', k.soldkey, 'ev')) or 0
+  local before = resv
+  local lapsed = redis.call('ZRANGEBYSCORE', k.passes, '-inf', now, 'LIMIT', 0, limit)
+  for _, id in ipairs(lapsed) do
+    local st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))
+    if st == 'a' then
+      resv = resv - qty
+      room_put(k.places, id, 'x', qty, exp, bk)
+      redis.call('HINCRBY', k.room, 'lapsed', 1)
+    end
+    redis.call('ZREM', k.passes, id)
+  end
+  local left = cap - nsold - resv
+  if now >= t0 then
+    for _ = 1, limit do
+      local head = redis.call('ZRANGE', k.line, 0, 0)[1]
+      if not head then
+        break
+      end
+      local _, want, _, bk = room_place(redis.call('HGET', k.places, head))
+      local qty = want or 0
+      if qty > left then
+        if resv > 0 or left <= 0 then
+          break
+        end
+        qty = left
+      end
+      local exp = now + ttl
+      redis.call('ZREM', k.line, head)
+      redis.call('HINCRBY', k.room, 'wn', -1)
+      redis.call('HINCRBY', k.room, 'wq', -(want or 0))
+      room_put(k.places, head, 'a', qty, exp, bk or '')
+      redis.call('ZADD', k.passes, exp, head)
+      redis.call('HINCRBY', k.room, 'admitted', 1)
+      redis.call('HSETNX', k.room, 'first', now)
+      resv = resv + qty
+      left = left - qty
+    end
+  end
+  if resv ~= before then
+    redis.call('HSET', k.room, 'resv', resv)
+  end
+  return left, resv, nsold
+end
+
+-- room_drop(k, id, st, qty, exp, bk, to): takes a waiting or admitted
+-- place out of the line or its pass out of resv, and marks it to ('l', 'u').
+local function room_drop(k, id, st, qty, exp, bk, to)
+  if st == 'w' then
+    redis.call('ZREM', k.line, id)
+    redis.call('HINCRBY', k.room, 'wn', -1)
+    redis.call('HINCRBY', k.room, 'wq', -qty)
+  elseif st == 'a' then
+    redis.call('ZREM', k.passes, id)
+    redis.call('HINCRBY', k.room, 'resv', -qty)
+  end
+  room_put(k.places, id, to, qty, exp, bk)
+end
+
+-- room_reading(k, id, now, left, resv, cap, nsold): what a buyer is told
+-- of place id after room_admit's step, as room_status and room_join
+-- answer it after their code (inventory/room parses it):
+--   state, qty, passExp, ahead, waiting, waitingUnits, left, resv, cap,
+--   sold, now, admitted, first, used, lapsed, bk
+-- state, qty, passExp, bk: the place; ahead: places before it in the line
+-- (-1 when it is not waiting); waiting, waitingUnits: the line's places and
+-- units; left: units neither sold nor reserved; resv: units reserved by
+-- live passes; cap: the event's stock; sold: its 'ev' sold count; now:
+-- Redis ms; admitted, used, lapsed: passes given, that made a
+-- registration, that expired unused, so far; first: Redis ms of the first
+-- pass (0: none yet).
+local function room_reading(k, id, now, left, resv, cap, nsold)
+  local st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))
+  local ahead = -1
+  if st == 'w' then
+    ahead = redis.call('ZRANK', k.line, id) or -1
+  end
+  local r = redis.call('HMGET', k.room, 'wn', 'wq', 'admitted', 'first', 'used', 'lapsed')
+  return {st, qty, exp, ahead, tonumber(r[1]) or 0, tonumber(r[2]) or 0, left, resv, cap, nsold, now,
+    tonumber(r[3]) or 0, tonumber(r[4]) or 0, tonumber(r[5]) or 0, tonumber(r[6]) or 0, bk}
+end
+
+-- room_answer(code, head, reading): {code, head..., reading...}.
+local function room_answer(code, head, reading)
+  local out = {code}
+  for _, v in ipairs(head) do
+    out[#out + 1] = v
+  end
+  for _, v in ipairs(reading) do
+    out[#out + 1] = v
+  end
+  return out
+end

@@ -1,0 +1,88 @@
+-- room_join: a buyer's place in an event's waiting room (lib/room). One
+-- place per identity: the buyer's e-mail (its buyer key) and the device
+-- each name the place they joined with, and a second join by either
+-- answers that place. A place that left or whose pass lapsed joins again
+-- at the back of the line; a waiting, admitted or used one stays as it is.
+--
+-- KEYS[1] -> room hash          {pN}:ev:<id>:room
+-- KEYS[2] -> identities hash    {pN}:ev:<id>:room:who
+-- KEYS[3] -> line zset          {pN}:ev:<id>:room:line
+-- KEYS[4] -> places hash        {pN}:ev:<id>:room:places
+-- KEYS[5] -> partition marker   {pN}:live (the room stops while it is missing)
+-- KEYS[6] -> sold hash          {pN}:ev:<id>:sold
+-- KEYS[7] -> passes zset        {pN}:ev:<id>:room:passes
+--
+-- ARGV[1] -> a new queue id (taken when the buyer has no place)
+-- ARGV[2] -> buyer key (orders.BuyerKey of the e-mail)
+-- ARGV[3] -> device id ("" when none)
+-- ARGV[4] -> units asked for
+-- ARGV[5] -> the place's rank in the shuffle, in [0, 1) ("": a fifo room)
+-- ARGV[6] -> T0, Redis ms: a fair room ranks by the shuffle before it and
+--            by arrival (1 + seq) from it
+-- ARGV[7] -> pass TTL ms, ARGV[8] -> the most places one call admits,
+-- ARGV[9] -> the event's stock (catalog Room.Stock): the admission step of
+--            lib/room, run after the join as a status call runs it, so the
+--            answer says where the place stands
+--
+-- Output:
+--   {R.OK, queueId, reading...}      a new place (or one that joined again),
+--                                    after the admission step (lib/room
+--                                    room_reading)
+--   {R.EXISTS, queueId, reading...}  the identity's place, unchanged but
+--                                    for the step
+--   {R.SHORT}                   nothing is left to wait for: every unit of
+--                               the event is sold or held by a registration
+--                               awaiting payment, and no pass is live (no
+--                               place is made; holds that lapse give units
+--                               back, and a later join is let in)
+--   {R.STOPPED}                 the partition's marker is missing
+--@include reply
+--@include room
+if redis.call('EXISTS', KEYS[5]) == 0 then
+  return {R.STOPPED}
+end
+local k = {room = KEYS[1], who = KEYS[2], line = KEYS[3], places = KEYS[4], passes = KEYS[7], soldkey = KEYS[6]}
+room_check(k)
+local bk, dev, qty = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local id = redis.call('HGET', k.who, 'e:' .. bk)
+if not id and dev ~= '' then
+  id = redis.call('HGET', k.who, 'd:' .. dev)
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl, t0, limit, cap = tonumber(ARGV[7]), tonumber(ARGV[6]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local st = nil
+if id then
+  st = room_place(redis.call('HGET', k.places, id))
+  if st and st ~= 'l' and st ~= 'x' then
+    local left, resv, nsold = room_admit(k, now, ttl, t0, limit, cap)
+    return room_answer(R.EXISTS, {id}, room_reading(k, id, now, left, resv, cap, nsold))
+  end
+end
+
+local nsold = tonumber(redis.call('HGET', k.soldkey, 'ev')) or 0
+local resv = tonumber(redis.call('HGET', k.room, 'resv')) or 0
+if nsold >= cap and resv <= 0 then
+  return {R.SHORT}
+end
+
+-- writes
+local seq = redis.call('HINCRBY', k.room, 'seq', 1)
+if not id then
+  id = ARGV[1]
+end
+local rank = 1 + seq
+if ARGV[5] ~= '' and now < tonumber(ARGV[6]) and not st then
+  rank = tonumber(ARGV[5])
+end
+redis.call('HSET', k.who, 'e:' .. bk, id)
+if dev ~= '' then
+  redis.call('HSET', k.who, 'd:' .. dev, id)
+end
+redis.call('ZADD', k.line, rank, id)
+room_put(k.places, id, 'w', qty, 0, bk)
+redis.call('HINCRBY', k.room, 'wn', 1)
+redis.call('HINCRBY', k.room, 'wq', qty)
+local left
+left, resv, nsold = room_admit(k, now, ttl, t0, limit, cap)
+return room_answer(R.OK, {id}, room_reading(k, id, now, left, resv, cap, nsold))

@@ -1,0 +1,37 @@
+-- room_status: a place of an event's waiting room, after the admission
+-- step (lib/room room_admit): whoever polls moves the line, so passes are
+-- given and lapsed ones return as long as anyone waits.
+--
+-- KEYS[1] -> room hash          {pN}:ev:<id>:room
+-- KEYS[2] -> line zset          {pN}:ev:<id>:room:line
+-- KEYS[3] -> places hash        {pN}:ev:<id>:room:places
+-- KEYS[4] -> passes zset        {pN}:ev:<id>:room:passes
+-- KEYS[5] -> sold hash          {pN}:ev:<id>:sold
+-- KEYS[6] -> partition marker   {pN}:live (the room stops while it is missing)
+--
+-- ARGV[1] -> queue id
+-- ARGV[2] -> pass TTL ms
+-- ARGV[3] -> T0, Redis ms (nobody is admitted before)
+-- ARGV[4] -> the most places one call admits
+-- ARGV[5] -> the event's stock (catalog Room.Stock)
+--
+-- Output:
+--   {R.OK, reading...}   the place after the step (lib/room room_reading)
+--   {R.NOT_FOUND}   no such place
+--   {R.STOPPED}     the partition's marker is missing
+--@include reply
+--@include room
+if redis.call('EXISTS', KEYS[6]) == 0 then
+  return {R.STOPPED}
+end
+local k = {room = KEYS[1], line = KEYS[2], places = KEYS[3], passes = KEYS[4], soldkey = KEYS[5]}
+room_check(k)
+local id = ARGV[1]
+if not redis.call('HGET', k.places, id) then
+  return {R.NOT_FOUND}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local cap = tonumber(ARGV[5])
+local left, resv, nsold = room_admit(k, now, tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), cap)
+return room_answer(R.OK, {}, room_reading(k, id, now, left, resv, cap, nsold))
