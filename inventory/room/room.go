@@ -362,3 +362,33 @@ func PassError(arr []rueidis.RedisMessage) error {
 
 // IsNoPlace reports whether err says the place does not exist.
 func IsNoPlace(err error) bool { return errors.Is(err, errNoPlace) }
+
+// Stats are an event's room as operators see it (/metrics, ticketctl
+// queue).
+type Stats struct {
+	// Arrivals are the joins that made or renewed a place; Waiting and
+	// WaitingUnits the places in the line and the units they ask for.
+	Arrivals, Waiting, WaitingUnits int64
+	// Reserved are the units live passes hold (LivePasses of them).
+	Reserved, LivePasses int64
+	// Admitted, Used and Lapsed count passes given, passes that made a
+	// registration and passes that expired unused.
+	Admitted, Used, Lapsed int64
+}
+
+// Stats reads an event's room in one round trip (nothing is admitted).
+func (s *Service) Stats(ctx context.Context, eventID string) (Stats, error) {
+	res := s.Redis.DoMulti(ctx,
+		s.Redis.B().Hgetall().Key(s.Space.Room(eventID)).Build(),
+		s.Redis.B().Zcard().Key(s.Space.RoomPasses(eventID)).Build())
+	m, err := res[0].AsIntMap()
+	if err != nil {
+		return Stats{}, fmt.Errorf("room: stats: %w", err)
+	}
+	live, err := res[1].AsInt64()
+	if err != nil {
+		return Stats{}, fmt.Errorf("room: stats: %w", err)
+	}
+	return Stats{Arrivals: m["seq"], Waiting: m["wn"], WaitingUnits: m["wq"], Reserved: m["resv"], LivePasses: live,
+		Admitted: m["admitted"], Used: m["used"], Lapsed: m["lapsed"]}, nil
+}

@@ -362,3 +362,25 @@ func code(err error) string {
 	}
 	return fmt.Sprint(err)
 }
+
+// Stats count what operators watch: arrivals, the line, units reserved
+// by live passes, and each pass's fate.
+func TestStatsCountThePasses(t *testing.T) {
+	f := setup(t, 2)
+	cfg := f.open(false, time.Minute)
+	a := f.join(cfg, "a@x.test").QueueID
+	f.join(cfg, "b@x.test")
+	f.join(cfg, "c@x.test")
+	if err := f.s.Leave(f.ctx, ev, a); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.s.Stats(f.ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a left its pass; c is admitted at the next step (no poll yet)
+	want := Stats{Arrivals: 3, Waiting: 1, WaitingUnits: 1, Reserved: 1, LivePasses: 1, Admitted: 2}
+	if st != want {
+		t.Fatalf("stats %+v, want %+v", st, want)
+	}
+}
