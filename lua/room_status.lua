@@ -9,7 +9,7 @@
 -- KEYS[5] -> sold hash          {pN}:ev:<id>:sold
 -- KEYS[6] -> partition marker   {pN}:live (the room stops while it is missing)
 --
--- ARGV[1] -> queue id
+-- ARGV[1] -> queue id ("": the admission step alone, for the nodes' tick)
 -- ARGV[2] -> pass TTL ms
 -- ARGV[3] -> T0, Redis ms (nobody is admitted before)
 -- ARGV[4] -> the most places one call admits
@@ -17,6 +17,7 @@
 --
 -- Output:
 --   {R.OK, reading...}   the place after the step (lib/room room_reading)
+--   {R.OK}               the step alone (no queue id)
 --   {R.NOT_FOUND}   no such place
 --   {R.STOPPED}     the partition's marker is missing
 --@include reply
@@ -27,11 +28,14 @@ end
 local k = {room = KEYS[1], line = KEYS[2], places = KEYS[3], passes = KEYS[4], soldkey = KEYS[5]}
 room_check(k)
 local id = ARGV[1]
-if not redis.call('HGET', k.places, id) then
+if id ~= '' and not redis.call('HGET', k.places, id) then
   return {R.NOT_FOUND}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local cap = tonumber(ARGV[5])
 local left, resv, nsold = room_admit(k, now, tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), cap)
+if id == '' then
+  return {R.OK}
+end
 return room_answer(R.OK, {}, room_reading(k, id, now, left, resv, cap, nsold))

@@ -233,7 +233,7 @@ func New(b Base, st State, s Settings) (*App, error) {
 		Catalog: b.Catalog.Current, Orders: ord, Registrations: regs, Seats: eng,
 		Card: card, Wallet: procs.Wallet, Processors: procs.Set, Tickets: tix, TestMode: s.TestMode,
 		Limiter: limiter, ClientIP: resolver, Gate: gate, Timeout: s.StorefrontTimeout, Logger: log, Holds: hp,
-		Room: &room.Service{Redis: rc, Space: space, Key: s.Keys.Room},
+		Room: &room.Service{Redis: rc, Space: space, Key: s.Keys.Room, Logger: log},
 	}
 	hooks := &webhooks.API{Booker: regs, Redis: rc, Space: space, CardSecret: testSecret(s, s.Keys.CardWebhook),
 		WalletSecret: testSecret(s, s.Keys.WalletWebhook), StripeSecret: s.StripeWebhookSecret, StripeLive: !s.TestMode,
@@ -278,6 +278,9 @@ func New(b Base, st State, s Settings) (*App, error) {
 		Loops: []func(context.Context){
 			func(ctx context.Context) { backlog.Run(ctx, backlogEvery) },
 			func(ctx context.Context) { regs.Run(ctx, sweepEvery) },
+			// a lapsed pass or hold gives its units to the next in line
+			// within a quarter second, though nobody polls
+			func(ctx context.Context) { front.Room.Run(ctx, 250*time.Millisecond, b.Catalog.Current) },
 		},
 		Deliveries: procs.Run,
 	}, nil

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -39,9 +40,10 @@ type Service struct {
 	// call stays short when stock comes back in bulk.
 	AdmitPerCall int
 	// Now is the node's clock (nil: time.Now): only to refuse joins
-	// before the room opens and to tell when the shuffle key may be
-	// shown; Redis' clock decides everything else.
-	Now func() time.Time
+	// before the room opens and to start ticking at T0 (Run); Redis'
+	// clock decides everything else.
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 var (
@@ -167,12 +169,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 // Status reads a place after the admission step, which it runs: every
 // poll moves the line.
 func (s *Service) Status(ctx context.Context, cfg *catalog.Room, eventID, queueID string) (Status, error) {
-	ev := eventID
-	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev),
-		s.Space.Sold(ev), s.Space.Live(keys.Partition(ev))}
-	args := []string{queueID, strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
-		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(s.admitPerCall()), strconv.FormatInt(cfg.Stock, 10)}
-	arr, err := eval.Array(ctx, s.Redis, statusScript, ks, args)
+	arr, err := s.runStatus(ctx, cfg, eventID, queueID)
 	if err != nil {
 		return Status{}, fmt.Errorf("room: status: %w", err)
 	}
@@ -189,11 +186,85 @@ func (s *Service) Status(ctx context.Context, cfg *catalog.Room, eventID, queueI
 	default:
 		return Status{}, reply.Unexpected("room_status", code)
 	}
-	st, err := s.read(cfg, ev, queueID, arr, 1)
+	st, err := s.read(cfg, eventID, queueID, arr, 1)
 	if err != nil {
 		return Status{}, fmt.Errorf("room: status: %w", err)
 	}
 	return st, nil
+}
+
+// runStatus runs room_status for queueID ("": the admission step alone).
+func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID string) ([]rueidis.RedisMessage, error) {
+	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev),
+		s.Space.Sold(ev), s.Space.Live(keys.Partition(ev))}
+	args := []string{queueID, strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
+		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(s.admitPerCall()), strconv.FormatInt(cfg.Stock, 10)}
+	return eval.Array(ctx, s.Redis, statusScript, ks, args)
+}
+
+// Admit runs the admission step of an event's room: passes that lapsed
+// give their units back and the head of the line is admitted while units
+// are left, whether or not anyone polls.
+func (s *Service) Admit(ctx context.Context, cfg *catalog.Room, eventID string) error {
+	arr, err := s.runStatus(ctx, cfg, eventID, "")
+	if err != nil {
+		return fmt.Errorf("room: admit %s: %w", eventID, err)
+	}
+	code, err := reply.Of(arr)
+	if err != nil {
+		return err
+	}
+	switch code {
+	case reply.OK:
+		return nil
+	case reply.Stopped:
+		return errStopped
+	}
+	return reply.Unexpected("room_status", code)
+}
+
+// Run runs the admission step of every room of the current catalog from
+// its T0 on, every period, until ctx ends: a pass that lapses, a place
+// that leaves or a registration that expires gives its units to the head
+// of the line within a period, though nobody polls. Every node runs it;
+// each step is one atomic script, so nodes never admit twice.
+func (s *Service) Run(ctx context.Context, every time.Duration, current func() *catalog.Snapshot) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	failing := map[string]bool{} // events whose last step failed: logged once a streak
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		snap := current()
+		if snap == nil {
+			continue
+		}
+		now := s.now()
+		for id, ev := range snap.Events {
+			if ev.Room == nil || now.Before(ev.Room.SalesStartAt) {
+				continue
+			}
+			err := s.Admit(ctx, ev.Room, id)
+			switch {
+			case err != nil && ctx.Err() == nil && !failing[id]:
+				failing[id] = true
+				s.logger().Warn("room: admission step failed; every tick retries", "event", id, "err", err)
+			case err == nil && failing[id]:
+				delete(failing, id)
+				s.logger().Info("room: admission steps run again", "event", id)
+			}
+		}
+	}
+}
+
+func (s *Service) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
 }
 
 // read is the Status of place queueID from lib/room's room_reading, which

@@ -384,3 +384,44 @@ func TestStatsCountThePasses(t *testing.T) {
 		t.Fatalf("stats %+v, want %+v", st, want)
 	}
 }
+
+// The nodes' tick admits without anyone polling: a pass that lapses goes
+// to the next in line within a tick, from T0 on.
+func TestRunAdmitsWithoutPolls(t *testing.T) {
+	f := setup(t, 1)
+	ttl := int64(1) // seconds, the catalog's unit
+	snap, err := catalog.Compile(1, []catalog.Tenant{{ID: "t1", Events: []catalog.Event{{ID: ev, Status: catalog.StatusOnSale,
+		Storefront: true, Tickets: []catalog.Ticket{{ID: "tk", Name: "T", Price: 100, Capacity: 1}},
+		WaitingRoom: &catalog.WaitingRoom{OpensAt: time.Now().Add(-time.Hour).Format(time.RFC3339),
+			SalesStartAt: time.Now().Add(-time.Minute).Format(time.RFC3339), PassTTL: &ttl, Mode: catalog.RoomModeFIFO}}}}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := snap.Events[ev].Room
+	if cfg == nil || cfg.Stock != 1 || cfg.PassTTL != time.Second {
+		t.Fatalf("compiled room %+v", cfg)
+	}
+	a := f.join(cfg, "a@x.test")
+	b := f.join(cfg, "b@x.test")
+	if a.State != Admitted || b.State != Waiting {
+		t.Fatalf("a %s, b %s: want admitted and waiting", a.State, b.State)
+	}
+	ctx, stop := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); f.s.Run(ctx, 50*time.Millisecond, func() *catalog.Snapshot { return snap }) }()
+	defer func() { stop(); <-done }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		v, err := f.rc.Do(f.ctx, f.rc.B().Hget().Key(f.sp.RoomPlaces(ev)).Field(b.QueueID).Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(v, "a ") {
+			break // admitted by the tick: nobody polled
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b's place is %q 5 s after a's pass lapsed: the tick admitted nobody", v)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
