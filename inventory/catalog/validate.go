@@ -441,8 +441,9 @@ func (v *validator) event(tenantID string, e *Event, path string) *ValidationErr
 
 // waitingRoom checks the event's waitingRoom: opensAt, then salesStartAt
 // after it and before the event starts, passTtl and perBuyer within their
-// limits when set, a known mode, and a GA event without showings: the room
-// does not cover seated or multi-showing events yet.
+// limits when set, a known mode, and a GA event without showings and
+// channels: the room does not cover seated or multi-showing events yet,
+// nor partners beside it.
 func waitingRoom(e *Event, path string) *ValidationError {
 	wr := e.WaitingRoom
 	p := path + ".waitingRoom"
@@ -452,6 +453,14 @@ func waitingRoom(e *Event, path string) *ValidationError {
 			has = "showings"
 		}
 		return fail(p, "the waiting room does not cover seated or multi-showing events yet, and this event has %s; leave waitingRoom out", has)
+	}
+	// Partners would sell the stock the room admits buyers to, so an
+	// admitted buyer could find nothing left: until per-channel
+	// allocations outside the room exist, a room's event sells on the
+	// storefront alone.
+	if len(e.Channels) > 0 {
+		return fail(p, "an event with a waiting room sells on the storefront only (partners would race the queue for its tickets), "+
+			"and this event lists channels %v; leave channels empty or waitingRoom out", e.Channels)
 	}
 	opens, ve := checkTime(wr.OpensAt, p+".opensAt")
 	if ve != nil {

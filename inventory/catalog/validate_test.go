@@ -42,7 +42,7 @@ const validDoc = `{
   {"id": "t_other", "name": "Other Host", "notifyEmail": "", "publishableKeys": [],
    "events": [
     {"id": "ev_other", "shortId": "oT3", "slug": "other", "name": "Other", "startsAt": "2027-09-01T19:30:00Z",
-     "status": "cancelled", "storefront": false, "channels": ["ch_partner"],
+     "status": "cancelled", "storefront": false, "channels": [],
      "tickets": [{"id": "tk_ga", "name": "General", "price": 12.5, "capacity": 10}],
      "waitingRoom": {"opensAt": "2027-08-01T09:00:00Z", "salesStartAt": "2027-08-01T12:00:00+02:00", "passTtl": 300, "perBuyer": 2, "mode": "fifo"}}
    ]}
@@ -154,8 +154,9 @@ func TestValidEdges(t *testing.T) {
 		{"waiting room passTtl 3600 and perBuyer 10", func(d *catalog.Document) {
 			room(d).PassTTL, room(d).PerBuyer = ptr[int64](3600), ptr[int64](10)
 		}},
-		{"waiting room on a GA event without showings", func(d *catalog.Document) {
+		{"waiting room on a GA event without showings or channels", func(d *catalog.Document) {
 			ga(d).Showings = nil
+			ga(d).Channels = nil
 			ga(d).WaitingRoom = &catalog.WaitingRoom{OpensAt: "2027-06-01T09:00:00Z", SalesStartAt: "2027-06-01T10:00:00Z"}
 		}},
 		{"secret of 8 characters", func(d *catalog.Document) { chA(d).Secret = "12345678" }},
@@ -410,7 +411,7 @@ func TestValidateShowingsWithSeatMapSaysWhy(t *testing.T) {
 func TestValidateWaitingRoomSaysWhatItDoesNotCover(t *testing.T) {
 	for name, mutate := range map[string]func(d *catalog.Document){
 		"seat map": func(d *catalog.Document) { hall(d).WaitingRoom = room(d) },
-		"showings": func(d *catalog.Document) { ga(d).WaitingRoom = room(d) },
+		"showings": func(d *catalog.Document) { ga(d).WaitingRoom = room(d); ga(d).Channels = nil },
 	} {
 		t.Run(name, func(t *testing.T) {
 			doc := decodeValid(t)
@@ -420,6 +421,17 @@ func TestValidateWaitingRoomSaysWhatItDoesNotCover(t *testing.T) {
 				t.Fatalf("got %v", err)
 			}
 		})
+	}
+}
+
+// A waiting room's event sells on the storefront only: partners listed
+// beside it would race the queue for its tickets.
+func TestValidateWaitingRoomRefusesChannels(t *testing.T) {
+	doc := decodeValid(t)
+	other(doc).Channels = []string{"ch_partner"}
+	err := catalog.Validate(doc)
+	if err == nil || !strings.Contains(err.Error(), "waitingRoom") || !strings.Contains(err.Error(), "storefront only") {
+		t.Fatalf("got %v", err)
 	}
 }
 
