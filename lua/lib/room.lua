@@ -89,24 +89,29 @@ local function room_admit(k, now, ttl, t0, limit, cap)
       if not head then
         break
       end
-      local _, want, _, bk = room_place(redis.call('HGET', k.places, head))
-      local qty = want or 0
-      if qty > left then
-        if resv > 0 or left <= 0 then
-          break
+      local st, want, _, bk = room_place(redis.call('HGET', k.places, head))
+      if st ~= 'w' then
+        -- a line entry without a waiting place (none is made so): it goes
+        redis.call('ZREM', k.line, head)
+      else
+        local qty = want
+        if qty > left then
+          if resv > 0 or left <= 0 then
+            break
+          end
+          qty = left
         end
-        qty = left
+        local exp = now + ttl
+        redis.call('ZREM', k.line, head)
+        redis.call('HINCRBY', k.room, 'wn', -1)
+        redis.call('HINCRBY', k.room, 'wq', -want)
+        room_put(k.places, head, 'a', qty, exp, bk)
+        redis.call('ZADD', k.passes, exp, head)
+        redis.call('HINCRBY', k.room, 'admitted', 1)
+        redis.call('HSETNX', k.room, 'first', now)
+        resv = resv + qty
+        left = left - qty
       end
-      local exp = now + ttl
-      redis.call('ZREM', k.line, head)
-      redis.call('HINCRBY', k.room, 'wn', -1)
-      redis.call('HINCRBY', k.room, 'wq', -(want or 0))
-      room_put(k.places, head, 'a', qty, exp, bk or '')
-      redis.call('ZADD', k.passes, exp, head)
-      redis.call('HINCRBY', k.room, 'admitted', 1)
-      redis.call('HSETNX', k.room, 'first', now)
-      resv = resv + qty
-      left = left - qty
     end
   end
   if resv ~= before then
