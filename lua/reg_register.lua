@@ -42,6 +42,7 @@
 -- KEYS[19] -> waiting room hash     {pN}:ev:<id>:room (lib/room; read only with a pass)
 -- KEYS[20] -> room places hash      {pN}:ev:<id>:room:places
 -- KEYS[21] -> room passes zset      {pN}:ev:<id>:room:passes
+-- KEYS[22] -> room audit stream     {pN}:ev:<id>:room:audit
 --
 -- ARGV[1]  -> registration id
 -- ARGV[2]  -> register hold TTL ms (the window until a checkout session is attached)
@@ -122,7 +123,7 @@ local id, buyer, client = ARGV[1], ARGV[8], ARGV[13]
 -- is told so before anything else.
 local qid, room, pass = ARGV[15], nil, nil
 if qid ~= '' then
-  room = {room = KEYS[19], places = KEYS[20], passes = KEYS[21]}
+  room = {room = KEYS[19], places = KEYS[20], passes = KEYS[21], audit = KEYS[22]}
   room_check(room)
   local pst, pqty, pexp, pbk = room_place(redis.call('HGET', room.places, qid))
   if pst == 'u' then

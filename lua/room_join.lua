@@ -11,6 +11,7 @@
 -- KEYS[5] -> partition marker   {pN}:live (the room stops while it is missing)
 -- KEYS[6] -> sold hash          {pN}:ev:<id>:sold
 -- KEYS[7] -> passes zset        {pN}:ev:<id>:room:passes
+-- KEYS[8] -> audit stream       {pN}:ev:<id>:room:audit
 --
 -- ARGV[1] -> a new queue id (taken when the buyer has no place)
 -- ARGV[2] -> buyer key (orders.BuyerKey of the e-mail)
@@ -41,7 +42,8 @@
 if redis.call('EXISTS', KEYS[5]) == 0 then
   return {R.STOPPED}
 end
-local k = {room = KEYS[1], who = KEYS[2], line = KEYS[3], places = KEYS[4], passes = KEYS[7], soldkey = KEYS[6]}
+local k = {room = KEYS[1], who = KEYS[2], line = KEYS[3], places = KEYS[4], passes = KEYS[7], soldkey = KEYS[6],
+  audit = KEYS[8]}
 room_check(k)
 local bk, dev, qty = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local id = redis.call('HGET', k.who, 'e:' .. bk)

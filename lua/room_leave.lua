@@ -7,6 +7,7 @@
 -- KEYS[2] -> line zset          {pN}:ev:<id>:room:line
 -- KEYS[3] -> places hash        {pN}:ev:<id>:room:places
 -- KEYS[4] -> passes zset        {pN}:ev:<id>:room:passes
+-- KEYS[5] -> audit stream       {pN}:ev:<id>:room:audit
 --
 -- ARGV[1] -> queue id
 --
@@ -16,7 +17,7 @@
 --   {R.NOT_FOUND}     no such place
 --@include reply
 --@include room
-local k = {room = KEYS[1], line = KEYS[2], places = KEYS[3], passes = KEYS[4]}
+local k = {room = KEYS[1], line = KEYS[2], places = KEYS[3], passes = KEYS[4], audit = KEYS[5]}
 room_check(k)
 local id = ARGV[1]
 local st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))

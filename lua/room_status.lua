@@ -8,12 +8,15 @@
 -- KEYS[4] -> passes zset        {pN}:ev:<id>:room:passes
 -- KEYS[5] -> sold hash          {pN}:ev:<id>:sold
 -- KEYS[6] -> partition marker   {pN}:live (the room stops while it is missing)
+-- KEYS[7] -> audit stream       {pN}:ev:<id>:room:audit
 --
 -- ARGV[1] -> queue id ("": the admission step alone, for the nodes' tick)
 -- ARGV[2] -> pass TTL ms
 -- ARGV[3] -> T0, Redis ms (nobody is admitted before)
 -- ARGV[4] -> the most places one call admits
 -- ARGV[5] -> the event's stock (catalog Room.Stock)
+-- ARGV[6] -> the shuffle key, hex, once T0 passed ("" otherwise): written
+--            to the audit once (the room hash's 'shown' marks it done)
 --
 -- Output:
 --   {R.OK, reading...}   the place after the step (lib/room room_reading)
@@ -25,7 +28,7 @@
 if redis.call('EXISTS', KEYS[6]) == 0 then
   return {R.STOPPED}
 end
-local k = {room = KEYS[1], line = KEYS[2], places = KEYS[3], passes = KEYS[4], soldkey = KEYS[5]}
+local k = {room = KEYS[1], line = KEYS[2], places = KEYS[3], passes = KEYS[4], soldkey = KEYS[5], audit = KEYS[7]}
 room_check(k)
 local id = ARGV[1]
 if id ~= '' and not redis.call('HGET', k.places, id) then
@@ -35,6 +38,9 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local cap = tonumber(ARGV[5])
 local left, resv, nsold = room_admit(k, now, tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), cap)
+if ARGV[6] ~= '' and redis.call('HSETNX', k.room, 'shown', now) == 1 then
+  room_audit(k, 'key', '', 'key', ARGV[6])
+end
 if id == '' then
   return {R.OK}
 end

@@ -533,6 +533,12 @@ var faultCases = []faultCase{
 			f.ok(err)
 			f.ok(f.room.Leave(f.ctx, ev, b.QueueID))
 		}},
+	{name: "room: the nodes' tick admits and shows a fair room's shuffle key", setup: (*fixture).event,
+		act: func(f *fixture) {
+			cfg := roomCfg(time.Minute)
+			cfg.Fair = true
+			f.ok(f.room.Admit(f.ctx, cfg, ev))
+		}},
 	{name: "room: a pass lapses and the next in line is admitted", setup: (*fixture).event,
 		act: func(f *fixture) {
 			cfg := roomCfg(time.Millisecond)

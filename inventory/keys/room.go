@@ -1,6 +1,6 @@
 package keys
 
-// Keys of an event's waiting room (inventory/room). All four sit in the
+// Keys of an event's waiting room (inventory/room). All of them sit in the
 // event's slot, so the scripts that admit, burn and expire passes read the
 // room and the event's capacity and sold counts in one step.
 
@@ -27,3 +27,9 @@ func (s Space) RoomPlaces(eventID string) string { return s.eventKey(eventID, "r
 // RoomPasses is the sorted set of the room's live passes: queue id -> the
 // pass's expiry (Redis ms).
 func (s Space) RoomPasses(eventID string) string { return s.eventKey(eventID, "room:passes", "") }
+
+// RoomAudit is the stream of the room's audit: each pass given (in the
+// order of admission, with the place's rank), used, lapsed or given back
+// by its holder leaving, and the shuffle key once shown (lua/lib/room.lua
+// room_audit). It keeps about the last million entries.
+func (s Space) RoomAudit(eventID string) string { return s.eventKey(eventID, "room:audit", "") }

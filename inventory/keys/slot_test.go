@@ -163,7 +163,7 @@ var scriptKeys = map[string]func(in input) [][]string{
 				out = append(out, append(append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), h,
 					in.sp.DiscountHolds(in.ev), in.sp.DiscountUsed(in.ev), in.sp.Live(in.p()), in.sp.Buyers(in.ev)}, in.seats()...),
 					in.sp.DiscountHeld(in.ev), in.sp.Expiry(in.p()), in.sp.Paid(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev), ip,
-					in.sp.Room(in.ev), in.sp.RoomPlaces(in.ev), in.sp.RoomPasses(in.ev)))
+					in.sp.Room(in.ev), in.sp.RoomPlaces(in.ev), in.sp.RoomPasses(in.ev), in.sp.RoomAudit(in.ev)))
 			}
 		}
 		return out
@@ -174,14 +174,14 @@ var scriptKeys = map[string]func(in input) [][]string{
 	"reg_status": func(in input) [][]string { return [][]string{{in.order()}} },
 	"room_join": func(in input) [][]string {
 		return [][]string{{in.sp.Room(in.ev), in.sp.RoomWho(in.ev), in.sp.RoomLine(in.ev), in.sp.RoomPlaces(in.ev), in.sp.Live(in.p()),
-			in.sp.Sold(in.ev), in.sp.RoomPasses(in.ev)}}
+			in.sp.Sold(in.ev), in.sp.RoomPasses(in.ev), in.sp.RoomAudit(in.ev)}}
 	},
 	"room_leave": func(in input) [][]string {
-		return [][]string{{in.sp.Room(in.ev), in.sp.RoomLine(in.ev), in.sp.RoomPlaces(in.ev), in.sp.RoomPasses(in.ev)}}
+		return [][]string{{in.sp.Room(in.ev), in.sp.RoomLine(in.ev), in.sp.RoomPlaces(in.ev), in.sp.RoomPasses(in.ev), in.sp.RoomAudit(in.ev)}}
 	},
 	"room_status": func(in input) [][]string {
 		return [][]string{{in.sp.Room(in.ev), in.sp.RoomLine(in.ev), in.sp.RoomPlaces(in.ev), in.sp.RoomPasses(in.ev),
-			in.sp.Sold(in.ev), in.sp.Live(in.p())}}
+			in.sp.Sold(in.ev), in.sp.Live(in.p()), in.sp.RoomAudit(in.ev)}}
 	},
 	"seat_extend": func(in input) (out [][]string) {
 		for _, ip := range in.ipTokens() {

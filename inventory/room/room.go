@@ -13,6 +13,7 @@ package room
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -138,7 +139,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 	}
 	ev := req.EventID
 	ks := []string{s.Space.Room(ev), s.Space.RoomWho(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev),
-		s.Space.Live(keys.Partition(ev)), s.Space.Sold(ev), s.Space.RoomPasses(ev)}
+		s.Space.Live(keys.Partition(ev)), s.Space.Sold(ev), s.Space.RoomPasses(ev), s.Space.RoomAudit(ev)}
 	args := []string{id, orders.BuyerKey(req.Email), req.Device, strconv.FormatInt(req.Quantity, 10), rank,
 		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
 		strconv.Itoa(s.admitPerCall()), strconv.FormatInt(cfg.Stock, 10)}
@@ -169,7 +170,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 // Status reads a place after the admission step, which it runs: every
 // poll moves the line.
 func (s *Service) Status(ctx context.Context, cfg *catalog.Room, eventID, queueID string) (Status, error) {
-	arr, err := s.runStatus(ctx, cfg, eventID, queueID)
+	arr, err := s.runStatus(ctx, cfg, eventID, queueID, "")
 	if err != nil {
 		return Status{}, fmt.Errorf("room: status: %w", err)
 	}
@@ -193,20 +194,26 @@ func (s *Service) Status(ctx context.Context, cfg *catalog.Room, eventID, queueI
 	return st, nil
 }
 
-// runStatus runs room_status for queueID ("": the admission step alone).
-func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID string) ([]rueidis.RedisMessage, error) {
+// runStatus runs room_status for queueID ("": the admission step alone),
+// writing key (hex; "" none) to the audit once.
+func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID, key string) ([]rueidis.RedisMessage, error) {
 	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev),
-		s.Space.Sold(ev), s.Space.Live(keys.Partition(ev))}
+		s.Space.Sold(ev), s.Space.Live(keys.Partition(ev)), s.Space.RoomAudit(ev)}
 	args := []string{queueID, strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
-		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(s.admitPerCall()), strconv.FormatInt(cfg.Stock, 10)}
+		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(s.admitPerCall()), strconv.FormatInt(cfg.Stock, 10), key}
 	return eval.Array(ctx, s.Redis, statusScript, ks, args)
 }
 
 // Admit runs the admission step of an event's room: passes that lapsed
 // give their units back and the head of the line is admitted while units
-// are left, whether or not anyone polls.
+// are left, whether or not anyone polls. From T0 a fair room's shuffle key
+// goes to the audit, once.
 func (s *Service) Admit(ctx context.Context, cfg *catalog.Room, eventID string) error {
-	arr, err := s.runStatus(ctx, cfg, eventID, "")
+	key := ""
+	if cfg.Fair && !s.now().Before(cfg.SalesStartAt) {
+		key = hex.EncodeToString(s.ShuffleKey(eventID))
+	}
+	arr, err := s.runStatus(ctx, cfg, eventID, "", key)
 	if err != nil {
 		return fmt.Errorf("room: admit %s: %w", eventID, err)
 	}
@@ -373,7 +380,7 @@ func (r reading) eta(cfg *catalog.Room) *time.Duration {
 // A place neither waiting nor admitted is left as it is.
 func (s *Service) Leave(ctx context.Context, eventID, queueID string) error {
 	ev := eventID
-	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev)}
+	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev), s.Space.RoomAudit(ev)}
 	arr, err := eval.Array(ctx, s.Redis, leaveScript, ks, []string{queueID})
 	if err != nil {
 		return fmt.Errorf("room: leave: %w", err)
@@ -462,4 +469,40 @@ func (s *Service) Stats(ctx context.Context, eventID string) (Stats, error) {
 	}
 	return Stats{Arrivals: m["seq"], Waiting: m["wn"], WaitingUnits: m["wq"], Reserved: m["resv"], LivePasses: live,
 		Admitted: m["admitted"], Used: m["used"], Lapsed: m["lapsed"]}, nil
+}
+
+// AuditEntry is one entry of a room's audit (keys.Space RoomAudit).
+type AuditEntry struct {
+	// ID is the stream entry's id: Redis ms, then a sequence.
+	ID string
+	// What is "admitted", "used", "lapsed", "left" or "key".
+	What    string
+	QueueID string
+	// Units are the pass's (admitted, used, lapsed); Rank the place's in
+	// the line when admitted; Was what a place that left was (waiting,
+	// admitted); Key the shuffle key, hex.
+	Units     int64
+	Rank, Was string
+	Key       string
+}
+
+// Audit reads up to count entries of the room's audit after the entry id
+// after ("" from the start), in order.
+func (s *Service) Audit(ctx context.Context, eventID, after string, count int64) ([]AuditEntry, error) {
+	start := "-"
+	if after != "" {
+		start = "(" + after
+	}
+	xs, err := s.Redis.Do(ctx, s.Redis.B().Xrange().Key(s.Space.RoomAudit(eventID)).Start(start).End("+").Count(count).Build()).AsXRange()
+	if err != nil {
+		return nil, fmt.Errorf("room: audit: %w", err)
+	}
+	out := make([]AuditEntry, len(xs))
+	for i, x := range xs {
+		f := x.FieldValues
+		n, _ := strconv.ParseInt(f["n"], 10, 64)
+		was := map[string]string{"w": Waiting, "a": Admitted}[f["was"]]
+		out[i] = AuditEntry{ID: x.ID, What: f["e"], QueueID: f["q"], Units: n, Rank: f["rank"], Was: was, Key: f["key"]}
+	}
+	return out, nil
 }

@@ -425,3 +425,41 @@ func TestRunAdmitsWithoutPolls(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// The audit holds the admission order with each place's rank, each pass's
+// fate and, from T0, the shuffle key, so the order can be checked later.
+func TestAuditHoldsTheOrderAndEachPassesFate(t *testing.T) {
+	f := setup(t, 2)
+	cfg := f.open(true, time.Minute)
+	a := f.join(cfg, "a@x.test").QueueID
+	b := f.join(cfg, "b@x.test").QueueID
+	c := f.join(cfg, "c@x.test").QueueID
+	if err := f.s.Leave(f.ctx, ev, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.Admit(f.ctx, cfg, ev); err != nil { // c takes a's place; the key is shown
+		t.Fatal(err)
+	}
+	if err := f.s.Admit(f.ctx, cfg, ev); err != nil { // the key once only
+		t.Fatal(err)
+	}
+	got, err := f.s.Audit(f.ctx, ev, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, e := range got {
+		lines = append(lines, fmt.Sprintf("%s %s %d %s", e.What, e.QueueID, e.Units, e.Was))
+	}
+	want := []string{"admitted " + a + " 1 ", "admitted " + b + " 1 ", "left " + a + " 0 admitted", "admitted " + c + " 1 ", "key  0 "}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("audit\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	if got[0].Rank == "" || got[4].Key != hex.EncodeToString(f.s.ShuffleKey(ev)) {
+		t.Fatalf("rank %q, key %q", got[0].Rank, got[4].Key)
+	}
+	rest, err := f.s.Audit(f.ctx, ev, got[1].ID, 100)
+	if err != nil || len(rest) != 3 || rest[0].ID != got[2].ID {
+		t.Fatalf("audit after the second entry: %+v %v", rest, err)
+	}
+}

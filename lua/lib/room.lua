@@ -40,12 +40,21 @@ local function room_put(places, id, st, qty, exp, bk)
   redis.call('HSET', places, id, st .. ' ' .. qty .. ' ' .. exp .. ' ' .. bk)
 end
 
+-- room_audit(k, what, id, ...): one entry of the room's audit stream
+-- (keys.Space RoomAudit): e = what ('admitted', 'used', 'lapsed', 'left',
+-- 'key'), q = the place, then the field, value pairs given. About the
+-- last million entries are kept.
+local function room_audit(k, what, id, ...)
+  redis.call('XADD', k.audit, 'MAXLEN', '~', 1000000, '*', 'e', what, 'q', id, ...)
+end
+
 -- room_check(k): the type checks of the room's keys, for a script's
 -- checks before its first write.
---   k: room, places, and who, line, passes when the script has them
+--   k: room, places, audit, and who, line, passes when the script has them
 local function room_check(k)
   check_type(k.room, 'hash')
   check_type(k.places, 'hash')
+  check_type(k.audit, 'stream')
   if k.who then
     check_type(k.who, 'hash')
   end
@@ -79,13 +88,15 @@ local function room_admit(k, now, ttl, t0, limit, cap)
       resv = resv - qty
       room_put(k.places, id, 'x', qty, exp, bk)
       redis.call('HINCRBY', k.room, 'lapsed', 1)
+      room_audit(k, 'lapsed', id, 'n', qty)
     end
     redis.call('ZREM', k.passes, id)
   end
   local left = cap - nsold - resv
   if now >= t0 then
     for _ = 1, limit do
-      local head = redis.call('ZRANGE', k.line, 0, 0)[1]
+      local top = redis.call('ZRANGE', k.line, 0, 0, 'WITHSCORES')
+      local head = top[1]
       if not head then
         break
       end
@@ -109,6 +120,7 @@ local function room_admit(k, now, ttl, t0, limit, cap)
         redis.call('ZADD', k.passes, exp, head)
         redis.call('HINCRBY', k.room, 'admitted', 1)
         redis.call('HSETNX', k.room, 'first', now)
+        room_audit(k, 'admitted', head, 'n', qty, 'rank', top[2])
         resv = resv + qty
         left = left - qty
       end
@@ -121,8 +133,14 @@ local function room_admit(k, now, ttl, t0, limit, cap)
 end
 
 -- room_drop(k, id, st, qty, exp, bk, to): takes a waiting or admitted
--- place out of the line or its pass out of resv, and marks it to ('l', 'u').
+-- place out of the line or its pass out of resv, and marks it to ('l'
+-- left, 'u' used), in the audit too.
 local function room_drop(k, id, st, qty, exp, bk, to)
+  if to == 'u' then
+    room_audit(k, 'used', id, 'n', qty)
+  else
+    room_audit(k, 'left', id, 'was', st)
+  end
   if st == 'w' then
     redis.call('ZREM', k.line, id)
     redis.call('HINCRBY', k.room, 'wn', -1)
