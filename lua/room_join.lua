@@ -1,11 +1,11 @@
 -- room_join: a buyer's place in an event's waiting room (lib/room). One
--- place per identity: the buyer's e-mail (its buyer key) and the device
--- each name the place they joined with, and a second join by either
--- answers that place. A place that left or whose pass lapsed joins again
+-- place per identity: the buyer's e-mail (the place's id is derived from
+-- its buyer key) and the device each name the place they joined with, and
+-- a second join by either answers that place. A place that left or whose pass lapsed joins again
 -- at the back of the line; a waiting, admitted or used one stays as it is.
 --
 -- KEYS[1] -> room hash          {pN}:ev:<id>:room
--- KEYS[2] -> identities hash    {pN}:ev:<id>:room:who
+-- KEYS[2] -> devices hash       {pN}:ev:<id>:room:who
 -- KEYS[3] -> line zset          {pN}:ev:<id>:room:line
 -- KEYS[4] -> places hash        {pN}:ev:<id>:room:places
 -- KEYS[5] -> partition marker   {pN}:live (the room stops while it is missing)
@@ -13,7 +13,8 @@
 -- KEYS[7] -> passes zset        {pN}:ev:<id>:room:passes
 -- KEYS[8] -> audit stream       {pN}:ev:<id>:room:audit
 --
--- ARGV[1] -> a new queue id (taken when the buyer has no place)
+-- ARGV[1] -> the e-mail's queue id (room.Service placeID: an HMAC of the
+--            buyer key, so the e-mail needs no entry of its own)
 -- ARGV[2] -> buyer key (orders.BuyerKey of the e-mail)
 -- ARGV[3] -> device id ("" when none)
 -- ARGV[4] -> units asked for
@@ -46,8 +47,12 @@ local k = {room = KEYS[1], who = KEYS[2], line = KEYS[3], places = KEYS[4], pass
   audit = KEYS[8]}
 room_check(k)
 local bk, dev, qty = ARGV[2], ARGV[3], tonumber(ARGV[4])
-local id = redis.call('HGET', k.who, 'e:' .. bk)
-if not id and dev ~= '' then
+-- the e-mail's place has the id ARGV[1] (derived from its buyer key); a
+-- device names the place it joined for, whatever the e-mail
+local id = nil
+if redis.call('HEXISTS', k.places, ARGV[1]) == 1 then
+  id = ARGV[1]
+elseif dev ~= '' then
   id = redis.call('HGET', k.who, 'd:' .. dev)
 end
 local t = redis.call('TIME')
@@ -77,7 +82,6 @@ local rank = 1 + seq
 if ARGV[5] ~= '' and now < tonumber(ARGV[6]) and not st then
   rank = tonumber(ARGV[5])
 end
-redis.call('HSET', k.who, 'e:' .. bk, id)
 if dev ~= '' then
   redis.call('HSET', k.who, 'd:' .. dev, id)
 end

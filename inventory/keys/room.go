@@ -10,9 +10,9 @@ package keys
 // ms of the first pass).
 func (s Space) Room(eventID string) string { return s.eventKey(eventID, "room", "") }
 
-// RoomWho is the hash of the room's identities: "e:<buyer key>" (the
-// normalised e-mail's hash, orders.BuyerKey) and "d:<device>" -> the
-// place (queue id) they hold, so a second join answers the same place.
+// RoomWho is the hash of the room's devices: "d:<device>" -> the place
+// (queue id) it joined for, so a second join from it answers that place
+// (an e-mail needs no entry: its place's id is derived from it).
 func (s Space) RoomWho(eventID string) string { return s.eventKey(eventID, "room:who", "") }
 
 // RoomLine is the sorted set of the room's waiters: queue id -> rank (a

@@ -132,7 +132,8 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 	if len(req.Device) > 64 {
 		return Joined{}, apierr.Invalid("device must be at most 64 characters")
 	}
-	id := newQueueID()
+	bk := orders.BuyerKey(req.Email)
+	id := s.placeID(req.EventID, bk)
 	rank := ""
 	if cfg.Fair {
 		rank = strconv.FormatFloat(s.shuffleRank(req.EventID, id), 'g', -1, 64)
@@ -140,7 +141,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 	ev := req.EventID
 	ks := []string{s.Space.Room(ev), s.Space.RoomWho(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev),
 		s.Space.Live(keys.Partition(ev)), s.Space.Sold(ev), s.Space.RoomPasses(ev), s.Space.RoomAudit(ev)}
-	args := []string{id, orders.BuyerKey(req.Email), req.Device, strconv.FormatInt(req.Quantity, 10), rank,
+	args := []string{id, bk, req.Device, strconv.FormatInt(req.Quantity, 10), rank,
 		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
 		strconv.Itoa(s.admitPerCall()), strconv.FormatInt(cfg.Stock, 10)}
 	arr, err := eval.Array(ctx, s.Redis, joinScript, ks, args)
