@@ -1,4 +1,4 @@
-// Command ticketctl is the operator's tool for ticketd. apply talks to the
+// Command ticketctl is the operator's tool for ticketd. apply and queue talk to the
 // admin surface over HTTP (TICKETD_URL) with the admin bearer token
 // (TICKETD_ADMIN_TOKEN); rebuild talks to Redis and Postgres directly
 // (REDIS_URL, DATABASE_URL, TICKETD_KEY_PREFIX), and so do held, release
@@ -22,6 +22,7 @@ Usage:
   ticketctl held                    list the events whose sales are held after a loss
   ticketctl release <event-id>      resume a held event, its lost units sold again
   ticketctl reconcile <event-id>    resume a held event, its lost units kept as sold
+  ticketctl queue <event-id>        show an event's waiting room: settings, line, passes
   ticketctl verify <qr-text>        check a ticket's QR code (- reads it from stdin)
   ticketctl help                    show this text
 
@@ -32,6 +33,19 @@ Apply flags:
 
 Applying creates or updates every object of the document by id; applying it
 twice changes nothing. A bad document is rejected whole.
+
+Queue reads the event's waiting room from the admin surface (GET
+/v1/admin/events/<event-id>/queue, the same token and URL as apply): its
+settings (mode, opensAt, salesStartAt, pass ttl, per buyer, stock) and
+figures (arrivals; places waiting and their tickets; live passes and the
+tickets they hold; passes admitted, the frontier, used and lapsed; the
+conversion, used / (used + lapsed)). Reading it admits no one. An event
+without a waiting room is said to have none (exit 1).
+
+Queue flags:
+  -json         print the room as JSON
+  -token token  admin bearer token (default $TICKETD_ADMIN_TOKEN)
+  -url url      ticketd base URL (default $TICKETD_URL, else http://localhost:8080)
 
 Rebuild restores from Postgres everything capacity depends on (the catalog,
 capacities, sold counts, booked seats, used discount codes, recently paid
@@ -114,6 +128,8 @@ func run(args []string, e env) int {
 		return resolveCmd(rebuild.Release, args[1:], e)
 	case "reconcile":
 		return resolveCmd(rebuild.Reconcile, args[1:], e)
+	case "queue":
+		return queueCmd(args[1:], e)
 	case "verify":
 		return verifyCmd(args[1:], e)
 	case "help", "-h", "-help", "--help":

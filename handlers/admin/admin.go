@@ -1,5 +1,7 @@
-// Package admin serves the operator's surface: PUT /v1/admin/catalog with a
-// bearer token (decisions.md §1). Without TICKETD_ADMIN_TOKEN it is off (404).
+// Package admin serves the operator's surface with a bearer token
+// (decisions.md §1): PUT /v1/admin/catalog applies a catalog, GET
+// /v1/admin/events/{eventId}/queue reads an event's waiting room. Without
+// TICKETD_ADMIN_TOKEN it is off (404).
 package admin
 
 import (
@@ -20,12 +22,16 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/room"
 )
 
 // API is the admin surface.
 type API struct {
 	Token   string
 	Catalog *catalogstore.Store
+	// Room reads the waiting rooms (GET .../queue); nil answers every
+	// event as having none.
+	Room *room.Service
 	// Gate, when set, refuses applies (503) while the Redis state is not
 	// current: capacities must not be written into a Redis that lost its
 	// sold counts.
@@ -54,6 +60,8 @@ func (a *API) Register(r *router.Router) {
 	// nothing of the node's state.
 	rt := &guard.Route[struct{}]{Gate: &a.Gate, GateLast: true, Auth: a.authenticate, Timeout: applyTimeout}
 	r.PUT("/v1/admin/catalog", rt.Wrap(a.applyCatalog))
+	read := &guard.Route[struct{}]{Gate: &a.Gate, GateLast: true, Auth: a.authenticate, Timeout: readTimeout}
+	r.GET("/v1/admin/events/{eventId}/queue", read.Wrap(a.queue))
 }
 
 var errUnauthorized = apierr.Of("ADMIN_UNAUTHORIZED", "a valid Authorization: Bearer admin token is required")

@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/handlers/storefront"
 	"github.com/ticketd/ticketd/handlers/webhooks"
+	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
 	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/keys"
@@ -225,6 +227,10 @@ func New(b Base, st State, s Settings) (*App, error) {
 	}
 	tix := tickets.NewKeys(s.Keys.Tickets)
 	hp := holds.Policy{Key: s.Keys.Holds, Limit: s.HoldsPerIP}
+	// One room service for the storefront (joins, polls, passes), the
+	// admin queue read and the /metrics room gauges.
+	rooms := &room.Service{Redis: rc, Space: space, Key: s.Keys.Room, Logger: log}
+	m.WatchRooms(RoomEvents(b.Catalog.Current), rooms.Stats)
 	card := procs.Card
 	if s.StorefrontCard != nil && procs.TestCard != nil {
 		card = s.StorefrontCard(procs.TestCard)
@@ -233,7 +239,7 @@ func New(b Base, st State, s Settings) (*App, error) {
 		Catalog: b.Catalog.Current, Orders: ord, Registrations: regs, Seats: eng,
 		Card: card, Wallet: procs.Wallet, Processors: procs.Set, Tickets: tix, TestMode: s.TestMode,
 		Limiter: limiter, ClientIP: resolver, Gate: gate, Timeout: s.StorefrontTimeout, Logger: log, Holds: hp,
-		Room: &room.Service{Redis: rc, Space: space, Key: s.Keys.Room, Logger: log},
+		Room: rooms,
 	}
 	hooks := &webhooks.API{Booker: regs, Redis: rc, Space: space, CardSecret: testSecret(s, s.Keys.CardWebhook),
 		WalletSecret: testSecret(s, s.Keys.WalletWebhook), StripeSecret: s.StripeWebhookSecret, StripeLive: !s.TestMode,
@@ -256,8 +262,8 @@ func New(b Base, st State, s Settings) (*App, error) {
 	if s.AdminToken == "" {
 		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
 	}
-	surfaces = append(surfaces, &admin.API{Token: s.AdminToken, Catalog: b.Catalog, Gate: st.Monitor.Gate, ClientIP: resolver,
-		Lockout: locks}, m)
+	surfaces = append(surfaces, &admin.API{Token: s.AdminToken, Catalog: b.Catalog, Room: rooms, Gate: st.Monitor.Gate,
+		ClientIP: resolver, Lockout: locks}, m)
 	payMode := server.PaymentsLive
 	if s.TestMode {
 		payMode = server.PaymentsSimulated
@@ -292,6 +298,25 @@ func New(b Base, st State, s Settings) (*App, error) {
 func NewWorker(b Base, s Settings) *worker.Worker {
 	return &worker.Worker{Redis: b.Redis, Space: b.Space, Pool: b.Pool, Logger: b.Logger, ClaimIdle: s.ClaimIdle, Retention: s.Retention,
 		Replication: s.Replication}
+}
+
+// RoomEvents lists, from the current catalog, the events that have a
+// waiting room (CompiledEvent.Room), sorted by id: those /metrics shows.
+func RoomEvents(current func() *catalog.Snapshot) func() []string {
+	return func() []string {
+		snap := current()
+		if snap == nil {
+			return nil
+		}
+		var out []string
+		for id, ev := range snap.Events {
+			if ev.Room != nil {
+				out = append(out, id)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
 }
 
 // testSecret is a built-in processor's webhook secret: none without test

@@ -62,6 +62,9 @@ var statuses = map[string]int{
 	"QUEUE_PASS_EXPIRED": 403,
 	"QUEUE_PASS_USED":    409,
 	"QUEUE_SOLD_OUT":     409,
+	// The admin queue read (GET /v1/admin/events/{eventId}/queue) of an
+	// event whose catalog event has no waitingRoom.
+	"NO_WAITING_ROOM": 404,
 
 	// The cart (decisions.md §2, docs/decisions.md).
 	"INVALID_QUANTITY":       400,

@@ -1,0 +1,104 @@
+package admin
+
+import (
+	"context"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/room"
+)
+
+// readTimeout bounds an admin read's Redis work.
+const readTimeout = 5 * time.Second
+
+var (
+	errEventNotFound = apierr.Of("EVENT_NOT_FOUND", "no event with this id in the catalog")
+	errNoRoom        = apierr.Of("NO_WAITING_ROOM",
+		"this event has no waiting room: give its catalog event a waitingRoom (opensAt, salesStartAt) to sell through one")
+)
+
+// QueueView is GET /v1/admin/events/{eventId}/queue's answer: the room's
+// settings as compiled from the catalog, and its figures now.
+type QueueView struct {
+	EventID string       `json:"eventId"`
+	Room    RoomSettings `json:"room"`
+	Stats   QueueStats   `json:"stats"`
+}
+
+// RoomSettings are an event's waiting room settings, defaults filled in.
+type RoomSettings struct {
+	OpensAt      string `json:"opensAt"`
+	SalesStartAt string `json:"salesStartAt"`
+	// PassTTL is in seconds.
+	PassTTL  int64  `json:"passTtl"`
+	PerBuyer int64  `json:"perBuyer"`
+	Mode     string `json:"mode"`
+	Stock    int64  `json:"stock"`
+}
+
+// QueueStats are room.Stats, with the pass conversion worked out.
+type QueueStats struct {
+	Arrivals     int64 `json:"arrivals"`
+	Waiting      int64 `json:"waiting"`
+	WaitingUnits int64 `json:"waitingUnits"`
+	Reserved     int64 `json:"reserved"`
+	LivePasses   int64 `json:"livePasses"`
+	// Admitted is the frontier: passes given so far.
+	Admitted int64 `json:"admitted"`
+	Used     int64 `json:"used"`
+	Lapsed   int64 `json:"lapsed"`
+	// Conversion is Used / (Used + Lapsed), null until a pass ended.
+	Conversion *float64 `json:"conversion"`
+}
+
+// RoomView is the view of a compiled room.
+func RoomView(r *catalog.Room) RoomSettings {
+	mode := catalog.RoomModeFIFO
+	if r.Fair {
+		mode = catalog.RoomModeFair
+	}
+	return RoomSettings{OpensAt: r.OpensAt.UTC().Format(time.RFC3339), SalesStartAt: r.SalesStartAt.UTC().Format(time.RFC3339),
+		PassTTL: int64(r.PassTTL / time.Second), PerBuyer: r.PerBuyer, Mode: mode, Stock: r.Stock}
+}
+
+// StatsView is the view of room.Stats.
+func StatsView(st room.Stats) QueueStats {
+	q := QueueStats{Arrivals: st.Arrivals, Waiting: st.Waiting, WaitingUnits: st.WaitingUnits, Reserved: st.Reserved,
+		LivePasses: st.LivePasses, Admitted: st.Admitted, Used: st.Used, Lapsed: st.Lapsed}
+	if ended := st.Used + st.Lapsed; ended > 0 {
+		c := float64(st.Used) / float64(ended)
+		q.Conversion = &c
+	}
+	return q
+}
+
+// queue is GET /v1/admin/events/{eventId}/queue: the event's waiting room
+// as an operator sees it (ticketctl queue), in one Redis round trip;
+// nothing is admitted by reading it.
+func (a *API) queue(ctx *fasthttp.RequestCtx, rctx context.Context, _ struct{}) {
+	id, _ := ctx.UserValue("eventId").(string)
+	var ev *catalog.CompiledEvent
+	if a.Catalog != nil {
+		if snap := a.Catalog.Current(); snap != nil {
+			ev = snap.Events[id]
+		}
+	}
+	if ev == nil {
+		httpx.Fail(ctx, errEventNotFound.With("eventId", id))
+		return
+	}
+	if ev.Room == nil || a.Room == nil {
+		httpx.Fail(ctx, errNoRoom.With("eventId", id))
+		return
+	}
+	st, err := a.Room.Stats(rctx, id)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	httpx.OK(ctx, QueueView{EventID: id, Room: RoomView(ev.Room), Stats: StatsView(st)})
+}

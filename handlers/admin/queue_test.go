@@ -1,0 +1,181 @@
+package admin_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/ticketd/ticketd/handlers/admin"
+	"github.com/ticketd/ticketd/handlers/servertest"
+)
+
+// roomCatalog has ad_room, a GA event of 2 tickets sold through a first
+// come waiting room whose T0 passed, and ad_plain, sold without one.
+func roomCatalog() string {
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	soon := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	return fmt.Sprintf(`{"tenants": [{"id": "t_shop", "name": "Shop Host",
+  "publishableKeys": [{"key": "pk_shop", "domains": ["shop.example.com"], "enabled": true}],
+  "events": [
+   {"id": "ad_room", "shortId": "adrm1", "slug": "room", "name": "Room", "startsAt": "2099-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [],
+    "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 2}],
+    "waitingRoom": {"opensAt": %q, "salesStartAt": %q, "mode": "fifo", "perBuyer": 2, "passTtl": 300}},
+   {"id": "ad_plain", "shortId": "adpl1", "slug": "plain", "name": "Plain", "startsAt": "2099-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [],
+    "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 5}]}
+  ]}], "channels": []}`, past, soon)
+}
+
+func getQueue(t *testing.T, s *servertest.Server, token, event string) *servertest.Response {
+	t.Helper()
+	h := map[string]string{}
+	if token != "" {
+		h["Authorization"] = "Bearer " + token
+	}
+	return s.Do(t, "GET", "/v1/admin/events/"+event+"/queue", h, nil)
+}
+
+func readQueue(t *testing.T, s *servertest.Server, event string) admin.QueueView {
+	t.Helper()
+	r := getQueue(t, s, servertest.AdminToken, event)
+	if r.Status != 200 {
+		t.Fatalf("queue of %s: %s", event, r)
+	}
+	var v admin.QueueView
+	r.Decode(t, &v)
+	return v
+}
+
+type joined struct {
+	State string `json:"state"`
+	Pass  string `json:"pass"`
+}
+
+func joinRoom(t *testing.T, s *servertest.Server, email string) joined {
+	t.Helper()
+	r := s.Front(t, "POST", "/queue/ad_room/join", map[string]any{"email": email})
+	if r.Status != 200 {
+		t.Fatalf("join as %s: %s", email, r)
+	}
+	var j joined
+	r.Decode(t, &j)
+	return j
+}
+
+// TestQueueRead reads a waiting room over HTTP as joins, a registration
+// with a pass move it; the same figures reach /metrics. An event without
+// a room, an unknown event and a caller without the token are refused.
+func TestQueueRead(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{})
+	s.Apply(t, []byte(roomCatalog()))
+
+	v := readQueue(t, s, "ad_room")
+	wantRoom := admin.RoomSettings{PassTTL: 300, PerBuyer: 2, Mode: "fifo", Stock: 2,
+		OpensAt: v.Room.OpensAt, SalesStartAt: v.Room.SalesStartAt}
+	if v.EventID != "ad_room" || v.Room != wantRoom || v.Room.OpensAt == "" || v.Room.SalesStartAt == "" {
+		t.Fatalf("settings: %+v, want %+v", v, wantRoom)
+	}
+	if v.Stats != (admin.QueueStats{}) {
+		t.Fatalf("an empty room: %+v", v.Stats)
+	}
+
+	ann := joinRoom(t, s, "ann@example.com")
+	joinRoom(t, s, "bob@example.com")
+	if cat := joinRoom(t, s, "cat@example.com"); cat.State != "waiting" || ann.State != "admitted" || ann.Pass == "" {
+		t.Fatalf("joins: ann %+v, cat %+v: want ann admitted, cat waiting", ann, cat)
+	}
+	v = readQueue(t, s, "ad_room")
+	want := admin.QueueStats{Arrivals: 3, Waiting: 1, WaitingUnits: 1, Reserved: 2, LivePasses: 2, Admitted: 2}
+	if v.Stats != want {
+		t.Fatalf("after three joins: %+v, want %+v", v.Stats, want)
+	}
+	// The read admits no one and changes nothing.
+	if again := readQueue(t, s, "ad_room"); again.Stats != want {
+		t.Fatalf("read again: %+v, want %+v", again.Stats, want)
+	}
+
+	// Ann's pass makes her registration: used, her ticket leaves the
+	// passes' reserve.
+	r := s.Do(t, "POST", "/v1/storefront/register-guest", servertest.With(servertest.Shop(), "x-queue-pass", ann.Pass),
+		servertest.Guest("ad_room", map[string]any{"selectedTicketId": "tk", "email": "ann@example.com"}))
+	if r.Status != 200 {
+		t.Fatalf("register with the pass: %s", r)
+	}
+	v = readQueue(t, s, "ad_room")
+	if v.Stats.Used != 1 || v.Stats.LivePasses != 1 || v.Stats.Reserved != 1 || v.Stats.Admitted != 2 ||
+		v.Stats.Conversion == nil || *v.Stats.Conversion != 1 {
+		t.Fatalf("after a registration with a pass: %+v", v.Stats)
+	}
+
+	// /metrics shows the same.
+	mfs := scrapeMetrics(t, s)
+	for name, w := range map[string]float64{
+		"ticketd_room_waiting_places": 1, "ticketd_room_waiting_units": 1, "ticketd_room_reserved_units": 1,
+		"ticketd_room_live_passes": 1, "ticketd_room_arrivals_total": 3, "ticketd_room_admitted_total": 2,
+		"ticketd_room_passes_used_total": 1, "ticketd_room_passes_lapsed_total": 0, "ticketd_room_pass_conversion": 1,
+	} {
+		if got, ok := metricValue(mfs, name, "ad_room"); !ok || got != w {
+			t.Errorf("%s{event=\"ad_room\"} = %v (present %v), want %v", name, got, ok, w)
+		}
+	}
+	if _, ok := metricValue(mfs, "ticketd_room_waiting_places", "ad_plain"); ok {
+		t.Error("/metrics shows a room for an event without one")
+	}
+
+	r = getQueue(t, s, servertest.AdminToken, "ad_plain")
+	if r.Status != 404 || r.Code != "NO_WAITING_ROOM" || !strings.Contains(r.Message, "no waiting room") || r.Raw["eventId"] != "ad_plain" {
+		t.Fatalf("event without a room: %s, want 404 NO_WAITING_ROOM", r)
+	}
+	if r := getQueue(t, s, servertest.AdminToken, "ad_none"); r.Status != 404 || r.Code != "EVENT_NOT_FOUND" {
+		t.Fatalf("unknown event: %s, want 404 EVENT_NOT_FOUND", r)
+	}
+	if r := getQueue(t, s, "", "ad_room"); r.Status != 401 || r.Code != "ADMIN_UNAUTHORIZED" {
+		t.Fatalf("no token: %s", r)
+	}
+	if r := getQueue(t, s, "wrong", "ad_room"); r.Status != 401 || r.Code != "ADMIN_UNAUTHORIZED" {
+		t.Fatalf("wrong token: %s", r)
+	}
+}
+
+func scrapeMetrics(t *testing.T, s *servertest.Server) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(s.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/metrics: %d %v", resp.StatusCode, err)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	return mfs
+}
+
+// metricValue is the value of family name's series for event.
+func metricValue(mfs map[string]*dto.MetricFamily, name, event string) (float64, bool) {
+	for _, m := range mfs[name].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == "event" && lp.GetValue() == event {
+				if c := m.GetCounter(); c != nil {
+					return c.GetValue(), true
+				}
+				return m.GetGauge().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
