@@ -23,7 +23,7 @@ import (
 const passHeader = "x-queue-pass"
 
 var (
-	errNoRoom = apierr.Of("NOT_FOUND", "this event has no waiting room: buy without one")
+	errNoRoom = apierr.Of("NO_WAITING_ROOM", "this event has no waiting room: buy without joining one")
 	errNoPoll = apierr.Of("MISSING_CREDENTIALS",
 		"send the pollToken the join answered as Authorization: Bearer <pollToken>")
 	errBadPoll = apierr.Of("INVALID_CREDENTIALS", "the bearer token is not a pollToken of this event's waiting room")

@@ -13,7 +13,7 @@ import (
 
 // roomCatalog has GA events with a waiting room: sf_room (first come, its
 // T0 passed, 2 places), sf_room_fair (fair, T0 an hour ahead) and
-// sf_room_shown (fair, T0 passed).
+// sf_room_shown (fair, T0 passed), and sf_plain without one.
 func roomCatalog() string {
 	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	soon := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
@@ -32,7 +32,10 @@ func roomCatalog() string {
    {"id": "sf_room_shown", "shortId": "sfrm3", "slug": "room-shown", "name": "Fair Room, open", "startsAt": "2099-07-01T18:00:00Z",
     "status": "on_sale", "storefront": true, "channels": [],
     "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 5}],
-    "waitingRoom": {"opensAt": %q, "salesStartAt": %q, "mode": "fair"}}
+    "waitingRoom": {"opensAt": %q, "salesStartAt": %q, "mode": "fair"}},
+   {"id": "sf_plain", "shortId": "sfpl1", "slug": "plain", "name": "No Room", "startsAt": "2099-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [],
+    "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 5}]}
   ]}], "channels": []}`, past, soon, past, later, past, soon)
 }
 
@@ -167,6 +170,7 @@ func TestWaitingRoomJoinRefusals(t *testing.T) {
 		{"a quantity that is no number", "/queue/sf_room/join", map[string]any{"email": "a@example.com", "quantity": "two"}, 400, "INVALID_REQUEST"},
 		{"a device too long", "/queue/sf_room/join", map[string]any{"email": "a@example.com", "device": strings.Repeat("d", 65)}, 400, "INVALID_REQUEST"},
 		{"no such event", "/queue/nope/join", map[string]any{"email": "a@example.com"}, 404, "EVENT_NOT_FOUND"},
+		{"an event without a room", "/queue/sf_plain/join", map[string]any{"email": "a@example.com"}, 404, "NO_WAITING_ROOM"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			expect(t, s.Front(t, "POST", c.path, c.body), c.status, c.code)
