@@ -17,10 +17,13 @@
 -- ARGV[5] -> the event's stock (catalog Room.Stock)
 -- ARGV[6] -> the shuffle key, hex, once T0 passed ("" otherwise): written
 --            to the audit once (the room hash's 'shown' marks it done)
+-- ARGV[7] -> without a queue id: the most line scores the answer samples
+--            (lib/room room_frontier)
 --
 -- Output:
 --   {R.OK, reading...}   the place after the step (lib/room room_reading)
---   {R.OK}               the step alone (no queue id)
+--   {R.OK, frontier...}  the step alone (no queue id), and the room's
+--                        frontier (lib/room room_frontier)
 --   {R.NOT_FOUND}   no such place
 --   {R.STOPPED}     the partition's marker is missing
 --@include reply
@@ -42,6 +45,6 @@ if ARGV[6] ~= '' and redis.call('HSETNX', k.room, 'shown', now) == 1 then
   room_audit(k, 'key', '', 'key', ARGV[6])
 end
 if id == '' then
-  return {R.OK}
+  return room_answer(R.OK, {}, room_frontier(k, now, left, resv, cap, nsold, tonumber(ARGV[7])))
 end
 return room_answer(R.OK, {}, room_reading(k, id, now, left, resv, cap, nsold))

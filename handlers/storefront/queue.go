@@ -134,17 +134,17 @@ func (a *API) queueJoin(ctx *fasthttp.RequestCtx, r *request) {
 }
 
 // place is the place the request's bearer poll token names.
-func (a *API) place(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent) (string, *apierr.Error) {
+func (a *API) place(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent) (room.Place, *apierr.Error) {
 	auth := ctx.Request.Header.Peek("Authorization")
 	tok, ok := bytes.CutPrefix(auth, []byte("Bearer "))
 	if !ok || len(tok) == 0 {
-		return "", errNoPoll
+		return room.Place{}, errNoPoll
 	}
-	qid, ok := a.Room.PlaceOf(ev.ID, string(tok))
+	p, ok := a.Room.PlaceOf(ev.ID, string(tok))
 	if !ok {
-		return "", errBadPoll
+		return room.Place{}, errBadPoll
 	}
-	return qid, nil
+	return p, nil
 }
 
 // queueStatus is GET /v1/storefront/queue/{eventId}/status.
@@ -154,18 +154,18 @@ func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	qid, e := a.place(ctx, ev)
+	p, e := a.place(ctx, ev)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
 	}
-	st, err := a.Room.Status(r.ctx, ev.Room, ev.ID, qid)
+	st, err := a.Room.Poll(r.ctx, ev.Room, ev.ID, p)
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("queue status", err))
 		return
 	}
 	v := a.placeView(ev, st)
-	v.QueueID = qid
+	v.QueueID = p.QueueID
 	httpx.OK(ctx, v)
 }
 
@@ -176,16 +176,16 @@ func (a *API) queueLeave(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	qid, e := a.place(ctx, ev)
+	p, e := a.place(ctx, ev)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
 	}
-	if err := a.Room.Leave(r.ctx, ev.ID, qid); err != nil {
+	if err := a.Room.Leave(r.ctx, ev.ID, p.QueueID); err != nil {
 		httpx.Fail(ctx, a.unavailable("queue leave", err))
 		return
 	}
-	httpx.OK(ctx, map[string]any{"queueId": qid, "state": room.Left})
+	httpx.OK(ctx, map[string]any{"queueId": p.QueueID, "state": room.Left})
 }
 
 // roomPass checks the x-queue-pass of a registration of ev by email: the

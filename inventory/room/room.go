@@ -17,7 +17,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -45,6 +47,12 @@ type Service struct {
 	// clock decides everything else.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// NearHead is how close to the head (places ahead) a poll goes to
+	// Redis (0: 200); a poll farther back is answered from the node's
+	// frontier while it is fresh.
+	NearHead int64
+
+	frontiers sync.Map // event id -> *frontier, from the tick (Run)
 }
 
 var (
@@ -94,6 +102,11 @@ type Status struct {
 	// Reason says why a sold-out place waits for nothing ("sold_out":
 	// every unit is sold or held by a buyer paying).
 	Reason string
+	// Memory is true when the node answered from its frontier, without
+	// Redis (a place far from the head).
+	Memory bool
+
+	rank float64 // its score in the line (NaN: not waiting)
 }
 
 func (s *Service) now() time.Time {
@@ -159,7 +172,8 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 		if err != nil {
 			return Joined{}, fmt.Errorf("room: join: %w", err)
 		}
-		return Joined{QueueID: qid, PollToken: s.PollToken(ev, qid), Again: code == reply.Exists, Status: st}, nil
+		p := Place{QueueID: qid, Rank: st.rank, Quantity: st.Quantity}
+		return Joined{QueueID: qid, PollToken: s.PollToken(ev, p), Again: code == reply.Exists, Status: st}, nil
 	case reply.Short:
 		return Joined{}, ErrSoldOut
 	case reply.Stopped:
@@ -201,7 +215,8 @@ func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID,
 	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev),
 		s.Space.Sold(ev), s.Space.Live(keys.Partition(ev)), s.Space.RoomAudit(ev)}
 	args := []string{queueID, strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
-		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(s.admitPerCall()), strconv.FormatInt(cfg.Stock, 10), key}
+		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(s.admitPerCall()), strconv.FormatInt(cfg.Stock, 10), key,
+		strconv.Itoa(frontierSamples)}
 	return eval.Array(ctx, s.Redis, statusScript, ks, args)
 }
 
@@ -224,18 +239,27 @@ func (s *Service) Admit(ctx context.Context, cfg *catalog.Room, eventID string) 
 	}
 	switch code {
 	case reply.OK:
-		return nil
 	case reply.Stopped:
 		return errStopped
+	default:
+		return reply.Unexpected("room_status", code)
 	}
-	return reply.Unexpected("room_status", code)
+	f, err := frontierOf(arr, 1)
+	if err != nil {
+		return fmt.Errorf("room: admit %s: %w", eventID, err)
+	}
+	f.at = s.now()
+	s.frontiers.Store(eventID, f)
+	return nil
 }
 
 // Run runs the admission step of every room of the current catalog from
-// its T0 on, every period, until ctx ends: a pass that lapses, a place
-// that leaves or a registration that expires gives its units to the head
-// of the line within a period, though nobody polls. Every node runs it;
-// each step is one atomic script, so nodes never admit twice.
+// its opening on, every period, until ctx ends: a pass that lapses, a
+// place that leaves or a registration that expires gives its units to the
+// head of the line within a period, though nobody polls (nobody is
+// admitted before T0). Every node runs it; each step is one atomic
+// script, so nodes never admit twice. Each step also refreshes the node's
+// frontier of the room, which answers the polls far from the head.
 func (s *Service) Run(ctx context.Context, every time.Duration, current func() *catalog.Snapshot) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -252,7 +276,7 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 		}
 		now := s.now()
 		for id, ev := range snap.Events {
-			if ev.Room == nil || now.Before(ev.Room.SalesStartAt) {
+			if ev.Room == nil || now.Before(ev.Room.OpensAt) {
 				continue
 			}
 			err := s.Admit(ctx, ev.Room, id)
@@ -287,6 +311,12 @@ func (s *Service) read(cfg *catalog.Room, eventID, queueID string, arr []rueidis
 	if err != nil {
 		return Status{}, err
 	}
+	rank := math.NaN()
+	if rs, _ := eval.Str(arr, at+16); rs != "" {
+		if rank, err = strconv.ParseFloat(rs, 64); err != nil {
+			return Status{}, err
+		}
+	}
 	for i := 1; i < len(n); i++ {
 		if n[i], err = eval.Int(arr, at+i); err != nil {
 			return Status{}, err
@@ -295,6 +325,7 @@ func (s *Service) read(cfg *catalog.Room, eventID, queueID string, arr []rueidis
 	r := reading{state: st, qty: n[1], passExp: n[2], ahead: n[3], waiting: n[4], waitingUnits: n[5], left: n[6],
 		resv: n[7], cap: n[8], sold: n[9], now: n[10], admitted: n[11], first: n[12], used: n[13], lapsed: n[14]}
 	out := r.status(cfg)
+	out.rank = rank
 	if out.State == Admitted && !out.PassUsed {
 		out.Pass = s.passFor(eventID, queueID, r.passExp, bk)
 	}

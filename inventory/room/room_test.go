@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -320,11 +321,16 @@ func TestPassesAreBoundToEventPlaceAndBuyer(t *testing.T) {
 		t.Errorf("a pass of another key: %v", err)
 	}
 	// a poll token names its place for its event only
-	if q, ok := f.s.PlaceOf(ev, j.PollToken); !ok || q != j.QueueID {
-		t.Fatalf("poll token: %q %v", q, ok)
+	if q, ok := f.s.PlaceOf(ev, j.PollToken); !ok || q.QueueID != j.QueueID || !math.IsNaN(q.Rank) || q.Quantity != 1 {
+		t.Fatalf("poll token of an admitted place: %+v %v", q, ok)
 	}
 	if _, ok := f.s.PlaceOf("ev_other", j.PollToken); ok {
 		t.Fatal("a poll token of another event was taken")
+	}
+	for i := range 4 {
+		if _, ok := f.s.PlaceOf(ev, tamper(j.PollToken, i)); ok {
+			t.Fatalf("a poll token with part %d changed was taken", i)
+		}
 	}
 }
 
@@ -461,5 +467,91 @@ func TestAuditHoldsTheOrderAndEachPassesFate(t *testing.T) {
 	rest, err := f.s.Audit(f.ctx, ev, got[1].ID, 100)
 	if err != nil || len(rest) != 3 || rest[0].ID != got[2].ID {
 		t.Fatalf("audit after the second entry: %+v %v", rest, err)
+	}
+}
+
+// A poll far from the head is answered from the node's frontier (no
+// Redis), with a position within the frontier's sampling of the truth; a
+// poll near the head, of an admitted place, or on a stale frontier goes
+// to Redis.
+func TestFarPollsAreAnsweredFromTheFrontier(t *testing.T) {
+	const stock, n = 10, 1000
+	f := setup(t, stock)
+	cfg := f.open(false, time.Minute)
+	var tokens []string
+	for i := range n {
+		tokens = append(tokens, f.join(cfg, fmt.Sprintf("f%d@x.test", i)).PollToken)
+	}
+	if err := f.s.Admit(f.ctx, cfg, ev); err != nil { // the tick: the frontier
+		t.Fatal(err)
+	}
+	poll := func(i int) Status {
+		t.Helper()
+		p, ok := f.s.PlaceOf(ev, tokens[i])
+		if !ok {
+			t.Fatalf("token %d refused", i)
+		}
+		st, err := f.s.Poll(f.ctx, cfg, ev, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	step := int64((n-stock)/frontierSamples + 1)
+	far := poll(500)
+	if !far.Memory || far.State != Waiting || far.Ahead < 490-step || far.Ahead > 490+step || far.Quantity != 1 {
+		t.Fatalf("the 501st arrival: %+v, want waiting about 490 ahead, from memory", far)
+	}
+	near := poll(stock + 5)
+	if near.Memory || near.State != Waiting || near.Ahead != 5 {
+		t.Fatalf("the 16th arrival: %+v, want waiting 5 ahead, from Redis", near)
+	}
+	if st := poll(0); st.Memory || st.State != Admitted || st.Pass == "" {
+		t.Fatalf("the first arrival: %+v, want admitted, from Redis", st)
+	}
+	f.s.Now = func() time.Time { return time.Now().Add(2 * frontierFresh) }
+	if st := poll(500); st.Memory || st.Ahead != 490 {
+		t.Fatalf("on a stale frontier: %+v, want the exact place from Redis", st)
+	}
+}
+
+// Once nothing is left and no pass may give a ticket back, every waiter
+// far from the head reads sold out from the frontier at the next tick.
+func TestSoldOutReachesFarWaitersFromTheFrontier(t *testing.T) {
+	f := setup(t, 1)
+	f.s.NearHead = 5
+	cfg := f.open(false, time.Minute)
+	var tokens []string
+	for i := range 20 {
+		tokens = append(tokens, f.join(cfg, fmt.Sprintf("s%d@x.test", i)).PollToken)
+	}
+	first, _ := f.s.PlaceOf(ev, tokens[0])
+	f.cmd("HSET", f.sp.Sold(ev), "ev", "1") // the first buyer's registration holds the unit
+	if err := f.s.Leave(f.ctx, ev, first.QueueID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.Admit(f.ctx, cfg, ev); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := f.s.PlaceOf(ev, tokens[15])
+	st, err := f.s.Poll(f.ctx, cfg, ev, p)
+	if err != nil || !st.Memory || st.State != SoldOut {
+		t.Fatalf("a far waiter: %+v %v, want sold_out from memory", st, err)
+	}
+}
+
+// The frontier's estimate: exact at its samples, interpolated between
+// them, the whole line for a place behind the last read, none before the
+// head.
+func TestFrontierEstimatesThePlacesAhead(t *testing.T) {
+	fr := &frontier{reading: reading{waiting: 10}, scores: []float64{5, 9, 13, 14}, pos: []int64{0, 4, 8, 9}}
+	for _, c := range []struct {
+		rank  float64
+		ahead int64
+		ok    bool
+	}{{5, 0, true}, {7, 2, true}, {9, 4, true}, {12, 7, true}, {14, 9, true}, {20, 10, true}, {4, 0, false}} {
+		if a, ok := fr.ahead(c.rank); a != c.ahead || ok != c.ok {
+			t.Errorf("rank %v: %d %v, want %d %v", c.rank, a, ok, c.ahead, c.ok)
+		}
 	}
 }

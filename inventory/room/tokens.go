@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -37,24 +38,50 @@ func mac(key []byte, parts ...string) []byte {
 	return h.Sum(nil)[:16]
 }
 
-// PollToken is the bearer token of a place's status and leave calls:
-// "<queueId>.<mac>". It names the place and proves it was given by a join.
-func (s *Service) PollToken(eventID, queueID string) string {
-	return queueID + "." + b64.EncodeToString(mac(s.Key, "poll", eventID, queueID))
+// Place is a place as its poll token names it: the queue id, and its rank
+// and units when it joined (or joined again), from which a node answers a
+// poll far from the head without Redis (frontier).
+type Place struct {
+	QueueID string
+	// Rank is the place's score in the line (NaN: not known).
+	Rank     float64
+	Quantity int64
 }
 
-// PlaceOf checks a poll token of the event and returns its place's queue
-// id; false when it is not one this room gave.
-func (s *Service) PlaceOf(eventID, token string) (string, bool) {
-	qid, sig, ok := strings.Cut(token, ".")
-	if !ok || qid == "" {
-		return "", false
+// PollToken is the bearer token of a place's status and leave calls:
+// "<queueId>.<rank>.<units>.<mac>", the rank as the base64url of its
+// float64 bits. It names the place and proves it was given by a join.
+func (s *Service) PollToken(eventID string, p Place) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], math.Float64bits(p.Rank))
+	body := p.QueueID + "." + b64.EncodeToString(b[:]) + "." + strconv.FormatInt(p.Quantity, 10)
+	return body + "." + b64.EncodeToString(mac(s.Key, "poll", eventID, body))
+}
+
+// PlaceOf checks a poll token of the event and returns its place; false
+// when it is not one this room gave.
+func (s *Service) PlaceOf(eventID, token string) (Place, bool) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 4 || parts[0] == "" {
+		return Place{}, false
 	}
-	got, err := b64.DecodeString(sig)
+	got, err := b64.DecodeString(parts[3])
 	if err != nil {
-		return "", false
+		return Place{}, false
 	}
-	return qid, hmac.Equal(got, mac(s.Key, "poll", eventID, qid))
+	body := token[:len(token)-len(parts[3])-1]
+	if !hmac.Equal(got, mac(s.Key, "poll", eventID, body)) {
+		return Place{}, false
+	}
+	rb, err := b64.DecodeString(parts[1])
+	if err != nil || len(rb) != 8 {
+		return Place{}, false
+	}
+	qty, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return Place{}, false
+	}
+	return Place{QueueID: parts[0], Rank: math.Float64frombits(binary.BigEndian.Uint64(rb)), Quantity: qty}, true
 }
 
 // Pass is a checked pass.

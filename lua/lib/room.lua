@@ -156,23 +156,46 @@ end
 -- of place id after room_admit's step, as room_status and room_join
 -- answer it after their code (inventory/room parses it):
 --   state, qty, passExp, ahead, waiting, waitingUnits, left, resv, cap,
---   sold, now, admitted, first, used, lapsed, bk
+--   sold, now, admitted, first, used, lapsed, bk, rank
 -- state, qty, passExp, bk: the place; ahead: places before it in the line
 -- (-1 when it is not waiting); waiting, waitingUnits: the line's places and
 -- units; left: units neither sold nor reserved; resv: units reserved by
 -- live passes; cap: the event's stock; sold: its 'ev' sold count; now:
 -- Redis ms; admitted, used, lapsed: passes given, that made a
 -- registration, that expired unused, so far; first: Redis ms of the first
--- pass (0: none yet).
+-- pass (0: none yet); rank: its score in the line ('' when not waiting).
 local function room_reading(k, id, now, left, resv, cap, nsold)
   local st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))
-  local ahead = -1
+  local ahead, rank = -1, ''
   if st == 'w' then
     ahead = redis.call('ZRANK', k.line, id) or -1
+    rank = redis.call('ZSCORE', k.line, id) or ''
   end
   local r = redis.call('HMGET', k.room, 'wn', 'wq', 'admitted', 'first', 'used', 'lapsed')
   return {st, qty, exp, ahead, tonumber(r[1]) or 0, tonumber(r[2]) or 0, left, resv, cap, nsold, now,
-    tonumber(r[3]) or 0, tonumber(r[4]) or 0, tonumber(r[5]) or 0, tonumber(r[6]) or 0, bk}
+    tonumber(r[3]) or 0, tonumber(r[4]) or 0, tonumber(r[5]) or 0, tonumber(r[6]) or 0, bk, rank}
+end
+
+-- room_frontier(k, now, left, resv, cap, nsold, samples): the room as
+-- every node keeps it in memory to answer the polls of waiters far from
+-- the head (inventory/room frontier):
+--   waiting, waitingUnits, left, resv, cap, sold, now, admitted, first,
+--   used, lapsed, step, then the scores of the line at positions 0, step,
+--   2 step, ... and its last
+-- step spreads at most samples scores over the line.
+local function room_frontier(k, now, left, resv, cap, nsold, samples)
+  local r = redis.call('HMGET', k.room, 'wn', 'wq', 'admitted', 'first', 'used', 'lapsed')
+  local wn = redis.call('ZCARD', k.line)
+  local step = math.max(1, math.ceil(wn / samples))
+  local out = {wn, tonumber(r[2]) or 0, left, resv, cap, nsold, now, tonumber(r[3]) or 0, tonumber(r[4]) or 0,
+    tonumber(r[5]) or 0, tonumber(r[6]) or 0, step}
+  for pos = 0, wn - 1, step do
+    out[#out + 1] = redis.call('ZRANGE', k.line, pos, pos, 'WITHSCORES')[2]
+  end
+  if wn > 0 and (wn - 1) % step ~= 0 then
+    out[#out + 1] = redis.call('ZRANGE', k.line, -1, -1, 'WITHSCORES')[2]
+  end
+  return out
 end
 
 -- room_answer(code, head, reading): {code, head..., reading...}.

@@ -1,0 +1,113 @@
+package room
+
+import (
+	"context"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/eval"
+)
+
+// A frontier is a room as one node keeps it in memory, refreshed by each
+// tick (Run): the line's size and stock figures, and the line's scores
+// sampled at fixed positions, so a poll of a place far from the head (its
+// rank is in its poll token) is answered without Redis. Redis then sees
+// the polls of the places near the head, the ones that may be admitted.
+type frontier struct {
+	at time.Time // when this node read it
+	reading
+	// scores are the line's scores at positions pos (ascending both).
+	scores []float64
+	pos    []int64
+}
+
+// frontierSamples is the most line scores one tick reads: the estimate of a
+// place's position is off by at most the line's length over it.
+const frontierSamples = 256
+
+// frontierFresh is how old a frontier may be and still answer polls.
+const frontierFresh = time.Second
+
+// frontierOf parses lib/room's room_frontier from arr[at].
+func frontierOf(arr []rueidis.RedisMessage, at int) (*frontier, error) {
+	var n [12]int64
+	for i := range n {
+		v, err := eval.Int(arr, at+i)
+		if err != nil {
+			return nil, err
+		}
+		n[i] = v
+	}
+	f := &frontier{reading: reading{state: "w", waiting: n[0], waitingUnits: n[1], left: n[2], resv: n[3], cap: n[4],
+		sold: n[5], now: n[6], admitted: n[7], first: n[8], used: n[9], lapsed: n[10]}}
+	step := n[11]
+	for i := at + 12; i < len(arr); i++ {
+		sv, err := arr[i].ToString()
+		if err != nil {
+			return nil, err
+		}
+		v, err := strconv.ParseFloat(sv, 64)
+		if err != nil {
+			return nil, err
+		}
+		f.scores = append(f.scores, v)
+		f.pos = append(f.pos, int64(len(f.pos))*step)
+	}
+	if k := len(f.pos); k > 0 && f.waiting > 0 {
+		f.pos[k-1] = min(f.pos[k-1], f.waiting-1) // the last sample is the line's last place
+	}
+	return f, nil
+}
+
+// ahead estimates the places before rank r in the line, interpolating
+// between the samples around it; ok is false when r is before the head
+// (the place is no longer waiting: admitted, or gone).
+func (f *frontier) ahead(r float64) (int64, bool) {
+	if len(f.scores) == 0 || r < f.scores[0] {
+		return 0, false
+	}
+	i := sort.Search(len(f.scores), func(i int) bool { return f.scores[i] > r }) - 1 // scores[i] <= r
+	if i == len(f.scores)-1 {
+		if r == f.scores[i] {
+			return f.pos[i], true
+		}
+		return f.waiting, true // behind the last place read: it joined since
+	}
+	lo, hi := f.scores[i], f.scores[i+1]
+	frac := 0.0
+	if hi > lo {
+		frac = (r - lo) / (hi - lo)
+	}
+	return f.pos[i] + int64(math.Round(frac*float64(f.pos[i+1]-f.pos[i]))), true
+}
+
+func (s *Service) nearHead() int64 {
+	if s.NearHead > 0 {
+		return s.NearHead
+	}
+	return 200
+}
+
+// Poll is Status for a place named by its poll token: from the node's
+// frontier when the place is far from the head and the frontier fresh,
+// else from Redis (Status, which also moves the line).
+func (s *Service) Poll(ctx context.Context, cfg *catalog.Room, eventID string, p Place) (Status, error) {
+	if v, ok := s.frontiers.Load(eventID); ok && !math.IsNaN(p.Rank) {
+		f := v.(*frontier)
+		if s.now().Sub(f.at) <= frontierFresh {
+			if ahead, ok := f.ahead(p.Rank); ok && ahead >= s.nearHead() {
+				r := f.reading
+				r.qty, r.ahead = p.Quantity, ahead
+				st := r.status(cfg)
+				st.Memory = true
+				return st, nil
+			}
+		}
+	}
+	return s.Status(ctx, cfg, eventID, p.QueueID)
+}
