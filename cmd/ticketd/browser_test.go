@@ -899,3 +899,24 @@ func TestBrowserDemoShopWaitingRoomSoldOut(t *testing.T) {
 		until(`/sold out/.test(document.getElementById('room-error').textContent)`))
 	shot(t, ctx, "3-join-sold-out", false)
 }
+
+// The on-sale comes while the buyer waits in the pre-queue (T0 ten
+// seconds after start): the page reads the place at T0 by itself and
+// lets the buyer in, with no reload. Should the test's start have taken
+// past T0, the buyer is let in at once and the pre-queue is not seen.
+func TestBrowserDemoShopWaitingRoomOpens(t *testing.T) {
+	s := startShopWith(t, func(c *config) { c.demoRoomT0 = 10 * time.Second })
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_room"), chromedp.WaitVisible(chromedp.ID("room-email")),
+		chromedp.SendKeys(chromedp.ID("room-email"), "early@example.com"),
+		chromedp.Click(chromedp.ID("room-go")),
+		until(`['waiting', 'admitted'].includes(document.getElementById('room').dataset.state)`))
+	if pre, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`/Sales start in/.test(document.getElementById('room-detail').textContent)`)); pre {
+		viewShot(t, ctx, "1-pre-queue-phone")
+	} else {
+		t.Log("the test joined after T0: the pre-queue was not seen")
+	}
+	do(t, ctx, until(`document.getElementById('room').dataset.state === 'admitted'`),
+		until(`!document.getElementById('order').hidden`))
+	viewShot(t, ctx, "2-let-in-phone")
+}

@@ -220,7 +220,7 @@
           $('room-note').textContent = 'If the time runs out, your tickets go to the next in line.';
           detail();
           hooks.admitted({ email: st.place.email, quantity: d.quantity, pass: d.pass });
-          if (changed) say('You’re in! Your ' + tickets(d.quantity) + ' are set aside for you for ' + Math.max(1, Math.round((d.expiresAt - Date.now()) / 60000)) + ' minutes. The order form is below.');
+          if (changed) say('You’re in! Your ' + tickets(d.quantity) + (d.quantity === 1 ? ' is' : ' are') + ' set aside for you for ' + Math.max(1, Math.round((d.expiresAt - Date.now()) / 60000)) + ' minutes. The order form is below.');
           break;
         case 'sold_out':
           hooks.closed();
@@ -256,7 +256,7 @@
       } else if (d.state === 'admitted' && !d.passUsed) {
         const left = d.expiresAt - Date.now();
         $('room-detail').textContent = left > 0
-          ? 'Your ' + tickets(d.quantity) + ' are set aside for you: order below within ' + clock(left) + '.'
+          ? 'Your ' + tickets(d.quantity) + (d.quantity === 1 ? ' is' : ' are') + ' set aside for you: order below within ' + clock(left) + '.'
           : 'Your time to order is up.';
         const dd = document.querySelector('#room-facts [data-fact="left"] dd');
         if (dd) dd.textContent = clock(left);
