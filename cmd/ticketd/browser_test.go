@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -216,7 +217,7 @@ func TestBrowserDemoShopGA(t *testing.T) {
 	// (not waited for here otherwise): wait for the sentence.
 	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_free"] a`)),
-		until(`document.getElementById('status').textContent === '3 events on sale.'`))
+		until(`document.getElementById('status').textContent === '4 events on sale.'`))
 	shot(t, ctx, "1-events", true)
 	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
@@ -719,4 +720,203 @@ func TestBrowserDemoShopEventsCount(t *testing.T) {
 	if !strings.HasPrefix(said, "1 event on sale. | Some events could not be loaded.") {
 		t.Fatalf("the events page says %q", said)
 	}
+}
+
+// roomPlace is the waiting room's place the shop keeps in the tab's
+// sessionStorage (js/room.js), "" when none.
+const roomPlace = `(JSON.parse(sessionStorage.getItem('room:ev_demo_room') || '{}').queueId || '')`
+
+// The waiting room before the on-sale (the demo's T0, a minute after
+// start): the event page asks for an e-mail and a number of tickets
+// before anything else, the buyer joins by keyboard and sees their place,
+// a progress bar, the time to the on-sale and the odds, said in the live
+// region; a reload keeps the place; leaving gives it up.
+func TestBrowserDemoShopWaitingRoom(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_room"] a`)),
+		until(`document.querySelector('[data-event="ev_demo_room"]').textContent.includes('Join the queue')`),
+		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_room"] a`)),
+		chromedp.WaitVisible(chromedp.ID("room-email")))
+	if hidden, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('order').hidden`)); !hidden {
+		t.Fatal("the order form shows before the buyer joined the queue")
+	}
+	shot(t, ctx, "1-join", true)
+	// By keyboard: Enter in the e-mail field joins.
+	do(t, ctx, chromedp.SetValue(chromedp.ID("room-qty"), "2"),
+		chromedp.Focus(chromedp.ID("room-email")), chromedp.SendKeys(chromedp.ID("room-email"), "ada@example.com"),
+		chromedp.KeyEvent("\r"),
+		until(`document.getElementById('room').dataset.state === 'waiting'`),
+		until(`document.activeElement.id === 'room-headline'`),
+		until(`/Sales start in \d+:\d\d/.test(document.getElementById('room-detail').textContent)`),
+		until(`/in the queue/.test(document.getElementById('room-live').textContent)`))
+	got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+  const bar = document.getElementById('room-progress');
+  const fact = (n) => document.querySelector('#room-facts [data-fact="' + n + '"] dd').textContent;
+  return [bar.getAttribute('role'), bar.getAttribute('aria-valuenow'), bar.getAttribute('aria-valuetext'),
+    fact('position'), fact('odds'), fact('quantity'), document.getElementById('order').hidden].join('|');
+})()`))
+	if !strings.HasPrefix(got, "progressbar|0|Waiting for sales to start|1 (for now)|100%|2 tickets|true") {
+		t.Fatalf("the place before the on-sale shows %q", got)
+	}
+	shot(t, ctx, "2-waiting", true)
+	id, _ := chromedp.Run(ctx, chromedp.Evaluate[string](roomPlace))
+	if id == "" {
+		t.Fatal("the page did not keep the place")
+	}
+	do(t, ctx, chromedp.Reload(), until(`document.getElementById('room').dataset.state === 'waiting'`),
+		until(`document.querySelector('#room-facts [data-fact="position"]')`))
+	if again, _ := chromedp.Run(ctx, chromedp.Evaluate[string](roomPlace)); again != id {
+		t.Fatalf("after a reload the place is %q, want %q", again, id)
+	}
+	if vis, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.getElementById('room-join').hidden`)); vis {
+		t.Fatal("after a reload the page asks to join again")
+	}
+	shot(t, ctx, "3-after-reload", false)
+	do(t, ctx, chromedp.Click(chromedp.ID("room-leave")), until(`!document.getElementById('room-join').hidden`),
+		until(`/left the queue/.test(document.getElementById('room-live').textContent)`))
+	if left, _ := chromedp.Run(ctx, chromedp.Evaluate[string](roomPlace)); left != "" {
+		t.Fatalf("after leaving the page still keeps place %q", left)
+	}
+	shot(t, ctx, "4-left", false)
+}
+
+// The waiting room from its on-sale (T0 a second after start): the buyer
+// joins, is admitted ("you're in", with the pass's time left), a reload
+// keeps the place, and the order form, filled in with the e-mail joined
+// with and the tickets asked for, registers with the pass (sent as
+// x-queue-pass without the buyer doing anything) and pays.
+func TestBrowserDemoShopWaitingRoomBuys(t *testing.T) {
+	s := startShopWith(t, func(c *config) { c.demoRoomT0 = time.Second })
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_room"), chromedp.WaitVisible(chromedp.ID("room-email")),
+		chromedp.SendKeys(chromedp.ID("room-email"), "grace@example.com"),
+		chromedp.SetValue(chromedp.ID("room-qty"), "2"),
+		chromedp.Click(chromedp.ID("room-go")),
+		until(`document.getElementById('room').dataset.state === 'admitted'`),
+		until(`/set aside for you/.test(document.getElementById('room-live').textContent)`),
+		until(`!document.getElementById('order').hidden`))
+	got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[document.getElementById('room-headline').textContent,
+  document.getElementById('room-progress').getAttribute('aria-valuenow'),
+  document.querySelector('#room-facts [data-fact="left"] dd').textContent,
+  document.getElementById('email').value, document.getElementById('email').readOnly,
+  document.getElementById('q-ticket-tk_rush').value].join('|')`))
+	if !regexp.MustCompile(`^You’re in!\|100\|[12]:\d\d\|grace@example.com\|true\|2$`).MatchString(got) {
+		t.Fatalf("admitted, the page shows %q", got)
+	}
+	shot(t, ctx, "1-admitted", true)
+	id, _ := chromedp.Run(ctx, chromedp.Evaluate[string](roomPlace))
+	do(t, ctx, chromedp.Reload(), until(`document.getElementById('room').dataset.state === 'admitted'`),
+		until(`document.getElementById('q-ticket-tk_rush').value === '2'`))
+	if again, _ := chromedp.Run(ctx, chromedp.Evaluate[string](roomPlace)); again == "" || again != id {
+		t.Fatalf("after a reload the place is %q, want %q", again, id)
+	}
+	// The pass goes with register-guest: noted in sessionStorage, which
+	// outlives the trip to the payment page.
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+  const real = window.fetch;
+  window.fetch = function (u, o) {
+    if (String(u).endsWith('/register-guest')) sessionStorage.setItem('sentPass', (o && o.headers && o.headers['x-queue-pass']) || 'none');
+    return real.apply(window, arguments);
+  };
+})()`))
+	do(t, ctx, chromedp.SendKeys(chromedp.ID("name"), "Grace Hopper"),
+		// 2 x 35.00 and a fee of 2.00 a ticket.
+		until(`document.getElementById('pay-card').textContent === 'Pay $74.00 by card' && !document.getElementById('pay-card').disabled`))
+	shot(t, ctx, "2-order", true)
+	loc := payOnHostedPage(t, ctx, s.shop)
+	checkSuccess(t, ctx, s, loc)
+	if sent, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.getItem('sentPass') || ''`)); len(sent) < 16 {
+		t.Fatalf("register-guest went with x-queue-pass %q", sent)
+	}
+	// Back on the event page, the place says the order was placed.
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_room"),
+		until(`/placed your order/.test(document.getElementById('room-headline').textContent)`),
+		until(`document.getElementById('order').hidden`))
+	shot(t, ctx, "3-ordered", false)
+}
+
+// roomJoin joins the demo's waiting room through the storefront API, as
+// another buyer's browser would, and returns the place's pass (admitted)
+// or "".
+func (s shopRun) roomJoin(t *testing.T, email string, quantity int) string {
+	t.Helper()
+	st, body := call(t, "POST", s.api+"/v1/storefront/queue/ev_demo_room/join",
+		map[string]string{"x-service-key": "pk_demo", "Origin": s.shop, "content-type": "application/json"},
+		fmt.Sprintf(`{"email":%q,"quantity":%d,"device":%q}`, email, quantity, "dev-"+email))
+	var r struct {
+		Data struct {
+			State string `json:"state"`
+			Pass  string `json:"pass"`
+		} `json:"data"`
+	}
+	if st != 200 || json.Unmarshal([]byte(body), &r) != nil {
+		t.Fatalf("join as %s: %d %s", email, st, body)
+	}
+	return r.Data.Pass
+}
+
+// The waiting room selling out: ten buyers are let in for all twenty
+// tickets; the buyer joining next waits behind their passes with no odds,
+// and once the ten have registered is told the event is sold out, in
+// words and in the live region; a buyer joining then is told at once.
+func TestBrowserDemoShopWaitingRoomSoldOut(t *testing.T) {
+	// Ten registrations from one address: no per-IP cap.
+	s := startShopWith(t, func(c *config) { c.demoRoomT0, c.HoldsPerIP = time.Second, 0 })
+	time.Sleep(time.Second) // T0
+	passes := make([]string, 10)
+	for i := range passes {
+		if passes[i] = s.roomJoin(t, fmt.Sprintf("buyer%d@example.com", i), 2); passes[i] == "" {
+			t.Fatalf("buyer %d of 10 was not let in", i)
+		}
+	}
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_room"), chromedp.WaitVisible(chromedp.ID("room-email")),
+		chromedp.SendKeys(chromedp.ID("room-email"), "late@example.com"),
+		chromedp.Click(chromedp.ID("room-go")),
+		until(`document.getElementById('room').dataset.state === 'waiting'`),
+		until(`document.querySelector('#room-facts [data-fact="odds"] dd').textContent === '0%'`))
+	shot(t, ctx, "1-waiting-behind-passes", false)
+	for i, pass := range passes {
+		st, body := call(t, "POST", s.api+"/v1/storefront/register-guest",
+			map[string]string{"x-service-key": "pk_demo", "Origin": s.shop, "content-type": "application/json", "x-queue-pass": pass},
+			fmt.Sprintf(`{"eventId":"ev_demo_room","selectedTicketId":"tk_rush","quantity":2,"name":"Buyer %d","email":"buyer%d@example.com"}`, i, i))
+		if st != 200 {
+			t.Fatalf("buyer %d registers with their pass: %d %s", i, st, body)
+		}
+	}
+	do(t, ctx, until(`document.getElementById('room').dataset.state === 'sold_out'`),
+		until(`/Sold out/.test(document.getElementById('room-live').textContent)`))
+	if text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID("room-place"))); !strings.Contains(text, "Sold out") || !strings.Contains(text, "tickets come back") {
+		t.Fatalf("sold out, the room says %q", text)
+	}
+	shot(t, ctx, "2-sold-out", true)
+	// Another buyer, another device, joins now.
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`sessionStorage.clear(); localStorage.clear()`),
+		chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("room-email")),
+		chromedp.SendKeys(chromedp.ID("room-email"), "later@example.com"),
+		chromedp.Click(chromedp.ID("room-go")),
+		until(`/sold out/.test(document.getElementById('room-error').textContent)`))
+	shot(t, ctx, "3-join-sold-out", false)
+}
+
+// The on-sale comes while the buyer waits in the pre-queue (T0 ten
+// seconds after start): the page reads the place at T0 by itself and
+// lets the buyer in, with no reload. Should the test's start have taken
+// past T0, the buyer is let in at once and the pre-queue is not seen.
+func TestBrowserDemoShopWaitingRoomOpens(t *testing.T) {
+	s := startShopWith(t, func(c *config) { c.demoRoomT0 = 10 * time.Second })
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_room"), chromedp.WaitVisible(chromedp.ID("room-email")),
+		chromedp.SendKeys(chromedp.ID("room-email"), "early@example.com"),
+		chromedp.Click(chromedp.ID("room-go")),
+		until(`['waiting', 'admitted'].includes(document.getElementById('room').dataset.state)`))
+	if pre, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`/Sales start in/.test(document.getElementById('room-detail').textContent)`)); pre {
+		viewShot(t, ctx, "1-pre-queue-phone")
+	} else {
+		t.Log("the test joined after T0: the pre-queue was not seen")
+	}
+	do(t, ctx, until(`document.getElementById('room').dataset.state === 'admitted'`),
+		until(`!document.getElementById('order').hidden`))
+	viewShot(t, ctx, "2-let-in-phone")
 }

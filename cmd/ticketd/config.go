@@ -65,6 +65,10 @@ type config struct {
 	// (TICKETD_DEMO_ADDR, default localhost:8081): an origin of its own, as a
 	// host's site is.
 	DemoAddr string
+	// demoRoomT0 is how long after start the demo's waiting room admits
+	// (demoRoomTimes; 0 is demoRoomDelay, a minute). Not read from the
+	// environment: the browser tests shorten it.
+	demoRoomT0 time.Duration
 	// Development is TICKETD_ENV=development (make run, -demo, the tests,
 	// the bench); false, the zero value, is production (see mode.go).
 	Development bool

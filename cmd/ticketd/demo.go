@@ -31,6 +31,8 @@ var demoEvents, demoKinds = func() ([]string, []string) {
 				free = free && tk.Price == 0
 			}
 			switch {
+			case ev.WaitingRoom != nil:
+				ids, kinds = append(ids, ev.ID), append(kinds, "GA, waiting room")
 			case ev.SeatMap != nil:
 				ids, kinds = append(ids, ev.ID), append(kinds, "seat map")
 			case free:
@@ -42,6 +44,31 @@ var demoEvents, demoKinds = func() ([]string, []string) {
 	}
 	return append(ids, freeIDs...), append(kinds, freeKinds...)
 }()
+
+// demoRoomDelay is how long after ticketd -demo starts the demo's waiting
+// room (ev_demo_room) begins to admit buyers: its salesStartAt (T0).
+const demoRoomDelay = time.Minute
+
+// demoRoomTimes gives the waiting rooms of the demo catalog doc times that
+// make sense whenever the demo starts (demo.json's are placeholders): the
+// room opens at start, now, and admits from start plus t0 (demoRoomDelay
+// when 0), so a visitor of the shop sees the queue before the on-sale,
+// then the admission. Each start applies the catalog again, so each
+// restart of the demo opens the room anew.
+func demoRoomTimes(doc *catalog.Document, start time.Time, t0 time.Duration) {
+	if t0 <= 0 {
+		t0 = demoRoomDelay
+	}
+	opens := start.UTC().Truncate(time.Second)
+	for i := range doc.Tenants {
+		for j := range doc.Tenants[i].Events {
+			if wr := doc.Tenants[i].Events[j].WaitingRoom; wr != nil {
+				wr.OpensAt = opens.Format(time.RFC3339)
+				wr.SalesStartAt = opens.Add(max(t0, time.Second)).Format(time.RFC3339)
+			}
+		}
+	}
+}
 
 // demoEventList is "ev_a (GA), ev_b (seat map), ...".
 func demoEventList() string {

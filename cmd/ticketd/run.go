@@ -353,6 +353,7 @@ func connectPostgres(ctx context.Context, cfg config, log *slog.Logger) (*pgxpoo
 func applyDemo(ctx context.Context, store *catalogstore.Store, cfg config, shop bool, log *slog.Logger) error {
 	doc, err := catalog.Decode(demoCatalog)
 	if err == nil {
+		demoRoomTimes(doc, time.Now(), cfg.demoRoomT0)
 		err = catalog.Validate(doc)
 	}
 	if err != nil {

@@ -86,7 +86,30 @@ func (a *API) eventDetail(ctx *fasthttp.RequestCtx, r *request) {
 		return
 	}
 	httpx.OK(ctx, eventView{Event: views.EventOf(ev, string(ctx.QueryArgs().Peek("accessCode")), remaining, time.Now()),
-		PaymentMethods: a.paymentMethods(), TestMode: a.TestMode})
+		PaymentMethods: a.paymentMethods(), TestMode: a.TestMode, WaitingRoom: roomViewOf(ev.Room)})
+}
+
+// roomView tells a host's site that the event sells through a waiting
+// room (catalog waitingRoom), so that its page queues the buyer first
+// (POST /v1/storefront/queue/{eventId}/join) rather than offering tickets
+// that register-guest would refuse with QUEUE_REQUIRED.
+type roomView struct {
+	OpensAt      string `json:"opensAt"`
+	SalesStartAt string `json:"salesStartAt"`
+	Mode         string `json:"mode"`
+	PerBuyer     int64  `json:"perBuyer"`
+}
+
+func roomViewOf(r *catalog.Room) *roomView {
+	if r == nil {
+		return nil
+	}
+	mode := catalog.RoomModeFIFO
+	if r.Fair {
+		mode = catalog.RoomModeFair
+	}
+	return &roomView{OpensAt: r.OpensAt.UTC().Format(time.RFC3339), SalesStartAt: r.SalesStartAt.UTC().Format(time.RFC3339),
+		Mode: mode, PerBuyer: r.PerBuyer}
 }
 
 // eventView is the storefront's event detail: the detail both surfaces
@@ -100,6 +123,8 @@ type eventView struct {
 	PaymentMethods []string `json:"paymentMethods"`
 	// TestMode says payments are simulated.
 	TestMode bool `json:"testMode,omitempty"`
+	// WaitingRoom is set when the event sells through a waiting room.
+	WaitingRoom *roomView `json:"waitingRoom,omitempty"`
 }
 
 // paymentMethods are the methods a processor takes on this deployment.

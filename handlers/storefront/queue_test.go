@@ -209,3 +209,44 @@ func TestFairRoomPublishesItsCommitmentBeforeT0(t *testing.T) {
 		t.Fatal("the key shown after T0 is not the one committed to")
 	}
 }
+
+// The event detail tells a host's site that an event sells through a
+// waiting room (its times, mode and places per buyer), so its page queues
+// the buyer first; an event without a room says nothing of one.
+func TestEventDetailSaysItHasAWaitingRoom(t *testing.T) {
+	t.Parallel()
+	s := servertest.Start(t, servertest.Options{})
+	s.Apply(t, []byte(roomCatalog()))
+	var ev struct {
+		WaitingRoom *struct {
+			OpensAt      string `json:"opensAt"`
+			SalesStartAt string `json:"salesStartAt"`
+			Mode         string `json:"mode"`
+			PerBuyer     int64  `json:"perBuyer"`
+		} `json:"waitingRoom"`
+	}
+	r := s.Front(t, "GET", "/events/sf_room", nil)
+	expect(t, r, 200, "")
+	r.Decode(t, &ev)
+	w := ev.WaitingRoom
+	if w == nil || w.Mode != "fifo" || w.PerBuyer != 2 || w.OpensAt == "" || w.SalesStartAt == "" {
+		t.Fatalf("sf_room's detail: waitingRoom %+v, want fifo, 2 per buyer, with its times", w)
+	}
+	opens, err1 := time.Parse(time.RFC3339, w.OpensAt)
+	t0, err2 := time.Parse(time.RFC3339, w.SalesStartAt)
+	if err1 != nil || err2 != nil || !t0.After(opens) {
+		t.Fatalf("waitingRoom times %q %q", w.OpensAt, w.SalesStartAt)
+	}
+	r = s.Front(t, "GET", "/events/sf_room_fair", nil)
+	expect(t, r, 200, "")
+	r.Decode(t, &ev)
+	if ev.WaitingRoom == nil || ev.WaitingRoom.Mode != "fair" || ev.WaitingRoom.PerBuyer != 1 {
+		t.Fatalf("sf_room_fair's detail: waitingRoom %+v, want fair (the default), 1 per buyer", ev.WaitingRoom)
+	}
+	ev.WaitingRoom = nil
+	r = start(t).Front(t, "GET", "/events/sf_ga", nil)
+	expect(t, r, 200, "")
+	if strings.Contains(string(r.Data), "waitingRoom") {
+		t.Fatalf("an event without a room: %s", r.Data)
+	}
+}

@@ -33,10 +33,11 @@
   // api calls /v1/storefront<path> and returns the answer's data, or
   // throws an ApiError. The envelope is {success, data} or
   // {success:false, code, message, data?} (handlers/httpx). opts.timeoutMs
-  // aborts the call after that long (then it fails as NETWORK).
+  // aborts the call after that long (then it fails as NETWORK);
+  // opts.headers are sent too (a waiting room's bearer token or pass).
   Shop.api = async function (method, path, body, opts) {
     const c = await Shop.config();
-    const init = { method: method, headers: { 'x-service-key': c.publishableKey }, credentials: 'omit', cache: 'no-store' };
+    const init = { method: method, headers: Object.assign({}, opts && opts.headers, { 'x-service-key': c.publishableKey }), credentials: 'omit', cache: 'no-store' };
     if (body !== undefined) {
       init.headers['content-type'] = 'application/json';
       init.body = JSON.stringify(body);
@@ -102,7 +103,13 @@
     RATE_LIMITED: 'Too many attempts in a short time. Please wait a minute and try again.',
     PAYMENT_METHOD_UNAVAILABLE: 'This payment method is not offered here. Please try another one.',
     PAYMENT_PROCESSOR_ERROR: 'The payment service did not answer. Please try again.',
-    SERVICE_UNAVAILABLE: 'The ticket service is busy. Please try again in a moment.'
+    SERVICE_UNAVAILABLE: 'The ticket service is busy. Please try again in a moment.',
+    QUEUE_REQUIRED: 'This event sells through its waiting room: please join the queue first.',
+    QUEUE_PASS_INVALID: 'Your place in the queue is for the e-mail address you joined with and the number of tickets you asked for. Please check your order.',
+    QUEUE_PASS_EXPIRED: 'Your time to order ran out and your tickets went to the next in line. Please join the queue again.',
+    QUEUE_PASS_USED: 'You have already ordered with your place in the queue.',
+    QUEUE_SOLD_OUT: 'Sorry, this event is sold out: every ticket is sold or held by a buyer who is paying.',
+    QUEUE_NOT_OPEN: 'The queue for this event is not open yet.'
   };
 
   // words turns an error into a sentence for the buyer.
@@ -374,14 +381,15 @@
   // pending registration), payFor(reg) (the
   // checkout body), refresh() (re-quotes after an AMOUNT_MISMATCH),
   // reserving (the button's label meanwhile), ev, shop (the element a
-  // confirmation replaces), after() (redraws after a failure).
+  // confirmation replaces), after() (redraws after a failure), headers
+  // (of register-guest: a waiting room's x-queue-pass).
   Shop.order = async function (o) {
     const h = o.holder;
     Shop.busy(o.btn, true, o.reserving);
     try {
       let reg = h.pending && h.pending.key === o.key ? h.pending.reg : null;
       if (!reg) {
-        reg = await Shop.api('POST', '/register-guest', o.body);
+        reg = await Shop.api('POST', '/register-guest', o.body, o.headers ? { headers: o.headers } : undefined);
         h.pending = { key: o.key, reg: reg, tag: o.tag || {} };
       }
       if (reg.status === 'confirmed') {

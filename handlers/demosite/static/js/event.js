@@ -18,12 +18,16 @@
     discount: '', // the discount code applied
     quote: null,
     seq: 0, // the newest quote asked for; older answers are dropped
-    pending: null // {key, reg}: the registration of the cart and buyer last registered
+    pending: null, // {key, reg}: the registration of the cart and buyer last registered
+    room: null, // the waiting room (room.js), for an event that has one
+    pass: '', // the room's pass while the buyer is admitted: x-queue-pass
+    passQty: 0 // the tickets the pass covers
   };
 
   function ticketMax(t) {
     let max = Math.min(MAX, Number(t.maxPerOrder) || MAX);
     if (t.remaining !== undefined && t.remaining !== null) max = Math.min(max, Number(t.remaining));
+    if (state.passQty) max = Math.min(max, state.passQty);
     return Math.max(0, max);
   }
 
@@ -179,7 +183,7 @@
   let editing = false;
   function bar() {
     $('bar-total').textContent = state.summaryTotal || '';
-    $('bar').hidden = summaryVisible || editing || !state.summaryTotal;
+    $('bar').hidden = summaryVisible || editing || !state.summaryTotal || $('order').hidden;
     document.documentElement.classList.toggle('with-bar', !$('bar').hidden);
   }
   function isField(el) {
@@ -340,7 +344,11 @@
         requote();
         await quoted();
       },
-      after: renderSummary
+      headers: state.pass ? { 'x-queue-pass': state.pass } : undefined,
+      after: function () {
+        renderSummary();
+        if (state.room) state.room.poll(); // a refused pass: the room says why
+      }
     });
   }
 
@@ -397,9 +405,44 @@
       $('refund-row').hidden = false;
     }
     if (!ev.available) Shop.fail(Shop.words(new Shop.ApiError(400, 'EVENT_NOT_AVAILABLE', '')));
-    $('order').hidden = false;
     wire();
     watchSummary();
+    renderSummary();
+    if (ev.waitingRoom && window.Room) {
+      // Tickets are bought through the queue: the order form shows once
+      // the buyer is admitted, for the e-mail they joined with.
+      state.room = window.Room.start(ev, { admitted: admitted, closed: closed });
+      return;
+    }
+    $('order').hidden = false;
+  }
+
+  // admitted shows the order form for a buyer the waiting room let in:
+  // their e-mail (the pass is bound to it) and tickets filled in, at most
+  // those the pass covers.
+  function admitted(p) {
+    const first = !state.pass;
+    state.pass = p.pass;
+    if (!first && state.passQty === p.quantity) return;
+    state.passQty = p.quantity;
+    const email = $('email');
+    email.value = p.email;
+    email.readOnly = true;
+    $('email-hint').textContent = 'Your place in the queue is for this address: we send your tickets to it.';
+    const open = state.ev.tickets.filter(function (t) { return !t.soldOut && ticketMax(t) > 0; });
+    if (open.length === 1 && !selected().length) state.qty[open[0].id] = Math.min(p.quantity, ticketMax(open[0]));
+    renderTickets();
+    requote();
+    $('order').hidden = false;
+  }
+
+  function closed() {
+    if (!state.pass && $('order').hidden) return;
+    state.pass = '';
+    state.passQty = 0;
+    state.pending = null;
+    $('email').readOnly = false;
+    $('order').hidden = true;
     renderSummary();
   }
 

@@ -23,6 +23,7 @@
     else if (low !== null) price = 'From ' + Shop.money(low, ev.currency);
     let cta = 'Get tickets';
     if (ev.seated) cta = 'Pick seats';
+    if (ev.waitingRoom) cta = 'Join the queue';
     if (!ev.available) cta = 'Not on sale yet';
     if (soldOut(ev)) cta = 'Sold out';
     const href = Shop.eventHref(ev);
@@ -33,7 +34,7 @@
         Shop.el('h3', {}, Shop.el('a', { href: href, class: 'card-link', text: ev.name })),
         Shop.el('p', { class: 'when' }, Shop.el('time', { datetime: ev.startsAt, text: Shop.when(ev.startsAt) })),
         Shop.el('p', { class: 'tags' },
-          Shop.el('span', { class: 'tag', text: ev.seated ? 'Reserved seating' : 'General admission' }),
+          Shop.el('span', { class: 'tag', text: ev.seated ? 'Reserved seating' : (ev.waitingRoom ? 'Waiting room' : 'General admission') }),
           price ? Shop.el('span', { class: 'price', text: price }) : null),
         Shop.el('span', { class: 'btn primary small', 'aria-hidden': 'true', text: cta })));
   }

@@ -1,0 +1,401 @@
+// The waiting room of an event page (an event whose detail has
+// waitingRoom; issue 20): the buyer joins with an e-mail and a number of
+// tickets, waits (position, a progress bar, the estimated wait and the
+// odds of getting tickets), and once admitted buys with the pass the room
+// gives, which event.js sends as x-queue-pass on register-guest.
+//
+// The place (queueId, pollToken, e-mail) is kept in the tab's
+// sessionStorage, so a reload keeps it; the device id, made once, in
+// localStorage (a second join from the device answers the same place).
+// Status is polled every 2 s near the head of the line, less often far
+// from it, before the on-sale and while nothing is left; a hidden tab
+// does not poll and reads at once when shown again. What changes is said
+// in a polite live region; nothing needs motion to be understood.
+'use strict';
+
+(function () {
+  const Shop = window.Shop;
+  const $ = function (id) { return document.getElementById(id); };
+  const NEAR_MS = 2000; // near the head of the line
+  const FAR_MS = 5000;
+  const IDLE_MS = 10000; // far away, sold out, or admitted
+  const SAY_EVERY_MS = 20000; // position changes are said at most this often
+
+  function storage(kind) {
+    try {
+      const s = window[kind];
+      s.getItem('x');
+      return s;
+    } catch (e) {
+      return null; // private mode: the place lasts as long as the page
+    }
+  }
+
+  // device is this browser's id, made once.
+  function device() {
+    const ls = storage('localStorage');
+    let id = ls ? ls.getItem('shop:device') : '';
+    if (!id) {
+      const b = new Uint8Array(12);
+      crypto.getRandomValues(b);
+      id = 'dev_' + Array.from(b, function (x) { return x.toString(16).padStart(2, '0'); }).join('');
+      if (ls) ls.setItem('shop:device', id);
+    }
+    return id;
+  }
+
+  function clock(ms) {
+    const s = Math.max(0, Math.ceil(ms / 1000));
+    const m = Math.floor(s / 60);
+    return m + ':' + String(s % 60).padStart(2, '0');
+  }
+
+  // wait says a wait in words.
+  function wait(seconds) {
+    if (seconds === undefined || seconds === null) return 'Working it out…';
+    if (seconds < 60) return 'Less than a minute';
+    const m = Math.round(seconds / 60);
+    if (m < 60) return 'About ' + m + (m === 1 ? ' minute' : ' minutes');
+    const h = Math.round(m / 6) / 10;
+    return 'About ' + h + (h === 1 ? ' hour' : ' hours');
+  }
+
+  function tickets(n) {
+    return n + (n === 1 ? ' ticket' : ' tickets');
+  }
+
+  const timeFmt = new Intl.DateTimeFormat('en-US', { hour: 'numeric', minute: '2-digit', second: '2-digit' });
+
+  // start runs the room of ev on the page. hooks.admitted({email,
+  // quantity, pass}) is called on each status that admits the buyer (the
+  // page shows its order form), hooks.closed() when the buyer may not
+  // order (waiting, sold out, left, pass used or expired). It returns
+  // {poll}: read the status now (after a refused registration, say).
+  function start(ev, hooks) {
+    const room = ev.waitingRoom;
+    const ss = storage('sessionStorage');
+    const key = 'room:' + ev.id;
+    const st = { place: null, last: null, timer: 0, polling: false, said: '', saidAt: 0, saidPos: 0, gotAt: 0 };
+    const t0 = Date.parse(room.salesStartAt);
+
+    function save() {
+      if (!ss) return;
+      if (st.place) ss.setItem(key, JSON.stringify(st.place));
+      else ss.removeItem(key);
+    }
+    try {
+      st.place = ss ? JSON.parse(ss.getItem(key) || 'null') : null;
+    } catch (e) {
+      st.place = null;
+    }
+
+    // The intro: when sales start and how the order is decided.
+    const per = Number(room.perBuyer) || 1;
+    const order = room.mode === 'fair'
+      ? 'Everyone who joins before then gets a place drawn at random when sales start, so there is no need to rush; later arrivals queue in order of arrival.'
+      : 'Places are given in order of arrival.';
+    function intro() {
+      $('room-intro').textContent = 'Tickets for this event are sold through a queue. ' +
+        (Date.now() < t0 ? 'Sales start ' + Shop.when(room.salesStartAt) + '. ' + order : 'Sales started ' + Shop.when(room.salesStartAt) + ': join to get your place in line.') +
+        ' You can ask for up to ' + tickets(per) + '.';
+    }
+    intro();
+    const sel = $('room-qty');
+    sel.replaceChildren();
+    for (let i = 1; i <= per; i++) sel.append(Shop.el('option', { value: i, text: String(i) }));
+    $('room').hidden = false;
+
+    function say(msg) {
+      if (!msg || msg === st.said) return;
+      st.said = msg;
+      st.saidAt = Date.now();
+      $('room-live').textContent = msg;
+    }
+
+    function fact(label, value, name) {
+      return Shop.el('div', { 'data-fact': name }, Shop.el('dt', { text: label }), Shop.el('dd', { text: value }));
+    }
+
+    function meter(pct, text) {
+      const bar = $('room-progress');
+      bar.setAttribute('aria-valuenow', String(pct));
+      bar.setAttribute('aria-valuetext', text);
+      $('room-fill').style.width = pct + '%';
+      $('room-progress-label').textContent = text;
+    }
+
+    // showJoin shows the join form, with message (why it shows again)
+    // above it.
+    function showJoin(message) {
+      $('room').dataset.state = 'join';
+      $('room-place').hidden = true;
+      $('room-join').hidden = false;
+      $('room-intro').hidden = false;
+      intro();
+      $('room-msg').textContent = message || '';
+      $('room-msg').hidden = !message;
+    }
+
+    function drop() {
+      st.place = null;
+      st.last = null;
+      clearTimeout(st.timer);
+      save();
+      hooks.closed();
+    }
+
+    // render shows a status (join's or status's data).
+    function render(d) {
+      const prev = st.last;
+      st.last = d;
+      st.gotAt = Date.now();
+      const box = $('room');
+      box.dataset.state = d.state;
+      $('room-join').hidden = true;
+      $('room-intro').hidden = true;
+      $('room-place').hidden = false;
+      $('room-actions').hidden = false;
+      $('room-progress').hidden = false;
+      const facts = $('room-facts');
+      const changed = !prev || prev.state !== d.state;
+      switch (d.state) {
+        case 'waiting': {
+          hooks.closed();
+          const early = Date.now() < t0;
+          const p = st.place;
+          if (early) {
+            p.firstAhead = null;
+          } else if (p.firstAhead === null || p.firstAhead === undefined || d.ahead > p.firstAhead) {
+            p.firstAhead = d.ahead;
+          }
+          save();
+          $('room-headline').textContent = early ? 'You’re in the queue' : (d.ahead === 0 ? 'You’re next in line' : 'You’re number ' + d.position + ' in line');
+          facts.replaceChildren(
+            fact('Your place', early && room.mode === 'fair' ? d.position + ' (for now)' : String(d.position), 'position'),
+            fact('Ahead of you', String(d.ahead), 'ahead'),
+            fact('Estimated wait', wait(d.etaSeconds), 'eta'),
+            fact('Chance of tickets', d.odds + '%', 'odds'),
+            fact('You asked for', tickets(d.quantity), 'quantity'));
+          let pct = 0;
+          let text;
+          if (early) {
+            text = 'Waiting for sales to start';
+          } else {
+            // 5% on joining, 95% at the head of the line, 100% let in.
+            const first = p.firstAhead;
+            pct = first > 0 ? Math.round(5 + 90 * (first - d.ahead) / first) : 95;
+            text = d.ahead === 0 ? 'At the front of the line' : d.ahead + ' ahead of you: ' + pct + '% of the way to the front';
+          }
+          meter(pct, text);
+          $('room-note').textContent = 'Keep this page open: the queue moves on by itself. Reloading keeps your place.';
+          detail();
+          const moved = d.position !== st.saidPos && Date.now() - st.saidAt >= SAY_EVERY_MS;
+          if (changed || moved || (prev && prev.early !== early)) {
+            st.saidPos = d.position;
+            say(early ? 'You are in the queue. Sales start at ' + timeFmt.format(new Date(t0)) + '.'
+              : 'You are number ' + d.position + ' in line. Estimated wait: ' + wait(d.etaSeconds).toLowerCase() + '. Chance of tickets: ' + d.odds + '%.');
+          }
+          d.early = early;
+          break;
+        }
+        case 'admitted':
+          meter(100, 'You’re through the queue');
+          if (d.passUsed) {
+            $('room-headline').textContent = 'You’ve placed your order';
+            $('room-detail').textContent = 'Your place in the queue was used for your order. Once it is paid, your tickets arrive by e-mail.';
+            facts.replaceChildren();
+            $('room-note').textContent = '';
+            $('room-progress-label').textContent = '';
+            $('room-progress').hidden = true;
+            $('room-actions').hidden = true;
+            hooks.closed();
+            if (changed) say('You have placed your order with your place in the queue.');
+            break;
+          }
+          $('room-headline').textContent = 'You’re in!';
+          d.expiresAt = Date.now() + Math.max(0, Date.parse(d.passExpiresAt) - Date.now());
+          facts.replaceChildren(
+            fact('Your tickets', tickets(d.quantity), 'quantity'),
+            fact('Time left to order', clock(d.expiresAt - Date.now()), 'left'));
+          $('room-note').textContent = 'If the time runs out, your tickets go to the next in line.';
+          detail();
+          hooks.admitted({ email: st.place.email, quantity: d.quantity, pass: d.pass });
+          if (changed) say('You’re in! Your ' + tickets(d.quantity) + (d.quantity === 1 ? ' is' : ' are') + ' set aside for you for ' + Math.max(1, Math.round((d.expiresAt - Date.now()) / 60000)) + ' minutes. The order form is below.');
+          break;
+        case 'sold_out':
+          hooks.closed();
+          $('room-headline').textContent = 'Sold out';
+          $('room-detail').textContent = 'Every ticket is sold or held by a buyer who is paying. If a buyer does not pay in time, their tickets come back and the queue moves on: keep this page open to keep your place.';
+          facts.replaceChildren(fact('Your place', String(d.position), 'position'), fact('Chance of tickets', '0%', 'odds'));
+          meter(0, 'Sold out');
+          $('room-note').textContent = '';
+          if (changed) say('Sold out. Every ticket is sold or held by a buyer who is paying. Keep this page open: if tickets come back, the queue moves on.');
+          break;
+        case 'expired':
+          drop();
+          showJoin('Your time to order ran out, so your tickets went to the next in line. You can join the queue again.');
+          say('Your time to order ran out. You can join the queue again.');
+          break;
+        default: // left
+          drop();
+          showJoin('You are no longer in the queue. You can join again.');
+          say('You left the queue.');
+      }
+    }
+
+    // detail is the line under the headline that counts down: to the
+    // on-sale, or the pass's time left.
+    function detail() {
+      const d = st.last;
+      if (!d) return;
+      if (d.state === 'waiting') {
+        const left = t0 - Date.now();
+        $('room-detail').textContent = left > 0
+          ? 'Sales start in ' + clock(left) + '. ' + (room.mode === 'fair' ? 'Then the order of everyone in the queue is drawn, and buyers are let in as tickets are left.' : 'Then buyers are let in, in order, as tickets are left.')
+          : 'Buyers are let in as tickets are left. When it is your turn, the order form appears here.';
+      } else if (d.state === 'admitted' && !d.passUsed) {
+        const left = d.expiresAt - Date.now();
+        $('room-detail').textContent = left > 0
+          ? 'Your ' + tickets(d.quantity) + (d.quantity === 1 ? ' is' : ' are') + ' set aside for you: order below within ' + clock(left) + '.'
+          : 'Your time to order is up.';
+        const dd = document.querySelector('#room-facts [data-fact="left"] dd');
+        if (dd) dd.textContent = clock(left);
+      }
+    }
+
+    function schedule(ms) {
+      clearTimeout(st.timer);
+      st.timer = setTimeout(poll, ms);
+    }
+
+    function next(d) {
+      if (d.state === 'waiting') {
+        const toT0 = t0 - Date.now();
+        if (toT0 > 0) return Math.min(FAR_MS, toT0 + 250);
+        if (d.ahead < 20) return NEAR_MS;
+        return d.ahead < 200 ? FAR_MS : IDLE_MS;
+      }
+      if (d.state === 'admitted' && !d.passUsed) return Math.min(IDLE_MS, Math.max(NEAR_MS, d.expiresAt - Date.now() + 500));
+      if (d.state === 'sold_out') return IDLE_MS;
+      return 0; // nothing more to wait for
+    }
+
+    async function poll() {
+      clearTimeout(st.timer);
+      if (!st.place || st.polling || document.hidden) return;
+      st.polling = true;
+      const place = st.place;
+      let ms = FAR_MS;
+      try {
+        const d = await Shop.api('GET', '/queue/' + encodeURIComponent(ev.id) + '/status', undefined,
+          { headers: { Authorization: 'Bearer ' + place.pollToken }, timeoutMs: 10000 });
+        if (st.place !== place) return;
+        $('room-error').textContent = '';
+        render(d);
+        ms = next(d);
+      } catch (err) {
+        if (st.place !== place) return;
+        if (err.status === 401 || err.status === 404) {
+          drop();
+          showJoin('We could not find your place in the queue. Please join again: the same e-mail address gets the same place.');
+          return;
+        }
+        // Busy or offline: keep the place and try again.
+        $('room-note').textContent = 'We could not reach the ticket service; trying again…';
+        ms = err.status === 429 ? IDLE_MS : FAR_MS;
+      } finally {
+        st.polling = false;
+      }
+      if (ms > 0) schedule(ms);
+    }
+
+    async function join(e) {
+      e.preventDefault();
+      const btn = $('room-go');
+      if (btn.getAttribute('aria-busy')) return;
+      const email = $('room-email');
+      email.removeAttribute('aria-invalid');
+      $('room-error').textContent = '';
+      if (!email.checkValidity() || !email.value.trim()) {
+        email.setAttribute('aria-invalid', 'true');
+        email.focus();
+        Shop.fail('Please enter a valid e-mail address: your place in the queue is for it.', 'room-error');
+        return;
+      }
+      Shop.busy(btn, true, 'Joining…');
+      const body = { email: email.value.trim(), quantity: Number(sel.value) || 1, device: device() };
+      try {
+        const d = await Shop.api('POST', '/queue/' + encodeURIComponent(ev.id) + '/join', body);
+        st.place = { queueId: d.queueId, pollToken: d.pollToken, email: body.email, quantity: d.quantity };
+        save();
+        st.last = null;
+        render(d);
+        $('room-headline').focus();
+        const ms = next(d);
+        if (ms > 0) schedule(ms);
+      } catch (err) {
+        if (err.code === 'QUEUE_SOLD_OUT') {
+          $('room').dataset.state = 'sold_out';
+          Shop.fail(err, 'room-error');
+        } else if (err.code === 'QUEUE_NOT_OPEN' && err.data && err.data.opensAt) {
+          Shop.fail('The queue opens at ' + Shop.when(err.data.opensAt) + '. Please come back then.', 'room-error');
+        } else if (err.code === 'INVALID_BUYER_EMAIL') {
+          email.setAttribute('aria-invalid', 'true');
+          email.focus();
+          Shop.fail(err, 'room-error');
+        } else {
+          Shop.fail(err, 'room-error');
+        }
+      } finally {
+        Shop.busy(btn, false);
+      }
+    }
+
+    async function leave() {
+      const place = st.place;
+      if (!place) return;
+      const btn = $('room-leave');
+      if (btn.getAttribute('aria-busy')) return;
+      Shop.busy(btn, true, 'Leaving…');
+      try {
+        await Shop.api('POST', '/queue/' + encodeURIComponent(ev.id) + '/leave', undefined, { headers: { Authorization: 'Bearer ' + place.pollToken } });
+        drop();
+        showJoin('You left the queue. You can join again.');
+        $('room-email').value = place.email;
+        say('You left the queue. Your place went to the next in line.');
+        $('room-h').focus();
+      } catch (err) {
+        Shop.fail(err, 'room-error');
+      } finally {
+        Shop.busy(btn, false);
+      }
+    }
+
+    $('room').dataset.mode = room.mode;
+    $('room-join').addEventListener('submit', join);
+    $('room-leave').addEventListener('click', leave);
+    document.addEventListener('visibilitychange', function () {
+      if (!document.hidden && st.place) poll();
+    });
+    setInterval(function () {
+      if (document.hidden || !st.last) return;
+      detail();
+      // The on-sale came: read the place now rather than at the next poll.
+      if (st.last.state === 'waiting' && st.last.early && Date.now() >= t0 && !st.polling) poll();
+    }, 1000);
+
+    if (st.place) {
+      $('room-join').hidden = true;
+      $('room-intro').hidden = true;
+      $('room-place').hidden = false;
+      $('room-headline').textContent = 'Finding your place in the queue…';
+      $('room-email').value = st.place.email || '';
+      poll();
+    } else {
+      showJoin();
+    }
+    return { poll: poll };
+  }
+
+  window.Room = { start: start };
+})();
