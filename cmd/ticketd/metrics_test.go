@@ -91,8 +91,8 @@ func TestRoomMetricsFollowJoins(t *testing.T) {
 			t.Errorf("after two joins: %q, want %s %s", got, name, want)
 		}
 	}
-	if strings.Contains(body, `ticketd_room_waiting_places{event="ev_demo`) {
-		t.Error("an event without a waiting room is in the room gauges")
+	if strings.Contains(body, `ticketd_room_waiting_places{event="ev_demo_ga"}`) {
+		t.Error("an event without a waiting room (ev_demo_ga) is in the room gauges")
 	}
 	if t.Failed() {
 		t.Log(grepLines(body, "ticketd_room_"))

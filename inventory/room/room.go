@@ -43,8 +43,8 @@ type Service struct {
 	// call stays short when stock comes back in bulk.
 	AdmitPerCall int
 	// Now is the node's clock (nil: time.Now): only to refuse joins
-	// before the room opens and to start ticking at T0 (Run); Redis'
-	// clock decides everything else.
+	// before the room opens, to start ticking then (Run) and to tell how
+	// old a frontier is; Redis' clock decides everything else.
 	Now    func() time.Time
 	Logger *slog.Logger
 	// NearHead is how close to the head (places ahead) a poll goes to
@@ -91,8 +91,8 @@ type Status struct {
 	// ETA is the estimated wait (nil: not known yet, e.g. before the first
 	// pass).
 	ETA *time.Duration
-	// Odds are the chances in hundredths (0-100) that units are left when
-	// the place's turn comes, given the stock left and the places ahead.
+	// Odds are the chances, in percent, that units are left when the
+	// place's turn comes, given the stock left and the places ahead.
 	Odds int64
 	// Pass and PassExpiresAt are set while the place is admitted and its
 	// pass unused; PassUsed once it made a registration.
