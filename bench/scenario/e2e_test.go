@@ -332,7 +332,8 @@ func TestStorefrontIntegrityCatchesASeatBookedTwice(t *testing.T) {
 // buyer paying within 100 ms) so that it takes a few seconds: the room
 // admits exactly the tickets, every replayed pass and every bot is
 // refused, a second join finds the same place, the admission order keeps
-// the committed one, and every check passes, Redis and Postgres included.
+// the committed one (the room's audit's order and the passes' times), and
+// every check passes, Redis and Postgres included.
 func TestQueueSelloutSellsThroughTheRoomAgainstTicketd(t *testing.T) {
 	t.Parallel()
 	_, env := storefrontTicketd(t)
@@ -360,7 +361,8 @@ func TestQueueSelloutSellsThroughTheRoomAgainstTicketd(t *testing.T) {
 	if res.Rejections["QUEUE_PASS_USED"] != 30 || res.Rejections["QUEUE_REQUIRED"] != 1 {
 		t.Fatalf("rejections %v, want 30 replayed passes refused QUEUE_PASS_USED and 1 bot QUEUE_REQUIRED", res.Rejections)
 	}
-	for name, want := range map[string]float64{FigSold: 30, FigQueueAdmitted: 30, FigQueueDiscordant: 0, FigQueueSpearmanUntied: 1} {
+	for name, want := range map[string]float64{FigSold: 30, FigQueueAdmitted: 30, FigQueueDiscordant: 0, FigQueueSpearmanUntied: 1,
+		FigQueueSpearman: 1, FigQueueAuditAgainstTimes: 0} {
 		if got, ok := out.Figure(name); !ok || got != want {
 			t.Errorf("%s: %v (reported %v), want %v", name, got, ok, want)
 		}

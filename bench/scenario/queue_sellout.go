@@ -48,10 +48,14 @@ import (
 // success page's read.
 //
 // Every buyer waits in a worker of its own (-concurrency does not apply),
-// over at most 1,024 connections. The full size (100,000 waiters polling
-// once a second) does not fit the 2-core machine: polls are one Redis
-// script each until the node answers them from memory (issue 20, not
-// built), so the defaults are a tenth of it.
+// over at most 1,024 connections. The full size does not fit the 2-core
+// machine that also runs the bench (100,000 goroutines polling once a
+// second, and ticketd answering them), so the defaults are a tenth of it.
+//
+// The admission order is read from the room's audit (each pass given, in
+// the order of admission) and checked against the committed order, which
+// the bench computes itself from the shuffle key revealed after T0
+// (fairness.shuffleKey, room.Rank) and the joins' answers.
 var QueueSellout Scenario = queueSellout{}
 
 // The queue-sellout load's shape.
@@ -86,25 +90,27 @@ var qsDefaults = Options{Arrivals: 10_000, Capacity: 1_000, Duration: 10 * time.
 
 // Figures of queue-sellout (the issue's table, and what they rest on).
 const (
-	FigQueueJoinRate       = "joins/s after T0 (joins answered / first arrival to last answer)"
-	FigQueueJoinOffered    = "join arrivals/s offered after T0"
-	FigQueueJoinP99        = "join p99 (from the intended arrival)"
-	FigQueuePollPeak       = "status polls/s (busiest second)"
-	FigQueuePollMean       = "status polls/s (mean over the polling)"
-	FigQueueFirstPass      = "first pass after T0 (Redis' admission time)"
-	FigQueueWaveP99        = "initial wave delivered p99 (T0 to the buyer seeing its pass)"
-	FigQueueReturnP99      = "returned stock to the next pass p99 (lapse to next admission)"
-	FigQueueSpearman       = "Spearman rho, committed order vs admission order (one Redis millisecond's admissions tied)"
-	FigQueueSpearmanUntied = "Spearman rho, a millisecond's admissions taken in line order (as one script admits them)"
-	FigQueueDiscordant     = "pairs admitted against the committed order (in different milliseconds)"
-	FigQueueSoldOutP99     = "sold-out broadcast p99 (last registration sent to each waiter seeing sold_out)"
-	FigQueueRedisCPU       = "Redis CPU per admitted buyer"
-	FigQueueRedisPerWait   = "Redis memory per waiter at T0 (MEMORY USAGE of the room's keys / places)"
-	FigQueueAdmitted       = "places admitted"
-	FigQueueTickets        = "tickets on sale"
-	FigQueueSoldOutAt      = "sold out (last registration sent), after T0"
-	FigQueuePollAsked      = "status polls/s the waiters asked (places not in the first wave / poll interval)"
-	FigQueueWaiters        = "places (distinct buyers who joined)"
+	FigQueueJoinRate          = "joins/s after T0 (joins answered / first arrival to last answer)"
+	FigQueueJoinOffered       = "join arrivals/s offered after T0"
+	FigQueueJoinP99           = "join p99 (from the intended arrival)"
+	FigQueuePollPeak          = "status polls/s (busiest second)"
+	FigQueuePollMean          = "status polls/s (mean over the polling)"
+	FigQueueFirstPass         = "first pass after T0 (Redis' admission time)"
+	FigQueueWaveP99           = "initial wave delivered p99 (T0 to the buyer seeing its pass)"
+	FigQueueReturnP99         = "returned stock to the next pass p99 (lapse to next admission)"
+	FigQueueSpearman          = "Spearman rho, committed order vs admission order (the room's audit)"
+	FigQueueAuditAgainstTimes = "pairs the audit orders against the passes' admission times"
+	FigQueueSpearmanTimes     = "Spearman rho, committed order vs Redis' admission times (one millisecond's admissions tied)"
+	FigQueueSpearmanUntied    = "Spearman rho, a millisecond's admissions taken in line order (as one script admits them)"
+	FigQueueDiscordant        = "pairs admitted against the committed order (in different milliseconds)"
+	FigQueueSoldOutP99        = "sold-out broadcast p99 (last registration sent to each waiter seeing sold_out)"
+	FigQueueRedisCPU          = "Redis CPU per admitted buyer"
+	FigQueueRedisPerWait      = "Redis memory per waiter at T0 (MEMORY USAGE of the room's keys / places)"
+	FigQueueAdmitted          = "places admitted"
+	FigQueueTickets           = "tickets on sale"
+	FigQueueSoldOutAt         = "sold out (last registration sent), after T0"
+	FigQueuePollAsked         = "status polls/s the waiters asked (places not in the first wave / poll interval)"
+	FigQueueWaiters           = "places (distinct buyers who joined)"
 )
 
 type queueSellout struct{}
@@ -151,6 +157,7 @@ func runQueueSellout(ctx context.Context, env *Env, name string, o Options, p *q
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	p.readAudit(ctx, env)
 	out := finish(ctx, env, name, &Outcome{Result: res, LatencyOp: "join", CPU: env.CPU.Shares()}, parts)
 	out.Figures = append(out.Figures, p.redisCPU(out)...)
 	out.Notes = append(out.Notes, p.notes...)
@@ -183,7 +190,11 @@ type qsPart struct {
 	pollSecs   [1200]atomic.Int64 // polls answered, by second from start
 	memBytes   int64              // the room's keys at T0
 	memPlaces  int64
-	notes      []string
+	// audit maps a place to its index in the room's audit of admissions
+	// (nil: not read, auditWhy says why).
+	audit    map[string]int
+	auditWhy string
+	notes    []string
 }
 
 func newQueueSelloutPart(ctx context.Context, o Options, sh qsShape) *qsPart {
@@ -661,11 +672,18 @@ func (p *qsPart) figures(res *load.Result) []Figure {
 	p.mu.Lock()
 	key := p.shuffleKey
 	p.mu.Unlock()
-	if o, why := committedRho(key, p.t0, adm); why == "" {
-		if math.IsNaN(o.rho) {
-			notMeasured(FigQueueSpearman, "every place was admitted in one Redis millisecond: the admission order has no ranks to compare")
-		} else {
-			figs = append(figs, Figure{Name: FigQueueSpearman, Value: o.rho})
+	if o, why := committedRho(key, p.t0, adm, p.audit); why == "" {
+		switch {
+		case o.audited:
+			figs = append(figs, Figure{Name: FigQueueSpearman, Value: o.rhoAudit},
+				Figure{Name: FigQueueAuditAgainstTimes, Value: float64(o.auditAgainstTimes)})
+		case p.audit != nil:
+			notMeasured(FigQueueSpearman, fmt.Sprintf("%d admitted places are missing from the room's audit", o.notAudited))
+		default:
+			notMeasured(FigQueueSpearman, "the room's audit was not read: "+p.auditWhy)
+		}
+		if !math.IsNaN(o.rho) {
+			figs = append(figs, Figure{Name: FigQueueSpearmanTimes, Value: o.rho})
 		}
 		figs = append(figs, Figure{Name: FigQueueSpearmanUntied, Value: o.rhoUntied},
 			Figure{Name: FigQueueDiscordant, Value: float64(o.discordant)}, Figure{Name: "places in the Spearman rho", Value: float64(o.n)})
@@ -698,13 +716,16 @@ func (p *qsPart) figures(res *load.Result) []Figure {
 
 // committedRho is Spearman's rho between the committed order of the
 // admitted places (the pre-queue by Rank under the revealed shuffle key,
-// then later arrivals by their join's answer) and the order Redis admitted
-// them in; places whose join straddled T0 are left out.
-func committedRho(key []byte, t0 time.Time, adm []qsPlace) (o qsOrder, why string) {
+// then later arrivals by their join's answer) and the order the room
+// admitted them in: its audit's (each pass given, in the order of
+// admission), or, without one, Redis' admission times (a millisecond's
+// admissions tied). Places whose join straddled T0 are left out. The
+// audit's order is checked against the admission times the buyers saw.
+func committedRho(key []byte, t0 time.Time, adm []qsPlace, audit map[string]int) (o qsOrder, why string) {
 	if key == nil {
 		return o, "no status after T0 showed fairness.shuffleKey"
 	}
-	var committed, actual []float64
+	var committed, actual, audited []float64
 	for _, pl := range adm {
 		var c float64
 		switch pl.class {
@@ -717,12 +738,24 @@ func committedRho(key []byte, t0 time.Time, adm []qsPlace) (o qsOrder, why strin
 		}
 		committed = append(committed, c)
 		actual = append(actual, float64(pl.admitted.UnixMilli()))
+		if audit != nil {
+			i, ok := audit[pl.qid]
+			if !ok {
+				o.notAudited++
+				i = -1
+			}
+			audited = append(audited, float64(i))
+		}
 	}
 	o.n = len(committed)
 	if o.n < 3 {
 		return o, fmt.Sprintf("%d admitted places to rank", o.n)
 	}
 	o.rho, o.discordant = spearman(committed, actual), discordant(committed, actual)
+	if audit != nil && o.notAudited == 0 {
+		o.audited = true
+		o.rhoAudit, o.auditAgainstTimes = spearman(committed, audited), discordant(audited, actual)
+	}
 	// The admissions of one Redis millisecond are tied above; one script
 	// admits the head of the line first, so in line order they came.
 	idx := make([]int, o.n)
@@ -752,6 +785,13 @@ type qsOrder struct {
 	// order.
 	rho, rhoUntied float64
 	discordant     int64
+	// audited: rhoAudit is against the audit's order, which ordered
+	// auditAgainstTimes pairs against the admission times; notAudited
+	// counts admitted places missing from the audit.
+	audited           bool
+	rhoAudit          float64
+	auditAgainstTimes int64
+	notAudited        int
 }
 
 // discordant counts the pairs that x and y order strictly opposite ways.
@@ -833,19 +873,15 @@ func (p *qsPart) sampleMemory(ctx context.Context, env *Env) {
 	if !sleepUntil(ctx, p.t0.Add(-300*time.Millisecond)) {
 		return
 	}
-	sp := keys.Space{Prefix: env.KeyPrefix}
-	if !env.PrefixKnown {
-		name := keys.Space{}.Room(p.event)
-		ks, err := redismem.Scan(ctx, env.Redis, "*"+redismem.Glob(name))
-		if err != nil || len(ks) != 1 {
-			p.mu.Lock()
-			p.notes = append(p.notes, "not measured: "+fig+": the key prefix is unknown (give -key-prefix)")
-			p.mu.Unlock()
-			return
-		}
-		sp.Prefix = strings.TrimSuffix(ks[0], name)
+	sp, why := p.space(ctx, env)
+	if why != "" {
+		p.mu.Lock()
+		p.notes = append(p.notes, "not measured: "+fig+": "+why)
+		p.mu.Unlock()
+		return
 	}
-	ks := []string{sp.Room(p.event), sp.RoomWho(p.event), sp.RoomLine(p.event), sp.RoomPlaces(p.event), sp.RoomPasses(p.event)}
+	ks := []string{sp.Room(p.event), sp.RoomWho(p.event), sp.RoomLine(p.event), sp.RoomPlaces(p.event), sp.RoomPasses(p.event),
+		sp.RoomAudit(p.event)}
 	used, err := redismem.Usage(ctx, env.Redis, ks)
 	var places int64
 	if err == nil {
@@ -858,6 +894,52 @@ func (p *qsPart) sampleMemory(ctx context.Context, env *Env) {
 		return
 	}
 	p.memBytes, p.memPlaces = used, places
+}
+
+// space is the target's key space; why says why it is not known.
+func (p *qsPart) space(ctx context.Context, env *Env) (keys.Space, string) {
+	sp := keys.Space{Prefix: env.KeyPrefix}
+	if env.Redis == nil {
+		return sp, "no Redis to read (give -redis-url with -target)"
+	}
+	if !env.PrefixKnown {
+		name := keys.Space{}.Room(p.event)
+		ks, err := redismem.Scan(ctx, env.Redis, "*"+redismem.Glob(name))
+		if err != nil || len(ks) != 1 {
+			return sp, "the key prefix is unknown (give -key-prefix)"
+		}
+		sp.Prefix = strings.TrimSuffix(ks[0], name)
+	}
+	return sp, ""
+}
+
+// readAudit reads the order in which the room admitted places from its
+// audit (each pass given, in the order of admission).
+func (p *qsPart) readAudit(ctx context.Context, env *Env) {
+	sp, why := p.space(ctx, env)
+	if why != "" {
+		p.auditWhy = why
+		return
+	}
+	rs := &room.Service{Redis: env.Redis, Space: sp}
+	p.audit = map[string]int{}
+	after := ""
+	for {
+		es, err := rs.Audit(ctx, p.event, after, 10_000)
+		if err != nil {
+			p.audit, p.auditWhy = nil, err.Error()
+			return
+		}
+		for _, e := range es {
+			if _, seen := p.audit[e.QueueID]; e.What == "admitted" && !seen {
+				p.audit[e.QueueID] = len(p.audit)
+			}
+		}
+		if len(es) < 10_000 {
+			return
+		}
+		after = es[len(es)-1].ID
+	}
 }
 
 // redisCPU is Redis' CPU per admitted buyer over the timed run, and the
