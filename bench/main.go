@@ -63,6 +63,7 @@ type config struct {
 	CardSecret    string
 	RedisCluster  int
 	Capacity      int64
+	Arrivals      int64
 	Profile       string
 	MetricsURLs   string
 	scenarios     int // how many -scenario selects
@@ -91,7 +92,8 @@ func run() int {
 	flag.StringVar(&c.CardSecret, "card-webhook-secret", os.Getenv("TICKETD_CARD_WEBHOOK_SECRET"), "with -target: its TICKETD_CARD_WEBHOOK_SECRET, to sign the card webhooks of the storefront scenarios (without it they do not run)")
 	flag.DurationVar(&c.DrainTimeout, "drain-timeout", 2*time.Minute, "how long the integrity check waits for the sync worker to write everything to Postgres")
 	flag.IntVar(&c.RedisCluster, "redis-cluster", 0, "start a Redis Cluster of this many masters (at least 3; redis-server --cluster-enabled yes on loopback ports) for the ticketd the bench starts, and remove it at the end; 0: one Redis")
-	flag.Int64Var(&c.Capacity, "capacity", 0, "capacity of the flash scenarios' event (0: one no run reaches); a small one makes a run of sold-out refusals, to measure what a refused buyer costs")
+	flag.Int64Var(&c.Capacity, "capacity", 0, "capacity of the flash scenarios' event (0: one no run reaches); a small one makes a run of sold-out refusals, to measure what a refused buyer costs; queue-sellout's tickets (0: its default, 1,000)")
+	flag.Int64Var(&c.Arrivals, "arrivals", 0, "queue-sellout's arrivals, 60% before T0 (0: its default, 10,000); with it -duration is the pre-queue window (default 10 s) and -rate the arrivals per second after T0 (default 2,000)")
 	flag.StringVar(&c.Profile, "profile", "", "write the CPU profile of the ticketd the bench starts over each run's timed part to this file (go tool pprof); with several scenarios, one file each, the scenario's name before the extension")
 	flag.StringVar(&c.MetricsURLs, "metrics-url", "", "with -target: base URLs of every ticketd API node, comma-separated, whose /metrics are summed for the Redis round trips (default -target)")
 	ticketdEnv := flag.String("ticketd-env", "", "extra environment of the ticketd processes the bench starts, NAME=value words (\"TICKETD_REDIS_FLUSH_DELAY=200us GOGC=800\")")
@@ -164,7 +166,7 @@ func run() int {
 // names lists the scenario names.
 func names() []string {
 	var out []string
-	for _, s := range scenario.All {
+	for _, s := range scenario.Selectable() {
 		out = append(out, s.Name())
 	}
 	return out
@@ -179,13 +181,13 @@ func selection(value string) ([]scenario.Scenario, error) {
 	want := map[string]bool{}
 	for _, name := range strings.Split(value, ",") {
 		name = strings.TrimSpace(name)
-		if !slices.ContainsFunc(scenario.All, func(s scenario.Scenario) bool { return s.Name() == name }) {
+		if !slices.ContainsFunc(scenario.Selectable(), func(s scenario.Scenario) bool { return s.Name() == name }) {
 			return nil, fmt.Errorf("unknown -scenario %q; want one of %s, all, or a comma-separated list", name, strings.Join(names(), ", "))
 		}
 		want[name] = true
 	}
 	var out []scenario.Scenario
-	for _, s := range scenario.All {
+	for _, s := range scenario.Selectable() {
 		if want[s.Name()] {
 			out = append(out, s)
 		}
@@ -260,6 +262,10 @@ func runScenario(ctx context.Context, c config, d *deployment, sc scenario.Scena
 	o := scenario.Options{Duration: c.Duration, Workers: c.Concurrency, Progress: pr}
 	if sc.Name() == scenario.Flash.Name() || sc.Name() == scenario.FlashOpen.Name() {
 		o.Capacity = c.Capacity // 0: the scenario's own
+	}
+	if sc == scenario.QueueSellout {
+		// Every buyer waits in a worker of its own: -concurrency does not apply.
+		o.Capacity, o.Arrivals, o.Workers = c.Capacity, c.Arrivals, 0
 	}
 	switch sc { // closed loops only: -rate does not apply
 	case scenario.FlashDurable:

@@ -114,6 +114,7 @@ func judge(s *report.Suite, fullSuite bool) []report.Target {
 	t.Got = fmt.Sprintf("%d of %d runs failed a check", failed, len(s.Runs))
 	add(t, failed == 0, len(s.Runs) > 0)
 
+	out = append(out, roomTargets(find("", scenario.QueueSellout.Name()))...)
 	out = append(out, costTargets(s, find)...)
 
 	if fullSuite {

@@ -345,3 +345,43 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+// TestRoomTargets: issue 20's targets are judged on queue-sellout's
+// figures; a rate the run did not offer and a figure it could not measure
+// are "not measured" (with the run's reason), never passed.
+func TestRoomTargets(t *testing.T) {
+	r := report.Run{Scenario: scenario.QueueSellout.Name(), Target: "ticketd", Mode: "open", IntegrityOK: true, Ops: ops("join"),
+		Notes: []string{"not measured: " + scenario.FigQueueReturnP99 + ": no pass lapsed"},
+		Figures: []report.Figure{
+			{Name: scenario.FigQueueJoinRate, Value: 1900}, {Name: scenario.FigQueueJoinOffered, Value: 2000},
+			{Name: scenario.FigQueueJoinP99, Value: 20}, {Name: scenario.FigQueuePollAsked, Value: 9000},
+			{Name: scenario.FigQueueFirstPass, Value: 0.1}, {Name: scenario.FigQueueWaveP99, Value: 2},
+			{Name: scenario.FigQueueSpearman, Value: 0.9995}, {Name: scenario.FigQueueSoldOutP99, Value: 900},
+			{Name: scenario.FigQueueRedisCPU, Value: 350}, {Name: scenario.FigQueueRedisPerWait, Value: 450},
+		}}
+	ts := judge(&report.Suite{Runs: []report.Run{r}}, false)
+	for prefix, want := range map[string]string{
+		"issue 20, queue-sellout: joins":                   report.NotMeasured,
+		"issue 20, queue-sellout: join p99":                report.NotMeasured,
+		"issue 20, queue-sellout: status polls":            report.NotMeasured,
+		"issue 20, queue-sellout: first pass":              report.Pass,
+		"issue 20, queue-sellout: the initial wave":        report.Fail,
+		"issue 20, queue-sellout: returned stock":          report.NotMeasured,
+		"issue 20, queue-sellout: Spearman":                report.Pass,
+		"issue 20, queue-sellout: sold-out broadcast":      report.Fail,
+		"issue 20, queue-sellout: Redis CPU per admitted":  report.Pass,
+		"issue 20, queue-sellout: Redis memory per waiter": report.Fail,
+	} {
+		if got := status(ts, prefix); got != want {
+			t.Errorf("%s: %s, want %s", prefix, got, want)
+		}
+	}
+	for _, tg := range ts {
+		if strings.HasPrefix(tg.Name, "issue 20, queue-sellout: returned") && !strings.Contains(tg.Got, "no pass lapsed") {
+			t.Errorf("returned stock: got %q, want the run's reason", tg.Got)
+		}
+	}
+	if got := status(judge(&report.Suite{}, false), "issue 20"); got != "absent" {
+		t.Errorf("without the run: %s, want no issue 20 target", got)
+	}
+}

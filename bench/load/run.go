@@ -44,6 +44,15 @@ type Plan struct {
 	// Workers is the concurrency of a closed loop and the most arrivals in
 	// flight at once in an open loop (later ones wait, their clocks running).
 	Workers int
+	// At, when set, is an open loop's own schedule: arrival i starts At(i)
+	// after the run's start (At never decreasing), instead of i/Rate; Rate
+	// is then only what the report says was offered (give the schedule's
+	// mean). It needs Arrivals.
+	At func(i int64) time.Duration
+	// Conns caps the HTTP connections (0: Workers + 8); workers beyond it
+	// wait for a free connection, their clocks running. For runs whose
+	// workers mostly sleep between calls (buyers waiting in a queue).
+	Conns int
 	// Drain bounds, in an open loop, how long arrivals still queued when the
 	// schedule ends may wait; past it they are abandoned and counted as
 	// errors with their waiting time so far (default 30s).
@@ -175,12 +184,19 @@ func Run(ctx context.Context, addr string, p Plan) (*Result, error) {
 	if p.Duration <= 0 && p.Arrivals <= 0 {
 		return nil, errors.New("load: a plan needs a duration or a number of arrivals")
 	}
+	if p.At != nil && (!p.Open || p.Arrivals <= 0) {
+		return nil, errors.New("load: a schedule (At) needs an open loop and a number of arrivals")
+	}
 	ops := append([]string(nil), p.Ops...)
 	if p.Open {
 		ops = append(ops, StartDelay)
 	}
 	rc := newRecorder(ops, p.Primary)
 	hc := NewClient(addr, p.Workers, p.Timeout)
+	if p.Conns > 0 && p.Conns < p.Workers {
+		hc = NewClient(addr, p.Conns, p.Timeout)
+		hc.MaxConnWaitTimeout = hc.ReadTimeout
+	}
 	defer hc.CloseIdleConnections()
 
 	workers := make([]*Worker, p.Workers)
@@ -303,6 +319,19 @@ func runOpen(ctx context.Context, p Plan, start time.Time, workers []*Worker, ac
 	interval := float64(time.Second) / p.Rate
 	k := &kept{interval: time.Duration(interval), schedule: time.Duration(float64(n) * interval)}
 	at := func(i int64) time.Time { return start.Add(time.Duration(float64(i) * interval)) }
+	if p.At != nil {
+		// Arrival i at At(i); the end of the schedule, at(n), one mean
+		// interval after the last.
+		span := p.At(n - 1)
+		interval = float64(span) / float64(max(n-1, 1))
+		k.interval, k.schedule = time.Duration(interval), span+time.Duration(interval)
+		at = func(i int64) time.Time {
+			if i >= n {
+				return start.Add(k.schedule)
+			}
+			return start.Add(p.At(i))
+		}
+	}
 	drain := p.Drain
 	if drain <= 0 {
 		drain = 30 * time.Second
@@ -344,7 +373,9 @@ dispatch:
 			break
 		}
 		if d := time.Until(at(i)); d > 0 {
-			time.Sleep(d) // at most one interval: the schedule is dense
+			if !sleep(ctx, d) { // at most one interval, unless At leaves a gap
+				break
+			}
 		}
 		if k.busy.Load() >= int64(len(workers)) {
 			k.saturated = true // arrival i waits for a free worker
@@ -369,6 +400,22 @@ dispatch:
 	close(queue)
 	wg.Wait()
 	return k
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d < 50*time.Millisecond {
+		time.Sleep(d)
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Progress writes the progress line of runs.

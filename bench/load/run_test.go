@@ -262,3 +262,65 @@ func TestMergeJoinsSlicesAsOneRun(t *testing.T) {
 		}
 	}
 }
+
+// intendedActor keeps each arrival's intended start.
+type intendedActor struct {
+	mu  *sync.Mutex
+	got *[]time.Duration
+	at  *time.Time
+}
+
+func (a intendedActor) Arrive(w *Worker, intended time.Time) {
+	w.Prepare("GET", "/")
+	if _, tr := w.Send(); tr != "" {
+		w.Error(tr)
+	}
+	a.mu.Lock()
+	*a.got = append(*a.got, intended.Sub(*a.at))
+	a.mu.Unlock()
+	time.Sleep(50 * time.Millisecond) // a worker that mostly waits
+}
+
+// TestOpenLoopKeepsItsOwnSchedule: with At, arrival i starts At(i) after
+// the start, a gap included, and more workers than connections share
+// them (Conns) without errors.
+func TestOpenLoopKeepsItsOwnSchedule(t *testing.T) {
+	addr := serve(t, func(ctx *fasthttp.RequestCtx) {})
+	var mu sync.Mutex
+	var got []time.Duration
+	var start time.Time
+	at := func(i int64) time.Duration {
+		if i < 10 {
+			return time.Duration(i) * time.Millisecond // 10 at once
+		}
+		return 300*time.Millisecond + time.Duration(i-10)*time.Millisecond // then, after a gap, 10 more
+	}
+	res, err := Run(context.Background(), addr, Plan{Name: "at", Ops: []string{"get"}, Open: true, Rate: 20 / 0.32, Arrivals: 20,
+		At: at, Workers: 20, Conns: 2, NewActor: func(w *Worker) Actor {
+			return intendedActor{mu: &mu, got: &got, at: &start}
+		}, Window: windowFunc(func() { start = time.Now().Add(5 * time.Millisecond) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Errors) > 0 || res.Arrivals != 20 || len(got) != 20 {
+		t.Fatalf("arrivals %d, intended starts %d, errors %v", res.Arrivals, len(got), res.Errors)
+	}
+	late := 0
+	for _, d := range got {
+		if d >= 250*time.Millisecond {
+			late++
+		}
+	}
+	if late != 10 {
+		t.Fatalf("%d arrivals intended after the gap, want 10: %v", late, got)
+	}
+	if _, err := Run(context.Background(), addr, Plan{Ops: []string{"get"}, Rate: 1, Duration: time.Second, At: at, Workers: 1, NewActor: newGet}); err == nil {
+		t.Fatal("a schedule without an open loop and arrivals was accepted")
+	}
+}
+
+// windowFunc is a Window that calls begin at its start.
+type windowFunc func()
+
+func (f windowFunc) Begin() { f() }
+func (f windowFunc) End()   {}

@@ -325,3 +325,49 @@ func TestStorefrontIntegrityCatchesASeatBookedTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueSelloutSellsThroughTheRoomAgainstTicketd runs queue-sellout
+// with 150 arrivals for 30 tickets against a real ticketd, its clock
+// shortened (a 1 s pre-queue, polls every 200 ms, nobody vanishing, every
+// buyer paying within 100 ms) so that it takes a few seconds: the room
+// admits exactly the tickets, every replayed pass and every bot is
+// refused, a second join finds the same place, the admission order keeps
+// the committed one (the room's audit's order and the passes' times), and
+// every check passes, Redis and Postgres included.
+func TestQueueSelloutSellsThroughTheRoomAgainstTicketd(t *testing.T) {
+	t.Parallel()
+	_, env := storefrontTicketd(t)
+	ctx := context.Background()
+	o := Options{Arrivals: 150, Capacity: 30, Duration: time.Second, Rate: 300}
+	sh := qsShape{passTTL: 10 * time.Second, poll: 200 * time.Millisecond, spread: 100 * time.Millisecond,
+		gap: 300 * time.Millisecond, lead: 300 * time.Millisecond, slowPct: 25,
+		fast: [2]time.Duration{0, 50 * time.Millisecond}, slow: [2]time.Duration{50 * time.Millisecond, 100 * time.Millisecond}}
+	out, err := runQueueSellout(ctx, env, "queue-sellout", o, newQueueSelloutPart(ctx, o, sh))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failedChecks(out.Checks); len(f) > 0 || !out.Checks.OK() {
+		t.Fatalf("integrity failed:\n%s", strings.Join(f, "\n"))
+	}
+	for _, c := range out.Checks {
+		if c.Status != integrity.Pass {
+			t.Errorf("not every check was made: %+v", c)
+		}
+	}
+	res := out.Result
+	if res.Units != 30 || len(res.Errors) > 0 {
+		t.Fatalf("%d buyers paid (want 30), errors %v, rejections %v", res.Units, res.Errors, res.Rejections)
+	}
+	if res.Rejections["QUEUE_PASS_USED"] != 30 || res.Rejections["QUEUE_REQUIRED"] != 1 {
+		t.Fatalf("rejections %v, want 30 replayed passes refused QUEUE_PASS_USED and 1 bot QUEUE_REQUIRED", res.Rejections)
+	}
+	for name, want := range map[string]float64{FigSold: 30, FigQueueAdmitted: 30, FigQueueDiscordant: 0, FigQueueSpearmanUntied: 1,
+		FigQueueSpearman: 1, FigQueueAuditAgainstTimes: 0} {
+		if got, ok := out.Figure(name); !ok || got != want {
+			t.Errorf("%s: %v (reported %v), want %v", name, got, ok, want)
+		}
+	}
+	if n, _ := out.Figure("waiters told sold out by a status"); n == 0 {
+		t.Error("no waiter was told sold out")
+	}
+}

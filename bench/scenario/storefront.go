@@ -90,9 +90,12 @@ type buyer struct {
 	evt     []byte
 	body    []byte
 	hook    []byte // the last webhook's body, for a redelivery
-	sig     []byte
-	mac     hash.Hash
-	sum     []byte
+	// pass is the waiting room's pass register-guest sends (x-queue-pass);
+	// empty for none.
+	pass []byte
+	sig  []byte
+	mac  hash.Hash
+	sum  []byte
 }
 
 func newBuyer(s *shop, worker int) *buyer {
@@ -105,7 +108,7 @@ func (b *buyer) next() {
 	b.n++
 	b.ip = appendBuyerIP(b.ip[:0], b.seq)
 	b.email = append(strconv.AppendUint(append(b.email[:0], "buyer-"...), uint64(b.seq), 10), "@bench.example.com"...)
-	b.reg, b.session, b.amount = b.reg[:0], b.session[:0], 0
+	b.reg, b.session, b.amount, b.pass = b.reg[:0], b.session[:0], 0, b.pass[:0]
 }
 
 // prepare sets up w.Req as the buyer's storefront call.
@@ -132,12 +135,16 @@ func (b *buyer) registerBody(dst []byte, eventID string, cart []byte) []byte {
 	return append(dst, '}')
 }
 
-// register sends register-guest and keeps the registration id and its
+// register sends register-guest (with the buyer's waiting-room pass,
+// when it has one) and keeps the registration id and its
 // total: the answer's total, or want when it carries none (its first
 // "amount" may be payment.amount, what was paid so far). ok is true for a
 // 200 with a registration id.
 func (b *buyer) register(w *load.Worker, eventID string, cart []byte, want money.Cents) (status int, transport string, ok bool) {
 	b.prepare(w, "POST", "/v1/storefront/register-guest")
+	if len(b.pass) > 0 {
+		w.Req.Header.SetBytesV("x-queue-pass", b.pass)
+	}
 	b.body = b.registerBody(b.body[:0], eventID, cart)
 	w.Req.SetBodyRaw(b.body)
 	if status, transport = w.Send(); transport != "" || status != 200 {
