@@ -58,10 +58,12 @@
 -- ARGV[12] -> checkout TTL ms (the window once a checkout session is attached)
 -- ARGV[13] -> client key (holds.Client; "" counts no client)
 -- ARGV[14] -> the client's limit of holds
--- ARGV[15] -> the waiting room's place (queue id) whose pass this
---             registration burns ("": none): the pass must be live, for
---             this buyer (ARGV[8]) and cover the admissions (ARGV[9]); its
---             reservation becomes the registration's claim in this step
+-- ARGV[15] -> the waiting room's pass this registration burns: "<queue id>
+--             <expiry ms>" ("": none). It must be the place's live pass
+--             (the one given with that expiry: an older pass of a place
+--             admitted again is lapsed), for this buyer (ARGV[8]), covering
+--             the admissions (ARGV[9]); its reservation becomes the
+--             registration's claim in this step
 -- ARGV[16] -> number of claims C
 -- next 2C  -> claim field, quantity, ...
 -- next     -> number of seats S, then S seat labels
@@ -121,15 +123,19 @@ local id, buyer, client = ARGV[1], ARGV[8], ARGV[13]
 
 -- The waiting room's pass, first: a buyer without a live pass of their own
 -- is told so before anything else.
-local qid, room, pass = ARGV[15], nil, nil
-if qid ~= '' then
+local qid, passexp = string.match(ARGV[15], '^(%S+) (%d+)$')
+local room, pass = nil, nil
+if ARGV[15] ~= '' then
+  if not qid then
+    return {R.PASS_INVALID, 'state'}
+  end
   room = {room = KEYS[19], places = KEYS[20], passes = KEYS[21], audit = KEYS[22]}
   room_check(room)
   local pst, pqty, pexp, pbk = room_place(redis.call('HGET', room.places, qid))
   if pst == 'u' then
     return {R.PASS_USED}
   end
-  if pst == 'x' or pst == 'l' or (pst == 'a' and pexp <= now) then
+  if pst == 'x' or pst == 'l' or (pst == 'a' and (pexp <= now or pexp ~= tonumber(passexp))) then
     return {R.PASS_EXPIRED}
   end
   if pst ~= 'a' then

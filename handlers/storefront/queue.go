@@ -189,21 +189,23 @@ func (a *API) queueLeave(ctx *fasthttp.RequestCtx, r *request) {
 }
 
 // roomPass checks the x-queue-pass of a registration of ev by email: the
-// place whose pass it burns, "" for an event without a room.
-func (a *API) roomPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, email string) (string, *apierr.Error) {
+// pass it burns, nil for an event without a room. Whether the pass is live
+// and unused is Redis' to say (reg_register): a used pass is told so
+// however late it comes back.
+func (a *API) roomPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, email string) (*room.Pass, *apierr.Error) {
 	if ev.Room == nil {
-		return "", nil
+		return nil, nil
 	}
 	if a.Room == nil {
-		return "", apierr.Unavailable("this event's waiting room is not running on this server")
+		return nil, apierr.Unavailable("this event's waiting room is not running on this server")
 	}
 	raw := ctx.Request.Header.Peek(passHeader)
 	if len(raw) == 0 {
-		return "", room.ErrRequired
+		return nil, room.ErrRequired
 	}
 	p, err := a.Room.CheckPass(ev.ID, string(raw), email)
 	if err != nil {
-		return "", a.unavailable("queue pass", err)
+		return nil, a.unavailable("queue pass", err)
 	}
-	return p.QueueID, nil
+	return &p, nil
 }

@@ -97,7 +97,7 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	queueID, e := a.roomPass(ctx, ev, buyer.Email)
+	pass, e := a.roomPass(ctx, ev, buyer.Email)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
@@ -110,7 +110,7 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 		EventID: ev.ID, TenantID: ev.TenantID,
 		Buyer: buyer,
 		Quote: q, ShowingID: b.ShowingID, HoldToken: token, MaxPerBuyer: ev.BuyerLimit(), CatalogVersion: r.snap.Version,
-		Client: a.client(ctx), QueueID: queueID,
+		Client: a.client(ctx), Pass: pass,
 	})
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("register", err))

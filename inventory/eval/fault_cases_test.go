@@ -527,8 +527,10 @@ var faultCases = []faultCase{
 			f.ok(err)
 			b, err := f.room.Join(f.ctx, cfg, room.JoinRequest{EventID: ev, Email: "b@example.com", Device: "d1", Quantity: 1})
 			f.ok(err)
+			pass, err := f.room.CheckPass(ev, a.Pass, "buyer@example.com")
+			f.ok(err)
 			req := f.regReq(1000, nil, "")
-			req.QueueID = a.QueueID
+			req.Pass = &pass
 			_, err = f.regs.Register(f.ctx, req)
 			f.ok(err)
 			f.ok(f.room.Leave(f.ctx, ev, b.QueueID))

@@ -34,6 +34,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/pricing"
+	"github.com/ticketd/ticketd/inventory/room"
 )
 
 // Registration states as the storefront shows them (GET registration's
@@ -79,11 +80,11 @@ type Request struct {
 	Client holds.Client
 	// CatalogVersion is the catalog version the cart was priced with.
 	CatalogVersion int64
-	// QueueID is the waiting room's place whose pass the registration
-	// burns (room.Pass.QueueID, its signature checked by the caller); ""
-	// for an event without a room. The pass's units become the
-	// registration's claim in the step that makes it.
-	QueueID string
+	// Pass is the waiting room's pass the registration burns (its
+	// signature checked by the caller: room.Service.CheckPass); nil for an
+	// event without a room. Its units become the registration's claim in
+	// the step that makes it.
+	Pass *room.Pass
 }
 
 // Registration is what ticketd knows of a registration.

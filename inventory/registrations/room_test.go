@@ -50,7 +50,7 @@ func TestARegistrationBurnsItsPassOnce(t *testing.T) {
 		t.Fatalf("reserved %d, want the pass's 2", got)
 	}
 	req := gaReq(2, 1000, "ann@x.test")
-	req.QueueID = p.QueueID
+	req.Pass = &p
 	if _, err := b.regs.Register(b.ctx, req); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestARegistrationBurnsItsPassOnce(t *testing.T) {
 		t.Fatalf("after the registration: reserved %d, sold %d; want 0 and 2", got, sold)
 	}
 	again := gaReq(1, 1000, "ann@x.test")
-	again.QueueID = p.QueueID
+	again.Pass = &p
 	if _, err := b.regs.Register(b.ctx, again); !errors.Is(err, room.ErrPassUsed) {
 		t.Fatalf("the pass again: %v, want QUEUE_PASS_USED", err)
 	}
@@ -79,7 +79,7 @@ func TestAPassIsRefusedBeyondWhatItCovers(t *testing.T) {
 		{"ann@x.test", 2, room.ErrPassUnits},
 	} {
 		req := gaReq(c.n, 1000, c.email)
-		req.QueueID = p.QueueID
+		req.Pass = &p
 		if _, err := b.regs.Register(b.ctx, req); !errors.Is(err, c.want) {
 			t.Fatalf("%s for %d: %v, want %v", c.email, c.n, err, c.want)
 		}
@@ -89,11 +89,44 @@ func TestAPassIsRefusedBeyondWhatItCovers(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	req := gaReq(1, 1000, "ann@x.test")
-	req.QueueID = p.QueueID
+	req.Pass = &p
 	if _, err := b.regs.Register(b.ctx, req); !errors.Is(err, room.ErrPassLapsed) {
 		t.Fatalf("a lapsed pass: %v, want QUEUE_PASS_EXPIRED", err)
 	}
 	if sold := b.sold(t, evGA)["ev"]; sold != 0 {
 		t.Fatalf("sold %d after a lapsed pass", sold)
+	}
+}
+
+// A pass is its admission's: after it lapsed and its place was admitted
+// again, the old pass is refused as lapsed and the new one works, once.
+func TestAnOldPassOfAPlaceAdmittedAgainIsLapsed(t *testing.T) {
+	b := setup(t)
+	b.caps(t, evGA, "t:tk", "5", "ev", "5")
+	rs, cfg, old := roomOf(t, b, 5, 300*time.Millisecond, "ann@x.test", 1)
+	time.Sleep(400 * time.Millisecond)
+	if err := rs.Admit(b.ctx, cfg, evGA); err != nil { // the old pass lapses
+		t.Fatal(err)
+	}
+	cfg.PassTTL = time.Minute
+	j, err := rs.Join(b.ctx, cfg, room.JoinRequest{EventID: evGA, Email: "ann@x.test", Quantity: 1})
+	if err != nil || j.State != room.Admitted || j.QueueID != old.QueueID {
+		t.Fatalf("joining again: %+v %v, want the same place admitted again", j, err)
+	}
+	req := gaReq(1, 1000, "ann@x.test")
+	req.Pass = &old
+	if _, err := b.regs.Register(b.ctx, req); !errors.Is(err, room.ErrPassLapsed) {
+		t.Fatalf("the old pass: %v, want QUEUE_PASS_EXPIRED", err)
+	}
+	fresh, err := rs.CheckPass(evGA, j.Pass, "ann@x.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Pass = &fresh
+	if _, err := b.regs.Register(b.ctx, req); err != nil {
+		t.Fatalf("the new pass: %v", err)
+	}
+	if _, err := b.regs.Register(b.ctx, req); !errors.Is(err, room.ErrPassUsed) {
+		t.Fatalf("the used pass again: %v, want QUEUE_PASS_USED", err)
 	}
 }

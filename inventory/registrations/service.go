@@ -247,7 +247,7 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	args = append(args, id, ms(s.holdTTL()), ms(s.retention()), req.HoldToken, q.DiscountCode,
 		strconv.FormatInt(q.DiscountMaxUses, 10), strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer,
 		strconv.FormatInt(q.Claims["ev"], 10), free, strconv.FormatInt(s.StreamCap, 10),
-		ms(s.checkoutTTL()), req.Client.Key, req.Client.LimitArg(), req.QueueID)
+		ms(s.checkoutTTL()), req.Client.Key, req.Client.LimitArg(), passArg(req.Pass))
 	args, claims := orders.ClaimArgs(args, q.Claims, q.SeatLabels)
 	owner := Owner(req.TenantID)
 	args = append(args,
@@ -317,6 +317,15 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 		return Registration{}, reply.Unexpected("register", code)
 	}
 	return Registration{}, errBuyerBusy
+}
+
+// passArg is reg_register's ARGV[15]: "<queue id> <expiry ms>", "" for
+// no pass.
+func passArg(p *room.Pass) string {
+	if p == nil {
+		return ""
+	}
+	return p.QueueID + " " + strconv.FormatInt(p.ExpiresAt.UnixMilli(), 10)
 }
 
 // replication is the orders' (Orders.Replication): a payment waits for the
