@@ -905,7 +905,7 @@ func TestBrowserDemoShopWaitingRoomSoldOut(t *testing.T) {
 // lets the buyer in, with no reload. Should the test's start have taken
 // past T0, the buyer is let in at once and the pre-queue is not seen.
 func TestBrowserDemoShopWaitingRoomOpens(t *testing.T) {
-	s := startShopWith(t, func(c *config) { c.demoRoomT0 = 10 * time.Second })
+	s := startShopWith(t, func(c *config) { c.demoRoomT0 = 6 * time.Second })
 	ctx := browser(t)
 	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_room"), chromedp.WaitVisible(chromedp.ID("room-email")),
 		chromedp.SendKeys(chromedp.ID("room-email"), "early@example.com"),
