@@ -18,7 +18,6 @@ import (
 	"github.com/ticketd/ticketd/bench/integrity"
 	"github.com/ticketd/ticketd/bench/load"
 	"github.com/ticketd/ticketd/bench/redismem"
-	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/room"
@@ -981,18 +980,8 @@ func (p *qsPart) check(ctx context.Context, env *Env) (integrity.Checks, []Figur
 			told++
 		}
 	}
-	s := integrity.Sale{Label: label, Caps: map[string]int64{"ticket " + p.ticket: p.capacity, "event": p.capacity}, PerOrder: 1,
-		Paid: int64(len(t.reg.confirmed)), SoldOutReserves: told, Refused: t.reg.refused, Unresolved: unknown}
-	sold, why, err := redisHash(ctx, env, func(sp keys.Space) string { return sp.Sold(p.event) })
-	switch {
-	case err != nil:
-		s.SoldWhy = "cannot read Redis' sold counters: " + err.Error()
-	case sold == nil:
-		s.SoldWhy = why
-	default:
-		s.Sold = map[string]int64{"ticket " + p.ticket: counter(sold[capacity.TicketField(p.ticket)]), "event": counter(sold[capacity.Event])}
-	}
-	out := integrity.CheckSale(s)
+	out := checkGASale(ctx, env, integrity.Sale{Label: label, Paid: int64(len(t.reg.confirmed)), SoldOutReserves: told,
+		Refused: t.reg.refused, Unresolved: unknown}, p.event, p.ticket, p.capacity)
 	r := integrity.Room{Label: label, Places: int64(len(t.places)), Twice: t.twice, TwiceSame: t.twiceSame,
 		Registered: t.registered, Replays: t.replays, ReplaysRefused: t.replayRefuse, ReplaysLapsed: t.replayLapsed, ReplaysAccepted: t.replayAccepted,
 		NoStock: t.noStock, Bots: t.bots, BotsRefused: t.botsRefused}

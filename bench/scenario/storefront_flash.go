@@ -119,23 +119,31 @@ func (f *storefrontFlash) check(ctx context.Context, env *Env) (integrity.Checks
 	label := "storefront-flash " + f.event
 	t := f.tally()
 	unknown := t.resolve(ctx, env, f.shop)
-	s := integrity.Sale{Label: label, Caps: map[string]int64{"ticket " + f.ticket: f.capacity, "event": f.capacity}, PerOrder: 1,
-		Paid: int64(len(t.confirmed)), SoldOutReserves: t.soldOut, Refused: t.refused, Unresolved: unknown}
-	sold, why, err := redisHash(ctx, env, func(sp keys.Space) string { return sp.Sold(f.event) })
+	out := checkGASale(ctx, env, integrity.Sale{Label: label, Paid: int64(len(t.confirmed)), SoldOutReserves: t.soldOut,
+		Refused: t.refused, Unresolved: unknown}, f.event, f.ticket, f.capacity)
+	cs, figs := checkRegistrations(ctx, env, label, f.event, t)
+	return append(out, cs...), figs
+}
+
+// checkGASale checks a sale of one GA ticket type of units on event,
+// one admission an order: s (what the buyers were told) against Redis'
+// sold counters of the ticket and the event.
+func checkGASale(ctx context.Context, env *Env, s integrity.Sale, event, ticket string, units int64) integrity.Checks {
+	s.Caps, s.PerOrder = map[string]int64{"ticket " + ticket: units, "event": units}, 1
+	sold, why, err := redisHash(ctx, env, func(sp keys.Space) string { return sp.Sold(event) })
 	switch {
 	case err != nil:
 		s.SoldWhy = "cannot read Redis' sold counters: " + err.Error()
 	case sold == nil:
 		s.SoldWhy = why
 	default:
-		s.Sold = map[string]int64{"ticket " + f.ticket: counter(sold[capacity.TicketField(f.ticket)]), "event": counter(sold[capacity.Event])}
+		s.Sold = map[string]int64{"ticket " + ticket: counter(sold[capacity.TicketField(ticket)]), "event": counter(sold[capacity.Event])}
 	}
 	out := integrity.CheckSale(s)
 	if err != nil {
-		out = append(out, integrity.Check{Name: label + ": read Redis' sold counters", Status: integrity.Fail, Detail: err.Error()})
+		out = append(out, integrity.Check{Name: s.Label + ": read Redis' sold counters", Status: integrity.Fail, Detail: err.Error()})
 	}
-	cs, figs := checkRegistrations(ctx, env, label, f.event, t)
-	return append(out, cs...), figs
+	return out
 }
 
 // counter reads a Redis counter; absent is 0, anything else not a count -1.

@@ -147,16 +147,24 @@ func (a *API) place(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent) (room.P
 	return p, nil
 }
 
+// roomPlace is the path's room event and the place the request's poll
+// token names; false when it answered a refusal.
+func (a *API) roomPlace(ctx *fasthttp.RequestCtx, r *request) (*catalog.CompiledEvent, room.Place, bool) {
+	ev, e := a.roomEvent(ctx, r)
+	if e == nil {
+		var p room.Place
+		if p, e = a.place(ctx, ev); e == nil {
+			return ev, p, true
+		}
+	}
+	httpx.Fail(ctx, e)
+	return nil, room.Place{}, false
+}
+
 // queueStatus is GET /v1/storefront/queue/{eventId}/status.
 func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
-	ev, e := a.roomEvent(ctx, r)
-	if e != nil {
-		httpx.Fail(ctx, e)
-		return
-	}
-	p, e := a.place(ctx, ev)
-	if e != nil {
-		httpx.Fail(ctx, e)
+	ev, p, ok := a.roomPlace(ctx, r)
+	if !ok {
 		return
 	}
 	st, err := a.Room.Poll(r.ctx, ev.Room, ev.ID, p)
@@ -171,14 +179,8 @@ func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 
 // queueLeave is POST /v1/storefront/queue/{eventId}/leave.
 func (a *API) queueLeave(ctx *fasthttp.RequestCtx, r *request) {
-	ev, e := a.roomEvent(ctx, r)
-	if e != nil {
-		httpx.Fail(ctx, e)
-		return
-	}
-	p, e := a.place(ctx, ev)
-	if e != nil {
-		httpx.Fail(ctx, e)
+	ev, p, ok := a.roomPlace(ctx, r)
+	if !ok {
 		return
 	}
 	if err := a.Room.Leave(r.ctx, ev.ID, p.QueueID); err != nil {
