@@ -31,7 +31,10 @@
 -- KEYS[14] -> order seats hash      {pN}:ev:<id>:ordseats
 -- KEYS[15] -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
 -- KEYS[16] -> discount held hash    {pN}:ev:<id>:dcheld (code -> its members in KEYS[5])
--- KEYS[17] -> a webhook delivery's mark {pN}:whseen:<processor>:<eventId>,
+-- KEYS[17] -> waiting room hash     {pN}:ev:<id>:room (lib/room; read only:
+--             a registration whose units went back takes them again only
+--             from what the room's live passes do not hold)
+-- KEYS[18] -> a webhook delivery's mark {pN}:whseen:<processor>:<eventId>,
 --             only with ARGV[8] (handlers/webhooks: registrations.Mark)
 --
 -- Its seats and discount code are read from its hash; whoever holds the
@@ -45,7 +48,7 @@
 -- ARGV[6] -> retention ms (how long a refund or a paid hash without a worker stays)
 -- ARGV[7] -> "1" when the event is cancelled, else "0"
 -- ARGV[8] -> the mark's value ("done:<delivery>"), or absent: a payment
---            booked (R.OK below) sets KEYS[17] to it, so the webhook that
+--            booked (R.OK below) sets KEYS[18] to it, so the webhook that
 --            brought it is remembered in the same step
 -- ARGV[9] -> the mark's lifetime, ms (with ARGV[8])
 --
@@ -76,10 +79,10 @@
 --@include reply
 --@include seatholds
 
--- mark_seen(): the last write of a booked payment (ARGV[8], KEYS[17]).
+-- mark_seen(): the last write of a booked payment (ARGV[8], KEYS[18]).
 local function mark_seen()
   if ARGV[8] and ARGV[8] ~= '' then
-    redis.call('SET', KEYS[17], ARGV[8], 'PX', ARGV[9])
+    redis.call('SET', KEYS[18], ARGV[8], 'PX', ARGV[9])
   end
 end
 
@@ -160,6 +163,24 @@ if ARGV[7] == '1' then
 end
 if not reason and not counted and capacity_short(KEYS[2], KEYS[3], fields, qtys) then
   reason = 'sold_out'
+end
+-- An event with a waiting room: the units its live passes hold are
+-- promised to the buyers it admitted (lib/room: resv + sold <= stock), so
+-- a registration whose units went back takes only what is beyond them.
+if not reason and not counted then
+  local rv = redis.call('HMGET', KEYS[17], 'resv', 'stock')
+  local stock = tonumber(rv[2])
+  if stock then
+    local evq = 0
+    for c = 1, #fields do
+      if fields[c] == 'ev' then
+        evq = qtys[c]
+      end
+    end
+    if (tonumber(redis.call('HGET', KEYS[3], 'ev')) or 0) + evq + (tonumber(rv[1]) or 0) > stock then
+      reason = 'sold_out'
+    end
+  end
 end
 if not reason then
   for s = 1, #seats do

@@ -1,8 +1,9 @@
 -- room_join: a buyer's place in an event's waiting room (lib/room). One
 -- place per identity: the buyer's e-mail (the place's id is derived from
 -- its buyer key) and the device each name the place they joined with, and
--- a second join by either answers that place. A place that left or whose pass lapsed joins again
--- at the back of the line; a waiting, admitted or used one stays as it is.
+-- a second join by either answers that place while it is live. A place
+-- that left or whose pass lapsed joins again at the back of the line; a
+-- waiting, admitted or used one stays as it is.
 --
 -- KEYS[1] -> room hash          {pN}:ev:<id>:room
 -- KEYS[2] -> devices hash       {pN}:ev:<id>:room:who
@@ -47,24 +48,32 @@ local k = {room = KEYS[1], who = KEYS[2], line = KEYS[3], places = KEYS[4], pass
   audit = KEYS[8]}
 room_check(k)
 local bk, dev, qty = ARGV[2], ARGV[3], tonumber(ARGV[4])
--- the e-mail's place has the id ARGV[1] (derived from its buyer key); a
--- device names the place it joined for, whatever the e-mail
-local id = nil
-if redis.call('HEXISTS', k.places, ARGV[1]) == 1 then
-  id = ARGV[1]
-elseif dev ~= '' then
-  id = redis.call('HGET', k.who, 'd:' .. dev)
-end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl, t0, limit, cap = tonumber(ARGV[7]), tonumber(ARGV[6]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local st = nil
-if id then
-  st = room_place(redis.call('HGET', k.places, id))
-  if st and st ~= 'l' and st ~= 'x' then
-    local left, resv, nsold = room_admit(k, now, ttl, t0, limit, cap)
-    return room_answer(R.EXISTS, {id}, room_reading(k, id, now, left, resv, cap, nsold))
+-- One place per identity. The e-mail's place has the id ARGV[1] (derived
+-- from its buyer key) and is answered while it is live (waiting, admitted
+-- or used). A device names the place it joined for: while that place is
+-- live, a join from the device with another e-mail is answered with it
+-- (whose pass is its own e-mail's); once it left or lapsed, the device is
+-- free for the new e-mail's place. A place that left or lapsed joins again
+-- with its own id; no place ever changes e-mail.
+local function live(st)
+  return st and st ~= 'l' and st ~= 'x'
+end
+local id = ARGV[1]
+local st = room_place(redis.call('HGET', k.places, id))
+local other = nil
+if not live(st) and dev ~= '' then
+  other = redis.call('HGET', k.who, 'd:' .. dev)
+  if other == id or not live(room_place(redis.call('HGET', k.places, other or ''))) then
+    other = nil
   end
+end
+if live(st) or other then
+  local found = other or id
+  local left, resv, nsold = room_admit(k, now, ttl, t0, limit, cap)
+  return room_answer(R.EXISTS, {found}, room_reading(k, found, now, left, resv, cap, nsold))
 end
 
 local nsold = tonumber(redis.call('HGET', k.soldkey, 'ev')) or 0
@@ -75,9 +84,6 @@ end
 
 -- writes
 local seq = redis.call('HINCRBY', k.room, 'seq', 1)
-if not id then
-  id = ARGV[1]
-end
 local rank = 1 + seq
 if ARGV[5] ~= '' and now < tonumber(ARGV[6]) and not st then
   rank = tonumber(ARGV[5])

@@ -183,6 +183,10 @@ func (a *API) queueLeave(ctx *fasthttp.RequestCtx, r *request) {
 	if !ok {
 		return
 	}
+	if !p.Maker {
+		httpx.Fail(ctx, room.ErrNotMaker)
+		return
+	}
 	if err := a.Room.Leave(r.ctx, ev.ID, p.QueueID); err != nil {
 		httpx.Fail(ctx, a.unavailable("queue leave", err))
 		return

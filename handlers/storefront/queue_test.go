@@ -111,9 +111,12 @@ func TestWaitingRoomOverHTTP(t *testing.T) {
 	if cat.State != "waiting" || cat.Position != 1 || cat.Ahead != 0 || cat.Pass != "" {
 		t.Fatalf("the third: %+v, want waiting at the head without a pass", cat)
 	}
-	if again := join(t, s, "sf_room", "ANN@example.com", 1); again.QueueID != ann.QueueID {
+	again := join(t, s, "sf_room", "ANN@example.com", 1)
+	if again.QueueID != ann.QueueID {
 		t.Fatalf("a second join by the same e-mail: %s, want the first place %s", again.QueueID, ann.QueueID)
 	}
+	// whoever knows ann's address reads her place, but cannot take her out
+	expect(t, s.Do(t, "POST", "/v1/storefront/queue/sf_room/leave", bearer(again.PollToken), nil), 401, "INVALID_CREDENTIALS")
 	if strings.Contains(ann.Pass, ann.PollToken) || strings.Contains(ann.PollToken, ann.Pass) {
 		t.Fatal("the pass and the poll token are one")
 	}

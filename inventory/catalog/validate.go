@@ -476,6 +476,11 @@ func waitingRoom(e *Event, path string) *ValidationError {
 	if starts, _ := time.Parse(time.RFC3339, e.StartsAt); !salesStart.Before(starts) {
 		return fail(p+".salesStartAt", "must be before startsAt (%s)", e.StartsAt)
 	}
+	// A pass given before the event is on sale could not buy: its holder
+	// would lapse and go to the back of the line.
+	if onSale, err := time.Parse(time.RFC3339, e.OnSaleAt); err == nil && salesStart.Before(onSale) {
+		return fail(p+".salesStartAt", "must not be before onSaleAt (%s): the room's first passes could not buy yet", e.OnSaleAt)
+	}
 	if wr.PassTTL != nil && (*wr.PassTTL < MinRoomPassTTL || *wr.PassTTL > MaxRoomPassTTL) {
 		return fail(p+".passTtl", "must be between %d and %d seconds, got %d (omit passTtl for %d)",
 			MinRoomPassTTL, MaxRoomPassTTL, *wr.PassTTL, DefaultRoomPassTTL)

@@ -424,6 +424,21 @@ func TestValidateWaitingRoomSaysWhatItDoesNotCover(t *testing.T) {
 	}
 }
 
+// A room that admits before the event is on sale is refused: its first
+// passes could not buy.
+func TestValidateWaitingRoomNotBeforeOnSale(t *testing.T) {
+	doc := decodeValid(t)
+	other(doc).OnSaleAt = "2027-08-01T11:00:00Z" // T0 is 10:00Z
+	err := catalog.Validate(doc)
+	if err == nil || !strings.Contains(err.Error(), "waitingRoom.salesStartAt") || !strings.Contains(err.Error(), "onSaleAt") {
+		t.Fatalf("got %v", err)
+	}
+	other(doc).OnSaleAt = "2027-08-01T10:00:00Z"
+	if err := catalog.Validate(doc); err != nil {
+		t.Fatalf("T0 at onSaleAt refused: %v", err)
+	}
+}
+
 // A waiting room's event sells on the storefront only: partners listed
 // beside it would race the queue for its tickets.
 func TestValidateWaitingRoomRefusesChannels(t *testing.T) {

@@ -535,6 +535,30 @@ var faultCases = []faultCase{
 			f.ok(err)
 			f.ok(f.room.Leave(f.ctx, ev, b.QueueID))
 		}},
+	{name: "room: a late payment meets the units live passes hold",
+		setup: func(f *fixture) {
+			f.event()
+			cfg := roomCfg(time.Minute)
+			a, err := f.room.Join(f.ctx, cfg, room.JoinRequest{EventID: ev, Email: "buyer@example.com", Quantity: 2})
+			f.ok(err)
+			pass, err := f.room.CheckPass(ev, a.Pass, "buyer@example.com")
+			f.ok(err)
+			req := f.regReq(1000, nil, "")
+			req.Pass = &pass
+			r, err := f.regs.Register(f.ctx, req)
+			f.ok(err)
+			f.id = r.ID
+			f.attach()
+			// its window passes
+			okey, _ := f.sp.Order(f.id)
+			f.cmd("HSET", okey, "exp", nowMs(-time.Second))
+			f.cmd("ZADD", f.sp.Expiry(part), "XX", nowMs(-time.Second), f.id)
+			_, err = f.regs.Expire(f.ctx, f.id)
+			f.ok(err)
+			_, err = f.room.Join(f.ctx, cfg, room.JoinRequest{EventID: ev, Email: "b@example.com", Quantity: 2})
+			f.ok(err)
+		},
+		act: func(f *fixture) { f.pay(1000) }},
 	{name: "room: the nodes' tick admits and shows a fair room's shuffle key", setup: (*fixture).event,
 		act: func(f *fixture) {
 			cfg := roomCfg(time.Minute)

@@ -151,11 +151,11 @@ var scriptKeys = map[string]func(in input) [][]string{
 	"reg_grace":  func(in input) [][]string { return [][]string{{in.order(), in.sp.Expiry(in.p())}} },
 	"reg_lost":   func(in input) [][]string { return [][]string{{in.order()}} },
 	"reg_pay": func(in input) [][]string {
-		// and the webhook delivery's mark (KEYS[17], with a webhook)
+		// and the webhook delivery's mark (KEYS[18], with a webhook)
 		return [][]string{append(append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev),
 			in.sp.DiscountHolds(in.ev), in.sp.DiscountUsed(in.ev), in.sp.Paid(in.p()), in.sp.Live(in.p()), in.sp.Buyers(in.ev),
 			in.sp.Expiry(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev)}, in.seats()...), in.sp.DiscountHeld(in.ev),
-			in.sp.WebhookSeen(in.proc, "evt_1", in.oid))}
+			in.sp.Room(in.ev), in.sp.WebhookSeen(in.proc, "evt_1", in.oid))}
 	},
 	"reg_register": func(in input) (out [][]string) {
 		for _, h := range in.holds() {

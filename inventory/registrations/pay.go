@@ -115,7 +115,7 @@ func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, m M
 	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHolds(ev),
 		s.Space.DiscountUsed(ev), s.Space.Paid(part), s.Space.Live(part), s.Space.Buyers(ev), s.Space.Expiry(part),
 		s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.SeatHolds(ev), s.Space.OrderSeats(ev), s.Space.RegSeats(ev),
-		s.Space.DiscountHeld(ev)}
+		s.Space.DiscountHeld(ev), s.Space.Room(ev)}
 	cancelled := "0"
 	if _, c, ok := s.event(ev); ok && c {
 		cancelled = "1"

@@ -130,3 +130,37 @@ func TestAnOldPassOfAPlaceAdmittedAgainIsLapsed(t *testing.T) {
 		t.Fatalf("the used pass again: %v, want QUEUE_PASS_USED", err)
 	}
 }
+
+// A payment that comes after its registration lapsed takes its units back
+// only from what the room's live passes do not hold: the buyer the room
+// admitted meanwhile keeps the unit, and the late payment is refunded.
+func TestALatePaymentDoesNotTakeAUnitAPassHolds(t *testing.T) {
+	b := setup(t)
+	b.caps(t, evGA, "t:tk", "1", "ev", "1")
+	rs, cfg, p := roomOf(t, b, 1, time.Minute, "ann@x.test", 1)
+	req := gaReq(1, 1000, "ann@x.test")
+	req.Pass = &p
+	reg, err := b.regs.Register(b.ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.opened(t, reg.ID, "cs_a")
+	b.expireNow(t, reg.ID) // the unit goes back to the line
+	bob, err := rs.Join(b.ctx, cfg, room.JoinRequest{EventID: evGA, Email: "bob@x.test", Quantity: 1})
+	if err != nil || bob.State != room.Admitted {
+		t.Fatalf("bob: %+v %v, want admitted with the unit that came back", bob, err)
+	}
+	out, err := pay(b, reg.ID, "cs_a", 1000)
+	if err != nil || out.Status != StatusRefundRequired || out.RefundReason != "sold_out" {
+		t.Fatalf("ann's late payment: %+v %v, want a refund (sold_out)", out, err)
+	}
+	bp, err := rs.CheckPass(evGA, bob.Pass, "bob@x.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	breq := gaReq(1, 1000, "bob@x.test")
+	breq.Pass = &bp
+	if _, err := b.regs.Register(b.ctx, breq); err != nil {
+		t.Fatalf("bob, admitted with a live pass: %v", err)
+	}
+}

@@ -172,7 +172,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 		if err != nil {
 			return Joined{}, fmt.Errorf("room: join: %w", err)
 		}
-		p := Place{QueueID: qid, Rank: st.rank, Quantity: st.Quantity}
+		p := Place{QueueID: qid, Rank: st.rank, Quantity: st.Quantity, Maker: code == reply.OK}
 		return Joined{QueueID: qid, PollToken: s.PollToken(ev, p), Again: code == reply.Exists, Status: st}, nil
 	case reply.Short:
 		return Joined{}, ErrSoldOut
@@ -441,8 +441,10 @@ var (
 	ErrPassUsed   = apierr.Of("QUEUE_PASS_USED", "this pass was used already: a pass makes one registration")
 	ErrPassLapsed = apierr.Of("QUEUE_PASS_EXPIRED", "this pass expired (or its holder left the waiting room): join again")
 	ErrSoldOut    = apierr.Of("QUEUE_SOLD_OUT", "every ticket of this event is sold or held by a buyer paying: nothing is left to wait for")
-	errNoPlace    = apierr.Of("NOT_FOUND", "no such place in this event's waiting room")
-	errStopped    = apierr.Unavailable("the waiting room is being restored; retry shortly")
+	ErrNotMaker   = apierr.Of("INVALID_CREDENTIALS",
+		"only the pollToken of the join that made this place may leave it (a second join's token reads the place only)")
+	errNoPlace = apierr.Of("NOT_FOUND", "no such place in this event's waiting room")
+	errStopped = apierr.Unavailable("the waiting room is being restored; retry shortly")
 )
 
 // PassError is the error of reg_register's pass refusal arr, nil when arr

@@ -327,7 +327,7 @@ func TestPassesAreBoundToEventPlaceAndBuyer(t *testing.T) {
 	if _, ok := f.s.PlaceOf("ev_other", j.PollToken); ok {
 		t.Fatal("a poll token of another event was taken")
 	}
-	for i := range 4 {
+	for i := range 5 {
 		if _, ok := f.s.PlaceOf(ev, tamper(j.PollToken, i)); ok {
 			t.Fatalf("a poll token with part %d changed was taken", i)
 		}
@@ -553,5 +553,48 @@ func TestFrontierEstimatesThePlacesAhead(t *testing.T) {
 		if a, ok := fr.ahead(c.rank); a != c.ahead || ok != c.ok {
 			t.Errorf("rank %v: %d %v, want %d %v", c.rank, a, ok, c.ahead, c.ok)
 		}
+	}
+}
+
+// A device names its place while that place is live; once it left, a
+// join from the device with another e-mail makes that e-mail's own place
+// and never takes the first one over: no e-mail gets two places, and the
+// first e-mail finds its own place again.
+func TestADeviceNeverMovesAPlaceToAnotherEmail(t *testing.T) {
+	f := setup(t, 5)
+	cfg := f.open(false, time.Minute)
+	a, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: "ann@x.test", Device: "D", Quantity: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.Leave(f.ctx, ev, a.QueueID); err != nil {
+		t.Fatal(err)
+	}
+	b1, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: "bob@x.test", Device: "D", Quantity: 1})
+	if err != nil || b1.QueueID == a.QueueID || b1.Again {
+		t.Fatalf("bob from ann's device after she left: %+v %v, want a new place of his own", b1, err)
+	}
+	b2, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: "bob@x.test", Quantity: 1})
+	if err != nil || b2.QueueID != b1.QueueID || !b2.Again {
+		t.Fatalf("bob again without the device: %+v %v, want his one place", b2, err)
+	}
+	back, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: "ann@x.test", Quantity: 1})
+	if err != nil || back.QueueID != a.QueueID || back.Pass == "" {
+		t.Fatalf("ann joining again: %+v %v, want her own place", back, err)
+	}
+	if _, err := f.s.CheckPass(ev, back.Pass, "ann@x.test"); err != nil {
+		t.Fatalf("ann's pass is not hers: %v", err)
+	}
+	// while bob's place is live, the device answers it, whatever the e-mail
+	c, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: "cat@x.test", Device: "D", Quantity: 1})
+	if err != nil || c.QueueID != b1.QueueID || !c.Again {
+		t.Fatalf("cat from bob's device: %+v %v, want bob's place", c, err)
+	}
+	// only the join that made a place gets a token that may leave it
+	if p, _ := f.s.PlaceOf(ev, b1.PollToken); !p.Maker {
+		t.Fatal("the token of the join that made the place is not the maker's")
+	}
+	if p, _ := f.s.PlaceOf(ev, b2.PollToken); p.Maker {
+		t.Fatal("a second join's token may leave the place")
 	}
 }

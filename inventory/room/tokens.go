@@ -46,15 +46,25 @@ type Place struct {
 	// Rank is the place's score in the line (NaN: not known).
 	Rank     float64
 	Quantity int64
+	// Maker is true for the token of the join that made the place (or
+	// made it again): only it may leave. A second join of a live place
+	// (whoever knows the e-mail) gets a token that reads the place only,
+	// so knowing a buyer's address is not enough to take them out.
+	Maker bool
 }
 
 // PollToken is the bearer token of a place's status and leave calls:
-// "<queueId>.<rank>.<units>.<mac>", the rank as the base64url of its
-// float64 bits. It names the place and proves it was given by a join.
+// "<queueId>.<rank>.<units>.<m>.<mac>", the rank as the base64url of its
+// float64 bits, m "1" for the maker's token. It names the place and proves
+// it was given by a join.
 func (s *Service) PollToken(eventID string, p Place) string {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], math.Float64bits(p.Rank))
-	body := p.QueueID + "." + b64.EncodeToString(b[:]) + "." + strconv.FormatInt(p.Quantity, 10)
+	maker := "0"
+	if p.Maker {
+		maker = "1"
+	}
+	body := p.QueueID + "." + b64.EncodeToString(b[:]) + "." + strconv.FormatInt(p.Quantity, 10) + "." + maker
 	return body + "." + b64.EncodeToString(mac(s.Key, "poll", eventID, body))
 }
 
@@ -62,14 +72,14 @@ func (s *Service) PollToken(eventID string, p Place) string {
 // when it is not one this room gave.
 func (s *Service) PlaceOf(eventID, token string) (Place, bool) {
 	parts := strings.Split(token, ".")
-	if len(parts) != 4 || parts[0] == "" {
+	if len(parts) != 5 || parts[0] == "" {
 		return Place{}, false
 	}
-	got, err := b64.DecodeString(parts[3])
+	got, err := b64.DecodeString(parts[4])
 	if err != nil {
 		return Place{}, false
 	}
-	body := token[:len(token)-len(parts[3])-1]
+	body := token[:len(token)-len(parts[4])-1]
 	if !hmac.Equal(got, mac(s.Key, "poll", eventID, body)) {
 		return Place{}, false
 	}
@@ -81,7 +91,8 @@ func (s *Service) PlaceOf(eventID, token string) (Place, bool) {
 	if err != nil {
 		return Place{}, false
 	}
-	return Place{QueueID: parts[0], Rank: math.Float64frombits(binary.BigEndian.Uint64(rb)), Quantity: qty}, true
+	return Place{QueueID: parts[0], Rank: math.Float64frombits(binary.BigEndian.Uint64(rb)), Quantity: qty,
+		Maker: parts[3] == "1"}, true
 }
 
 // Pass is a checked pass.

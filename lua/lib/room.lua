@@ -14,7 +14,8 @@
 --          pass buys for that buyer alone.
 -- The room hash keeps seq (arrivals), resv (units reserved by live
 -- passes), wn and wq (places waiting and their units), admitted, used and
--- lapsed (passes so far) and first (Redis ms of the first pass).
+-- lapsed (passes so far), first (Redis ms of the first pass) and stock
+-- (the event's, as the last admission step had it: reg_pay reads it).
 --
 -- Admission never passes the stock: resv + sold('ev') <= cap('ev') holds
 -- after every step that admits (a pass is given only for units left over
@@ -78,7 +79,8 @@ end
 --      the caller before its first write)
 local function room_admit(k, now, ttl, t0, limit, cap)
   -- reads first: every key written below is read or checked before
-  local resv = tonumber(redis.call('HGET', k.room, 'resv')) or 0
+  local rv = redis.call('HMGET', k.room, 'resv', 'stock')
+  local resv = tonumber(rv[1]) or 0
   local nsold = tonumber(redis.call('HGET', k.soldkey, 'ev')) or 0
   local before = resv
   local lapsed = redis.call('ZRANGEBYSCORE', k.passes, '-inf', now, 'LIMIT', 0, limit)
@@ -128,6 +130,11 @@ local function room_admit(k, now, ttl, t0, limit, cap)
   end
   if resv ~= before then
     redis.call('HSET', k.room, 'resv', resv)
+  end
+  -- the stock as the catalog says it now, for reg_pay: a late payment
+  -- takes back only units no live pass holds
+  if tonumber(rv[2]) ~= cap then
+    redis.call('HSET', k.room, 'stock', cap)
   end
   return left, resv, nsold
 end
