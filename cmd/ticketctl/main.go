@@ -42,8 +42,14 @@ tickets they hold; passes admitted, the frontier, used and lapsed; the
 conversion, used / (used + lapsed)). Reading it admits no one. An event
 without a waiting room is said to have none (exit 1).
 
+With -audit it prints the room's audit instead, a line an entry: id, what
+(admitted, used, lapsed, left, key), place, tickets, and the place's rank
+(admitted), what it was (left) or the shuffle key (key): with the key and
+the ranks, anyone can check that the admission order is the committed one.
+
 Queue flags:
-  -json         print the room as JSON
+  -audit        print the room's audit, in order
+  -json         print the room as JSON (with -audit: one JSON object an entry)
   -token token  admin bearer token (default $TICKETD_ADMIN_TOKEN)
   -url url      ticketd base URL (default $TICKETD_URL, else http://localhost:8080)
 

@@ -28,7 +28,8 @@ func queueCmd(args []string, e env) int {
 	fs.Usage = func() { fmt.Fprint(e.stderr, usage) }
 	token := fs.String("token", e.getenv("TICKETD_ADMIN_TOKEN"), "admin bearer token")
 	base := fs.String("url", e.getenv("TICKETD_URL"), "ticketd base URL")
-	asJSON := fs.Bool("json", false, "print the room as JSON")
+	asJSON := fs.Bool("json", false, "print the room as JSON (with -audit: one JSON object an entry)")
+	audit := fs.Bool("audit", false, "print the room's audit: each pass given (in admission order, with its place's rank), used, lapsed or given back, and the shuffle key once shown")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -47,23 +48,48 @@ func queueCmd(args []string, e env) int {
 	if *base == "" {
 		*base = "http://localhost:8080"
 	}
-	u := strings.TrimRight(*base, "/") + "/v1/admin/events/" + url.PathEscape(event) + "/queue"
+	path := strings.TrimRight(*base, "/") + "/v1/admin/events/" + url.PathEscape(event) + "/queue"
+	get := func(u string) (json.RawMessage, bool) { return adminGet(e, u, *token, *base, event) }
+	if *audit {
+		return printAudit(e, get, path+"/audit", *asJSON)
+	}
+	data, ok := get(path)
+	if !ok {
+		return 1
+	}
+	var v admin.QueueView
+	if err := json.Unmarshal(data, &v); err != nil || v.EventID == "" {
+		fmt.Fprintf(e.stderr, "ticketctl queue: success without a room: %s\n", excerpt(data))
+		return 1
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(v, "", "  ")
+		fmt.Fprintln(e.stdout, string(b))
+		return 0
+	}
+	printQueue(e.stdout, v)
+	return 0
+}
+
+// adminGet reads u from the admin surface with token and returns the
+// answer's data; false when it printed why it could not.
+func adminGet(e env, u, token, base, event string) (json.RawMessage, bool) {
 	req, err := http.NewRequest(http.MethodGet, u, nil)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "ticketctl queue: %v\n", err)
-		return 2
+		return nil, false
 	}
-	req.Header.Set("Authorization", "Bearer "+*token)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := (&http.Client{Timeout: queueTimeout}).Do(req)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "ticketctl queue: %v\n", err)
-		return 1
+		return nil, false
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "ticketctl queue: read response: %v\n", err)
-		return 1
+		return nil, false
 	}
 	var reply struct {
 		Success bool            `json:"success"`
@@ -74,7 +100,7 @@ func queueCmd(args []string, e env) int {
 	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
 	if json.Unmarshal(body, &reply) != nil || reply.Success != ok2xx || (!reply.Success && reply.Code == "") {
 		fmt.Fprintf(e.stderr, "ticketctl queue: %s from %s: %s\n", resp.Status, u, excerpt(body))
-		return 1
+		return nil, false
 	}
 	if !reply.Success {
 		switch reply.Code {
@@ -84,24 +110,55 @@ func queueCmd(args []string, e env) int {
 			fmt.Fprintf(e.stderr, "ticketctl queue: no event %q in ticketd's catalog\n", event)
 		case "NOT_FOUND":
 			// The router's 404: no such route, the admin surface is off.
-			fmt.Fprintf(e.stderr, "ticketctl queue: %s answered 404 NOT_FOUND: its admin surface is off (start ticketd with TICKETD_ADMIN_TOKEN) or it is older than the queue read\n", *base)
+			fmt.Fprintf(e.stderr, "ticketctl queue: %s answered 404 NOT_FOUND: its admin surface is off (start ticketd with TICKETD_ADMIN_TOKEN) or it is older than the queue read\n", base)
 		default:
 			fmt.Fprintf(e.stderr, "ticketctl queue: %s (HTTP %d): %s\n", reply.Code, resp.StatusCode, reply.Message)
 		}
-		return 1
+		return nil, false
 	}
-	var v admin.QueueView
-	if err := json.Unmarshal(reply.Data, &v); err != nil || v.EventID == "" {
-		fmt.Fprintf(e.stderr, "ticketctl queue: success without a room: %s\n", excerpt(body))
-		return 1
+	return reply.Data, true
+}
+
+// printAudit prints the room's whole audit, a line an entry (with -json,
+// one JSON object a line), reading it a page at a time.
+func printAudit(e env, get func(string) (json.RawMessage, bool), u string, asJSON bool) int {
+	after := ""
+	for {
+		q := u + "?count=10000"
+		if after != "" {
+			q += "&after=" + url.QueryEscape(after)
+		}
+		data, ok := get(q)
+		if !ok {
+			return 1
+		}
+		var page admin.AuditView
+		if err := json.Unmarshal(data, &page); err != nil {
+			fmt.Fprintf(e.stderr, "ticketctl queue: an audit page that does not decode: %s\n", excerpt(data))
+			return 1
+		}
+		for _, en := range page.Entries {
+			if asJSON {
+				b, _ := json.Marshal(en)
+				fmt.Fprintln(e.stdout, string(b))
+				continue
+			}
+			detail := ""
+			switch en.What {
+			case "admitted":
+				detail = "rank " + en.Rank
+			case "left":
+				detail = "was " + en.Was
+			case "key":
+				detail = "shuffle key " + en.Key
+			}
+			fmt.Fprintf(e.stdout, "%s\t%s\t%s\t%d\t%s\n", en.ID, en.What, en.QueueID, en.Units, detail)
+		}
+		if page.Next == "" {
+			return 0
+		}
+		after = page.Next
 	}
-	if *asJSON {
-		b, _ := json.MarshalIndent(v, "", "  ")
-		fmt.Fprintln(e.stdout, string(b))
-		return 0
-	}
-	printQueue(e.stdout, v)
-	return 0
 }
 
 // printQueue is the room as a short table: settings, then figures.

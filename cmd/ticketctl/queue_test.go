@@ -128,4 +128,10 @@ func TestQueueAgainstTicketd(t *testing.T) {
 	if r := ticketctl(vars, "", "queue", "ctl_plain"); r.code != 1 || !strings.Contains(r.stderr, "event ctl_plain has no waiting room") {
 		t.Fatalf("no room: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// the audit: ann's pass given, a line
+	r = ticketctl(vars, "", "queue", "-audit", "ctl_room")
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); r.code != 0 || len(lines) != 1 ||
+		!strings.Contains(lines[0], "\tadmitted\t") || !strings.Contains(lines[0], "\t1\trank ") {
+		t.Fatalf("audit: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
 }

@@ -62,6 +62,7 @@ func (a *API) Register(r *router.Router) {
 	r.PUT("/v1/admin/catalog", rt.Wrap(a.applyCatalog))
 	read := &guard.Route[struct{}]{Gate: &a.Gate, GateLast: true, Auth: a.authenticate, Timeout: readTimeout}
 	r.GET("/v1/admin/events/{eventId}/queue", read.Wrap(a.queue))
+	r.GET("/v1/admin/events/{eventId}/queue/audit", read.Wrap(a.queueAudit))
 }
 
 var errUnauthorized = apierr.Of("ADMIN_UNAUTHORIZED", "a valid Authorization: Bearer admin token is required")

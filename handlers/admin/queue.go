@@ -2,6 +2,8 @@ package admin
 
 import (
 	"context"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -80,21 +82,11 @@ func StatsView(st room.Stats) QueueStats {
 // as an operator sees it (ticketctl queue), in one Redis round trip;
 // nothing is admitted by reading it.
 func (a *API) queue(ctx *fasthttp.RequestCtx, rctx context.Context, _ struct{}) {
-	id, _ := ctx.UserValue("eventId").(string)
-	var ev *catalog.CompiledEvent
-	if a.Catalog != nil {
-		if snap := a.Catalog.Current(); snap != nil {
-			ev = snap.Events[id]
-		}
-	}
+	ev := a.roomEvent(ctx)
 	if ev == nil {
-		httpx.Fail(ctx, errEventNotFound.With("eventId", id))
 		return
 	}
-	if ev.Room == nil || a.Room == nil {
-		httpx.Fail(ctx, errNoRoom.With("eventId", id))
-		return
-	}
+	id := ev.ID
 	st, err := a.Room.Stats(rctx, id)
 	if err != nil {
 		httpx.Error(ctx, err)
@@ -102,3 +94,91 @@ func (a *API) queue(ctx *fasthttp.RequestCtx, rctx context.Context, _ struct{}) 
 	}
 	httpx.OK(ctx, QueueView{EventID: id, Room: RoomView(ev.Room), Stats: StatsView(st)})
 }
+
+// roomEvent is the path's event, which must have a waiting room; nil
+// when it answered a refusal.
+func (a *API) roomEvent(ctx *fasthttp.RequestCtx) *catalog.CompiledEvent {
+	id, _ := ctx.UserValue("eventId").(string)
+	var ev *catalog.CompiledEvent
+	if a.Catalog != nil {
+		if snap := a.Catalog.Current(); snap != nil {
+			ev = snap.Events[id]
+		}
+	}
+	switch {
+	case ev == nil:
+		httpx.Fail(ctx, errEventNotFound.With("eventId", id))
+		return nil
+	case ev.Room == nil || a.Room == nil:
+		httpx.Fail(ctx, errNoRoom.With("eventId", id))
+		return nil
+	}
+	return ev
+}
+
+// AuditView is GET /v1/admin/events/{eventId}/queue/audit's answer: the
+// room's audit entries after the one given, in order, and the id to ask
+// after next ("" when none were read).
+type AuditView struct {
+	EventID string       `json:"eventId"`
+	Entries []AuditEntry `json:"entries"`
+	Next    string       `json:"next"`
+}
+
+// AuditEntry is one audit entry (room.AuditEntry).
+type AuditEntry struct {
+	ID      string `json:"id"`
+	What    string `json:"what"`
+	QueueID string `json:"queueId,omitempty"`
+	Units   int64  `json:"units,omitempty"`
+	Rank    string `json:"rank,omitempty"`
+	Was     string `json:"was,omitempty"`
+	Key     string `json:"shuffleKey,omitempty"`
+}
+
+// maxAuditRead caps the entries one audit read answers.
+const maxAuditRead = 10000
+
+var errAuditQuery = apierr.Invalid("after must be an audit entry id (<ms>-<seq>) and count 1 to %d", maxAuditRead)
+
+// queueAudit is GET /v1/admin/events/{eventId}/queue/audit?after=&count=:
+// the room's audit (each pass given in admission order with its place's
+// rank, each pass used, lapsed or given back, the shuffle key once shown),
+// count entries (default 1,000) after the entry after ("" the start), in
+// one Redis round trip: with the key and the ranks an operator can show
+// that the admission order is the committed one.
+func (a *API) queueAudit(ctx *fasthttp.RequestCtx, rctx context.Context, _ struct{}) {
+	ev := a.roomEvent(ctx)
+	if ev == nil {
+		return
+	}
+	args := ctx.QueryArgs()
+	after := string(args.Peek("after"))
+	count := int64(1000)
+	if c := args.Peek("count"); len(c) > 0 {
+		n, err := strconv.ParseInt(string(c), 10, 64)
+		if err != nil || n < 1 || n > maxAuditRead {
+			httpx.Fail(ctx, errAuditQuery)
+			return
+		}
+		count = n
+	}
+	if after != "" && !auditID.MatchString(after) {
+		httpx.Fail(ctx, errAuditQuery)
+		return
+	}
+	entries, err := a.Room.Audit(rctx, ev.ID, after, count)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	v := AuditView{EventID: ev.ID, Entries: make([]AuditEntry, len(entries))}
+	for i, e := range entries {
+		v.Entries[i] = AuditEntry{ID: e.ID, What: e.What, QueueID: e.QueueID, Units: e.Units, Rank: e.Rank, Was: e.Was, Key: e.Key}
+		v.Next = e.ID
+	}
+	httpx.OK(ctx, v)
+}
+
+// auditID is a stream entry id.
+var auditID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)

@@ -116,6 +116,33 @@ func TestQueueRead(t *testing.T) {
 		t.Fatalf("after a registration with a pass: %+v", v.Stats)
 	}
 
+	// The audit: both passes given, in order, and ann's used; read in two
+	// pages.
+	audit := func(query string) *servertest.Response {
+		return s.Do(t, "GET", "/v1/admin/events/ad_room/queue/audit"+query, map[string]string{"Authorization": "Bearer " + servertest.AdminToken}, nil)
+	}
+	var page admin.AuditView
+	r = audit("?count=2")
+	if r.Status != 200 {
+		t.Fatalf("audit: %s", r)
+	}
+	r.Decode(t, &page)
+	if len(page.Entries) != 2 || page.Entries[0].What != "admitted" || page.Entries[1].What != "admitted" ||
+		page.Entries[0].Rank == "" || page.Entries[0].Units != 1 || page.Next != page.Entries[1].ID {
+		t.Fatalf("audit's first page: %+v", page)
+	}
+	first := page.Entries[0].QueueID
+	r = audit("?after=" + page.Next)
+	r.Decode(t, &page)
+	if len(page.Entries) != 1 || page.Entries[0].What != "used" || page.Entries[0].QueueID != first {
+		t.Fatalf("audit after the passes: %+v, want ann's pass used", page)
+	}
+	for _, q := range []string{"?count=0", "?count=x", "?count=10001", "?after=nope"} {
+		if r := audit(q); r.Status != 400 || r.Code != "INVALID_REQUEST" {
+			t.Fatalf("audit%s: %s, want 400 INVALID_REQUEST", q, r)
+		}
+	}
+
 	// /metrics shows the same.
 	mfs := scrapeMetrics(t, s)
 	for name, w := range map[string]float64{

@@ -500,6 +500,9 @@ var budgets = []budget{
 	{route: "GET /metrics", what: "metrics", budget: 0, prepare: func(t *testing.T, f *fixture) call {
 		return call{method: "GET", path: "/metrics"}
 	}},
+	{route: "GET /v1/admin/events/{eventId}/queue/audit", what: "waiting room audit", budget: 1, prepare: func(t *testing.T, f *fixture) call {
+		return call{method: "GET", path: "/v1/admin/events/tb_room/queue/audit?count=10", headers: map[string]string{"Authorization": "Bearer " + servertest.AdminToken}}
+	}},
 	{route: "GET /v1/admin/events/{eventId}/queue", what: "waiting room read", budget: 1, prepare: func(t *testing.T, f *fixture) call {
 		f.joinRoom(t, fmt.Sprintf("room-%d@example.com", budgetSeq.Add(1)))
 		return call{method: "GET", path: "/v1/admin/events/tb_room/queue", headers: map[string]string{"Authorization": "Bearer " + servertest.AdminToken}}
