@@ -14,7 +14,6 @@ package room
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -471,9 +470,6 @@ func PassError(arr []rueidis.RedisMessage) error {
 	}
 	return nil
 }
-
-// IsNoPlace reports whether err says the place does not exist.
-func IsNoPlace(err error) bool { return errors.Is(err, errNoPlace) }
 
 // Stats are an event's room as operators see it (/metrics, ticketctl
 // queue).
