@@ -59,12 +59,8 @@ type QueueStats struct {
 
 // RoomView is the view of a compiled room.
 func RoomView(r *catalog.Room) RoomSettings {
-	mode := catalog.RoomModeFIFO
-	if r.Fair {
-		mode = catalog.RoomModeFair
-	}
 	return RoomSettings{OpensAt: r.OpensAt.UTC().Format(time.RFC3339), SalesStartAt: r.SalesStartAt.UTC().Format(time.RFC3339),
-		PassTTL: int64(r.PassTTL / time.Second), PerBuyer: r.PerBuyer, Mode: mode, Stock: r.Stock}
+		PassTTL: int64(r.PassTTL / time.Second), PerBuyer: r.PerBuyer, Mode: r.Mode(), Stock: r.Stock}
 }
 
 // StatsView is the view of room.Stats.

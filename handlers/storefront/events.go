@@ -104,12 +104,8 @@ func roomViewOf(r *catalog.Room) *roomView {
 	if r == nil {
 		return nil
 	}
-	mode := catalog.RoomModeFIFO
-	if r.Fair {
-		mode = catalog.RoomModeFair
-	}
 	return &roomView{OpensAt: r.OpensAt.UTC().Format(time.RFC3339), SalesStartAt: r.SalesStartAt.UTC().Format(time.RFC3339),
-		Mode: mode, PerBuyer: r.PerBuyer}
+		Mode: r.Mode(), PerBuyer: r.PerBuyer}
 }
 
 // eventView is the storefront's event detail: the detail both surfaces

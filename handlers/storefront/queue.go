@@ -78,9 +78,9 @@ func (a *API) placeView(ev *catalog.CompiledEvent, st room.Status) placeView {
 	if !st.PassExpiresAt.IsZero() && st.Pass != "" {
 		v.PassExpiresAt = st.PassExpiresAt.UTC().Format(time.RFC3339Nano)
 	}
-	f := &fairness{Mode: catalog.RoomModeFIFO, SalesStartAt: ev.Room.SalesStartAt.UTC().Format(time.RFC3339)}
+	f := &fairness{Mode: ev.Room.Mode(), SalesStartAt: ev.Room.SalesStartAt.UTC().Format(time.RFC3339)}
 	if ev.Room.Fair {
-		f.Mode, f.Commitment = catalog.RoomModeFair, a.Room.Commitment(ev.ID)
+		f.Commitment = a.Room.Commitment(ev.ID)
 		if !time.Now().Before(ev.Room.SalesStartAt) {
 			f.ShuffleKey = hex.EncodeToString(a.Room.ShuffleKey(ev.ID))
 		}

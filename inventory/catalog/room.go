@@ -47,3 +47,12 @@ func compileRoom(ev *Event) *Room {
 	}
 	return r
 }
+
+// Mode is the room's mode as the catalog spells it: RoomModeFair or
+// RoomModeFIFO.
+func (r *Room) Mode() string {
+	if r.Fair {
+		return RoomModeFair
+	}
+	return RoomModeFIFO
+}
