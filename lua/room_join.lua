@@ -72,8 +72,8 @@ if not live(st) and dev ~= '' then
 end
 if live(st) or other then
   local found = other or id
-  local left, resv, nsold = room_admit(k, now, ttl, t0, limit, cap)
-  return room_answer(R.EXISTS, {found}, room_reading(k, found, now, left, resv, cap, nsold))
+  local left, resv = room_admit(k, now, ttl, t0, limit, cap)
+  return room_answer(R.EXISTS, {found}, room_reading(k, found, now, left, resv))
 end
 
 local nsold = tonumber(redis.call('HGET', k.soldkey, 'ev')) or 0
@@ -96,5 +96,5 @@ room_put(k.places, id, 'w', qty, 0, bk)
 redis.call('HINCRBY', k.room, 'wn', 1)
 redis.call('HINCRBY', k.room, 'wq', qty)
 local left
-left, resv, nsold = room_admit(k, now, ttl, t0, limit, cap)
-return room_answer(R.OK, {id}, room_reading(k, id, now, left, resv, cap, nsold))
+left, resv = room_admit(k, now, ttl, t0, limit, cap)
+return room_answer(R.OK, {id}, room_reading(k, id, now, left, resv))

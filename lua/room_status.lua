@@ -40,11 +40,11 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local cap = tonumber(ARGV[5])
-local left, resv, nsold = room_admit(k, now, tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), cap)
+local left, resv = room_admit(k, now, tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), cap)
 if ARGV[6] ~= '' and redis.call('HSETNX', k.room, 'shown', now) == 1 then
   room_audit(k, 'key', '', 'key', ARGV[6])
 end
 if id == '' then
-  return room_answer(R.OK, {}, room_frontier(k, now, left, resv, cap, nsold, tonumber(ARGV[7])))
+  return room_answer(R.OK, {}, room_frontier(k, now, left, resv, tonumber(ARGV[7])))
 end
-return room_answer(R.OK, {}, room_reading(k, id, now, left, resv, cap, nsold))
+return room_answer(R.OK, {}, room_reading(k, id, now, left, resv))

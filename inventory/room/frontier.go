@@ -35,7 +35,7 @@ const frontierFresh = time.Second
 
 // frontierOf parses lib/room's room_frontier from arr[at].
 func frontierOf(arr []rueidis.RedisMessage, at int) (*frontier, error) {
-	var n [12]int64
+	var n [10]int64
 	for i := range n {
 		v, err := eval.Int(arr, at+i)
 		if err != nil {
@@ -43,10 +43,10 @@ func frontierOf(arr []rueidis.RedisMessage, at int) (*frontier, error) {
 		}
 		n[i] = v
 	}
-	f := &frontier{reading: reading{state: "w", waiting: n[0], waitingUnits: n[1], left: n[2], resv: n[3], cap: n[4],
-		sold: n[5], now: n[6], admitted: n[7], first: n[8], used: n[9], lapsed: n[10]}}
-	step := n[11]
-	for i := at + 12; i < len(arr); i++ {
+	f := &frontier{reading: reading{state: "w", waiting: n[0], waitingUnits: n[1], left: n[2], resv: n[3], now: n[4],
+		admitted: n[5], first: n[6], used: n[7], lapsed: n[8]}}
+	step := n[9]
+	for i := at + 10; i < len(arr); i++ {
 		sv, err := arr[i].ToString()
 		if err != nil {
 			return nil, err

@@ -301,17 +301,17 @@ func (s *Service) logger() *slog.Logger {
 // read is the Status of place queueID from lib/room's room_reading, which
 // starts at arr[at], with its pass signed while it is admitted.
 func (s *Service) read(cfg *catalog.Room, eventID, queueID string, arr []rueidis.RedisMessage, at int) (Status, error) {
-	var n [15]int64 // n[i] is arr[at+i]; the state (n[0]) and the buyer key (at+15) are strings
+	var n [13]int64 // n[i] is arr[at+i]; the state (n[0]), buyer key (at+13) and rank (at+14) are strings
 	st, err := eval.Str(arr, at)
 	if err != nil {
 		return Status{}, err
 	}
-	bk, err := eval.Str(arr, at+15)
+	bk, err := eval.Str(arr, at+13)
 	if err != nil {
 		return Status{}, err
 	}
 	rank := math.NaN()
-	if rs, _ := eval.Str(arr, at+16); rs != "" {
+	if rs, _ := eval.Str(arr, at+14); rs != "" {
 		if rank, err = strconv.ParseFloat(rs, 64); err != nil {
 			return Status{}, err
 		}
@@ -322,7 +322,7 @@ func (s *Service) read(cfg *catalog.Room, eventID, queueID string, arr []rueidis
 		}
 	}
 	r := reading{state: st, qty: n[1], passExp: n[2], ahead: n[3], waiting: n[4], waitingUnits: n[5], left: n[6],
-		resv: n[7], cap: n[8], sold: n[9], now: n[10], admitted: n[11], first: n[12], used: n[13], lapsed: n[14]}
+		resv: n[7], now: n[8], admitted: n[9], first: n[10], used: n[11], lapsed: n[12]}
 	out := r.status(cfg)
 	out.rank = rank
 	if out.State == Admitted && !out.PassUsed {
@@ -333,10 +333,10 @@ func (s *Service) read(cfg *catalog.Room, eventID, queueID string, arr []rueidis
 
 // reading is lib/room's room_reading.
 type reading struct {
-	state                                       string
-	qty, passExp, ahead, waiting, waitingUnits  int64
-	left, resv, cap, sold, now, admitted, first int64
-	used, lapsed                                int64
+	state                                      string
+	qty, passExp, ahead, waiting, waitingUnits int64
+	left, resv, now, admitted, first           int64
+	used, lapsed                               int64
 }
 
 // status is what the buyer is told of a reading.

@@ -74,7 +74,7 @@ end
 -- count and resv), at most limit places a call. A head that asks for more
 -- than is left waits while live passes may give units back; when none
 -- may, it is admitted for what is left (it is not skipped: the line keeps
--- its order). Returns the units left and resv after the step, and sold.
+-- its order). Returns the units left and resv after the step.
 --   k: room, line, places, passes, soldkey (checked by room_check and
 --      the caller before its first write)
 local function room_admit(k, now, ttl, t0, limit, cap)
@@ -136,7 +136,7 @@ local function room_admit(k, now, ttl, t0, limit, cap)
   if tonumber(rv[2]) ~= cap then
     redis.call('HSET', k.room, 'stock', cap)
   end
-  return left, resv, nsold
+  return left, resv
 end
 
 -- room_drop(k, id, st, qty, exp, bk, to): takes a waiting or admitted
@@ -159,19 +159,19 @@ local function room_drop(k, id, st, qty, exp, bk, to)
   room_put(k.places, id, to, qty, exp, bk)
 end
 
--- room_reading(k, id, now, left, resv, cap, nsold): what a buyer is told
+-- room_reading(k, id, now, left, resv): what a buyer is told
 -- of place id after room_admit's step, as room_status and room_join
 -- answer it after their code (inventory/room parses it):
---   state, qty, passExp, ahead, waiting, waitingUnits, left, resv, cap,
---   sold, now, admitted, first, used, lapsed, bk, rank
+--   state, qty, passExp, ahead, waiting, waitingUnits, left, resv, now,
+--   admitted, first, used, lapsed, bk, rank
 -- state, qty, passExp, bk: the place; ahead: places before it in the line
 -- (-1 when it is not waiting); waiting, waitingUnits: the line's places and
 -- units; left: units neither sold nor reserved; resv: units reserved by
--- live passes; cap: the event's stock; sold: its 'ev' sold count; now:
+-- live passes; now:
 -- Redis ms; admitted, used, lapsed: passes given, that made a
 -- registration, that expired unused, so far; first: Redis ms of the first
 -- pass (0: none yet); rank: its score in the line ('' when not waiting).
-local function room_reading(k, id, now, left, resv, cap, nsold)
+local function room_reading(k, id, now, left, resv)
   local st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))
   local ahead, rank = -1, ''
   if st == 'w' then
@@ -179,22 +179,22 @@ local function room_reading(k, id, now, left, resv, cap, nsold)
     rank = redis.call('ZSCORE', k.line, id) or ''
   end
   local r = redis.call('HMGET', k.room, 'wn', 'wq', 'admitted', 'first', 'used', 'lapsed')
-  return {st, qty, exp, ahead, tonumber(r[1]) or 0, tonumber(r[2]) or 0, left, resv, cap, nsold, now,
+  return {st, qty, exp, ahead, tonumber(r[1]) or 0, tonumber(r[2]) or 0, left, resv, now,
     tonumber(r[3]) or 0, tonumber(r[4]) or 0, tonumber(r[5]) or 0, tonumber(r[6]) or 0, bk, rank}
 end
 
--- room_frontier(k, now, left, resv, cap, nsold, samples): the room as
+-- room_frontier(k, now, left, resv, samples): the room as
 -- every node keeps it in memory to answer the polls of waiters far from
 -- the head (inventory/room frontier):
---   waiting, waitingUnits, left, resv, cap, sold, now, admitted, first,
---   used, lapsed, step, then the scores of the line at positions 0, step,
+--   waiting, waitingUnits, left, resv, now, admitted, first, used,
+--   lapsed, step, then the scores of the line at positions 0, step,
 --   2 step, ... and its last
 -- step spreads at most samples scores over the line.
-local function room_frontier(k, now, left, resv, cap, nsold, samples)
+local function room_frontier(k, now, left, resv, samples)
   local r = redis.call('HMGET', k.room, 'wn', 'wq', 'admitted', 'first', 'used', 'lapsed')
   local wn = redis.call('ZCARD', k.line)
   local step = math.max(1, math.ceil(wn / samples))
-  local out = {wn, tonumber(r[2]) or 0, left, resv, cap, nsold, now, tonumber(r[3]) or 0, tonumber(r[4]) or 0,
+  local out = {wn, tonumber(r[2]) or 0, left, resv, now, tonumber(r[3]) or 0, tonumber(r[4]) or 0,
     tonumber(r[5]) or 0, tonumber(r[6]) or 0, step}
   for pos = 0, wn - 1, step do
     out[#out + 1] = redis.call('ZRANGE', k.line, pos, pos, 'WITHSCORES')[2]
