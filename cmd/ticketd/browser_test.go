@@ -900,7 +900,7 @@ func TestBrowserDemoShopWaitingRoomSoldOut(t *testing.T) {
 	shot(t, ctx, "3-join-sold-out", false)
 }
 
-// The on-sale comes while the buyer waits in the pre-queue (T0 ten
+// The on-sale comes while the buyer waits in the pre-queue (T0 six
 // seconds after start): the page reads the place at T0 by itself and
 // lets the buyer in, with no reload. Should the test's start have taken
 // past T0, the buyer is let in at once and the pre-queue is not seen.

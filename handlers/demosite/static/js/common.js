@@ -236,8 +236,13 @@
         Shop.el('div', {},
           Shop.el('h1', { text: ev.name }),
           Shop.el('p', { class: 'when' }, Shop.el('time', { datetime: ev.startsAt, text: Shop.when(ev.startsAt) })),
-          Shop.el('p', { class: 'tag', text: ev.seated ? 'Reserved seating' : 'General admission' }))));
+          Shop.el('p', { class: 'tag', text: Shop.kind(ev) }))));
     document.title = ev.name + ' · Demo Live';
+  };
+
+  // kind is how the shop tags an event: its seating, or its waiting room.
+  Shop.kind = function (ev) {
+    return ev.seated ? 'Reserved seating' : (ev.waitingRoom ? 'Waiting room' : 'General admission');
   };
 
   // buyer reads the buyer fields of form (name, email, phone).

@@ -34,7 +34,7 @@
         Shop.el('h3', {}, Shop.el('a', { href: href, class: 'card-link', text: ev.name })),
         Shop.el('p', { class: 'when' }, Shop.el('time', { datetime: ev.startsAt, text: Shop.when(ev.startsAt) })),
         Shop.el('p', { class: 'tags' },
-          Shop.el('span', { class: 'tag', text: ev.seated ? 'Reserved seating' : (ev.waitingRoom ? 'Waiting room' : 'General admission') }),
+          Shop.el('span', { class: 'tag', text: Shop.kind(ev) }),
           price ? Shop.el('span', { class: 'price', text: price }) : null),
         Shop.el('span', { class: 'btn primary small', 'aria-hidden': 'true', text: cta })));
   }

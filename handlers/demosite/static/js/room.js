@@ -75,7 +75,7 @@
     const room = ev.waitingRoom;
     const ss = storage('sessionStorage');
     const key = 'room:' + ev.id;
-    const st = { place: null, last: null, timer: 0, polling: false, said: '', saidAt: 0, saidPos: 0, gotAt: 0 };
+    const st = { place: null, last: null, timer: 0, polling: false, said: '', saidAt: 0, saidPos: 0 };
     const t0 = Date.parse(room.salesStartAt);
 
     function save() {
@@ -148,7 +148,6 @@
     function render(d) {
       const prev = st.last;
       st.last = d;
-      st.gotAt = Date.now();
       const box = $('room');
       box.dataset.state = d.state;
       $('room-join').hidden = true;
@@ -213,7 +212,7 @@
             break;
           }
           $('room-headline').textContent = 'You’re in!';
-          d.expiresAt = Date.now() + Math.max(0, Date.parse(d.passExpiresAt) - Date.now());
+          d.expiresAt = Math.max(Date.now(), Date.parse(d.passExpiresAt));
           facts.replaceChildren(
             fact('Your tickets', tickets(d.quantity), 'quantity'),
             fact('Time left to order', clock(d.expiresAt - Date.now()), 'left'));
@@ -326,7 +325,7 @@
       const body = { email: email.value.trim(), quantity: Number(sel.value) || 1, device: device() };
       try {
         const d = await Shop.api('POST', '/queue/' + encodeURIComponent(ev.id) + '/join', body);
-        st.place = { queueId: d.queueId, pollToken: d.pollToken, email: body.email, quantity: d.quantity };
+        st.place = { queueId: d.queueId, pollToken: d.pollToken, email: body.email };
         save();
         st.last = null;
         render(d);
