@@ -192,9 +192,12 @@ func Run(ctx context.Context, addr string, p Plan) (*Result, error) {
 		ops = append(ops, StartDelay)
 	}
 	rc := newRecorder(ops, p.Primary)
-	hc := NewClient(addr, p.Workers, p.Timeout)
-	if p.Conns > 0 && p.Conns < p.Workers {
-		hc = NewClient(addr, p.Conns, p.Timeout)
+	conns := p.Workers
+	if p.Conns > 0 && p.Conns < conns {
+		conns = p.Conns
+	}
+	hc := NewClient(addr, conns, p.Timeout)
+	if conns < p.Workers {
 		hc.MaxConnWaitTimeout = hc.ReadTimeout
 	}
 	defer hc.CloseIdleConnections()
@@ -373,7 +376,7 @@ dispatch:
 			break
 		}
 		if d := time.Until(at(i)); d > 0 {
-			if !sleep(ctx, d) { // at most one interval, unless At leaves a gap
+			if !Sleep(ctx, d) { // at most one interval, unless At leaves a gap
 				break
 			}
 		}
@@ -402,8 +405,8 @@ dispatch:
 	return k
 }
 
-// sleep waits d, or until ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
+// Sleep waits d, or until ctx ends (false); under 50 ms it only sleeps.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	if d < 50*time.Millisecond {
 		time.Sleep(d)
 		return ctx.Err() == nil

@@ -425,7 +425,7 @@ func (a *qsActor) wait(w *load.Worker, pl *qsPlace, state *string, pass *[]byte)
 	}
 	deadline := p.t0.Add(qsMaxWait)
 	for *state == room.Waiting {
-		if next.After(deadline) || !sleepUntil(p.ctx, next) {
+		if next.After(deadline) || !load.Sleep(p.ctx, time.Until(next)) {
 			a.t.stillWaiting++
 			return
 		}
@@ -452,22 +452,6 @@ func (a *qsActor) wait(w *load.Worker, pl *qsPlace, state *string, pass *[]byte)
 func (p *qsPart) countPoll(at time.Time) {
 	if s := int(at.Sub(p.start) / time.Second); s >= 0 && s < len(p.pollSecs) {
 		p.pollSecs[s].Add(1)
-	}
-}
-
-// sleepUntil waits until t; false when ctx ended first.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 
@@ -520,7 +504,7 @@ func (a *qsActor) buy(w *load.Worker, pass []byte, passExp, intended time.Time) 
 		span = p.sh.slow
 	}
 	delay := span[0] + time.Duration(a.rnd.Int64N(int64(span[1]-span[0])+1))
-	if !sleepUntil(p.ctx, time.Now().Add(delay)) {
+	if !load.Sleep(p.ctx, delay) {
 		a.t.reg.end(b, regFailed, 1, nil) // holds a unit unpaid
 		return
 	}
@@ -869,7 +853,7 @@ func (p *qsPart) sampleMemory(ctx context.Context, env *Env) {
 		p.notes = append(p.notes, "not measured: "+fig+": no Redis to read (give -redis-url with -target)")
 		return
 	}
-	if !sleepUntil(ctx, p.t0.Add(-300*time.Millisecond)) {
+	if !load.Sleep(ctx, time.Until(p.t0.Add(-300*time.Millisecond))) {
 		return
 	}
 	sp, why := p.space(ctx, env)

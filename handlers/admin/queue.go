@@ -67,8 +67,7 @@ func RoomView(r *catalog.Room) RoomSettings {
 func StatsView(st room.Stats) QueueStats {
 	q := QueueStats{Arrivals: st.Arrivals, Waiting: st.Waiting, WaitingUnits: st.WaitingUnits, Reserved: st.Reserved,
 		LivePasses: st.LivePasses, Admitted: st.Admitted, Used: st.Used, Lapsed: st.Lapsed}
-	if ended := st.Used + st.Lapsed; ended > 0 {
-		c := float64(st.Used) / float64(ended)
+	if c, ok := st.Conversion(); ok {
 		q.Conversion = &c
 	}
 	return q

@@ -139,7 +139,7 @@ func (r *rooms) emit(ch chan<- prometheus.Metric, ev string, st room.Stats) {
 	c(r.admitted, st.Admitted)
 	c(r.used, st.Used)
 	c(r.lapsed, st.Lapsed)
-	if ended := st.Used + st.Lapsed; ended > 0 {
-		ch <- prometheus.MustNewConstMetric(r.conversion, prometheus.GaugeValue, float64(st.Used)/float64(ended), ev)
+	if c, ok := st.Conversion(); ok {
+		ch <- prometheus.MustNewConstMetric(r.conversion, prometheus.GaugeValue, c, ev)
 	}
 }

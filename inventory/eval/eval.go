@@ -328,6 +328,10 @@ func Array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []s
 	return Reply(s.Exec(ctx, c, keys, args))
 }
 
+// WaitMillis is WAIT's timeout argument for d: whole milliseconds, at
+// least 1 (0 would make WAIT block until the replicas answer).
+func WaitMillis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
+
 // ArrayWait runs s as Array does, followed by WAIT replicas timeout on
 // the same connection, one of rueidis' dedicated ones (WAIT blocks, so it
 // must not stall the shared pipeline): acked is how many replicas
@@ -344,7 +348,7 @@ func ArrayWait(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args
 	timeout, patience time.Duration) (arr []rueidis.RedisMessage, acked int64, err error) {
 	p := Pipeline(c, s, keys, args)
 	wait := func() rueidis.Completed {
-		return c.B().Wait().Numreplicas(replicas).Timeout(max(timeout.Milliseconds(), 1)).Build()
+		return c.B().Wait().Numreplicas(replicas).Timeout(WaitMillis(timeout)).Build()
 	}
 	err = c.Dedicated(func(d rueidis.DedicatedClient) error {
 		res := d.DoMulti(ctx, p.Cmd, wait())

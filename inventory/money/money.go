@@ -59,11 +59,15 @@ func parsePlain(s string) (Cents, bool) {
 			v += int64(frac[j]-'0') * scale
 		}
 	}
-	if v > 1<<53 {
+	if v > maxCents {
 		return 0, false
 	}
 	return Cents(v), true
 }
+
+// maxCents is the largest amount in cents ticketd takes: 2^53, the
+// largest a JSON number (a float64) carries exactly.
+const maxCents = 1 << 53
 
 // FromDecimal converts an exact decimal amount into cents.
 func FromDecimal(d decimal.Decimal) (Cents, error) {
@@ -74,7 +78,7 @@ func FromDecimal(d decimal.Decimal) (Cents, error) {
 	if !c.Equal(c.Truncate(0)) {
 		return 0, ErrInvalidAmount
 	}
-	if c.GreaterThan(decimal.NewFromInt(1 << 53)) {
+	if c.GreaterThan(decimal.NewFromInt(maxCents)) {
 		return 0, ErrInvalidAmount
 	}
 	return Cents(c.IntPart()), nil

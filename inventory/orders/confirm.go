@@ -115,7 +115,7 @@ func (s *Service) Confirm(ctx context.Context, req ConfirmRequest) (Confirmation
 
 func (s *Service) runConfirm(ctx context.Context, ev string, req ConfirmRequest) ([]rueidis.RedisMessage, error) {
 	okey, _ := s.Space.Order(req.OrderID)
-	ks := withOrder(s.keysOf(ev, false).confirm, okey)
+	ks := withOrder(s.keysOf(ev, false).confirm, okey, 0)
 	cancelled := "0"
 	if req.EventCancelled {
 		cancelled = "1"

@@ -51,9 +51,10 @@ func (s *Service) keysOf(ev string, remember bool) *eventKeys {
 	return k
 }
 
-// withOrder is a copy of list with the order's key first.
-func withOrder(list []string, okey string) []string {
-	ks := append(make([]string, 0, len(list)), list...)
+// withOrder is a copy of list with the order's key first, and room for
+// extra more keys.
+func withOrder(list []string, okey string, extra int) []string {
+	ks := append(make([]string, 0, len(list)+extra), list...)
 	ks[0] = okey
 	return ks
 }
@@ -64,9 +65,7 @@ func withOrder(list []string, okey string) []string {
 // sale's hash okey, the event's counters and holds, and the hold token's
 // hash (token "" for none). extra is room for the caller's own keys.
 func (s *Service) SaleKeys(ev, okey, token string, extra int) []string {
-	list := s.keysOf(ev, true).sale
-	ks := append(make([]string, 0, len(list)+extra), list...)
-	ks[0] = okey
+	ks := withOrder(s.keysOf(ev, true).sale, okey, extra)
 	if token != "" {
 		ks[4] = s.Space.Hold(ev, token)
 	}

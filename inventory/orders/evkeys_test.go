@@ -27,7 +27,7 @@ func TestEventKeysCache(t *testing.T) {
 	if s.keysOf(ev, false) != k || s.evKeys.n.Load() != 1 {
 		t.Fatal("a reserved event's keys are not cached")
 	}
-	ks := withOrder(k.confirm, "o")
+	ks := withOrder(k.confirm, "o", 0)
 	ks[1] = "changed"
 	if k.confirm[0] != "" || k.confirm[1] != sp.Caps(ev) || k.confirm[6] != sp.Paid(p) {
 		t.Fatalf("a call's list changed the cached one: %q", k.confirm)

@@ -484,6 +484,16 @@ type Stats struct {
 	Admitted, Used, Lapsed int64
 }
 
+// Conversion is the share of the passes that ended (used or lapsed) that
+// made a registration; false until one ended.
+func (st Stats) Conversion() (float64, bool) {
+	ended := st.Used + st.Lapsed
+	if ended == 0 {
+		return 0, false
+	}
+	return float64(st.Used) / float64(ended), true
+}
+
 // Stats reads an event's room in one round trip (nothing is admitted).
 func (s *Service) Stats(ctx context.Context, eventID string) (Stats, error) {
 	res := s.Redis.DoMulti(ctx,

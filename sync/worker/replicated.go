@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/eval"
 )
 
 // errNotReplicated reports a stream whose entries fewer replicas than
@@ -68,7 +70,7 @@ func (w *Worker) unreplicated(ctx context.Context, es []entry) (map[int]bool, er
 // and waits for the replicas to hold the claim.
 func (w *Worker) waitReplicas(ctx context.Context, p int, id string) error {
 	key := w.Space.Paid(p)
-	n, timeout := w.Replication.Replicas, max(w.Replication.WaitTimeout().Milliseconds(), 1)
+	n, timeout := w.Replication.Replicas, eval.WaitMillis(w.Replication.WaitTimeout())
 	var acked int64
 	err := w.Redis.Dedicated(func(d rueidis.DedicatedClient) error {
 		res := d.DoMulti(ctx,
