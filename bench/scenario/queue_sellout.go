@@ -336,17 +336,13 @@ func (a *qsActor) Arrive(w *load.Worker, intended time.Time) {
 		a.joinAgain(w, &pl)
 	}
 	a.wait(w, &pl, &state, &pass)
+	admitted := state == room.Admitted && len(pass) > 0
+	pl.vanished = admitted && b.seq%100 < p.sh.vanishPct // the pass lapses
 	a.t.places = append(a.t.places, pl)
 	a.t.emails = append(a.t.emails, string(b.email))
-	i := len(a.t.places) - 1
-	if state != room.Admitted || len(pass) == 0 {
-		return
+	if admitted && !pl.vanished {
+		a.buy(w, pass, pl.passExp, intended)
 	}
-	if b.seq%100 < p.sh.vanishPct {
-		a.t.places[i].vanished = true // the pass lapses
-		return
-	}
-	a.buy(w, pass, a.t.places[i].passExp, intended)
 }
 
 // join sends the buyer's join, from the device numbered dev.
