@@ -222,6 +222,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	case <-ctx.Done():
 		log.Info("shutting down: finishing in-flight requests and the current sync batch")
 	}
+	node.Stopping()
 	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var down sync.WaitGroup

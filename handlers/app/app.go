@@ -172,6 +172,10 @@ type App struct {
 	// ctx ends; every node runs it, tests deliver on demand instead
 	// (Hosted.DeliverDue).
 	Deliveries func(context.Context)
+	// Stopping answers the requests the node holds open (the waiting
+	// room's long-polls) at once, now and from now on: call it as the
+	// server starts to shut down, so that its drain waits for none.
+	Stopping func()
 }
 
 // New builds the API of a node whose state st keeps.
@@ -285,10 +289,12 @@ func New(b Base, st State, s Settings) (*App, error) {
 			func(ctx context.Context) { backlog.Run(ctx, backlogEvery) },
 			func(ctx context.Context) { regs.Run(ctx, sweepEvery) },
 			// a lapsed pass or hold gives its units to the next in line
-			// within a quarter second, though nobody polls
-			func(ctx context.Context) { front.Room.Run(ctx, 250*time.Millisecond, b.Catalog.Current) },
+			// within a tenth of a second, though nobody polls, and the
+			// long-polls hear of a change (a sell-out) as fast
+			func(ctx context.Context) { rooms.Run(ctx, room.TickEvery, b.Catalog.Current) },
 		},
 		Deliveries: procs.Run,
+		Stopping:   rooms.StopWaits,
 	}, nil
 }
 

@@ -19,9 +19,7 @@ const DefaultTimeout = 5 * time.Second
 // the request's round-trip counter when a test's middleware set one
 // (roundtrips.RequestKey).
 func RequestContext(rc *fasthttp.RequestCtx, d time.Duration) (context.Context, context.CancelFunc) {
-	if d <= 0 {
-		d = DefaultTimeout
-	}
+	d = TimeoutOr(d)
 	base := context.Background()
 	if rc != nil {
 		if c, ok := rc.UserValue(roundtrips.RequestKey).(*roundtrips.Counter); ok {
@@ -29,4 +27,12 @@ func RequestContext(rc *fasthttp.RequestCtx, d time.Duration) (context.Context, 
 		}
 	}
 	return context.WithTimeout(base, d)
+}
+
+// TimeoutOr is d, or DefaultTimeout when d is not positive.
+func TimeoutOr(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultTimeout
+	}
+	return d
 }

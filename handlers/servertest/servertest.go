@@ -171,7 +171,10 @@ func Start(t testing.TB, opt Options) *Server {
 	handler := node.Handler
 	srv := server.New(countTrips(handler), server.AdminToken(AdminToken), server.Logger(log))
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Shutdown() })
+	t.Cleanup(func() {
+		node.Stopping()
+		_ = srv.Shutdown()
+	})
 	w := app.NewWorker(base, set)
 	if err := w.EnsureGroups(ctx); err != nil {
 		t.Fatalf("servertest: worker groups: %v", err)

@@ -2,11 +2,14 @@ package storefront
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
@@ -27,6 +30,7 @@ var (
 	errNoPoll = apierr.Of("MISSING_CREDENTIALS",
 		"send the pollToken the join answered as Authorization: Bearer <pollToken>")
 	errBadPoll = apierr.Of("INVALID_CREDENTIALS", "the bearer token is not a pollToken of this event's waiting room")
+	errWait    = apierr.Invalid("wait must be a whole number of seconds from 0 to %d", int(room.MaxWait/time.Second))
 )
 
 // joinBody is POST /v1/storefront/queue/{eventId}/join.
@@ -161,13 +165,32 @@ func (a *API) roomPlace(ctx *fasthttp.RequestCtx, r *request) (*catalog.Compiled
 	return nil, room.Place{}, false
 }
 
-// queueStatus is GET /v1/storefront/queue/{eventId}/status.
+// queueStatus is GET /v1/storefront/queue/{eventId}/status; ?wait=N
+// makes it a long-poll (room.Service.Wait): a waiting or sold-out place's
+// answer is held up to N seconds until what it says changes.
 func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 	ev, p, ok := a.roomPlace(ctx, r)
 	if !ok {
 		return
 	}
-	st, err := a.Room.Poll(r.ctx, ev.Room, ev.ID, p)
+	var wait time.Duration
+	if w := ctx.QueryArgs().Peek("wait"); len(w) > 0 {
+		n, err := strconv.Atoi(string(w))
+		if err != nil || n < 0 || time.Duration(n)*time.Second > room.MaxWait {
+			httpx.Fail(ctx, errWait)
+			return
+		}
+		wait = time.Duration(n) * time.Second
+	}
+	rctx := r.ctx
+	if wait > 0 {
+		// The request's deadline bounds its Redis work, not the wait:
+		// this one's runs the wait longer (keeping the context's values).
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(context.WithoutCancel(r.ctx), wait+guard.TimeoutOr(a.Timeout))
+		defer cancel()
+	}
+	st, err := a.Room.Wait(rctx, ev.Room, ev.ID, p, wait)
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("queue status", err))
 		return

@@ -253,3 +253,48 @@ func TestEventDetailSaysItHasAWaitingRoom(t *testing.T) {
 		t.Fatalf("an event without a room: %s", r.Data)
 	}
 }
+
+// status?wait=N is a long-poll: a waiting place's answer is held until
+// what it says changes (here: a place ahead leaves, and it is admitted),
+// and a wait that is not 0 to 30 whole seconds is refused.
+func TestQueueStatusLongPolls(t *testing.T) {
+	t.Parallel()
+	s := servertest.Start(t, servertest.Options{})
+	s.Apply(t, []byte(roomCatalog()))
+	join(t, s, "sf_room", "ann@example.com", 1)
+	bob := join(t, s, "sf_room", "bob@example.com", 1)
+	cat := join(t, s, "sf_room", "cat@example.com", 1)
+	if cat.State != "waiting" {
+		t.Fatalf("the third of two places: %+v, want waiting", cat)
+	}
+	for _, w := range []string{"x", "-1", "31", "1.5"} {
+		expect(t, s.Do(t, "GET", "/v1/storefront/queue/sf_room/status?wait="+w, bearer(cat.PollToken), nil), 400, "INVALID_REQUEST")
+	}
+	// an admitted place has nothing to wait for
+	start := time.Now()
+	if r := s.Do(t, "GET", "/v1/storefront/queue/sf_room/status?wait=20", bearer(bob.PollToken), nil); r.Status != 200 || time.Since(start) > 10*time.Second {
+		t.Fatalf("an admitted place's long-poll: %s after %v, want 200 at once", r, time.Since(start))
+	}
+
+	got := make(chan *servertest.Response, 1)
+	go func() {
+		got <- s.Do(t, "GET", "/v1/storefront/queue/sf_room/status?wait=20", bearer(cat.PollToken), nil)
+	}()
+	select {
+	case r := <-got:
+		t.Fatalf("the long-poll answered before anything changed: %s", r)
+	case <-time.After(300 * time.Millisecond):
+	}
+	expect(t, s.Do(t, "POST", "/v1/storefront/queue/sf_room/leave", bearer(bob.PollToken), nil), 200, "")
+	select {
+	case r := <-got:
+		expect(t, r, 200, "")
+		var p place
+		r.Decode(t, &p)
+		if p.State != "admitted" || p.Pass == "" {
+			t.Fatalf("cat's long-poll once bob left: %+v, want admitted with a pass", p)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cat's long-poll was not answered 10 s after bob left: no tick woke it")
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -52,6 +53,8 @@ type Service struct {
 	NearHead int64
 
 	frontiers sync.Map // event id -> *frontier, from the tick (Run)
+	wakers    sync.Map // event id -> *waker, for the long-polls (Wait)
+	stopped   atomic.Bool
 }
 
 var (
@@ -248,7 +251,10 @@ func (s *Service) Admit(ctx context.Context, cfg *catalog.Room, eventID string) 
 		return fmt.Errorf("room: admit %s: %w", eventID, err)
 	}
 	f.at = s.now()
-	s.frontiers.Store(eventID, f)
+	was, _ := s.frontiers.Swap(eventID, f)
+	if was, _ := was.(*frontier); moved(was, f) {
+		s.wakerOf(eventID).wake()
+	}
 	return nil
 }
 
@@ -258,7 +264,8 @@ func (s *Service) Admit(ctx context.Context, cfg *catalog.Room, eventID string) 
 // head of the line within a period, though nobody polls (nobody is
 // admitted before T0). Every node runs it; each step is one atomic
 // script, so nodes never admit twice. Each step also refreshes the node's
-// frontier of the room, which answers the polls far from the head.
+// frontier of the room, which answers the polls far from the head, and
+// wakes the node's long-polls (Wait) of a room that changed.
 func (s *Service) Run(ctx context.Context, every time.Duration, current func() *catalog.Snapshot) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -266,6 +273,7 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 	for {
 		select {
 		case <-ctx.Done():
+			s.StopWaits() // no tick wakes a long-poll from now
 			return
 		case <-t.C:
 		}

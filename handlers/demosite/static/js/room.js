@@ -7,8 +7,10 @@
 // The place (queueId, pollToken, e-mail) is kept in the tab's
 // sessionStorage, so a reload keeps it; the device id, made once, in
 // localStorage (a second join from the device answers the same place).
-// Status is polled every 2 s near the head of the line, less often far
-// from it, before the on-sale and while nothing is left; a hidden tab
+// Status is long-polled while the buyer waits or the event is sold out
+// (status?wait=: ticketd answers when the buyer's state changes, the
+// places ahead halve, the on-sale starts, or after WAIT_S), so a sell-out
+// or the buyer's turn shows within a fraction of a second; a hidden tab
 // does not poll and reads at once when shown again. What changes is said
 // in a polite live region; nothing needs motion to be understood.
 'use strict';
@@ -16,9 +18,11 @@
 (function () {
   const Shop = window.Shop;
   const $ = function (id) { return document.getElementById(id); };
-  const NEAR_MS = 2000; // near the head of the line
-  const FAR_MS = 5000;
-  const IDLE_MS = 10000; // far away, sold out, or admitted
+  const WAIT_S = 15; // a long-poll's longest wait
+  const AGAIN_MS = 250; // between a long-poll's answer and the next
+  const NEAR_MS = 2000; // the pass's expiry, near
+  const FAR_MS = 5000; // after a failed read
+  const IDLE_MS = 10000; // admitted, or the service busy
   const SAY_EVERY_MS = 20000; // position changes are said at most this often
 
   function storage(kind) {
@@ -267,15 +271,14 @@
       st.timer = setTimeout(poll, ms);
     }
 
+    // holds says whether a status answered d is worth a long-poll.
+    function holds(d) {
+      return d.state === 'waiting' || d.state === 'sold_out';
+    }
+
     function next(d) {
-      if (d.state === 'waiting') {
-        const toT0 = t0 - Date.now();
-        if (toT0 > 0) return Math.min(FAR_MS, toT0 + 250);
-        if (d.ahead < 20) return NEAR_MS;
-        return d.ahead < 200 ? FAR_MS : IDLE_MS;
-      }
+      if (holds(d)) return AGAIN_MS; // the next long-poll
       if (d.state === 'admitted' && !d.passUsed) return Math.min(IDLE_MS, Math.max(NEAR_MS, d.expiresAt - Date.now() + 500));
-      if (d.state === 'sold_out') return IDLE_MS;
       return 0; // nothing more to wait for
     }
 
@@ -285,9 +288,11 @@
       st.polling = true;
       const place = st.place;
       let ms = FAR_MS;
+      // The first read after a reload or a join answers at once.
+      const wait = st.last && holds(st.last) ? WAIT_S : 0;
       try {
-        const d = await Shop.api('GET', '/queue/' + encodeURIComponent(ev.id) + '/status', undefined,
-          { headers: { Authorization: 'Bearer ' + place.pollToken }, timeoutMs: 10000 });
+        const d = await Shop.api('GET', '/queue/' + encodeURIComponent(ev.id) + '/status' + (wait ? '?wait=' + wait : ''), undefined,
+          { headers: { Authorization: 'Bearer ' + place.pollToken }, timeoutMs: (wait + 10) * 1000 });
         if (st.place !== place) return;
         $('room-error').textContent = '';
         render(d);

@@ -1,0 +1,121 @@
+package room
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/catalog"
+)
+
+// run runs the service's ticks over cfg's event until the test ends, or
+// until the returned stop.
+func (f *fixture) run(cfg *catalog.Room) (stop func()) {
+	snap := &catalog.Snapshot{Events: map[string]*catalog.CompiledEvent{ev: {Event: &catalog.Event{ID: ev}, Room: cfg}}}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); f.s.Run(ctx, 50*time.Millisecond, func() *catalog.Snapshot { return snap }) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	f.t.Cleanup(stop)
+	return stop
+}
+
+// waited is one long-poll's answer and how long it took.
+type waited struct {
+	st   Status
+	err  error
+	took time.Duration
+}
+
+// waitAll long-polls each token's place for d, at once, and gives the
+// answers in the tokens' order once all are in.
+func (f *fixture) waitAll(cfg *catalog.Room, tokens []string, d time.Duration) func() []waited {
+	out := make([]waited, len(tokens))
+	var wg sync.WaitGroup
+	for i, tok := range tokens {
+		p, ok := f.s.PlaceOf(ev, tok)
+		if !ok {
+			f.t.Fatalf("token %d is not a place", i)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			st, err := f.s.Wait(f.ctx, cfg, ev, p, d)
+			out[i] = waited{st, err, time.Since(start)}
+		}()
+	}
+	return func() []waited { wg.Wait(); return out }
+}
+
+// Every long-poll, near the head or far from it, hears the sell-out at the
+// tick that sees it, long before its wait ends; and when a hold lapses,
+// the waiters' next long-polls hear that tickets came back.
+func TestLongPollsHearTheSellOutAndTheReturn(t *testing.T) {
+	f := setup(t, 1)
+	f.s.NearHead = 5
+	cfg := f.open(false, time.Minute)
+	var tokens []string
+	for i := range 20 {
+		tokens = append(tokens, f.join(cfg, fmt.Sprintf("w%d@x.test", i)).PollToken)
+	}
+	f.run(cfg)
+	const long = 20 * time.Second
+	answers := f.waitAll(cfg, tokens[1:], long)
+	time.Sleep(200 * time.Millisecond) // the polls are waiting: nothing changed
+	// the first buyer's registration takes the unit, and its pass goes
+	first, _ := f.s.PlaceOf(ev, tokens[0])
+	f.cmd("HSET", f.sp.Sold(ev), "ev", "1")
+	if err := f.s.Leave(f.ctx, ev, first.QueueID); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range answers() {
+		if w.err != nil || w.st.State != SoldOut || w.st.Reason != "sold_out" {
+			t.Errorf("waiter %d: %+v %v, want sold_out", i+1, w.st, w.err)
+		}
+		if w.took >= long/2 {
+			t.Errorf("waiter %d heard after %v: its wait ran out rather than a tick waking it", i+1, w.took)
+		}
+	}
+	// the registration lapses unpaid: the unit is back for the head
+	answers = f.waitAll(cfg, tokens[1:3], long)
+	time.Sleep(200 * time.Millisecond)
+	f.cmd("HSET", f.sp.Sold(ev), "ev", "0")
+	got := answers()
+	if got[0].err != nil || got[0].st.State != Admitted || got[0].st.Pass == "" {
+		t.Errorf("the head once the unit came back: %+v %v, want admitted with a pass", got[0].st, got[0].err)
+	}
+	if got[1].err != nil || got[1].st.State != Waiting || got[1].st.Ahead != 0 || got[1].took >= long/2 {
+		t.Errorf("the next once the unit came back: %+v %v after %v, want waiting at the head, told at once", got[1].st, got[1].err, got[1].took)
+	}
+}
+
+// A long-poll answers at once what it need not wait for (an admitted
+// place), when nothing changes answers the place as it is at the end of
+// its wait, and answers at once when the node stops ticking (shutdown).
+func TestALongPollEndsWhenItHasNothingToWaitFor(t *testing.T) {
+	f := setup(t, 1)
+	cfg := f.open(false, time.Minute)
+	a := f.join(cfg, "a@x.test").PollToken
+	b := f.join(cfg, "b@x.test").PollToken
+	stop := f.run(cfg)
+
+	w := f.waitAll(cfg, []string{a}, 20*time.Second)()[0]
+	if w.err != nil || w.st.State != Admitted || w.took > 10*time.Second {
+		t.Fatalf("an admitted place's long-poll: %+v %v after %v, want admitted at once", w.st, w.err, w.took)
+	}
+	w = f.waitAll(cfg, []string{b}, 300*time.Millisecond)()[0]
+	if w.err != nil || w.st.State != Waiting || w.st.Position != 1 || w.took < 300*time.Millisecond {
+		t.Fatalf("a long-poll with nothing changing: %+v %v after %v, want waiting at position 1 after its 300 ms", w.st, w.err, w.took)
+	}
+
+	answer := f.waitAll(cfg, []string{b}, 20*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	stop()
+	if w = answer()[0]; w.err != nil || w.st.State != Waiting || w.took > 10*time.Second {
+		t.Fatalf("a long-poll when the node stops: %+v %v after %v, want waiting, answered at once", w.st, w.err, w.took)
+	}
+}
