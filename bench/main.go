@@ -166,7 +166,7 @@ func run() int {
 // names lists the scenario names.
 func names() []string {
 	var out []string
-	for _, s := range scenario.Selectable() {
+	for _, s := range scenario.All {
 		out = append(out, s.Name())
 	}
 	return out
@@ -181,13 +181,13 @@ func selection(value string) ([]scenario.Scenario, error) {
 	want := map[string]bool{}
 	for _, name := range strings.Split(value, ",") {
 		name = strings.TrimSpace(name)
-		if !slices.ContainsFunc(scenario.Selectable(), func(s scenario.Scenario) bool { return s.Name() == name }) {
+		if !slices.ContainsFunc(scenario.All, func(s scenario.Scenario) bool { return s.Name() == name }) {
 			return nil, fmt.Errorf("unknown -scenario %q; want one of %s, all, or a comma-separated list", name, strings.Join(names(), ", "))
 		}
 		want[name] = true
 	}
 	var out []scenario.Scenario
-	for _, s := range scenario.Selectable() {
+	for _, s := range scenario.All {
 		if want[s.Name()] {
 			out = append(out, s)
 		}

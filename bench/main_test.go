@@ -27,8 +27,7 @@ func TestSelectionTakesOneNameAListOrAll(t *testing.T) {
 	for _, s := range scenario.All {
 		suite = append(suite, s.Name())
 	}
-	// A list runs in the suite's order, each scenario once; the extra
-	// scenarios (queue-sellout) only when named, after the suite's.
+	// A list runs in the suite's order, each scenario once.
 	for in, want := range map[string]string{
 		"storefront-flash":              "storefront-flash",
 		"storefront-flash,flash":        "flash,storefront-flash",

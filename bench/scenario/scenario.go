@@ -7,7 +7,6 @@ package scenario
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -155,12 +154,4 @@ type Scenario interface {
 }
 
 // All are the scenarios, in the order of the standard suite.
-var All = []Scenario{Flash, FlashDurable, FlashReplicated, FlashOpen, Sellout, Catalog, SeatRush, StorefrontFlash, StorefrontSeats, Mixed, Memory}
-
-// Extra are the scenarios run only when -scenario names them: too long
-// for the standard suite on a 2-core machine.
-var Extra = []Scenario{QueueSellout}
-
-// Selectable are the scenarios -scenario may name: the standard suite's,
-// then the extra ones.
-func Selectable() []Scenario { return append(slices.Clip(All), Extra...) }
+var All = []Scenario{Flash, FlashDurable, FlashReplicated, FlashOpen, Sellout, Catalog, SeatRush, StorefrontFlash, StorefrontSeats, Mixed, Memory, QueueSellout}

@@ -251,10 +251,8 @@ func (s *Service) Admit(ctx context.Context, cfg *catalog.Room, eventID string) 
 		return fmt.Errorf("room: admit %s: %w", eventID, err)
 	}
 	f.at = s.now()
-	was, _ := s.frontiers.Swap(eventID, f)
-	if was, _ := was.(*frontier); moved(was, f) {
-		s.wakerOf(eventID).wake()
-	}
+	s.frontiers.Store(eventID, f)
+	s.wakerOf(eventID).tick(f)
 	return nil
 }
 
@@ -347,6 +345,10 @@ type reading struct {
 	used, lapsed                               int64
 }
 
+// soldOut says nothing is left to sell and no live pass may give units
+// back.
+func (r reading) soldOut() bool { return r.left <= 0 && r.resv <= 0 }
+
 // status is what the buyer is told of a reading.
 func (r reading) status(cfg *catalog.Room) Status {
 	out := Status{Quantity: r.qty}
@@ -358,7 +360,7 @@ func (r reading) status(cfg *catalog.Room) Status {
 		// Nothing left and nothing that may come back from a pass: the
 		// buyer is told now, and told again (waiting) should a
 		// registration awaiting payment lapse.
-		if r.left <= 0 && r.resv <= 0 {
+		if r.soldOut() {
 			out.State, out.Reason, out.Odds, out.ETA = SoldOut, "sold_out", 0, nil
 		}
 	case "a":

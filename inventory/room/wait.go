@@ -1,6 +1,7 @@
 package room
 
 import (
+	"container/heap"
 	"context"
 	"sync"
 	"time"
@@ -17,35 +18,138 @@ const TickEvery = 100 * time.Millisecond
 // the idle timeouts of the proxies in front of it.
 const MaxWait = 30 * time.Second
 
-// A waker tells a node's long-polls of one room that its tick (Admit)
-// saw the room change: the channel of the moment is closed and replaced.
+// A waker holds a node's long-polls of one room. Each waits for the
+// room's admitted count (places given a pass) to reach its own threshold
+// (its turn may have come, or the places ahead of it halved), or for the
+// sold-out state to flip, which wakes them all. A tick wakes only the
+// long-polls whose threshold it passed: with many thousands waiting, each
+// tick costs the few it concerns, not every waiter.
 type waker struct {
-	mu sync.Mutex
-	ch chan struct{}
+	mu       sync.Mutex
+	flip     chan struct{} // closed when sold out is said or unsaid, or the node stops
+	at       waitHeap      // long-polls by the admitted count that wakes them
+	dead     int           // entries in at whose long-poll ended otherwise
+	admitted int64         // the last tick's
+	soldOut  bool
+}
+
+// waitHeap is a min-heap (container/heap) of long-polls by threshold.
+type waitHeap []*waitEntry
+
+type waitEntry struct {
+	at   int64
+	ch   chan struct{}
+	dead bool // the long-poll ended otherwise: nobody reads ch
+}
+
+func (h waitHeap) Len() int           { return len(h) }
+func (h waitHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h waitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *waitHeap) Push(x any)        { *h = append(*h, x.(*waitEntry)) }
+func (h *waitHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }
 
 func (s *Service) wakerOf(eventID string) *waker {
 	if v, ok := s.wakers.Load(eventID); ok {
 		return v.(*waker)
 	}
-	v, _ := s.wakers.LoadOrStore(eventID, &waker{ch: make(chan struct{})})
+	v, _ := s.wakers.LoadOrStore(eventID, &waker{flip: make(chan struct{})})
 	return v.(*waker)
 }
 
-// changes is closed at the room's next change this node sees, or when the
-// node stops ticking.
-func (s *Service) changes(eventID string) <-chan struct{} {
-	w := s.wakerOf(eventID)
+// mark is what a long-poll reads before its poll: the admitted count and
+// the flip channel of the moment, so no tick between the poll and the
+// wait goes unseen.
+func (w *waker) mark() (int64, <-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.ch
+	return w.admitted, w.flip
 }
 
-func (w *waker) wake() {
+// until is a channel closed once the admitted count reaches at (at once
+// when it has, or the node stopped), and the call that says the long-poll
+// no longer waits for it.
+func (w *waker) until(at int64, stopped bool) (<-chan struct{}, func()) {
+	e := &waitEntry{at: at, ch: make(chan struct{})}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	close(w.ch)
-	w.ch = make(chan struct{})
+	if stopped || at <= w.admitted {
+		close(e.ch)
+		return e.ch, func() {}
+	}
+	heap.Push(&w.at, e)
+	return e.ch, func() { w.drop(e) }
+}
+
+// drop marks e dead, and rebuilds the heap without the dead once they are
+// most of it: a line that stalls (nothing admitted, not sold out) while
+// its waiters' long-polls time out and come back would grow it otherwise.
+func (w *waker) drop(e *waitEntry) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e.dead || !isOpen(e.ch) {
+		return
+	}
+	e.dead = true
+	w.dead++
+	if w.dead > 64 && w.dead > len(w.at)/2 {
+		live := w.at[:0]
+		for _, x := range w.at {
+			if !x.dead {
+				live = append(live, x)
+			}
+		}
+		clear(w.at[len(live):])
+		w.at, w.dead = live, 0
+		heap.Init(&w.at)
+	}
+}
+
+func isOpen(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
+
+// tick takes a tick's frontier: it wakes the long-polls whose threshold
+// the admitted count reached, and every one when sold out flips.
+func (w *waker) tick(f *frontier) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.admitted = max(w.admitted, f.admitted)
+	for len(w.at) > 0 && w.at[0].at <= w.admitted {
+		w.fire(heap.Pop(&w.at).(*waitEntry))
+	}
+	if so := f.soldOut(); so != w.soldOut {
+		w.soldOut = so
+		w.wakeAll()
+	}
+}
+
+// fire wakes e's long-poll, out of the heap (w.mu held).
+func (w *waker) fire(e *waitEntry) {
+	if e.dead {
+		w.dead--
+	}
+	close(e.ch)
+}
+
+// wakeAll wakes every long-poll (w.mu held).
+func (w *waker) wakeAll() {
+	close(w.flip)
+	w.flip = make(chan struct{})
+	for _, e := range w.at {
+		w.fire(e)
+	}
+	clear(w.at)
+	w.at = w.at[:0]
 }
 
 // StopWaits answers every long-poll of the node now, and each one after
@@ -54,30 +158,26 @@ func (w *waker) wake() {
 func (s *Service) StopWaits() {
 	s.stopped.Store(true)
 	s.wakers.Range(func(_, v any) bool {
-		v.(*waker).wake()
+		w := v.(*waker)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.wakeAll()
 		return true
 	})
-}
-
-// moved says whether a tick's frontier differs from the one before in
-// what a waiter is told: places admitted, units left or held by passes,
-// passes that ended. Joins and leaves alone move nobody's turn much.
-func moved(was, now *frontier) bool {
-	return was == nil || was.admitted != now.admitted || was.left != now.left || was.resv != now.resv ||
-		was.used != now.used || was.lapsed != now.lapsed
 }
 
 // Wait is Poll held, for a place waiting or sold out, until what its
 // buyer is told changes: its state (admitted, sold out, tickets back,
 // gone), or the places ahead of it halve; at the latest after d (at most
 // MaxWait, and just after T0 for a wait that began before), when it
-// answers the place as it is then. Every node wakes its
-// long-polls at each tick of Run that sees the room change, so a sold-out
-// room is told to all its waiters within a tick, and a poll costs Redis
-// nothing while it waits unless its place is near the head. d <= 0 is
-// Poll.
+// answers the place as it is then. Each tick of Run on this node wakes the
+// long-polls it concerns (waker), so a sell-out reaches every waiter
+// within a tick; a woken place far from the head is answered from the
+// frontier, so a long-poll costs Redis nothing while it waits unless its
+// place is near the head. d <= 0 is Poll.
 func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, eventID string, p Place, d time.Duration) (Status, error) {
-	ch := s.changes(eventID) // before the read: a change during it wakes the wait
+	w := s.wakerOf(eventID)
+	adm, flip := w.mark()
 	st, err := s.Poll(ctx, cfg, eventID, p)
 	if err != nil || d <= 0 || s.stopped.Load() || (st.State != Waiting && st.State != SoldOut) {
 		return st, err
@@ -90,21 +190,39 @@ func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, eventID string, p
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
+	half := st.Ahead / 2 // the places ahead that end the wait
+	now := st
 	for {
-		timedOut := false
+		// A sold-out place waits for the flip alone: nobody is admitted
+		// until it comes. A waiting one also for the admissions that may
+		// bring its turn or halve the places ahead: any one, near the head.
+		var turn <-chan struct{}
+		drop := func() {}
+		if now.State == Waiting {
+			step := max(1, now.Ahead-half)
+			if now.Ahead < s.nearHead() {
+				step = 1
+			}
+			turn, drop = w.until(adm+step, s.stopped.Load())
+		}
+		timedOut, ended := false, false
 		select {
-		case <-ch:
+		case <-turn:
+		case <-flip:
 		case <-t.C:
 			timedOut = true
 		case <-ctx.Done():
-			return st, nil
+			ended = true
 		}
-		ch = s.changes(eventID)
-		now, err := s.Poll(ctx, cfg, eventID, p)
-		if err != nil {
+		drop()
+		if ended {
+			return now, nil
+		}
+		adm, flip = w.mark()
+		if now, err = s.Poll(ctx, cfg, eventID, p); err != nil {
 			return Status{}, err
 		}
-		if timedOut || s.stopped.Load() || now.State != st.State || now.Ahead*2 <= st.Ahead && st.Ahead > 0 {
+		if timedOut || s.stopped.Load() || now.State != st.State || now.Ahead <= half && st.Ahead > 0 {
 			return now, nil
 		}
 	}

@@ -119,3 +119,95 @@ func TestALongPollEndsWhenItHasNothingToWaitFor(t *testing.T) {
 		t.Fatalf("a long-poll when the node stops: %+v %v after %v, want waiting, answered at once", w.st, w.err, w.took)
 	}
 }
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// A tick wakes only the long-polls whose threshold the admitted count
+// reached; sold out said or unsaid wakes them all; long-polls that ended
+// otherwise do not pile up while the line stalls.
+func TestATickWakesOnlyTheLongPollsItConcerns(t *testing.T) {
+	w := &waker{flip: make(chan struct{})}
+	w.tick(&frontier{reading: reading{admitted: 10, left: 5}})
+	near, _ := w.until(11, false)
+	far, _ := w.until(500, false)
+	_, flip := w.mark()
+	if now, _ := w.until(10, false); !closed(now) {
+		t.Fatal("a threshold already reached does not answer at once")
+	}
+	w.tick(&frontier{reading: reading{admitted: 12, left: 3}})
+	if !closed(near) || closed(far) || closed(flip) {
+		t.Fatalf("12 admitted: near woken %v (want true), far %v, flip %v (want false)", closed(near), closed(far), closed(flip))
+	}
+	w.tick(&frontier{reading: reading{admitted: 12}}) // nothing left, no pass live: sold out
+	if !closed(far) || !closed(flip) || len(w.at) != 0 {
+		t.Fatalf("sold out: far woken %v, flip %v, %d still held; want every one woken", closed(far), closed(flip), len(w.at))
+	}
+
+	for range 1000 { // a stalled line: each long-poll times out and drops its wait
+		_, drop := w.until(1_000_000, false)
+		drop()
+	}
+	if len(w.at) > 200 {
+		t.Fatalf("after 1,000 long-polls ended unwoken the heap holds %d", len(w.at))
+	}
+	ch, _ := w.until(13, false)
+	w.tick(&frontier{reading: reading{admitted: 13, left: 1}})
+	if !closed(ch) || w.dead < 0 {
+		t.Fatalf("after the compactions: woken %v, dead count %d", closed(ch), w.dead)
+	}
+}
+
+// A waiter far from the head is answered once the places ahead of it
+// halve, not at each admission before.
+func TestAFarLongPollIsAnsweredWhenThePlacesAheadHalve(t *testing.T) {
+	f := setup(t, 1)
+	f.s.NearHead = 2
+	cfg := f.open(false, time.Minute)
+	var ids, tokens []string
+	for i := range 11 {
+		j := f.join(cfg, fmt.Sprintf("h%d@x.test", i))
+		ids, tokens = append(ids, j.QueueID), append(tokens, j.PollToken)
+	}
+	f.run(cfg)
+	answer := f.waitAll(cfg, tokens[10:], 20*time.Second) // 9 ahead: answered at 4
+	// leave is the admitted place giving its unit to the next, once the
+	// tick admitted it
+	leave := func(i int) {
+		deadline := time.Now().Add(5 * time.Second)
+		for f.status(cfg, ids[i]).State != Admitted {
+			if time.Now().After(deadline) {
+				t.Fatalf("place %d was not admitted", i)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := f.s.Leave(f.ctx, ev, ids[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan []waited, 1)
+	go func() { done <- answer() }()
+	for i := range 4 { // each leaving admits the next: 9 ahead -> 5
+		leave(i)
+	}
+	select {
+	case w := <-done:
+		t.Fatalf("answered before the places ahead halved: %+v", w[0])
+	case <-time.After(300 * time.Millisecond):
+	}
+	leave(4) // 4 ahead
+	select {
+	case w := <-done:
+		if w[0].err != nil || w[0].st.State != Waiting || w[0].st.Ahead > 4 {
+			t.Fatalf("the far waiter: %+v %v, want waiting with at most 4 ahead", w[0].st, w[0].err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the far waiter was not answered once the places ahead halved")
+	}
+}
