@@ -199,12 +199,42 @@ func checkSuccess(t *testing.T, ctx context.Context, s shopRun, loc string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text, "registration is confirmed") || !strings.Contains(text, reg) {
-		t.Fatalf("success page says %q", text)
+	if !strings.Contains(text, "registration is confirmed") || !strings.Contains(text, orderRef(reg)) {
+		t.Fatalf("success page says %q, want the order reference %s", text, orderRef(reg))
 	}
+	checkOrderRef(t, ctx, "#facts", reg)
 	shot(t, ctx, "5-success", true)
 	if st, pay := s.registration(t, reg); st != "confirmed" || pay != "paid" {
 		t.Fatalf("the API says registration %s is %s / %s, want confirmed / paid", reg, st, pay)
+	}
+}
+
+// orderRef is the short order reference the shop shows for an order id
+// (js/common.js, Shop.orderRef; docs/decisions.md): the first ten
+// characters after the id's leading "o", in capitals, in two groups of five.
+func orderRef(id string) string {
+	return strings.ToUpper(id[1:6] + "-" + id[6:11])
+}
+
+// checkOrderRef: the page shows order id by its short reference, whole (no
+// line breaks it), with the full id in its data-order-id and, folded away,
+// in the "Full order id" details for support; the raw id is not in view.
+func checkOrderRef(t *testing.T, ctx context.Context, in, id string) {
+	t.Helper()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`(() => {
+		const r = document.querySelector(`+"`"+in+` .ref`+"`"+`);
+		const d = document.querySelector('details.order-id');
+		return { ref: r.textContent, id: r.dataset.orderId, lines: r.getClientRects().length, full: d.textContent,
+			open: d.open, shown: document.body.innerText.includes(r.dataset.orderId) };
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"ref": orderRef(id), "id": id, "lines": 1.0, "full": "Full order id" + id, "open": false, "shown": false}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("the order reference: %v, want %v", got, want)
+		}
 	}
 }
 
@@ -289,10 +319,12 @@ func TestBrowserDemoShopFree(t *testing.T) {
 		t.Fatalf("confirmation says %q", text)
 	}
 	shot(t, ctx, "2-confirmed", true)
-	id, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#done .mono`)))
+	a, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`#done .ref`), "data-order-id"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	id := a.Value
+	checkOrderRef(t, ctx, "#done", id)
 	if st, _ := s.registration(t, id); st != "confirmed" {
 		t.Fatalf("the API says free registration %s is %s", id, st)
 	}
@@ -403,7 +435,7 @@ func TestBrowserDemoShopSeated(t *testing.T) {
 	ctx := browser(t)
 	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_seated"] a`)),
 		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_seated"] a`)), until(`location.pathname === '/seated.html'`))
-	inPicker(t, ctx, "A-1")
+	checkSeatedPage(t, ctx, inPicker(t, ctx, "A-1"))
 	shot(t, ctx, "1-seat-map", true)
 	frame := inPicker(t, ctx, "A-1") // the desktop shot may have redrawn the map
 	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="A-1"]`), chromedp.FromNode(frame)),
@@ -420,6 +452,85 @@ func TestBrowserDemoShopSeated(t *testing.T) {
 	shot(t, ctx, "3-order", true)
 	loc := payOnHostedPage(t, ctx, s.shop)
 	checkSuccess(t, ctx, s, loc)
+}
+
+// inFrame evaluates js in the picker's frame until it is truthy, and
+// returns it.
+func inFrame[T any](t *testing.T, ctx context.Context, frame *chromedp.Node, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Poll[T](js, chromedp.WithPollingInFrame(frame), chromedp.WithPollingTimeout(10*time.Second)))
+	if err != nil {
+		browsertest.Shot(t, ctx, "failed")
+		t.Fatalf("in the picker's frame, %s: %v", js, err)
+	}
+	return v
+}
+
+// checkSeatedPage checks the seated page on a phone (issue 21): one
+// title, the shop's (the framed picker draws no header); one hold notice,
+// the picker's; the frame as tall as the picker, with nothing empty under
+// it; the Box row marked not for sale, not as sold; and the map, scrolled
+// to, opening at its start: row A's label and first seat in view with the
+// picker's selection summary.
+func checkSeatedPage(t *testing.T, ctx context.Context, frame *chromedp.Node) {
+	t.Helper()
+	page, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`(() => {
+		const main = document.querySelector('main');
+		return { h1: [...document.querySelectorAll('h1')].map((h) => h.textContent).join('|'),
+			held: (main.innerText.match(/held/gi) || []).length };
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := inFrame[map[string]any](t, ctx, frame, `(() => {
+		const x = document.querySelector('[data-seat-label="X-1"]');
+		const shown = (sel) => getComputedStyle(x.querySelector(sel)).display !== 'none';
+		const box = [...document.querySelectorAll('#legend li')].find((li) => li.textContent.startsWith('Box'));
+		return { header: document.querySelector('.event').getClientRects().length, h1: [...document.querySelectorAll('h1')].filter((h) => h.getClientRects().length).length,
+			name: document.body.innerText.includes('Demo Concert Hall'), held: document.body.innerText.match(/held for you/gi).length,
+			state: x.dataset.state, label: x.getAttribute('aria-label'), disabled: x.getAttribute('aria-disabled'),
+			mark: shown('.mark-not-for-sale') && !shown('.mark-booked'), legend: !!box && !!box.querySelector('.key-bar') && box.textContent };
+	})()`)
+	want := map[string]any{"header": 0.0, "h1": 0.0, "name": false, "held": 1.0, "state": "not-for-sale",
+		"label": "Seat X-1, Box, not for sale", "disabled": "true", "mark": true, "legend": "Boxnot for sale"}
+	for k, v := range want {
+		if in[k] != v {
+			t.Fatalf("the picker in the seated page: %v, want %v", in, want)
+		}
+	}
+	if page["h1"] != "Demo Concert Hall" || page["held"] != 0.0 {
+		t.Fatalf("the seated page: headings %q, %v mentions of holding outside the picker (want the event's name once, none: the picker has the one hold notice)",
+			page["h1"], page["held"])
+	}
+	// The frame takes the picker's height (its height message): no empty
+	// space below the picker's summary, in the frame or under it.
+	inFrame[bool](t, ctx, frame, `innerHeight >= document.documentElement.scrollHeight - 1 &&
+		innerHeight - document.getElementById('picker').getBoundingClientRect().bottom <= 1`)
+	do(t, ctx, until(`document.querySelector('.map-panel').getBoundingClientRect().bottom - document.getElementById('picker').getBoundingClientRect().bottom <= 1`))
+	// Scrolled down to the map, as a buyer does.
+	top := inFrame[float64](t, ctx, frame, `document.querySelector('.map-card').getBoundingClientRect().top + 0.001`)
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`window.scrollTo(0, document.getElementById('picker').getBoundingClientRect().top + scrollY + %f - 8)`, top)))
+	box := func(sel string) string {
+		return `(() => { const r = document.querySelector('` + sel + `').getBoundingClientRect(); return { l: r.left, r: r.right, t: r.top, b: r.bottom }; })()`
+	}
+	rects := inFrame[map[string]map[string]float64](t, ctx, frame, `({ seat: `+box(`[data-seat-label="A-1"] .seat-bg`)+`,
+		label: `+box(`[aria-label="Row A"] .row-label`)+`, summary: `+box(`#summary`)+`, wrap: `+box(`#map-wrap`)+`,
+		scroll: { l: document.getElementById('map-wrap').scrollLeft } })`)
+	view, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`({ top: document.getElementById('picker').getBoundingClientRect().top, h: innerHeight })`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewShot(t, ctx, "2-map-in-view")
+	wrap := rects["wrap"]
+	for _, k := range []string{"seat", "label", "summary"} {
+		r := rects[k]
+		inView := view["top"]+r["t"] >= 0 && view["top"]+r["b"] <= view["h"]
+		inMap := k == "summary" || r["l"] >= wrap["l"] && r["r"] <= wrap["r"]
+		if !inView || !inMap {
+			t.Fatalf("on a phone, scrolled to the map, the %s is at %v (the frame at %v in a %v px high view; the map's box %v, scrolled %v): want it in view",
+				k, r, view["top"], view["h"], wrap, rects["scroll"]["l"])
+		}
+	}
 }
 
 // A cart of several lines: the access code unlocks the hidden Crew
@@ -503,7 +614,7 @@ func waitsAtMost(t *testing.T, ctx context.Context, page string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text, "arrive by e-mail") || strings.Contains(text, "Confirming your payment") {
+	if !strings.Contains(text, "arrive by e-mail") || !strings.Contains(text, "order reference") || strings.Contains(text, "Confirming your payment") {
 		t.Fatalf("past its limit the success page says %q", text)
 	}
 	shot(t, ctx, "timeout", false)
@@ -517,6 +628,8 @@ func TestBrowserDemoShopSuccessPageGivesUp(t *testing.T) {
 	shop := serveSite(t, demosite.Site{AppURL: s.api, PublishableKey: "pk_demo", Events: demoEvents, PollLimit: 1500 * time.Millisecond})
 	ctx := browser(t)
 	waitsAtMost(t, ctx, shop+"/success.html?registration="+url.QueryEscape(id))
+	// It names the order by the reference it asks the buyer to quote.
+	checkOrderRef(t, ctx, "#facts", id)
 }
 
 // A ticket service that accepts the connection and never answers: the

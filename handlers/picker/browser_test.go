@@ -66,7 +66,8 @@ func newHostSite(t *testing.T, pickerURL string) *hostSite {
 
 func (h *hostSite) url(host string) string { return "http://" + host + h.port + "/" }
 
-// heldMessage is the picker's message to the host page.
+// heldMessage is the picker's message to the host page: a held set, or
+// its height (type "height").
 type heldMessage struct {
 	Origin string `json:"origin"`
 	Data   struct {
@@ -74,6 +75,7 @@ type heldMessage struct {
 		SeatLabels []string `json:"seatLabels"`
 		HoldToken  string   `json:"holdToken"`
 		Subtotal   float64  `json:"subtotal"`
+		Height     float64  `json:"height"`
 	} `json:"data"`
 }
 
@@ -113,8 +115,17 @@ func waitHeld(t *testing.T, ctx context.Context, labels ...string) heldMessage {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
 		t.Fatalf("no held message listing %v (%v); messages: %+v", labels, err, messages(t, ctx))
 	}
-	ms := messages(t, ctx)
-	return ms[len(ms)-1]
+	return last(messages(t, ctx), "held")
+}
+
+// last is the last message of type typ.
+func last(ms []heldMessage, typ string) heldMessage {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].Data.Type == typ {
+			return ms[i]
+		}
+	}
+	return heldMessage{}
 }
 
 // frame returns the picker's iframe node, its document loaded.
@@ -307,6 +318,31 @@ func TestBrowserPickPayAndSecondBuyerSeesThemSold(t *testing.T) {
 	}
 	waitAttrs(t, other, otherFr, seat("A-10"), map[string]string{"aria-label": "Seat A-10, Stalls, $40.00, sold"})
 	browsertest.Shot(t, other, "5-other-buyer-sees-sold")
+
+	// Sold and not for sale (row B, Box, has no price) look and read
+	// differently: a grey disc with a cross, a dashed ring with a bar,
+	// and the Box legend entry has the bar.
+	waitAttrs(t, other, otherFr, seat("B-1"), map[string]string{"data-state": "not-for-sale", "aria-disabled": "true",
+		"aria-label": "Seat B-1, Box, not for sale"})
+	marks, err := chromedp.Run(other, chromedp.Poll[map[string]string](`(() => {
+		const look = (l) => { const s = document.querySelector('[data-seat-label="' + l + '"]');
+			const bg = getComputedStyle(s.querySelector('.seat-bg'));
+			return [...s.querySelectorAll('.mark')].filter((m) => getComputedStyle(m).display !== 'none').map((m) => m.classList[1]).join(' ') +
+				' on ' + bg.fill + ' ' + bg.strokeDasharray; };
+		const box = [...document.querySelectorAll('#legend li')].find((li) => li.textContent.startsWith('Box'));
+		return { sold: look('A-10'), closed: look('B-1'), legend: box.querySelector('.key-bar') ? box.textContent : '' };
+	})()`, chromedp.WithPollingInFrame(otherFr)))
+	if err != nil || !strings.HasPrefix(marks["sold"], "mark-booked on ") || !strings.HasPrefix(marks["closed"], "mark-not-for-sale on ") ||
+		marks["sold"][len("mark-booked"):] == marks["closed"][len("mark-not-for-sale"):] || marks["legend"] != "Boxnot for sale" {
+		t.Errorf("sold and not for sale: %v (%v), want each its own mark and look, and the Box legend entry with the bar", marks, err)
+	}
+	// Framed, the picker draws no event header (the host's page names
+	// the event), and it tells the host its height, which is its page's.
+	framing, err := chromedp.Run(ctx, chromedp.Poll[map[string]float64](`({ header: document.querySelector('.event').getClientRects().length,
+		height: Math.ceil(document.getElementById('picker').getBoundingClientRect().bottom + scrollY) })`, chromedp.WithPollingInFrame(fr)))
+	if h := last(messages(t, ctx), "height"); err != nil || framing["header"] != 0 || h.Origin != s.URL || h.Data.Height != framing["height"] {
+		t.Errorf("framed: %v (%v), last height message %+v: want no header, and the picker's height told to the host", framing, err, h)
+	}
 }
 
 // waitBooked waits until the storefront's availability lists the seats
@@ -442,6 +478,25 @@ func TestBrowserPickerOnAPhone(t *testing.T) {
 		t.Fatal(err)
 	}
 	browsertest.Shot(t, ctx, "phone-loaded")
+	// The map opens at its start, not its middle: scrolled down to it,
+	// the buyer sees row A's label and first seat inside the map's box,
+	// with the summary (sticky at the bottom) in view. Opened on its own,
+	// the page has its event header.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`scrollTo(0, document.querySelector('.map-card').getBoundingClientRect().top + scrollY - 8)`)); err != nil {
+		t.Fatal(err)
+	}
+	opened, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`(() => {
+		const w = document.getElementById('map-wrap').getBoundingClientRect();
+		const inside = (sel) => { const r = document.querySelector(sel).getBoundingClientRect();
+			return r.left >= w.left && r.right <= w.right && r.top >= 0 && r.bottom <= innerHeight ? 1 : 0; };
+		const s = document.getElementById('summary').getBoundingClientRect();
+		return { scroll: document.getElementById('map-wrap').scrollLeft, seat: inside('[data-seat-label="A-1"] .seat-bg'),
+			label: inside('[aria-label="Row A"] .row-label'), summary: s.top >= 0 && s.bottom <= innerHeight ? 1 : 0,
+			header: document.querySelector('.event').getClientRects().length };
+	})()`))
+	if err != nil || opened["scroll"] != 0 || opened["seat"] != 1 || opened["label"] != 1 || opened["summary"] != 1 || opened["header"] != 1 {
+		t.Errorf("on a phone the map opens %v (%v): want it at its start, row A's label, seat A-1 and the summary in view, the header shown", opened, err)
+	}
 	fit, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`(() => {
 		const r = document.querySelector('[data-seat-label="A-10"] .seat-bg').getBoundingClientRect();
 		return { page: document.documentElement.scrollWidth, view: window.innerWidth, seat: r.width };

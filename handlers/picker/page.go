@@ -81,6 +81,11 @@ type pageData struct {
 	JS, CSS              string // asset versions
 	Data                 string
 	TestMode             bool // payments are simulated: the page says so
+	// Framed: the browser loads the page into a frame (Sec-Fetch-Dest:
+	// iframe), the host's page around it names the event, so the page's
+	// own header is not drawn (picker.js hides it too when framed, for a
+	// browser that does not send the header).
+	Framed bool
 }
 
 // pageConfig is the page's data for its script.
@@ -128,7 +133,8 @@ func (p *Picker) page(ctx *fasthttp.RequestCtx) {
 	data, _ := json.Marshal(cfg)
 	var b bytes.Buffer
 	err := pages.ExecuteTemplate(&b, "seatmap.html", pageData{Name: ev.Name, StartsAt: ev.StartsAt, When: when(ev),
-		JS: assets["picker.js"].version, CSS: assets["picker.css"].version, Data: string(data), TestMode: p.TestMode})
+		JS: assets["picker.js"].version, CSS: assets["picker.css"].version, Data: string(data), TestMode: p.TestMode,
+		Framed: string(ctx.Request.Header.Peek("Sec-Fetch-Dest")) == "iframe"})
 	if err != nil {
 		p.logger().Error("picker: render page", "event", ev.ID, "err", err)
 		ctx.Error("seat map unavailable", fasthttp.StatusInternalServerError)

@@ -9,6 +9,9 @@
   const root = document.getElementById('picker');
   if (!root || !root.dataset.picker) return;
   const cfg = JSON.parse(root.dataset.picker);
+  // Framed, the host's page names the event: the page's own header goes
+  // (the server marks the page framed already when the browser said so).
+  if (window.parent !== window) root.classList.add('framed');
 
   const SVGNS = 'http://www.w3.org/2000/svg';
   // One poll a second: another buyer's change shows within two seconds.
@@ -187,6 +190,20 @@
     }, st.host);
   }
 
+  // postHeight tells the host page how tall the picker is, in CSS pixels,
+  // so that it can size the frame to fit (no empty space below the
+  // summary, no scrolling inside the frame): after the hello, then on
+  // every change of height. The same origin rule as post.
+  let sentHeight = 0;
+  function postHeight() {
+    if (!st.host) return;
+    const h = Math.ceil(root.getBoundingClientRect().bottom + window.scrollY);
+    if (h === sentHeight) return;
+    sentHeight = h;
+    window.parent.postMessage({ type: 'height', height: h }, st.host);
+  }
+  if (window.ResizeObserver) new ResizeObserver(postHeight).observe(root);
+
   function hostAllowed(host) {
     return cfg.domains.some((d) => {
       if (d.startsWith('*.')) {
@@ -212,6 +229,8 @@
     if (!hostAllowed(host)) return;
     st.host = e.origin;
     post();
+    sentHeight = 0;
+    postHeight();
   });
 
   // The hold token is kept in sessionStorage, per event (cfg.api names
@@ -462,7 +481,7 @@
     if (state === 'mine') enqueue(() => release([label]));
     else if (state === 'free') enqueue(() => hold([label]));
     else if (state === 'held') say('Seat ' + label + ' is held by someone else right now. It may come free again in a few minutes.');
-    else if (s.cat.cents === null) say('Seat ' + label + ' is not for sale.');
+    else if (state === 'not-for-sale') say('Seat ' + label + ' is not for sale.');
     else say('Seat ' + label + ' is sold.');
   }
 
@@ -589,6 +608,8 @@
       const li = document.createElement('li');
       const key = el('svg', { viewBox: '-14 -14 28 28', class: 'key cat-' + c.idx, 'aria-hidden': 'true' }, li);
       el('circle', { r: 11, class: c.cents === null ? 'key-unpriced' : 'key-cat' }, key);
+      // Not for sale has the seat's own mark: a dashed ring with a bar.
+      if (c.cents === null) el('path', { d: 'M-5 0 L5 0', class: 'key-bar' }, key);
       const name = document.createElement('span');
       name.className = 'legend-name';
       name.textContent = c.name;
@@ -652,6 +673,7 @@
         text(s, 0, 4, 'seat-num', String(n)).setAttribute('aria-hidden', 'true');
         el('path', { d: 'M-5.5 0 L-1.5 4.5 L6 -5', class: 'mark mark-mine' }, s);
         el('path', { d: 'M-5 -5 L5 5 M5 -5 L-5 5', class: 'mark mark-booked' }, s);
+        el('path', { d: 'M-5.5 0 L5.5 0', class: 'mark mark-not-for-sale' }, s);
         st.seats.set(label, { el: s, row: ri, i: n - 1, cat });
         labels.push(label);
       }
@@ -701,10 +723,14 @@
     ui.loading.remove();
     ui.wrap.appendChild(svg);
     st.svg = svg;
-    const first = st.rows.length && st.rows[0].length ? st.rows[0][Math.floor(st.rows[0].length / 2)] : '';
+    // The map opens at its start: on a phone, where it is wider than the
+    // screen, the row labels and each row's first seats show (not the
+    // middle, cut off at both edges), and the first seat takes the focus
+    // of the keyboard.
+    const first = st.rows.length && st.rows[0].length ? st.rows[0][0] : '';
     if (first) rove(first);
     fitZoom();
-    ui.wrap.scrollLeft = (ui.wrap.scrollWidth - ui.wrap.clientWidth) / 2;
+    ui.wrap.scrollLeft = 0;
 
     svg.addEventListener('click', (e) => {
       const g = e.target.closest && e.target.closest('.seat');
@@ -719,25 +745,26 @@
 
   function stateOf(label) {
     const s = st.seats.get(label);
-    if (st.booked.has(label) || s.cat.cents === null) return 'booked';
+    if (s.cat.cents === null) return 'not-for-sale';
+    if (st.booked.has(label)) return 'booked';
     if (st.mine.includes(label)) return 'mine';
     if (st.held.has(label)) return 'held';
     return 'free';
   }
 
-  const STATE_WORDS = { free: 'available', mine: 'held by you', held: 'held by someone else', booked: 'sold' };
+  const STATE_WORDS = { free: 'available', mine: 'held by you', held: 'held by someone else', booked: 'sold', 'not-for-sale': 'not for sale' };
 
   function paint() {
     st.seats.forEach((s, label) => {
       const state = stateOf(label);
-      const words = s.cat.cents === null ? 'not for sale' : fmt(s.cat.cents) + ', ' + STATE_WORDS[state];
+      const words = state === 'not-for-sale' ? STATE_WORDS[state] : fmt(s.cat.cents) + ', ' + STATE_WORDS[state];
       const aria = 'Seat ' + label + ', ' + s.cat.name + ', ' + words;
       const pending = st.pending.has(label);
       if (s.state !== state || s.aria !== aria || s.pendingShown !== pending) {
         s.el.setAttribute('data-state', state);
         s.el.setAttribute('aria-pressed', state === 'mine' ? 'true' : 'false');
         s.el.setAttribute('aria-label', aria);
-        if (state === 'booked' || state === 'held') s.el.setAttribute('aria-disabled', 'true');
+        if (state !== 'free' && state !== 'mine') s.el.setAttribute('aria-disabled', 'true');
         else s.el.removeAttribute('aria-disabled');
         s.el.classList.toggle('pending', pending);
         s.el.setAttribute('aria-busy', pending ? 'true' : 'false');

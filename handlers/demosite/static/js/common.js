@@ -424,6 +424,29 @@
     }
   };
 
+  // orderRef is the short order reference a buyer reads and quotes: the
+  // first ten characters of the order id's random part (after its leading
+  // "o"), in capitals, in two groups of five. The id
+  // "o72atessijrh77igh2o24foeg.ev_demo_seated" is 72ATE-SSIJR. The random
+  // part is base32 (a-z, 2-7): a reference has no 0, 1, 8 or 9. It is how
+  // the id begins, so the order is found from it (docs/decisions.md, Order
+  // reference). An id of another shape is shown whole.
+  Shop.orderRef = function (id) {
+    const m = /^o([a-z2-7]{10})[a-z2-7]*\./.exec(id || '');
+    return m ? (m[1].slice(0, 5) + '-' + m[1].slice(5)).toUpperCase() : id;
+  };
+
+  // orderRefEl is the reference of order id as the pages show it, the
+  // full id in its data-order-id; orderIdDetails is the full id folded
+  // away under it, for the buyer to give support if asked.
+  Shop.orderRefEl = function (id) {
+    return Shop.el('span', { class: 'ref', 'data-order-id': id, text: Shop.orderRef(id) });
+  };
+  Shop.orderIdDetails = function (id) {
+    return Shop.el('details', { class: 'order-id fine' },
+      Shop.el('summary', { text: 'Full order id' }), Shop.el('p', { class: 'mono', text: id }));
+  };
+
   // confirmed replaces the order form with the confirmation of a free
   // registration (interface.md flow 3a).
   Shop.confirmed = function (host, ev, reg, email) {
@@ -435,7 +458,8 @@
       Shop.el('p', { class: 'lead', text: 'Your registration is confirmed.' }),
       Shop.el('p', { text: 'Your tickets are on their way to ' + email + '. Show the QR code from the e-mail at the door.' }),
       (reg.tickets || []).length ? list : null,
-      Shop.el('p', { class: 'fine' }, 'Order number ', Shop.el('span', { class: 'mono', text: reg.registrationId })),
+      Shop.el('p', { class: 'fine' }, 'Order reference ', Shop.orderRefEl(reg.registrationId)),
+      Shop.orderIdDetails(reg.registrationId),
       Shop.el('a', { class: 'btn secondary', href: '/', text: 'Browse more events' }));
     host.replaceChildren(done);
     done.focus();

@@ -109,13 +109,20 @@
     return a.length === b.length && a.every(function (l) { return b.includes(l); });
   }
 
-  // onMessage takes the picker's held set. Anything not from the picker's
+  // onMessage takes the picker's held set, and its height: the frame is
+  // sized to the picker, so the page scrolls, never the frame, and no
+  // empty space is left below the picker. Anything not from the picker's
   // window and origin is ignored.
   function onMessage(e) {
     const frame = $('picker');
     if (e.origin !== state.origin || e.source !== frame.contentWindow) return;
     const m = e.data;
-    if (!m || typeof m !== 'object' || m.type !== 'held' || !Array.isArray(m.seatLabels)) return;
+    if (!m || typeof m !== 'object') return;
+    if (m.type === 'height') {
+      if (Number.isFinite(m.height) && m.height > 0) frame.style.height = Math.min(Math.ceil(m.height), 100000) + 'px';
+      return;
+    }
+    if (m.type !== 'held' || !Array.isArray(m.seatLabels)) return;
     const seats = m.seatLabels.filter(function (l) { return typeof l === 'string'; });
     const token = typeof m.holdToken === 'string' ? m.holdToken : '';
     const p = state.pending;

@@ -14,9 +14,22 @@
   const FIRST_MS = 500;
   const MAX_MS = 4000;
 
-  function fact(label, value, cls) {
+  // fact is a row of the facts list: value a text or an element.
+  function fact(label, value) {
     if (!value) return null;
-    return Shop.el('div', {}, Shop.el('dt', { text: label }), Shop.el('dd', { text: value, class: cls }));
+    const dd = typeof value === 'string' ? Shop.el('dd', { text: value }) : Shop.el('dd', {}, value);
+    return Shop.el('div', {}, Shop.el('dt', { text: label }), dd);
+  }
+
+  // showFacts lists rows, and the order's full id folded away below them.
+  function showFacts(id, rows) {
+    const dl = $('facts');
+    dl.replaceChildren.apply(dl, rows.filter(Boolean));
+    const old = $('order-id');
+    const more = Shop.orderIdDetails(id);
+    more.id = 'order-id';
+    if (old) old.replaceWith(more);
+    else dl.after(more);
   }
 
   // show sets the page's state: its data-status, icon, heading and words.
@@ -32,11 +45,10 @@
   }
 
   function facts(reg, ev) {
-    const dl = $('facts');
     const rows = [
       fact('Event', ev ? ev.name : ''),
       fact('Date', ev ? Shop.when(ev.startsAt) : ''),
-      fact('Order number', reg.registrationId, 'mono')
+      fact('Order reference', Shop.orderRefEl(reg.registrationId))
     ];
     if (reg.status === 'confirmed') {
       rows.push(fact('Paid', Shop.money(reg.payment.amount, reg.currency)));
@@ -44,7 +56,7 @@
     } else {
       rows.push(fact('Amount', Shop.money(reg.total, reg.currency)));
     }
-    dl.replaceChildren.apply(dl, rows.filter(Boolean));
+    showFacts(reg.registrationId, rows);
   }
 
   // render shows reg and reports whether its state is final.
@@ -88,7 +100,9 @@
       $('error').textContent = '';
       show('timeout', 'Thank you for your order', [
         'Your payment is still being confirmed. Your ticket will arrive by e-mail as soon as it is, usually within a few minutes.',
-        'You can close this page. If no e-mail arrives within the hour, contact us with your order number.']);
+        'You can close this page. If no e-mail arrives within the hour, contact us with your order reference.']);
+      // The reference to quote, also when the order could not be read.
+      if (!$('facts').children.length) showFacts(id, [fact('Order reference', Shop.orderRefEl(id))]);
     }
     const hard = setTimeout(finish, limit);
     let delay = FIRST_MS;
