@@ -35,8 +35,12 @@ import (
 // One arrival in 100 is a bot that calls register-guest without a pass
 // (it must get 403 QUEUE_REQUIRED); one buyer in 50 joins twice, the second
 // time from another device (the same e-mail must get the same place).
-// A waiter polls its status once a second (from T0, spread over half a
-// second, when it joined before), until admitted or sold out. An admitted
+// Half the waiters long-poll their status (status?wait=20, as the demo
+// shop does): from the join, again as soon as each answer comes, until
+// admitted or sold out; the sold-out broadcast is measured on them. The
+// other half poll once a second (from T0, spread over half a second, when
+// they joined before), as a client that does not long-poll would; the
+// polls/s figures are theirs. An admitted
 // buyer registers at once with its pass (as the demo shop does) and
 // replays the pass once (a second register-guest with it must get 409
 // QUEUE_PASS_USED); then 70% pay 2-8 s later, 25% pay late, 8-20 s later
@@ -47,7 +51,8 @@ import (
 // success page's read.
 //
 // Every buyer waits in a worker of its own (-concurrency does not apply),
-// over at most 1,024 connections. The full size does not fit the 2-core
+// over at most 1,024 connections, and one more for each long-poller (a
+// long-poll holds its connection while it waits). The full size does not fit the 2-core
 // machine that also runs the bench (100,000 goroutines polling once a
 // second, and ticketd answering them), so the defaults are a tenth of it.
 //
@@ -63,6 +68,7 @@ const (
 	qsBotEvery   = 100 // one arrival in 100 is a bot
 	qsTwiceEvery = 50  // one buyer in 50 joins twice
 	qsConns      = 1024
+	qsLongPoll   = 20 * time.Second // a long-poll's wait (status?wait=)
 	qsMaxWait    = 3 * time.Minute // a waiter gives up this long after T0
 )
 
@@ -102,13 +108,14 @@ const (
 	FigQueueSpearmanTimes     = "Spearman rho, committed order vs Redis' admission times (one millisecond's admissions tied)"
 	FigQueueSpearmanUntied    = "Spearman rho, a millisecond's admissions taken in line order (as one script admits them)"
 	FigQueueDiscordant        = "pairs admitted against the committed order (in different milliseconds)"
-	FigQueueSoldOutP99        = "sold-out broadcast p99 (last registration sent to each waiter seeing sold_out)"
+	FigQueueSoldOutP99        = "sold-out broadcast p99 (last registration sent to each long-polling waiter seeing sold_out)"
+	FigQueueSoldOutPolledP99  = "sold-out told to the waiters polling once a second, p99"
 	FigQueueRedisCPU          = "Redis CPU per admitted buyer"
 	FigQueueRedisPerWait      = "Redis memory per waiter at T0 (MEMORY USAGE of the room's keys / places)"
 	FigQueueAdmitted          = "places admitted"
 	FigQueueTickets           = "tickets on sale"
 	FigQueueSoldOutAt         = "sold out (last registration sent), after T0"
-	FigQueuePollAsked         = "status polls/s the waiters asked (places not in the first wave / poll interval)"
+	FigQueuePollAsked         = "status polls/s the polling waiters asked (their places not in the first wave / poll interval)"
 	FigQueueWaiters           = "places (distinct buyers who joined)"
 )
 
@@ -143,7 +150,7 @@ func runQueueSellout(ctx context.Context, env *Env, name string, o Options, p *q
 	plan := load.Plan{
 		Name: label, Unit: "buyers", Ops: ops.names, Primary: ops.add("join"),
 		Open: true, Rate: float64(o.Arrivals) / p.span(start).Seconds(), Arrivals: o.Arrivals, At: p.schedule(start),
-		Workers: int(o.Arrivals), Conns: qsConns, Drain: qsMaxWait,
+		Workers: int(o.Arrivals), Conns: qsConns + int(o.Arrivals/2), Drain: qsMaxWait,
 		Progress: o.Progress, NewActor: p.actor, Window: env.window(),
 	}
 	memDone := make(chan struct{})
@@ -178,9 +185,10 @@ type qsPart struct {
 	event, ticket                                              string
 	cart                                                       []byte
 	joinPath                                                   string
-	statusPath                                                 string
+	statusPath, longPollPath                                   string
 	seq                                                        atomic.Int64
-	opJoin, opJoinAgain, opStatus, opRegister, opReplay, opBot int
+	opJoin, opJoinAgain, opStatus, opLongPoll, opRegister, opBot int
+	opReplay                                                   int
 	pay                                                        payOps
 	actors                                                     actors[*qsActor]
 
@@ -208,6 +216,7 @@ func (p *qsPart) provision(env *Env, b *docBuilder) {
 	p.cart = []byte(`"selectedTicketId":"` + p.ticket + `","quantity":1`)
 	p.joinPath = "/v1/storefront/queue/" + p.event + "/join"
 	p.statusPath = "/v1/storefront/queue/" + p.event + "/status"
+	p.longPollPath = p.statusPath + "?wait=" + strconv.Itoa(int(qsLongPoll/time.Second))
 	// T0 on a whole second (the catalog's times are RFC 3339 seconds).
 	p.t0 = time.Now().Add(p.sh.lead + p.window + p.sh.gap).Truncate(time.Second).Add(time.Second)
 	ev := onStorefront(gaEvent(p.event, p.ticket, p.capacity, []string{}))
@@ -238,7 +247,7 @@ func (p *qsPart) span(start time.Time) time.Duration {
 }
 
 func (p *qsPart) register(ops *opSet) {
-	p.opJoin, p.opJoinAgain, p.opStatus = ops.add("join"), ops.add("join_again"), ops.add("status")
+	p.opJoin, p.opJoinAgain, p.opStatus, p.opLongPoll = ops.add("join"), ops.add("join_again"), ops.add("status"), ops.add("status_long_poll")
 	p.opRegister, p.opReplay, p.opBot = ops.add("register"), ops.add("register_replayed_pass"), ops.add("bot_register")
 	p.pay.register(ops)
 }
@@ -267,6 +276,7 @@ type qsPlace struct {
 	joined, admitted, seen, soldOut time.Time
 	vanished                        bool
 	passExp                         time.Time
+	longPoll                        bool // it long-polled (else polled)
 }
 
 // qsTally is what one worker's buyers saw.
@@ -321,7 +331,7 @@ func (a *qsActor) Arrive(w *load.Worker, intended time.Time) {
 		w.Error("join MALFORMED_ANSWER")
 		return
 	}
-	pl := qsPlace{qid: string(qid), joined: time.Now()}
+	pl := qsPlace{qid: string(qid), joined: time.Now(), longPoll: b.seq%2 == 0}
 	switch {
 	case !sent.Before(p.t0):
 		pl.class = qsPost
@@ -410,13 +420,17 @@ func (p *qsPart) keep(hexKey []byte) {
 	}
 }
 
-// wait polls the place's status until it is admitted or sold out: from
-// T0 (spread over the shape's spread) when it joined before, then every
-// poll interval.
+// wait reads the place's status until it is admitted or sold out: a
+// long-poller at once and again as soon as each answer comes; a poller
+// from T0 (spread over the shape's spread) when it joined before, then
+// every poll interval.
 func (a *qsActor) wait(w *load.Worker, pl *qsPlace, state *string, pass *[]byte) {
 	p := a.p
-	next := time.Now().Add(p.sh.poll)
-	if pl.class != qsPost {
+	path, op, every := p.statusPath, p.opStatus, p.sh.poll
+	next := time.Now().Add(every)
+	if pl.longPoll {
+		path, op, every, next = p.longPollPath, p.opLongPoll, 0, time.Now()
+	} else if pl.class != qsPost {
 		next = p.t0.Add(time.Duration(a.rnd.Int64N(int64(p.sh.spread) + 1)))
 	}
 	deadline := p.t0.Add(qsMaxWait)
@@ -426,16 +440,19 @@ func (a *qsActor) wait(w *load.Worker, pl *qsPlace, state *string, pass *[]byte)
 			return
 		}
 		sent := time.Now()
-		a.b.prepare(w, "GET", p.statusPath)
+		a.b.prepare(w, "GET", path)
 		w.Req.Header.SetBytesV("Authorization", a.tok)
 		st, tr := w.Send()
-		w.Observe(p.opStatus, sent)
-		next = sent.Add(p.sh.poll)
+		w.Observe(op, sent)
+		next = sent.Add(every)
 		if tr != "" || st != 200 {
 			w.Error("status " + answerCode(w, st, tr))
+			next = time.Now().Add(p.sh.poll) // not at once again
 			continue
 		}
-		p.countPoll(time.Now())
+		if !pl.longPoll {
+			p.countPoll(time.Now())
+		}
 		*state, *pass = a.read(pl, w.Resp.Body())
 	}
 	switch *state {
@@ -597,7 +614,13 @@ func (p *qsPart) figures(res *load.Result) []Figure {
 		}
 		lastSec, total, peak = s, total+n, max(peak, n)
 	}
-	if asked := len(t.places) - int(min(p.capacity, int64(len(t.places)))); asked > 0 {
+	var polling int64
+	for _, pl := range t.places {
+		if !pl.longPoll {
+			polling++
+		}
+	}
+	if asked := polling - min(p.capacity, int64(len(t.places)))*polling/max(1, int64(len(t.places))); asked > 0 {
 		figs = append(figs, Figure{Name: FigQueuePollAsked, Value: float64(asked) / p.sh.poll.Seconds(), Unit: "polls/s"})
 	}
 	if total > 0 {
@@ -671,20 +694,28 @@ func (p *qsPart) figures(res *load.Result) []Figure {
 	}
 
 	// Sold-out broadcast: from the last registration sent (the room sold
-	// out when it burnt the last pass) to each waiter's sold_out.
-	var told []float64
+	// out when it burnt the last pass) to each waiter's sold_out, for the
+	// long-pollers (the broadcast) and the pollers (their poll interval's
+	// share on top).
+	var told [2][]float64 // [long-polled, polled]
 	for _, pl := range t.places {
 		if !pl.soldOut.IsZero() && !t.lastRegSent.IsZero() {
-			told = append(told, float64(max(0, pl.soldOut.Sub(t.lastRegSent)))/float64(time.Millisecond))
+			i := 0
+			if !pl.longPoll {
+				i = 1
+			}
+			told[i] = append(told[i], float64(max(0, pl.soldOut.Sub(t.lastRegSent)))/float64(time.Millisecond))
 		}
 	}
-	switch {
-	case len(told) > 0:
-		figs = append(figs, Figure{Name: FigQueueSoldOutP99, Value: quantile(told, 0.99), Unit: "ms"},
-			Figure{Name: "waiters told sold out by a status", Value: float64(len(told))})
-		p.notes = append(p.notes, fmt.Sprintf("the sold-out broadcast is read by polls once a second (no long-poll or server-sent events yet): it is at least the poll interval's share, up to %v", p.sh.poll))
-	default:
-		notMeasured(FigQueueSoldOutP99, "no waiter saw sold_out (the event did not sell out, or nobody was left waiting)")
+	if len(told[0]) > 0 {
+		figs = append(figs, Figure{Name: FigQueueSoldOutP99, Value: quantile(told[0], 0.99), Unit: "ms"},
+			Figure{Name: "long-polling waiters told sold out", Value: float64(len(told[0]))})
+	} else {
+		notMeasured(FigQueueSoldOutP99, "no long-polling waiter saw sold_out (the event did not sell out, or nobody was left waiting)")
+	}
+	if len(told[1]) > 0 {
+		figs = append(figs, Figure{Name: FigQueueSoldOutPolledP99, Value: quantile(told[1], 0.99), Unit: "ms"},
+			Figure{Name: "polling waiters told sold out", Value: float64(len(told[1]))})
 	}
 	figs = append(figs, Figure{Name: "joins answered QUEUE_SOLD_OUT", Value: float64(t.joinSoldOut)})
 	if t.stillWaiting > 0 {
