@@ -97,7 +97,7 @@ func roomTargets(r *report.Run) []report.Target {
 		})
 	add("sold-out broadcast to every waiter, p99", fmt.Sprintf("<= %d ms", targetRoomSoldOutMs), scenario.FigQueueSoldOutP99, targetRoomSoldOutMs, false,
 		func(v float64) string {
-			return msText(v) + " (waiters poll once a second: no long-poll or server-sent events yet)"
+			return msText(v) + " (to the long-polling half of the waiters, from the last registration's answer)"
 		})
 	add("Redis CPU per admitted buyer", fmt.Sprintf("<= %d us", targetRoomRedisUs), scenario.FigQueueRedisCPU, targetRoomRedisUs, false,
 		func(v float64) string {

@@ -367,7 +367,13 @@ func TestQueueSelloutSellsThroughTheRoomAgainstTicketd(t *testing.T) {
 			t.Errorf("%s: %v (reported %v), want %v", name, got, ok, want)
 		}
 	}
-	if n, _ := out.Figure("waiters told sold out by a status"); n == 0 {
-		t.Error("no waiter was told sold out")
+	// half the waiters long-poll, half poll: both hear the sell-out
+	for _, fig := range []string{FigQueueToldLongPolled, FigQueueToldPolled} {
+		if n, _ := out.Figure(fig); n == 0 {
+			t.Errorf("%s: none", fig)
+		}
+	}
+	if _, ok := out.Figure(FigQueueSoldOutP99); !ok {
+		t.Error("no sold-out broadcast figure")
 	}
 }
