@@ -258,8 +258,9 @@
           : 'Buyers are let in as tickets are left. When it is your turn, the order form appears here.';
       } else if (d.state === 'admitted' && !d.passUsed) {
         const left = d.expiresAt - Date.now();
+        // The time left is the fact below, counting down: said once.
         $('room-detail').textContent = left > 0
-          ? 'Your ' + tickets(d.quantity) + (d.quantity === 1 ? ' is' : ' are') + ' set aside for you: order below within ' + clock(left) + '.'
+          ? 'Your ' + tickets(d.quantity) + (d.quantity === 1 ? ' is' : ' are') + ' set aside for you: order below before the time runs out.'
           : 'Your time to order is up.';
         const dd = document.querySelector('#room-facts [data-fact="left"] dd');
         if (dd) dd.textContent = clock(left);
