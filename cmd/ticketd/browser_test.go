@@ -19,6 +19,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/browsertest"
 	"github.com/ticketd/ticketd/handlers/demosite"
+	"github.com/ticketd/ticketd/inventory/catalog"
 )
 
 // The browser tests buy through the demo shop (handlers/demosite) in
@@ -900,9 +901,21 @@ func TestBrowserDemoShopWaitingRoom(t *testing.T) {
 // with and the tickets asked for, registers with the pass (sent as
 // x-queue-pass without the buyer doing anything) and pays.
 func TestBrowserDemoShopWaitingRoomBuys(t *testing.T) {
-	s := startShopWith(t, func(c *config) { c.demoRoomT0 = time.Second })
+	bits := int64(12)
+	s := startShopWith(t, func(c *config) {
+		c.demoRoomT0, c.demoRoomWork = time.Second, &catalog.ProofOfWork{MinBits: &bits}
+	})
 	ctx := browser(t)
 	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_room"), chromedp.WaitVisible(chromedp.ID("room-email")),
+		// The room asks for a proof of work: the page solves it without the
+		// buyer doing anything; the join goes with it.
+		chromedp.Evaluate[chromedp.Void](`(() => {
+  const real = window.fetch;
+  window.fetch = function (u, o) {
+    if (String(u).endsWith('/join')) window.sentWork = JSON.parse(o.body).work || null;
+    return real.apply(window, arguments);
+  };
+})()`),
 		chromedp.SendKeys(chromedp.ID("room-email"), "grace@example.com"),
 		chromedp.SetValue(chromedp.ID("room-qty"), "2"),
 		chromedp.Click(chromedp.ID("room-go")),
@@ -916,6 +929,9 @@ func TestBrowserDemoShopWaitingRoomBuys(t *testing.T) {
   document.getElementById('q-ticket-tk_rush').value].join('|')`))
 	if !regexp.MustCompile(`^You’re in!\|100\|[12]:\d\d\|grace@example.com\|true\|2$`).MatchString(got) {
 		t.Fatalf("admitted, the page shows %q", got)
+	}
+	if work, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify(window.sentWork)`)); !strings.Contains(work, `"challenge":"w1.`) || !strings.Contains(work, `"nonce":"`) {
+		t.Fatalf("the join went with work %s, want the solved challenge", work)
 	}
 	shot(t, ctx, "1-admitted", true)
 	id, _ := chromedp.Run(ctx, chromedp.Evaluate[string](roomPlace))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/handlers/clientip"
+	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/registrations"
@@ -69,6 +70,10 @@ type config struct {
 	// (demoRoomTimes; 0 is demoRoomDelay, a minute). Not read from the
 	// environment: the browser tests shorten it.
 	demoRoomT0 time.Duration
+	// demoRoomWork, when set, is the demo's waiting room's proof of work
+	// (off in the demo, as by default, so the README's curl joins work).
+	// Not read from the environment: the browser tests turn it on.
+	demoRoomWork *catalog.ProofOfWork
 	// Development is TICKETD_ENV=development (make run, -demo, the tests,
 	// the bench); false, the zero value, is production (see mode.go).
 	Development bool

@@ -54,8 +54,9 @@ const demoRoomDelay = time.Minute
 // room opens at start, now, and admits from start plus t0 (demoRoomDelay
 // when 0), so a visitor of the shop sees the queue before the on-sale,
 // then the admission. Each start applies the catalog again, so each
-// restart of the demo opens the room anew.
-func demoRoomTimes(doc *catalog.Document, start time.Time, t0 time.Duration) {
+// restart of the demo opens the room anew. work, when set, is the rooms'
+// proof of work.
+func demoRoomTimes(doc *catalog.Document, start time.Time, t0 time.Duration, work *catalog.ProofOfWork) {
 	if t0 <= 0 {
 		t0 = demoRoomDelay
 	}
@@ -65,6 +66,7 @@ func demoRoomTimes(doc *catalog.Document, start time.Time, t0 time.Duration) {
 			if wr := doc.Tenants[i].Events[j].WaitingRoom; wr != nil {
 				wr.OpensAt = opens.Format(time.RFC3339)
 				wr.SalesStartAt = opens.Add(max(t0, time.Second)).Format(time.RFC3339)
+				wr.ProofOfWork = work
 			}
 		}
 	}

@@ -354,7 +354,7 @@ func connectPostgres(ctx context.Context, cfg config, log *slog.Logger) (*pgxpoo
 func applyDemo(ctx context.Context, store *catalogstore.Store, cfg config, shop bool, log *slog.Logger) error {
 	doc, err := catalog.Decode(demoCatalog)
 	if err == nil {
-		demoRoomTimes(doc, time.Now(), cfg.demoRoomT0)
+		demoRoomTimes(doc, time.Now(), cfg.demoRoomT0, cfg.demoRoomWork)
 		err = catalog.Validate(doc)
 	}
 	if err != nil {

@@ -96,6 +96,7 @@ func (a *API) Register(r *router.Router) {
 	g.POST("/card/create-checkout-session", a.guardRead(guard.Payment, a.cardSession))
 	g.POST("/wallet/create-payment", a.guardRead(guard.Payment, a.walletPayment))
 	g.GET("/registration/{registrationId}", a.guardRead(guard.Read, a.registration))
+	g.POST("/queue/{eventId}/challenge", a.guard(guard.Read, a.queueChallenge))
 	g.POST("/queue/{eventId}/join", a.guard(guard.Write, a.queueJoin))
 	g.GET("/queue/{eventId}/status", a.guard(guard.Read, a.queueStatus))
 	g.POST("/queue/{eventId}/leave", a.guard(guard.Write, a.queueLeave))

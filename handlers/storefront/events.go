@@ -98,6 +98,9 @@ type roomView struct {
 	SalesStartAt string `json:"salesStartAt"`
 	Mode         string `json:"mode"`
 	PerBuyer     int64  `json:"perBuyer"`
+	// ProofOfWork says each join must carry a solved challenge
+	// (POST .../queue/{eventId}/challenge).
+	ProofOfWork bool `json:"proofOfWork,omitempty"`
 }
 
 func roomViewOf(r *catalog.Room) *roomView {
@@ -105,7 +108,7 @@ func roomViewOf(r *catalog.Room) *roomView {
 		return nil
 	}
 	return &roomView{OpensAt: r.OpensAt.UTC().Format(time.RFC3339), SalesStartAt: r.SalesStartAt.UTC().Format(time.RFC3339),
-		Mode: r.Mode(), PerBuyer: r.PerBuyer}
+		Mode: r.Mode(), PerBuyer: r.PerBuyer, ProofOfWork: r.Work != nil}
 }
 
 // eventView is the storefront's event detail: the detail both surfaces

@@ -40,6 +40,29 @@ type joinBody struct {
 	// Device is the buyer's device id, made once and kept by the page
 	// (localStorage): a second join from it answers the same place.
 	Device string `json:"device"`
+	// Work is the solved challenge of a room with proof of work.
+	Work *workBody `json:"work"`
+}
+
+// workBody is a join's proof of work: a challenge from
+// .../challenge and the nonce that solves it.
+type workBody struct {
+	Challenge string `json:"challenge"`
+	Nonce     string `json:"nonce"`
+}
+
+// challengeBody is POST /v1/storefront/queue/{eventId}/challenge.
+type challengeBody struct {
+	Email *string `json:"email"`
+}
+
+// challengeView is a challenge to solve before joining: a nonce such that
+// SHA-256(challenge ":" nonce) starts with bits zero bits.
+type challengeView struct {
+	Required  bool   `json:"required"`
+	Challenge string `json:"challenge,omitempty"`
+	Bits      int    `json:"bits,omitempty"`
+	ExpiresAt string `json:"expiresAt,omitempty"`
 }
 
 // placeView is a place as join and status answer it.
@@ -127,7 +150,11 @@ func (a *API) queueJoin(ctx *fasthttp.RequestCtx, r *request) {
 	if b.Quantity != nil {
 		qty = *b.Quantity
 	}
-	j, err := a.Room.Join(r.ctx, ev.Room, room.JoinRequest{EventID: ev.ID, Email: email, Device: b.Device, Quantity: qty})
+	req := room.JoinRequest{EventID: ev.ID, Email: email, Device: b.Device, Quantity: qty}
+	if b.Work != nil {
+		req.Work = room.Work{Challenge: b.Work.Challenge, Nonce: b.Work.Nonce}
+	}
+	j, err := a.Room.Join(r.ctx, ev.Room, req)
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("queue join", err))
 		return
@@ -135,6 +162,33 @@ func (a *API) queueJoin(ctx *fasthttp.RequestCtx, r *request) {
 	v := a.placeView(ev, j.Status)
 	v.QueueID, v.PollToken = j.QueueID, j.PollToken
 	httpx.OK(ctx, v)
+}
+
+// queueChallenge is POST /v1/storefront/queue/{eventId}/challenge: the
+// proof of work a join by the e-mail must carry (required: false when the
+// room asks for none).
+func (a *API) queueChallenge(ctx *fasthttp.RequestCtx, r *request) {
+	ev, e := a.roomEvent(ctx, r)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	var b challengeBody
+	if e := httpx.Decode(ctx, &b); e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	email, e := checkout.ValidateEmail("email", b.Email)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
+	c, ok := a.Room.Challenge(ev.Room, ev.ID, email)
+	if !ok {
+		httpx.OK(ctx, challengeView{})
+		return
+	}
+	httpx.OK(ctx, challengeView{Required: true, Challenge: c.Challenge, Bits: c.Bits, ExpiresAt: c.ExpiresAt.UTC().Format(time.RFC3339Nano)})
 }
 
 // place is the place the request's bearer poll token names.

@@ -4,16 +4,19 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ticketd/ticketd/handlers/servertest"
+	"github.com/ticketd/ticketd/inventory/room"
 )
 
 // roomCatalog has GA events with a waiting room: sf_room (first come, its
-// T0 passed, 2 places), sf_room_fair (fair, T0 an hour ahead) and
-// sf_room_shown (fair, T0 passed), and sf_plain without one.
+// T0 passed, 2 places), sf_room_fair (fair, T0 an hour ahead),
+// sf_room_shown (fair, T0 passed) and sf_room_work (proof of work), and
+// sf_plain without one.
 func roomCatalog() string {
 	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	soon := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
@@ -33,10 +36,14 @@ func roomCatalog() string {
     "status": "on_sale", "storefront": true, "channels": [],
     "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 5}],
     "waitingRoom": {"opensAt": %q, "salesStartAt": %q, "mode": "fair"}},
+   {"id": "sf_room_work", "shortId": "sfrm4", "slug": "room-work", "name": "Room With Work", "startsAt": "2099-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [],
+    "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 5}],
+    "waitingRoom": {"opensAt": %q, "salesStartAt": %q, "proofOfWork": {"minBits": 4, "maxBits": 6}}},
    {"id": "sf_plain", "shortId": "sfpl1", "slug": "plain", "name": "No Room", "startsAt": "2099-07-01T18:00:00Z",
     "status": "on_sale", "storefront": true, "channels": [],
     "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 5}]}
-  ]}], "channels": []}`, past, soon, past, later, past, soon)
+  ]}], "channels": []}`, past, soon, past, later, past, soon, past, soon)
 }
 
 type place struct {
@@ -296,5 +303,68 @@ func TestQueueStatusLongPolls(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("cat's long-poll was not answered 10 s after bob left: no tick woke it")
+	}
+}
+
+// A room with proof of work hands out challenges for an e-mail; a join
+// without one is refused QUEUE_WORK_REQUIRED (with the difficulty), one
+// with the challenge solved joins. A room without asks for none.
+func TestQueueJoinWithProofOfWork(t *testing.T) {
+	t.Parallel()
+	s := servertest.Start(t, servertest.Options{})
+	s.Apply(t, []byte(roomCatalog()))
+	var detail struct {
+		WaitingRoom struct {
+			ProofOfWork bool `json:"proofOfWork"`
+		} `json:"waitingRoom"`
+	}
+	r := s.Front(t, "GET", "/events/sf_room_work", nil)
+	expect(t, r, 200, "")
+	if r.Decode(t, &detail); !detail.WaitingRoom.ProofOfWork {
+		t.Fatal("the event detail does not say joins need a proof of work")
+	}
+	r = s.Front(t, "POST", "/queue/sf_room_work/join", map[string]any{"email": "ann@example.com", "quantity": 1})
+	expect(t, r, 403, "QUEUE_WORK_REQUIRED")
+	if r.Raw["bits"] != float64(4) {
+		t.Fatalf("the refusal's bits: %v, want 4", r.Raw["bits"])
+	}
+	r = s.Front(t, "POST", "/queue/sf_room_work/challenge", map[string]any{"email": "ann@example.com"})
+	expect(t, r, 200, "")
+	var c struct {
+		Required  bool   `json:"required"`
+		Challenge string `json:"challenge"`
+		Bits      int    `json:"bits"`
+		ExpiresAt string `json:"expiresAt"`
+	}
+	r.Decode(t, &c)
+	if !c.Required || c.Challenge == "" || c.Bits != 4 || c.ExpiresAt == "" {
+		t.Fatalf("challenge %+v", c)
+	}
+	nonce := ""
+	for i := 0; nonce == ""; i++ {
+		if room.Solves(c.Challenge, strconv.Itoa(i), c.Bits) {
+			nonce = strconv.Itoa(i)
+		}
+	}
+	work := map[string]string{"challenge": c.Challenge, "nonce": nonce + "0"}
+	if room.Solves(c.Challenge, nonce+"0", c.Bits) {
+		work["nonce"] = nonce + "1" // not this one either, then
+	}
+	expect(t, s.Front(t, "POST", "/queue/sf_room_work/join", map[string]any{"email": "ann@example.com", "work": work}), 403, "QUEUE_WORK_INVALID")
+	work["nonce"] = nonce
+	expect(t, s.Front(t, "POST", "/queue/sf_room_work/join", map[string]any{"email": "bob@example.com", "work": work}), 403, "QUEUE_WORK_INVALID")
+	r = s.Front(t, "POST", "/queue/sf_room_work/join", map[string]any{"email": "ann@example.com", "work": work})
+	expect(t, r, 200, "")
+	var p place
+	if r.Decode(t, &p); p.State != "admitted" {
+		t.Fatalf("ann with her challenge solved: %+v, want admitted", p)
+	}
+	expect(t, s.Front(t, "POST", "/queue/sf_room_work/challenge", map[string]any{"email": "not an address"}), 400, "INVALID_BUYER_EMAIL")
+
+	r = s.Front(t, "POST", "/queue/sf_room/challenge", map[string]any{"email": "ann@example.com"})
+	expect(t, r, 200, "")
+	var none map[string]any
+	if r.Decode(t, &none); len(none) != 1 || none["required"] != false {
+		t.Fatalf("a room without proof of work: %v, want required false alone", none)
 	}
 }

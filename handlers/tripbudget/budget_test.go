@@ -372,6 +372,10 @@ var budgets = []budget{
 		return call{method: "POST", path: "/v1/storefront/queue/tb_room/join", headers: front(nil),
 			body: map[string]any{"email": fmt.Sprintf("room-%d@example.com", budgetSeq.Add(1))}}
 	}},
+	{route: "POST /v1/storefront/queue/{eventId}/challenge", what: "waiting room proof-of-work challenge (signed, not stored)", budget: 1, prepare: func(t *testing.T, f *fixture) call {
+		return call{method: "POST", path: "/v1/storefront/queue/tb_room/challenge", headers: front(nil),
+			body: map[string]any{"email": "room-challenge@example.com"}}
+	}},
 	{route: "GET /v1/storefront/queue/{eventId}/status", what: "waiting room status", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		p := f.joinRoom(t, fmt.Sprintf("room-%d@example.com", budgetSeq.Add(1)))
 		return call{method: "GET", path: "/v1/storefront/queue/tb_room/status", headers: front(map[string]string{"Authorization": "Bearer " + p.PollToken})}

@@ -56,12 +56,14 @@ var statuses = map[string]int{
 
 	// The waiting room (inventory/room, docs/decisions.md, The waiting
 	// room): an event with one sells on the storefront only with a pass.
-	"QUEUE_REQUIRED":     403,
-	"QUEUE_NOT_OPEN":     403,
-	"QUEUE_PASS_INVALID": 403,
-	"QUEUE_PASS_EXPIRED": 403,
-	"QUEUE_PASS_USED":    409,
-	"QUEUE_SOLD_OUT":     409,
+	"QUEUE_REQUIRED":      403,
+	"QUEUE_NOT_OPEN":      403,
+	"QUEUE_PASS_INVALID":  403,
+	"QUEUE_PASS_EXPIRED":  403,
+	"QUEUE_PASS_USED":     409,
+	"QUEUE_SOLD_OUT":      409,
+	"QUEUE_WORK_REQUIRED": 403,
+	"QUEUE_WORK_INVALID":  403,
 	// The admin queue read (GET /v1/admin/events/{eventId}/queue) of an
 	// event whose catalog event has no waitingRoom.
 	"NO_WAITING_ROOM": 404,

@@ -93,6 +93,18 @@ type WaitingRoom struct {
 	PassTTL      *int64 `json:"passTtl,omitempty"`
 	PerBuyer     *int64 `json:"perBuyer,omitempty"`
 	Mode         string `json:"mode,omitempty"`
+	// ProofOfWork, when set, makes every join carry a solved challenge
+	// (inventory/room): a bot pays for each identity it queues.
+	ProofOfWork *ProofOfWork `json:"proofOfWork,omitempty"`
+}
+
+// ProofOfWork is a waiting room's proof of work: the difficulty, in
+// leading zero bits of a SHA-256, starts at minBits and rises by one each
+// time the joins a node sees a second double past a base rate, up to
+// maxBits.
+type ProofOfWork struct {
+	MinBits *int64 `json:"minBits,omitempty"`
+	MaxBits *int64 `json:"maxBits,omitempty"`
 }
 
 // Showing is one performance of a multi-showing event.

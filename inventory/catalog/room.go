@@ -17,6 +17,14 @@ type Room struct {
 	// of its ticket types' when that is less or it has none. The room
 	// admits against it and the event's sold count ('ev').
 	Stock int64
+	// Work is the proof of work a join must carry, nil when none.
+	Work *RoomWork
+}
+
+// RoomWork is a room's proof of work: the difficulty, in leading zero
+// bits, from MinBits (no pressure) to MaxBits.
+type RoomWork struct {
+	MinBits, MaxBits int
 }
 
 // compileRoom is ev's CompiledEvent.Room, nil when it has no waiting room.
@@ -38,6 +46,16 @@ func compileRoom(ev *Event) *Room {
 	}
 	if wr.PerBuyer != nil {
 		r.PerBuyer = *wr.PerBuyer
+	}
+	if pw := wr.ProofOfWork; pw != nil {
+		r.Work = &RoomWork{MinBits: DefaultRoomMinBits, MaxBits: DefaultRoomMaxBits}
+		if pw.MinBits != nil {
+			r.Work.MinBits = int(*pw.MinBits)
+			r.Work.MaxBits = max(r.Work.MaxBits, r.Work.MinBits)
+		}
+		if pw.MaxBits != nil {
+			r.Work.MaxBits = int(*pw.MaxBits)
+		}
 	}
 	for _, t := range ev.Tickets {
 		r.Stock += t.Capacity

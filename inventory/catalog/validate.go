@@ -494,6 +494,28 @@ func waitingRoom(e *Event, path string) *ValidationError {
 	default:
 		return fail(p+".mode", "%q must be %q or %q", wr.Mode, RoomModeFair, RoomModeFIFO)
 	}
+	if pw := wr.ProofOfWork; pw != nil {
+		lo, hi := int64(DefaultRoomMinBits), int64(DefaultRoomMaxBits)
+		for _, b := range []struct {
+			name string
+			v    *int64
+			set  *int64
+		}{{"minBits", pw.MinBits, &lo}, {"maxBits", pw.MaxBits, &hi}} {
+			if b.v == nil {
+				continue
+			}
+			if *b.v < 1 || *b.v > MaxRoomWorkBits {
+				return fail(p+".proofOfWork."+b.name, "must be between 1 and %d bits, got %d", MaxRoomWorkBits, *b.v)
+			}
+			*b.set = *b.v
+		}
+		if pw.MinBits != nil && pw.MaxBits == nil {
+			hi = max(hi, lo)
+		}
+		if lo > hi {
+			return fail(p+".proofOfWork.maxBits", "must not be below minBits (%d), got %d", lo, hi)
+		}
+	}
 	return nil
 }
 

@@ -151,6 +151,13 @@ func TestValidEdges(t *testing.T) {
 		{"waiting room passTtl 10 and perBuyer 1", func(d *catalog.Document) {
 			room(d).PassTTL, room(d).PerBuyer = ptr[int64](10), ptr[int64](1)
 		}},
+		{"waiting room proof of work with its defaults", func(d *catalog.Document) { room(d).ProofOfWork = &catalog.ProofOfWork{} }},
+		{"waiting room proof of work 1 to 26 bits", func(d *catalog.Document) {
+			room(d).ProofOfWork = &catalog.ProofOfWork{MinBits: ptr[int64](1), MaxBits: ptr[int64](26)}
+		}},
+		{"waiting room proof of work minBits above the default most", func(d *catalog.Document) {
+			room(d).ProofOfWork = &catalog.ProofOfWork{MinBits: ptr[int64](24)}
+		}},
 		{"waiting room passTtl 3600 and perBuyer 10", func(d *catalog.Document) {
 			room(d).PassTTL, room(d).PerBuyer = ptr[int64](3600), ptr[int64](10)
 		}},
@@ -260,6 +267,15 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 		{"waiting room passTtl 3601", func(d *catalog.Document) { room(d).PassTTL = ptr[int64](3601) }, ev1 + ".waitingRoom.passTtl"},
 		{"waiting room perBuyer 0", func(d *catalog.Document) { room(d).PerBuyer = ptr[int64](0) }, ev1 + ".waitingRoom.perBuyer"},
 		{"waiting room perBuyer 11", func(d *catalog.Document) { room(d).PerBuyer = ptr[int64](11) }, ev1 + ".waitingRoom.perBuyer"},
+		{"waiting room proof of work 0 bits", func(d *catalog.Document) {
+			room(d).ProofOfWork = &catalog.ProofOfWork{MinBits: ptr[int64](0)}
+		}, ev1 + ".waitingRoom.proofOfWork.minBits"},
+		{"waiting room proof of work 27 bits", func(d *catalog.Document) {
+			room(d).ProofOfWork = &catalog.ProofOfWork{MaxBits: ptr[int64](27)}
+		}, ev1 + ".waitingRoom.proofOfWork.maxBits"},
+		{"waiting room proof of work maxBits below minBits", func(d *catalog.Document) {
+			room(d).ProofOfWork = &catalog.ProofOfWork{MinBits: ptr[int64](12), MaxBits: ptr[int64](10)}
+		}, ev1 + ".waitingRoom.proofOfWork.maxBits"},
 		{"waiting room mode unknown", func(d *catalog.Document) { room(d).Mode = "lottery" }, ev1 + ".waitingRoom.mode"},
 		{"waiting room mode in another case", func(d *catalog.Document) { room(d).Mode = "FIFO" }, ev1 + ".waitingRoom.mode"},
 		{"waiting room with a seat map", func(d *catalog.Document) { hall(d).WaitingRoom = room(d) }, "tenants[0].events[1].waitingRoom"},
@@ -498,6 +514,26 @@ func TestCompiledRoomDefaults(t *testing.T) {
 	}
 	if r.PassTTL != catalog.DefaultRoomPassTTL*time.Second || r.PerBuyer != catalog.DefaultRoomPerBuyer {
 		t.Fatalf("defaults are not DefaultRoomPassTTL and DefaultRoomPerBuyer")
+	}
+	if r.Work != nil {
+		t.Fatalf("a room without proofOfWork asks for work: %+v", r.Work)
+	}
+	for _, c := range []struct {
+		pw       catalog.ProofOfWork
+		min, max int
+	}{
+		{catalog.ProofOfWork{}, catalog.DefaultRoomMinBits, catalog.DefaultRoomMaxBits},
+		{catalog.ProofOfWork{MinBits: ptr[int64](24)}, 24, 24},
+		{catalog.ProofOfWork{MinBits: ptr[int64](8), MaxBits: ptr[int64](9)}, 8, 9},
+	} {
+		room(doc).ProofOfWork = &c.pw
+		snap, err := catalog.Compile(1, doc.Tenants, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := snap.Events["ev_other"].Room.Work; w == nil || w.MinBits != c.min || w.MaxBits != c.max {
+			t.Errorf("proofOfWork %+v compiles to %+v, want %d to %d bits", c.pw, w, c.min, c.max)
+		}
 	}
 }
 

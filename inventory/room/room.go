@@ -54,6 +54,7 @@ type Service struct {
 
 	frontiers sync.Map // event id -> *frontier, from the tick (Run)
 	wakers    sync.Map // event id -> *waker, for the long-polls (Wait)
+	meters    sync.Map // event id -> *meter, the joins a second (proof of work)
 	stopped   atomic.Bool
 }
 
@@ -133,6 +134,8 @@ type JoinRequest struct {
 	// it answers the same place, whatever the e-mail.
 	Device   string
 	Quantity int64
+	// Work is the solved challenge, when the room asks for one.
+	Work Work
 }
 
 // Join gives the buyer a place in the event's room, or the place their
@@ -148,6 +151,12 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 		return Joined{}, apierr.Invalid("device must be at most 64 characters")
 	}
 	bk := orders.BuyerKey(req.Email)
+	if cfg.Work != nil {
+		s.joinMeter(req.EventID).add(s.now()) // every join, solved or not, is pressure
+		if err := s.checkWork(cfg, req.EventID, bk, req.Work); err != nil {
+			return Joined{}, err
+		}
+	}
 	id := s.placeID(req.EventID, bk)
 	rank := ""
 	if cfg.Fair {
