@@ -60,9 +60,9 @@ const (
 	// A room's proof of work, in leading zero bits: each bit doubles a
 	// joiner's work (12 bits: 4,096 hashes on average, a blink in a
 	// browser; 22: about 4 million, seconds).
-	MaxRoomWorkBits     = 26
-	DefaultRoomMinBits  = 12
-	DefaultRoomMaxBits  = 22
+	MaxRoomWorkBits    = 26
+	DefaultRoomMinBits = 12
+	DefaultRoomMaxBits = 22
 
 	// Per channel. The allowlist is scanned on every partner call.
 	MaxAllowlist = 100
