@@ -40,19 +40,12 @@ func roomTargets(r *report.Run) []report.Target {
 	// add judges a figure that must be at most (or, atLeast, at least)
 	// bound; got formats it.
 	add := func(name, want, fig string, bound float64, atLeast bool, got func(v float64) string) {
-		t := report.Target{Name: issue20 + name, Want: want}
-		v, ok := figureOf(r, fig)
-		if !ok {
-			t.Status, t.Got = report.NotMeasured, "not measured: "+notedWhy(r, fig)
-			out = append(out, t)
-			return
+		rt := ratioTarget{name: name, want: want, bound: bound, atLeast: atLeast, issue: issue20, missed: report.Fail}
+		if v, ok := figureOf(r, fig); ok {
+			out = append(out, rt.judge(v, got(v)+scale, true, ""))
+		} else {
+			out = append(out, rt.judge(0, "", false, "not measured: "+notedWhy(r, fig)))
 		}
-		t.Got, t.Value = got(v)+scale, &v
-		t.Status = report.Fail
-		if (atLeast && v >= bound) || (!atLeast && v <= bound) {
-			t.Status = report.Pass
-		}
-		out = append(out, t)
 	}
 	// offered judges a rate figure only when the run offered the load.
 	offered := func(t report.Target, asked, bound float64, ok bool) {

@@ -35,7 +35,7 @@ func TestJudgeNeverPassesWhatWasNotMeasured(t *testing.T) {
 	ratio, base := 12.0, 1600.0
 	s := &report.Suite{Runs: []report.Run{
 		{Scenario: "flash", Target: "ticketd", Mode: "closed", Unit: "pairs", ThroughputPerS: 16000, IntegrityOK: true,
-			RatioToBaseline: &ratio, BaselinePerS: &base, Ops: ops("pair")},
+			RatioToBaseline: &ratio, BaselinePerS: &base, Ops: ops("pair"), CPU: []report.CPUShare{{Process: cpuuse.Machine, Cores: 1.9, MicrosPerUnit: 120}}},
 		{Scenario: "flash-open", Target: "ticketd", Mode: "open", Rate: 5000, AchievedRate: 4990, IntegrityOK: true, Ops: ops("confirm", "pair")},
 	}}
 	ts := judge(s, false)
@@ -275,7 +275,7 @@ func TestWaitTimeoutSaysWhereItCameFrom(t *testing.T) {
 
 // TestJudgeOpenLoopNeedsTheRateOffered: an open loop whose generator fell
 // behind offered less than the target rate: not measured, never passed.
-// One where ticketd fell behind fails.
+// One where ticketd fell behind on a machine with room misses.
 func TestJudgeOpenLoopNeedsTheRateOffered(t *testing.T) {
 	run := report.Run{Scenario: "flash-open", Target: "ticketd", Mode: "open", Rate: 5000, AchievedRate: 4000, IntegrityOK: true, Ops: ops("confirm", "pair")}
 	ts := judge(&report.Suite{Runs: []report.Run{run}}, false)
@@ -286,8 +286,62 @@ func TestJudgeOpenLoopNeedsTheRateOffered(t *testing.T) {
 		t.Fatalf("got %q", ts[2].Got)
 	}
 	run.Saturated = true
-	if got := status(judge(&report.Suite{Runs: []report.Run{run}}, false), "flash, open loop"); got != report.Fail {
+	if got := status(judge(&report.Suite{Runs: []report.Run{run}}, false), "flash, open loop"); got != report.Miss {
 		t.Fatalf("ticketd behind: %s", got)
+	}
+}
+
+// Issue 21: the first bench run on a 2-core machine printed FAIL for
+// 15,000 pairs/s, which docs/decisions.md says 2 cores cannot reach. The
+// flash target is the machine's CPU a pair (133 us: 15,000 pairs/s on 2
+// cores), so the same code passes or misses alike on any machine, and a
+// miss is a MISS, never a FAIL; FAIL is for broken integrity. The open
+// loop's p99 at a rate that kept the machine over 80% busy is info.
+func TestSpeedTargetsCompareFairlyAcrossMachines(t *testing.T) {
+	flash := func(cpus int, pairsPerS, us float64) []report.Target {
+		s := &report.Suite{Machine: report.Machine{CPUs: cpus}, Runs: []report.Run{{Scenario: "flash", Target: "ticketd", Mode: "closed",
+			Unit: "pairs", ThroughputPerS: pairsPerS, IntegrityOK: true, Ops: ops("pair"),
+			CPU: []report.CPUShare{{Process: cpuuse.Machine, Cores: float64(cpus) * 0.95, MicrosPerUnit: us}}}}}
+		return judge(s, false)
+	}
+	const name = "flash, closed loop, capacity"
+	for _, tc := range []struct {
+		cpus      int
+		pairs, us float64
+		want      string
+	}{
+		{2, 14_300, 130, report.Pass},  // the aim, on the issue's machine
+		{16, 40_000, 130, report.Pass}, // the same cost on a larger machine: its rate does not count
+		{2, 6_000, 330, report.Miss},   // docs/decisions.md's 2-core machine: a cost missed, not a failure
+		{64, 100_000, 330, report.Miss},
+	} {
+		ts := flash(tc.cpus, tc.pairs, tc.us)
+		if got := status(ts, name); got != tc.want {
+			t.Errorf("%d cores, %.0f pairs/s, %.0f us a pair: %s, want %s", tc.cpus, tc.pairs, tc.us, got, tc.want)
+		}
+		for _, tg := range ts {
+			if strings.HasPrefix(tg.Name, name) && !strings.Contains(tg.Want, "<= 133 us a pair") {
+				t.Errorf("want %q", tg.Want)
+			}
+		}
+	}
+
+	open := func(busy float64, p99 float64) string {
+		r := report.Run{Scenario: "flash-open", Target: "ticketd", Mode: "open", Rate: 5000, AchievedRate: 5000, IntegrityOK: true,
+			Ops: []load.OpStats{{Name: "confirm", Count: 1, P50: 1, P99: p99, P999: p99}},
+			CPU: []report.CPUShare{{Process: cpuuse.Machine, Cores: 2 * busy, MicrosPerUnit: 2e6 * busy / 5000}}}
+		return status(judge(&report.Suite{Machine: report.Machine{CPUs: 2}, Runs: []report.Run{r}}, false), "flash, open loop")
+	}
+	for _, tc := range []struct {
+		busy, p99 float64
+		want      string
+	}{{0.93, 60, report.Info}, {0.5, 60, report.Miss}, {0.5, 5, report.Pass}} {
+		if got := open(tc.busy, tc.p99); got != tc.want {
+			t.Errorf("open loop, machine %.0f%% busy, p99 %.0f ms: %s, want %s", 100*tc.busy, tc.p99, got, tc.want)
+		}
+	}
+	if missed([]report.Target{{Status: report.Info}}) {
+		t.Error("an info line counts as missed")
 	}
 }
 

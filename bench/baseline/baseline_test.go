@@ -71,13 +71,13 @@ func (v eventDetailView) ticket(id string) int64 {
 // (a) the reserve/confirm flow end to end, and the refusals on the way.
 func TestFlow(t *testing.T) {
 	s := start(t, 4)
-	if r := s.do(t, "GET", "/healthz", nil, ""); r.Raw != `{"success":true,"data":{"status":"ok"}}` {
+	if r := s.do(t, "GET", "/healthz", nil, ""); r.Raw != `{"success":true,"data":{"status":"ok"}}`+"\n" {
 		t.Fatalf("healthz: %s", r.Raw)
 	}
 	if r := s.do(t, "PUT", "/v1/admin/catalog", map[string]string{"Authorization": "Bearer nope"}, testCatalog); r.Status != 401 || r.Code != "ADMIN_UNAUTHORIZED" {
 		t.Fatalf("bad admin token: %s", r.Raw)
 	}
-	if r := s.apply(t, testCatalog); r.Raw != `{"success":true,"data":{"applied":{"tenants":1,"channels":1,"events":4}}}` {
+	if r := s.apply(t, testCatalog); r.Raw != `{"success":true,"data":{"applied":{"tenants":1,"channels":1,"events":4}}}`+"\n" {
 		t.Fatalf("apply: %d %s", r.Status, r.Raw)
 	}
 	if v := s.left(t, "ev_flow"); v.Remaining != nil || v.ticket("tk_general") != 100 || v.ticket("tk_vip") != 5 {
@@ -93,7 +93,7 @@ func TestFlow(t *testing.T) {
 		t.Fatalf("reserve claimed stock: %+v", v)
 	}
 	if c := s.confirmReq(t, o.OrderID, "53.00", "psp-1"); c.Status != 200 ||
-		c.Raw != fmt.Sprintf(`{"success":true,"data":{"orderId":"%[1]s","status":"paid","tickets":[{"ticketId":"%[1]s-1","label":"General"},{"ticketId":"%[1]s-2","label":"General"}]}}`, o.OrderID) {
+		c.Raw != fmt.Sprintf(`{"success":true,"data":{"orderId":"%[1]s","status":"paid","tickets":[{"ticketId":"%[1]s-1","label":"General"},{"ticketId":"%[1]s-2","label":"General"}]}}`+"\n", o.OrderID) {
 		t.Fatalf("confirm: %s", c.Raw)
 	}
 	if v := s.left(t, "ev_flow"); v.ticket("tk_general") != 98 {

@@ -89,7 +89,8 @@ func Table(w io.Writer, s *Suite) {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 
-	section(w, "Targets (2-core machine, load generator on the same machine)")
+	section(w, "Targets (set on a 2-core machine with the load generator on it; speed judged as CPU per unit or a ratio, so any machine "+
+		"compares: FAIL broken integrity or errors, MISS a cost or speed not reached, info a figure of this machine's size)")
 	for _, t := range s.Targets {
 		fmt.Fprintf(w, "  %-12s %s\n", t.Status, t.Name)
 		if t.Today != "" {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,23 +9,20 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	json "github.com/goccy/go-json"
 )
 
 // applyTimeout bounds one apply; the server itself gives up after 30s.
 const applyTimeout = time.Minute
 
-// envelope is ticketd's response shape, success or failure.
-type envelope struct {
-	Success bool   `json:"success"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Data    struct {
-		Applied *struct {
-			Tenants  int `json:"tenants"`
-			Channels int `json:"channels"`
-			Events   int `json:"events"`
-		} `json:"applied"`
-	} `json:"data"`
+// applied is the data of a successful apply.
+type applied struct {
+	Applied *struct {
+		Tenants  int `json:"tenants"`
+		Channels int `json:"channels"`
+		Events   int `json:"events"`
+	} `json:"applied"`
 }
 
 // apply PUTs a catalog document to /v1/admin/catalog and reports the counts
@@ -56,9 +51,7 @@ func apply(args []string, e env) int {
 		fmt.Fprintln(e.stderr, "ticketctl apply: no admin token: set TICKETD_ADMIN_TOKEN or pass -token")
 		return 2
 	}
-	if *base == "" {
-		*base = "http://localhost:8080"
-	}
+	*base = adminBase(*base)
 
 	var doc []byte
 	var err error
@@ -72,42 +65,17 @@ func apply(args []string, e env) int {
 		return 1
 	}
 
-	url := strings.TrimRight(*base, "/") + "/v1/admin/catalog"
-	req, err := http.NewRequest(http.MethodPut, url, bytes.NewReader(doc))
-	if err != nil {
-		fmt.Fprintf(e.stderr, "ticketctl apply: %v\n", err)
-		return 2
-	}
-	req.Header.Set("Authorization", "Bearer "+*token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: applyTimeout}).Do(req)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "ticketctl apply: %v\n", err)
+	data, ok := adminDo(e, adminCall{cmd: "apply", method: http.MethodPut, url: strings.TrimRight(*base, "/") + "/v1/admin/catalog",
+		base: *base, token: *token, body: doc, timeout: applyTimeout})
+	if !ok {
 		return 1
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		fmt.Fprintf(e.stderr, "ticketctl apply: read response: %v\n", err)
+	var reply applied
+	if json.Unmarshal(data, &reply) != nil || reply.Applied == nil {
+		fmt.Fprintf(e.stderr, "ticketctl apply: success without applied counts: %s\n", excerpt(data))
 		return 1
 	}
-
-	var reply envelope
-	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
-	if json.Unmarshal(body, &reply) != nil || reply.Success != ok2xx || (!reply.Success && reply.Code == "") {
-		// Not ticketd answering (a proxy, a wrong URL): show what came back.
-		fmt.Fprintf(e.stderr, "ticketctl apply: %s from %s: %s\n", resp.Status, url, excerpt(body))
-		return 1
-	}
-	if !reply.Success {
-		fmt.Fprintf(e.stderr, "ticketctl apply: %s (HTTP %d): %s\n", reply.Code, resp.StatusCode, reply.Message)
-		return 1
-	}
-	a := reply.Data.Applied
-	if a == nil {
-		fmt.Fprintf(e.stderr, "ticketctl apply: success without applied counts: %s\n", excerpt(body))
-		return 1
-	}
+	a := reply.Applied
 	fmt.Fprintf(e.stdout, "applied: %d tenants, %d channels, %d events\n", a.Tenants, a.Channels, a.Events)
 	return 0
 }

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +13,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ticketd/ticketd/handlers/admin"
+	"github.com/ticketd/ticketd/handlers/server"
+	"github.com/ticketd/ticketd/inventory/loopback"
 )
 
 const catalogDoc = `{"tenants": [{"id": "t_acme", "name": "Acme Live"}]}`
@@ -169,6 +176,65 @@ func TestHelp(t *testing.T) {
 		r := ticketctl(nil, "", arg)
 		if r.code != 0 || !strings.Contains(r.stdout, "ticketctl apply -f catalog.json") || r.stderr != "" {
 			t.Fatalf("%s: exit %d, stdout %q, stderr %q", arg, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// adminOff serves ticketd's router with the admin surface off (no
+// TICKETD_ADMIN_TOKEN) on a port below the ephemeral range.
+func adminOff(t *testing.T) string {
+	t.Helper()
+	addr, err := loopback.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(server.Handler(nil, &admin.API{}), server.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return "http://" + addr
+}
+
+// Issue 21: apply (and queue) against a ticketd started without
+// TICKETD_ADMIN_TOKEN said only "NOT_FOUND (HTTP 404): no such endpoint".
+// ticketd answers ADMIN_DISABLED, and ticketctl says what to do.
+func TestAdminCallsToASurfaceThatIsOffSayWhatToDo(t *testing.T) {
+	t.Parallel()
+	base := adminOff(t)
+	vars := map[string]string{"TICKETD_URL": base, "TICKETD_ADMIN_TOKEN": "t"}
+	for _, args := range [][]string{{"apply", "-f", "-"}, {"queue", "ev_room"}, {"queue", "-audit", "ev_room"}} {
+		r := ticketctl(vars, catalogDoc, args...)
+		want := "ticketctl " + args[0] + ": ADMIN_DISABLED (HTTP 404): the admin surface is off: this ticketd was started without " +
+			"TICKETD_ADMIN_TOKEN; restart it with TICKETD_ADMIN_TOKEN set, and send that token (ticketctl: TICKETD_ADMIN_TOKEN or -token)\n"
+		if r.code != 1 || r.stderr != want || r.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 1 and %q", args, r.code, r.stdout, r.stderr, want)
+		}
+	}
+}
+
+// The router's 404 (a ticketd older than ADMIN_DISABLED, or not a ticketd)
+// and a wrong token each come with what to check.
+func TestAdminFailuresCarryAHint(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status      int
+		body, wants string
+	}{
+		{404, `{"success":false,"code":"NOT_FOUND","message":"no such endpoint"}`,
+			"NOT_FOUND (HTTP 404): no such endpoint; %s has no such admin endpoint: its admin surface is off (start ticketd with TICKETD_ADMIN_TOKEN)"},
+		{401, `{"success":false,"code":"ADMIN_UNAUTHORIZED","message":"a valid Authorization: Bearer admin token is required"}`,
+			"give ticketctl the TICKETD_ADMIN_TOKEN that the ticketd at %s was started with"},
+	} {
+		srv, _ := adminServer(t, tc.status, tc.body)
+		want := fmt.Sprintf(tc.wants, srv.URL)
+		for _, args := range [][]string{{"apply", "-f", "-"}, {"queue", "ev_room"}} {
+			r := ticketctl(map[string]string{"TICKETD_URL": srv.URL, "TICKETD_ADMIN_TOKEN": "t"}, catalogDoc, args...)
+			if r.code != 1 || !strings.Contains(r.stderr, want) {
+				t.Errorf("%v, HTTP %d: exit %d, stderr %q; want exit 1 and %q", args, tc.status, r.code, r.stderr, want)
+			}
 		}
 	}
 }

@@ -45,11 +45,20 @@ func queueCmd(args []string, e env) int {
 		return 2
 	}
 	event := fs.Arg(0)
-	if *base == "" {
-		*base = "http://localhost:8080"
-	}
+	*base = adminBase(*base)
 	path := strings.TrimRight(*base, "/") + "/v1/admin/events/" + url.PathEscape(event) + "/queue"
-	get := func(u string) (json.RawMessage, bool) { return adminGet(e, u, *token, *base, event) }
+	explain := func(code string) string {
+		switch code {
+		case "NO_WAITING_ROOM":
+			return "event " + event + " has no waiting room (its catalog event has no waitingRoom): it sells without a queue"
+		case "EVENT_NOT_FOUND":
+			return fmt.Sprintf("no event %q in ticketd's catalog", event)
+		}
+		return ""
+	}
+	get := func(u string) (json.RawMessage, bool) {
+		return adminDo(e, adminCall{cmd: "queue", method: http.MethodGet, url: u, base: *base, token: *token, timeout: queueTimeout, explain: explain})
+	}
 	if *audit {
 		return printAudit(e, get, path+"/audit", *asJSON)
 	}
@@ -69,54 +78,6 @@ func queueCmd(args []string, e env) int {
 	}
 	printQueue(e.stdout, v)
 	return 0
-}
-
-// adminGet reads u from the admin surface with token and returns the
-// answer's data; false when it printed why it could not.
-func adminGet(e env, u, token, base, event string) (json.RawMessage, bool) {
-	req, err := http.NewRequest(http.MethodGet, u, nil)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "ticketctl queue: %v\n", err)
-		return nil, false
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := (&http.Client{Timeout: queueTimeout}).Do(req)
-	if err != nil {
-		fmt.Fprintf(e.stderr, "ticketctl queue: %v\n", err)
-		return nil, false
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		fmt.Fprintf(e.stderr, "ticketctl queue: read response: %v\n", err)
-		return nil, false
-	}
-	var reply struct {
-		Success bool            `json:"success"`
-		Code    string          `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data"`
-	}
-	ok2xx := resp.StatusCode >= 200 && resp.StatusCode < 300
-	if json.Unmarshal(body, &reply) != nil || reply.Success != ok2xx || (!reply.Success && reply.Code == "") {
-		fmt.Fprintf(e.stderr, "ticketctl queue: %s from %s: %s\n", resp.Status, u, excerpt(body))
-		return nil, false
-	}
-	if !reply.Success {
-		switch reply.Code {
-		case "NO_WAITING_ROOM":
-			fmt.Fprintf(e.stderr, "ticketctl queue: event %s has no waiting room (its catalog event has no waitingRoom): it sells without a queue\n", event)
-		case "EVENT_NOT_FOUND":
-			fmt.Fprintf(e.stderr, "ticketctl queue: no event %q in ticketd's catalog\n", event)
-		case "NOT_FOUND":
-			// The router's 404: no such route, the admin surface is off.
-			fmt.Fprintf(e.stderr, "ticketctl queue: %s answered 404 NOT_FOUND: its admin surface is off (start ticketd with TICKETD_ADMIN_TOKEN) or it is older than the queue read\n", base)
-		default:
-			fmt.Fprintf(e.stderr, "ticketctl queue: %s (HTTP %d): %s\n", reply.Code, resp.StatusCode, reply.Message)
-		}
-		return nil, false
-	}
-	return reply.Data, true
 }
 
 // printAudit prints the room's whole audit, a line an entry (with -json,

@@ -17,7 +17,9 @@ import (
 
 // demoEvents are the events of the demo catalog (demo.json), in the
 // order the demo shop lists them: those for sale first, free ones last.
-// demoKinds says what each is, for the log and the printed summary.
+// demoKinds says what each is, for the log and the printed summary; an
+// event no channel sells is "storefront only": the partner surface answers
+// EVENT_NOT_FOUND for it.
 var demoEvents, demoKinds = func() ([]string, []string) {
 	doc, err := catalog.Decode(demoCatalog)
 	if err != nil {
@@ -30,15 +32,22 @@ var demoEvents, demoKinds = func() ([]string, []string) {
 			for _, tk := range ev.Tickets {
 				free = free && tk.Price == 0
 			}
+			kind, last := "GA", false
 			switch {
 			case ev.WaitingRoom != nil:
-				ids, kinds = append(ids, ev.ID), append(kinds, "GA, waiting room")
+				kind = "GA, waiting room"
 			case ev.SeatMap != nil:
-				ids, kinds = append(ids, ev.ID), append(kinds, "seat map")
+				kind = "seat map"
 			case free:
-				freeIDs, freeKinds = append(freeIDs, ev.ID), append(freeKinds, "free")
-			default:
-				ids, kinds = append(ids, ev.ID), append(kinds, "GA")
+				kind, last = "free", true
+			}
+			if len(ev.Channels) == 0 {
+				kind += ", storefront only"
+			}
+			if last {
+				freeIDs, freeKinds = append(freeIDs, ev.ID), append(freeKinds, kind)
+			} else {
+				ids, kinds = append(ids, ev.ID), append(kinds, kind)
 			}
 		}
 	}

@@ -219,3 +219,83 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// startLogged runs ticketd (the API) on cfg until the test ends, its log
+// kept as JSON lines; the lines once it listens.
+func startLogged(t *testing.T, cfg config) *logBuffer {
+	t.Helper()
+	var logs logBuffer
+	log, _ := newLogger(&logs, "json")
+	runTicketdLog(t, cfg, options{API: true}, log)
+	return &logs
+}
+
+// linesWith are the lines (level and message) whose message contains s.
+func linesWith(ls []logLine, s string) []string {
+	var out []string
+	for _, l := range ls {
+		if strings.Contains(l.Msg, s) {
+			out = append(out, l.Level+" "+l.Msg)
+		}
+	}
+	return out
+}
+
+// Issue 21: a first start on an empty Redis said Redis "lost its state",
+// at WARN, and rebuilt. With Postgres recording no generation it is a new
+// Redis: initialised, at INFO, nothing said lost. Once a generation is
+// recorded, the same empty Redis at the next start is a loss, at WARN.
+func TestFirstStartInitialisesANewRedis(t *testing.T) {
+	rc, space := redistest.New(t)
+	redistest.Flush(t, rc, space)
+	cfg, err := loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Addr, cfg.KeyPrefix, cfg.RedisURL, cfg.RedisURLSet = "127.0.0.1:0", space.Prefix, redistest.URL(), true
+	cfg.DatabaseURL, cfg.DatabaseURLSet = pgtest.NewURL(t), true
+	cfg.Development, cfg.Recovery = true, recoveryAuto
+
+	t.Run("first start", func(t *testing.T) {
+		ls := startLogged(t, cfg).lines(t)
+		if got := linesWith(ls, "initialising a new Redis"); len(got) != 2 || !strings.HasPrefix(got[0], "INFO") || !strings.HasPrefix(got[1], "INFO") {
+			t.Errorf("initialising lines %q, want the monitor's and the rebuild's, at INFO", got)
+		}
+		for _, l := range ls {
+			if l.Level != "INFO" && (strings.Contains(l.Msg, "redis state") || strings.Contains(l.Msg, "rebuild")) {
+				t.Errorf("a first start logged %s %q", l.Level, l.Msg)
+			}
+		}
+	})
+	t.Run("Redis emptied since", func(t *testing.T) {
+		redistest.Flush(t, rc, space)
+		ls := startLogged(t, cfg).lines(t)
+		if got := linesWith(ls, "redis state is not current"); len(got) != 1 || !strings.HasPrefix(got[0], "WARN") {
+			t.Errorf("loss lines %q, want one WARN", got)
+		}
+		if got := linesWith(ls, "initialising"); len(got) != 0 {
+			t.Errorf("a loss logged as a first start: %q", got)
+		}
+	})
+}
+
+// Embedded mode (no Redis, no Postgres answering, development) warns of
+// each once, in its !!! line, and its empty in-process Redis is a new one,
+// never a loss.
+func TestEmbeddedModeWarnsOnce(t *testing.T) {
+	cfg := config{Addr: "127.0.0.1:0", AppURL: "http://localhost", RedisURL: "redis://127.0.0.1:1",
+		DatabaseURL: "postgres://postgres@127.0.0.1:1/postgres", OrderTTL: time.Minute, SeatHoldTTL: time.Minute, CheckoutTTL: time.Minute,
+		Development: true, TestPayments: true, CardProcessor: "card", WalletProcessor: "wallet"}
+	ls := startLogged(t, cfg).lines(t)
+	for _, what := range []string{"EMBEDDED IN-PROCESS Redis", "write-through is OFF"} {
+		if got := linesWith(ls, what); len(got) != 1 || !strings.HasPrefix(got[0], "WARN !!!") {
+			t.Errorf("%s: %d lines %q, want one WARN !!! line", what, len(got), got)
+		}
+	}
+	if got := linesWith(ls, "lost its state"); len(got) != 0 {
+		t.Errorf("the embedded Redis's start logged as a loss: %q", got)
+	}
+	if got := linesWith(ls, "initialising a new Redis"); len(got) != 1 {
+		t.Errorf("initialising lines %q, want one", got)
+	}
+}

@@ -299,10 +299,8 @@ func connectRedis(ctx context.Context, cfg config, log *slog.Logger) (c rueidis.
 	if err := m.Start(); err != nil {
 		return nil, nil, false, fmt.Errorf("embedded redis: %w", err)
 	}
-	for i := 0; i < 3; i++ {
-		log.Warn("!!! Redis is not reachable at " + redisHost(cfg.RedisURL) + ": running on an EMBEDDED IN-PROCESS Redis (miniredis). " +
-			"State is lost when ticketd stops and only this process can see it. Set REDIS_URL for a real deployment. !!!")
-	}
+	log.Warn("!!! Redis is not reachable at " + redisHost(cfg.RedisURL) + ": running on an EMBEDDED IN-PROCESS Redis (miniredis). " +
+		"State is lost when ticketd stops and only this process can see it. Set REDIS_URL for a real deployment. !!!")
 	c, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
 	if err != nil {
 		m.Close()
@@ -338,10 +336,8 @@ func connectPostgres(ctx context.Context, cfg config, log *slog.Logger) (*pgxpoo
 			return nil, fmt.Errorf("postgres (DATABASE_URL unset): %w; production never runs without write-through: "+
 				"start PostgreSQL or set DATABASE_URL", err)
 		}
-		for i := 0; i < 3; i++ {
-			log.Warn("!!! PostgreSQL is not reachable: write-through is OFF. Paid orders stay only in Redis; NOTHING IS DURABLE. " +
-				"Set DATABASE_URL for a real deployment. !!!")
-		}
+		log.Warn("!!! PostgreSQL is not reachable: write-through is OFF. Paid orders stay only in Redis; NOTHING IS DURABLE. " +
+			"Set DATABASE_URL for a real deployment. !!!")
 		return nil, nil
 	}
 	if err := schema.Migrate(ctx, pool); err != nil {

@@ -39,7 +39,9 @@ func startState(ctx context.Context, cfg config, mon *redisstate.Monitor, rebuil
 	switch {
 	case rebuilder == nil:
 		if v.Status == redisstate.Lost {
-			log.Warn("redis state: no generation marker and no Postgres to rebuild from: starting a new generation on Redis as it is")
+			// Without Postgres nothing records a generation: the monitor
+			// took this for a new Redis (View.New) and said so.
+			log.Info("redis state: no Postgres to initialise Redis from: starting a new generation on Redis as it is")
 			if err := redisstate.Publish(ctx, mon.Redis, mon.Space, redisstate.NewGeneration()); err != nil {
 				return err
 			}

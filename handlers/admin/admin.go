@@ -1,7 +1,7 @@
 // Package admin serves the operator's surface with a bearer token
 // (decisions.md §1): PUT /v1/admin/catalog applies a catalog, GET
 // /v1/admin/events/{eventId}/queue reads an event's waiting room. Without
-// TICKETD_ADMIN_TOKEN it is off (404).
+// TICKETD_ADMIN_TOKEN it is off: 404 ADMIN_DISABLED.
 package admin
 
 import (
@@ -50,10 +50,12 @@ type API struct {
 // valid token only (server.AdminToken), decided from the headers.
 const MaxCatalogBody = 8 << 20
 
-// Register mounts the admin routes. Without a token it mounts none, so the
-// router answers 404 for every method, not 405 that would reveal the route.
+// Register mounts the admin routes. Without a token it mounts one answer
+// for every method and path under /v1/admin/: 404 ADMIN_DISABLED, saying
+// how to turn the surface on, and no 405 that would reveal a route.
 func (a *API) Register(r *router.Router) {
 	if a.Token == "" {
+		r.ANY("/v1/admin/{path:*}", func(ctx *fasthttp.RequestCtx) { httpx.Fail(ctx, errDisabled) })
 		return
 	}
 	// The token answers before the gate: a caller without it learns
@@ -65,7 +67,11 @@ func (a *API) Register(r *router.Router) {
 	r.GET("/v1/admin/events/{eventId}/queue/audit", read.Wrap(a.queueAudit))
 }
 
-var errUnauthorized = apierr.Of("ADMIN_UNAUTHORIZED", "a valid Authorization: Bearer admin token is required")
+var (
+	errUnauthorized = apierr.Of("ADMIN_UNAUTHORIZED", "a valid Authorization: Bearer admin token is required")
+	errDisabled     = apierr.Of("ADMIN_DISABLED", "the admin surface is off: this ticketd was started without TICKETD_ADMIN_TOKEN; "+
+		"restart it with TICKETD_ADMIN_TOKEN set, and send that token (ticketctl: TICKETD_ADMIN_TOKEN or -token)")
+)
 
 func (a *API) authorized(ctx *fasthttp.RequestCtx) bool {
 	h := ctx.Request.Header.Peek("Authorization")

@@ -125,10 +125,16 @@ func TestApplyCatalog(t *testing.T) {
 // surface built from token, and decodes the envelope.
 func serve(t *testing.T, token, method string) (int, string) {
 	t.Helper()
+	return servePath(t, token, method, "/v1/admin/catalog")
+}
+
+// servePath is serve of another path.
+func servePath(t *testing.T, token, method, path string) (int, string) {
+	t.Helper()
 	h := server.Handler(nil, &admin.API{Token: token})
 	var ctx fasthttp.RequestCtx
 	ctx.Request.Header.SetMethod(method)
-	ctx.Request.SetRequestURI("/v1/admin/catalog")
+	ctx.Request.SetRequestURI(path)
 	ctx.Request.SetBodyString(doc)
 	h(&ctx)
 	var env struct {
@@ -143,12 +149,18 @@ func serve(t *testing.T, token, method string) (int, string) {
 
 var methods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 
-// Without TICKETD_ADMIN_TOKEN the admin surface does not exist: every method
-// is 404, so nothing tells a prober that PUT would be served.
+// Without TICKETD_ADMIN_TOKEN the admin surface is off: every method is
+// 404 ADMIN_DISABLED, which says how to turn it on, so nothing tells a
+// prober that PUT would be served.
 func TestAdminOffIsNotFoundForEveryMethod(t *testing.T) {
 	for _, m := range methods {
-		if st, code := serve(t, "", m); st != 404 || code != "NOT_FOUND" {
-			t.Errorf("%s with the admin surface off: %d %s, want 404 NOT_FOUND", m, st, code)
+		if st, code := serve(t, "", m); st != 404 || code != "ADMIN_DISABLED" {
+			t.Errorf("%s with the admin surface off: %d %s, want 404 ADMIN_DISABLED", m, st, code)
+		}
+	}
+	for _, p := range []string{"/v1/admin/events/ev_1/queue", "/v1/admin/events/ev_1/queue/audit", "/v1/admin/nothing"} {
+		if st, code := servePath(t, "", "GET", p); st != 404 || code != "ADMIN_DISABLED" {
+			t.Errorf("GET %s with the admin surface off: %d %s, want 404 ADMIN_DISABLED", p, st, code)
 		}
 	}
 }

@@ -264,7 +264,8 @@ func New(b Base, st State, s Settings) (*App, error) {
 		hooks.Refunds = loggedRefunds{log: log}
 	}
 	if s.AdminToken == "" {
-		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off")
+		log.Info("TICKETD_ADMIN_TOKEN is not set: the admin surface is off (/v1/admin/ answers 404 ADMIN_DISABLED, so ticketctl apply " +
+			"and queue cannot reach it); set it, and give ticketctl the same token, to provision catalogs")
 	}
 	surfaces = append(surfaces, &admin.API{Token: s.AdminToken, Catalog: b.Catalog, Room: rooms, Gate: st.Monitor.Gate,
 		ClientIP: resolver, Lockout: locks}, m)

@@ -1,6 +1,8 @@
 // Package httpx writes ticketd's JSON envelope {success, data?, message?,
 // code?} and decodes request bodies, so that every surface answers alike and
-// nothing a client sends can produce a 500.
+// nothing a client sends can produce a 500. Every answer ends with a
+// newline, so a curl's output ends its line rather than running into the
+// next prompt.
 package httpx
 
 import (
@@ -13,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/jsonpos"
 )
 
 // MaxBody is the request body limit of every surface (64 KB).
@@ -36,9 +39,7 @@ func Write(ctx *fasthttp.RequestCtx, status int, data any) {
 		Fail(ctx, Internal())
 		return
 	}
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/json")
-	ctx.SetBody(b)
+	writeJSON(ctx, status, b)
 }
 
 // Fail writes e as a failure envelope. Extra fields of e (serverTotal,
@@ -58,9 +59,14 @@ func Fail(ctx *fasthttp.RequestCtx, e *apierr.Error) {
 		m["data"] = e.Data
 	}
 	b, _ := json.Marshal(m)
-	ctx.SetStatusCode(e.Status)
+	writeJSON(ctx, e.Status, b)
+}
+
+// writeJSON sends b, a JSON answer, ended with a newline.
+func writeJSON(ctx *fasthttp.RequestCtx, status int, b []byte) {
+	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
-	ctx.SetBody(b)
+	ctx.SetBody(append(b, '\n'))
 }
 
 // Error writes err: an *apierr.Error as itself, anything else as a 503
@@ -110,13 +116,14 @@ func Decode(ctx *fasthttp.RequestCtx, v any) *apierr.Error {
 		body = []byte("{}")
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return apierr.Invalid("request body is not valid JSON for this endpoint: %s", jsonMessage(err))
+		return apierr.Invalid("request body is not valid JSON for this endpoint: %s", jsonMessage(err, body))
 	}
 	return nil
 }
 
-// jsonMessage shortens a decoder error to something a client can act on.
-func jsonMessage(err error) string {
+// jsonMessage shortens a decoder error of body to something a client can
+// act on: the field and the JSON it takes, or where the JSON breaks.
+func jsonMessage(err error, body []byte) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		if te.Field != "" {
@@ -124,9 +131,8 @@ func jsonMessage(err error) string {
 		}
 		return "expected " + jsonKind(te.Type)
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return "malformed JSON"
+	if p, ok := jsonpos.Of(body, err); ok {
+		return "malformed JSON " + p.String() + ": " + p.Msg
 	}
 	return err.Error()
 }

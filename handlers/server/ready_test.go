@@ -97,7 +97,7 @@ func TestReadyzGivesTheHealthSourceADeadline(t *testing.T) {
 // Without a health source (the bench's baseline) /readyz answers while the
 // server is up.
 func TestReadyzWithoutHealthSource(t *testing.T) {
-	if st, _, body := getReadyz(t, nil); st != 200 || body != `{"success":true,"data":{"status":"ok"}}` {
+	if st, _, body := getReadyz(t, nil); st != 200 || body != "{\"success\":true,\"data\":{\"status\":\"ok\"}}\n" {
 		t.Fatalf("no health source: %d %s", st, body)
 	}
 }

@@ -21,8 +21,26 @@ var (
 	// info in the URL.
 	errBadOrigin = apierr.Of("ORIGIN_NOT_ALLOWED",
 		"the page's Origin (or Referer) is not an http(s) origin without user info (Origin: null comes from a sandboxed frame or a file: page); storefront calls come from an http(s) page on one of the key's domains")
-	errOrigin = apierr.Of("ORIGIN_NOT_ALLOWED", "the page's origin is not on this key's domain list")
 )
+
+// errOrigin refuses a page whose origin host (as hostAllowed compares it:
+// a DNS name or an IP literal, so safe to echo) is not on key's domains
+// (key nil: any enabled key's, for a preflight), or names no usable host,
+// and says where the list is set.
+func errOrigin(ctx *fasthttp.RequestCtx, host string, key *pubKey) *apierr.Error {
+	switch {
+	case host == "" && !hasOriginHeader(ctx):
+		return errNoOrigin
+	case host == "":
+		return errBadOrigin
+	case key == nil:
+		return apierr.Of("ORIGIN_NOT_ALLOWED", "the page's origin host %s is on no enabled publishable key's domain list; %s", host, domainsAt)
+	}
+	return apierr.Of("ORIGIN_NOT_ALLOWED", "the page's origin host %s is not on the domain list of publishable key %s; %s", host, key.key, domainsAt)
+}
+
+// domainsAt says where a publishable key's domain list is set.
+const domainsAt = "a key's list is its domains in the catalog (tenants[].publishableKeys[].domains), applied with ticketctl apply"
 
 // request is an authenticated storefront request.
 type request struct {
@@ -104,15 +122,8 @@ func (a *API) authenticate(ctx *fasthttp.RequestCtx, r *request) *apierr.Error {
 	if r.key == nil {
 		return errInvalidKey
 	}
-	host := requestHost(ctx, r.oHost)
-	if host == "" {
-		if !hasOriginHeader(ctx) {
-			return errNoOrigin
-		}
-		return errBadOrigin
-	}
-	if !hostAllowed(r.key.domains, host) {
-		return errOrigin
+	if host := requestHost(ctx, r.oHost); host == "" || !hostAllowed(r.key.domains, host) {
+		return errOrigin(ctx, host, r.key)
 	}
 	return nil
 }
@@ -160,7 +171,7 @@ func (a *API) preflight(ctx *fasthttp.RequestCtx) {
 	o, host := origin(ctx)
 	o = allowedOrigin(ctx, o, host, a.idx.Of(a.Catalog(), buildIndex).anyKey)
 	if o == "" {
-		httpx.Fail(ctx, errOrigin)
+		httpx.Fail(ctx, errOrigin(ctx, host, nil))
 		return
 	}
 	h := &ctx.Response.Header

@@ -117,8 +117,14 @@ func TestRefusedOriginSaysWhy(t *testing.T) {
 			t.Errorf("%v answered %q, want the unusable-origin message", h, m)
 		}
 	}
-	if m := message(headers("Origin", "https://evil.test")); !strings.Contains(m, "domain list") {
-		t.Errorf("foreign origin: %q", m)
+	// Issue 21: the refusal names the origin received and where the
+	// key's list is set.
+	want := "the page's origin host evil.test is not on the domain list of publishable key pk_shop; " +
+		"a key's list is its domains in the catalog (tenants[].publishableKeys[].domains), applied with ticketctl apply"
+	for _, h := range []map[string]string{headers("Origin", "https://evil.test"), headers("Referer", "https://EVIL.test:8443/page")} {
+		if m := message(h); m != want {
+			t.Errorf("foreign origin %v: %q, want %q", h, m, want)
+		}
 	}
 }
 
@@ -232,9 +238,12 @@ func TestCORSPreflightAnsweredForAllowedOriginsOnly(t *testing.T) {
 		}
 	}
 	// The disabled key's domains do not count: off.example.com is on
-	// pk_shop_off's list only.
+	// pk_shop_off's list only. The refusal names the host received.
 	r := pre("https://off.example.com")
 	expect(t, r, 403, "ORIGIN_NOT_ALLOWED")
+	if !strings.Contains(r.Message, "origin host off.example.com is on no enabled publishable key's domain list") {
+		t.Errorf("preflight refusal: %q", r.Message)
+	}
 	if v := r.Header.Get("Access-Control-Allow-Origin"); v != "" {
 		t.Fatalf("preflight from a disabled key's domain got Allow-Origin %q", v)
 	}

@@ -17,6 +17,7 @@ type index struct {
 
 // pubKey is a publishable key as the gate uses it.
 type pubKey struct {
+	key      string // the publishable key itself, for messages
 	tenantID string
 	enabled  bool
 	domains  []string // NormalDomain'd
@@ -44,7 +45,7 @@ func (t *tenantEvents) find(ref string) *catalog.CompiledEvent {
 func buildIndex(snap *catalog.Snapshot) *index {
 	ix := &index{keys: map[string]*pubKey{}, tenants: map[string]*tenantEvents{}}
 	for k, pk := range snap.PublishableKeys {
-		p := &pubKey{tenantID: pk.TenantID, enabled: pk.Enabled, domains: make([]string, len(pk.Domains))}
+		p := &pubKey{key: k, tenantID: pk.TenantID, enabled: pk.Enabled, domains: make([]string, len(pk.Domains))}
 		for i, d := range pk.Domains {
 			p.domains[i] = NormalDomain(d)
 		}

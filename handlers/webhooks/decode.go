@@ -13,6 +13,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/jsonpos"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/payments"
@@ -80,7 +81,7 @@ func strict(b []byte, v any) *apierr.Error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return apierr.Invalid("webhook body is not valid: %s", decodeMessage(err))
+		return apierr.Invalid("webhook body is not valid: %s", decodeMessage(err, b))
 	}
 	if dec.More() {
 		return apierr.Invalid("webhook body is not valid: data after the JSON object")
@@ -88,14 +89,15 @@ func strict(b []byte, v any) *apierr.Error {
 	return nil
 }
 
-func decodeMessage(err error) string {
+// decodeMessage says what is wrong with b, which err refused: the field
+// of the wrong type, where the JSON breaks, or the unknown field.
+func decodeMessage(err error, b []byte) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Field != "" {
 		return "field " + te.Field + " has the wrong type"
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return "malformed JSON"
+	if p, ok := jsonpos.Of(b, err); ok {
+		return "malformed JSON " + p.String() + ": " + p.Msg
 	}
 	if msg := err.Error(); strings.Contains(msg, "unknown field") {
 		return msg[strings.Index(msg, "unknown field"):]
@@ -259,7 +261,7 @@ func decodeStripe(secret, header string, b []byte, now time.Time, live bool) (ev
 	}
 	var cs stripeCompleted
 	if err := json.Unmarshal(e.Data.Raw, &cs); err != nil {
-		return event{}, apierr.Invalid("webhook data.object is not a checkout session: %s", decodeMessage(err))
+		return event{}, apierr.Invalid("webhook data.object is not a checkout session: %s", decodeMessage(err, e.Data.Raw))
 	}
 	if cs.PaymentStatus != "paid" {
 		return event{id: e.ID, ignored: true}, nil

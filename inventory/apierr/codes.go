@@ -117,9 +117,11 @@ var statuses = map[string]int{
 	// No processor takes this method here (production mode).
 	"PAYMENT_METHOD_UNAVAILABLE": 409,
 
-	// Admin.
+	// Admin. ADMIN_DISABLED answers every method and path under
+	// /v1/admin/ on a ticketd started without TICKETD_ADMIN_TOKEN.
 	"INVALID_CATALOG": 400,
 	"CATALOG_BUSY":    409,
+	"ADMIN_DISABLED":  404,
 
 	// Payment processors' webhooks (docs/payments.md); a bad signature is
 	// INVALID_SIGNATURE above.

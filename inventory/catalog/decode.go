@@ -10,6 +10,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/ticketd/ticketd/inventory/jsonpos"
 	"github.com/ticketd/ticketd/inventory/money"
 )
 
@@ -61,16 +62,11 @@ func Decode(body []byte) (*Document, error) {
 // column, which is what an operator editing a catalog file needs.
 func syntaxError(body []byte) *ValidationError {
 	var v any
-	err := json.Unmarshal(body, &v)
-	var se *json.SyntaxError
-	if err == nil || !errors.As(err, &se) {
+	p, ok := jsonpos.Of(body, json.Unmarshal(body, &v))
+	if !ok {
 		return &ValidationError{Msg: "invalid JSON"}
 	}
-	at := int(se.Offset) - 1 // Offset counts the bad byte itself
-	at = max(0, min(at, len(body)))
-	line := 1 + bytes.Count(body[:at], []byte{'\n'})
-	col := at - bytes.LastIndexByte(body[:at], '\n')
-	return &ValidationError{Msg: fmt.Sprintf("invalid JSON at line %d, column %d: %s", line, col, se.Error())}
+	return &ValidationError{Msg: fmt.Sprintf("invalid JSON at line %d, column %d: %s", p.Line, p.Column, p.Msg)}
 }
 
 // fallbackError keeps goccy's message when locate found nothing; a type

@@ -78,6 +78,13 @@ type View struct {
 	// before the first read, or when they cannot be read.
 	Replicas *Replicas
 	Since    time.Time // when Status began
+	// New is a Lost state found at this node's first check on a Redis
+	// that never held one: no generation marker, and nothing recorded
+	// of an earlier generation (no record in Postgres, no Postgres, or
+	// an embedded Redis that starts empty every time). It is a first
+	// start, initialised rather than recovered: logged at info, not as a
+	// loss.
+	New bool
 }
 
 // Monitor checks the Redis state a few times a second and keeps the node's
@@ -212,6 +219,9 @@ func (m *Monitor) Check(ctx context.Context) View {
 
 	var next View
 	switch {
+	case status == "" && prev.Status == Starting && m.nothingRecorded(cctx):
+		next = View{Status: Lost, New: true, Reason: "Redis holds no generation marker yet: a new Redis, initialised at this start"}
+		m.gen = ""
 	case status == "":
 		next = View{Status: Lost, Reason: "Redis holds no generation marker: it lost its state"}
 		m.gen = ""
@@ -305,6 +315,18 @@ func (m *Monitor) read(ctx context.Context) (tick []rueidis.RedisMessage, marker
 	res := m.Redis.DoMulti(ctx, append(rueidis.Commands{p.Cmd}, gets...)...)
 	arr, err := p.Reply(ctx, res[0])
 	return arr, res[1:], true, err
+}
+
+// nothingRecorded reports whether nothing records an earlier generation:
+// an embedded Redis (empty at every start), no Postgres to record one, or
+// Postgres recording none. A record that cannot be read counts as one: a
+// loss is not taken for a first start.
+func (m *Monitor) nothingRecorded(ctx context.Context) bool {
+	if m.FixedDurability != nil || m.Record == nil {
+		return true
+	}
+	_, ok, err := m.Record.Load(ctx)
+	return !ok && err == nil
 }
 
 // unreplicated says why sales stop for want of replicas.
@@ -488,14 +510,17 @@ func (m *Monitor) set(prev, next View) {
 	}
 	log := m.logger()
 	if prev.Status != next.Status {
-		switch next.Status {
-		case Current:
+		switch {
+		case next.Status == Current:
 			log.Info("redis state is current: sales run", "generation", next.Gen, "was", string(prev.Status))
-		case Lost, Stale:
+		case next.New:
+			log.Info("initialising a new Redis: no generation marker, none recorded before; sales start once it is initialised")
+		case next.Status == Lost || next.Status == Stale:
 			level := slog.LevelError
 			if prev.Status == Starting {
-				// At start this is also a new deployment's empty Redis;
-				// the rebuild that follows says what it restored.
+				// Found at start: a Redis that lost its state while this
+				// node was down (a first start is New, above); the
+				// rebuild that follows says what it restored.
 				level = slog.LevelWarn
 			}
 			log.Log(context.Background(), level, "redis state is not current: sales stop",

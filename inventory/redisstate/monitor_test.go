@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -246,7 +247,7 @@ func TestUnreachableAndBack(t *testing.T) {
 	rc := srv.Client(t)
 	ctx := context.Background()
 	space := keys.Space{Prefix: "t:"}
-	if err := redisstate.Publish(ctx, rc, space, "g1"); err != nil {
+	if err := redisstate.Publish(ctx, rc, space, "old"); err != nil {
 		t.Fatal(err)
 	}
 	m := monitor(rc, space)
@@ -371,5 +372,56 @@ func TestCheckBoundsItsCatalogRefresh(t *testing.T) {
 		expectStatus(t, v, redisstate.Current)
 	case <-time.After(5 * time.Second):
 		t.Fatal("a check waited on its catalog refresh past its timeout")
+	}
+}
+
+// A first start on an empty Redis, with nothing recorded of an earlier
+// generation (Postgres records none, there is no Postgres, or the Redis is
+// an embedded one), is a new Redis to initialise: New, logged at info as
+// such, never as a loss. With a generation recorded the same empty Redis
+// lost its state, and says so at warn.
+func TestFirstStartOnAnEmptyRedisIsNotALoss(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		record redisstate.Record
+		fixed  *redisstate.Durability
+		isNew  bool
+		want   string
+	}{
+		{"nothing recorded", &record{}, nil, true, `level=INFO msg="initialising a new Redis`},
+		{"no Postgres", nil, nil, true, `level=INFO msg="initialising a new Redis`},
+		{"embedded, a generation recorded", &record{m: redisstate.Mark{Gen: "old"}, ok: true},
+			&redisstate.Durability{Loses: redisstate.LosesEverything}, true, `level=INFO msg="initialising a new Redis`},
+		{"a generation recorded", &record{m: redisstate.Mark{Gen: "old"}, ok: true}, nil, false,
+			`level=WARN msg="redis state is not current: sales stop" status=lost reason="Redis holds no generation marker: it lost its state"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc, space := redistest.New(t)
+			redistest.Flush(t, rc, space)
+			// Check logs from its caller's goroutine alone (its
+			// background saves log at debug only).
+			var log strings.Builder
+			m := &redisstate.Monitor{Redis: rc, Space: space, Record: tc.record, FixedDurability: tc.fixed,
+				Logger: slog.New(slog.NewTextHandler(&log, nil))}
+			v := m.Check(ctx)
+			expectStatus(t, v, redisstate.Lost)
+			if v.New != tc.isNew || !strings.Contains(log.String(), tc.want) {
+				t.Fatalf("new %v, log:\n%s\nwant new %v, a line with %s", v.New, log.String(), tc.isNew, tc.want)
+			}
+			if tc.isNew && strings.Contains(log.String(), "lost its state") {
+				t.Fatalf("a first start logged as a loss:\n%s", log.String())
+			}
+			// Once this node has seen the state, an empty Redis is a
+			// loss whatever is recorded.
+			if err := redisstate.Publish(ctx, rc, space, "old"); err != nil {
+				t.Fatal(err)
+			}
+			expectStatus(t, m.Check(ctx), redisstate.Current)
+			redistest.Flush(t, rc, space)
+			if v := m.Check(ctx); v.Status != redisstate.Lost || v.New {
+				t.Fatalf("a Redis emptied under a running node: %+v, want lost, not new", v)
+			}
+		})
 	}
 }

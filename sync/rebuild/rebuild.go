@@ -166,7 +166,15 @@ func (r *Rebuilder) liveOtherThan(ctx context.Context, bad string) (bool, error)
 func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error) {
 	start := time.Now()
 	log := r.logger()
-	log.Warn("rebuild: restoring the Redis state from Postgres; sales are stopped until it ends")
+	// With no generation recorded yet this is a first start: the new
+	// Redis is initialised, nothing was lost, and the log says so at info.
+	level, started, done := slog.LevelWarn, "rebuild: restoring the Redis state from Postgres; sales are stopped until it ends",
+		"rebuild: the Redis state is restored from Postgres; sales resume"
+	if _, recorded, err := r.generations().Load(ctx); err == nil && !recorded {
+		level, started, done = slog.LevelInfo, "rebuild: initialising a new Redis from Postgres (no generation recorded before); sales start when it ends",
+			"rebuild: the new Redis is initialised from Postgres; sales start"
+	}
+	log.Log(ctx, level, started)
 	if err := redisstate.MarkRebuilding(ctx, r.Redis, r.Space); err != nil {
 		return Report{}, err
 	}
@@ -223,7 +231,7 @@ func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error)
 			"refund or settle their buyers and run `ticketctl release "+h.EventID+"`, or keep them counted as sold with `ticketctl reconcile "+
 			h.EventID+"`", "event", h.EventID, "lost", h.Lost, "found_now", h.Found)
 	}
-	log.Warn("rebuild: the Redis state is restored from Postgres; sales resume",
+	log.Log(ctx, level, done,
 		"generation", rep.Generation, "events", rep.Events, "admissions", rep.Admissions,
 		"booked_seats", rep.BookedSeats, "paid_orders", rep.PaidOrders, "stream_only", rep.StreamOnly,
 		"orders", rep.Orders, "idempotency_keys", rep.IdempotencyKeys, "held_events", len(rep.Held), "took", rep.Took.Round(time.Millisecond))

@@ -16,6 +16,13 @@ import (
 var errNotReplicated = errors.New("worker: the paid entries are not yet on the Redis replicas TICKETD_REDIS_WAIT_REPLICAS asks for; " +
 	"they are written to Postgres once they are")
 
+// errNotPending reports a stream whose replicas could not be asked: the
+// entry claimed for the WAIT was no longer pending (acknowledged, or taken
+// by another worker, between the read and the claim), so the claim wrote
+// nothing for the WAIT to cover. The stream's entries wait for the next
+// round.
+var errNotPending = errors.New("worker: an entry read is no longer pending, so its stream's replicas could not be asked")
+
 // unreplicated returns the partitions of es whose streams fewer replicas
 // than Replication asks for hold (or whose replicas could not be asked),
 // and why (nil when there are none): their entries are not written yet.
@@ -83,7 +90,7 @@ func (w *Worker) waitReplicas(ctx context.Context, p int, id string) error {
 		if len(claimed) == 0 {
 			// Not pending with anyone (acknowledged meanwhile): the claim
 			// wrote nothing for the WAIT to cover.
-			return fmt.Errorf("entry %s is no longer pending", id)
+			return fmt.Errorf("%w (entry %s)", errNotPending, id)
 		}
 		acked, err = res[1].AsInt64()
 		return err

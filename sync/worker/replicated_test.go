@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,8 +76,10 @@ func TestStreamShortOfReplicasHoldsBackOnlyItsOwn(t *testing.T) {
 		return nil
 	}
 	n, err := w.DrainOnce(ctx)
-	if err == nil || n != 1 {
-		t.Fatalf("DrainOnce: wrote %d, err %v; want 1 written and the held stream reported", n, err)
+	heldKey, keptKey := b.space.Paid(keys.Partition(held.EventID)), b.space.Paid(keys.Partition(written.EventID))
+	if n != 1 || !errors.Is(err, errNotPending) || errors.Is(err, errNotReplicated) ||
+		!strings.Contains(err.Error(), "wait for the replicas of "+heldKey+": ") || strings.Contains(err.Error(), keptKey) {
+		t.Fatalf("DrainOnce: wrote %d, err %v; want 1 written and errNotPending for %s alone", n, err, heldKey)
 	}
 	b.assertOrders(t, written)
 }
