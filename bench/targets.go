@@ -25,7 +25,9 @@ const (
 	targetConfirmMs  = 10
 	targetSellCap    = 10_000
 	targetEventMB    = 100
-	targetSuiteSecs  = 300
+	// The suite's wall time: 5 minutes until issue 20 put queue-sellout
+	// (about 70 s) in it.
+	targetSuiteSecs = 420
 	// targetOpenBusy is the share of its cores a machine may spend at the
 	// open loop's rate for confirm's p99 to be judged: beyond it requests
 	// queue for the CPU, and the p99 measures the machine's size.
@@ -121,7 +123,7 @@ func judge(s *report.Suite, fullSuite bool) []report.Target {
 
 	if fullSuite {
 		t = report.Target{Name: "the standard suite's wall time (from start, excluding go run compiling the bench)",
-			Want: "< 5 minutes on a 2-core machine"}
+			Want: fmt.Sprintf("< %d minutes on a 2-core machine", targetSuiteSecs/60)}
 		t.Got = fmt.Sprintf("%.0f s", s.DurationS)
 		add(t, s.DurationS < targetSuiteSecs, true)
 	}
