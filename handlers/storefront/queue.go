@@ -129,21 +129,29 @@ func (a *API) roomEvent(ctx *fasthttp.RequestCtx, r *request) (*catalog.Compiled
 	return ev, nil
 }
 
+// roomEmail is the path's room event, the request's body decoded into b
+// and the e-mail it names (email's field of b), checked; false when it
+// answered a refusal.
+func (a *API) roomEmail(ctx *fasthttp.RequestCtx, r *request, b any, email **string) (*catalog.CompiledEvent, string, bool) {
+	ev, e := a.roomEvent(ctx, r)
+	var addr string
+	if e == nil {
+		if e = httpx.Decode(ctx, b); e == nil {
+			addr, e = checkout.ValidateEmail("email", *email)
+		}
+	}
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return nil, "", false
+	}
+	return ev, addr, true
+}
+
 // queueJoin is POST /v1/storefront/queue/{eventId}/join.
 func (a *API) queueJoin(ctx *fasthttp.RequestCtx, r *request) {
-	ev, e := a.roomEvent(ctx, r)
-	if e != nil {
-		httpx.Fail(ctx, e)
-		return
-	}
 	var b joinBody
-	if e := httpx.Decode(ctx, &b); e != nil {
-		httpx.Fail(ctx, e)
-		return
-	}
-	email, e := checkout.ValidateEmail("email", b.Email)
-	if e != nil {
-		httpx.Fail(ctx, e)
+	ev, email, ok := a.roomEmail(ctx, r, &b, &b.Email)
+	if !ok {
 		return
 	}
 	qty := int64(1)
@@ -168,19 +176,9 @@ func (a *API) queueJoin(ctx *fasthttp.RequestCtx, r *request) {
 // proof of work a join by the e-mail must carry (required: false when the
 // room asks for none).
 func (a *API) queueChallenge(ctx *fasthttp.RequestCtx, r *request) {
-	ev, e := a.roomEvent(ctx, r)
-	if e != nil {
-		httpx.Fail(ctx, e)
-		return
-	}
 	var b challengeBody
-	if e := httpx.Decode(ctx, &b); e != nil {
-		httpx.Fail(ctx, e)
-		return
-	}
-	email, e := checkout.ValidateEmail("email", b.Email)
-	if e != nil {
-		httpx.Fail(ctx, e)
+	ev, email, ok := a.roomEmail(ctx, r, &b, &b.Email)
+	if !ok {
 		return
 	}
 	c, ok := a.Room.Challenge(ev.Room, ev.ID, email)
