@@ -79,7 +79,9 @@ func roomTargets(r *report.Run) []report.Target {
 	add("first pass after T0", fmt.Sprintf("<= %g s", targetRoomFirstPassS), scenario.FigQueueFirstPass, targetRoomFirstPassS, false,
 		func(v float64) string { return fmt.Sprintf("%.3f s (Redis' admission time of the first pass)", v) })
 	add("the initial wave delivered, p99", fmt.Sprintf("<= %g s", targetRoomWaveS), scenario.FigQueueWaveP99, targetRoomWaveS, false,
-		func(v float64) string { return fmt.Sprintf("%.2f s from T0 to the buyer's status showing its pass", v) })
+		func(v float64) string {
+			return fmt.Sprintf("%.2f s from T0 to a long-polling buyer's status showing its pass", v)
+		})
 	add("returned stock to the next pass, p99", fmt.Sprintf("<= %d ms", targetRoomReturnMs), scenario.FigQueueReturnP99, targetRoomReturnMs, false,
 		func(v float64) string { return msText(v) + " from a pass's expiry to the next admission" })
 	add("Spearman rho between the committed order and the actual admission order", fmt.Sprintf(">= %g", targetRoomRho),

@@ -101,7 +101,8 @@ const (
 	FigQueuePollPeak          = "status polls/s (busiest second)"
 	FigQueuePollMean          = "status polls/s (mean over the polling)"
 	FigQueueFirstPass         = "first pass after T0 (Redis' admission time)"
-	FigQueueWaveP99           = "initial wave delivered p99 (T0 to the buyer seeing its pass)"
+	FigQueueWaveP99           = "initial wave delivered p99 (T0 to a long-polling buyer seeing its pass)"
+	FigQueueWavePolledP99     = "initial wave delivered to the buyers polling once a second, p99"
 	FigQueueReturnP99         = "returned stock to the next pass p99 (lapse to next admission)"
 	FigQueueSpearman          = "Spearman rho, committed order vs admission order (the room's audit)"
 	FigQueueAuditAgainstTimes = "pairs the audit orders against the passes' admission times"
@@ -654,11 +655,13 @@ func (p *qsPart) figures(res *load.Result) []Figure {
 	}
 	figs = append(figs, Figure{Name: FigQueueFirstPass, Value: adm[0].admitted.Sub(p.t0).Seconds(), Unit: "s"})
 	wave := adm[:min(int64(len(adm)), p.capacity)]
-	var delivered []float64
-	for _, pl := range wave {
-		delivered = append(delivered, pl.seen.Sub(p.t0).Seconds())
+	delivered := halves(wave, func(pl qsPlace) (float64, bool) { return pl.seen.Sub(p.t0).Seconds(), true })
+	if len(delivered[0]) > 0 {
+		figs = append(figs, Figure{Name: FigQueueWaveP99, Value: quantile(delivered[0], 0.99), Unit: "s"})
 	}
-	figs = append(figs, Figure{Name: FigQueueWaveP99, Value: quantile(delivered, 0.99), Unit: "s"})
+	if len(delivered[1]) > 0 {
+		figs = append(figs, Figure{Name: FigQueueWavePolledP99, Value: quantile(delivered[1], 0.99), Unit: "s"})
+	}
 
 	// Returned stock: the passes that lapsed, in order, against the
 	// admissions after the initial wave (each place asks one ticket, and
@@ -709,16 +712,9 @@ func (p *qsPart) figures(res *load.Result) []Figure {
 	// sold_out, for the long-pollers (the broadcast) and the pollers
 	// (their poll interval's share on top). From the answer, not the send:
 	// a registration's own latency under load is not the broadcast's.
-	var told [2][]float64 // [long-polled, polled]
-	for _, pl := range t.places {
-		if !pl.soldOut.IsZero() && !t.lastRegDone.IsZero() {
-			i := 0
-			if !pl.longPoll {
-				i = 1
-			}
-			told[i] = append(told[i], float64(max(0, pl.soldOut.Sub(t.lastRegDone)))/float64(time.Millisecond))
-		}
-	}
+	told := halves(t.places, func(pl qsPlace) (float64, bool) {
+		return float64(max(0, pl.soldOut.Sub(t.lastRegDone))) / float64(time.Millisecond), !pl.soldOut.IsZero() && !t.lastRegDone.IsZero()
+	})
 	if len(told[0]) > 0 {
 		figs = append(figs, Figure{Name: FigQueueSoldOutP99, Value: quantile(told[0], 0.99), Unit: "ms"},
 			Figure{Name: FigQueueToldLongPolled, Value: float64(len(told[0]))})
@@ -734,6 +730,21 @@ func (p *qsPart) figures(res *load.Result) []Figure {
 		p.notes = append(p.notes, fmt.Sprintf("%d buyers were still waiting when they gave up (%v after T0) or the run ended", t.stillWaiting, qsMaxWait))
 	}
 	return figs
+}
+
+// halves are the values of the places that have one (ok), the
+// long-pollers' first and the pollers' second.
+func halves(places []qsPlace, value func(qsPlace) (float64, bool)) (out [2][]float64) {
+	for _, pl := range places {
+		if v, ok := value(pl); ok {
+			i := 0
+			if !pl.longPoll {
+				i = 1
+			}
+			out[i] = append(out[i], v)
+		}
+	}
+	return out
 }
 
 // committedRho is Spearman's rho between the committed order of the

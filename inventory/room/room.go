@@ -39,9 +39,12 @@ type Service struct {
 	// Key signs poll tokens and passes and derives each event's shuffle
 	// key. Every node must have the same.
 	Key []byte
-	// AdmitPerCall caps the places one status call admits (0: 64), so a
-	// call stays short when stock comes back in bulk.
-	AdmitPerCall int
+	// AdmitPerCall caps the places one join or status call admits (0:
+	// 64), so a call stays short when stock comes back in bulk;
+	// AdmitPerTick caps one tick's (Run; 0: 256): the tick is one script
+	// per room and node, so the wave at T0 goes out in a few ticks of a
+	// few milliseconds of Redis each.
+	AdmitPerCall, AdmitPerTick int
 	// Now is the node's clock (nil: time.Now): only to refuse joins
 	// before the room opens, to start ticking then (Run) and to tell how
 	// old a frontier is; Redis' clock decides everything else.
@@ -117,6 +120,13 @@ func (s *Service) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+func (s *Service) admitPerTick() int {
+	if s.AdmitPerTick > 0 {
+		return s.AdmitPerTick
+	}
+	return 256
 }
 
 func (s *Service) admitPerCall() int {
@@ -220,13 +230,18 @@ func (s *Service) Status(ctx context.Context, cfg *catalog.Room, eventID, queueI
 	return st, nil
 }
 
-// runStatus runs room_status for queueID ("": the admission step alone),
-// writing key (hex; "" none) to the audit once.
+// runStatus runs room_status for queueID ("": the admission step alone,
+// admitting up to the tick's cap), writing key (hex; "" none) to the audit
+// once.
 func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID, key string) ([]rueidis.RedisMessage, error) {
+	admit := s.admitPerCall()
+	if queueID == "" {
+		admit = s.admitPerTick()
+	}
 	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev),
 		s.Space.Sold(ev), s.Space.Live(keys.Partition(ev)), s.Space.RoomAudit(ev)}
 	args := []string{queueID, strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
-		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(s.admitPerCall()), strconv.FormatInt(cfg.Stock, 10), key,
+		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(admit), strconv.FormatInt(cfg.Stock, 10), key,
 		strconv.Itoa(frontierSamples)}
 	return eval.Array(ctx, s.Redis, statusScript, ks, args)
 }
