@@ -206,7 +206,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 // Status reads a place after the admission step, which it runs: every
 // poll moves the line.
 func (s *Service) Status(ctx context.Context, cfg *catalog.Room, eventID, queueID string) (Status, error) {
-	arr, err := s.runStatus(ctx, cfg, eventID, queueID, "")
+	arr, err := s.runStatus(ctx, cfg, eventID, queueID, "", 0)
 	if err != nil {
 		return Status{}, fmt.Errorf("room: status: %w", err)
 	}
@@ -233,7 +233,7 @@ func (s *Service) Status(ctx context.Context, cfg *catalog.Room, eventID, queueI
 // runStatus runs room_status for queueID ("": the admission step alone,
 // admitting up to the tick's cap), writing key (hex; "" none) to the audit
 // once.
-func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID, key string) ([]rueidis.RedisMessage, error) {
+func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID, key string, samples int) ([]rueidis.RedisMessage, error) {
 	admit := s.admitPerCall()
 	if queueID == "" {
 		admit = s.admitPerTick()
@@ -242,7 +242,7 @@ func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID,
 		s.Space.Sold(ev), s.Space.Live(keys.Partition(ev)), s.Space.RoomAudit(ev)}
 	args := []string{queueID, strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
 		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(admit), strconv.FormatInt(cfg.Stock, 10), key,
-		strconv.Itoa(frontierSamples)}
+		strconv.Itoa(samples)}
 	return eval.Array(ctx, s.Redis, statusScript, ks, args)
 }
 
@@ -255,7 +255,16 @@ func (s *Service) Admit(ctx context.Context, cfg *catalog.Room, eventID string) 
 	if cfg.Fair && !s.now().Before(cfg.SalesStartAt) {
 		key = hex.EncodeToString(s.ShuffleKey(eventID))
 	}
-	arr, err := s.runStatus(ctx, cfg, eventID, "", key)
+	now := s.now()
+	var was *frontier
+	if v, ok := s.frontiers.Load(eventID); ok {
+		was = v.(*frontier)
+	}
+	samples := frontierSamples
+	if was != nil && now.Sub(was.sampled) < sampleEvery {
+		samples = 0 // the scores of the last read serve
+	}
+	arr, err := s.runStatus(ctx, cfg, eventID, "", key, samples)
 	if err != nil {
 		return fmt.Errorf("room: admit %s: %w", eventID, err)
 	}
@@ -274,7 +283,11 @@ func (s *Service) Admit(ctx context.Context, cfg *catalog.Room, eventID string) 
 	if err != nil {
 		return fmt.Errorf("room: admit %s: %w", eventID, err)
 	}
-	f.at = s.now()
+	f.at, f.sampled = now, now
+	if samples == 0 {
+		f.scores, f.pos, f.sampled = was.scores, was.pos, was.sampled
+		f.moved = was.moved + f.admitted - was.admitted
+	}
 	s.frontiers.Store(eventID, f)
 	s.wakerOf(eventID).tick(f)
 	return nil

@@ -509,8 +509,27 @@ func TestFarPollsAreAnsweredFromTheFrontier(t *testing.T) {
 	if st := poll(0); st.Memory || st.State != Admitted || st.Pass == "" {
 		t.Fatalf("the first arrival: %+v, want admitted, from Redis", st)
 	}
+	// The next tick, within sampleEvery, reads the figures alone and keeps
+	// the scores; the places admitted since count off the positions.
+	first, _ := f.s.frontiers.Load(ev)
+	for i := range 20 { // 20 admitted places leave: 20 more are admitted
+		p, _ := f.s.PlaceOf(ev, tokens[i])
+		if err := f.s.Leave(f.ctx, ev, p.QueueID); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.s.Admit(f.ctx, cfg, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next, _ := f.s.frontiers.Load(ev)
+	if a, b := first.(*frontier), next.(*frontier); &b.scores[0] != &a.scores[0] || !b.sampled.Equal(a.sampled) || b.moved != 20 {
+		t.Fatalf("a tick within %v read the scores again, or counts %d moved (want 20)", sampleEvery, b.moved)
+	}
+	if far := poll(500); !far.Memory || far.Ahead < 470-step || far.Ahead > 470+step {
+		t.Fatalf("the 501st arrival once 20 more were admitted: %+v, want about 470 ahead, from memory", far)
+	}
 	f.s.Now = func() time.Time { return time.Now().Add(2 * frontierFresh) }
-	if st := poll(500); st.Memory || st.Ahead != 490 {
+	if st := poll(500); st.Memory || st.Ahead != 470 {
 		t.Fatalf("on a stale frontier: %+v, want the exact place from Redis", st)
 	}
 }

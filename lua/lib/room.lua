@@ -189,13 +189,20 @@ end
 --   waiting, waitingUnits, left, resv, now, admitted, first, used,
 --   lapsed, step, then the scores of the line at positions 0, step,
 --   2 step, ... and its last
--- step spreads at most samples scores over the line.
+-- step spreads at most samples scores over the line; samples 0 reads
+-- none (step 0): the figures alone.
 local function room_frontier(k, now, left, resv, samples)
   local r = redis.call('HMGET', k.room, 'wn', 'wq', 'admitted', 'first', 'used', 'lapsed')
   local wn = redis.call('ZCARD', k.line)
-  local step = math.max(1, math.ceil(wn / samples))
+  local step = 0
+  if samples > 0 then
+    step = math.max(1, math.ceil(wn / samples))
+  end
   local out = {wn, tonumber(r[2]) or 0, left, resv, now, tonumber(r[3]) or 0, tonumber(r[4]) or 0,
     tonumber(r[5]) or 0, tonumber(r[6]) or 0, step}
+  if step == 0 then
+    return out
+  end
   for pos = 0, wn - 1, step do
     out[#out + 1] = redis.call('ZRANGE', k.line, pos, pos, 'WITHSCORES')[2]
   end
