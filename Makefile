@@ -28,7 +28,7 @@ chromium: ## install Chromium for the browser tests unless it is on PATH (apt-ge
 
 # The contention and race tests again on a local 3-master Redis Cluster
 # (.ci/cluster.sh): ticketd runs on a cluster unchanged, one slot per script.
-CLUSTER_TESTS = ^(TestContentionSellsExactlyCapacity|TestIdempotentReserveUnderConcurrency|TestBestAvailableRaceNeverOverlaps|TestConcurrentCheckoutsLeaveOnlyTheNewestSessionOpen|TestRaceGA|TestRaceSeats|TestDiscountUseIsNeverExceeded|TestDiscountMaxUsesUnderConcurrency|TestContendedHoldsNeverDoubleHold|TestApplyRefusedByARacingSaleChangesNothing|TestWebhookDeliveredTwiceBooksOnce|TestConcurrentCallersShareOneLimit|TestRedeliveredOrderIsWrittenOnce|TestAdmissionNeverPassesTheStockUnderARace|TestARegistrationBurnsItsPassOnce|TestWaitingRoomOverHTTP)$$
+CLUSTER_TESTS = ^(TestContentionSellsExactlyCapacity|TestIdempotentReserveUnderConcurrency|TestBestAvailableRaceNeverOverlaps|TestConcurrentCheckoutsLeaveOnlyTheNewestSessionOpen|TestRaceGA|TestRaceSeats|TestDiscountUseIsNeverExceeded|TestDiscountMaxUsesUnderConcurrency|TestContendedHoldsNeverDoubleHold|TestApplyRefusedByARacingSaleChangesNothing|TestWebhookDeliveredTwiceBooksOnce|TestConcurrentCallersShareOneLimit|TestRedeliveredOrderIsWrittenOnce|TestAdmissionNeverPassesTheStockUnderARace|TestARegistrationBurnsItsPassOnce|TestWaitingRoomOverHTTP|TestWaitingRoomRaceAndSellOutOverHTTP|TestLongPollsHearTheSellOutAndTheReturn)$$
 CLUSTER_PKGS = ./handlers/channel ./handlers/storefront ./handlers/webhooks ./handlers/ratelimit ./inventory/registrations ./inventory/seats ./inventory/orders ./inventory/catalogstore ./sync/worker ./inventory/room
 
 # What make test runs: every package, unless narrowed (make test TEST_PKGS=./inventory/eval/ CLUSTER_PKGS=).
