@@ -1,8 +1,8 @@
 // Package server assembles ticketd's HTTP surfaces into one fasthttp server:
 // routes, the body limit and the budget of bodies being received, the header
-// and body read deadlines, health probes, fasthttp's own log lines (through
-// slog, with nothing a client sent) and the envelope for everything fasthttp
-// itself rejects.
+// and body read deadlines, health probes, the OpenAPI document (apidoc),
+// fasthttp's own log lines (through slog, with nothing a client sent) and
+// the envelope for everything fasthttp itself rejects.
 package server
 
 import (
@@ -12,6 +12,7 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/apidoc"
 	"github.com/ticketd/ticketd/handlers/httpx"
 )
 
@@ -39,6 +40,7 @@ func Router(health HealthFunc, surfaces ...Surface) *router.Router {
 	r.SaveMatchedRoutePath = true
 	r.GET("/healthz", func(ctx *fasthttp.RequestCtx) { httpx.OK(ctx, map[string]string{"status": "ok"}) })
 	r.GET("/readyz", readyz(health))
+	apidoc.Register(r) // GET /openapi.json: the contract, without credentials
 	for _, s := range surfaces {
 		s.Register(r)
 	}

@@ -495,6 +495,9 @@ var budgets = []budget{
 	{route: "GET /healthz", what: "liveness", budget: 0, prepare: func(t *testing.T, f *fixture) call {
 		return call{method: "GET", path: "/healthz"}
 	}},
+	{route: "GET /openapi.json", what: "the OpenAPI document", budget: 0, prepare: func(t *testing.T, f *fixture) call {
+		return call{method: "GET", path: "/openapi.json"}
+	}},
 	{route: "GET /readyz", what: "readiness", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		return call{method: "GET", path: "/readyz"}
 	}},
