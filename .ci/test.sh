@@ -55,8 +55,11 @@ step "services: Redis and PostgreSQL" bash .ci/services.sh
 step "stripe-mock" make --no-print-directory stripe-mock
 step "chromium" bash .ci/chromium.sh
 step "snapshot of the shared Redis's keys" bash .ci/leftover-keys.sh snapshot "$dir/keys-before"
+# Three packages at once on 2 cores: the tests wait on Redis, Postgres,
+# Chromium and timers about half the time (the step used about one core
+# with -p 2), so a third overlaps those waits: 9m56s -> 7m54s for make test.
 # shellcheck disable=SC2086 # one argument per package
-step "go test -race $TEST_PKGS" "$GO" test -race -count=1 -timeout 9m $TEST_PKGS
+step "go test -race $TEST_PKGS" "$GO" test -race -count=1 -p 3 -timeout 9m $TEST_PKGS
 if [ -n "$CLUSTER_TESTS" ] && [ -n "$CLUSTER_PKGS" ]; then
 	# shellcheck disable=SC2086
 	step "contention tests on a 3-master Redis Cluster" bash .ci/cluster.sh \
