@@ -87,3 +87,24 @@ func (s *Service) idMAC(b []byte, channelID, eventID string) []byte {
 func TicketID(orderID string, i int) string {
 	return orderID + "-" + strconv.Itoa(i+1)
 }
+
+// Reference is the short order reference a buyer reads and quotes: the
+// first ten characters of the id's random part (after its leading "o"),
+// in capitals, in two groups of five: "o72atessijrh77igh2o24foeg.ev_x" is
+// "72ATE-SSIJR". It is how the id begins, so support finds the order from
+// it (docs/decisions.md, Order reference). The demo shop's pages make the
+// same (Shop.orderRef, handlers/demosite). An id of another shape is its
+// own reference.
+func Reference(orderID string) string {
+	dot := strings.IndexByte(orderID, '.')
+	if len(orderID) < 11 || orderID[0] != 'o' || dot < 11 {
+		return orderID
+	}
+	r := orderID[1:11]
+	for _, c := range []byte(orderID[1:dot]) {
+		if (c < 'a' || c > 'z') && (c < '2' || c > '7') {
+			return orderID
+		}
+	}
+	return strings.ToUpper(r[:5] + "-" + r[5:])
+}

@@ -8,6 +8,7 @@ import (
 
 	smtp "github.com/emersion/go-smtp"
 
+	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/sync/mailer"
 )
 
@@ -165,6 +166,9 @@ func messageOf(t *testing.T, srv *smtpServer, addr string) (size int, text, html
 // the page. A name of 60,000 characters, as an attacker sent, is cut.
 // Every form names the order and links its page: no ticket is lost. The
 // host's notice is bounded too.
+// ordersRef is an order's short reference (the tests name a map orders).
+var ordersRef = orders.Reference
+
 func TestMessagesAreBoundedAndStillGiveEveryTicket(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -204,6 +208,11 @@ func TestMessagesAreBoundedAndStillGiveEveryTicket(t *testing.T) {
 		link := appURL + "/tickets/" + orders[c.addr] + "?k="
 		if !strings.Contains(text, link) || !strings.Contains(html, link) || !strings.Contains(text, c.wantInText) || !strings.Contains(text, orders[c.addr]) {
 			t.Errorf("%d tickets: the message lacks the order, its page link or %q:\n%.2000s", c.tickets, c.wantInText, text)
+		}
+		// the short reference the buyer's pages show, with the full id for support
+		ref := "Order reference " + ordersRef(orders[c.addr]) + " (order id " + orders[c.addr] + ")"
+		if !strings.Contains(text, ref) || !strings.Contains(html, ref) || !strings.Contains(text, "thank you for your order "+ordersRef(orders[c.addr])+".") {
+			t.Errorf("%d tickets: the message lacks %q", c.tickets, ref)
 		}
 		if listed := strings.Contains(text, orders[c.addr]+"-"+"1)"); listed != c.listed {
 			t.Errorf("%d tickets: tickets listed %v, want %v", c.tickets, listed, c.listed)

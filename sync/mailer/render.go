@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ticketd/ticketd/inventory/money"
+	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/tickets"
 	"github.com/ticketd/ticketd/sync/orderdb"
 	"github.com/ticketd/ticketd/sync/outbox"
@@ -206,6 +207,9 @@ type buyerData struct {
 	Count                int  // tickets in the order
 	Form                 form // what the message shows of each ticket
 }
+
+// Ref is the order's short reference, as the buyer's pages show it.
+func (d buyerData) Ref() string { return orders.Reference(d.OrderID) }
 
 // form is how much of each ticket a message shows.
 type form int

@@ -21,19 +21,20 @@ var (
 Hello {{.BuyerName}},
 
 {{if .Inline -}}
-thank you for your order {{.OrderID}}. Here are your tickets for
+thank you for your order {{.Ref}}. Here are your tickets for
 {{.EventName}}{{if .When}}, {{.When}}{{end}}.
 
 {{range .Tickets}}  Ticket {{.N}}: {{.Label}} ({{.ID}})
     code {{.Code}}
 {{end}}
 Total paid: {{.Total}}
+Order reference {{.Ref}} (order id {{.OrderID}})
 
 Show each ticket's QR code at the door, on your phone or printed. Your
 tickets, to view or print at any time:
 {{.PageURL}}
 {{- else -}}
-thank you for your order {{.OrderID}}. Your {{.Count}} tickets for
+thank you for your order {{.Ref}}. Your {{.Count}} tickets for
 {{.EventName}}{{if .When}}, {{.When}}{{end}}, each with its QR code, are on
 your ticket page, to view or print at any time:
 {{.PageURL}}
@@ -41,6 +42,7 @@ your ticket page, to view or print at any time:
 {{range .Tickets}}  Ticket {{.N}}: {{.Label}} ({{.ID}})
 {{end}}{{end}}
 Total paid: {{.Total}}
+Order reference {{.Ref}} (order id {{.OrderID}})
 
 Show each ticket's QR code at the door, on your phone or printed.
 {{- end}}
@@ -52,7 +54,7 @@ Show each ticket's QR code at the door, on your phone or printed.
 New registration for {{.EventName}}{{if .When}} ({{.When}}){{end}}
 
 Buyer:   {{.BuyerName}} <{{.BuyerEmail}}>{{if .BuyerPhone}}, {{.BuyerPhone}}{{end}}
-Order:   {{.OrderID}}
+Order:   {{.Ref}} ({{.OrderID}})
 Amount:  {{.Total}}
 Tickets: {{.Count}}
 {{range .Tickets}}  {{.Label}} ({{.ID}})
@@ -88,10 +90,10 @@ payment processor.
 <h1 style="font-size:22px">Your tickets for {{.EventName}}</h1>
 {{if .When}}<p>{{.When}}</p>{{end}}
 {{if .Inline -}}
-<p>Hello {{.BuyerName}}, thank you for your order <strong>{{.OrderID}}</strong>. Show each ticket's QR code at the
+<p>Hello {{.BuyerName}}, thank you for your order <strong>{{.Ref}}</strong>. Show each ticket's QR code at the
 door, on your phone or printed.</p>
 {{- else -}}
-<p>Hello {{.BuyerName}}, thank you for your order <strong>{{.OrderID}}</strong>. Your {{.Count}} tickets, each with
+<p>Hello {{.BuyerName}}, thank you for your order <strong>{{.Ref}}</strong>. Your {{.Count}} tickets, each with
 its QR code to show at the door, on your phone or printed, are on your ticket page.</p>
 {{- end}}
 <p><a href="{{.PageURL}}" style="display:inline-block;padding:10px 16px;background:#1a4fd6;color:#fff;text-decoration:none;border-radius:6px">View or print your tickets</a></p>
@@ -105,7 +107,7 @@ its QR code to show at the door, on your phone or printed, are on your ticket pa
 {{- if .List}}
 <ul>{{range .Tickets}}<li>Ticket {{.N}}: {{.Label}} ({{.ID}})</li>{{end}}</ul>
 {{end}}
-<p>Total paid: {{.Total}}</p>
+<p>Total paid: {{.Total}}<br>Order reference {{.Ref}} (order id {{.OrderID}})</p>
 <p>{{.TenantName}}</p>
 {{template "foot"}}
 {{- end}}
@@ -116,7 +118,7 @@ its QR code to show at the door, on your phone or printed, are on your ticket pa
 {{if .When}}<p>{{.When}}</p>{{end}}
 <table>
 <tr><th scope="row" align="left">Buyer</th><td>{{.BuyerName}} &lt;{{.BuyerEmail}}&gt;{{if .BuyerPhone}}, {{.BuyerPhone}}{{end}}</td></tr>
-<tr><th scope="row" align="left">Order</th><td>{{.OrderID}}</td></tr>
+<tr><th scope="row" align="left">Order</th><td>{{.Ref}} ({{.OrderID}})</td></tr>
 <tr><th scope="row" align="left">Amount</th><td>{{.Total}}</td></tr>
 <tr><th scope="row" align="left">Tickets</th><td>{{.Count}}</td></tr>
 </table>
