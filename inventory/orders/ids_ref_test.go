@@ -7,11 +7,11 @@ import "testing"
 func TestReference(t *testing.T) {
 	for id, want := range map[string]string{
 		"o72atessijrh77igh2o24foeg.ev_demo_seated": "72ATE-SSIJR",
-		NewOrderID("ev_x"): "",
-		"o72ates.ev_x":      "o72ates.ev_x", // too short
-		"x72atessijrh77.ev": "x72atessijrh77.ev",
-		"o72atessij0h77.ev": "o72atessij0h77.ev", // 0 is not base32
-		"o72atessijrh77":    "o72atessijrh77",    // no event part
+		NewOrderID("ev_x"):                         "",
+		"o72ates.ev_x":                             "o72ates.ev_x", // too short
+		"x72atessijrh77.ev":                        "x72atessijrh77.ev",
+		"o72atessij0h77.ev":                        "o72atessij0h77.ev", // 0 is not base32
+		"o72atessijrh77":                           "o72atessijrh77",    // no event part
 	} {
 		got := Reference(id)
 		if want == "" { // a fresh id
