@@ -144,14 +144,10 @@ func runQueueSellout(ctx context.Context, env *Env, name string, o Options, p *q
 	if err != nil {
 		return nil, err
 	}
-	label := name
-	if o.Label != "" {
-		label = o.Label
-	}
 	start := time.Now()
 	p.start = start
 	plan := load.Plan{
-		Name: label, Unit: "buyers", Ops: ops.names, Primary: ops.add("join"),
+		Name: o.label(name), Unit: "buyers", Ops: ops.names, Primary: ops.add("join"),
 		Open: true, Rate: float64(o.Arrivals) / p.span(start).Seconds(), Arrivals: o.Arrivals, At: p.schedule(start),
 		Workers: int(o.Arrivals), Conns: qsConns + int(o.Arrivals/2), Drain: qsMaxWait,
 		Progress: o.Progress, NewActor: p.actor, Window: env.window(),

@@ -100,12 +100,8 @@ func runParts(ctx context.Context, env *Env, name, unit, latencyOp string, o Opt
 	if err != nil {
 		return nil, err
 	}
-	label := name
-	if o.Label != "" {
-		label = o.Label
-	}
 	plan := load.Plan{
-		Name: label, Unit: unit, Ops: ops.names, Primary: ops.add(latencyOp),
+		Name: o.label(name), Unit: unit, Ops: ops.names, Primary: ops.add(latencyOp),
 		Open: o.Rate > 0, Rate: o.Rate, Duration: o.Duration, Arrivals: o.Arrivals, Workers: o.Workers,
 		Progress: o.Progress, NewActor: mixer(parts), Window: env.window(),
 	}

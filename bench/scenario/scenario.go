@@ -95,6 +95,14 @@ type Options struct {
 	Label string
 }
 
+// label is the run's name in the report: o.Label, else name.
+func (o Options) label(name string) string {
+	if o.Label != "" {
+		return o.Label
+	}
+	return name
+}
+
 func (o Options) or(def Options) Options {
 	if o.Duration <= 0 {
 		o.Duration = def.Duration

@@ -75,6 +75,17 @@ func (f *fixture) join(cfg *catalog.Room, email string) Joined {
 	return j
 }
 
+// joinAll joins n buyers, <prefix><i>@x.test in order, and gives their
+// poll tokens.
+func (f *fixture) joinAll(cfg *catalog.Room, prefix string, n int) []string {
+	f.t.Helper()
+	tokens := make([]string, n)
+	for i := range n {
+		tokens[i] = f.join(cfg, fmt.Sprintf("%s%d@x.test", prefix, i)).PollToken
+	}
+	return tokens
+}
+
 func (f *fixture) status(cfg *catalog.Room, qid string) Status {
 	f.t.Helper()
 	st, err := f.s.Status(f.ctx, cfg, ev, qid)
@@ -478,10 +489,7 @@ func TestFarPollsAreAnsweredFromTheFrontier(t *testing.T) {
 	const stock, n = 10, 1000
 	f := setup(t, stock)
 	cfg := f.open(false, time.Minute)
-	var tokens []string
-	for i := range n {
-		tokens = append(tokens, f.join(cfg, fmt.Sprintf("f%d@x.test", i)).PollToken)
-	}
+	tokens := f.joinAll(cfg, "f", n)
 	if err := f.s.Admit(f.ctx, cfg, ev); err != nil { // the tick: the frontier
 		t.Fatal(err)
 	}
@@ -540,10 +548,7 @@ func TestSoldOutReachesFarWaitersFromTheFrontier(t *testing.T) {
 	f := setup(t, 1)
 	f.s.NearHead = 5
 	cfg := f.open(false, time.Minute)
-	var tokens []string
-	for i := range 20 {
-		tokens = append(tokens, f.join(cfg, fmt.Sprintf("s%d@x.test", i)).PollToken)
-	}
+	tokens := f.joinAll(cfg, "s", 20)
 	first, _ := f.s.PlaceOf(ev, tokens[0])
 	f.cmd("HSET", f.sp.Sold(ev), "ev", "1") // the first buyer's registration holds the unit
 	if err := f.s.Leave(f.ctx, ev, first.QueueID); err != nil {

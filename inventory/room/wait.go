@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ticketd/ticketd/inventory/catalog"
@@ -31,6 +32,9 @@ type waker struct {
 	dead     int           // entries in at whose long-poll ended otherwise
 	admitted int64         // the last tick's
 	soldOut  bool
+	// stopped is the service's: read under mu, so a long-poll that
+	// registers after StopWaits emptied the heap is answered at once.
+	stopped *atomic.Bool
 }
 
 // waitHeap is a min-heap (container/heap) of long-polls by threshold.
@@ -57,7 +61,7 @@ func (s *Service) wakerOf(eventID string) *waker {
 	if v, ok := s.wakers.Load(eventID); ok {
 		return v.(*waker)
 	}
-	v, _ := s.wakers.LoadOrStore(eventID, &waker{flip: make(chan struct{})})
+	v, _ := s.wakers.LoadOrStore(eventID, &waker{flip: make(chan struct{}), stopped: &s.stopped})
 	return v.(*waker)
 }
 
@@ -73,11 +77,11 @@ func (w *waker) mark() (int64, <-chan struct{}) {
 // until is a channel closed once the admitted count reaches at (at once
 // when it has, or the node stopped), and the call that says the long-poll
 // no longer waits for it.
-func (w *waker) until(at int64, stopped bool) (<-chan struct{}, func()) {
+func (w *waker) until(at int64) (<-chan struct{}, func()) {
 	e := &waitEntry{at: at, ch: make(chan struct{})}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if stopped || at <= w.admitted {
+	if (w.stopped != nil && w.stopped.Load()) || at <= w.admitted {
 		close(e.ch)
 		return e.ch, func() {}
 	}
@@ -203,7 +207,7 @@ func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, eventID string, p
 			if now.Ahead < s.nearHead() {
 				step = 1
 			}
-			turn, drop = w.until(adm+step, s.stopped.Load())
+			turn, drop = w.until(adm + step)
 		}
 		timedOut, ended := false, false
 		select {

@@ -58,10 +58,7 @@ func TestLongPollsHearTheSellOutAndTheReturn(t *testing.T) {
 	f := setup(t, 1)
 	f.s.NearHead = 5
 	cfg := f.open(false, time.Minute)
-	var tokens []string
-	for i := range 20 {
-		tokens = append(tokens, f.join(cfg, fmt.Sprintf("w%d@x.test", i)).PollToken)
-	}
+	tokens := f.joinAll(cfg, "w", 20)
 	f.run(cfg)
 	const long = 20 * time.Second
 	answers := f.waitAll(cfg, tokens[1:], long)
@@ -135,10 +132,10 @@ func closed(ch <-chan struct{}) bool {
 func TestATickWakesOnlyTheLongPollsItConcerns(t *testing.T) {
 	w := &waker{flip: make(chan struct{})}
 	w.tick(&frontier{reading: reading{admitted: 10, left: 5}})
-	near, _ := w.until(11, false)
-	far, _ := w.until(500, false)
+	near, _ := w.until(11)
+	far, _ := w.until(500)
 	_, flip := w.mark()
-	if now, _ := w.until(10, false); !closed(now) {
+	if now, _ := w.until(10); !closed(now) {
 		t.Fatal("a threshold already reached does not answer at once")
 	}
 	w.tick(&frontier{reading: reading{admitted: 12, left: 3}})
@@ -151,13 +148,13 @@ func TestATickWakesOnlyTheLongPollsItConcerns(t *testing.T) {
 	}
 
 	for range 1000 { // a stalled line: each long-poll times out and drops its wait
-		_, drop := w.until(1_000_000, false)
+		_, drop := w.until(1_000_000)
 		drop()
 	}
 	if len(w.at) > 200 {
 		t.Fatalf("after 1,000 long-polls ended unwoken the heap holds %d", len(w.at))
 	}
-	ch, _ := w.until(13, false)
+	ch, _ := w.until(13)
 	w.tick(&frontier{reading: reading{admitted: 13, left: 1}})
 	if !closed(ch) || w.dead < 0 {
 		t.Fatalf("after the compactions: woken %v, dead count %d", closed(ch), w.dead)
