@@ -191,6 +191,12 @@ type qsPart struct {
 	pay                                                          payOps
 	actors                                                       actors[*qsActor]
 
+	// sp is the target's key space (space), found once: the memory
+	// sample and the audit read both need it.
+	spaceOnce sync.Once
+	sp        keys.Space
+	spaceWhy  string
+
 	mu         sync.Mutex
 	shuffleKey []byte
 	pollSecs   [1200]atomic.Int64 // polls answered, by second from start
@@ -925,21 +931,17 @@ func (p *qsPart) sampleMemory(ctx context.Context, env *Env) {
 	p.memBytes, p.memPlaces = used, places
 }
 
-// space is the target's key space; why says why it is not known.
+// space is the target's key space, looked up once; why says why it is not
+// known.
 func (p *qsPart) space(ctx context.Context, env *Env) (keys.Space, string) {
-	sp := keys.Space{Prefix: env.KeyPrefix}
-	if env.Redis == nil {
-		return sp, "no Redis to read (give -redis-url with -target)"
-	}
-	if !env.PrefixKnown {
-		name := keys.Space{}.Room(p.event)
-		ks, err := redismem.Scan(ctx, env.Redis, "*"+redismem.Glob(name))
-		if err != nil || len(ks) != 1 {
-			return sp, "the key prefix is unknown (give -key-prefix)"
+	p.spaceOnce.Do(func() {
+		var err error
+		p.sp, p.spaceWhy, err = spaceOf(ctx, env, func(s keys.Space) string { return s.Room(p.event) })
+		if err != nil {
+			p.spaceWhy = "the key prefix is unknown: " + err.Error()
 		}
-		sp.Prefix = strings.TrimSuffix(ks[0], name)
-	}
-	return sp, ""
+	})
+	return p.sp, p.spaceWhy
 }
 
 // readAudit reads the order in which the room admitted places from its

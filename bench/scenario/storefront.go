@@ -10,6 +10,7 @@ import (
 	"hash"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -502,22 +503,36 @@ type storefrontRecord interface {
 // redisHash reads a hash of the target's Redis named by name in its key
 // space; why says why it was not read (no Redis, prefix not found).
 func redisHash(ctx context.Context, env *Env, name func(keys.Space) string) (m map[string]string, why string, err error) {
-	if env.Redis == nil {
-		return nil, "no Redis to read (give -redis-url with -target)", nil
+	sp, why, err := spaceOf(ctx, env, name)
+	if why != "" || err != nil {
+		return nil, why, err
 	}
-	key := name(keys.Space{Prefix: env.KeyPrefix})
-	if !env.PrefixKnown {
-		ks, err := redismem.Scan(ctx, env.Redis, "*"+redismem.Glob(name(keys.Space{})))
-		if err != nil {
-			return nil, "", err
-		}
-		if len(ks) != 1 {
-			return nil, fmt.Sprintf("%d keys end in %s: give -key-prefix", len(ks), name(keys.Space{})), nil
-		}
-		key = ks[0]
-	}
-	m, err = env.Redis.Do(ctx, env.Redis.B().Hgetall().Key(key).Build()).AsStrMap()
+	m, err = env.Redis.Do(ctx, env.Redis.B().Hgetall().Key(name(sp)).Build()).AsStrMap()
 	return m, "", err
+}
+
+// spaceOf is the key space of the ticketd the bench runs against: its
+// prefix when the bench knows it, else the one a SCAN finds in front of the
+// key name gives (exactly one key must end so); why says why there is
+// none.
+func spaceOf(ctx context.Context, env *Env, name func(keys.Space) string) (sp keys.Space, why string, err error) {
+	if env.Redis == nil {
+		return sp, "no Redis to read (give -redis-url with -target)", nil
+	}
+	sp.Prefix = env.KeyPrefix
+	if env.PrefixKnown {
+		return sp, "", nil
+	}
+	bare := name(keys.Space{})
+	ks, err := redismem.Scan(ctx, env.Redis, "*"+redismem.Glob(bare))
+	if err != nil {
+		return sp, "", err
+	}
+	if len(ks) != 1 {
+		return sp, fmt.Sprintf("%d keys end in %s: give -key-prefix", len(ks), bare), nil
+	}
+	sp.Prefix = strings.TrimSuffix(ks[0], bare)
+	return sp, "", nil
 }
 
 // storefrontOnly wraps a storefront scenario: it runs only when the bench
