@@ -334,7 +334,7 @@
     async function join(e) {
       e.preventDefault();
       const btn = $('room-go');
-      if (btn.getAttribute('aria-busy')) return;
+      if (Shop.isBusy($('room-join'))) return;
       const email = $('room-email');
       email.removeAttribute('aria-invalid');
       $('room-error').textContent = '';
@@ -381,7 +381,7 @@
       const place = st.place;
       if (!place) return;
       const btn = $('room-leave');
-      if (btn.getAttribute('aria-busy')) return;
+      if (Shop.isBusy($('room-actions'))) return;
       Shop.busy(btn, true, 'Leaving…');
       try {
         await Shop.api('POST', '/queue/' + encodeURIComponent(ev.id) + '/leave', undefined, { headers: { Authorization: 'Bearer ' + place.pollToken } });
