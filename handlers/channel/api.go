@@ -59,7 +59,8 @@ func (a *API) Register(r *router.Router) {
 	g.GET("/events", a.guard(authEither, catalog.ScopeCatalogRead, guard.Catalog, a.listEvents))
 	g.GET("/events/{id}", a.guard(authEither, catalog.ScopeCatalogRead, guard.Catalog, a.eventDetail))
 	g.POST("/events/{id}/quote", a.guard(authEither, catalog.ScopeCatalogRead, guard.Catalog, a.quote))
-	g.POST("/events/{id}/checkout", a.guard(authEither, catalog.ScopeOrdersWrite, guard.Checkout, a.checkout))
+	// Reserve's limit rides in its first round trip (orders.ReserveRequest.Along).
+	g.POST("/events/{id}/checkout", a.route(authEither, catalog.ScopeOrdersWrite, guard.Checkout, true, a.checkout))
 	g.POST("/orders/confirm", a.guard(authKeyed, catalog.ScopeOrdersConfirm, guard.Confirm, a.confirm))
 	g.POST("/orders/status", a.guard(authEither, catalog.ScopeOrdersRead, guard.Status, a.status))
 	g.POST("/session", a.guard(authKeyed, catalog.ScopeSessionsWrite, guard.Session, a.createSession))

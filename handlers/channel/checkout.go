@@ -3,6 +3,7 @@ package channel
 import (
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/views"
 	"github.com/ticketd/ticketd/inventory/apierr"
@@ -145,6 +146,8 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 		Record: checkout.NewRecord(ev, q, buyer, checkout.Origin{Source: "channel", ChannelID: c.Channel.ID,
 			ShowingID: body.ShowingID, SuccessCallbackURL: body.SuccessCallbackURL}),
 	}
+	// The route's rate limit rides in the reserve's first round trip.
+	req.Along, req.Settle = guard.DeferredOf(c.ctx).Ride(ctx, c.ctx)
 	res, err := a.Orders.Reserve(c.ctx, req)
 	if err != nil {
 		httpx.Error(ctx, err)

@@ -220,3 +220,27 @@ func TestPartnerErrorCodes(t *testing.T) {
 		}
 	})
 }
+
+// A reserve that would take a discount use (or seats) claims its
+// Idempotency-Key in the rate limit's round trip: refused, it gives the key
+// back and takes nothing, so the same request after Retry-After is a new
+// attempt rather than "in progress", and the code's one use stays free.
+func TestRateLimitedReserveGivesItsKeyBack(t *testing.T) {
+	s := start(t, servertest.Options{})
+	ga := "/v1/channel/events/ev_ga"
+	for range 2 {
+		mustReserve(t, s, "slow", "ev_ga", map[string]any{"selectedTicketId": "tk_b"})
+	}
+	cart := buyer(map[string]any{"selectedTicketId": "tk_b", "discountCode": "ONCE"})
+	r := s.Do(t, "POST", ga+"/checkout", with(keyed("slow"), "Idempotency-Key", "limited-1"), cart)
+	expect(t, r, 429, "RATE_LIMITED")
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatalf("429 without Retry-After: %v", r.Header)
+	}
+	n, err := s.Redis.Do(context.Background(), s.Redis.B().Exists().Key(s.Space.Idempotency("limited-1")).Build()).AsInt64()
+	if err != nil || n != 0 {
+		t.Fatalf("the refused reserve's key is still claimed (EXISTS = %d, %v)", n, err)
+	}
+	// The code's one use was not taken: another channel reserves with it.
+	mustReserve(t, s, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_b", "discountCode": "ONCE"})
+}

@@ -60,3 +60,20 @@ func (d *Deferred) Settle(ctx *fasthttp.RequestCtx, rctx context.Context, answer
 	}
 	return nil, nil
 }
+
+// Ride is the deferred limit as an inventory call takes it along with its
+// first Redis round trip: the commands to send and the function given
+// their answers, which returns the refusal (the 429, Retry-After set on
+// ctx) or Redis' failure. Both are nil when d is nil.
+func (d *Deferred) Ride(ctx *fasthttp.RequestCtx, rctx context.Context) ([]rueidis.Completed, func([]rueidis.RedisResult) error) {
+	if d == nil {
+		return nil, nil
+	}
+	return d.Cmds(), func(answers []rueidis.RedisResult) error {
+		e, err := d.Settle(ctx, rctx, answers)
+		if e != nil {
+			return e
+		}
+		return err
+	}
+}

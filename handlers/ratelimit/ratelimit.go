@@ -198,7 +198,8 @@ func taken(bucket string, arr []rueidis.RedisMessage, err error) (Result, int64,
 // read's round trip carries its rate limit). Cmds is what to send (none
 // when the node decides alone: no limit, or a leased slice); Result reads
 // the answer. A refused request throws the read away: only a read may go
-// along, never a write.
+// along, or a write the caller undoes on refusal (a reserve's
+// Idempotency-Key claim, given back: orders.Service.Reserve).
 type Ask struct {
 	l      *Limiter
 	bucket string

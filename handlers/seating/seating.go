@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/fasthttp/router"
-	"github.com/redis/rueidis"
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/guard"
@@ -305,16 +304,7 @@ func (s *server) bestAvailable(ctx *fasthttp.RequestCtx, r Request) {
 		req.Token, req.Create = seats.NewToken(), true
 	}
 	// The route's rate limit, when deferred, rides in the seats' read.
-	if d := guard.DeferredOf(r.Ctx); d != nil {
-		req.Along = d.Cmds()
-		req.Settle = func(answers []rueidis.RedisResult) error {
-			e, err := d.Settle(ctx, r.Ctx, answers)
-			if e != nil {
-				return e
-			}
-			return err
-		}
-	}
+	req.Along, req.Settle = guard.DeferredOf(r.Ctx).Ride(ctx, r.Ctx)
 	res, err := s.seats.BestAvailable(r.Ctx, r.Event, req)
 	held(ctx, res, err)
 }

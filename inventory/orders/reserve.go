@@ -117,6 +117,13 @@ type ReserveRequest struct {
 	// Record is written to Postgres once the order is paid; OrderID,
 	// Tickets' ids and CreatedAtMs are filled in here.
 	Record Record
+	// Along are commands to send in Reserve's first round trip (the
+	// request's rate limit: handlers/guard.Deferred); Settle is given
+	// their answers, as many, before anything else is read, and its error
+	// is Reserve's (a refusal: what the first round trip claimed is given
+	// back).
+	Along  []rueidis.Completed
+	Settle func([]rueidis.RedisResult) error
 }
 
 // Reservation is the answer to a reserve.
@@ -156,6 +163,12 @@ func IdempotencyRecord(caller, fingerprint, orderID string) string {
 // The key is claimed with one plain SET NX GET (no script): the record is
 // "caller|fingerprint|order id" and lives IdempotencyTTL; its remaining TTL
 // tells how old a claim is.
+//
+// Round trips (design rule 7: two): a sale that holds nothing sends
+// req.Along first, then the claim and the order script pipelined; one that
+// takes seats or a discount use sends the claim with req.Along, then the
+// order script (or a replay's read), and gives the claim back when Settle
+// refuses.
 func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation, error) {
 	if e := s.HeldError(req.EventID); e != nil {
 		return Reservation{}, e
@@ -168,14 +181,27 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	record := IdempotencyRecord(req.Caller, req.Fingerprint, orderID)
 	claim := s.Redis.B().Set().Key(idem).Value(record).Nx().Get().Px(s.idemTTL()).Build()
 	if len(req.SeatLabels) == 0 && (req.DiscountCode == "" || req.DiscountMaxUses <= 0) {
+		if _, err := s.along(ctx, req); err != nil {
+			return Reservation{}, err
+		}
 		return s.reserveHoldingNothing(ctx, req, orderID, idem, record, claim)
 	}
-	prev, err := s.Redis.Do(ctx, claim).ToString()
+	// The claim rides with req.Along: a write where Ask wants reads, so a
+	// refusal gives the key back (when this attempt claimed it) before it
+	// is answered, and a retry after Retry-After finds the key free.
+	answers, err := s.along(ctx, req, claim)
+	prev, claimErr := answers[0].ToString()
+	if err != nil {
+		if rueidis.IsRedisNil(claimErr) {
+			s.release(ctx, idem, record)
+		}
+		return Reservation{}, err
+	}
 	switch {
-	case rueidis.IsRedisNil(err):
+	case rueidis.IsRedisNil(claimErr):
 		// claimed: this attempt creates the order
-	case err != nil:
-		return Reservation{}, fmt.Errorf("reserve: claim idempotency key: %w", err)
+	case claimErr != nil:
+		return Reservation{}, fmt.Errorf("reserve: claim idempotency key: %w", claimErr)
 	default:
 		return s.claimedBefore(ctx, req, idem, prev)
 	}
@@ -184,6 +210,21 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 		s.release(ctx, idem, record)
 	}
 	return res, err
+}
+
+// along sends req.Along and cmds in one round trip (none when both are
+// empty), gives Settle the former's answers, and returns the latter's
+// with Settle's error.
+func (s *Service) along(ctx context.Context, req ReserveRequest, cmds ...rueidis.Completed) ([]rueidis.RedisResult, error) {
+	n := len(req.Along)
+	var answers []rueidis.RedisResult
+	if n+len(cmds) > 0 {
+		answers = s.Redis.DoMulti(ctx, append(req.Along[:n:n], cmds...)...)
+	}
+	if req.Settle != nil {
+		return answers[n:], req.Settle(answers[:n])
+	}
+	return answers[n:], nil
 }
 
 // reserveHoldingNothing reserves an order that takes no seats and no
