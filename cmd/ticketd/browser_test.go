@@ -468,17 +468,18 @@ func inFrame[T any](t *testing.T, ctx context.Context, frame *chromedp.Node, js 
 }
 
 // checkSeatedPage checks the seated page on a phone (issue 21): one
-// title, the shop's (the framed picker draws no header); one hold notice,
-// the picker's; the frame as tall as the picker, with nothing empty under
-// it; the Box row marked not for sale, not as sold; and the map, scrolled
-// to, opening at its start: row A's label and first seat in view with the
-// picker's selection summary.
+// title, the shop's (the framed picker draws no header); one TEST MODE
+// notice, the shop's banner (the framed picker draws no TEST MODE line);
+// one hold notice, the picker's; the frame as tall as the picker, with
+// nothing empty under it; the Box row marked not for sale, not as sold;
+// and the map, scrolled to, opening at its start: row A's label and first
+// seat in view with the picker's selection summary.
 func checkSeatedPage(t *testing.T, ctx context.Context, frame *chromedp.Node) {
 	t.Helper()
 	page, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`(() => {
 		const main = document.querySelector('main');
 		return { h1: [...document.querySelectorAll('h1')].map((h) => h.textContent).join('|'),
-			held: (main.innerText.match(/held/gi) || []).length };
+			held: (main.innerText.match(/held/gi) || []).length, testMode: (document.body.innerText.match(/TEST MODE/g) || []).length };
 	})()`))
 	if err != nil {
 		t.Fatal(err)
@@ -489,19 +490,20 @@ func checkSeatedPage(t *testing.T, ctx context.Context, frame *chromedp.Node) {
 		const box = [...document.querySelectorAll('#legend li')].find((li) => li.textContent.startsWith('Box'));
 		return { header: document.querySelector('.event').getClientRects().length, h1: [...document.querySelectorAll('h1')].filter((h) => h.getClientRects().length).length,
 			name: document.body.innerText.includes('Demo Concert Hall'), held: document.body.innerText.match(/held for you/gi).length,
+			testMode: document.body.innerText.split('TEST MODE').length - 1,
 			state: x.dataset.state, label: x.getAttribute('aria-label'), disabled: x.getAttribute('aria-disabled'),
 			mark: shown('.mark-not-for-sale') && !shown('.mark-booked'), legend: !!box && !!box.querySelector('.key-bar') && box.textContent };
 	})()`)
-	want := map[string]any{"header": 0.0, "h1": 0.0, "name": false, "held": 1.0, "state": "not-for-sale",
+	want := map[string]any{"header": 0.0, "h1": 0.0, "name": false, "held": 1.0, "testMode": 0.0, "state": "not-for-sale",
 		"label": "Seat X-1, Box, not for sale", "disabled": "true", "mark": true, "legend": "Boxnot for sale"}
 	for k, v := range want {
 		if in[k] != v {
 			t.Fatalf("the picker in the seated page: %v, want %v", in, want)
 		}
 	}
-	if page["h1"] != "Demo Concert Hall" || page["held"] != 0.0 {
-		t.Fatalf("the seated page: headings %q, %v mentions of holding outside the picker (want the event's name once, none: the picker has the one hold notice)",
-			page["h1"], page["held"])
+	if page["h1"] != "Demo Concert Hall" || page["held"] != 0.0 || page["testMode"] != 1.0 {
+		t.Fatalf("the seated page: headings %q, %v mentions of holding outside the picker, %v TEST MODE notices (want the event's name once, "+
+			"none: the picker has the one hold notice, and the shop's one TEST MODE notice)", page["h1"], page["held"], page["testMode"])
 	}
 	// The frame takes the picker's height (its height message): no empty
 	// space below the picker's summary, in the frame or under it.

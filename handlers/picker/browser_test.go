@@ -337,11 +337,13 @@ func TestBrowserPickPayAndSecondBuyerSeesThemSold(t *testing.T) {
 		t.Errorf("sold and not for sale: %v (%v), want each its own mark and look, and the Box legend entry with the bar", marks, err)
 	}
 	// Framed, the picker draws no event header (the host's page names
-	// the event), and it tells the host its height, which is its page's.
+	// the event) and no TEST MODE line (the host's shop says it), and it
+	// tells the host its height, which is its page's.
 	framing, err := chromedp.Run(ctx, chromedp.Poll[map[string]float64](`({ header: document.querySelector('.event').getClientRects().length,
+		testMode: (document.querySelector('.testmode')?.getClientRects().length || 0) + document.body.innerText.split('TEST MODE').length - 1,
 		height: Math.ceil(document.getElementById('picker').getBoundingClientRect().bottom + scrollY) })`, chromedp.WithPollingInFrame(fr)))
-	if h := last(messages(t, ctx), "height"); err != nil || framing["header"] != 0 || h.Origin != s.URL || h.Data.Height != framing["height"] {
-		t.Errorf("framed: %v (%v), last height message %+v: want no header, and the picker's height told to the host", framing, err, h)
+	if h := last(messages(t, ctx), "height"); err != nil || framing["header"] != 0 || framing["testMode"] != 0 || h.Origin != s.URL || h.Data.Height != framing["height"] {
+		t.Errorf("framed: %v (%v), last height message %+v: want no header, no TEST MODE line, and the picker's height told to the host", framing, err, h)
 	}
 }
 
@@ -481,7 +483,8 @@ func TestBrowserPickerOnAPhone(t *testing.T) {
 	// The map opens at its start, not its middle: scrolled down to it,
 	// the buyer sees row A's label and first seat inside the map's box,
 	// with the summary (sticky at the bottom) in view. Opened on its own,
-	// the page has its event header.
+	// the page has its event header and its TEST MODE line (the test
+	// server simulates payments).
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`scrollTo(0, document.querySelector('.map-card').getBoundingClientRect().top + scrollY - 8)`)); err != nil {
 		t.Fatal(err)
 	}
@@ -492,10 +495,11 @@ func TestBrowserPickerOnAPhone(t *testing.T) {
 		const s = document.getElementById('summary').getBoundingClientRect();
 		return { scroll: document.getElementById('map-wrap').scrollLeft, seat: inside('[data-seat-label="A-1"] .seat-bg'),
 			label: inside('[aria-label="Row A"] .row-label'), summary: s.top >= 0 && s.bottom <= innerHeight ? 1 : 0,
-			header: document.querySelector('.event').getClientRects().length };
+			header: document.querySelector('.event').getClientRects().length,
+			testMode: document.querySelector('.testmode').getClientRects().length && document.body.innerText.split('TEST MODE').length - 1 };
 	})()`))
-	if err != nil || opened["scroll"] != 0 || opened["seat"] != 1 || opened["label"] != 1 || opened["summary"] != 1 || opened["header"] != 1 {
-		t.Errorf("on a phone the map opens %v (%v): want it at its start, row A's label, seat A-1 and the summary in view, the header shown", opened, err)
+	if err != nil || opened["scroll"] != 0 || opened["seat"] != 1 || opened["label"] != 1 || opened["summary"] != 1 || opened["header"] != 1 || opened["testMode"] != 1 {
+		t.Errorf("on a phone the map opens %v (%v): want it at its start, row A's label, seat A-1 and the summary in view, the header and the TEST MODE line shown", opened, err)
 	}
 	fit, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`(() => {
 		const r = document.querySelector('[data-seat-label="A-10"] .seat-bg').getBoundingClientRect();

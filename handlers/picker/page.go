@@ -82,9 +82,10 @@ type pageData struct {
 	Data                 string
 	TestMode             bool // payments are simulated: the page says so
 	// Framed: the browser loads the page into a frame (Sec-Fetch-Dest:
-	// iframe), the host's page around it names the event, so the page's
-	// own header is not drawn (picker.js hides it too when framed, for a
-	// browser that does not send the header).
+	// iframe), the host's page around it names the event and shows its
+	// own test-mode notice, so the page's own header and TEST MODE line
+	// are not drawn (picker.js marks the page framed too, for a browser
+	// that does not send the header).
 	Framed bool
 }
 

@@ -9,8 +9,9 @@
   const root = document.getElementById('picker');
   if (!root || !root.dataset.picker) return;
   const cfg = JSON.parse(root.dataset.picker);
-  // Framed, the host's page names the event: the page's own header goes
-  // (the server marks the page framed already when the browser said so).
+  // Framed, the host's page names the event and says TEST MODE itself:
+  // the page's own header and TEST MODE line go (the server marks the page
+  // framed already when the browser said so).
   if (window.parent !== window) root.classList.add('framed');
 
   const SVGNS = 'http://www.w3.org/2000/svg';
