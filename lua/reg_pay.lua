@@ -171,13 +171,13 @@ if not reason and not counted then
   local rv = redis.call('HMGET', KEYS[17], 'resv', 'stock')
   local stock = tonumber(rv[2])
   if stock then
-    local evq = 0
+    local sfq = 0
     for c = 1, #fields do
-      if fields[c] == 'ev' then
-        evq = qtys[c]
+      if fields[c] == CAPACITY_STOREFRONT then
+        sfq = qtys[c]
       end
     end
-    if (tonumber(redis.call('HGET', KEYS[3], 'ev')) or 0) + evq + (tonumber(rv[1]) or 0) > stock then
+    if (tonumber(redis.call('HGET', KEYS[3], CAPACITY_STOREFRONT)) or 0) + sfq + (tonumber(rv[1]) or 0) > stock then
       reason = 'sold_out'
     end
   end

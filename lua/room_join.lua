@@ -23,7 +23,7 @@
 -- ARGV[6] -> T0, Redis ms: a fair room ranks by the shuffle before it and
 --            by arrival (1 + seq) from it
 -- ARGV[7] -> pass TTL ms, ARGV[8] -> the most places one call admits,
--- ARGV[9] -> the event's stock (catalog Room.Stock): the admission step of
+-- ARGV[9] -> the room's stock (catalog Room.Stock): the admission step of
 --            lib/room, run after the join as a status call runs it, so the
 --            answer says where the place stands
 --
@@ -76,7 +76,7 @@ if live(st) or other then
   return room_answer(R.EXISTS, {found}, room_reading(k, found, now, left, resv))
 end
 
-local nsold = tonumber(redis.call('HGET', k.soldkey, 'ev')) or 0
+local nsold = tonumber(redis.call('HGET', k.soldkey, CAPACITY_STOREFRONT)) or 0
 local resv = tonumber(redis.call('HGET', k.room, 'resv')) or 0
 if nsold >= cap and resv <= 0 then
   return {R.SHORT}

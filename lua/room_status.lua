@@ -14,7 +14,7 @@
 -- ARGV[2] -> pass TTL ms
 -- ARGV[3] -> T0, Redis ms (nobody is admitted before)
 -- ARGV[4] -> the most places one call admits
--- ARGV[5] -> the event's stock (catalog Room.Stock)
+-- ARGV[5] -> the room's stock (catalog Room.Stock)
 -- ARGV[6] -> the shuffle key, hex, once T0 passed ("" otherwise): written
 --            to the audit once (the room hash's 'shown' marks it done)
 -- ARGV[7] -> without a queue id: the most line scores the answer samples

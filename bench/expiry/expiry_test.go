@@ -29,6 +29,7 @@ import (
 	"github.com/ticketd/ticketd/bench/faultreport"
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/handlers/servertest"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redistest"
@@ -111,6 +112,8 @@ type tally struct {
 	// paid per ticket type, and the paid seats
 	paidTickets map[string]int
 	paidSeats   map[string]string // label -> order
+	// paid admissions per event and seller's share (capacity.SellerField)
+	paidShares map[string]map[string]int
 	// partner orders left pending, to read their status at the end
 	unpaid []string
 	// paid GA admissions per buyer (orders.BuyerKey), and paid uses of code
@@ -147,14 +150,16 @@ func (t *tally) count(what string) {
 // paidOrder records a paid order. It runs in the load's goroutines: a seat
 // paid twice is reported with tb.Errorf (a panic there would end the test
 // binary without the test's report).
-func (t *tally) paidOrder(tb testing.TB, id string, c ga, seats []string) {
+func (t *tally) paidOrder(tb testing.TB, id, seller string, c ga, seats []string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, dup := t.paid[id]; dup {
 		return
 	}
 	qty := c.qty
+	ev := gaEvent
 	if seats != nil {
+		ev = hall
 		qty = len(seats)
 		for _, l := range seats {
 			if o, taken := t.paidSeats[l]; taken {
@@ -173,6 +178,10 @@ func (t *tally) paidOrder(tb testing.TB, id string, c ga, seats []string) {
 		}
 	}
 	t.paid[id] = qty
+	if t.paidShares[ev] == nil {
+		t.paidShares[ev] = map[string]int{}
+	}
+	t.paidShares[ev][seller] += qty
 }
 
 type envelope struct {
@@ -343,7 +352,7 @@ func (a *actor) confirm(res answer, c ga, seats []string, late bool) {
 	}
 	if code == "" && conf.Status == "paid" {
 		a.tally.count("partner confirm paid")
-		a.tally.paidOrder(a.t, res.OrderID, c, seats)
+		a.tally.paidOrder(a.t, res.OrderID, capacity.ChannelField("ch_exp"), c, seats)
 	} else {
 		a.tally.count("partner confirm " + code)
 	}
@@ -417,7 +426,7 @@ func (a *actor) pay(reg answer, c ga, seats []string, what string) {
 			what += " (claimed anew)"
 		}
 		a.tally.count(what)
-		a.tally.paidOrder(a.t, reg.RegistrationID, c, seats)
+		a.tally.paidOrder(a.t, reg.RegistrationID, capacity.Storefront, c, seats)
 	}
 }
 
@@ -458,7 +467,7 @@ func expire(t *testing.T, l load) {
 	})
 
 	baseline := sizes(t, s, redistest.Keys(t, s.Redis, s.Space))
-	tl := &tally{outcomes: map[string]int{}, paid: map[string]int{}, paidTickets: map[string]int{}, paidSeats: map[string]string{},
+	tl := &tally{outcomes: map[string]int{}, paid: map[string]int{}, paidTickets: map[string]int{}, paidSeats: map[string]string{}, paidShares: map[string]map[string]int{},
 		buyerAdmissions: map[string]int{}}
 	// The late confirms run beside the workers, as many at once as came
 	// due: a call finding every connection busy waits for one instead of
@@ -687,9 +696,13 @@ func checkPaid(t *testing.T, s *servertest.Server, tl *tally) (admissions, rows 
 		want[gaEvent]["ev"] += tl.paidTickets[tk]
 	}
 	// "paid" counts the units ever paid (the sold mark's source): with no
-	// refund and no loss, exactly the paid admissions.
-	for _, fields := range want {
+	// refund and no loss, exactly the paid admissions; each seller's share
+	// ("sf", "ch:<channel>") what that seller was paid for.
+	for ev, fields := range want {
 		fields["paid"] = fields["ev"]
+		for seller, n := range tl.paidShares[ev] {
+			fields[seller] = n
+		}
 	}
 	for ev, fields := range want {
 		sold, err := s.Redis.Do(ctx, s.Redis.B().Hgetall().Key(s.Space.Sold(ev)).Build()).AsStrMap()

@@ -7,6 +7,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/views"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/checkout"
 	"github.com/ticketd/ticketd/inventory/idempotency"
@@ -32,8 +33,9 @@ type cartBody struct {
 	AccessCode            string               `json:"accessCode,omitempty"`
 }
 
-func (b *cartBody) cart() pricing.Cart {
+func (b *cartBody) cart(channelID string) pricing.Cart {
 	return pricing.Cart{
+		Seller:  capacity.SellerField(channelID),
 		Tickets: b.Tickets, SelectedTicketID: b.SelectedTicketID, Quantity: b.Quantity,
 		SeatLabels: b.SeatLabels, GASelections: b.GASelections, TableSelections: b.TableSelections,
 		Extras: b.Extras, DiscountCode: b.DiscountCode, ShowingID: b.ShowingID,
@@ -52,9 +54,9 @@ type reserveBody struct {
 
 // price prices a cart against the event; pricing bounds the cart
 // (pricing.MaxLines) and checks that seat labels are priced
-// (SEAT_NOT_PRICED).
-func price(ev *catalog.CompiledEvent, b *cartBody) (pricing.Quote, *apierr.Error) {
-	return pricing.Price(ev, b.cart())
+// (SEAT_NOT_PRICED). The sale claims channelID's share of the event.
+func price(ev *catalog.CompiledEvent, b *cartBody, channelID string) (pricing.Quote, *apierr.Error) {
+	return pricing.Price(ev, b.cart(channelID))
 }
 
 func (a *API) quote(ctx *fasthttp.RequestCtx, c *caller) {
@@ -68,7 +70,7 @@ func (a *API) quote(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	q, e := price(ev, &body)
+	q, e := price(ev, &body, c.Channel.ID)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
@@ -116,7 +118,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	q, e := price(ev, &body.cartBody)
+	q, e := price(ev, &body.cartBody, c.Channel.ID)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return

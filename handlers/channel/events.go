@@ -9,6 +9,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/views"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 )
 
@@ -111,5 +112,7 @@ func (a *API) eventDetail(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Error(ctx, err)
 		return
 	}
+	// What this channel can sell: its allocation's share, beside a waiting room.
+	remaining = capacity.ForSeller(remaining, capacity.ChannelField(c.Channel.ID))
 	httpx.OK(ctx, views.EventOf(ev, string(ctx.QueryArgs().Peek("accessCode")), remaining, a.now()))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/views"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/tickets"
@@ -85,6 +86,8 @@ func (a *API) eventDetail(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Error(ctx, err)
 		return
 	}
+	// What the storefront can sell: the room's stock, beside partners' allocations.
+	remaining = capacity.ForSeller(remaining, capacity.Storefront)
 	httpx.OK(ctx, eventView{Event: views.EventOf(ev, string(ctx.QueryArgs().Peek("accessCode")), remaining, time.Now()),
 		PaymentMethods: a.paymentMethods(), TestMode: a.TestMode, WaitingRoom: roomViewOf(ev.Room)})
 }

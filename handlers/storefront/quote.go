@@ -6,6 +6,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/views"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/pricing"
@@ -31,7 +32,9 @@ func (a *API) priced(r *request, b *cartBody) (*catalog.CompiledEvent, pricing.Q
 	if e != nil {
 		return nil, pricing.Quote{}, e
 	}
-	q, e := pricing.Price(ev, b.Cart)
+	cart := b.Cart
+	cart.Seller = capacity.Storefront
+	q, e := pricing.Price(ev, cart)
 	return ev, q, e
 }
 

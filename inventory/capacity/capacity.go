@@ -6,11 +6,21 @@
 // lua/lib/capacity.lua.
 //
 // Fields are the catalog's (catalog.CompiledEvent.Caps): "ev" (the event),
-// "t:<ticket>", "sh:<showing>", "x:<extra>", "a:<area>", "tb:<table>".
+// "t:<ticket>", "sh:<showing>", "x:<extra>", "a:<area>", "tb:<table>",
+// and the sellers' shares: "sf" (the storefront) and "ch:<channel>" (a
+// partner channel), capped only on an event with a waiting room.
 package capacity
 
 // Event is the field of the event's own cap.
 const Event = "ev"
+
+// Storefront is the field of the storefront's share of an event: every
+// storefront sale claims its admissions there, as every partner sale
+// claims them in its channel's field (ChannelField), whatever the event,
+// so the counts are there the day a waiting room caps them (catalog
+// Room: the room's stock is the storefront's share, and each channel's
+// allocation its own).
+const Storefront = "sf"
 
 // Kind is what a field caps: its name's prefix.
 type Kind string
@@ -23,6 +33,10 @@ const (
 	KindExtra   Kind = "x"
 	KindArea    Kind = "a"
 	KindTable   Kind = "tb"
+	// The sellers' shares: the storefront's (Storefront alone, without
+	// an id) and a partner channel's.
+	KindStorefront Kind = Storefront
+	KindChannel    Kind = "ch"
 )
 
 // The fields of an event's parts are built here alone, so the prefixes
@@ -32,6 +46,30 @@ func ShowingField(id string) string { return string(KindShowing) + ":" + id }
 func ExtraField(id string) string   { return string(KindExtra) + ":" + id }
 func AreaField(id string) string    { return string(KindArea) + ":" + id }
 func TableField(id string) string   { return string(KindTable) + ":" + id }
+func ChannelField(id string) string { return string(KindChannel) + ":" + id }
+
+// SellerField is the share a sale claims: its partner channel's, or the
+// storefront's when channelID is "".
+func SellerField(channelID string) string {
+	if channelID == "" {
+		return Storefront
+	}
+	return ChannelField(channelID)
+}
+
+// ForSeller bounds the event's remaining admissions by seller's share
+// (SellerField) when that is capped, so what a seller is shown is what it
+// can sell; remaining is changed in place and returned.
+func ForSeller(remaining map[string]int64, seller string) map[string]int64 {
+	share, ok := remaining[seller]
+	if !ok {
+		return remaining
+	}
+	if ev, capped := remaining[Event]; !capped || share < ev {
+		remaining[Event] = share
+	}
+	return remaining
+}
 
 // Split is a field's kind and the id of what it caps ("" for the event).
 func Split(field string) (Kind, string) {

@@ -96,6 +96,11 @@ type WaitingRoom struct {
 	// ProofOfWork, when set, makes every join carry a solved challenge
 	// (inventory/room): a bot pays for each identity it queues.
 	ProofOfWork *ProofOfWork `json:"proofOfWork,omitempty"`
+	// Allocations are the admissions each partner channel of the event
+	// (Event.Channels, every one of them) sells outside the room: channel
+	// id -> units. The room admits buyers to the stock they leave, so a
+	// partner never sells a ticket an admitted buyer was promised.
+	Allocations map[string]int64 `json:"allocations,omitempty"`
 }
 
 // ProofOfWork is a waiting room's proof of work: the difficulty, in

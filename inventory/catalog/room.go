@@ -13,10 +13,15 @@ type Room struct {
 	// queue in order of arrival (RoomModeFair); false: everyone in order of
 	// arrival (RoomModeFIFO).
 	Fair bool
-	// Stock is the admissions the event sells: its capacity, or the sum
-	// of its ticket types' when that is less or it has none. The room
-	// admits against it and the event's sold count ('ev').
+	// Stock is the admissions the room sells: the event's (its capacity,
+	// or the sum of its ticket types' when that is less or it has none)
+	// less the channels' Allocations. The room admits against it and the
+	// storefront's sold count (capacity.Storefront), which it caps.
 	Stock int64
+	// Allocations are the admissions each partner channel sells outside
+	// the room (channel id -> units), each capping its channel's share
+	// (capacity.ChannelField).
+	Allocations map[string]int64
 	// Work is the proof of work a join must carry, nil when none.
 	Work *RoomWork
 }
@@ -57,13 +62,28 @@ func compileRoom(ev *Event) *Room {
 			r.Work.MaxBits = int(*pw.MaxBits)
 		}
 	}
-	for _, t := range ev.Tickets {
-		r.Stock += t.Capacity
-	}
-	if ev.Capacity != nil && *ev.Capacity < r.Stock {
-		r.Stock = *ev.Capacity
+	r.Stock = eventStock(ev)
+	for ch, n := range wr.Allocations {
+		if r.Allocations == nil {
+			r.Allocations = make(map[string]int64, len(wr.Allocations))
+		}
+		r.Allocations[ch] = n
+		r.Stock -= n
 	}
 	return r
+}
+
+// eventStock is the admissions a GA event sells: its capacity, or the sum
+// of its ticket types' when that is less or it has none.
+func eventStock(ev *Event) int64 {
+	var n int64
+	for _, t := range ev.Tickets {
+		n += t.Capacity
+	}
+	if ev.Capacity != nil && *ev.Capacity < n {
+		n = *ev.Capacity
+	}
+	return n
 }
 
 // Mode is the room's mode as the catalog spells it: RoomModeFair or

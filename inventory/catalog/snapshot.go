@@ -135,11 +135,19 @@ func (e *CompiledEvent) SeatCategory(label string) (*Category, bool) {
 
 // Caps returns the capacity fields of the event as projected into Redis:
 // "ev" (event cap), "t:<ticket>", "sh:<showing>", "x:<extra>", "a:<area>",
-// "tb:<table>" (1: a table is sold whole). Fields without a cap are absent.
+// "tb:<table>" (1: a table is sold whole), and with a waiting room the
+// sellers' shares: "sf" (the room's stock) and "ch:<channel>" (its
+// allocation). Fields without a cap are absent.
 func (e *CompiledEvent) Caps() map[string]int64 {
 	m := map[string]int64{}
 	if e.Capacity != nil {
 		m["ev"] = *e.Capacity
+	}
+	if r := e.Room; r != nil {
+		m[capacity.Storefront] = r.Stock
+		for ch, n := range r.Allocations {
+			m[capacity.ChannelField(ch)] = n
+		}
 	}
 	for _, t := range e.Event.Tickets {
 		m[capacity.TicketField(t.ID)] = t.Capacity

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/mail"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -441,9 +443,9 @@ func (v *validator) event(tenantID string, e *Event, path string) *ValidationErr
 
 // waitingRoom checks the event's waitingRoom: opensAt, then salesStartAt
 // after it and before the event starts, passTtl and perBuyer within their
-// limits when set, a known mode, and a GA event without showings and
-// channels: the room does not cover seated or multi-showing events yet,
-// nor partners beside it.
+// limits when set, a known mode, a GA event without showings (the room
+// does not cover seated or multi-showing events yet), and an allocation
+// for each of its channels and none else, leaving the room some stock.
 func waitingRoom(e *Event, path string) *ValidationError {
 	wr := e.WaitingRoom
 	p := path + ".waitingRoom"
@@ -454,13 +456,8 @@ func waitingRoom(e *Event, path string) *ValidationError {
 		}
 		return fail(p, "the waiting room does not cover seated or multi-showing events yet, and this event has %s; leave waitingRoom out", has)
 	}
-	// Partners would sell the stock the room admits buyers to, so an
-	// admitted buyer could find nothing left: until per-channel
-	// allocations outside the room exist, a room's event sells on the
-	// storefront alone.
-	if len(e.Channels) > 0 {
-		return fail(p, "an event with a waiting room sells on the storefront only (partners would race the queue for its tickets), "+
-			"and this event lists channels %v; leave channels empty or waitingRoom out", e.Channels)
+	if ve := allocations(e, p); ve != nil {
+		return ve
 	}
 	opens, ve := checkTime(wr.OpensAt, p+".opensAt")
 	if ve != nil {
@@ -755,6 +752,39 @@ func (v *validator) channel(c *Channel, path string) *ValidationError {
 	}{{rl.Catalog, "catalog"}, {rl.Status, "status"}, {rl.Checkout, "checkout"}, {rl.Confirm, "confirm"}, {rl.Session, "session"}} {
 		if ve := checkCount(f.n, 0, path+".rateLimits."+f.name); ve != nil {
 			return ve
+		}
+	}
+	return nil
+}
+
+// allocations checks a room's allocations: partners would otherwise sell
+// the stock the room admits buyers to, so every channel of the event has
+// one (0 stops it selling the event), each names a channel of the event,
+// and together they leave the room at least one admission.
+func allocations(e *Event, p string) *ValidationError {
+	al := e.WaitingRoom.Allocations
+	for _, ch := range e.Channels {
+		if _, ok := al[ch]; !ok {
+			return fail(p+".allocations", "channel %s sells this event beside its waiting room and needs an allocation: "+
+				"the admissions it sells outside the room (give it 0, or take it out of channels, to sell on the storefront alone)", ch)
+		}
+	}
+	ids := make([]string, 0, len(al))
+	for id := range al {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var sum int64
+	stock := eventStock(e)
+	for _, id := range ids {
+		if !slices.Contains(e.Channels, id) {
+			return fail(p+".allocations."+id, "%s is not one of the event's channels %v", id, e.Channels)
+		}
+		if ve := checkCount(al[id], 0, p+".allocations."+id); ve != nil {
+			return ve
+		}
+		if sum += al[id]; sum >= stock { // checked as it grows: no overflow
+			return fail(p+".allocations", "the channels' allocations leave the room none of the event's %d admissions", stock)
 		}
 	}
 	return nil

@@ -455,14 +455,69 @@ func TestValidateWaitingRoomNotBeforeOnSale(t *testing.T) {
 	}
 }
 
-// A waiting room's event sells on the storefront only: partners listed
-// beside it would race the queue for its tickets.
-func TestValidateWaitingRoomRefusesChannels(t *testing.T) {
+// Partners beside a waiting room sell each within an allocation the
+// room's stock leaves out: a channel without one is refused (it would race
+// the queue for the room's tickets), as are an allocation for a channel the
+// event does not list and allocations that leave the room nothing.
+func TestValidateWaitingRoomAllocations(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		channels []string
+		alloc    map[string]int64
+		want     string // "" accepted
+	}{
+		{"a channel without an allocation", []string{"ch_partner"}, nil, "ch_partner sells this event beside its waiting room and needs an allocation"},
+		{"an allocation of a channel not listed", []string{"ch_partner"}, map[string]int64{"ch_partner": 2, "ch_invoice": 1}, "allocations.ch_invoice: ch_invoice is not one of the event's channels"},
+		{"a negative allocation", []string{"ch_partner"}, map[string]int64{"ch_partner": -1}, "allocations.ch_partner: must be at least 0"},
+		{"allocations leaving the room nothing", []string{"ch_partner", "ch_invoice"}, map[string]int64{"ch_partner": 6, "ch_invoice": 4}, "leave the room none of the event's 10 admissions"},
+		{"allocations", []string{"ch_partner", "ch_invoice"}, map[string]int64{"ch_partner": 6, "ch_invoice": 0}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			doc := decodeValid(t)
+			other(doc).Channels = c.channels
+			room(doc).Allocations = c.alloc
+			err := catalog.Validate(doc)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "waitingRoom.allocations") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want a refusal saying %q", err, c.want)
+			}
+		})
+	}
+}
+
+// The room's stock is what the allocations leave of the event's, and the
+// event's capacities cap the storefront's share at it and each channel's
+// at its allocation; an event without a room caps neither.
+func TestCompiledRoomLeavesTheAllocationsOut(t *testing.T) {
 	doc := decodeValid(t)
-	other(doc).Channels = []string{"ch_partner"}
-	err := catalog.Validate(doc)
-	if err == nil || !strings.Contains(err.Error(), "waitingRoom") || !strings.Contains(err.Error(), "storefront only") {
-		t.Fatalf("got %v", err)
+	other(doc).Channels = []string{"ch_partner", "ch_invoice"}
+	room(doc).Allocations = map[string]int64{"ch_partner": 3, "ch_invoice": 0}
+	if err := catalog.Validate(doc); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := catalog.Compile(1, doc.Tenants, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := snap.Events["ev_other"]
+	if ev.Room.Stock != 7 {
+		t.Fatalf("room stock %d, want 10 less the allocations, 7", ev.Room.Stock)
+	}
+	caps := ev.Caps()
+	for f, want := range map[string]int64{"sf": 7, "ch:ch_partner": 3, "ch:ch_invoice": 0} {
+		if got, ok := caps[f]; !ok || got != want {
+			t.Errorf("caps[%s] = %d (%v), want %d", f, got, ok, want)
+		}
+	}
+	for f := range snap.Events["ev_ga"].Caps() {
+		if f == "sf" || strings.HasPrefix(f, "ch:") {
+			t.Errorf("an event without a room caps %s", f)
+		}
 	}
 }
 

@@ -340,8 +340,13 @@ func (s *Store) checkSold(ctx context.Context, ev *catalog.Event, path string) e
 }
 
 func capPath(ev *catalog.Event, field string) string {
-	if field == "ev" {
+	switch kind, id := capacity.Split(field); kind {
+	case capacity.KindEvent:
 		return ".capacity"
+	case capacity.KindStorefront:
+		return ".waitingRoom.allocations" // the room's stock is what they leave
+	case capacity.KindChannel:
+		return ".waitingRoom.allocations." + id
 	}
 	for i, t := range ev.Tickets {
 		if field == capacity.TicketField(t.ID) {
@@ -370,12 +375,19 @@ func capPath(ev *catalog.Event, field string) string {
 
 // uncappedFields lists the capacity fields (named as CompiledEvent.Caps
 // names them) of objects still in ev that have no capacity: the event
-// itself, showings and extras. catalog_caps removes them (uncapped) instead
-// of freezing them as fields of removed objects.
+// itself, showings and extras, and the sellers' shares of an event without
+// a waiting room. catalog_caps removes them (uncapped) instead of freezing
+// them as fields of removed objects.
 func uncappedFields(ev *catalog.Event) []string {
 	var out []string
 	if ev.Capacity == nil {
 		out = append(out, "ev")
+	}
+	if ev.WaitingRoom == nil {
+		out = append(out, capacity.Storefront)
+		for _, ch := range ev.Channels {
+			out = append(out, capacity.ChannelField(ch))
+		}
 	}
 	for _, sh := range ev.Showings {
 		if sh.Capacity == nil {

@@ -12,19 +12,20 @@ import (
 // quantity), as confirm claims them and a rebuild from Postgres counts them
 // again: "t:<ticket>", "a:<area>", "tb:<table>" (a table is sold whole: 1),
 // "x:<extra>", and every admission (a ticket, a seat, an area place, a
-// table's seat) once for "ev" and, with a showing, once for "sh:<showing>".
+// table's seat) once for "ev", once for the seller's share (seller:
+// capacity.SellerField) and, with a showing, once for "sh:<showing>".
 // This is the one definition of what an order counts against; pricing uses
 // it for the claims of a quote.
-func ClaimsOf(lines []Line, showingID string) map[string]int64 {
-	claims := make(map[string]int64, 2+len(lines))
+func ClaimsOf(lines []Line, showingID, seller string) map[string]int64 {
+	claims := make(map[string]int64, 3+len(lines))
 	for _, l := range lines {
-		AddClaims(claims, l, showingID)
+		AddClaims(claims, l, showingID, seller)
 	}
 	return claims
 }
 
 // AddClaims adds one line's claims to claims.
-func AddClaims(claims map[string]int64, l Line, showingID string) {
+func AddClaims(claims map[string]int64, l Line, showingID, seller string) {
 	admissions := l.Quantity
 	switch l.Kind {
 	case LineTicket:
@@ -41,6 +42,9 @@ func AddClaims(claims map[string]int64, l Line, showingID string) {
 		return
 	}
 	claims["ev"] += admissions
+	if seller != "" {
+		claims[seller] += admissions
+	}
 	if showingID != "" {
 		claims[capacity.ShowingField(showingID)] += admissions
 	}
@@ -66,4 +70,13 @@ func ClaimArgs(args []string, claims map[string]int64, seatLabels []string) ([]s
 	}
 	args = append(args, strconv.Itoa(len(seatLabels)))
 	return append(args, seatLabels...), field.String()
+}
+
+// SellerOf is the share (capacity.SellerField) a sale of source (a
+// Record's Source) by channelID claims: the storefront's, or the channel's.
+func SellerOf(source, channelID string) string {
+	if source == SourceStorefront {
+		return capacity.Storefront
+	}
+	return capacity.ChannelField(channelID)
 }

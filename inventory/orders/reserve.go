@@ -431,7 +431,13 @@ func CapacityError(field string, left int64) *apierr.Error {
 	kind, id := capacity.Split(field)
 	soldOut := left <= 0
 	switch kind {
-	case capacity.KindEvent, capacity.KindShowing:
+	case capacity.KindChannel:
+		// beside a waiting room: the channel's allocation is what it sells
+		if soldOut {
+			return apierr.Of("EVENT_SOLD_OUT", "this channel's allocation of the event is sold out")
+		}
+		return apierr.Of("QUANTITY_EXCEEDS_CAPACITY", "only %d admissions remain in this channel's allocation of the event", left).With("remaining", left)
+	case capacity.KindEvent, capacity.KindShowing, capacity.KindStorefront:
 		if soldOut {
 			return apierr.Of("EVENT_SOLD_OUT", "the event has no remaining capacity")
 		}

@@ -93,8 +93,8 @@ func TestClaimsOfLines(t *testing.T) {
 		{Kind: LineArea, RefID: "floor", Quantity: 3},
 		{Kind: LineTable, RefID: "T1", Quantity: 4},
 		{Kind: LineExtra, RefID: "park", Quantity: 5},
-	}, "sh_1")
-	want := map[string]int64{"t:tk": 2, "a:floor": 3, "tb:T1": 1, "x:park": 5, "ev": 10, "sh:sh_1": 10}
+	}, "sh_1", SellerOf(SourceChannel, "ch_a"))
+	want := map[string]int64{"t:tk": 2, "a:floor": 3, "tb:T1": 1, "x:park": 5, "ev": 10, "ch:ch_a": 10, "sh:sh_1": 10}
 	if len(got) != len(want) {
 		t.Fatalf("claims %v, want %v", got, want)
 	}

@@ -63,6 +63,10 @@ type Cart struct {
 	ShowingID             string
 	AccessCode            string
 	RefundProtectionOptIn bool
+	// Seller is the share of the event the sale claims
+	// (capacity.SellerField: the storefront's, or a channel's); set by
+	// the surface, never decoded from a body.
+	Seller string `json:"-"`
 }
 
 // ExtraAmount is one priced extra of a quote.
@@ -192,7 +196,7 @@ func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
 	if admissions > MaxQuantity {
 		return q, apierr.Of("INVALID_QUANTITY", "a cart admits at most %d people, this one %d", MaxQuantity, admissions).With("quantity", admissions)
 	}
-	q.Claims = orders.ClaimsOf(q.Lines, cart.ShowingID)
+	q.Claims = orders.ClaimsOf(q.Lines, cart.ShowingID, cart.Seller)
 
 	p := ev.Pricing
 	net := q.Subtotal - q.Discount

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
@@ -169,7 +170,7 @@ func (b *bundle) nothingKept(t *testing.T, ev string) {
 func gaQuote(n int64, unit money.Cents) pricing.Quote {
 	q := pricing.Quote{Total: money.Cents(n) * unit, Subtotal: money.Cents(n) * unit,
 		Lines:  []orders.Line{{Kind: orders.LineTicket, RefID: "tk", Quantity: n, UnitPrice: unit, Amount: money.Cents(n) * unit}},
-		Claims: map[string]int64{"t:tk": n, "ev": n}}
+		Claims: map[string]int64{"t:tk": n, "ev": n, capacity.Storefront: n}} // as pricing claims a storefront sale
 	for range n {
 		q.Admissions = append(q.Admissions, pricing.Admission{Kind: orders.LineTicket, RefID: "tk", Label: "GA"})
 	}
@@ -178,7 +179,7 @@ func gaQuote(n int64, unit money.Cents) pricing.Quote {
 
 // seatQuote is the seats at 10.00 each.
 func seatQuote(labels ...string) pricing.Quote {
-	q := pricing.Quote{Claims: map[string]int64{"ev": int64(len(labels))}, SeatLabels: labels}
+	q := pricing.Quote{Claims: map[string]int64{"ev": int64(len(labels)), capacity.Storefront: int64(len(labels))}, SeatLabels: labels}
 	for _, l := range labels {
 		q.Lines = append(q.Lines, orders.Line{Kind: orders.LineSeat, RefID: l, Quantity: 1, UnitPrice: 1000, Amount: 1000})
 		q.Admissions = append(q.Admissions, pricing.Admission{Kind: orders.LineSeat, RefID: l, Label: l})
@@ -194,7 +195,7 @@ var partnerSeq atomic.Int64
 // channel c for the buyer, under a buyer limit (0: none).
 func partnerReq(n int64, email string, limit int64) orders.ReserveRequest {
 	return orders.ReserveRequest{EventID: evGA, Caller: "ch:c", ChannelID: "c", IdempotencyKey: fmt.Sprint("k", partnerSeq.Add(1)),
-		Fingerprint: "fp", Total: 1000 * money.Cents(n), Claims: map[string]int64{"t:tk": n, "ev": n}, MaxPerBuyer: limit,
+		Fingerprint: "fp", Total: 1000 * money.Cents(n), Claims: map[string]int64{"t:tk": n, "ev": n, capacity.ChannelField("c"): n}, MaxPerBuyer: limit,
 		Record: orders.Record{TenantID: tenant, Source: "channel", ChannelID: "c", BuyerEmail: email, Tickets: []orders.Ticket{{Label: "GA"}}}}
 }
 

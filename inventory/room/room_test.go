@@ -17,6 +17,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redistest"
@@ -284,7 +285,7 @@ func TestSoldOutIsToldAndTakenBack(t *testing.T) {
 		t.Fatalf("b while a's pass is live: %+v, want waiting (a's unit may come back)", st)
 	}
 	// a registers (its unit becomes sold) and leaves its pass behind
-	f.cmd("HSET", f.sp.Sold(ev), "ev", "1")
+	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "1")
 	if err := f.s.Leave(f.ctx, ev, a); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +298,7 @@ func TestSoldOutIsToldAndTakenBack(t *testing.T) {
 		t.Fatalf("a join when sold out: %v, want QUEUE_SOLD_OUT", err)
 	}
 	// a's registration lapses unpaid: the unit is back
-	f.cmd("HSET", f.sp.Sold(ev), "ev", "0")
+	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "0")
 	if st := f.status(cfg, b); st.State != Admitted {
 		t.Fatalf("b once the unit came back: %+v, want admitted", st)
 	}
@@ -550,7 +551,7 @@ func TestSoldOutReachesFarWaitersFromTheFrontier(t *testing.T) {
 	cfg := f.open(false, time.Minute)
 	tokens := f.joinAll(cfg, "s", 20)
 	first, _ := f.s.PlaceOf(ev, tokens[0])
-	f.cmd("HSET", f.sp.Sold(ev), "ev", "1") // the first buyer's registration holds the unit
+	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "1") // the first buyer's registration holds the unit
 	if err := f.s.Leave(f.ctx, ev, first.QueueID); err != nil {
 		t.Fatal(err)
 	}

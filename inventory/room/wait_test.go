@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 )
 
@@ -65,7 +66,7 @@ func TestLongPollsHearTheSellOutAndTheReturn(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the polls are waiting: nothing changed
 	// the first buyer's registration takes the unit, and its pass goes
 	first, _ := f.s.PlaceOf(ev, tokens[0])
-	f.cmd("HSET", f.sp.Sold(ev), "ev", "1")
+	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "1")
 	if err := f.s.Leave(f.ctx, ev, first.QueueID); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestLongPollsHearTheSellOutAndTheReturn(t *testing.T) {
 	// the registration lapses unpaid: the unit is back for the head
 	answers = f.waitAll(cfg, tokens[1:3], long)
 	time.Sleep(200 * time.Millisecond)
-	f.cmd("HSET", f.sp.Sold(ev), "ev", "0")
+	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "0")
 	got := answers()
 	if got[0].err != nil || got[0].st.State != Admitted || got[0].st.Pass == "" {
 		t.Errorf("the head once the unit came back: %+v %v, want admitted with a pass", got[0].st, got[0].err)

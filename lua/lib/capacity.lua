@@ -7,6 +7,11 @@
 -- without a cap is uncapped. Sold counts every claim, partner orders and
 -- storefront registrations alike.
 --
+-- CAPACITY_STOREFRONT is the storefront's share of an event (Go's
+-- capacity.Storefront): every storefront sale claims its admissions there,
+-- and a waiting room's stock caps it (lib/room counts what it sold).
+local CAPACITY_STOREFRONT = 'sf'
+
 -- capacity_short(capKey, soldKey, fields, qtys): checks qtys[i] of every
 -- fields[i] against what is left. Returns the first i that does not fit and
 -- what is left of fields[i]; nil when all fit. No writes.

@@ -15,15 +15,17 @@
 -- The room hash keeps seq (arrivals), resv (units reserved by live
 -- passes), wn and wq (places waiting and their units), admitted, used and
 -- lapsed (passes so far), first (Redis ms of the first pass) and stock
--- (the event's, as the last admission step had it: reg_pay reads it).
+-- (the room's, as the last admission step had it: reg_pay reads it).
 --
--- Admission never passes the stock: resv + sold('ev') <= cap('ev') holds
--- after every step that admits (a pass is given only for units left over
+-- Admission never passes the stock: resv + sold('sf') <= cap('sf') holds
+-- after every step that admits (the stock is the storefront's share of
+-- the event, CAPACITY_STOREFRONT: the partners' allocations sell beside it) (a pass is given only for units left over
 -- after the sold count, which holds every registration awaiting payment,
 -- and the other live passes), and a pass's units leave resv only as they
 -- become sold (reg_register, in the step that burns the pass) or when it
 -- lapses or its holder leaves.
 
+--@include capacity
 --@include check
 
 -- room_place(v): the state, units, pass expiry and buyer key of a place's
@@ -70,8 +72,8 @@ end
 -- room_admit(k, now, ttl, t0, limit, cap): the admission step. Passes
 -- that lapsed by now give their units back; then, from T0 (t0, Redis ms)
 -- on, the head of the line is admitted while the units it asked for are
--- left (cap, the event's stock (catalog Room.Stock), less its 'ev' sold
--- count and resv), at most limit places a call. A head that asks for more
+-- left (cap, the room's stock (catalog Room.Stock), less the storefront's
+-- sold count and resv), at most limit places a call. A head that asks for more
 -- than is left waits while live passes may give units back; when none
 -- may, it is admitted for what is left (it is not skipped: the line keeps
 -- its order). Returns the units left and resv after the step.
@@ -81,7 +83,7 @@ local function room_admit(k, now, ttl, t0, limit, cap)
   -- reads first: every key written below is read or checked before
   local rv = redis.call('HMGET', k.room, 'resv', 'stock')
   local resv = tonumber(rv[1]) or 0
-  local nsold = tonumber(redis.call('HGET', k.soldkey, 'ev')) or 0
+  local nsold = tonumber(redis.call('HGET', k.soldkey, CAPACITY_STOREFRONT)) or 0
   local before = resv
   local lapsed = redis.call('ZRANGEBYSCORE', k.passes, '-inf', now, 'LIMIT', 0, limit)
   for _, id in ipairs(lapsed) do

@@ -56,13 +56,13 @@ type streamedOrder struct {
 	raw string
 }
 
-func (st *state) count(eventID, showingID, orderID string, l orders.Line) {
+func (st *state) count(eventID, showingID, orderID, seller string, l orders.Line) {
 	sold := st.sold[eventID]
 	if sold == nil {
 		sold = map[string]int64{}
 		st.sold[eventID] = sold
 	}
-	orders.AddClaims(sold, l, showingID)
+	orders.AddClaims(sold, l, showingID, seller)
 	if l.Kind == orders.LineSeat {
 		b := st.booked[eventID]
 		if b == nil {
@@ -222,13 +222,14 @@ func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]streamed
 	}
 	for _, so := range streamed {
 		rec := so.rec
+		seller := orders.SellerOf(rec.Source, rec.ChannelID)
 		for _, l := range rec.Lines {
-			st.count(rec.EventID, rec.ShowingID, rec.OrderID, l)
+			st.count(rec.EventID, rec.ShowingID, rec.OrderID, seller, l)
 		}
 		if rec.DiscountCode != "" {
 			st.use(rec.EventID, rec.DiscountCode, 1)
 		}
-		adm := orders.ClaimsOf(rec.Lines, rec.ShowingID)["ev"]
+		adm := orders.ClaimsOf(rec.Lines, rec.ShowingID, seller)["ev"]
 		st.admit(rec.EventID, rec.BuyerEmail, adm)
 		st.paid[rec.EventID] += adm
 		st.paidOrders++
@@ -246,15 +247,17 @@ func (r *Rebuilder) readRecord(ctx context.Context, streamed map[string]streamed
 // readLines counts every line of every paid order, streaming the rows
 // (an order's lines are a jsonb column of its row: migration 008).
 func readLines(ctx context.Context, tx pgx.Tx, st *state) error {
-	rows, err := tx.Query(ctx, `SELECT id, event_id, coalesce(showing_id, ''), lines FROM orders WHERE status = 'paid'`)
+	rows, err := tx.Query(ctx, `SELECT id, event_id, coalesce(showing_id, ''), source, coalesce(channel_id, ''), lines
+		FROM orders WHERE status = 'paid'`)
 	if err != nil {
 		return err
 	}
-	var id, ev, showing string
+	var id, ev, showing, source, channel string
 	var lines []orders.Line
-	_, err = pgx.ForEachRow(rows, []any{&id, &ev, &showing, &lines}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &ev, &showing, &source, &channel, &lines}, func() error {
+		seller := orders.SellerOf(source, channel)
 		for _, l := range lines {
-			st.count(ev, showing, id, l)
+			st.count(ev, showing, id, seller, l)
 		}
 		lines = nil // decoded afresh for the next row, no fields left over
 		return nil

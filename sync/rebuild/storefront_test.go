@@ -7,6 +7,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/servertest"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
@@ -18,7 +19,7 @@ import (
 func gaQuote(ticket string, n int64, unit money.Cents) pricing.Quote {
 	q := pricing.Quote{Total: money.Cents(n) * unit, Subtotal: money.Cents(n) * unit,
 		Lines:  []orders.Line{{Kind: orders.LineTicket, RefID: ticket, Quantity: n, UnitPrice: unit, Amount: money.Cents(n) * unit}},
-		Claims: map[string]int64{"t:" + ticket: n, "ev": n}}
+		Claims: map[string]int64{"t:" + ticket: n, "ev": n, capacity.Storefront: n}} // as pricing claims a storefront sale
 	for range n {
 		q.Admissions = append(q.Admissions, pricing.Admission{Kind: orders.LineTicket, RefID: ticket, Label: ticket})
 	}
