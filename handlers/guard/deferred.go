@@ -15,12 +15,18 @@ import (
 // wants of a read. The handler sends Cmds along with its read and asks
 // Settle before it writes anything; a handler that made no read has the
 // limit taken when it returns, and a refusal then replaces its answer, so
-// a refused request is answered 429 whatever it sent.
+// a refused request is answered 429 whatever it sent. A handler whose
+// first Redis call writes takes it alone first (Take), and one that
+// answers from the node's memory counts it there (Local) and costs Redis
+// nothing.
 type Deferred struct {
-	ask ratelimit.Ask
+	ask   ratelimit.Ask
+	quota Quota
+	l     *ratelimit.Limiter
 	// sent: Cmds handed the commands out (rueidis recycles a command once
-	// answered, so they are never sent twice); settled: Settle ran.
-	sent, settled bool
+	// answered, so they are never sent twice); settled: Settle ran;
+	// local: Local counted the request in the node's memory instead.
+	sent, settled, local bool
 }
 
 type deferredKey struct{}
@@ -59,4 +65,34 @@ func (d *Deferred) Settle(ctx *fasthttp.RequestCtx, rctx context.Context, answer
 		return Refuse(ctx, res.RetryAfter), nil
 	}
 	return nil, nil
+}
+
+// Take takes the limit now, in a round trip of its own, for a handler
+// whose first Redis call cannot carry it (a script that writes) once it
+// knows it needs Redis; as Settle otherwise.
+func (d *Deferred) Take(ctx *fasthttp.RequestCtx, rctx context.Context) (*apierr.Error, error) {
+	if d == nil || d.settled {
+		return nil, nil
+	}
+	var answers []rueidis.RedisResult
+	if cmds := d.Cmds(); len(cmds) > 0 {
+		answers = d.l.Redis.DoMulti(rctx, cmds...)
+	}
+	return d.Settle(ctx, rctx, answers)
+}
+
+// Local counts the request in l, the node's own count of the same bucket
+// and limit, when the handler answers it from the node's memory: the
+// request then costs Redis nothing, and the route takes no Redis limit
+// after it (unless the handler goes on to Take it). The 429 (Retry-After
+// set on ctx) when refused; a nil d allows.
+func (d *Deferred) Local(ctx *fasthttp.RequestCtx, l *ratelimit.Local) *apierr.Error {
+	if d == nil {
+		return nil
+	}
+	d.local = true
+	if res := l.Allow(d.quota.Bucket, d.quota.Limit); !res.Allowed {
+		return Refuse(ctx, res.RetryAfter)
+	}
+	return nil
 }
