@@ -242,7 +242,7 @@ func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 		rctx, cancel = context.WithTimeout(context.WithoutCancel(r.ctx), wait+guard.TimeoutOr(a.Timeout))
 		defer cancel()
 	}
-	st, err := a.Room.Wait(rctx, ev.Room, ev.ID, p, wait)
+	st, err := a.Room.Wait(rctx, ev.Room, ev.ID, p, wait, nil)
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("queue status", err))
 		return
