@@ -20,9 +20,13 @@ import (
 // answers from the node's memory counts it there (Local) and costs Redis
 // nothing.
 type Deferred struct {
+	// ask is made when first needed (prepare): an answer from the node's
+	// memory (Local) never builds the Redis command.
 	ask   ratelimit.Ask
+	ready bool
 	quota Quota
 	l     *ratelimit.Limiter
+	rctx  context.Context // the request's, for a leased limit's refill
 	// sent: Cmds handed the commands out (rueidis recycles a command once
 	// answered, so they are never sent twice); settled: Settle ran;
 	// local: Local counted the request in the node's memory instead.
@@ -46,6 +50,7 @@ func (d *Deferred) Cmds() []rueidis.Completed {
 		return nil
 	}
 	d.sent = true
+	d.prepare()
 	return d.ask.Cmds()
 }
 
@@ -57,6 +62,7 @@ func (d *Deferred) Settle(ctx *fasthttp.RequestCtx, rctx context.Context, answer
 		return nil, nil
 	}
 	d.settled = true
+	d.prepare()
 	res, err := d.ask.Result(rctx, answers)
 	if err != nil {
 		return nil, err
@@ -95,4 +101,10 @@ func (d *Deferred) Local(ctx *fasthttp.RequestCtx, l *ratelimit.Local) *apierr.E
 		return Refuse(ctx, res.RetryAfter)
 	}
 	return nil
+}
+
+func (d *Deferred) prepare() {
+	if !d.ready {
+		d.ask, d.ready = d.l.Prepare(d.rctx, d.quota.Bucket, d.quota.Limit), true
+	}
 }

@@ -91,7 +91,7 @@ func (r *Route[C]) Wrap(h Handler[C]) fasthttp.RequestHandler {
 		rctx, cancel := RequestContext(ctx, r.Timeout)
 		defer cancel()
 		if r.Deferred && q.Bucket != "" && r.Limiter != nil {
-			d := &Deferred{ask: r.Limiter.Prepare(rctx, q.Bucket, q.Limit), quota: q, l: r.Limiter}
+			d := &Deferred{quota: q, l: r.Limiter, rctx: rctx}
 			h(ctx, context.WithValue(rctx, deferredKey{}, d), c)
 			if d.settled || d.sent || d.local {
 				// Taken in the handler's read (its answer unread when the
