@@ -106,8 +106,8 @@ func TestFarPollFloodIsRateLimited(t *testing.T) {
 			refused++
 			expect(t, r, 429, "RATE_LIMITED")
 			secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
-			if err != nil || secs < 1 || r.Raw["retryAfter"] != float64(secs) {
-				t.Fatalf("the 429: Retry-After %q, body %s", r.Header.Get("Retry-After"), r.Body)
+			if err != nil || secs < 1 || r.Raw["retryAfter"] != float64(secs) || r.Header.Get("Access-Control-Allow-Origin") != servertest.ShopOrigin {
+				t.Fatalf("the 429: Retry-After %q, CORS %q, body %s", r.Header.Get("Retry-After"), r.Header.Get("Access-Control-Allow-Origin"), r.Body)
 			}
 		default:
 			t.Fatalf("poll %d: %s", i, r)
@@ -157,5 +157,31 @@ func TestLongPollWokenNearTheHeadTakesTheRedisLimit(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("c4's long-poll was not answered")
+	}
+}
+
+// A client hammering a place near the head is refused by the Redis-backed
+// limit, as before: the refused poll costs the limit's round trip alone,
+// the status script does not run.
+func TestNearPollFloodIsRateLimitedInRedis(t *testing.T) {
+	t.Parallel()
+	s, ps := farRoom(t)
+	limit := int(guard.IPLimit(guard.Read))
+	for i := 0; ; i++ {
+		r, trips, _ := polled(t, s, "", ps["c1"], "203.0.113.5")
+		if r.Status == 429 {
+			expect(t, r, 429, "RATE_LIMITED")
+			if trips != 1 || r.Header.Get("Retry-After") == "" || i < limit {
+				t.Fatalf("poll %d refused after %d round trips, Retry-After %q; want the burst of %d first, then the limit's trip alone",
+					i, trips, r.Header.Get("Retry-After"), limit)
+			}
+			return
+		}
+		if r.Status != 200 || trips != 2 {
+			t.Fatalf("near poll %d: %s after %d round trips, want 200 after 2", i, r, trips)
+		}
+		if i > limit+20 {
+			t.Fatalf("%d polls near the head, none refused", i)
+		}
 	}
 }
