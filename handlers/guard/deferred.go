@@ -75,9 +75,10 @@ func (d *Deferred) Settle(ctx *fasthttp.RequestCtx, rctx context.Context, answer
 
 // Take takes the limit now, in a round trip of its own, for a handler
 // whose first Redis call cannot carry it (a script that writes) once it
-// knows it needs Redis; as Settle otherwise.
+// knows it needs Redis; as Settle otherwise. A limit sent already (its
+// answer unread) counted: it allows.
 func (d *Deferred) Take(ctx *fasthttp.RequestCtx, rctx context.Context) (*apierr.Error, error) {
-	if d == nil || d.settled {
+	if d == nil || d.settled || d.sent {
 		return nil, nil
 	}
 	var answers []rueidis.RedisResult
