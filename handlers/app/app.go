@@ -129,6 +129,10 @@ type Settings struct {
 	Replication *redisstate.Replication
 	// StorefrontTimeout bounds each storefront request's work.
 	StorefrontTimeout time.Duration
+	// RoomNearHead is how close to the head of a waiting room's line a
+	// status poll reads Redis (room.Service NearHead; 0: its 200). Tests
+	// lower it to have far waiters without hundreds of joins.
+	RoomNearHead int64
 
 	// TestMode says payments are simulated (pages, registrations, /readyz);
 	// TestPayments runs the built-in test processors.
@@ -233,7 +237,7 @@ func New(b Base, st State, s Settings) (*App, error) {
 	hp := holds.Policy{Key: s.Keys.Holds, Limit: s.HoldsPerIP}
 	// One room service for the storefront (joins, polls, passes), the
 	// admin queue read and the /metrics room gauges.
-	rooms := &room.Service{Redis: rc, Space: space, Key: s.Keys.Room, Logger: log}
+	rooms := &room.Service{Redis: rc, Space: space, Key: s.Keys.Room, Logger: log, NearHead: s.RoomNearHead}
 	m.WatchRooms(RoomEvents(b.Catalog.Current), rooms.Stats)
 	card := procs.Card
 	if s.StorefrontCard != nil && procs.TestCard != nil {

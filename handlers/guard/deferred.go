@@ -15,12 +15,22 @@ import (
 // wants of a read. The handler sends Cmds along with its read and asks
 // Settle before it writes anything; a handler that made no read has the
 // limit taken when it returns, and a refusal then replaces its answer, so
-// a refused request is answered 429 whatever it sent.
+// a refused request is answered 429 whatever it sent. A handler whose
+// first Redis call writes takes it alone first (Take), and one that
+// answers from the node's memory counts it there (Local) and costs Redis
+// nothing.
 type Deferred struct {
-	ask ratelimit.Ask
+	// ask is made when first needed (prepare): an answer from the node's
+	// memory (Local) never builds the Redis command.
+	ask   ratelimit.Ask
+	ready bool
+	quota Quota
+	l     *ratelimit.Limiter
+	rctx  context.Context // the request's, for a leased limit's refill
 	// sent: Cmds handed the commands out (rueidis recycles a command once
-	// answered, so they are never sent twice); settled: Settle ran.
-	sent, settled bool
+	// answered, so they are never sent twice); settled: Settle ran;
+	// local: Local counted the request in the node's memory instead.
+	sent, settled, local bool
 }
 
 type deferredKey struct{}
@@ -40,6 +50,7 @@ func (d *Deferred) Cmds() []rueidis.Completed {
 		return nil
 	}
 	d.sent = true
+	d.prepare()
 	return d.ask.Cmds()
 }
 
@@ -51,6 +62,7 @@ func (d *Deferred) Settle(ctx *fasthttp.RequestCtx, rctx context.Context, answer
 		return nil, nil
 	}
 	d.settled = true
+	d.prepare()
 	res, err := d.ask.Result(rctx, answers)
 	if err != nil {
 		return nil, err
@@ -59,6 +71,43 @@ func (d *Deferred) Settle(ctx *fasthttp.RequestCtx, rctx context.Context, answer
 		return Refuse(ctx, res.RetryAfter), nil
 	}
 	return nil, nil
+}
+
+// Take takes the limit now, in a round trip of its own, for a handler
+// whose first Redis call cannot carry it (a script that writes) once it
+// knows it needs Redis; as Settle otherwise. A limit sent already (its
+// answer unread) counted: it allows.
+func (d *Deferred) Take(ctx *fasthttp.RequestCtx, rctx context.Context) (*apierr.Error, error) {
+	if d == nil || d.settled || d.sent {
+		return nil, nil
+	}
+	var answers []rueidis.RedisResult
+	if cmds := d.Cmds(); len(cmds) > 0 {
+		answers = d.l.Redis.DoMulti(rctx, cmds...)
+	}
+	return d.Settle(ctx, rctx, answers)
+}
+
+// Local counts the request in l, the node's own count of the same bucket
+// and limit, when the handler answers it from the node's memory: the
+// request then costs Redis nothing, and the route takes no Redis limit
+// after it (unless the handler goes on to Take it). The 429 (Retry-After
+// set on ctx) when refused; a nil d allows.
+func (d *Deferred) Local(ctx *fasthttp.RequestCtx, l *ratelimit.Local) *apierr.Error {
+	if d == nil {
+		return nil
+	}
+	d.local = true
+	if res := l.Allow(d.quota.Bucket, d.quota.Limit); !res.Allowed {
+		return Refuse(ctx, res.RetryAfter)
+	}
+	return nil
+}
+
+func (d *Deferred) prepare() {
+	if !d.ready {
+		d.ask, d.ready = d.l.Prepare(d.rctx, d.quota.Bucket, d.quota.Limit), true
+	}
 }
 
 // Ride is the deferred limit as an inventory call takes it along with its

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/redis/rueidis"
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
@@ -92,21 +91,18 @@ func (r *Route[C]) Wrap(h Handler[C]) fasthttp.RequestHandler {
 		rctx, cancel := RequestContext(ctx, r.Timeout)
 		defer cancel()
 		if r.Deferred && q.Bucket != "" && r.Limiter != nil {
-			d := &Deferred{ask: r.Limiter.Prepare(rctx, q.Bucket, q.Limit)}
+			d := &Deferred{quota: q, l: r.Limiter, rctx: rctx}
 			h(ctx, context.WithValue(rctx, deferredKey{}, d), c)
-			if d.settled || d.sent {
+			if d.settled || d.sent || d.local {
 				// Taken in the handler's read (its answer unread when the
-				// read failed: the handler answered that failure).
+				// read failed: the handler answered that failure), or in
+				// the node's memory for an answer from there.
 				return
 			}
 			// The handler made no read: the limit is taken now, and its
 			// refusal (or Redis' failure) replaces the handler's answer,
 			// the headers Start set kept.
-			var answers []rueidis.RedisResult
-			if cmds := d.Cmds(); len(cmds) > 0 {
-				answers = r.Limiter.Redis.DoMulti(rctx, cmds...)
-			}
-			refused, err := d.Settle(ctx, rctx, answers)
+			refused, err := d.Take(ctx, rctx)
 			switch {
 			case err != nil:
 				ctx.Response.ResetBody()

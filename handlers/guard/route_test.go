@@ -11,6 +11,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/ratelimit"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/redistest"
+	"github.com/ticketd/ticketd/inventory/roundtrips"
 )
 
 // TestRouteOrder: Start runs on every request, then the gate, then Auth,
@@ -193,5 +194,60 @@ func TestRouteDeferredSentOnce(t *testing.T) {
 	}
 	if st := status(reads); st != 429 {
 		t.Fatalf("third request within a quota of two: %d", st)
+	}
+}
+
+// TestRouteDeferredLocal: a handler that answers from the node's memory
+// counts the request in a Local (no Redis call, and the route takes no
+// Redis limit after it), refused as any request over the quota; Take
+// counts in Redis apart, in a round trip of its own.
+func TestRouteDeferredLocal(t *testing.T) {
+	raw, space := redistest.New(t)
+	rc := roundtrips.Wrap(raw, nil)
+	quota := Quota{Bucket: Bucket(ByIP, "203.0.113.6", Read), Limit: 2}
+	r := &Route[struct{}]{Limiter: &ratelimit.Limiter{Redis: rc, Space: space}, Deferred: true,
+		Auth: func(*fasthttp.RequestCtx, struct{}) (struct{}, Quota, *apierr.Error) { return struct{}{}, quota, nil }}
+	var local ratelimit.Local
+	answer := func(ctx *fasthttp.RequestCtx, e *apierr.Error) {
+		if e != nil {
+			httpx.Fail(ctx, e)
+			return
+		}
+		ctx.SetStatusCode(200)
+	}
+	fromMemory := r.Wrap(func(ctx *fasthttp.RequestCtx, rctx context.Context, _ struct{}) {
+		answer(ctx, DeferredOf(rctx).Local(ctx, &local))
+	})
+	fromRedis := r.Wrap(func(ctx *fasthttp.RequestCtx, rctx context.Context, _ struct{}) {
+		e, err := DeferredOf(rctx).Take(ctx, rctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer(ctx, e)
+	})
+	var ctx fasthttp.RequestCtx
+	status := func(h fasthttp.RequestHandler) int {
+		ctx.Response.Reset()
+		h(&ctx)
+		return ctx.Response.StatusCode()
+	}
+	for i, want := range []int{200, 200, 429, 429} {
+		if st := status(fromMemory); st != want {
+			t.Fatalf("answer %d from memory: %d, want %d", i+1, st, want)
+		}
+	}
+	if len(ctx.Response.Header.Peek("Retry-After")) == 0 || !strings.Contains(string(ctx.Response.Body()), "RATE_LIMITED") {
+		t.Fatalf("the local refusal: %q %q, want the one 429", ctx.Response.Header.Peek("Retry-After"), ctx.Response.Body())
+	}
+	if n := rc.Total(); n != 0 {
+		t.Fatalf("answers from memory made %d Redis round trips, want 0", n)
+	}
+	for i, want := range []int{200, 200, 429} {
+		if st := status(fromRedis); st != want {
+			t.Fatalf("answer %d from Redis: %d, want %d (its own count in Redis)", i+1, st, want)
+		}
+	}
+	if n := rc.Total(); n != 3 {
+		t.Fatalf("three limits taken in Redis: %d round trips, want 3", n)
 	}
 }

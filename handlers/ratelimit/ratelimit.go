@@ -12,6 +12,10 @@
 // leased requests a node does not use within LeaseLife are dropped, which
 // can only refuse early, never admit too many.
 //
+// Local is the same algorithm counted in one node's memory alone, for the
+// requests a node answers without Redis (the waiting room's far polls):
+// per node, so only an approximation of a limit across nodes.
+//
 // guard.Refuse builds the 429 every refusal answers with, this limiter's
 // and the lockout's after failed authentications.
 package ratelimit

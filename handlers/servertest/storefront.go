@@ -36,8 +36,8 @@ func settings(opt Options, appURL string, trusted []netip.Prefix) app.Settings {
 			Holds: []byte("test-holds-key"), Room: []byte(RoomKey), Tickets: SecretsKey, CardWebhook: CardWebhookSecret, WalletWebhook: WalletWebhookSecret},
 		OrderTTL: opt.OrderTTL, SeatHoldTTL: opt.SeatHoldTTL, CheckoutTTL: opt.CheckoutTTL, RegisterHoldTTL: opt.RegisterHoldTTL,
 		Retention: opt.Retention, HoldsPerIP: opt.HoldsPerIP, LockoutPerIP: opt.LockoutPerIP, LockoutPerKey: opt.LockoutPerKey,
-		StorefrontTimeout: opt.StorefrontTimeout,
-		TestMode:          true, TestPayments: true, CardProcessor: payments.Card, WalletProcessor: payments.Wallet,
+		StorefrontTimeout: opt.StorefrontTimeout, RoomNearHead: opt.RoomNearHead,
+		TestMode: true, TestPayments: true, CardProcessor: payments.Card, WalletProcessor: payments.Wallet,
 		StripeWebhookSecret: opt.StripeWebhookSecret, StorefrontCard: opt.StorefrontCard,
 		ClaimIdle: time.Second, BacklogEvery: time.Second, SweepEvery: 100 * time.Millisecond,
 	}

@@ -75,6 +75,10 @@ type API struct {
 	Logger  *slog.Logger
 
 	idx catalog.Derived[index]
+	// polls counts the status polls the node answers from memory (a
+	// waiting room's far places), per client IP with the read limit, so
+	// they cost Redis nothing (pollCount).
+	polls ratelimit.Local
 }
 
 func (a *API) logger() *slog.Logger {
@@ -98,7 +102,9 @@ func (a *API) Register(r *router.Router) {
 	g.GET("/registration/{registrationId}", a.guardRead(guard.Read, a.registration))
 	g.POST("/queue/{eventId}/challenge", a.guard(guard.Read, a.queueChallenge))
 	g.POST("/queue/{eventId}/join", a.guard(guard.Write, a.queueJoin))
-	g.GET("/queue/{eventId}/status", a.guard(guard.Read, a.queueStatus))
+	// A status poll's limit is the handler's to take (pollCount): in the
+	// node's memory for a place far from the head, else in Redis.
+	g.GET("/queue/{eventId}/status", a.route(guard.Read, true, a.queueStatus))
 	g.POST("/queue/{eventId}/leave", a.guard(guard.Write, a.queueLeave))
 	seating.Mount(g.Group("/seating/events/{id}"), a.Seats, a.seatGate)
 }

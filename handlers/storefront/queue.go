@@ -242,7 +242,7 @@ func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 		rctx, cancel = context.WithTimeout(context.WithoutCancel(r.ctx), wait+guard.TimeoutOr(a.Timeout))
 		defer cancel()
 	}
-	st, err := a.Room.Wait(rctx, ev.Room, ev.ID, p, wait)
+	st, err := a.Room.Wait(rctx, ev.Room, ev.ID, p, wait, a.pollCount(ctx, r))
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("queue status", err))
 		return
@@ -250,6 +250,38 @@ func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 	v := a.placeView(ev, st)
 	v.QueueID = p.QueueID
 	httpx.OK(ctx, v)
+}
+
+// pollCount counts a status request (room.Count) in its client IP's read
+// limit, once in each place it is answered from: in the node's memory
+// (API.polls) when its first poll is, a place far from the head, so that
+// it costs Redis nothing; in Redis (the route's deferred limit, taken
+// alone: the status script writes) before its first poll that reads Redis:
+// near the head, admitted, or a long-poll woken near it.
+func (a *API) pollCount(ctx *fasthttp.RequestCtx, r *request) room.Count {
+	d := guard.DeferredOf(r.ctx)
+	first := true
+	return func(rctx context.Context, memory bool) error {
+		if memory {
+			if !first {
+				return nil // a long-poll's wake-up: the request is counted
+			}
+			first = false
+			if e := d.Local(ctx, &a.polls); e != nil {
+				return e
+			}
+			return nil
+		}
+		first = false
+		e, err := d.Take(ctx, rctx) // once: a settled limit asks nothing
+		if err != nil {
+			return err
+		}
+		if e != nil {
+			return e
+		}
+		return nil
+	}
 }
 
 // queueLeave is POST /v1/storefront/queue/{eventId}/leave.

@@ -82,6 +82,8 @@ type fixture struct {
 	s *servertest.Server
 	// doc is the catalog the test applied.
 	doc string
+	// linePoll is the poll token of tb_line's far place (farPoll).
+	linePoll string
 }
 
 const stripeSecret = "whsec_budget"
@@ -102,6 +104,42 @@ func (f *fixture) joinRoom(t *testing.T, email string) (p struct{ PollToken, Pas
 		t.Fatalf("join: no pass: %s", r)
 	}
 	return p
+}
+
+// farPoll is a status call (query: "" or "?wait=N") of the last of
+// tb_line's places, joined once: one buyer admitted (the one ticket), the
+// next three waiting, the last 2 behind the head. It waits for the node's
+// tick to have read the line, so that the poll is answered from memory.
+func (f *fixture) farPoll(t *testing.T, query string) call {
+	t.Helper()
+	if f.linePoll == "" {
+		var p struct{ PollToken, State string }
+		for i := range 4 {
+			r := f.s.Do(t, "POST", "/v1/storefront/queue/tb_line/join", front(nil),
+				map[string]any{"email": fmt.Sprintf("line-%d@example.com", i)})
+			if r.Status != 200 {
+				t.Fatalf("join tb_line: %s", r)
+			}
+			r.Decode(t, &p)
+		}
+		if p.State != "waiting" {
+			t.Fatalf("tb_line's fourth buyer: %s, want waiting", p.State)
+		}
+		f.linePoll = p.PollToken
+	}
+	c := call{method: "GET", path: "/v1/storefront/queue/tb_line/status" + query,
+		headers: front(map[string]string{"Authorization": "Bearer " + f.linePoll})}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if st, n, body := send(t, f.s, call{method: c.method, path: "/v1/storefront/queue/tb_line/status", headers: c.headers}); st != 200 {
+			t.Fatalf("tb_line status: %d %s", st, body)
+		} else if n == 0 {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("tb_line's far place was not answered from the node's memory within 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // walletSession is a wallet payment opened for a new registration.
@@ -388,6 +426,14 @@ var budgets = []budget{
 		p := f.joinRoom(t, fmt.Sprintf("room-%d@example.com", budgetSeq.Add(1)))
 		return call{method: "GET", path: "/v1/storefront/queue/tb_room/status", headers: front(map[string]string{"Authorization": "Bearer " + p.PollToken})}
 	}},
+	// tb_line's last place is 2 behind the head, far at the test's
+	// NearHead: answered, and rate-limited, from the node's memory.
+	{route: "GET /v1/storefront/queue/{eventId}/status", what: "waiting room status, a far waiter (the node's memory)", budget: 0, prepare: func(t *testing.T, f *fixture) call {
+		return f.farPoll(t, "")
+	}},
+	{route: "GET /v1/storefront/queue/{eventId}/status", what: "waiting room long-poll, a far waiter (the node's memory)", budget: 0, prepare: func(t *testing.T, f *fixture) call {
+		return f.farPoll(t, "?wait=1")
+	}},
 	{route: "POST /v1/storefront/queue/{eventId}/leave", what: "waiting room leave", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		p := f.joinRoom(t, fmt.Sprintf("room-%d@example.com", budgetSeq.Add(1)))
 		return call{method: "POST", path: "/v1/storefront/queue/tb_room/leave", headers: front(map[string]string{"Authorization": "Bearer " + p.PollToken})}
@@ -524,7 +570,7 @@ var budgets = []budget{
 	}},
 	// The operator's catalog apply is no sale (rule 7 is about sales): it
 	// takes the catalog lease and writes each event's capacities, so it
-	// grows with the catalog; this one (12 events) takes 32.
+	// grows with the catalog; this one (13 events) takes 36.
 	{route: "PUT /v1/admin/catalog", what: "catalog apply", budget: 40, prepare: func(t *testing.T, f *fixture) call {
 		return call{method: "PUT", path: "/v1/admin/catalog", raw: []byte(f.doc),
 			headers: map[string]string{"Authorization": "Bearer " + servertest.AdminToken, "Content-Type": "application/json"}}
@@ -551,7 +597,9 @@ var seatRoutes = []struct {
 }
 
 func TestRoundTripBudgets(t *testing.T) {
-	s := servertest.Start(t, servertest.Options{Trusted: "127.0.0.1/32", StripeWebhookSecret: stripeSecret})
+	// A waiting room's place 2 behind the head is far: its polls are
+	// answered from the node's memory (farPoll).
+	s := servertest.Start(t, servertest.Options{Trusted: "127.0.0.1/32", StripeWebhookSecret: stripeSecret, RoomNearHead: 2})
 	// A limited code with uses enough for every case (SAVE10 has one).
 	doc := strings.Replace(servertest.StorefrontCatalog, `{"code": "SAVE10", "percent": 10, "maxUses": 1}`,
 		`{"code": "SAVE10", "percent": 10, "maxUses": 1}, {"code": "MANY", "percent": 10, "maxUses": 1000}`, 1)
@@ -565,6 +613,9 @@ func TestRoundTripBudgets(t *testing.T) {
       {"label": "G", "seats": 20, "category": "std"}, {"label": "H", "seats": 20, "category": "std"}]}},
    {"id": "tb_room", "shortId": "tbr1", "slug": "budget-room", "name": "Budget Room", "startsAt": "2027-07-01T18:00:00Z",
     "status": "on_sale", "storefront": true, "channels": [], "tickets": [{"id": "tk_room", "name": "Entry", "price": 20, "capacity": 1000}],
+    "waitingRoom": {"opensAt": "2020-01-01T00:00:00Z", "salesStartAt": "2020-01-02T00:00:00Z", "mode": "fifo"}},
+   {"id": "tb_line", "shortId": "tbl1", "slug": "budget-line", "name": "Budget Line", "startsAt": "2027-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [], "tickets": [{"id": "tk_line", "name": "Entry", "price": 20, "capacity": 1}],
     "waitingRoom": {"opensAt": "2020-01-01T00:00:00Z", "salesStartAt": "2020-01-02T00:00:00Z", "mode": "fifo"}},`, 1)
 	if !strings.Contains(doc, "MANY") || !strings.Contains(doc, "tb_hall") {
 		t.Fatal("the storefront catalog moved: update the test's additions")

@@ -117,17 +117,51 @@ func (s *Service) nearHead() int64 {
 // frontier when the place is far from the head and the frontier fresh,
 // else from Redis (Status, which also moves the line).
 func (s *Service) Poll(ctx context.Context, cfg *catalog.Room, eventID string, p Place) (Status, error) {
-	if v, ok := s.frontiers.Load(eventID); ok && !math.IsNaN(p.Rank) {
-		f := v.(*frontier)
-		if s.now().Sub(f.at) <= frontierFresh {
-			if ahead, ok := f.ahead(p.Rank); ok && ahead >= s.nearHead() {
-				r := f.reading
-				r.qty, r.ahead = p.Quantity, ahead
-				st := r.status(cfg)
-				st.Memory = true
-				return st, nil
+	return s.poll(ctx, cfg, eventID, p, nil)
+}
+
+// Count is told of each poll a Wait makes before it is answered, memory
+// true when the node answers it from its frontier and false when it reads
+// Redis (the storefront counts the request in a rate limit of the node's
+// memory or of Redis accordingly); an error ends the Wait with it.
+type Count func(ctx context.Context, memory bool) error
+
+// poll is Poll, told to count (nil: nothing).
+func (s *Service) poll(ctx context.Context, cfg *catalog.Room, eventID string, p Place, count Count) (Status, error) {
+	if st, ok := s.remembered(cfg, eventID, p); ok {
+		if count != nil {
+			if err := count(ctx, true); err != nil {
+				return Status{}, err
 			}
+		}
+		return st, nil
+	}
+	if count != nil {
+		if err := count(ctx, false); err != nil {
+			return Status{}, err
 		}
 	}
 	return s.Status(ctx, cfg, eventID, p.QueueID)
+}
+
+// remembered is the place's status from the node's frontier: ok when the
+// place is far from the head and the frontier fresh.
+func (s *Service) remembered(cfg *catalog.Room, eventID string, p Place) (Status, bool) {
+	v, ok := s.frontiers.Load(eventID)
+	if !ok || math.IsNaN(p.Rank) {
+		return Status{}, false
+	}
+	f := v.(*frontier)
+	if s.now().Sub(f.at) > frontierFresh {
+		return Status{}, false
+	}
+	ahead, ok := f.ahead(p.Rank)
+	if !ok || ahead < s.nearHead() {
+		return Status{}, false
+	}
+	r := f.reading
+	r.qty, r.ahead = p.Quantity, ahead
+	st := r.status(cfg)
+	st.Memory = true
+	return st, true
 }

@@ -178,11 +178,12 @@ func (s *Service) StopWaits() {
 // long-polls it concerns (waker), so a sell-out reaches every waiter
 // within a tick; a woken place far from the head is answered from the
 // frontier, so a long-poll costs Redis nothing while it waits unless its
-// place is near the head. d <= 0 is Poll.
-func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, eventID string, p Place, d time.Duration) (Status, error) {
+// place is near the head. d <= 0 is Poll. count, when set, is told of
+// each poll before it is answered.
+func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, eventID string, p Place, d time.Duration, count Count) (Status, error) {
 	w := s.wakerOf(eventID)
 	adm, flip := w.mark()
-	st, err := s.Poll(ctx, cfg, eventID, p)
+	st, err := s.poll(ctx, cfg, eventID, p, count)
 	if err != nil || d <= 0 || s.stopped.Load() || (st.State != Waiting && st.State != SoldOut) {
 		return st, err
 	}
@@ -223,7 +224,7 @@ func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, eventID string, p
 			return now, nil
 		}
 		adm, flip = w.mark()
-		if now, err = s.Poll(ctx, cfg, eventID, p); err != nil {
+		if now, err = s.poll(ctx, cfg, eventID, p, count); err != nil {
 			return Status{}, err
 		}
 		if timedOut || s.stopped.Load() || now.State != st.State || now.Ahead <= half && st.Ahead > 0 {

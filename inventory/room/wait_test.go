@@ -45,7 +45,7 @@ func (f *fixture) waitAll(cfg *catalog.Room, tokens []string, d time.Duration) f
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			st, err := f.s.Wait(f.ctx, cfg, ev, p, d)
+			st, err := f.s.Wait(f.ctx, cfg, ev, p, d, nil)
 			out[i] = waited{st, err, time.Since(start)}
 		}()
 	}
@@ -207,5 +207,41 @@ func TestAFarLongPollIsAnsweredWhenThePlacesAheadHalve(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the far waiter was not answered once the places ahead halved")
+	}
+}
+
+// A Wait tells its Count of each poll before answering it: from memory for
+// a place far from the head, from Redis near it; a Count's error (the
+// storefront's 429) ends the Wait with it, before Redis is asked.
+func TestWaitCountsEachPollByWhereItIsAnswered(t *testing.T) {
+	f := setup(t, 10)
+	f.s.NearHead = 5
+	cfg := f.open(false, time.Minute)
+	tokens := f.joinAll(cfg, "c", 30)
+	if err := f.s.Admit(f.ctx, cfg, ev); err != nil { // the frontier
+		t.Fatal(err)
+	}
+	wait := func(i int, count Count) (Status, error) {
+		t.Helper()
+		p, ok := f.s.PlaceOf(ev, tokens[i])
+		if !ok {
+			t.Fatalf("token %d refused", i)
+		}
+		return f.s.Wait(f.ctx, cfg, ev, p, 0, count)
+	}
+	var told []bool
+	record := func(_ context.Context, memory bool) error { told = append(told, memory); return nil }
+	if st, err := wait(29, record); err != nil || !st.Memory || len(told) != 1 || !told[0] {
+		t.Fatalf("a far place: %+v %v, told %v, want one poll from memory", st, err, told)
+	}
+	told = nil
+	if st, err := wait(12, record); err != nil || st.Memory || st.Ahead != 2 || len(told) != 1 || told[0] {
+		t.Fatalf("a place 2 from the head: %+v %v, told %v, want one poll from Redis", st, err, told)
+	}
+	refused := fmt.Errorf("refused")
+	for _, i := range []int{29, 12} {
+		if _, err := wait(i, func(context.Context, bool) error { return refused }); err != refused {
+			t.Fatalf("place %d with its count refused: %v, want the refusal", i, err)
+		}
 	}
 }

@@ -1,0 +1,187 @@
+package storefront_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/handlers/guard"
+	"github.com/ticketd/ticketd/handlers/servertest"
+)
+
+// farRoom is a server whose waiting room sf_room (2 tickets) has ann and
+// bob admitted and six more waiting, c1 at the head to c6; a poll of a
+// place 3 or more behind the head (c4 to c6) is answered from the node's
+// memory once its tick has read the line.
+func farRoom(t *testing.T) (*servertest.Server, map[string]place) {
+	t.Helper()
+	s := servertest.Start(t, servertest.Options{Trusted: "127.0.0.1/32", RoomNearHead: 3})
+	s.Apply(t, []byte(roomCatalog()))
+	ps := map[string]place{}
+	for _, n := range []string{"ann", "bob", "c1", "c2", "c3", "c4", "c5", "c6"} {
+		ps[n] = join(t, s, "sf_room", n+"@example.com", 1)
+	}
+	if ps["bob"].State != "admitted" || ps["c1"].State != "waiting" {
+		t.Fatalf("joins: bob %+v, c1 %+v", ps["bob"], ps["c1"])
+	}
+	// The node's tick (every 100 ms) reads the frontier: wait for it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, trips, _ := polled(t, s, "", ps["c6"], "203.0.113.99"); trips == 0 {
+			return s, ps
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no status poll of a far place was answered from memory within 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// polled polls p's status (query: "" or "?wait=N") from client ip,
+// counting the request's Redis round trips.
+func polled(t *testing.T, s *servertest.Server, query string, p place, ip string) (*servertest.Response, int, place) {
+	t.Helper()
+	h := bearer(p.PollToken)
+	h[servertest.TripsHeader] = "1"
+	h["X-Forwarded-For"] = ip
+	r := s.Do(t, "GET", "/v1/storefront/queue/sf_room/status"+query, h, nil)
+	trips, err := strconv.Atoi(r.Header.Get(servertest.TripsCount))
+	if err != nil {
+		t.Fatalf("no round-trip count: %s", r)
+	}
+	var out place
+	if r.Status == 200 {
+		r.Decode(t, &out)
+	}
+	return r, trips, out
+}
+
+// A far waiter's polls, plain or long, cost Redis nothing and tell the
+// truth; a poll near the head and an admitted place's go to Redis with
+// the rate limit as before (two round trips).
+func TestFarPollsMakeNoRedisRoundTrips(t *testing.T) {
+	t.Parallel()
+	s, ps := farRoom(t)
+	for i := range 20 {
+		r, trips, st := polled(t, s, "", ps["c6"], "203.0.113.1")
+		expect(t, r, 200, "")
+		if trips != 0 || st.State != "waiting" || st.Position != 6 || st.Ahead != 5 || st.QueueID != ps["c6"].QueueID {
+			t.Fatalf("far poll %d: %d round trips, %+v; want 0, waiting 5 ahead", i, trips, st)
+		}
+	}
+	r, trips, st := polled(t, s, "?wait=1", ps["c5"], "203.0.113.1")
+	expect(t, r, 200, "")
+	if trips != 0 || st.State != "waiting" || st.Ahead != 4 {
+		t.Fatalf("a far place's long-poll: %d round trips, %+v; want 0, waiting 4 ahead", trips, st)
+	}
+	r, trips, st = polled(t, s, "", ps["c2"], "203.0.113.1")
+	expect(t, r, 200, "")
+	if trips != 2 || st.State != "waiting" || st.Position != 2 || st.Ahead != 1 {
+		t.Fatalf("a place near the head: %d round trips, %+v; want 2 (the limit, the status), waiting 1 ahead", trips, st)
+	}
+	r, trips, st = polled(t, s, "", ps["ann"], "203.0.113.1")
+	expect(t, r, 200, "")
+	if trips != 2 || st.State != "admitted" || st.Pass == "" {
+		t.Fatalf("an admitted place: %d round trips, %+v; want 2, admitted with a pass", trips, st)
+	}
+}
+
+// A client hammering a far place's status is refused 429 RATE_LIMITED,
+// with Retry-After, at the storefront's read limit, by the node alone (no
+// Redis); another client is not.
+func TestFarPollFloodIsRateLimited(t *testing.T) {
+	t.Parallel()
+	s, ps := farRoom(t)
+	limit := int(guard.IPLimit(guard.Read))
+	ok, refused := 0, 0
+	for i := 0; i < limit+20; i++ {
+		r, trips, _ := polled(t, s, "", ps["c6"], "203.0.113.2")
+		if trips != 0 {
+			t.Fatalf("poll %d: %d round trips, want 0 (answered or refused by the node)", i, trips)
+		}
+		switch r.Status {
+		case 200:
+			ok++
+		case 429:
+			refused++
+			expect(t, r, 429, "RATE_LIMITED")
+			secs, err := strconv.Atoi(r.Header.Get("Retry-After"))
+			if err != nil || secs < 1 || r.Raw["retryAfter"] != float64(secs) || r.Header.Get("Access-Control-Allow-Origin") != servertest.ShopOrigin {
+				t.Fatalf("the 429: Retry-After %q, CORS %q, body %s", r.Header.Get("Retry-After"), r.Header.Get("Access-Control-Allow-Origin"), r.Body)
+			}
+		default:
+			t.Fatalf("poll %d: %s", i, r)
+		}
+	}
+	// The burst, and the odd one the half second per request refills.
+	if ok < limit || ok > limit+5 || refused == 0 {
+		t.Fatalf("%d polls: %d answered, %d refused; want the burst of %d answered and the rest refused", limit+20, ok, refused, limit)
+	}
+	r, _, _ := polled(t, s, "", ps["c6"], "203.0.113.3")
+	expect(t, r, 200, "")
+	// A long-poll counts as a poll.
+	r, trips, _ := polled(t, s, "?wait=5", ps["c6"], "203.0.113.2")
+	if r.Status != 429 || trips != 0 {
+		t.Fatalf("the flooding client's long-poll: %s after %d round trips, want 429 and none", r, trips)
+	}
+}
+
+// A long-poll that began far from the head and is woken near it reads
+// Redis, and takes the Redis-backed limit first: the limit and the status,
+// two round trips, for the right answer.
+func TestLongPollWokenNearTheHeadTakesTheRedisLimit(t *testing.T) {
+	t.Parallel()
+	s, ps := farRoom(t)
+	type answer struct {
+		r     *servertest.Response
+		trips int
+		st    place
+		took  time.Duration
+	}
+	got := make(chan answer, 1)
+	start := time.Now()
+	go func() {
+		r, trips, st := polled(t, s, "?wait=20", ps["c4"], "203.0.113.4")
+		got <- answer{r, trips, st, time.Since(start)}
+	}()
+	time.Sleep(300 * time.Millisecond) // c4's long-poll waits, 3 ahead
+	for _, n := range []string{"ann", "bob"} {
+		expect(t, s.Do(t, "POST", "/v1/storefront/queue/sf_room/leave", bearer(ps[n].PollToken), nil), 200, "")
+	}
+	select {
+	case a := <-got:
+		expect(t, a.r, 200, "")
+		if a.trips != 2 || a.st.State != "waiting" || a.st.Ahead != 1 || a.took > 15*time.Second {
+			t.Fatalf("c4's long-poll once two places left: %d round trips, %+v after %v; want 2 (the limit, the status), waiting 1 ahead",
+				a.trips, a.st, a.took)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("c4's long-poll was not answered")
+	}
+}
+
+// A client hammering a place near the head is refused by the Redis-backed
+// limit, as before: the refused poll costs the limit's round trip alone,
+// the status script does not run.
+func TestNearPollFloodIsRateLimitedInRedis(t *testing.T) {
+	t.Parallel()
+	s, ps := farRoom(t)
+	limit := int(guard.IPLimit(guard.Read))
+	for i := 0; ; i++ {
+		r, trips, _ := polled(t, s, "", ps["c1"], "203.0.113.5")
+		if r.Status == 429 {
+			expect(t, r, 429, "RATE_LIMITED")
+			if trips != 1 || r.Header.Get("Retry-After") == "" || i < limit {
+				t.Fatalf("poll %d refused after %d round trips, Retry-After %q; want the burst of %d first, then the limit's trip alone",
+					i, trips, r.Header.Get("Retry-After"), limit)
+			}
+			return
+		}
+		if r.Status != 200 || trips != 2 {
+			t.Fatalf("near poll %d: %s after %d round trips, want 200 after 2", i, r, trips)
+		}
+		if i > limit+20 {
+			t.Fatalf("%d polls near the head, none refused", i)
+		}
+	}
+}
