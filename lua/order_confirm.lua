@@ -63,13 +63,13 @@ if redis.call('EXISTS', KEYS[8]) == 0 then
   return {R.STOPPED}
 end
 local order = KEYS[1]
-local o = redis.call('HMGET', order, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'rec', 'why', 'ref', 'bk', 'adm', 'lim')
+local o = redis.call('HMGET', order, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'why', 'ref', 'bk', 'adm', 'lim')
 local st = o[1]
 if not st or o[3] ~= ARGV[2] then
   return {R.NOT_FOUND}
 end
 if st == 'paid' then
-  if o[11] ~= ARGV[5] then
+  if o[10] ~= ARGV[5] then
     return {R.UNPAYABLE, 'already_paid'}
   end
   local paid = cart_paid_count(KEYS[3])
@@ -79,7 +79,7 @@ if st == 'paid' then
   return {R.OK, 1, o[8], paid, 0}
 end
 if st == 'failed' then
-  return {R.UNPAYABLE, o[10] or 'failed'}
+  return {R.UNPAYABLE, o[9] or 'failed'}
 end
 local oid = ARGV[1]
 local holder = 'o:' .. oid
@@ -115,10 +115,10 @@ end
 if not reason and capacity_short(KEYS[2], KEYS[3], fields, qtys) then
   reason = 'sold_out'
 end
-local bk = o[12]
+local bk = o[11]
 if not reason and bk then
   local have = tonumber(redis.call('HGET', KEYS[9], bk)) or 0
-  if have + tonumber(o[13]) > tonumber(o[14]) then
+  if have + tonumber(o[12]) > tonumber(o[13]) then
     reason = 'buyer_limit'
   end
 end
@@ -152,6 +152,6 @@ end
 local paid, added = cart_settle(
   {stream = KEYS[7], soldkey = KEYS[3], buyerskey = KEYS[9], bookedkey = KEYS[4], dk = dk, dcusedkey = KEYS[6]},
   {id = oid, salekey = order, ref = ARGV[5], now = now, cap = ARGV[7], retention = nil, fields = fields, qtys = qtys,
-   seats = seats, code = code, bk = bk, adm = tonumber(o[13]), counted = false})
+   seats = seats, code = code, bk = bk, adm = tonumber(o[12]), counted = false})
 seatholds_drop(KEYS[10], seats)
 return {R.OK, 0, o[8], paid, added}
