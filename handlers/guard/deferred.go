@@ -13,7 +13,9 @@ import (
 // Deferred is a request's rate limit left to ride in its handler's first
 // Redis read (Route.Deferred): one round trip for both, as design rule 7
 // wants of a read. The handler sends Cmds along with its read and asks
-// Settle before it writes anything; a handler that made no read has the
+// Settle before it writes anything (the one write that rides along, a
+// partner reserve's Idempotency-Key claim, is given back on a refusal:
+// orders.Service.Reserve); a handler that made no read has the
 // limit taken when it returns, and a refusal then replaces its answer, so
 // a refused request is answered 429 whatever it sent. A handler whose
 // first Redis call writes takes it alone first (Take), and one that

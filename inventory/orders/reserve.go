@@ -171,6 +171,10 @@ func IdempotencyRecord(caller, fingerprint, orderID string) string {
 // refuses.
 func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation, error) {
 	if e := s.HeldError(req.EventID); e != nil {
+		// the limit counts a held event's requests too (a refusal wins)
+		if _, err := s.along(ctx, req); err != nil {
+			return Reservation{}, err
+		}
 		return Reservation{}, e
 	}
 	idem := s.Space.Idempotency(req.IdempotencyKey)
@@ -190,13 +194,13 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	// refusal gives the key back (when this attempt claimed it) before it
 	// is answered, and a retry after Retry-After finds the key free.
 	answers, err := s.along(ctx, req, claim)
-	prev, claimErr := answers[0].ToString()
 	if err != nil {
-		if rueidis.IsRedisNil(claimErr) {
+		if len(answers) > 0 && rueidis.IsRedisNil(answers[0].Error()) {
 			s.release(ctx, idem, record)
 		}
 		return Reservation{}, err
 	}
+	prev, claimErr := answers[0].ToString()
 	switch {
 	case rueidis.IsRedisNil(claimErr):
 		// claimed: this attempt creates the order
@@ -214,9 +218,16 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 
 // along sends req.Along and cmds in one round trip (none when both are
 // empty), gives Settle the former's answers, and returns the latter's
-// with Settle's error.
+// with Settle's error. A limit the node decided alone (no req.Along) is
+// settled first, and a refusal sends nothing: no answers then.
 func (s *Service) along(ctx context.Context, req ReserveRequest, cmds ...rueidis.Completed) ([]rueidis.RedisResult, error) {
 	n := len(req.Along)
+	if n == 0 && req.Settle != nil {
+		if err := req.Settle(nil); err != nil {
+			return nil, err
+		}
+		req.Settle = nil
+	}
 	var answers []rueidis.RedisResult
 	if n+len(cmds) > 0 {
 		answers = s.Redis.DoMulti(ctx, append(req.Along[:n:n], cmds...)...)
@@ -302,7 +313,11 @@ func (s *Service) replay(ctx context.Context, req ReserveRequest, idem, orderID 
 	if err != nil {
 		return Reservation{}, fmt.Errorf("reserve: age of idempotency key: %w", err)
 	}
-	if age := s.idemTTL() - time.Duration(left)*time.Millisecond; age < orDefault(s.InProgress, 30*time.Second) {
+	// left < 0: the key went since its claim was read (its attempt failed
+	// or was refused, and gave it back): that attempt made no order, and a
+	// retry claims the key afresh. Taking it over here, without the key,
+	// would let that retry make a second order.
+	if age := s.idemTTL() - time.Duration(left)*time.Millisecond; left < 0 || age < orDefault(s.InProgress, 30*time.Second) {
 		return Reservation{}, ErrInProgress
 	}
 	// The first attempt died between claiming the key and creating the
