@@ -77,6 +77,7 @@
 --@include check
 --@include holds
 --@include reply
+--@include room
 --@include seatholds
 
 -- mark_seen(): the last write of a booked payment (ARGV[8], KEYS[18]).
@@ -169,15 +170,14 @@ end
 -- a registration whose units went back takes only what is beyond them.
 if not reason and not counted then
   local rv = redis.call('HMGET', KEYS[17], 'resv', 'stock')
-  local stock = tonumber(rv[2])
-  if stock then
+  if rv[2] then
     local sfq = 0
     for c = 1, #fields do
       if fields[c] == CAPACITY_STOREFRONT then
         sfq = qtys[c]
       end
     end
-    if (tonumber(redis.call('HGET', KEYS[3], CAPACITY_STOREFRONT)) or 0) + sfq + (tonumber(rv[1]) or 0) > stock then
+    if room_free(KEYS[3], rv[2]) - (tonumber(rv[1]) or 0) < sfq then
       reason = 'sold_out'
     end
   end

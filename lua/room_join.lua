@@ -23,7 +23,7 @@
 -- ARGV[6] -> T0, Redis ms: a fair room ranks by the shuffle before it and
 --            by arrival (1 + seq) from it
 -- ARGV[7] -> pass TTL ms, ARGV[8] -> the most places one call admits,
--- ARGV[9] -> the room's stock (catalog Room.Stock): the admission step of
+-- ARGV[9] -> the room's stock (catalog Room.Spec, lib/room room_free): the admission step of
 --            lib/room, run after the join as a status call runs it, so the
 --            answer says where the place stands
 --
@@ -50,7 +50,7 @@ room_check(k)
 local bk, dev, qty = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ttl, t0, limit, cap = tonumber(ARGV[7]), tonumber(ARGV[6]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local ttl, t0, limit, spec = tonumber(ARGV[7]), tonumber(ARGV[6]), tonumber(ARGV[8]), ARGV[9]
 -- One place per identity. The e-mail's place has the id ARGV[1] (derived
 -- from its buyer key) and is answered while it is live (waiting, admitted
 -- or used). A device names the place it joined for: while that place is
@@ -72,13 +72,12 @@ if not live(st) and dev ~= '' then
 end
 if live(st) or other then
   local found = other or id
-  local left, resv = room_admit(k, now, ttl, t0, limit, cap)
+  local left, resv = room_admit(k, now, ttl, t0, limit, spec)
   return room_answer(R.EXISTS, {found}, room_reading(k, found, now, left, resv))
 end
 
-local nsold = tonumber(redis.call('HGET', k.soldkey, CAPACITY_STOREFRONT)) or 0
 local resv = tonumber(redis.call('HGET', k.room, 'resv')) or 0
-if nsold >= cap and resv <= 0 then
+if room_free(k.soldkey, spec) <= 0 and resv <= 0 then
   return {R.SHORT}
 end
 
@@ -96,5 +95,5 @@ room_put(k.places, id, 'w', qty, 0, bk)
 redis.call('HINCRBY', k.room, 'wn', 1)
 redis.call('HINCRBY', k.room, 'wq', qty)
 local left
-left, resv = room_admit(k, now, ttl, t0, limit, cap)
+left, resv = room_admit(k, now, ttl, t0, limit, spec)
 return room_answer(R.OK, {id}, room_reading(k, id, now, left, resv))

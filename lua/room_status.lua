@@ -14,7 +14,7 @@
 -- ARGV[2] -> pass TTL ms
 -- ARGV[3] -> T0, Redis ms (nobody is admitted before)
 -- ARGV[4] -> the most places one call admits
--- ARGV[5] -> the room's stock (catalog Room.Stock)
+-- ARGV[5] -> the room's stock (catalog Room.Spec, lib/room room_free)
 -- ARGV[6] -> the shuffle key, hex, once T0 passed ("" otherwise): written
 --            to the audit once (the room hash's 'shown' marks it done)
 -- ARGV[7] -> without a queue id: the most line scores the answer samples
@@ -39,8 +39,7 @@ if id ~= '' and not redis.call('HGET', k.places, id) then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local cap = tonumber(ARGV[5])
-local left, resv = room_admit(k, now, tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), cap)
+local left, resv = room_admit(k, now, tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5])
 if ARGV[6] ~= '' and redis.call('HSETNX', k.room, 'shown', now) == 1 then
   room_audit(k, 'key', '', 'key', ARGV[6])
 end

@@ -3,6 +3,7 @@ package storefront_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +110,44 @@ func TestPartnersSellBesideTheRoomWithinTheirAllocation(t *testing.T) {
 		if sold[f] != want {
 			t.Errorf("sold %s = %d, want %d (sold %v)", f, sold[f], want, sold)
 		}
+	}
+}
+
+// A channel taken out of a room's event after it sold: its allocation
+// goes back to the room's stock, but its sales stay sold, so the room
+// admits only what is left of the event (lib/room room_free), never a
+// buyer to a unit the partner sold. The same bound holds for sales the
+// storefront's share never counted (made before the shares were counted).
+func TestARoomAdmitsNoUnitAPartnerSoldBeforeItLeftTheEvent(t *testing.T) {
+	t.Parallel()
+	s := servertest.Start(t, servertest.Options{})
+	s.Apply(t, []byte(partnersRoomCatalog()))
+	const ev = "sf_room_pt"
+	for i := range 2 {
+		o := s.MustReserve(t, "p", ev, map[string]any{"selectedTicketId": "tk", "quantity": 1})
+		expect(t, s.Confirm(t, "p", o.OrderID, o.Amount, fmt.Sprint("p-", i)), 200, "")
+	}
+	without := strings.Replace(partnersRoomCatalog(), `"channels": ["ch_p"]`, `"channels": []`, 1)
+	without = strings.Replace(without, `, "allocations": {"ch_p": 2}`, "", 1)
+	s.Apply(t, []byte(without))
+	r := s.Front(t, "GET", "/events/"+ev, nil)
+	expect(t, r, 200, "")
+	var detail struct {
+		Tickets []struct {
+			Remaining int64 `json:"remaining"`
+		} `json:"tickets"`
+	}
+	r.Decode(t, &detail)
+	if len(detail.Tickets) != 1 || detail.Tickets[0].Remaining != 4 {
+		t.Fatalf("the storefront's ticket: %s, want 4 remaining, what the partner left", r)
+	}
+	admitted := 0
+	for i := range 6 {
+		if p := join(t, s, ev, fmt.Sprintf("late%d@example.com", i), 1); p.State == "admitted" {
+			admitted++
+		}
+	}
+	if admitted != 4 {
+		t.Fatalf("%d admitted, want the 4 units left of 6 after the partner's 2", admitted)
 	}
 }

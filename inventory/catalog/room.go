@@ -1,6 +1,14 @@
 package catalog
 
-import "time"
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/capacity"
+)
 
 // Room is an event's waiting room as the rest of the code uses it
 // (CompiledEvent.Room), its defaults filled in.
@@ -22,6 +30,8 @@ type Room struct {
 	// the room (channel id -> units), each capping its channel's share
 	// (capacity.ChannelField).
 	Allocations map[string]int64
+	// spec is the stock as the room's scripts take it (Spec).
+	spec string
 	// Work is the proof of work a join must carry, nil when none.
 	Work *RoomWork
 }
@@ -62,7 +72,8 @@ func compileRoom(ev *Event) *Room {
 			r.Work.MaxBits = int(*pw.MaxBits)
 		}
 	}
-	r.Stock = eventStock(ev)
+	evStock := eventStock(ev)
+	r.Stock = evStock
 	for ch, n := range wr.Allocations {
 		if r.Allocations == nil {
 			r.Allocations = make(map[string]int64, len(wr.Allocations))
@@ -70,7 +81,23 @@ func compileRoom(ev *Event) *Room {
 		r.Allocations[ch] = n
 		r.Stock -= n
 	}
+	spec := []string{strconv.FormatInt(r.Stock, 10), strconv.FormatInt(evStock, 10)}
+	for _, ch := range slices.Sorted(maps.Keys(r.Allocations)) {
+		spec = append(spec, capacity.ChannelField(ch), strconv.FormatInt(r.Allocations[ch], 10))
+	}
+	r.spec = strings.Join(spec, " ")
 	return r
+}
+
+// Spec is the stock as the room's scripts take it (lib/room.lua
+// room_free): "<Stock> <the event's stock> [<channel field> <its
+// allocation>]...", the channels in order; Stock alone for a Room not
+// compiled from an event (tests), which counts the storefront's sales only.
+func (r *Room) Spec() string {
+	if r.spec == "" {
+		return strconv.FormatInt(r.Stock, 10)
+	}
+	return r.spec
 }
 
 // eventStock is the admissions a GA event sells: its capacity, or the sum

@@ -177,7 +177,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 		s.Space.Live(keys.Partition(ev)), s.Space.Sold(ev), s.Space.RoomPasses(ev), s.Space.RoomAudit(ev)}
 	args := []string{id, bk, req.Device, strconv.FormatInt(req.Quantity, 10), rank,
 		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
-		strconv.Itoa(s.admitPerCall()), strconv.FormatInt(cfg.Stock, 10)}
+		strconv.Itoa(s.admitPerCall()), cfg.Spec()}
 	arr, err := eval.Array(ctx, s.Redis, joinScript, ks, args)
 	if err != nil {
 		return Joined{}, fmt.Errorf("room: join: %w", err)
@@ -241,7 +241,7 @@ func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID,
 	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev),
 		s.Space.Sold(ev), s.Space.Live(keys.Partition(ev)), s.Space.RoomAudit(ev)}
 	args := []string{queueID, strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
-		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(admit), strconv.FormatInt(cfg.Stock, 10), key,
+		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(admit), cfg.Spec(), key,
 		strconv.Itoa(samples)}
 	return eval.Array(ctx, s.Redis, statusScript, ks, args)
 }

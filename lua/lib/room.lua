@@ -15,15 +15,16 @@
 -- The room hash keeps seq (arrivals), resv (units reserved by live
 -- passes), wn and wq (places waiting and their units), admitted, used and
 -- lapsed (passes so far), first (Redis ms of the first pass) and stock
--- (the room's, as the last admission step had it: reg_pay reads it).
+-- (catalog Room.Spec, as the last admission step had it: reg_pay reads it).
 --
--- Admission never passes the stock: resv + sold('sf') <= cap('sf') holds
--- after every step that admits (the stock is the storefront's share of
--- the event, CAPACITY_STOREFRONT: the partners' allocations sell beside it) (a pass is given only for units left over
--- after the sold count, which holds every registration awaiting payment,
--- and the other live passes), and a pass's units leave resv only as they
--- become sold (reg_register, in the step that burns the pass) or when it
--- lapses or its holder leaves.
+-- Admission never passes the stock: resv never exceeds room_free (the
+-- room's stock less the storefront's sold count 'sf', and no more than the
+-- event's stock less every sale and what the partners' allocations may
+-- still sell) after a step that admits: a pass is given only for units
+-- left over after the sold counts, which hold every registration awaiting
+-- payment, and the other live passes. A pass's units leave resv only as
+-- they become sold (reg_register, in the step that burns the pass) or when
+-- it lapses or its holder leaves.
 
 --@include capacity
 --@include check
@@ -69,21 +70,51 @@ local function room_check(k)
   end
 end
 
--- room_admit(k, now, ttl, t0, limit, cap): the admission step. Passes
+-- room_free(soldkey, spec): the units the room may still promise, before
+-- what its live passes hold. spec is catalog Room.Spec: "<stock>
+-- <event stock> [<channel field> <allocation>]..." (a bare "<stock>", as
+-- an older node wrote it, counts the storefront alone). The least of the
+-- room's stock less what the storefront sold ('sf'), and the event's
+-- stock less every sale ('ev') and what the listed channels may still
+-- sell of their allocations: the second holds when 'sf' does not count a
+-- sale the event did (sold before the shares were counted, units a
+-- rebuild kept as lost, a channel taken out of the event after it sold).
+-- Reads only.
+local function room_free(soldkey, spec)
+  local w = {}
+  for x in string.gmatch(spec, '%S+') do
+    w[#w + 1] = x
+  end
+  local fields = {CAPACITY_STOREFRONT, 'ev'}
+  for i = 3, #w, 2 do
+    fields[#fields + 1] = w[i]
+  end
+  local sold = redis.call('HMGET', soldkey, unpack(fields))
+  local free = tonumber(w[1]) - (tonumber(sold[1]) or 0)
+  if w[2] then
+    local rest = tonumber(w[2]) - (tonumber(sold[2]) or 0)
+    for i = 3, #w, 2 do
+      rest = rest - math.max(0, tonumber(w[i + 1]) - (tonumber(sold[2 + (i - 1) / 2]) or 0))
+    end
+    free = math.min(free, rest)
+  end
+  return free
+end
+
+-- room_admit(k, now, ttl, t0, limit, spec): the admission step. Passes
 -- that lapsed by now give their units back; then, from T0 (t0, Redis ms)
 -- on, the head of the line is admitted while the units it asked for are
--- left (cap, the room's stock (catalog Room.Stock), less the storefront's
--- sold count and resv), at most limit places a call. A head that asks for more
+-- left (room_free of spec, less resv), at most limit places a call. A head that asks for more
 -- than is left waits while live passes may give units back; when none
 -- may, it is admitted for what is left (it is not skipped: the line keeps
 -- its order). Returns the units left and resv after the step.
 --   k: room, line, places, passes, soldkey (checked by room_check and
 --      the caller before its first write)
-local function room_admit(k, now, ttl, t0, limit, cap)
+local function room_admit(k, now, ttl, t0, limit, spec)
   -- reads first: every key written below is read or checked before
   local rv = redis.call('HMGET', k.room, 'resv', 'stock')
   local resv = tonumber(rv[1]) or 0
-  local nsold = tonumber(redis.call('HGET', k.soldkey, CAPACITY_STOREFRONT)) or 0
+  local free = room_free(k.soldkey, spec)
   local before = resv
   local lapsed = redis.call('ZRANGEBYSCORE', k.passes, '-inf', now, 'LIMIT', 0, limit)
   for _, id in ipairs(lapsed) do
@@ -96,7 +127,7 @@ local function room_admit(k, now, ttl, t0, limit, cap)
     end
     redis.call('ZREM', k.passes, id)
   end
-  local left = cap - nsold - resv
+  local left = free - resv
   if now >= t0 then
     for _ = 1, limit do
       local top = redis.call('ZRANGE', k.line, 0, 0, 'WITHSCORES')
@@ -135,8 +166,8 @@ local function room_admit(k, now, ttl, t0, limit, cap)
   end
   -- the stock as the catalog says it now, for reg_pay: a late payment
   -- takes back only units no live pass holds
-  if tonumber(rv[2]) ~= cap then
-    redis.call('HSET', k.room, 'stock', cap)
+  if rv[2] ~= spec then
+    redis.call('HSET', k.room, 'stock', spec)
   end
   return left, resv
 end
