@@ -169,7 +169,10 @@ func Start(t testing.TB, opt Options) *Server {
 		go loop(monCtx)
 	}
 	handler := node.Handler
-	srv := server.New(countTrips(handler), server.AdminToken(AdminToken), server.Logger(log))
+	// Every answer is checked against the OpenAPI document (openapi.go);
+	// its cleanup, registered first, runs after the server stopped.
+	v := newValidator(t)
+	srv := server.New(countTrips(v.wrap(handler)), server.AdminToken(AdminToken), server.Logger(log))
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		node.Stopping()
