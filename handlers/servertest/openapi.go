@@ -3,6 +3,7 @@ package servertest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -92,8 +93,17 @@ func loadContract() *contract {
 		}
 		// Short messages: where in the body, and why (the default prints
 		// the whole schema and value).
-		short := func(err *openapi3.SchemaError) string {
-			return "/" + strings.Join(err.JSONPointer(), "/") + ": " + err.Reason
+		var short func(err *openapi3.SchemaError) string
+		short = func(err *openapi3.SchemaError) string {
+			msg := "/" + strings.Join(err.JSONPointer(), "/") + ": " + err.Reason
+			// An allOf's reason is only that a branch failed: say which way.
+			var inner *openapi3.SchemaError
+			if errors.As(err.Origin, &inner) {
+				msg += " (" + short(inner) + ")"
+			} else if err.Origin != nil {
+				msg += " (" + err.Origin.Error() + ")"
+			}
+			return msg
 		}
 		c.reqOpt = &openapi3filter.Options{
 			// ticketd checks the credentials; the document only names them.
