@@ -266,7 +266,7 @@ func short(err error) string {
 
 func (v *validator) fail(op string, status int, what string, body []byte) {
 	msg := fmt.Sprintf("%s -> %d: %s", op, status, what)
-	if body != nil {
+	if bytes.HasPrefix(body, []byte("{")) { // a page's HTML says little in 300 bytes
 		msg += fmt.Sprintf(" (body %.300s)", body)
 	}
 	v.mu.Lock()
