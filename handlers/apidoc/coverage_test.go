@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -38,7 +39,9 @@ func TestEveryOperationIsCalled(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatalf("no calls recorded under %s: did the test step run with %s=%s?", dir, servertest.CallsEnv, dir)
 	}
-	called := map[string]bool{}
+	// accepted: the operations some test saw succeed (status < 400),
+	// their success schema checked.
+	called, accepted := map[string]bool{}, map[string]bool{}
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -46,8 +49,16 @@ func TestEveryOperationIsCalled(t *testing.T) {
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			if line := strings.TrimSpace(sc.Text()); line != "" {
-				called[line] = true
+			// "METHOD /template STATUS"
+			method, rest, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+			path, status, _ := strings.Cut(rest, " ")
+			if method == "" || path == "" {
+				continue
+			}
+			op := method + " " + path
+			called[op] = true
+			if st, err := strconv.Atoi(status); err == nil && st < 400 {
+				accepted[op] = true
 			}
 		}
 		f.Close()
@@ -79,6 +90,17 @@ func TestEveryOperationIsCalled(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("%d operations of handlers/apidoc/openapi.json no test called (through a servertest server): write a test that calls each:\n\t%s",
 			len(missing), strings.Join(missing, "\n\t"))
+	}
+	// Reported, not failed: some operations' successes need a processor
+	// or a state the tests do not set up.
+	var refused []string
+	for _, op := range slices.Sorted(maps.Keys(inDoc)) {
+		if called[op] && !accepted[op] {
+			refused = append(refused, op)
+		}
+	}
+	if len(refused) > 0 {
+		t.Logf("called but never answered with a success (its success schema unchecked):\n\t%s", strings.Join(refused, "\n\t"))
 	}
 	t.Logf("%d of %d operations called (%d files)", len(inDoc)-len(missing), len(inDoc), len(files))
 }

@@ -42,8 +42,8 @@ import (
 // handlers/apidoc's TestEveryRouteIsDocumented covers what is served.
 //
 // Each mismatch fails the test that started the server, at its end. The
-// operations called are also written to TICKETD_API_CALLS (a directory)
-// when it is set: handlers/apidoc's TestEveryOperationIsCalled, which
+// operations called, with each status answered, are also written to
+// TICKETD_API_CALLS (a directory) when it is set: handlers/apidoc's TestEveryOperationIsCalled, which
 // .ci/test.sh runs after every package's tests, reads them.
 
 // CallsEnv names the directory the operations called are written to.
@@ -72,7 +72,7 @@ func loadContract() *contract {
 		theContract = c
 		// The pages' and assets' bodies are checked for their
 		// Content-Type only: read as strings.
-		for _, ct := range []string{"text/html", "text/css", "application/javascript", "image/png"} {
+		for _, ct := range []string{"text/html", "text/css", "text/javascript", "image/png"} {
 			if openapi3filter.RegisteredBodyDecoder(ct) == nil {
 				openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
 			}
@@ -194,7 +194,7 @@ type validator struct {
 	mu     sync.Mutex
 	failed map[string]int // a mismatch -> how many times
 	order  []string
-	called map[string]bool // "METHOD /template"
+	called map[string]bool // "METHOD /template STATUS"
 }
 
 // wrap validates the requests h answers (see above).
@@ -220,7 +220,7 @@ func (v *validator) check(req *http.Request, body []byte, resp *fasthttp.Respons
 	op := req.Method + " " + route.Path
 	status := resp.StatusCode()
 	v.mu.Lock()
-	v.called[op] = true
+	v.called[fmt.Sprintf("%s %d", op, status)] = true
 	v.mu.Unlock()
 	ctx := context.Background()
 	if status < 400 {
