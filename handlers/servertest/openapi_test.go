@@ -34,16 +34,24 @@ func TestValidatorFindsMismatches(t *testing.T) {
 		{"malformed request, accepted", "POST", "/v1/channel/events/ev_1/quote", "application/json", `{"items":`, 200,
 			`{"success":true,"data":{}}`, "the request, accepted"},
 		{"not in the document", "OPTIONS", "/v1/storefront/anything/at/all", "", "", 204, ``, ""},
+		{"a page", "GET", "/pay/card/cs_1", "", "", 410, `<!doctype html>`, ""},
+		{"an asset", "GET", "/assets/picker/picker.js", "", "", 200, `// js`, ""},
+		{"an undocumented content type", "GET", "/healthz", "", "", 200, `<!doctype html>`, "Content-Type"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &validator{c: c, failed: map[string]int{}, called: map[string]bool{}}
 			h := v.wrap(func(ctx *fasthttp.RequestCtx) {
 				ctx.SetStatusCode(tc.status)
-				if tc.body != "" {
+				switch {
+				case strings.HasPrefix(tc.body, "<"):
+					ctx.SetContentType("text/html; charset=utf-8")
+				case strings.HasPrefix(tc.body, "//"):
+					ctx.SetContentType("text/javascript; charset=utf-8")
+				default:
 					ctx.SetContentType("application/json")
-					ctx.SetBodyString(tc.body)
 				}
+				ctx.SetBodyString(tc.body)
 			})
 			ctx := &fasthttp.RequestCtx{}
 			ctx.Request.Header.SetMethod(tc.method)

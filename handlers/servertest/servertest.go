@@ -1,7 +1,8 @@
 // Package servertest starts the whole ticketd HTTP stack in process for
 // tests: real Redis (own key space), real Postgres (own database), the
 // catalog store, the partner and admin surfaces on a loopback listener, and a
-// sync worker tests drain on demand.
+// sync worker tests drain on demand. Every answer it gives is checked
+// against the OpenAPI document (openapi.go).
 package servertest
 
 import (
