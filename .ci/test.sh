@@ -6,9 +6,11 @@
 #
 # Steps: the services (Redis, PostgreSQL), stripe-mock, Chromium, a
 # snapshot of the shared Redis's keys, go test of TEST_PKGS (default every
-# package), the contention tests on a 3-master Redis Cluster (CLUSTER_TESTS
-# in CLUSTER_PKGS; none given: skipped), and the check that no key this run
-# wrote is left in the shared Redis (.ci/leftover-keys.sh).
+# package), the check that the tests called every operation of the OpenAPI
+# document (when TEST_PKGS is every package), the contention tests on a
+# 3-master Redis Cluster (CLUSTER_TESTS in CLUSTER_PKGS; none given:
+# skipped), and the check that no key this run wrote is left in the shared
+# Redis (.ci/leftover-keys.sh).
 #
 # Each step's output goes to a temporary directory, removed at the end when
 # every step passed; when one failed it is kept, and the summary says where.
@@ -55,11 +57,21 @@ step "services: Redis and PostgreSQL" bash .ci/services.sh
 step "stripe-mock" make --no-print-directory stripe-mock
 step "chromium" bash .ci/chromium.sh
 step "snapshot of the shared Redis's keys" bash .ci/leftover-keys.sh snapshot "$dir/keys-before"
+# Each test server writes the OpenAPI operations it answered under
+# api-calls (handlers/servertest/openapi.go); the step after the tests
+# fails when an operation of the document was called by none.
+export TICKETD_API_CALLS="$dir/api-calls"
 # Three packages at once on 2 cores: the tests wait on Redis, Postgres,
 # Chromium and timers about half the time (the step used about one core
 # with -p 2), so a third overlaps those waits: 9m56s -> 7m54s for make test.
 # shellcheck disable=SC2086 # one argument per package
 step "go test -race $TEST_PKGS" "$GO" test -race -count=1 -p 3 -timeout 9m $TEST_PKGS
+if [ "$TEST_PKGS" = "./..." ]; then
+	step "every operation of the OpenAPI document called by a test" env TICKETD_API_CALLS_CHECK="$TICKETD_API_CALLS" \
+		"$GO" test -count=1 -run '^TestEveryOperationIsCalled$' ./handlers/apidoc
+else
+	skip "every operation of the OpenAPI document called by a test" "TEST_PKGS is not ./...: the calls of the packages left out are missing"
+fi
 if [ -n "$CLUSTER_TESTS" ] && [ -n "$CLUSTER_PKGS" ]; then
 	# shellcheck disable=SC2086
 	step "contention tests on a 3-master Redis Cluster" bash .ci/cluster.sh \

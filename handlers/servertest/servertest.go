@@ -1,7 +1,8 @@
 // Package servertest starts the whole ticketd HTTP stack in process for
 // tests: real Redis (own key space), real Postgres (own database), the
 // catalog store, the partner and admin surfaces on a loopback listener, and a
-// sync worker tests drain on demand.
+// sync worker tests drain on demand. Every answer it gives is checked
+// against the OpenAPI document (openapi.go).
 package servertest
 
 import (
@@ -173,7 +174,10 @@ func Start(t testing.TB, opt Options) *Server {
 		go loop(monCtx)
 	}
 	handler := node.Handler
-	srv := server.New(countTrips(handler), server.AdminToken(AdminToken), server.Logger(log))
+	// Every answer is checked against the OpenAPI document (openapi.go);
+	// its cleanup, registered first, runs after the server stopped.
+	v := newValidator(t)
+	srv := server.New(countTrips(v.wrap(handler)), server.AdminToken(AdminToken), server.Logger(log))
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() {
 		node.Stopping()

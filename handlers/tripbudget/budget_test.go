@@ -42,6 +42,7 @@ func send(t *testing.T, s *servertest.Server, c call) (status, trips int, body s
 	switch {
 	case c.raw != nil:
 		req.SetBody(c.raw)
+		req.Header.SetContentType("application/json")
 	case c.body != nil:
 		b, err := json.Marshal(c.body)
 		if err != nil {

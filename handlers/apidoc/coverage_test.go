@@ -1,0 +1,106 @@
+package apidoc_test
+
+import (
+	"bufio"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/handlers/servertest"
+)
+
+// CheckCallsEnv names the directory TestEveryOperationIsCalled reads: the
+// one every test package wrote its calls to (servertest.CallsEnv).
+const CheckCallsEnv = "TICKETD_API_CALLS_CHECK"
+
+// notCalled are the operations no test needs to call, each with its
+// reason. Nothing else may go uncalled.
+var notCalled = map[string]string{}
+
+// TestEveryOperationIsCalled: every operation of the document was called
+// by some test of the run. Each test server (servertest) writes the
+// operations it answered to a file under TICKETD_API_CALLS; .ci/test.sh
+// runs this test after every package's tests with TICKETD_API_CALLS_CHECK
+// set to that directory. Without it (a test run of one package) it is
+// skipped: the calls of the other packages are not there to read.
+func TestEveryOperationIsCalled(t *testing.T) {
+	dir := os.Getenv(CheckCallsEnv)
+	if dir == "" {
+		t.Skipf("%s is not set: .ci/test.sh sets it after the whole run", CheckCallsEnv)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "calls-*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("no calls recorded under %s: did the test step run with %s=%s?", dir, servertest.CallsEnv, dir)
+	}
+	// accepted: the operations some test saw succeed (status < 400),
+	// their success schema checked.
+	called, accepted := map[string]bool{}, map[string]bool{}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			// "METHOD /template STATUS"
+			method, rest, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
+			path, status, _ := strings.Cut(rest, " ")
+			if method == "" || path == "" {
+				continue
+			}
+			op := method + " " + path
+			called[op] = true
+			if st, err := strconv.Atoi(status); err == nil && st < 400 {
+				accepted[op] = true
+			}
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	inDoc := documented(load(t))
+	var missing []string
+	for _, op := range slices.Sorted(maps.Keys(inDoc)) {
+		if reason, ok := notCalled[op]; ok {
+			t.Logf("not called: %s (%s)", op, reason)
+			continue
+		}
+		if !called[op] {
+			missing = append(missing, op)
+		}
+	}
+	for op := range notCalled {
+		if !inDoc[op] {
+			t.Errorf("notCalled lists %s, which the document lacks: drop it", op)
+		}
+	}
+	for op := range called {
+		if !inDoc[op] {
+			t.Errorf("%s was called but is not in the document (a stale calls file?)", op)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d operations of handlers/apidoc/openapi.json no test called (through a servertest server): write a test that calls each:\n\t%s",
+			len(missing), strings.Join(missing, "\n\t"))
+	}
+	// Reported, not failed: some operations' successes need a processor
+	// or a state the tests do not set up.
+	var refused []string
+	for _, op := range slices.Sorted(maps.Keys(inDoc)) {
+		if called[op] && !accepted[op] {
+			refused = append(refused, op)
+		}
+	}
+	if len(refused) > 0 {
+		t.Logf("called but never answered with a success (its success schema unchecked):\n\t%s", strings.Join(refused, "\n\t"))
+	}
+	t.Logf("%d of %d operations called (%d files)", len(inDoc)-len(missing), len(inDoc), len(files))
+}

@@ -1,0 +1,333 @@
+package servertest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"github.com/ticketd/ticketd/handlers/apidoc"
+)
+
+// Every request a test server answers, whoever sent it (Do, Send, a
+// browser, ticketctl), is checked against handlers/apidoc/openapi.json
+// with kin-openapi's openapi3filter:
+//
+//   - the answer always: its status must be one the operation documents,
+//     its Content-Type one that status documents, its body that schema
+//     (error codes are each response's code enum). Object schemas that do
+//     not say otherwise take no undocumented field here (see strict).
+//   - the request only when the server accepted it (status < 400): tests
+//     send malformed requests on purpose, and refusing them is right; a
+//     request the document forbids that is accepted is a mismatch.
+//
+// A request the document has no operation for (the CORS preflight
+// catch-all, an unknown path, a method a path lacks) is not checked:
+// handlers/apidoc's TestEveryRouteIsDocumented covers what is served.
+//
+// Each mismatch fails the test that started the server, at its end. The
+// operations called, with each status answered, are also written to
+// TICKETD_API_CALLS (a directory) when it is set: handlers/apidoc's TestEveryOperationIsCalled, which
+// .ci/test.sh runs after every package's tests, reads them.
+
+// CallsEnv names the directory the operations called are written to.
+const CallsEnv = "TICKETD_API_CALLS"
+
+// contract is the document, loaded once a process: resp is a strict copy
+// for answers, req the document as written for requests.
+type contract struct {
+	resp, req     routers.Router
+	respOpt       *openapi3filter.Options
+	reqOpt        *openapi3filter.Options
+	err           error
+	callsFile     string
+	callsMu       sync.Mutex
+	callsReported map[string]bool
+}
+
+var (
+	contractOnce sync.Once
+	theContract  *contract
+)
+
+func loadContract() *contract {
+	contractOnce.Do(func() {
+		c := &contract{callsReported: map[string]bool{}}
+		theContract = c
+		// The pages' and assets' bodies are checked for their
+		// Content-Type only: read as strings.
+		for _, ct := range []string{"text/html", "text/css", "text/javascript", "image/png"} {
+			if openapi3filter.RegisteredBodyDecoder(ct) == nil {
+				openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
+			}
+		}
+		var reqDoc, respDoc *openapi3.T
+		if reqDoc, c.err = load(); c.err != nil {
+			return
+		}
+		if respDoc, c.err = load(); c.err != nil {
+			return
+		}
+		strict(respDoc)
+		if c.req, c.err = gorillamux.NewRouter(reqDoc); c.err != nil {
+			return
+		}
+		if c.resp, c.err = gorillamux.NewRouter(respDoc); c.err != nil {
+			return
+		}
+		// Short messages: where in the body, and why (the default prints
+		// the whole schema and value).
+		var short func(err *openapi3.SchemaError) string
+		short = func(err *openapi3.SchemaError) string {
+			msg := "/" + strings.Join(err.JSONPointer(), "/") + ": " + err.Reason
+			// An allOf's reason is only that a branch failed: say which way.
+			var inner *openapi3.SchemaError
+			if errors.As(err.Origin, &inner) {
+				msg += " (" + short(inner) + ")"
+			} else if err.Origin != nil {
+				msg += " (" + err.Origin.Error() + ")"
+			}
+			return msg
+		}
+		c.reqOpt = &openapi3filter.Options{
+			// ticketd checks the credentials; the document only names them.
+			AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
+			SkipSettingDefaults: true,
+		}
+		c.reqOpt.WithCustomSchemaErrorFunc(short)
+		c.respOpt = &openapi3filter.Options{IncludeResponseStatus: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
+		c.respOpt.WithCustomSchemaErrorFunc(short)
+		if dir := os.Getenv(CallsEnv); dir != "" {
+			if c.err = os.MkdirAll(dir, 0o755); c.err != nil {
+				return
+			}
+			c.callsFile = filepath.Join(dir, fmt.Sprintf("calls-%d.txt", os.Getpid()))
+		}
+	})
+	return theContract
+}
+
+func load() (*openapi3.T, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(apidoc.Document)
+	if err != nil {
+		return nil, fmt.Errorf("openapi.json: %w", err)
+	}
+	// Any host: the test server listens on a loopback port.
+	doc.Servers = nil
+	return doc, nil
+}
+
+// strict makes every object schema with properties that says nothing of
+// additionalProperties refuse undocumented fields, so that an answer's
+// new field fails until the document names it. The document itself stays
+// open (a client should tolerate fields added later). A schema used as
+// an allOf branch keeps its openness: each branch sees the whole object,
+// the other branches' fields included.
+func strict(doc *openapi3.T) {
+	branches := map[*openapi3.Schema]bool{}
+	seen := map[*openapi3.Schema]bool{}
+	var all []*openapi3.Schema
+	var walk func(*openapi3.SchemaRef)
+	walk = func(ref *openapi3.SchemaRef) {
+		if ref == nil || ref.Value == nil || seen[ref.Value] {
+			return
+		}
+		s := ref.Value
+		seen[s] = true
+		all = append(all, s)
+		for _, b := range s.AllOf {
+			if b.Value != nil {
+				branches[b.Value] = true
+			}
+			walk(b)
+		}
+		for _, p := range slices.Sorted(maps.Keys(s.Properties)) {
+			walk(s.Properties[p])
+		}
+		for _, r := range append(slices.Clone(s.OneOf), s.AnyOf...) {
+			walk(r)
+		}
+		walk(s.Items)
+		walk(s.Not)
+		walk(s.AdditionalProperties.Schema)
+	}
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			for _, r := range op.Responses.Map() {
+				if r.Value == nil {
+					continue
+				}
+				for _, mt := range r.Value.Content {
+					walk(mt.Schema)
+				}
+			}
+		}
+	}
+	no := false
+	for _, s := range all {
+		if branches[s] || len(s.Properties) == 0 || s.AdditionalProperties.Has != nil || s.AdditionalProperties.Schema != nil {
+			continue
+		}
+		s.AdditionalProperties.Has = &no
+	}
+}
+
+// validator checks the requests of one test server and keeps what failed.
+type validator struct {
+	c      *contract
+	mu     sync.Mutex
+	failed map[string]int // a mismatch -> how many times
+	order  []string
+	called map[string]bool // "METHOD /template STATUS"
+}
+
+// wrap validates the requests h answers (see above).
+func (v *validator) wrap(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		req := &http.Request{}
+		// Taken before h runs: a handler may change its request.
+		convErr := fasthttpadaptor.ConvertRequest(ctx, req, true)
+		body := slices.Clone(ctx.PostBody())
+		h(ctx)
+		if convErr != nil {
+			return // not a request an http.Request can hold: a fuzz input
+		}
+		v.check(req, body, &ctx.Response)
+	}
+}
+
+func (v *validator) check(req *http.Request, body []byte, resp *fasthttp.Response) {
+	route, params, err := v.c.resp.FindRoute(req)
+	if err != nil {
+		return // no such operation in the document (see above)
+	}
+	op := req.Method + " " + route.Path
+	status := resp.StatusCode()
+	v.mu.Lock()
+	v.called[fmt.Sprintf("%s %d", op, status)] = true
+	v.mu.Unlock()
+	ctx := context.Background()
+	if status < 400 {
+		reqRoute, reqParams, err := v.c.req.FindRoute(req)
+		if err == nil {
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: reqParams, Route: reqRoute, Options: v.c.reqOpt}
+			if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
+				v.fail(op, status, "the request, accepted, is not what the document allows: "+short(err), nil)
+			}
+		}
+	}
+	header := http.Header{}
+	for k, val := range resp.Header.All() {
+		header.Add(string(k), string(val))
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: v.c.respOpt},
+		Status:                 status,
+		Header:                 header,
+		Options:                v.c.respOpt,
+	}
+	in.SetBodyBytes(resp.Body())
+	if err := openapi3filter.ValidateResponse(ctx, in); err != nil {
+		v.fail(op, status, "the answer is not in the document: "+short(err), resp.Body())
+	}
+}
+
+// short is err's message without kin-openapi's repetition of the request.
+func short(err error) string {
+	switch e := err.(type) {
+	case *openapi3filter.ResponseError:
+		if e.Err != nil {
+			return e.Reason + ": " + e.Err.Error()
+		}
+		return e.Reason
+	case *openapi3filter.RequestError:
+		return e.Error()
+	}
+	return err.Error()
+}
+
+func (v *validator) fail(op string, status int, what string, body []byte) {
+	msg := fmt.Sprintf("%s -> %d: %s", op, status, what)
+	if bytes.HasPrefix(body, []byte("{")) { // a page's HTML says little in 300 bytes
+		msg += fmt.Sprintf(" (body %.300s)", body)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.failed[msg] == 0 {
+		v.order = append(v.order, msg)
+	}
+	v.failed[msg]++
+}
+
+// newValidator returns t's validator; at t's end (after the server
+// stopped: register it before the server's own cleanup) it fails t with
+// each mismatch and records the operations called.
+func newValidator(t testing.TB) *validator {
+	c := loadContract()
+	if c.err != nil {
+		t.Fatalf("servertest: the OpenAPI document: %v", c.err)
+	}
+	v := &validator{c: c, failed: map[string]int{}, called: map[string]bool{}}
+	t.Cleanup(func() {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		for i, msg := range v.order {
+			if i == 20 {
+				t.Errorf("servertest: OpenAPI: and %d more mismatches", len(v.order)-i)
+				break
+			}
+			t.Errorf("servertest: OpenAPI (handlers/apidoc/openapi.json) mismatch, %d times: %s", v.failed[msg], msg)
+		}
+		if err := c.record(v.called); err != nil {
+			t.Errorf("servertest: %s: %v", CallsEnv, err)
+		}
+	})
+	return v
+}
+
+// record appends the operations not yet written by this process to its
+// file under TICKETD_API_CALLS.
+func (c *contract) record(called map[string]bool) error {
+	if c.callsFile == "" {
+		return nil
+	}
+	c.callsMu.Lock()
+	defer c.callsMu.Unlock()
+	var b strings.Builder
+	for _, op := range slices.Sorted(maps.Keys(called)) {
+		if !c.callsReported[op] {
+			c.callsReported[op] = true
+			b.WriteString(op + "\n")
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(c.callsFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(b.String()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
