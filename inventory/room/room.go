@@ -546,7 +546,9 @@ func (s *Service) Stats(ctx context.Context, eventID string) (Stats, error) {
 	res := s.Redis.DoMulti(ctx,
 		s.Redis.B().Hgetall().Key(s.Space.Room(eventID)).Build(),
 		s.Redis.B().Zcard().Key(s.Space.RoomPasses(eventID)).Build())
-	m, err := res[0].AsIntMap()
+	// the hash holds counts and the stock spec, a string: counts are read
+	// by name
+	m, err := res[0].AsStrMap()
 	if err != nil {
 		return Stats{}, fmt.Errorf("room: stats: %w", err)
 	}
@@ -554,8 +556,9 @@ func (s *Service) Stats(ctx context.Context, eventID string) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("room: stats: %w", err)
 	}
-	return Stats{Arrivals: m["seq"], Waiting: m["wn"], WaitingUnits: m["wq"], Reserved: m["resv"], LivePasses: live,
-		Admitted: m["admitted"], Used: m["used"], Lapsed: m["lapsed"]}, nil
+	n := func(f string) int64 { v, _ := strconv.ParseInt(m[f], 10, 64); return v }
+	return Stats{Arrivals: n("seq"), Waiting: n("wn"), WaitingUnits: n("wq"), Reserved: n("resv"), LivePasses: live,
+		Admitted: n("admitted"), Used: n("used"), Lapsed: n("lapsed")}, nil
 }
 
 // AuditEntry is one entry of a room's audit (keys.Space RoomAudit).
