@@ -18,6 +18,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/handlers/channel"
+	"github.com/ticketd/ticketd/handlers/servertest"
 	"github.com/ticketd/ticketd/inventory/loopback"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redistest"
@@ -73,12 +74,16 @@ func call(t *testing.T, method, url string, headers map[string]string, body stri
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
+	if body != "" && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json") // as the OpenAPI document asks
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	servertest.CheckAnswer(t, req, []byte(body), resp.StatusCode, resp.Header, b)
 	return resp.StatusCode, string(b)
 }
 

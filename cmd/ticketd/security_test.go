@@ -27,6 +27,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/handlers/picker"
+	"github.com/ticketd/ticketd/handlers/servertest"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
@@ -742,12 +743,16 @@ func fetchHeaders(t *testing.T, method, url string, h map[string]string, body st
 	for k, v := range h {
 		req.Header.Set(k, v)
 	}
+	if body != "" && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json") // as the OpenAPI document asks
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	servertest.CheckAnswer(t, req, []byte(body), resp.StatusCode, resp.Header, b)
 	return resp.StatusCode, resp.Header, string(b)
 }
 
