@@ -48,6 +48,9 @@ type options struct {
 	// connections (connlimit.GovernMemory): the process's own, so only
 	// main sets it, and only without GOMEMLIMIT.
 	MemoryLimit bool
+	// wrap, when set, wraps the node's handler: the tests' check of every
+	// answer against the OpenAPI document (servertest.Validating).
+	wrap func(fasthttp.RequestHandler) fasthttp.RequestHandler
 }
 
 // run starts what opts asks for and blocks until ctx ends, then shuts down
@@ -176,7 +179,11 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	}
 	startLoops(loopsCtx, &wg, nodeLoops(node))
 	conns := newConnGuard(cfg.Conn, trusted, m, log)
-	srv := server.New(node.Handler, server.AdminToken(cfg.AdminToken), server.Logger(log), server.BodyBudget(conns.bodies))
+	handler := node.Handler
+	if opts.wrap != nil {
+		handler = opts.wrap(handler)
+	}
+	srv := server.New(handler, server.AdminToken(cfg.AdminToken), server.Logger(log), server.BodyBudget(conns.bodies))
 
 	// Both listeners first: ready means the API and the shop both answer,
 	// and a busy TICKETD_DEMO_ADDR fails the start rather than a running

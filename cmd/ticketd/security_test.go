@@ -27,7 +27,6 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/handlers/picker"
-	"github.com/ticketd/ticketd/handlers/servertest"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
@@ -752,7 +751,6 @@ func fetchHeaders(t *testing.T, method, url string, h map[string]string, body st
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	servertest.CheckAnswer(t, req, []byte(body), resp.StatusCode, resp.Header, b)
 	return resp.StatusCode, resp.Header, string(b)
 }
 

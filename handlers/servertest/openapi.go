@@ -332,36 +332,9 @@ func (c *contract) record(called map[string]bool) error {
 	return f.Close()
 }
 
-// checkers are the validators of answers tests got over the network from
-// a ticketd they did not start through Start (CheckAnswer), one per test.
-var checkers sync.Map // testing.TB -> *validator
-
-func checkerFor(t testing.TB) *validator {
-	if v, ok := checkers.Load(t); ok {
-		return v.(*validator)
-	}
-	v := newValidator(t)
-	if was, loaded := checkers.LoadOrStore(t, v); loaded {
-		return was.(*validator) // v reports nothing: it checked nothing
-	}
-	t.Cleanup(func() { checkers.Delete(t) }) // runs before v reports
-	return v
-}
-
-// CheckAnswer checks an answer a test got from a whole ticketd it started
-// (cmd/ticketd's tests), as a test server's own are checked: the request
-// when ticketd accepted it, the answer always; a mismatch fails t at its
-// end. reqBody is the body req was sent with.
-func CheckAnswer(t testing.TB, req *http.Request, reqBody []byte, status int, header http.Header, body []byte) {
-	t.Helper()
-	var resp fasthttp.Response
-	resp.SetStatusCode(status)
-	for k, vs := range header {
-		for _, x := range vs {
-			resp.Header.Add(k, x)
-		}
-	}
-	resp.SetBody(body)
-	// the validator reads a copy: the caller's request stays as it was
-	checkerFor(t).check(req.Clone(context.Background()), reqBody, &resp)
+// Validating returns a wrapper of a handler that checks what it answers
+// as a test server's handler is checked, reporting to t at its end: for a
+// whole ticketd a test runs in its own process (cmd/ticketd's tests).
+func Validating(t testing.TB) func(fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return newValidator(t).wrap
 }

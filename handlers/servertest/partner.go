@@ -171,8 +171,8 @@ func (s *Server) Status(t testing.TB, ch, orderID string) *Response {
 
 // Remote returns a client of a ticketd running elsewhere (a whole ticketd
 // in a test, at base URL) with the helpers of Server: Do, Reserve, Confirm,
-// Status. Its other fields are empty. Its answers are checked against the
-// OpenAPI document as a test server's are (CheckAnswer).
+// Status. Its other fields are empty. (A ticketd a cmd/ticketd test runs
+// checks its own answers against the OpenAPI document: Validating.)
 func Remote(base string) *Server {
-	return &Server{URL: base, remote: true, Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}}
+	return &Server{URL: base, Client: &fasthttp.Client{MaxConnsPerHost: 2048, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}}
 }
