@@ -244,7 +244,6 @@ func (s *Server) Do(t testing.TB, method, path string, headers map[string]string
 	for k, v := range resp.Header.All() {
 		r.Header.Add(string(k), string(v))
 	}
-
 	if r.Status == fasthttp.StatusNoContent && len(r.Body) == 0 {
 		return r // a CORS preflight's answer has no body
 	}
