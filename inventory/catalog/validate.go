@@ -2,11 +2,11 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/mail"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -769,14 +769,9 @@ func allocations(e *Event, p string) *ValidationError {
 				"the admissions it sells outside the room (give it 0, or take it out of channels, to sell on the storefront alone)", ch)
 		}
 	}
-	ids := make([]string, 0, len(al))
-	for id := range al {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
 	var sum int64
 	stock := eventStock(e)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(al)) {
 		if !slices.Contains(e.Channels, id) {
 			return fail(p+".allocations."+id, "%s is not one of the event's channels %v", id, e.Channels)
 		}
