@@ -23,14 +23,17 @@
 -- ARGV[6] -> T0, Redis ms: a fair room ranks by the shuffle before it and
 --            by arrival (1 + seq) from it
 -- ARGV[7] -> pass TTL ms, ARGV[8] -> the most places one call admits,
--- ARGV[9] -> the room's stock (catalog Room.Spec, lib/room room_free): the admission step of
---            lib/room, run after the join as a status call runs it, so the
---            answer says where the place stands
+-- ARGV[9] -> the room's stock (catalog Room.Spec, lib/room room_free)
+--
+-- A join runs lib/room's admission step when the answer depends on it: a
+-- new place that nobody waits before (from T0, so it may be admitted at
+-- once), and a second join (as a status call would). A new place behind a
+-- line only takes its place: the ticks and the polls near the head move
+-- the line, and a join in the rush costs no step.
 --
 -- Output:
---   {R.OK, queueId, reading...}      a new place (or one that joined again),
---                                    after the admission step (lib/room
---                                    room_reading)
+--   {R.OK, queueId, reading...}      a new place (or one that joined again)
+--                                    (lib/room room_reading)
 --   {R.EXISTS, queueId, reading...}  the identity's place, unchanged but
 --                                    for the step
 --   {R.SHORT}                   nothing is left to wait for: every unit of
@@ -46,7 +49,6 @@ if redis.call('EXISTS', KEYS[5]) == 0 then
 end
 local k = {room = KEYS[1], who = KEYS[2], line = KEYS[3], places = KEYS[4], passes = KEYS[7], soldkey = KEYS[6],
   audit = KEYS[8]}
-room_check(k)
 local bk, dev, qty = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -58,8 +60,8 @@ local ttl, t0, limit, spec = tonumber(ARGV[7]), tonumber(ARGV[6]), tonumber(ARGV
 -- (whose pass is its own e-mail's); once it left or lapsed, the device is
 -- free for the new e-mail's place. A place that left or lapsed joins again
 -- with its own id; no place ever changes e-mail.
-local function live(st)
-  return st and st ~= 'l' and st ~= 'x'
+local function live(s)
+  return s and s ~= 'l' and s ~= 'x'
 end
 local id = ARGV[1]
 local st = room_place(redis.call('HGET', k.places, id))
@@ -70,30 +72,49 @@ if not live(st) and dev ~= '' then
     other = nil
   end
 end
+local r = room_read(k)
 if live(st) or other then
   local found = other or id
-  local left, resv = room_admit(k, now, ttl, t0, limit, spec)
-  return room_answer(R.EXISTS, {found}, room_reading(k, found, now, left, resv))
+  local left, _ = room_admit(k, now, ttl, t0, limit, spec, r)
+  local fst, fqty, fexp, fbk = room_place(redis.call('HGET', k.places, found))
+  return room_answer(R.EXISTS, {found}, room_reading(k, found, now, left, r, fst, fqty, fexp, fbk))
 end
 
-local resv = tonumber(redis.call('HGET', k.room, 'resv')) or 0
-if room_free(k.soldkey, spec) <= 0 and resv <= 0 then
+local free = room_free(k.soldkey, spec)
+if free <= 0 and r.resv <= 0 then
   return {R.SHORT}
 end
 
--- writes
-local seq = redis.call('HINCRBY', k.room, 'seq', 1)
-local rank = 1 + seq
-if ARGV[5] ~= '' and now < tonumber(ARGV[6]) and not st then
-  rank = tonumber(ARGV[5])
+-- The new place is admitted by this call only when nobody waits before
+-- it; while a line waits, the nodes' ticks and the polls near the head
+-- move it (room_status), and the join writes only its place.
+local admitting = now >= t0 and r.wn == 0
+if admitting then
+  room_check(k)
+  k.checked = true
 end
+-- writes: the line first, the one key written unread, so a key of another
+-- type fails the script before anything is written (the others were read)
+r.seq = r.seq + 1
+local rank = string.format('%d', 1 + r.seq) -- a string: the reply keeps a shuffle rank's fraction
+if ARGV[5] ~= '' and now < t0 and not st then
+  rank = ARGV[5]
+end
+redis.call('ZADD', k.line, rank, id)
 if dev ~= '' then
   redis.call('HSET', k.who, 'd:' .. dev, id)
 end
-redis.call('ZADD', k.line, rank, id)
 room_put(k.places, id, 'w', qty, 0, bk)
-redis.call('HINCRBY', k.room, 'wn', 1)
-redis.call('HINCRBY', k.room, 'wq', qty)
-local left
-left, resv = room_admit(k, now, ttl, t0, limit, spec)
-return room_answer(R.OK, {id}, room_reading(k, id, now, left, resv))
+r.wn = r.wn + 1
+r.wq = r.wq + qty
+redis.call('HSET', k.room, 'seq', r.seq, 'wn', r.wn, 'wq', r.wq)
+local left = free - r.resv
+local pst, pqty, pexp = 'w', qty, 0
+if admitting then
+  local changed
+  left, changed = room_admit(k, now, ttl, t0, limit, spec, r)
+  if changed then
+    pst, pqty, pexp = room_place(redis.call('HGET', k.places, id))
+  end
+end
+return room_answer(R.OK, {id}, room_reading(k, id, now, left, r, pst, pqty, pexp, bk, rank))

@@ -1,6 +1,8 @@
 -- room_status: a place of an event's waiting room, after the admission
 -- step (lib/room room_admit): whoever polls moves the line, so passes are
--- given and lapsed ones return as long as anyone waits.
+-- given and lapsed ones return as long as anyone waits. A step with
+-- nothing to do writes nothing and type-checks nothing (lib/room
+-- room_writing).
 --
 -- KEYS[1] -> room hash          {pN}:ev:<id>:room
 -- KEYS[2] -> line zset          {pN}:ev:<id>:room:line
@@ -32,18 +34,27 @@ if redis.call('EXISTS', KEYS[6]) == 0 then
   return {R.STOPPED}
 end
 local k = {room = KEYS[1], line = KEYS[2], places = KEYS[3], passes = KEYS[4], soldkey = KEYS[5], audit = KEYS[7]}
-room_check(k)
 local id = ARGV[1]
-if id ~= '' and not redis.call('HGET', k.places, id) then
-  return {R.NOT_FOUND}
+local st, qty, exp, bk
+if id ~= '' then
+  st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))
+  if not st then
+    return {R.NOT_FOUND}
+  end
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local left, resv = room_admit(k, now, tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5])
-if ARGV[6] ~= '' and redis.call('HSETNX', k.room, 'shown', now) == 1 then
+local r = room_read(k)
+local left, changed = room_admit(k, now, tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], r)
+if ARGV[6] ~= '' and not r.shown then
+  room_writing(k)
+  redis.call('HSET', k.room, 'shown', now)
   room_audit(k, 'key', '', 'key', ARGV[6])
 end
 if id == '' then
-  return room_answer(R.OK, {}, room_frontier(k, now, left, resv, tonumber(ARGV[7])))
+  return room_answer(R.OK, {}, room_frontier(k, now, left, r, tonumber(ARGV[7])))
 end
-return room_answer(R.OK, {}, room_reading(k, id, now, left, resv))
+if changed then -- the step may have admitted it, or lapsed its pass
+  st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))
+end
+return room_answer(R.OK, {}, room_reading(k, id, now, left, r, st, qty, exp, bk))

@@ -143,13 +143,14 @@ func TestFairRoomAdmitsThePreQueueInTheCommittedOrder(t *testing.T) {
 	}
 	// T0 passes; one more buyer arrives after it
 	cfg.SalesStartAt = time.Now().Add(-time.Second)
-	f.s.AdmitPerCall = 1 // one a call (a join polls too): the order of admission is observable
-	late := f.join(cfg, "late@x.test").QueueID
+	f.s.AdmitPerCall = 1                       // one a poll: the order of admission is observable
+	late := f.join(cfg, "late@x.test").QueueID // behind a line: a join admits nobody
+	if f.int("HGET", f.sp.Room(ev), "admitted") != 0 {
+		t.Fatal("a join behind a line admitted a place")
+	}
 	var order []string
-	for i := range n + 1 {
-		if i > 0 {
-			f.status(cfg, late)
-		}
+	for range n + 1 {
+		f.status(cfg, late)
 		passes, err := f.rc.Do(f.ctx, f.rc.B().Zrange().Key(f.sp.RoomPasses(ev)).Min("0").Max("-1").Build()).AsStrSlice()
 		if err != nil {
 			t.Fatal(err)

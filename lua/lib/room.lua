@@ -1,6 +1,6 @@
 -- lib/room: an event's waiting room (inventory/room, keys.Space Room*):
--- its places, and the admission step every script that reads the room
--- runs first. A script takes it with the line
+-- its places, and the admission step the scripts that read the room for
+-- a waiter run (room_admit). A script takes it with the line
 --   --@include room
 -- which brings lib/check too.
 --
@@ -101,34 +101,61 @@ local function room_free(soldkey, spec)
   return free
 end
 
--- room_admit(k, now, ttl, t0, limit, spec): the admission step. Passes
+-- room_read(k): the room hash's figures, read once by a script that runs
+-- the admission step (room_admit keeps them current as it writes, so the
+-- answer needs no second read): resv, seq, wn, wq, admitted, first, used,
+-- lapsed as numbers (0 when unset), stock and shown as stored (false when
+-- unset).
+local function room_read(k)
+  local v = redis.call('HMGET', k.room, 'resv', 'seq', 'wn', 'wq', 'admitted', 'first', 'used', 'lapsed', 'stock',
+    'shown')
+  return {resv = tonumber(v[1]) or 0, seq = tonumber(v[2]) or 0, wn = tonumber(v[3]) or 0, wq = tonumber(v[4]) or 0,
+    admitted = tonumber(v[5]) or 0, first = tonumber(v[6]) or 0, used = tonumber(v[7]) or 0,
+    lapsed = tonumber(v[8]) or 0, stock = v[9], shown = v[10]}
+end
+
+-- room_writing(k): called before each write of the admission step: the
+-- first call type-checks the room's keys (room_check) unless the script
+-- did (k.checked), so a step that writes nothing (most polls) pays no TYPE
+-- call, and one that writes fails before its first write on a key of
+-- another type.
+local function room_writing(k)
+  if not k.checked then
+    room_check(k)
+    k.checked = true
+  end
+end
+
+-- room_admit(k, now, ttl, t0, limit, spec, r): the admission step. Passes
 -- that lapsed by now give their units back; then, from T0 (t0, Redis ms)
 -- on, the head of the line is admitted while the units it asked for are
--- left (room_free of spec, less resv), at most limit places a call. A head that asks for more
--- than is left waits while live passes may give units back; when none
--- may, it is admitted for what is left (it is not skipped: the line keeps
--- its order). Returns the units left and resv after the step.
---   k: room, line, places, passes, soldkey (checked by room_check and
---      the caller before its first write)
-local function room_admit(k, now, ttl, t0, limit, spec)
-  -- reads first: every key written below is read or checked before
-  local rv = redis.call('HMGET', k.room, 'resv', 'stock')
-  local resv = tonumber(rv[1]) or 0
+-- left (room_free of spec, less resv), at most limit places a call. A head
+-- that asks for more than is left waits while live passes may give units
+-- back; when none may, it is admitted for what is left (it is not skipped:
+-- the line keeps its order). r is room_read's figures, kept current here
+-- and written back in one HSET when they changed. Returns the units left
+-- after the step and whether it changed any place.
+--   k: room, line, places, passes, soldkey, audit (room_writing checks
+--      them before the step's first write)
+local function room_admit(k, now, ttl, t0, limit, spec, r)
+  local before = {r.resv, r.wn, r.admitted, r.lapsed}
   local free = room_free(k.soldkey, spec)
-  local before = resv
   local lapsed = redis.call('ZRANGEBYSCORE', k.passes, '-inf', now, 'LIMIT', 0, limit)
   for _, id in ipairs(lapsed) do
     local st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))
+    room_writing(k)
     if st == 'a' then
-      resv = resv - qty
+      r.resv = r.resv - qty
       room_put(k.places, id, 'x', qty, exp, bk)
-      redis.call('HINCRBY', k.room, 'lapsed', 1)
+      r.lapsed = r.lapsed + 1
       room_audit(k, 'lapsed', id, 'n', qty)
     end
     redis.call('ZREM', k.passes, id)
   end
-  local left = free - resv
-  if now >= t0 then
+  local left = free - r.resv
+  -- nothing is left to give (the usual poll while passes are out): the
+  -- line is not read
+  if now >= t0 and left > 0 then
     for _ = 1, limit do
       local top = redis.call('ZRANGE', k.line, 0, 0, 'WITHSCORES')
       local head = top[1]
@@ -138,38 +165,47 @@ local function room_admit(k, now, ttl, t0, limit, spec)
       local st, want, _, bk = room_place(redis.call('HGET', k.places, head))
       if st ~= 'w' then
         -- a line entry without a waiting place (none is made so): it goes
+        room_writing(k)
         redis.call('ZREM', k.line, head)
       else
         local qty = want
         if qty > left then
-          if resv > 0 or left <= 0 then
+          if r.resv > 0 or left <= 0 then
             break
           end
           qty = left
         end
+        room_writing(k)
         local exp = now + ttl
         redis.call('ZREM', k.line, head)
-        redis.call('HINCRBY', k.room, 'wn', -1)
-        redis.call('HINCRBY', k.room, 'wq', -want)
+        r.wn = r.wn - 1
+        r.wq = r.wq - want
         room_put(k.places, head, 'a', qty, exp, bk)
         redis.call('ZADD', k.passes, exp, head)
-        redis.call('HINCRBY', k.room, 'admitted', 1)
-        redis.call('HSETNX', k.room, 'first', now)
+        r.admitted = r.admitted + 1
+        if r.first == 0 then
+          r.first = now
+        end
         room_audit(k, 'admitted', head, 'n', qty, 'rank', top[2])
-        resv = resv + qty
+        r.resv = r.resv + qty
         left = left - qty
       end
     end
   end
-  if resv ~= before then
-    redis.call('HSET', k.room, 'resv', resv)
+  local changed = #lapsed > 0 or r.admitted ~= before[3]
+  if r.resv ~= before[1] or r.wn ~= before[2] or changed then
+    room_writing(k)
+    redis.call('HSET', k.room, 'resv', r.resv, 'wn', r.wn, 'wq', r.wq, 'admitted', r.admitted, 'first', r.first,
+      'lapsed', r.lapsed)
   end
   -- the stock as the catalog says it now, for reg_pay: a late payment
   -- takes back only units no live pass holds
-  if rv[2] ~= spec then
+  if r.stock ~= spec then
+    room_writing(k)
     redis.call('HSET', k.room, 'stock', spec)
+    r.stock = spec
   end
-  return left, resv
+  return left, changed
 end
 
 -- room_drop(k, id, st, qty, exp, bk, to): takes a waiting or admitted
@@ -192,47 +228,46 @@ local function room_drop(k, id, st, qty, exp, bk, to)
   room_put(k.places, id, to, qty, exp, bk)
 end
 
--- room_reading(k, id, now, left, resv): what a buyer is told
--- of place id after room_admit's step, as room_status and room_join
--- answer it after their code (inventory/room parses it):
+-- room_reading(k, id, now, left, r, st, qty, exp, bk, rank): what a buyer
+-- is told of place id (its state, units, pass expiry and buyer key st,
+-- qty, exp, bk, as it is after the script's writes) after room_admit's
+-- step, as room_status and room_join answer it after their code
+-- (inventory/room parses it):
 --   state, qty, passExp, ahead, waiting, waitingUnits, left, resv, now,
 --   admitted, first, used, lapsed, bk, rank
--- state, qty, passExp, bk: the place; ahead: places before it in the line
--- (-1 when it is not waiting); waiting, waitingUnits: the line's places and
--- units; left: units neither sold nor reserved; resv: units reserved by
--- live passes; now:
--- Redis ms; admitted, used, lapsed: passes given, that made a
--- registration, that expired unused, so far; first: Redis ms of the first
--- pass (0: none yet); rank: its score in the line ('' when not waiting).
-local function room_reading(k, id, now, left, resv)
-  local st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))
-  local ahead, rank = -1, ''
+-- ahead: places before it in the line (-1 when it is not waiting);
+-- waiting, waitingUnits: the line's places and units; left: units neither
+-- sold nor reserved; resv: units reserved by live passes; now: Redis ms;
+-- admitted, used, lapsed: passes given, that made a registration, that
+-- expired unused, so far; first: Redis ms of the first pass (0: none
+-- yet); rank: its score in the line ('' when not waiting; read from the
+-- line when rank is nil). r: room_read's figures as the step left them.
+local function room_reading(k, id, now, left, r, st, qty, exp, bk, rank)
+  local ahead = -1
   if st == 'w' then
     ahead = redis.call('ZRANK', k.line, id) or -1
-    rank = redis.call('ZSCORE', k.line, id) or ''
+    rank = rank or redis.call('ZSCORE', k.line, id) or ''
+  else
+    rank = ''
   end
-  local r = redis.call('HMGET', k.room, 'wn', 'wq', 'admitted', 'first', 'used', 'lapsed')
-  return {st, qty, exp, ahead, tonumber(r[1]) or 0, tonumber(r[2]) or 0, left, resv, now,
-    tonumber(r[3]) or 0, tonumber(r[4]) or 0, tonumber(r[5]) or 0, tonumber(r[6]) or 0, bk, rank}
+  return {st, qty, exp, ahead, r.wn, r.wq, left, r.resv, now, r.admitted, r.first, r.used, r.lapsed, bk, rank}
 end
 
--- room_frontier(k, now, left, resv, samples): the room as
--- every node keeps it in memory to answer the polls of waiters far from
--- the head (inventory/room frontier):
+-- room_frontier(k, now, left, r, samples): the room as every node keeps
+-- it in memory to answer the polls of waiters far from the head
+-- (inventory/room frontier), r being room_read's figures after the step:
 --   waiting, waitingUnits, left, resv, now, admitted, first, used,
 --   lapsed, step, then the scores of the line at positions 0, step,
 --   2 step, ... and its last
 -- step spreads at most samples scores over the line; samples 0 reads
 -- none (step 0): the figures alone.
-local function room_frontier(k, now, left, resv, samples)
-  local r = redis.call('HMGET', k.room, 'wn', 'wq', 'admitted', 'first', 'used', 'lapsed')
+local function room_frontier(k, now, left, r, samples)
   local wn = redis.call('ZCARD', k.line)
   local step = 0
   if samples > 0 then
     step = math.max(1, math.ceil(wn / samples))
   end
-  local out = {wn, tonumber(r[2]) or 0, left, resv, now, tonumber(r[3]) or 0, tonumber(r[4]) or 0,
-    tonumber(r[5]) or 0, tonumber(r[6]) or 0, step}
+  local out = {wn, r.wq, left, r.resv, now, r.admitted, r.first, r.used, r.lapsed, step}
   if step == 0 then
     return out
   end
