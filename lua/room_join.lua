@@ -1,9 +1,13 @@
--- room_join: a buyer's place in an event's waiting room (lib/room). One
--- place per identity: the buyer's e-mail (the place's id is derived from
--- its buyer key) and the device each name the place they joined with, and
--- a second join by either answers that place while it is live. A place
--- that left or whose pass lapsed joins again at the back of the line; a
--- waiting, admitted or used one stays as it is.
+-- room_join: buyers' places in an event's waiting room (lib/room), a
+-- batch of joins in one call (inventory/room joins: the joins a node
+-- receives while its last call runs go together, so a rush costs Redis a
+-- call per batch, not per buyer). One place per identity: the buyer's
+-- e-mail (the place's id is derived from its buyer key) and the device
+-- each name the place they joined with, and a second join by either
+-- answers that place while it is live. A place that left or whose pass
+-- lapsed joins again at the back of the line; a waiting, admitted or used
+-- one stays as it is. The joins of a batch are taken in order, so two of
+-- one identity make one place.
 --
 -- KEYS[1] -> room hash          {pN}:ev:<id>:room
 -- KEYS[2] -> devices hash       {pN}:ev:<id>:room:who
@@ -14,24 +18,25 @@
 -- KEYS[7] -> passes zset        {pN}:ev:<id>:room:passes
 -- KEYS[8] -> audit stream       {pN}:ev:<id>:room:audit
 --
--- ARGV[1] -> the e-mail's queue id (room.Service placeID: an HMAC of the
---            buyer key, so the e-mail needs no entry of its own)
--- ARGV[2] -> buyer key (orders.BuyerKey of the e-mail)
--- ARGV[3] -> device id ("" when none)
--- ARGV[4] -> units asked for
--- ARGV[5] -> the place's rank in the shuffle, in [0, 1) ("": a fifo room)
--- ARGV[6] -> T0, Redis ms: a fair room ranks by the shuffle before it and
+-- ARGV[1] -> T0, Redis ms: a fair room ranks by the shuffle before it and
 --            by arrival (1 + seq) from it
--- ARGV[7] -> pass TTL ms, ARGV[8] -> the most places one call admits,
--- ARGV[9] -> the room's stock (catalog Room.Spec, lib/room room_free)
+-- ARGV[2] -> pass TTL ms, ARGV[3] -> the most places one call admits
+-- ARGV[4] -> the room's stock (catalog Room.Spec, lib/room room_free)
+-- then five for each join, from ARGV[5]:
+--   the e-mail's queue id (room.Service placeID: an HMAC of the buyer
+--   key, so the e-mail needs no entry of its own), the buyer key
+--   (orders.BuyerKey of the e-mail), the device id ("" when none), the
+--   units asked for, the place's rank in the shuffle in [0, 1) ("": a fifo
+--   room)
 --
--- A join runs lib/room's admission step when the answer depends on it: a
+-- The call runs lib/room's admission step when an answer depends on it: a
 -- new place that nobody waits before (from T0, so it may be admitted at
--- once), and a second join (as a status call would). A new place behind a
--- line only takes its place: the ticks and the polls near the head move
--- the line, and a join in the rush costs no step.
+-- once), and a second join (as a status call would). New places behind a
+-- line only take their places: the ticks and the polls move the line, and
+-- a join in the rush costs no step.
 --
--- Output:
+-- Output: {R.STOPPED} (the partition's marker is missing), or {R.OK,
+-- answer...} with an answer for each join in order:
 --   {R.OK, queueId, reading...}      a new place (or one that joined again)
 --                                    (lib/room room_reading)
 --   {R.EXISTS, queueId, reading...}  the identity's place, unchanged but
@@ -41,7 +46,6 @@
 --                               awaiting payment, and no pass is live (no
 --                               place is made; holds that lapse give units
 --                               back, and a later join is let in)
---   {R.STOPPED}                 the partition's marker is missing
 --@include reply
 --@include room
 if redis.call('EXISTS', KEYS[5]) == 0 then
@@ -49,72 +53,115 @@ if redis.call('EXISTS', KEYS[5]) == 0 then
 end
 local k = {room = KEYS[1], who = KEYS[2], line = KEYS[3], places = KEYS[4], passes = KEYS[7], soldkey = KEYS[6],
   audit = KEYS[8]}
-local bk, dev, qty = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ttl, t0, limit, spec = tonumber(ARGV[7]), tonumber(ARGV[6]), tonumber(ARGV[8]), ARGV[9]
--- One place per identity. The e-mail's place has the id ARGV[1] (derived
--- from its buyer key) and is answered while it is live (waiting, admitted
--- or used). A device names the place it joined for: while that place is
--- live, a join from the device with another e-mail is answered with it
--- (whose pass is its own e-mail's); once it left or lapsed, the device is
--- free for the new e-mail's place. A place that left or lapsed joins again
--- with its own id; no place ever changes e-mail.
+local t0, ttl, limit, spec = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+-- One place per identity. The e-mail's place has the id of its join
+-- (derived from its buyer key) and is answered while it is live (waiting,
+-- admitted or used). A device names the place it joined for: while that
+-- place is live, a join from the device with another e-mail is answered
+-- with it (whose pass is its own e-mail's); once it left or lapsed, the
+-- device is free for the new e-mail's place. A place that left or lapsed
+-- joins again with its own id; no place ever changes e-mail.
 local function live(s)
   return s and s ~= 'l' and s ~= 'x'
 end
-local id = ARGV[1]
-local st = room_place(redis.call('HGET', k.places, id))
-local other = nil
-if not live(st) and dev ~= '' then
-  other = redis.call('HGET', k.who, 'd:' .. dev)
-  if other == id or not live(room_place(redis.call('HGET', k.places, other or ''))) then
-    other = nil
+local r = room_read(k)
+local free = room_free(k.soldkey, spec)
+local waited = r.wn -- places in the line before the batch
+local short = free <= 0 and r.resv <= 0
+local found, made = {}, {} -- by join: the identity's place; a new place's rank
+local again = false
+-- reads first: the identities of every join, before the batch writes
+for j = 0, (#ARGV - 4) / 5 - 1 do
+  local a = 5 + 5 * j
+  local id, dev = ARGV[a], ARGV[a + 2]
+  local st = room_place(redis.call('HGET', k.places, id))
+  local other = nil
+  if not live(st) and dev ~= '' then
+    other = redis.call('HGET', k.who, 'd:' .. dev)
+    if other == id or not live(room_place(redis.call('HGET', k.places, other or ''))) then
+      other = nil
+    end
+  end
+  if live(st) or other then
+    found[j] = other or id
+    again = true
+  elseif not short then
+    -- a place that left or lapsed joins at the back; a new one of a fair
+    -- room before T0 by its rank in the shuffle
+    local rank = 'seq'
+    if ARGV[a + 4] ~= '' and now < t0 and not st then
+      rank = ARGV[a + 4]
+    end
+    made[j] = rank
   end
 end
-local r = room_read(k)
-if live(st) or other then
-  local found = other or id
-  local left, _ = room_admit(k, now, ttl, t0, limit, spec, r)
-  local fst, fqty, fexp, fbk = room_place(redis.call('HGET', k.places, found))
-  return room_answer(R.EXISTS, {found}, room_reading(k, found, now, left, r, fst, fqty, fexp, fbk))
-end
 
-local free = room_free(k.soldkey, spec)
-if free <= 0 and r.resv <= 0 then
-  return {R.SHORT}
-end
-
--- The new place is admitted by this call only when nobody waits before
--- it; while a line waits, the nodes' ticks and the polls near the head
--- move it (room_status), and the join writes only its place.
-local admitting = now >= t0 and r.wn == 0
+-- A step may admit: it type-checks every key first (lib/room
+-- room_check). Otherwise the line is the one key written unread, and its
+-- ZADD the first write, so a key of another type fails the call before
+-- anything is written (the others were read).
+local admitting = again or (now >= t0 and waited == 0 and next(made) ~= nil)
 if admitting then
   room_check(k)
   k.checked = true
 end
--- writes: the line first, the one key written unread, so a key of another
--- type fails the script before anything is written (the others were read)
-r.seq = r.seq + 1
-local rank = string.format('%d', 1 + r.seq) -- a string: the reply keeps a shuffle rank's fraction
-if ARGV[5] ~= '' and now < t0 and not st then
-  rank = ARGV[5]
-end
-redis.call('ZADD', k.line, rank, id)
-if dev ~= '' then
-  redis.call('HSET', k.who, 'd:' .. dev, id)
-end
-room_put(k.places, id, 'w', qty, 0, bk)
-r.wn = r.wn + 1
-r.wq = r.wq + qty
-redis.call('HSET', k.room, 'seq', r.seq, 'wn', r.wn, 'wq', r.wq)
-local left = free - r.resv
-local pst, pqty, pexp = 'w', qty, 0
-if admitting then
-  local changed
-  left, changed = room_admit(k, now, ttl, t0, limit, spec, r)
-  if changed then
-    pst, pqty, pexp = room_place(redis.call('HGET', k.places, id))
+local n = 0
+local placed, devices = {}, {} -- the batch's new places: by id; by device
+for j = 0, (#ARGV - 4) / 5 - 1 do
+  local a = 5 + 5 * j
+  local id, bk, dev, qty = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
+  -- a second join of an identity the batch placed already is answered
+  -- with that place
+  if made[j] and placed[id] then
+    found[j], made[j] = id, nil
+  elseif made[j] and dev ~= '' and devices[dev] then
+    found[j], made[j] = devices[dev], nil
+  end
+  if made[j] then
+    r.seq = r.seq + 1
+    if made[j] == 'seq' then
+      made[j] = string.format('%d', 1 + r.seq) -- a string: the reply keeps a shuffle rank's fraction
+    end
+    redis.call('ZADD', k.line, made[j], id)
+    if dev ~= '' then
+      redis.call('HSET', k.who, 'd:' .. dev, id)
+      devices[dev] = id
+    end
+    room_put(k.places, id, 'w', qty, 0, bk)
+    placed[id] = true
+    r.wn = r.wn + 1
+    r.wq = r.wq + qty
+    n = n + 1
   end
 end
-return room_answer(R.OK, {id}, room_reading(k, id, now, left, r, pst, pqty, pexp, bk, rank))
+if n > 0 then
+  redis.call('HSET', k.room, 'seq', r.seq, 'wn', r.wn, 'wq', r.wq)
+end
+local left = free - r.resv
+local changed = false
+if admitting then
+  left, changed = room_admit(k, now, ttl, t0, limit, spec, r)
+end
+
+local out = {R.OK}
+for j = 0, (#ARGV - 4) / 5 - 1 do
+  local a = 5 + 5 * j
+  local id = found[j] or ARGV[a]
+  if found[j] or made[j] then
+    local st, qty, exp, bk, rank = 'w', tonumber(ARGV[a + 3]), 0, ARGV[a + 1], made[j]
+    if found[j] or changed then
+      st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))
+      rank = nil
+    end
+    local code = R.OK
+    if found[j] then
+      code = R.EXISTS
+    end
+    out[#out + 1] = room_answer(code, {id}, room_reading(k, id, now, left, r, st, qty, exp, bk, rank))
+  else
+    out[#out + 1] = {R.SHORT}
+  end
+end
+return out

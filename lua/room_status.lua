@@ -21,6 +21,8 @@
 --            to the audit once (the room hash's 'shown' marks it done)
 -- ARGV[7] -> without a queue id: the most line scores the answer samples
 --            (lib/room room_frontier)
+-- ARGV[8] -> without a queue id: the places at the head of the line whose
+--            ids the answer lists in order (lib/room room_frontier)
 --
 -- Output:
 --   {R.OK, reading...}   the place after the step (lib/room room_reading)
@@ -52,7 +54,7 @@ if ARGV[6] ~= '' and not r.shown then
   room_audit(k, 'key', '', 'key', ARGV[6])
 end
 if id == '' then
-  return room_answer(R.OK, {}, room_frontier(k, now, left, r, tonumber(ARGV[7])))
+  return room_answer(R.OK, {}, room_frontier(k, now, left, r, tonumber(ARGV[7]), tonumber(ARGV[8])))
 end
 if changed then -- the step may have admitted it, or lapsed its pass
   st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))

@@ -129,9 +129,9 @@ type Settings struct {
 	Replication *redisstate.Replication
 	// StorefrontTimeout bounds each storefront request's work.
 	StorefrontTimeout time.Duration
-	// RoomNearHead is how close to the head of a waiting room's line a
-	// status poll reads Redis (room.Service NearHead; 0: its 200). Tests
-	// lower it to have far waiters without hundreds of joins.
+	// RoomNearHead is how many places at the head of a waiting room's
+	// line each tick lists for the polls (room.Service NearHead; 0: its
+	// 200). Tests lower it to have far waiters without hundreds of joins.
 	RoomNearHead int64
 
 	// TestMode says payments are simulated (pages, registrations, /readyz);

@@ -80,9 +80,9 @@ type Options struct {
 	// outlive their end in Redis (0: the 24 h default); a short one lets
 	// a test see every key it made go.
 	Retention time.Duration
-	// RoomNearHead is how close to the head of a waiting room's line a
-	// status poll reads Redis (0: the room's default, 200); a place at
-	// least that far back is answered from the node's memory.
+	// RoomNearHead is how many places at the head of a waiting room's
+	// line each tick lists for the polls (0: the room's default, 200);
+	// the places farther back are placed by the line's sampled scores.
 	RoomNearHead int64
 	// StripeWebhookSecret, when set, has POST /v1/webhooks/stripe verify
 	// Stripe's events with it (STRIPE_WEBHOOK_SECRET); unset, each is

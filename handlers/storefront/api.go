@@ -79,6 +79,9 @@ type API struct {
 	// waiting room's far places), per client IP with the read limit, so
 	// they cost Redis nothing (pollCount).
 	polls ratelimit.Local
+	// joins counts a waiting room's joins per client IP with the write
+	// limit, in the node's memory (queueJoin).
+	joins ratelimit.Local
 }
 
 func (a *API) logger() *slog.Logger {
@@ -101,7 +104,7 @@ func (a *API) Register(r *router.Router) {
 	g.POST("/wallet/create-payment", a.guardRead(guard.Payment, a.walletPayment))
 	g.GET("/registration/{registrationId}", a.guardRead(guard.Read, a.registration))
 	g.POST("/queue/{eventId}/challenge", a.guard(guard.Read, a.queueChallenge))
-	g.POST("/queue/{eventId}/join", a.guard(guard.Write, a.queueJoin))
+	g.POST("/queue/{eventId}/join", a.route(guard.Write, true, a.queueJoin))
 	// A status poll's limit is the handler's to take (pollCount): in the
 	// node's memory for a place far from the head, else in Redis.
 	g.GET("/queue/{eventId}/status", a.route(guard.Read, true, a.queueStatus))

@@ -149,6 +149,13 @@ func (a *API) roomEmail(ctx *fasthttp.RequestCtx, r *request, b any, email **str
 
 // queueJoin is POST /v1/storefront/queue/{eventId}/join.
 func (a *API) queueJoin(ctx *fasthttp.RequestCtx, r *request) {
+	// The write limit in the node's memory (API.joins): a join's place is
+	// its identity's whatever it costs, and a Redis call for the limit
+	// would cost the rush as much as the join (room.Service batches those).
+	if e := guard.DeferredOf(r.ctx).Local(ctx, &a.joins); e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
 	var b joinBody
 	ev, email, ok := a.roomEmail(ctx, r, &b, &b.Email)
 	if !ok {
@@ -254,10 +261,11 @@ func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 
 // pollCount counts a status request (room.Count) in its client IP's read
 // limit, once in each place it is answered from: in the node's memory
-// (API.polls) when its first poll is, a place far from the head, so that
-// it costs Redis nothing; in Redis (the route's deferred limit, taken
-// alone: the status script writes) before its first poll that reads Redis:
-// near the head, admitted, or a long-poll woken near it.
+// (API.polls) when its first poll is, a waiting place, so that it costs
+// Redis nothing; in Redis (the route's deferred limit, taken alone: the
+// status script writes) before its first poll that reads Redis: a place
+// that left the line (admitted, gone), or any while the node's frontier is
+// stale.
 func (a *API) pollCount(ctx *fasthttp.RequestCtx, r *request) room.Count {
 	d := guard.DeferredOf(r.ctx)
 	first := true

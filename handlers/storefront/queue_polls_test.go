@@ -10,9 +10,10 @@ import (
 )
 
 // farRoom is a server whose waiting room sf_room (2 tickets) has ann and
-// bob admitted and six more waiting, c1 at the head to c6; a poll of a
-// place 3 or more behind the head (c4 to c6) is answered from the node's
-// memory once its tick has read the line.
+// bob admitted and six more waiting, c1 at the head to c6; a waiting
+// place's poll is answered from the node's memory once its tick has read
+// the line: exactly for the 3 at the head (RoomNearHead), by the line's
+// sampled scores for c4 to c6.
 func farRoom(t *testing.T) (*servertest.Server, map[string]place) {
 	t.Helper()
 	s := servertest.Start(t, servertest.Options{Trusted: "127.0.0.1/32", RoomNearHead: 3})
@@ -25,7 +26,7 @@ func farRoom(t *testing.T) (*servertest.Server, map[string]place) {
 		t.Fatalf("joins: bob %+v, c1 %+v", ps["bob"], ps["c1"])
 	}
 	// The node's tick (every 100 ms) reads the frontier: wait for it, and
-	// for its line scores (read every 500 ms) to hold every join: a place
+	// for its line scores (read every second) to hold every join: a place
 	// that joined after them is placed at the line's end as the tick last
 	// counted it, which a tick late under load leaves short.
 	deadline := time.Now().Add(10 * time.Second)
@@ -59,10 +60,11 @@ func polled(t *testing.T, s *servertest.Server, query string, p place, ip string
 	return r, trips, out
 }
 
-// A far waiter's polls, plain or long, cost Redis nothing and tell the
-// truth; a poll near the head and an admitted place's go to Redis with
-// the rate limit as before (two round trips).
-func TestFarPollsMakeNoRedisRoundTrips(t *testing.T) {
+// A waiter's polls, plain or long, far from the head or at it, cost Redis
+// nothing and tell the truth (the tick lists the head's places in order);
+// an admitted place's go to Redis with the rate limit (two round trips),
+// and Redis gives the pass.
+func TestWaitingPollsMakeNoRedisRoundTrips(t *testing.T) {
 	t.Parallel()
 	s, ps := farRoom(t)
 	for i := range 20 {
@@ -79,8 +81,8 @@ func TestFarPollsMakeNoRedisRoundTrips(t *testing.T) {
 	}
 	r, trips, st = polled(t, s, "", ps["c2"], "203.0.113.1")
 	expect(t, r, 200, "")
-	if trips != 2 || st.State != "waiting" || st.Position != 2 || st.Ahead != 1 {
-		t.Fatalf("a place near the head: %d round trips, %+v; want 2 (the limit, the status), waiting 1 ahead", trips, st)
+	if trips != 0 || st.State != "waiting" || st.Position != 2 || st.Ahead != 1 {
+		t.Fatalf("a place near the head: %d round trips, %+v; want 0, waiting 1 ahead", trips, st)
 	}
 	r, trips, st = polled(t, s, "", ps["ann"], "203.0.113.1")
 	expect(t, r, 200, "")
@@ -129,10 +131,10 @@ func TestFarPollFloodIsRateLimited(t *testing.T) {
 	}
 }
 
-// A long-poll that began far from the head and is woken near it reads
-// Redis, and takes the Redis-backed limit first: the limit and the status,
-// two round trips, for the right answer.
-func TestLongPollWokenNearTheHeadTakesTheRedisLimit(t *testing.T) {
+// A long-poll that began far from the head is woken near it once places
+// ahead of it left and the tick admitted the next, and is answered from
+// the head the tick read: no round trip, the right answer.
+func TestLongPollWokenNearTheHeadIsAnsweredFromTheHead(t *testing.T) {
 	t.Parallel()
 	s, ps := farRoom(t)
 	type answer struct {
@@ -154,8 +156,8 @@ func TestLongPollWokenNearTheHeadTakesTheRedisLimit(t *testing.T) {
 	select {
 	case a := <-got:
 		expect(t, a.r, 200, "")
-		if a.trips != 2 || a.st.State != "waiting" || a.st.Ahead != 1 || a.took > 15*time.Second {
-			t.Fatalf("c4's long-poll once two places left: %d round trips, %+v after %v; want 2 (the limit, the status), waiting 1 ahead",
+		if a.trips != 0 || a.st.State != "waiting" || a.st.Ahead != 1 || a.took > 15*time.Second {
+			t.Fatalf("c4's long-poll once two places left: %d round trips, %+v after %v; want 0, waiting 1 ahead",
 				a.trips, a.st, a.took)
 		}
 	case <-time.After(20 * time.Second):
@@ -163,15 +165,15 @@ func TestLongPollWokenNearTheHeadTakesTheRedisLimit(t *testing.T) {
 	}
 }
 
-// A client hammering a place near the head is refused by the Redis-backed
-// limit, as before: the refused poll costs the limit's round trip alone,
-// the status script does not run.
-func TestNearPollFloodIsRateLimitedInRedis(t *testing.T) {
+// A client hammering an admitted place's status, which Redis answers, is
+// refused by the Redis-backed limit: the refused poll costs the limit's
+// round trip alone, the status script does not run.
+func TestAdmittedPollFloodIsRateLimitedInRedis(t *testing.T) {
 	t.Parallel()
 	s, ps := farRoom(t)
 	limit := int(guard.IPLimit(guard.Read))
 	for i := 0; ; i++ {
-		r, trips, _ := polled(t, s, "", ps["c1"], "203.0.113.5")
+		r, trips, _ := polled(t, s, "", ps["ann"], "203.0.113.5")
 		if r.Status == 429 {
 			expect(t, r, 429, "RATE_LIMITED")
 			if trips != 1 || r.Header.Get("Retry-After") == "" || i < limit {
@@ -181,10 +183,58 @@ func TestNearPollFloodIsRateLimitedInRedis(t *testing.T) {
 			return
 		}
 		if r.Status != 200 || trips != 2 {
-			t.Fatalf("near poll %d: %s after %d round trips, want 200 after 2", i, r, trips)
+			t.Fatalf("admitted poll %d: %s after %d round trips, want 200 after 2", i, r, trips)
 		}
 		if i > limit+20 {
-			t.Fatalf("%d polls near the head, none refused", i)
+			t.Fatalf("%d polls of an admitted place, none refused", i)
 		}
+	}
+}
+
+// A client flooding joins is refused 429 RATE_LIMITED at the storefront's
+// write limit by the node alone: a refused join costs Redis nothing, an
+// answered one its join's call (the limit is kept in the node's memory);
+// another client is not refused.
+func TestJoinFloodIsRateLimitedByTheNode(t *testing.T) {
+	t.Parallel()
+	s := servertest.Start(t, servertest.Options{Trusted: "127.0.0.1/32"})
+	s.Apply(t, []byte(roomCatalog()))
+	limit := int(guard.IPLimit(guard.Write))
+	joinFrom := func(i int, ip string) (*servertest.Response, int) {
+		h := servertest.Shop()
+		h[servertest.TripsHeader] = "1"
+		h["X-Forwarded-For"] = ip
+		r := s.Do(t, "POST", "/v1/storefront/queue/sf_room/join", h,
+			map[string]any{"email": "flood" + strconv.Itoa(i) + "@example.com", "quantity": 1})
+		trips, err := strconv.Atoi(r.Header.Get(servertest.TripsCount))
+		if err != nil {
+			t.Fatalf("no round-trip count: %s", r)
+		}
+		return r, trips
+	}
+	ok, refused := 0, 0
+	for i := 0; i < limit+10; i++ {
+		r, trips := joinFrom(i, "203.0.113.7")
+		switch r.Status {
+		case 200:
+			ok++
+			if trips != 1 {
+				t.Fatalf("join %d: %d round trips, want 1 (the join's call)", i, trips)
+			}
+		case 429:
+			refused++
+			expect(t, r, 429, "RATE_LIMITED")
+			if trips != 0 || r.Header.Get("Retry-After") == "" {
+				t.Fatalf("refused join %d: %d round trips, Retry-After %q; want none and a Retry-After", i, trips, r.Header.Get("Retry-After"))
+			}
+		default:
+			t.Fatalf("join %d: %s", i, r)
+		}
+	}
+	if ok < limit || ok > limit+2 || refused == 0 {
+		t.Fatalf("%d joins: %d answered, %d refused; want the burst of %d answered and the rest refused", limit+10, ok, refused, limit)
+	}
+	if r, _ := joinFrom(limit+10, "203.0.113.8"); r.Status != 200 {
+		t.Fatalf("another client's join: %s", r)
 	}
 }

@@ -2,6 +2,7 @@ package room
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -14,10 +15,12 @@ import (
 )
 
 // A frontier is a room as one node keeps it in memory, refreshed by each
-// tick (Run): the line's size and stock figures, and the line's scores
-// sampled at fixed positions, so a poll of a place far from the head (its
-// rank is in its poll token) is answered without Redis. Redis then sees
-// the polls of the places near the head, the ones that may be admitted.
+// tick (Run): the line's size and stock figures, the ids of the places at
+// its head in order, and its scores sampled at fixed positions, so the
+// poll of a waiting place is answered without Redis: exactly at the head,
+// by its rank (in its poll token) among the samples farther back. Redis
+// then sees about one poll per admitted place, the one that takes its
+// pass, and the ticks.
 type frontier struct {
 	at      time.Time // when this node read it
 	sampled time.Time // when its scores were read
@@ -28,20 +31,28 @@ type frontier struct {
 	// scores are the line's scores at positions pos (ascending both).
 	scores []float64
 	pos    []int64
+	// head is the places at the head of the line as this tick read them
+	// (NearHead of them at most): id -> the places before it. A poll of
+	// one is answered exactly from here; a place nearer than NearHead and
+	// not in it has left the line (admitted, or gone), and its poll reads
+	// Redis, which gives the pass.
+	head map[string]int64
 }
 
 // frontierSamples is the most line scores one tick reads: the estimate of a
-// place's position is off by at most the line's length over it.
-const frontierSamples = 256
+// place's position is off by at most the line's length over it (a place
+// far back is told about where it stands; the head is listed exactly).
+// Each score is a script command of a few microseconds: 256 made the
+// sampling ticks a quarter of a sell-out's Redis time.
+const frontierSamples = 64
 
 // frontierFresh is how old a frontier may be and still answer polls.
 const frontierFresh = time.Second
 
 // sampleEvery is how often a node's tick reads the line's scores (the
-// costly part of a tick: a few hundred microseconds of Redis on a line of
-// 10,000); the ticks between read the figures alone and keep the scores
-// they had, which move little in that time.
-const sampleEvery = 500 * time.Millisecond
+// costly part of a tick); the ticks between read the figures and the head
+// alone and keep the scores they had, which move little in that time.
+const sampleEvery = time.Second
 
 // frontierOf parses lib/room's room_frontier from arr[at].
 func frontierOf(arr []rueidis.RedisMessage, at int) (*frontier, error) {
@@ -56,7 +67,23 @@ func frontierOf(arr []rueidis.RedisMessage, at int) (*frontier, error) {
 	f := &frontier{reading: reading{state: "w", waiting: n[0], waitingUnits: n[1], left: n[2], resv: n[3], now: n[4],
 		admitted: n[5], first: n[6], used: n[7], lapsed: n[8]}}
 	step := n[9]
-	for i := at + 10; i < len(arr); i++ {
+	nhead, err := eval.Int(arr, at+10)
+	if err != nil {
+		return nil, err
+	}
+	at += 11
+	if int64(len(arr)-at) < nhead {
+		return nil, fmt.Errorf("room: frontier lists %d head places, the reply has %d more elements", nhead, len(arr)-at)
+	}
+	f.head = make(map[string]int64, nhead)
+	for i := range nhead {
+		id, err := arr[at+int(i)].ToString()
+		if err != nil {
+			return nil, err
+		}
+		f.head[id] = i
+	}
+	for i := at + int(nhead); i < len(arr); i++ {
 		sv, err := arr[i].ToString()
 		if err != nil {
 			return nil, err
@@ -145,19 +172,28 @@ func (s *Service) poll(ctx context.Context, cfg *catalog.Room, eventID string, p
 }
 
 // remembered is the place's status from the node's frontier: ok when the
-// place is far from the head and the frontier fresh.
+// frontier is fresh and lists the place at the head of the line (its
+// position exact as of the tick), or places it far from the head. A place
+// near the head that the frontier does not list has left the line since,
+// or is about to be admitted: Redis answers it.
 func (s *Service) remembered(cfg *catalog.Room, eventID string, p Place) (Status, bool) {
 	v, ok := s.frontiers.Load(eventID)
-	if !ok || math.IsNaN(p.Rank) {
+	if !ok {
 		return Status{}, false
 	}
 	f := v.(*frontier)
 	if s.now().Sub(f.at) > frontierFresh {
 		return Status{}, false
 	}
-	ahead, ok := f.ahead(p.Rank)
-	if !ok || ahead < s.nearHead() {
-		return Status{}, false
+	ahead, ok := f.head[p.QueueID]
+	if !ok {
+		if math.IsNaN(p.Rank) {
+			return Status{}, false
+		}
+		ahead, ok = f.ahead(p.Rank)
+		if !ok || ahead < s.nearHead() {
+			return Status{}, false
+		}
 	}
 	r := f.reading
 	r.qty, r.ahead = p.Quantity, ahead

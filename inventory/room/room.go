@@ -14,6 +14,7 @@ package room
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -50,14 +51,18 @@ type Service struct {
 	// old a frontier is; Redis' clock decides everything else.
 	Now    func() time.Time
 	Logger *slog.Logger
-	// NearHead is how close to the head (places ahead) a poll goes to
-	// Redis (0: 200); a poll farther back is answered from the node's
-	// frontier while it is fresh.
+	// NearHead is how many places at the head of the line each tick
+	// lists (0: 200): their polls are answered exactly from the node's
+	// frontier, a place farther back by its rank among the line's
+	// sampled scores, and a place nearer that the tick did not list (it
+	// left the line) from Redis.
 	NearHead int64
 
-	frontiers sync.Map // event id -> *frontier, from the tick (Run)
-	wakers    sync.Map // event id -> *waker, for the long-polls (Wait)
-	meters    sync.Map // event id -> *meter, the joins a second (proof of work)
+	frontiers sync.Map     // event id -> *frontier, from the tick (Run)
+	wakers    sync.Map     // event id -> *waker, for the long-polls (Wait)
+	meters    sync.Map     // event id -> *meter, the joins a second (proof of work)
+	joins     sync.Map     // event id and arguments -> *joinQueue (joins.go)
+	joinCalls atomic.Int64 // room_join calls, for tests
 	stopped   atomic.Bool
 }
 
@@ -173,12 +178,12 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 		rank = strconv.FormatFloat(s.shuffleRank(req.EventID, id), 'g', -1, 64)
 	}
 	ev := req.EventID
-	ks := []string{s.Space.Room(ev), s.Space.RoomWho(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev),
-		s.Space.Live(keys.Partition(ev)), s.Space.Sold(ev), s.Space.RoomPasses(ev), s.Space.RoomAudit(ev)}
-	args := []string{id, bk, req.Device, strconv.FormatInt(req.Quantity, 10), rank,
-		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
-		strconv.Itoa(s.admitPerCall()), cfg.Spec()}
-	arr, err := eval.Array(ctx, s.Redis, joinScript, ks, args)
+	common := []string{strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10),
+		strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10), strconv.Itoa(s.admitPerCall()), cfg.Spec()}
+	arr, err := s.join(ctx, s.joinQueueOf(ev, common), joinArgs{id, bk, req.Device, strconv.FormatInt(req.Quantity, 10), rank})
+	if errors.Is(err, errStopped) {
+		return Joined{}, errStopped
+	}
 	if err != nil {
 		return Joined{}, fmt.Errorf("room: join: %w", err)
 	}
@@ -197,8 +202,6 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 		return Joined{QueueID: qid, PollToken: s.PollToken(ev, p), Again: code == reply.Exists, Status: st}, nil
 	case reply.Short:
 		return Joined{}, ErrSoldOut
-	case reply.Stopped:
-		return Joined{}, errStopped
 	}
 	return Joined{}, reply.Unexpected("room_join", code)
 }
@@ -242,7 +245,7 @@ func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID,
 		s.Space.Sold(ev), s.Space.Live(keys.Partition(ev)), s.Space.RoomAudit(ev)}
 	args := []string{queueID, strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
 		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(admit), cfg.Spec(), key,
-		strconv.Itoa(samples)}
+		strconv.Itoa(samples), strconv.FormatInt(s.nearHead(), 10)}
 	return eval.Array(ctx, s.Redis, statusScript, ks, args)
 }
 

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,8 +20,11 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redistest"
+	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 const ev = "ev_room"
@@ -198,6 +202,88 @@ func TestOnePlacePerIdentity(t *testing.T) {
 	}
 	if n := f.int("HLEN", f.sp.RoomPlaces(ev)); n != 1 {
 		t.Fatalf("%d places, want 1", n)
+	}
+}
+
+// The joins of one batch (room_join takes a node's joins of a room
+// together) are taken in order: a second join of an e-mail, or of a
+// device, the batch placed already answers that place, and the line
+// counts each place once.
+func TestABatchOfJoinsKeepsOnePlacePerIdentity(t *testing.T) {
+	f := setup(t, 10)
+	cfg := f.open(false, time.Minute)
+	cfg.SalesStartAt = time.Now().Add(time.Hour)
+	common := []string{strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), "60000", "64", cfg.Spec()}
+	q := f.s.joinQueueOf(ev, common)
+	call := func(email, device string) *joinCall {
+		bk := orders.BuyerKey(email)
+		id := f.s.placeID(ev, bk)
+		return &joinCall{ctx: f.ctx, args: joinArgs{id, bk, device, "1", ""}, done: make(chan struct{})}
+	}
+	batch := []*joinCall{call("ann@x.test", ""), call("Ann@x.test", ""), call("bob@x.test", "dev-9"),
+		call("cy@x.test", "dev-9"), call("dee@x.test", "")}
+	q.waiting, q.sending = batch, true
+	f.s.sendJoins(q)
+	want := []struct {
+		code reply.Code
+		of   int // the join whose place it answers
+	}{{reply.OK, 0}, {reply.Exists, 0}, {reply.OK, 2}, {reply.Exists, 2}, {reply.OK, 4}}
+	for i, c := range batch {
+		<-c.done
+		if c.err != nil {
+			t.Fatalf("join %d: %v", i, c.err)
+		}
+		code, _ := reply.Of(c.ans)
+		qid, _ := eval.Str(c.ans, 1)
+		if code != want[i].code || qid != batch[want[i].of].args[0] {
+			t.Fatalf("join %d: code %d, place %s; want %d, join %d's place", i, code, qid, want[i].code, want[i].of)
+		}
+	}
+	if n, w := f.int("HLEN", f.sp.RoomPlaces(ev)), f.int("ZCARD", f.sp.RoomLine(ev)); n != 3 || w != 3 ||
+		f.int("HGET", f.sp.Room(ev), "wn") != 3 {
+		t.Fatalf("%d places, %d in the line; want 3 each, and 3 counted waiting", n, w)
+	}
+}
+
+// Joins that come together go to Redis in fewer calls than joins, each
+// answered with its own place.
+func TestConcurrentJoinsGoInBatches(t *testing.T) {
+	const buyers = 300
+	f := setup(t, 10)
+	cfg := f.open(false, time.Minute)
+	cfg.SalesStartAt = time.Now().Add(time.Hour)
+	var wg sync.WaitGroup
+	ids := make([]string, buyers)
+	errs := make(chan error, buyers)
+	for i := range buyers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: fmt.Sprintf("c%d@x.test", i), Quantity: 1})
+			if err != nil {
+				errs <- err
+				return
+			}
+			ids[i] = j.QueueID
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if calls := f.s.joinCalls.Load(); calls >= buyers || calls == 0 {
+		t.Fatalf("%d joins took %d room_join calls, want fewer", buyers, calls)
+	}
+	seen := map[string]bool{}
+	for i, id := range ids {
+		if id != f.s.placeID(ev, orders.BuyerKey(fmt.Sprintf("c%d@x.test", i))) || seen[id] {
+			t.Fatalf("join %d answered place %s", i, id)
+		}
+		seen[id] = true
+	}
+	if w := f.int("ZCARD", f.sp.RoomLine(ev)); w != buyers {
+		t.Fatalf("%d in the line, want %d", w, buyers)
 	}
 }
 
@@ -483,11 +569,11 @@ func TestAuditHoldsTheOrderAndEachPassesFate(t *testing.T) {
 	}
 }
 
-// A poll far from the head is answered from the node's frontier (no
-// Redis), with a position within the frontier's sampling of the truth; a
-// poll near the head, of an admitted place, or on a stale frontier goes
-// to Redis.
-func TestFarPollsAreAnsweredFromTheFrontier(t *testing.T) {
+// A waiting place's poll is answered from the node's frontier (no Redis):
+// far from the head with a position within the frontier's sampling of the
+// truth, at the head exactly (the tick lists the head); a poll of an
+// admitted place, or on a stale frontier, goes to Redis.
+func TestWaitingPollsAreAnsweredFromTheFrontier(t *testing.T) {
 	const stock, n = 10, 1000
 	f := setup(t, stock)
 	cfg := f.open(false, time.Minute)
@@ -513,8 +599,8 @@ func TestFarPollsAreAnsweredFromTheFrontier(t *testing.T) {
 		t.Fatalf("the 501st arrival: %+v, want waiting about 490 ahead, from memory", far)
 	}
 	near := poll(stock + 5)
-	if near.Memory || near.State != Waiting || near.Ahead != 5 {
-		t.Fatalf("the 16th arrival: %+v, want waiting 5 ahead, from Redis", near)
+	if !near.Memory || near.State != Waiting || near.Ahead != 5 {
+		t.Fatalf("the 16th arrival: %+v, want waiting 5 ahead, from memory", near)
 	}
 	if st := poll(0); st.Memory || st.State != Admitted || st.Pass == "" {
 		t.Fatalf("the first arrival: %+v, want admitted, from Redis", st)

@@ -176,9 +176,9 @@ func (s *Service) StopWaits() {
 // MaxWait, and just after T0 for a wait that began before), when it
 // answers the place as it is then. Each tick of Run on this node wakes the
 // long-polls it concerns (waker), so a sell-out reaches every waiter
-// within a tick; a woken place far from the head is answered from the
-// frontier, so a long-poll costs Redis nothing while it waits unless its
-// place is near the head. d <= 0 is Poll. count, when set, is told of
+// within a tick; a woken place that still waits is answered from the
+// frontier, so a long-poll costs Redis nothing while it waits. d <= 0 is
+// Poll. count, when set, is told of
 // each poll before it is answered.
 func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, eventID string, p Place, d time.Duration, count Count) (Status, error) {
 	w := s.wakerOf(eventID)

@@ -211,8 +211,9 @@ func TestAFarLongPollIsAnsweredWhenThePlacesAheadHalve(t *testing.T) {
 }
 
 // A Wait tells its Count of each poll before answering it: from memory for
-// a place far from the head, from Redis near it; a Count's error (the
-// storefront's 429) ends the Wait with it, before Redis is asked.
+// a waiting place, far from the head or at it, from Redis for an admitted
+// one; a Count's error (the storefront's 429) ends the Wait with it,
+// before Redis is asked.
 func TestWaitCountsEachPollByWhereItIsAnswered(t *testing.T) {
 	f := setup(t, 10)
 	f.s.NearHead = 5
@@ -235,11 +236,15 @@ func TestWaitCountsEachPollByWhereItIsAnswered(t *testing.T) {
 		t.Fatalf("a far place: %+v %v, told %v, want one poll from memory", st, err, told)
 	}
 	told = nil
-	if st, err := wait(12, record); err != nil || st.Memory || st.Ahead != 2 || len(told) != 1 || told[0] {
-		t.Fatalf("a place 2 from the head: %+v %v, told %v, want one poll from Redis", st, err, told)
+	if st, err := wait(12, record); err != nil || !st.Memory || st.Ahead != 2 || len(told) != 1 || !told[0] {
+		t.Fatalf("a place 2 from the head: %+v %v, told %v, want one poll from memory", st, err, told)
+	}
+	told = nil
+	if st, err := wait(0, record); err != nil || st.Memory || st.State != Admitted || len(told) != 1 || told[0] {
+		t.Fatalf("an admitted place: %+v %v, told %v, want one poll from Redis", st, err, told)
 	}
 	refused := fmt.Errorf("refused")
-	for _, i := range []int{29, 12} {
+	for _, i := range []int{29, 12, 0} {
 		if _, err := wait(i, func(context.Context, bool) error { return refused }); err != refused {
 			t.Fatalf("place %d with its count refused: %v, want the refusal", i, err)
 		}

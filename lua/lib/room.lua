@@ -253,21 +253,28 @@ local function room_reading(k, id, now, left, r, st, qty, exp, bk, rank)
   return {st, qty, exp, ahead, r.wn, r.wq, left, r.resv, now, r.admitted, r.first, r.used, r.lapsed, bk, rank}
 end
 
--- room_frontier(k, now, left, r, samples): the room as every node keeps
--- it in memory to answer the polls of waiters far from the head
--- (inventory/room frontier), r being room_read's figures after the step:
+-- room_frontier(k, now, left, r, samples, near): the room as every node
+-- keeps it in memory to answer the polls of waiters (inventory/room
+-- frontier), r being room_read's figures after the step:
 --   waiting, waitingUnits, left, resv, now, admitted, first, used,
---   lapsed, step, then the scores of the line at positions 0, step,
---   2 step, ... and its last
--- step spreads at most samples scores over the line; samples 0 reads
--- none (step 0): the figures alone.
-local function room_frontier(k, now, left, r, samples)
+--   lapsed, step, n, the ids of the line's first n places in order, then
+--   the scores of the line at positions 0, step, 2 step, ... and its last
+-- n is at most near (the head, which a node answers exactly); step spreads
+-- at most samples scores over the line; samples 0 reads none (step 0).
+local function room_frontier(k, now, left, r, samples, near)
   local wn = redis.call('ZCARD', k.line)
   local step = 0
   if samples > 0 then
     step = math.max(1, math.ceil(wn / samples))
   end
-  local out = {wn, r.wq, left, r.resv, now, r.admitted, r.first, r.used, r.lapsed, step}
+  local head = {}
+  if near > 0 and wn > 0 then
+    head = redis.call('ZRANGE', k.line, 0, near - 1)
+  end
+  local out = {wn, r.wq, left, r.resv, now, r.admitted, r.first, r.used, r.lapsed, step, #head}
+  for _, id in ipairs(head) do
+    out[#out + 1] = id
+  end
   if step == 0 then
     return out
   end
