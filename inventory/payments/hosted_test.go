@@ -11,10 +11,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	json "github.com/goccy/go-json"
+	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/keys"
@@ -463,5 +465,63 @@ func TestSessionStoreOutageIsServiceUnavailable(t *testing.T) {
 	_, err = card.Expire(ctx, "cs_0123456789abcdef01234567_"+keys.OrderID("ev_jazz", "r1"))
 	if !errors.As(err, &ae) || ae.Code != "SERVICE_UNAVAILABLE" {
 		t.Fatalf("close session without Redis: %v, want SERVICE_UNAVAILABLE", err)
+	}
+}
+
+// scriptCounter is a Redis client that counts the script calls sent
+// through it.
+type scriptCounter struct {
+	rueidis.Client
+	scripts atomic.Int64
+}
+
+func (c *scriptCounter) count(cmd rueidis.Completed) {
+	if name := cmd.Commands()[0]; name == "EVALSHA" || name == "EVAL" {
+		c.scripts.Add(1)
+	}
+}
+
+func (c *scriptCounter) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.count(cmd)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c *scriptCounter) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	for _, cmd := range cmds {
+		c.count(cmd)
+	}
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+// A delivery loop that finds nothing due runs no script: each tick reads
+// every partition's due set, and claims (a script per partition) only
+// where a delivery is due; one that is due is delivered.
+func TestDeliveryLoopClaimsOnlyWhereADeliveryIsDue(t *testing.T) {
+	f := newHostedFixture(t, 500) // the first delivery is refused: it is owed
+	rc := &scriptCounter{Client: f.cfg.Redis}
+	f.cfg.Redis = rc
+	card := NewCard(f.cfg)
+	card.DeliverDue(f.ctx)
+	if n := rc.scripts.Load(); n != 0 {
+		t.Fatalf("a tick with nothing due ran %d scripts, want none", n)
+	}
+	sess, err := card.CreateSession(f.ctx, checkout(keys.OrderID("ev_jazz", "due1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := card.Pay(f.ctx, sess.ID, "4242424242424242"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(f.recv.deliveries()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the owed webhook was not delivered again: %d deliveries", len(f.recv.deliveries()))
+		}
+		rc.scripts.Store(0)
+		card.DeliverDue(f.ctx)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := rc.scripts.Load(); n == 0 || n > 4 {
+		t.Fatalf("the tick that delivered ran %d scripts, want its partition's claim and lease, not every partition's", n)
 	}
 }
