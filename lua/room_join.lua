@@ -113,8 +113,9 @@ for j = 0, (#ARGV - 4) / 5 - 1 do
   local a = 5 + 5 * j
   local id, bk, dev, qty = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
   -- a second join of an identity the batch placed already is answered
-  -- with that place
-  if made[j] and placed[id] then
+  -- with that place: its e-mail's first (over a device's live place
+  -- found before the batch, as a join after the batch would be)
+  if placed[id] then
     found[j], made[j] = id, nil
   elseif made[j] and dev ~= '' and devices[dev] then
     found[j], made[j] = devices[dev], nil

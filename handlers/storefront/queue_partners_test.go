@@ -92,7 +92,7 @@ func TestPartnersSellBesideTheRoomWithinTheirAllocation(t *testing.T) {
 			servertest.Guest(ev, map[string]any{"selectedTicketId": "tk", "quantity": 1, "email": fmt.Sprintf("buyer%d@example.com", i)}))
 		expect(t, r, 200, "")
 	}
-	if st := status(t, s, ev, places[4]); st.State != "sold_out" {
+	if st := statusUntil(t, s, ev, places[4], "sold_out"); st.State != "sold_out" {
 		t.Fatalf("the fifth once the room's stock is held: %+v, want sold_out", st)
 	}
 	if n := remainingOf(t, s.Do(t, "GET", "/v1/channel/events/"+ev, partner, nil)); n != 1 {

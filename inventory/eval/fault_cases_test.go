@@ -535,6 +535,20 @@ var faultCases = []faultCase{
 			f.ok(err)
 			f.ok(f.room.Leave(f.ctx, ev, b.QueueID))
 		}},
+	{name: "room: a join behind a line takes its place without the admission step",
+		setup: func(f *fixture) {
+			f.event()
+			cfg := roomCfg(time.Minute)
+			cfg.SalesStartAt = time.Now().Add(time.Hour)
+			_, err := f.room.Join(f.ctx, cfg, room.JoinRequest{EventID: ev, Email: "first@example.com", Quantity: 1})
+			f.ok(err)
+		},
+		act: func(f *fixture) {
+			cfg := roomCfg(time.Minute)
+			cfg.SalesStartAt = time.Now().Add(time.Hour)
+			_, err := f.room.Join(f.ctx, cfg, room.JoinRequest{EventID: ev, Email: "b@example.com", Device: "d1", Quantity: 1})
+			f.ok(err)
+		}},
 	{name: "room: a late payment meets the units live passes hold",
 		setup: func(f *fixture) {
 			f.event()

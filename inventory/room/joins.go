@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/reply"
@@ -18,7 +19,8 @@ import (
 // buyers each join once in the first minute. A script call costs Redis
 // tens of microseconds before its first command, so a node sends the joins
 // of one room in batches, one room_join call each: the joins that arrive
-// while the room's last call runs go together in the next, and a join that
+// while the room's last call runs go together in the next (one goroutine
+// a room sends them, batch after batch, while any wait), and a join that
 // finds no call in flight in a busy room (its last batch, less than
 // joinBusy ago, held several joins) waits joinLinger for others before its
 // batch goes. A room joined one at a time sends each join at once, alone.
@@ -79,59 +81,92 @@ func (s *Service) joinQueueOf(ev string, common []string) *joinQueue {
 	return v.(*joinQueue)
 }
 
+// joinQueueMax is the most joins a room's queue holds on a node; a join
+// beyond it is refused at once (503, retry): joins that come faster than
+// batches can take them would otherwise wait out their deadlines.
+const joinQueueMax = 4096
+
+// errJoinsBusy refuses a join the room's queue has no room for.
+var errJoinsBusy = apierr.Unavailable("the waiting room is taking more joins than it can answer; retry shortly")
+
 // join sends one join in its room's next batch and gives its answer:
 // {code, queueId, reading...} or {R.SHORT}, or the error of its batch
-// ({R.STOPPED} is errStopped).
+// ({R.STOPPED} is errStopped). It stops waiting when ctx ends; a join
+// whose ctx ended before its batch went is not sent.
 func (s *Service) join(ctx context.Context, q *joinQueue, args joinArgs) ([]rueidis.RedisMessage, error) {
 	c := &joinCall{ctx: ctx, args: args, done: make(chan struct{})}
 	q.mu.Lock()
+	if len(q.waiting) >= joinQueueMax {
+		q.mu.Unlock()
+		return nil, errJoinsBusy
+	}
 	q.waiting = append(q.waiting, c)
 	lead := !q.sending
 	q.sending = true
 	busy := time.Since(q.sent) < joinBusy
 	q.mu.Unlock()
 	if lead {
-		if busy {
-			time.Sleep(joinLinger)
-		}
-		s.sendJoins(q)
+		go func() {
+			if busy {
+				time.Sleep(joinLinger)
+			}
+			s.sendJoins(q)
+		}()
 	}
 	select {
 	case <-c.done:
 		return c.ans, c.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		select {
+		case <-c.done: // answered meanwhile: the answer counts
+			return c.ans, c.err
+		default:
+			return nil, ctx.Err()
+		}
 	}
 }
 
 // sendJoins sends the queue's waiting joins, a batch at a time, until none
-// wait; the next batch goes from a goroutine of its own, so the caller
-// answers its buyer as soon as its own batch is back.
+// wait. The joins whose callers stopped waiting are dropped unsent.
 func (s *Service) sendJoins(q *joinQueue) {
-	q.mu.Lock()
-	n := min(len(q.waiting), joinBatchMax)
-	if n == 0 {
-		q.sending = false
+	for {
+		q.mu.Lock()
+		var batch []*joinCall
+		for len(batch) < joinBatchMax && len(q.waiting) > 0 {
+			c := q.waiting[0]
+			q.waiting[0] = nil
+			q.waiting = q.waiting[1:]
+			if c.ctx.Err() != nil {
+				close(c.done) // nobody reads its answer
+				continue
+			}
+			batch = append(batch, c)
+		}
+		if len(batch) == 0 {
+			q.sending = false
+			q.waiting = nil // the emptied array goes
+			q.mu.Unlock()
+			return
+		}
+		if len(batch) > 1 {
+			q.sent = time.Now()
+		}
 		q.mu.Unlock()
-		return
+		s.sendBatch(q, batch)
 	}
-	batch := q.waiting[:n:n]
-	q.waiting = q.waiting[n:]
-	if n > 1 {
-		q.sent = time.Now()
-	}
-	q.mu.Unlock()
+}
 
-	args := make([]string, 0, len(q.common)+5*n)
+// sendBatch runs one room_join call for batch and answers each join.
+func (s *Service) sendBatch(q *joinQueue, batch []*joinCall) {
+	args := make([]string, 0, len(q.common)+5*len(batch))
 	args = append(args, q.common...)
 	for _, c := range batch {
 		args = append(args, c.args[:]...)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), joinTimeout)
+	defer cancel()
 	s.joinCalls.Add(1)
 	arr, err := eval.Array(ctx, s.Redis, joinScript, q.keys, args)
-	cancel()
-	go s.sendJoins(q) // the joins that came meanwhile, if any
 	if err == nil {
 		err = joinAnswers(arr, batch)
 	}

@@ -222,7 +222,9 @@ func TestABatchOfJoinsKeepsOnePlacePerIdentity(t *testing.T) {
 	}
 	batch := []*joinCall{call("ann@x.test", ""), call("Ann@x.test", ""), call("bob@x.test", "dev-9"),
 		call("cy@x.test", "dev-9"), call("dee@x.test", "")}
-	q.waiting, q.sending = batch, true
+	q.mu.Lock() // a join before may have used the queue
+	q.waiting, q.sending = slices.Clone(batch), true
+	q.mu.Unlock()
 	f.s.sendJoins(q)
 	want := []struct {
 		code reply.Code
@@ -242,6 +244,45 @@ func TestABatchOfJoinsKeepsOnePlacePerIdentity(t *testing.T) {
 	if n, w := f.int("HLEN", f.sp.RoomPlaces(ev)), f.int("ZCARD", f.sp.RoomLine(ev)); n != 3 || w != 3 ||
 		f.int("HGET", f.sp.Room(ev), "wn") != 3 {
 		t.Fatalf("%d places, %d in the line; want 3 each, and 3 counted waiting", n, w)
+	}
+}
+
+// In a batch, a second join of an e-mail the batch placed is answered with
+// that e-mail's place even when it comes from a device whose place was
+// live before the batch (as a join after the batch would be); and a join
+// whose caller stopped waiting before its batch went is not sent.
+func TestABatchAnswersTheEmailsPlaceFirstAndDropsAbandonedJoins(t *testing.T) {
+	f := setup(t, 10)
+	cfg := f.open(false, time.Minute)
+	cfg.SalesStartAt = time.Now().Add(time.Hour)
+	dee, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: "dee@x.test", Device: "dev-1", Quantity: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	common := []string{strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), "60000", "64", cfg.Spec()}
+	q := f.s.joinQueueOf(ev, common)
+	gone, cancel := context.WithCancel(f.ctx)
+	cancel()
+	call := func(ctx context.Context, email, device string) *joinCall {
+		bk := orders.BuyerKey(email)
+		return &joinCall{ctx: ctx, args: joinArgs{f.s.placeID(ev, bk), bk, device, "1", ""}, done: make(chan struct{})}
+	}
+	batch := []*joinCall{call(f.ctx, "ann@x.test", ""), call(f.ctx, "ann@x.test", "dev-1"), call(gone, "abe@x.test", "")}
+	q.mu.Lock() // a join before may have used the queue
+	q.waiting, q.sending = slices.Clone(batch), true
+	q.mu.Unlock()
+	f.s.sendJoins(q)
+	ann := batch[0].args[0]
+	for i, c := range batch[:2] {
+		<-c.done
+		qid, _ := eval.Str(c.ans, 1)
+		if c.err != nil || qid != ann {
+			t.Fatalf("ann's join %d: place %s %v; want ann's own %s (not dee's %s)", i, qid, c.err, ann, dee.QueueID)
+		}
+	}
+	<-batch[2].done
+	if n := f.int("HLEN", f.sp.RoomPlaces(ev)); n != 2 {
+		t.Fatalf("%d places, want dee's and ann's (the abandoned join not sent)", n)
 	}
 }
 
