@@ -213,10 +213,11 @@ func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, eventID string, p
 			}
 			turn, drop = w.until(adm + step)
 		}
-		timedOut, ended := false, false
+		timedOut, ended, flipped := false, false, false
 		select {
 		case <-turn:
 		case <-flip:
+			flipped = true
 		case <-t.C:
 			timedOut = true
 		case <-ctx.Done():
@@ -230,7 +231,11 @@ func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, eventID string, p
 		if now, err = s.poll(ctx, cfg, eventID, p, count); err != nil {
 			return Status{}, err
 		}
-		if timedOut || s.stopped.Load() || now.State != st.State || now.Ahead <= half && st.Ahead > 0 {
+		// A flip is news for every waiter, answered whatever this one's
+		// first poll said: a first poll Redis answered may have said sold
+		// out before this node's tick did, and held to a change from it,
+		// the waiter would hear nothing until its wait ran out.
+		if timedOut || flipped || s.stopped.Load() || now.State != st.State || now.Ahead <= half && st.Ahead > 0 {
 			return now, nil
 		}
 	}

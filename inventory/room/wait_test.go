@@ -250,3 +250,38 @@ func TestWaitCountsEachPollByWhereItIsAnswered(t *testing.T) {
 		}
 	}
 }
+
+// A long-poll whose first poll Redis answered sold out (the node's
+// frontier, stale, did not say it yet) is answered at the node's tick that
+// says sold out, not when its wait runs out: the waiter had last heard
+// "waiting".
+func TestALongPollAheadOfItsNodeHearsTheSoldOutTick(t *testing.T) {
+	f := setup(t, 2)
+	cfg := f.open(false, time.Minute)
+	cfg.SalesStartAt = time.Now().Add(time.Hour) // nobody admitted: no pass holds a unit
+	tok := f.join(cfg, "b@x.test").PollToken
+	if err := f.s.Admit(f.ctx, cfg, ev); err != nil { // a frontier that is not sold out
+		t.Fatal(err)
+	}
+	f.cmd("HSET", f.sp.Sold(ev), capacity.SellerField(""), "2", "ev", "2") // every unit sold meanwhile
+	f.s.Now = func() time.Time { return time.Now().Add(2 * frontierFresh) } // the frontier is stale: Redis answers
+	p, _ := f.s.PlaceOf(ev, tok)
+	got := make(chan waited, 1)
+	go func() {
+		start := time.Now()
+		st, err := f.s.Wait(f.ctx, cfg, ev, p, 20*time.Second, nil)
+		got <- waited{st, err, time.Since(start)}
+	}()
+	time.Sleep(300 * time.Millisecond) // the long-poll holds Redis' sold out
+	if err := f.s.Admit(f.ctx, cfg, ev); err != nil { // the node's tick says it: the flip
+		t.Fatal(err)
+	}
+	select {
+	case w := <-got:
+		if w.err != nil || w.st.State != SoldOut {
+			t.Fatalf("the long-poll: %+v %v, want sold out", w.st, w.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long-poll was not answered at the tick that said sold out")
+	}
+}
