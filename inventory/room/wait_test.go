@@ -263,7 +263,7 @@ func TestALongPollAheadOfItsNodeHearsTheSoldOutTick(t *testing.T) {
 	if err := f.s.Admit(f.ctx, cfg, ev); err != nil { // a frontier that is not sold out
 		t.Fatal(err)
 	}
-	f.cmd("HSET", f.sp.Sold(ev), capacity.SellerField(""), "2", "ev", "2") // every unit sold meanwhile
+	f.cmd("HSET", f.sp.Sold(ev), capacity.SellerField(""), "2", "ev", "2")  // every unit sold meanwhile
 	f.s.Now = func() time.Time { return time.Now().Add(2 * frontierFresh) } // the frontier is stale: Redis answers
 	p, _ := f.s.PlaceOf(ev, tok)
 	got := make(chan waited, 1)
@@ -272,7 +272,7 @@ func TestALongPollAheadOfItsNodeHearsTheSoldOutTick(t *testing.T) {
 		st, err := f.s.Wait(f.ctx, cfg, ev, p, 20*time.Second, nil)
 		got <- waited{st, err, time.Since(start)}
 	}()
-	time.Sleep(300 * time.Millisecond) // the long-poll holds Redis' sold out
+	time.Sleep(300 * time.Millisecond)                // the long-poll holds Redis' sold out
 	if err := f.s.Admit(f.ctx, cfg, ev); err != nil { // the node's tick says it: the flip
 		t.Fatal(err)
 	}
