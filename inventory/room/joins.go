@@ -12,7 +12,6 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
-	"github.com/ticketd/ticketd/inventory/reply"
 )
 
 // A rush of joins is where a room's Redis time goes: a hundred thousand
@@ -181,21 +180,14 @@ func (s *Service) sendBatch(q *joinQueue, batch []*joinCall) {
 // joinAnswers gives each join of the batch its answer from room_join's
 // reply.
 func joinAnswers(arr []rueidis.RedisMessage, batch []*joinCall) error {
-	code, err := reply.Of(arr)
-	if err != nil {
+	if err := okOrStopped(arr, "room_join"); err != nil {
 		return err
-	}
-	switch code {
-	case reply.OK:
-	case reply.Stopped:
-		return errStopped
-	default:
-		return reply.Unexpected("room_join", code)
 	}
 	if len(arr) != 1+len(batch) {
 		return fmt.Errorf("room_join answered %d joins of %d", len(arr)-1, len(batch))
 	}
 	for i, c := range batch {
+		var err error
 		if c.ans, err = arr[1+i].ToArray(); err != nil {
 			return fmt.Errorf("room_join's answer %d: %w", i, err)
 		}

@@ -271,16 +271,8 @@ func (s *Service) Admit(ctx context.Context, cfg *catalog.Room, eventID string) 
 	if err != nil {
 		return fmt.Errorf("room: admit %s: %w", eventID, err)
 	}
-	code, err := reply.Of(arr)
-	if err != nil {
+	if err := okOrStopped(arr, "room_status"); err != nil {
 		return err
-	}
-	switch code {
-	case reply.OK:
-	case reply.Stopped:
-		return errStopped
-	default:
-		return reply.Unexpected("room_status", code)
 	}
 	f, err := frontierOf(arr, 1)
 	if err != nil {
@@ -293,6 +285,21 @@ func (s *Service) Admit(ctx context.Context, cfg *catalog.Room, eventID string) 
 	}
 	s.frontiers.Store(eventID, f)
 	s.wakerOf(eventID).tick(f)
+	return nil
+}
+
+// okOrStopped reads a script's reply code that is R.OK or R.STOPPED
+// (errStopped): nil for R.OK.
+func okOrStopped(arr []rueidis.RedisMessage, script string) error {
+	code, err := reply.Of(arr)
+	switch {
+	case err != nil:
+		return err
+	case code == reply.Stopped:
+		return errStopped
+	case code != reply.OK:
+		return reply.Unexpected(script, code)
+	}
 	return nil
 }
 
