@@ -3,6 +3,7 @@ package room
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 )
@@ -64,6 +66,13 @@ type joinQueue struct {
 	sent    time.Time // when the last batch of several joins went
 	keys    []string
 	common  []string // room_join's first four arguments
+}
+
+// joinCommon is room_join's first four arguments, every join's of a room
+// under cfg.
+func (s *Service) joinCommon(cfg *catalog.Room) []string {
+	return []string{strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10),
+		strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10), strconv.Itoa(s.admitPerCall()), cfg.Spec()}
 }
 
 // joinQueueOf is the queue of event ev's joins under common arguments

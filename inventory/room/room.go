@@ -178,9 +178,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 		rank = strconv.FormatFloat(s.shuffleRank(req.EventID, id), 'g', -1, 64)
 	}
 	ev := req.EventID
-	common := []string{strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10),
-		strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10), strconv.Itoa(s.admitPerCall()), cfg.Spec()}
-	arr, err := s.join(ctx, s.joinQueueOf(ev, common), joinArgs{id, bk, req.Device, strconv.FormatInt(req.Quantity, 10), rank})
+	arr, err := s.join(ctx, s.joinQueueOf(ev, s.joinCommon(cfg)), joinArgs{id, bk, req.Device, strconv.FormatInt(req.Quantity, 10), rank})
 	if errors.Is(err, errStopped) {
 		return Joined{}, errStopped
 	}

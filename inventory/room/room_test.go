@@ -9,7 +9,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -98,6 +97,50 @@ func (f *fixture) status(cfg *catalog.Room, qid string) Status {
 		f.t.Fatalf("status %s: %v", qid, err)
 	}
 	return st
+}
+
+// call is one join of email (from device, "" none) for a batch, made
+// under ctx.
+func (f *fixture) call(ctx context.Context, email, device string) *joinCall {
+	bk := orders.BuyerKey(email)
+	return &joinCall{ctx: ctx, args: joinArgs{f.s.placeID(ev, bk), bk, device, "1", ""}, done: make(chan struct{})}
+}
+
+// sendBatch sends calls as one batch of room_join under cfg; each call's
+// done is closed once it is answered.
+func (f *fixture) sendBatch(cfg *catalog.Room, calls []*joinCall) {
+	q := f.s.joinQueueOf(ev, f.s.joinCommon(cfg))
+	q.mu.Lock() // a join before may have used the queue
+	q.waiting, q.sending = slices.Clone(calls), true
+	q.mu.Unlock()
+	f.s.sendJoins(q)
+}
+
+// joinAtOnce joins n buyers, <prefix><i>@x.test, each from a goroutine of
+// its own, and runs then on each one's answer there; it fails the test
+// on the first error of either once all are done.
+func (f *fixture) joinAtOnce(cfg *catalog.Room, prefix string, n int, then func(i int, j Joined) error) {
+	f.t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: fmt.Sprintf("%s%d@x.test", prefix, i), Quantity: 1})
+			if err == nil {
+				err = then(i, j)
+			}
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		f.t.Fatal(err)
+	}
 }
 
 // A first-come room admits in the order of arrival, as many places as
@@ -213,19 +256,9 @@ func TestABatchOfJoinsKeepsOnePlacePerIdentity(t *testing.T) {
 	f := setup(t, 10)
 	cfg := f.open(false, time.Minute)
 	cfg.SalesStartAt = time.Now().Add(time.Hour)
-	common := []string{strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), "60000", "64", cfg.Spec()}
-	q := f.s.joinQueueOf(ev, common)
-	call := func(email, device string) *joinCall {
-		bk := orders.BuyerKey(email)
-		id := f.s.placeID(ev, bk)
-		return &joinCall{ctx: f.ctx, args: joinArgs{id, bk, device, "1", ""}, done: make(chan struct{})}
-	}
-	batch := []*joinCall{call("ann@x.test", ""), call("Ann@x.test", ""), call("bob@x.test", "dev-9"),
-		call("cy@x.test", "dev-9"), call("dee@x.test", "")}
-	q.mu.Lock() // a join before may have used the queue
-	q.waiting, q.sending = slices.Clone(batch), true
-	q.mu.Unlock()
-	f.s.sendJoins(q)
+	batch := []*joinCall{f.call(f.ctx, "ann@x.test", ""), f.call(f.ctx, "Ann@x.test", ""), f.call(f.ctx, "bob@x.test", "dev-9"),
+		f.call(f.ctx, "cy@x.test", "dev-9"), f.call(f.ctx, "dee@x.test", "")}
+	f.sendBatch(cfg, batch)
 	want := []struct {
 		code reply.Code
 		of   int // the join whose place it answers
@@ -259,19 +292,10 @@ func TestABatchAnswersTheEmailsPlaceFirstAndDropsAbandonedJoins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	common := []string{strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), "60000", "64", cfg.Spec()}
-	q := f.s.joinQueueOf(ev, common)
 	gone, cancel := context.WithCancel(f.ctx)
 	cancel()
-	call := func(ctx context.Context, email, device string) *joinCall {
-		bk := orders.BuyerKey(email)
-		return &joinCall{ctx: ctx, args: joinArgs{f.s.placeID(ev, bk), bk, device, "1", ""}, done: make(chan struct{})}
-	}
-	batch := []*joinCall{call(f.ctx, "ann@x.test", ""), call(f.ctx, "ann@x.test", "dev-1"), call(gone, "abe@x.test", "")}
-	q.mu.Lock() // a join before may have used the queue
-	q.waiting, q.sending = slices.Clone(batch), true
-	q.mu.Unlock()
-	f.s.sendJoins(q)
+	batch := []*joinCall{f.call(f.ctx, "ann@x.test", ""), f.call(f.ctx, "ann@x.test", "dev-1"), f.call(gone, "abe@x.test", "")}
+	f.sendBatch(cfg, batch)
 	ann := batch[0].args[0]
 	for i, c := range batch[:2] {
 		<-c.done
@@ -293,26 +317,8 @@ func TestConcurrentJoinsGoInBatches(t *testing.T) {
 	f := setup(t, 10)
 	cfg := f.open(false, time.Minute)
 	cfg.SalesStartAt = time.Now().Add(time.Hour)
-	var wg sync.WaitGroup
 	ids := make([]string, buyers)
-	errs := make(chan error, buyers)
-	for i := range buyers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			j, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: fmt.Sprintf("c%d@x.test", i), Quantity: 1})
-			if err != nil {
-				errs <- err
-				return
-			}
-			ids[i] = j.QueueID
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	f.joinAtOnce(cfg, "c", buyers, func(i int, j Joined) error { ids[i] = j.QueueID; return nil })
 	if calls := f.s.joinCalls.Load(); calls >= buyers || calls == 0 {
 		t.Fatalf("%d joins took %d room_join calls, want fewer", buyers, calls)
 	}
@@ -334,36 +340,20 @@ func TestAdmissionNeverPassesTheStockUnderARace(t *testing.T) {
 	const capacity, buyers = 50, 1000
 	f := setup(t, capacity)
 	cfg := f.open(false, time.Minute)
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	admitted := map[string]bool{}
-	errs := make(chan error, buyers)
-	for i := range buyers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			j, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: fmt.Sprintf("r%d@x.test", i), Quantity: 1})
-			if err != nil {
-				errs <- err
-				return
-			}
-			st, err := f.s.Status(f.ctx, cfg, ev, j.QueueID)
-			if err != nil {
-				errs <- err
-				return
-			}
-			if st.State == Admitted {
-				mu.Lock()
-				admitted[j.QueueID] = true
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	f.joinAtOnce(cfg, "r", buyers, func(_ int, j Joined) error {
+		st, err := f.s.Status(f.ctx, cfg, ev, j.QueueID)
+		if err != nil {
+			return err
+		}
+		if st.State == Admitted {
+			mu.Lock()
+			admitted[j.QueueID] = true
+			mu.Unlock()
+		}
+		return nil
+	})
 	passes := f.int("ZCARD", f.sp.RoomPasses(ev))
 	resv := f.int("HGET", f.sp.Room(ev), "resv")
 	if passes != capacity || resv != capacity || len(admitted) > capacity {

@@ -138,7 +138,7 @@ end
 --   k: room, line, places, passes, soldkey, audit (room_writing checks
 --      them before the step's first write)
 local function room_admit(k, now, ttl, t0, limit, spec, r)
-  local before = {r.resv, r.wn, r.admitted, r.lapsed}
+  local admitted = r.admitted
   local free = room_free(k.soldkey, spec)
   local lapsed = redis.call('ZRANGEBYSCORE', k.passes, '-inf', now, 'LIMIT', 0, limit)
   for _, id in ipairs(lapsed) do
@@ -192,8 +192,9 @@ local function room_admit(k, now, ttl, t0, limit, spec, r)
       end
     end
   end
-  local changed = #lapsed > 0 or r.admitted ~= before[3]
-  if r.resv ~= before[1] or r.wn ~= before[2] or changed then
+  -- the figures move only with a lapse or an admission
+  local changed = #lapsed > 0 or r.admitted ~= admitted
+  if changed then
     room_writing(k)
     redis.call('HSET', k.room, 'resv', r.resv, 'wn', r.wn, 'wq', r.wq, 'admitted', r.admitted, 'first', r.first,
       'lapsed', r.lapsed)
