@@ -36,6 +36,11 @@ func TestJoinsCarryASolvedChallenge(t *testing.T) {
 		t.Fatalf("challenge %+v %v, want 6 bits, live", c, ok)
 	}
 	nonce := solve(t, c)
+	// a nonce that does not solve it (a random one does, one time in 2^bits)
+	wrong := nonce + "x"
+	for i := 0; Solves(c.Challenge, wrong, c.Bits); i++ {
+		wrong = nonce + "x" + strconv.Itoa(i)
+	}
 	join := func(email string, w Work) error {
 		_, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: email, Quantity: 1, Work: w})
 		return err
@@ -46,7 +51,7 @@ func TestJoinsCarryASolvedChallenge(t *testing.T) {
 	for name, w := range map[string]Work{
 		"another identity's":    {c.Challenge, nonce},
 		"tampered (fewer bits)": {strings.Replace(c.Challenge, ".6.", ".1.", 1), nonce},
-		"unsolved":              {c.Challenge, nonce + "x"},
+		"unsolved":              {c.Challenge, wrong},
 		"not a challenge":       {"w1.x", "1"},
 	} {
 		email := "ann@example.com"
