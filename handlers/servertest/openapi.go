@@ -93,13 +93,13 @@ func loadContract() *contract {
 		}
 		// Short messages: where in the body, and why (the default prints
 		// the whole schema and value).
-		var short func(err *openapi3.SchemaError) string
-		short = func(err *openapi3.SchemaError) string {
+		var schemaReason func(err *openapi3.SchemaError) string
+		schemaReason = func(err *openapi3.SchemaError) string {
 			msg := "/" + strings.Join(err.JSONPointer(), "/") + ": " + err.Reason
 			// An allOf's reason is only that a branch failed: say which way.
 			var inner *openapi3.SchemaError
 			if errors.As(err.Origin, &inner) {
-				msg += " (" + short(inner) + ")"
+				msg += " (" + schemaReason(inner) + ")"
 			} else if err.Origin != nil {
 				msg += " (" + err.Origin.Error() + ")"
 			}
@@ -110,9 +110,9 @@ func loadContract() *contract {
 			AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
 			SkipSettingDefaults: true,
 		}
-		c.reqOpt.WithCustomSchemaErrorFunc(short)
+		c.reqOpt.WithCustomSchemaErrorFunc(schemaReason)
 		c.respOpt = &openapi3filter.Options{IncludeResponseStatus: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
-		c.respOpt.WithCustomSchemaErrorFunc(short)
+		c.respOpt.WithCustomSchemaErrorFunc(schemaReason)
 		if dir := os.Getenv(CallsEnv); dir != "" {
 			if c.err = os.MkdirAll(dir, 0o755); c.err != nil {
 				return
