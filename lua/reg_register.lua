@@ -63,7 +63,9 @@
 --             (the one given with that expiry: an older pass of a place
 --             admitted again is lapsed), for this buyer (ARGV[8]), covering
 --             the admissions (ARGV[9]); its reservation becomes the
---             registration's claim in this step
+--             registration's claim in this step. "@hold" on a seated
+--             event: the pass that made the hold token (KEYS[5]'s 'q',
+--             seat_token) is burnt so, its place holding (lib/room 'h')
 -- ARGV[16] -> number of claims C
 -- next 2C  -> claim field, quantity, ...
 -- next     -> number of seats S, then S seat labels
@@ -96,6 +98,9 @@
 --                                            ('units'), or no pass ('state')
 --   {R.PASS_USED}                            the pass made a registration already
 --   {R.PASS_EXPIRED}                         the pass lapsed, or its holder left
+--                                            (or, "@hold", its hold token lapsed)
+--   {R.PASS_REQUIRED}                        "@hold": the hold token was made
+--                                            without a pass
 --@include capacity
 --@include cart
 --@include holds
@@ -122,32 +127,42 @@ local free = ARGV[10] == '1'
 local id, buyer, client = ARGV[1], ARGV[8], ARGV[13]
 
 -- The waiting room's pass, first: a buyer without a live pass of their own
--- is told so before anything else.
-local qid, passexp = string.match(ARGV[15], '^(%S+) (%d+)$')
+-- is told so before anything else. On a seated event the pass made the
+-- registration's hold token (seat_token), which names its place ('q').
 local room, pass = nil, nil
 if ARGV[15] ~= '' then
-  if not qid then
-    return {R.PASS_INVALID, 'state'}
-  end
   room = {room = KEYS[19], places = KEYS[20], passes = KEYS[21], audit = KEYS[22]}
   room_check(room)
-  local pst, pqty, pexp, pbk = room_place(redis.call('HGET', room.places, qid))
-  if pst == 'u' then
-    return {R.PASS_USED}
+  if ARGV[15] == '@hold' then
+    local h = redis.call('HMGET', KEYS[5], 'exp', 'q')
+    if not h[1] then
+      return {R.HOLD_GONE}
+    end
+    if not h[2] then
+      return {R.PASS_REQUIRED}
+    end
+    local pst, pqty, pexp, pbk = room_place(redis.call('HGET', room.places, h[2]))
+    if pst == 'u' then
+      return {R.PASS_USED}
+    end
+    if pst ~= 'h' then
+      return {R.PASS_EXPIRED}
+    end
+    pass = {id = h[2], st = pst, qty = pqty, exp = pexp, bk = pbk}
+  else
+    local refusal
+    pass, refusal = room_pass(room, ARGV[15], now)
+    if not pass then
+      return refusal
+    end
+    pass.st = 'a'
   end
-  if pst == 'x' or pst == 'l' or (pst == 'a' and (pexp <= now or pexp ~= tonumber(passexp))) then
-    return {R.PASS_EXPIRED}
-  end
-  if pst ~= 'a' then
-    return {R.PASS_INVALID, 'state'}
-  end
-  if pbk ~= buyer then
+  if pass.bk ~= buyer then
     return {R.PASS_INVALID, 'buyer'}
   end
-  if tonumber(ARGV[9]) > pqty then
+  if tonumber(ARGV[9]) > pass.qty then
     return {R.PASS_INVALID, 'units'}
   end
-  pass = {qty = pqty, exp = pexp, bk = pbk}
 end
 
 -- What one buyer and one client hold unpaid (lib/holds). The buyer's
@@ -227,8 +242,10 @@ else
 end
 -- the pass's reservation leaves resv as its units became sold above
 if pass then
-  room_drop(room, qid, 'a', pass.qty, pass.exp, pass.bk, 'u')
-  redis.call('HINCRBY', room.room, 'used', 1)
+  room_drop(room, pass.id, pass.st, pass.qty, pass.exp, pass.bk, 'u')
+  if pass.st == 'a' then -- a holding place's was counted as it made its token
+    redis.call('HINCRBY', room.room, 'used', 1)
+  end
 end
 -- the seats leave the token that held them
 for s = 1, nseats do

@@ -7,10 +7,15 @@
 -- whatever the token holds. The caller names the client it serves; a token
 -- counted for another client (its buyer's address changed) is extended,
 -- but its count keeps its old expiry: that client's zset is not declared.
+-- A token a waiting room's pass made ('q', seat_token) moves its place's
+-- reservation with it (lib/room 'h': the place's pass expiry and its score
+-- in the passes zset), so the units stay reserved exactly while it lives.
 --
 -- KEYS[1]  -> hold token hash  {pN}:ev:<id>:hold:<token>
 -- KEYS[2]  -> IP tokens zset   {pN}:ev:<id>:iptok:<client> (any name when no client)
 -- KEYS[3]  -> seat holds hash  {pN}:ev:<id>:seats
+-- KEYS[4]  -> room places hash {pN}:ev:<id>:room:places (read only for a pass's token)
+-- KEYS[5]  -> room passes zset {pN}:ev:<id>:room:passes
 --
 -- ARGV[1] -> hold token
 -- ARGV[2] -> hold TTL ms
@@ -22,9 +27,10 @@
 --   {R.HOLD_GONE}        the token is gone (expired or never created)
 --@include holds
 --@include reply
+--@include room
 --@include seatholds
 local hold = KEYS[1]
-local h = redis.call('HMGET', hold, 'first', 'exp', 'ip')
+local h = redis.call('HMGET', hold, 'first', 'exp', 'ip', 'q')
 if not h[2] then
   return {R.HOLD_GONE}
 end
@@ -50,6 +56,11 @@ local cur = seatholds_read({seats = KEYS[3]}, labels, now)
 if counted then
   redis.call('ZSCORE', KEYS[2], ARGV[1])
 end
+local pst, pqty, _, pbk = nil, nil, nil, nil
+if h[4] then
+  pst, pqty, _, pbk = room_place(redis.call('HGET', KEYS[4], h[4]))
+  check_type(KEYS[5], 'zset')
+end
 
 -- writes
 redis.call('HSET', hold, 'exp', e)
@@ -63,5 +74,9 @@ end
 seatholds_put(KEYS[3], mine, holder, e)
 if counted then
   holds_add_token(KEYS[2], ARGV[1], e, now)
+end
+if pst == 'h' then
+  room_put(KEYS[4], h[4], 'h', pqty, e, pbk)
+  redis.call('ZADD', KEYS[5], e, h[4])
 end
 return {R.OK, e}

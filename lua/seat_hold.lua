@@ -21,39 +21,63 @@
 -- KEYS[4]  -> seat holds hash   {pN}:ev:<id>:seats (label -> h:<token> and expiry)
 -- KEYS[5]  -> order seats hash  {pN}:ev:<id>:ordseats (label -> o:<orderId> and expiry)
 -- KEYS[6]  -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
+-- KEYS[7]  -> room places hash  {pN}:ev:<id>:room:places (read when ARGV[5] is '1')
 --
 -- ARGV[1] -> hold token
 -- ARGV[2] -> most seats one token may hold
 -- ARGV[3] -> n, the number of requested labels
 -- ARGV[4] -> single-seat rule: 'off', 'lenient' or 'strict'
--- ARGV[5..4+n] -> requested seat labels "<row>-<number>" (distinct)
--- ARGV[5+n..]  -> neighbour seat labels (distinct, none requested)
+-- ARGV[5] -> '1' when the event sells through a waiting room: the token
+--            must have been made with a pass (seat_token 'q', 'n') whose
+--            place still holds (lib/room 'h': not registered yet), and
+--            holds at most its units; '0' otherwise
+-- ARGV[6..5+n] -> requested seat labels "<row>-<number>" (distinct)
+-- ARGV[6+n..]  -> neighbour seat labels (distinct, none requested)
 --
 -- Output:
 --   {R.OK, expiresAtMs, {labels}}  held; labels = every seat the token now holds
 --   {R.HOLD_GONE}                  the token is gone (expired or never created)
 --   {R.SEAT_TAKEN, {labels}}       seats booked or held by another token or order
---   {R.TOKEN_LIMIT, max}           the token would hold more than max seats
+--   {R.TOKEN_LIMIT, max}           the token would hold more than max seats (the
+--                                  least of ARGV[2] and its pass's units)
+--   {R.PASS_REQUIRED}              ARGV[5] '1' and no pass made the token
+--   {R.PASS_USED}                  ARGV[5] '1' and its place made a registration
+--   {R.PASS_EXPIRED}               ARGV[5] '1' and its place lapsed
 --   {R.STOPPED}                    the partition's marker is missing: Redis lost
 --                                  its state or is being rebuilt
 --   {R.STRANDED, {labels}}         the rule refuses: these free seats would be
 --                                  stranded
 --@include reply
+--@include room
 --@include seatrule
 if redis.call('EXISTS', KEYS[3]) == 0 then
   return {R.STOPPED}
 end
 local hold = KEYS[1]
-local exp = redis.call('HGET', hold, 'exp')
+local h = redis.call('HMGET', hold, 'exp', 'n', 'q')
+local exp = h[1]
 if not exp then
   return {R.HOLD_GONE}
+end
+local most = tonumber(ARGV[2])
+if ARGV[5] == '1' then
+  if not h[2] then
+    return {R.PASS_REQUIRED}
+  end
+  local pst = room_place(redis.call('HGET', KEYS[7], h[3]))
+  if pst == 'u' then
+    return {R.PASS_USED}
+  elseif pst ~= 'h' then
+    return {R.PASS_EXPIRED}
+  end
+  most = math.min(most, tonumber(h[2]))
 end
 
 local n = tonumber(ARGV[3])
 local rule = ARGV[4]
 local labels = {}
 for i = 1, n do
-  labels[i] = ARGV[4 + i]
+  labels[i] = ARGV[5 + i]
 end
 local now = seatholds_now()
 local holder = 'h:' .. ARGV[1]
@@ -83,15 +107,15 @@ for i = 1, n do
     all[#all + 1] = labels[i]
   end
 end
-if #all > tonumber(ARGV[2]) then
-  return {R.TOKEN_LIMIT, tonumber(ARGV[2])}
+if #all > most then
+  return {R.TOKEN_LIMIT, most}
 end
 
-local m = #ARGV - 4 - n
+local m = #ARGV - 5 - n
 if rule ~= 'off' and m > 0 then
   -- taken as lib/seatrule describes it, as it would be after the hold.
   local taken = {}
-  for _, grp in ipairs(seat_taken_mark(taken, KEYS[2], k, {unpack(ARGV, 5 + n, 4 + n + m)}, now)) do
+  for _, grp in ipairs(seat_taken_mark(taken, KEYS[2], k, {unpack(ARGV, 6 + n, 5 + n + m)}, now)) do
     stale[#stale + 1] = grp
   end
   for i = 1, n do

@@ -21,6 +21,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/holds"
+	"github.com/ticketd/ticketd/inventory/roompass"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
 
@@ -70,6 +71,15 @@ type Request struct {
 	// TICKETD_HOLDS_PER_IP); the zero value counts none (the partner
 	// surface, bounded by its keys' rate limits).
 	Client holds.Client
+	// Pass is the waiting room's pass the request carried (the storefront's
+	// x-queue-pass, its signature checked), on an event with a room; nil
+	// when none came or the surface takes none. On such an event
+	// hold-token, and best-available without a token, need it: the token
+	// they make burns it (seats.Engine.CreatePassToken) and is PassToken,
+	// the pass's own (room.Service.PassToken); other tokens hold nothing
+	// there (QUEUE_REQUIRED).
+	Pass      *roompass.Pass
+	PassToken string
 }
 
 // Handler serves one seat request the gate let through.
@@ -164,6 +174,10 @@ func (s *server) holdToken(ctx *fasthttp.RequestCtx, r Request) {
 		httpx.Fail(ctx, e)
 		return
 	}
+	if r.Event.Room != nil {
+		s.passToken(ctx, r)
+		return
+	}
 	tok := r.OwnToken
 	if tok == "" {
 		tok = seats.NewToken()
@@ -174,6 +188,21 @@ func (s *server) holdToken(ctx *fasthttp.RequestCtx, r Request) {
 		return
 	}
 	httpx.OK(ctx, map[string]any{"holdToken": tok, "expiresAt": rfc3339(exp)})
+}
+
+// passToken answers hold-token on an event with a waiting room: the token
+// the request's pass makes (the same one again for a retry with it).
+func (s *server) passToken(ctx *fasthttp.RequestCtx, r Request) {
+	if r.Pass == nil {
+		httpx.Fail(ctx, roompass.ErrRequired)
+		return
+	}
+	exp, err := s.seats.CreatePassToken(r.Ctx, r.Event.ID, r.PassToken, r.Client, r.Pass)
+	if err != nil {
+		httpx.Error(ctx, err)
+		return
+	}
+	httpx.OK(ctx, map[string]any{"holdToken": r.PassToken, "expiresAt": rfc3339(exp)})
 }
 
 // seatedBody refuses an event without a seat map, else decodes the JSON
@@ -294,6 +323,14 @@ func (s *server) bestAvailable(ctx *fasthttp.RequestCtx, r Request) {
 	}
 	req := seats.BestRequest{Quantity: body.Quantity, Category: body.Category, Token: body.HoldToken, Client: r.Client}
 	switch {
+	case r.Event.Room != nil && body.HoldToken == "":
+		// the token is the pass's (a named one must be one a pass made:
+		// the hold refuses another)
+		if r.Pass == nil {
+			httpx.Fail(ctx, roompass.ErrRequired)
+			return
+		}
+		req.Token, req.Create, req.Pass = r.PassToken, true, r.Pass
 	case r.OwnToken != "":
 		if body.HoldToken != "" && !sameToken(body.HoldToken, r.OwnToken) {
 			httpx.Fail(ctx, seats.ErrInvalidToken)

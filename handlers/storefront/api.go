@@ -116,7 +116,8 @@ func (a *API) Register(r *router.Router) {
 // the origin, the client IP's read or write budget, and the path's event
 // (id, shortId or slug) of the key's tenant, switched on; writes (holds,
 // best-available) take the write class and need it on sale. The caller
-// names its own hold tokens (from hold-token, or best-available's new one).
+// names its own hold tokens (from hold-token, or best-available's new one);
+// on an event with a waiting room, those two read the pass (seatPass).
 func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestHandler {
 	cl, find := guard.Read, a.event
 	if ep.Writes() {
@@ -133,6 +134,12 @@ func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestH
 		req := seating.Request{Ctx: r.ctx, Event: ev}
 		if ep.Writes() {
 			req.Client = a.client(ctx)
+		}
+		if ev.Room != nil && (ep == seating.HoldToken || ep == seating.BestAvailable) {
+			if e := a.seatPass(ctx, ev, &req); e != nil {
+				httpx.Fail(ctx, e)
+				return
+			}
 		}
 		h(ctx, req)
 	})

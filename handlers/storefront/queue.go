@@ -11,6 +11,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/guard"
 	"github.com/ticketd/ticketd/handlers/httpx"
+	"github.com/ticketd/ticketd/handlers/seating"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/checkout"
@@ -310,23 +311,51 @@ func (a *API) queueLeave(ctx *fasthttp.RequestCtx, r *request) {
 }
 
 // roomPass checks the x-queue-pass of a registration of ev by email: the
-// pass it burns, nil for an event without a room. Whether the pass is live
-// and unused is Redis' to say (reg_register): a used pass is told so
-// however late it comes back.
-func (a *API) roomPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, email string) (*room.Pass, *apierr.Error) {
+// pass it burns, nil for an event without a room. On a seated event the
+// hold token carries the pass (seatPass made it with one): inHold, and no
+// header is read. Whether the pass is live, unused and the buyer's is
+// Redis' to say (reg_register): a used pass is told so however late it
+// comes back.
+func (a *API) roomPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, email string) (p *room.Pass, inHold bool, e *apierr.Error) {
 	if ev.Room == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	if a.Room == nil {
-		return nil, apierr.Unavailable("this event's waiting room is not running on this server")
+		return nil, false, errRoomDown
+	}
+	if ev.Seated() {
+		return nil, true, nil
 	}
 	raw := ctx.Request.Header.Peek(passHeader)
 	if len(raw) == 0 {
-		return nil, room.ErrRequired
+		return nil, false, room.ErrRequired
 	}
-	p, err := a.Room.CheckPass(ev.ID, string(raw), email)
+	pass, err := a.Room.CheckPass(ev.ID, string(raw), email)
 	if err != nil {
-		return nil, a.unavailable("queue pass", err)
+		return nil, false, a.unavailable("queue pass", err)
 	}
-	return &p, nil
+	return &pass, false, nil
+}
+
+// errRoomDown answers an event with a waiting room on a node that runs none.
+var errRoomDown = apierr.Unavailable("this event's waiting room is not running on this server")
+
+// seatPass reads the x-queue-pass of a seated event's hold-token or
+// best-available into req: the pass, checked as this room's, and the hold
+// token it names. No header leaves req without a pass (the seat handler
+// answers QUEUE_REQUIRED where one is needed).
+func (a *API) seatPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, req *seating.Request) *apierr.Error {
+	raw := ctx.Request.Header.Peek(passHeader)
+	if len(raw) == 0 {
+		return nil
+	}
+	if a.Room == nil {
+		return errRoomDown
+	}
+	p, err := a.Room.CheckPass(ev.ID, string(raw), "")
+	if err != nil {
+		return a.unavailable("queue pass", err)
+	}
+	req.Pass, req.PassToken = &p, a.Room.PassToken(ev.ID, p)
+	return nil
 }

@@ -97,7 +97,7 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	pass, e := a.roomPass(ctx, ev, buyer.Email)
+	pass, inHold, e := a.roomPass(ctx, ev, buyer.Email)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
@@ -110,7 +110,7 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 		EventID: ev.ID, TenantID: ev.TenantID,
 		Buyer: buyer,
 		Quote: q, ShowingID: b.ShowingID, HoldToken: token, MaxPerBuyer: ev.BuyerLimit(), CatalogVersion: r.snap.Version,
-		Client: a.client(ctx), Pass: pass,
+		Client: a.client(ctx), Pass: pass, PassInHold: inHold,
 	})
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("register", err))

@@ -68,7 +68,8 @@ type Event struct {
 	// types and tables need (CompiledEvent.MaxPerOrder).
 	MaxPerOrder *int64 `json:"maxPerOrder,omitempty"`
 	// WaitingRoom queues the event's buyers before admission; nil: no
-	// room. GA events only for now: not with a seat map or showings.
+	// room. Not with showings yet; on a seated event, seat rows alone and
+	// no partner allocation (validate.go seatedRoom).
 	// Compiled into CompiledEvent.Room.
 	WaitingRoom *WaitingRoom `json:"waitingRoom,omitempty"`
 }

@@ -100,10 +100,21 @@ func (r *Room) Spec() string {
 	return r.spec
 }
 
-// eventStock is the admissions a GA event sells: its capacity, or the sum
-// of its ticket types' when that is less or it has none.
+// eventStock is the admissions an event sells: its capacity, or the sum
+// of its ticket types' and of its seat rows' priced seats when that is
+// less or it has none (a seated event with a room sells its rows alone,
+// Validate).
 func eventStock(ev *Event) int64 {
 	var n int64
+	if sm := ev.SeatMap; sm != nil {
+		for _, r := range sm.Rows {
+			for _, c := range sm.Categories {
+				if c.ID == r.Category && c.Price != nil {
+					n += int64(r.Seats)
+				}
+			}
+		}
+	}
 	for _, t := range ev.Tickets {
 		n += t.Capacity
 	}

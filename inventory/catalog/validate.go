@@ -443,20 +443,20 @@ func (v *validator) event(tenantID string, e *Event, path string) *ValidationErr
 
 // waitingRoom checks the event's waitingRoom: opensAt, then salesStartAt
 // after it and before the event starts, passTtl and perBuyer within their
-// limits when set, a known mode, a GA event without showings (the room
-// does not cover seated or multi-showing events yet), and an allocation
-// for each of its channels and none else, leaving the room some stock.
+// limits when set, a known mode, an event without showings (the room does
+// not cover multi-showing events yet), on a seated event seat rows alone
+// and no partner allocation (seatedRoom), and an allocation for each of its
+// channels and none else, leaving the room some stock.
 func waitingRoom(e *Event, path string) *ValidationError {
 	wr := e.WaitingRoom
 	p := path + ".waitingRoom"
-	if e.SeatMap != nil || len(e.Showings) > 0 {
-		has := "a seatMap"
-		if e.SeatMap == nil {
-			has = "showings"
-		}
-		return fail(p, "the waiting room does not cover seated or multi-showing events yet, and this event has %s; leave waitingRoom out", has)
+	if len(e.Showings) > 0 {
+		return fail(p, "the waiting room does not cover multi-showing events yet, and this event has showings; leave waitingRoom out")
 	}
 	if ve := allocations(e, p); ve != nil {
+		return ve
+	}
+	if ve := seatedRoom(e, p); ve != nil {
 		return ve
 	}
 	opens, ve := checkTime(wr.OpensAt, p+".opensAt")
@@ -752,6 +752,39 @@ func (v *validator) channel(c *Channel, path string) *ValidationError {
 	}{{rl.Catalog, "catalog"}, {rl.Status, "status"}, {rl.Checkout, "checkout"}, {rl.Confirm, "confirm"}, {rl.Session, "session"}} {
 		if ve := checkCount(f.n, 0, path+".rateLimits."+f.name); ve != nil {
 			return ve
+		}
+	}
+	return nil
+}
+
+// seatedRoom checks a room on a seated event: the room counts seats, so
+// the event sells its seat rows alone (no ticket types, standing areas or
+// tables, whose units a pass would not know how to hold), and partners
+// hold no seat of it (every allocation 0): a partner's seat holds are not
+// counted against its allocation, so an admitted buyer could find the
+// seats a pass promised held by a partner.
+func seatedRoom(e *Event, p string) *ValidationError {
+	sm := e.SeatMap
+	if sm == nil {
+		return nil
+	}
+	var also []string
+	if len(e.Tickets) > 0 {
+		also = append(also, "ticket types")
+	}
+	if len(sm.GAAreas) > 0 {
+		also = append(also, "standing areas (gaAreas)")
+	}
+	if len(sm.Tables) > 0 {
+		also = append(also, "tables")
+	}
+	if len(also) > 0 {
+		return fail(p, "a waiting room on a seated event covers its seat rows alone, and this event also sells %s; sell those on an event of their own, or leave waitingRoom out",
+			strings.Join(also, " and "))
+	}
+	for _, ch := range slices.Sorted(maps.Keys(e.WaitingRoom.Allocations)) {
+		if e.WaitingRoom.Allocations[ch] != 0 {
+			return fail(p+".allocations."+ch, "a seated event's waiting room sells every seat: partners' seat holds are not counted against an allocation, so give channel %s 0 (or take it out of channels)", ch)
 		}
 	}
 	return nil

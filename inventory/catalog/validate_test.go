@@ -422,21 +422,60 @@ func TestValidateShowingsWithSeatMapSaysWhy(t *testing.T) {
 	}
 }
 
-// A waiting room is refused on a seated or multi-showing event, saying
-// the room does not cover them yet.
+// A waiting room is refused on a multi-showing event, and on a seated
+// event that sells more than seat rows or gives a partner an allocation,
+// each saying why.
 func TestValidateWaitingRoomSaysWhatItDoesNotCover(t *testing.T) {
-	for name, mutate := range map[string]func(d *catalog.Document){
-		"seat map": func(d *catalog.Document) { hall(d).WaitingRoom = room(d) },
-		"showings": func(d *catalog.Document) { ga(d).WaitingRoom = room(d); ga(d).Channels = nil },
+	for name, c := range map[string]struct {
+		mutate func(d *catalog.Document)
+		want   string
+	}{
+		"seat map with areas and tables": {func(d *catalog.Document) { hall(d).WaitingRoom = room(d) },
+			"covers its seat rows alone, and this event also sells standing areas (gaAreas) and tables"},
+		"a partner's allocation on a seated event": {func(d *catalog.Document) {
+			sm(d).GAAreas, sm(d).Tables = nil, nil
+			hall(d).Channels = []string{"ch_partner"}
+			r := *room(d) // a copy: the other event keeps its own
+			r.Allocations = map[string]int64{"ch_partner": 2}
+			hall(d).WaitingRoom = &r
+		}, "partners' seat holds are not counted against an allocation, so give channel ch_partner 0"},
+		"showings": {func(d *catalog.Document) { ga(d).WaitingRoom = room(d); ga(d).Channels = nil },
+			"does not cover multi-showing events yet"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			doc := decodeValid(t)
-			mutate(doc)
+			c.mutate(doc)
 			err := catalog.Validate(doc)
-			if err == nil || !strings.Contains(err.Error(), "does not cover seated or multi-showing events yet") {
-				t.Fatalf("got %v", err)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A seated event whose rows are all it sells takes a waiting room: its
+// stock is its priced seats (an unpriced row is not for sale), which caps
+// the storefront's share; a partner with allocation 0 sells none of it.
+func TestASeatedEventTakesAWaitingRoomOfItsPricedSeats(t *testing.T) {
+	doc := decodeValid(t)
+	sm(doc).GAAreas, sm(doc).Tables = nil, nil
+	hall(doc).Channels = []string{"ch_partner"}
+	r := *room(doc) // a copy: the other event keeps its own
+	r.Allocations = map[string]int64{"ch_partner": 0}
+	hall(doc).WaitingRoom = &r
+	if err := catalog.Validate(doc); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := catalog.Compile(1, doc.Tenants, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := snap.Events[hall(doc).ID]
+	if ev.Room == nil || ev.Room.Stock != 20 {
+		t.Fatalf("room %+v, want a stock of row A's 20 priced seats (row B is not for sale)", ev.Room)
+	}
+	if caps := ev.Caps(); caps["sf"] != 20 || caps["ch:ch_partner"] != 0 {
+		t.Fatalf("caps %v, want sf 20 and ch:ch_partner 0", caps)
 	}
 }
 

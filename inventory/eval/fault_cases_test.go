@@ -116,19 +116,24 @@ var (
 func (f *fixture) hold(labels ...string) {
 	f.tok = "holdtok" + strconv.Itoa(len(labels))
 	f.tokenOnly()
-	ks := []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.Live(part), f.sp.SeatHolds(ev), f.sp.OrderSeats(ev), f.sp.RegSeats(ev)}
-	args := []string{f.tok, "10", strconv.Itoa(len(labels)), "off"}
+	ks := []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.Live(part), f.sp.SeatHolds(ev), f.sp.OrderSeats(ev), f.sp.RegSeats(ev), f.sp.RoomPlaces(ev)}
+	args := []string{f.tok, "10", strconv.Itoa(len(labels)), "off", "0"}
 	if code, _ := reply.Of(f.script("seat_hold", ks, append(args, labels...)...)); code != reply.OK {
 		f.t.Fatalf("seat_hold: %v", code)
 	}
+}
+
+// tokenKeys are seat_token's keys for a token counted for client ("": none).
+func (f *fixture) tokenKeys(tok, client string) []string {
+	return []string{f.sp.Hold(ev, tok), f.sp.IPRegistrations(ev), f.sp.IPTokens(ev, client),
+		f.sp.Room(ev), f.sp.RoomPlaces(ev), f.sp.RoomPasses(ev), f.sp.RoomAudit(ev)}
 }
 
 func (f *fixture) tokenOnly() {
 	if f.tok == "" {
 		f.tok = "holdtok0"
 	}
-	f.script("seat_token", []string{f.sp.Hold(ev, f.tok), f.sp.IPRegistrations(ev), f.sp.IPTokens(ev, client.Key)},
-		"600000", f.tok, client.Key, "8")
+	f.script("seat_token", f.tokenKeys(f.tok, client.Key), "600000", f.tok, client.Key, "8", "")
 }
 
 var seq int
@@ -260,8 +265,7 @@ var faultCases = []faultCase{
 	{name: "seat token", setup: (*fixture).event, act: func(f *fixture) { f.tokenOnly() }},
 	{name: "seat token of a partner (no client)",
 		act: func(f *fixture) {
-			f.script("seat_token", []string{f.sp.Hold(ev, "partnertok"), f.sp.IPRegistrations(ev), f.sp.IPTokens(ev, "")},
-				"600000", "partnertok", "", "0")
+			f.script("seat_token", f.tokenKeys("partnertok", ""), "600000", "partnertok", "", "0", "")
 		}},
 	{name: "seat token dropped (best-available held nothing with it)",
 		setup: func(f *fixture) { f.event(); f.tokenOnly() },
@@ -271,8 +275,8 @@ var faultCases = []faultCase{
 	{name: "seat hold with the single-seat rule",
 		setup: func(f *fixture) { f.event(); f.hold("A-2") },
 		act: func(f *fixture) {
-			ks := []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.Live(part), f.sp.SeatHolds(ev), f.sp.OrderSeats(ev), f.sp.RegSeats(ev)}
-			f.script("seat_hold", ks, f.tok, "10", "2", "lenient", "A-3", "A-4", "A-1", "A-5")
+			ks := []string{f.sp.Hold(ev, f.tok), f.sp.Booked(ev), f.sp.Live(part), f.sp.SeatHolds(ev), f.sp.OrderSeats(ev), f.sp.RegSeats(ev), f.sp.RoomPlaces(ev)}
+			f.script("seat_hold", ks, f.tok, "10", "2", "lenient", "0", "A-3", "A-4", "A-1", "A-5")
 		}},
 	{name: "Redis' clock in an event's slot (best-available's read with a rate limit along)",
 		setup: func(f *fixture) { f.event() },
@@ -282,8 +286,8 @@ var faultCases = []faultCase{
 	{name: "seat extend",
 		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2") },
 		act: func(f *fixture) {
-			f.script("seat_extend", []string{f.sp.Hold(ev, f.tok), f.sp.IPTokens(ev, client.Key), f.sp.SeatHolds(ev)},
-				f.tok, "600000", "1800000", client.Key)
+			f.script("seat_extend", []string{f.sp.Hold(ev, f.tok), f.sp.IPTokens(ev, client.Key), f.sp.SeatHolds(ev),
+				f.sp.RoomPlaces(ev), f.sp.RoomPasses(ev)}, f.tok, "600000", "1800000", client.Key)
 		}},
 	{name: "seat release of some, with the single-seat rule",
 		setup: func(f *fixture) { f.event(); f.hold("A-1", "A-2", "A-3") },

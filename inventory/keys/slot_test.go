@@ -185,19 +185,22 @@ var scriptKeys = map[string]func(in input) [][]string{
 	},
 	"seat_extend": func(in input) (out [][]string) {
 		for _, ip := range in.ipTokens() {
-			out = append(out, []string{in.sp.Hold(in.ev, in.token), ip, in.sp.SeatHolds(in.ev)})
+			out = append(out, []string{in.sp.Hold(in.ev, in.token), ip, in.sp.SeatHolds(in.ev), in.sp.RoomPlaces(in.ev),
+				in.sp.RoomPasses(in.ev)})
 		}
 		return out
 	},
 	"seat_hold": func(in input) [][]string {
-		return [][]string{append([]string{in.sp.Hold(in.ev, in.token), in.sp.Booked(in.ev), in.sp.Live(in.p())}, in.seats()...)}
+		return [][]string{append(append([]string{in.sp.Hold(in.ev, in.token), in.sp.Booked(in.ev), in.sp.Live(in.p())}, in.seats()...),
+			in.sp.RoomPlaces(in.ev))}
 	},
 	"seat_release": func(in input) [][]string {
 		return [][]string{append([]string{in.sp.Hold(in.ev, in.token), in.sp.Booked(in.ev)}, in.seats()...)}
 	},
 	"seat_token": func(in input) (out [][]string) {
 		for _, ip := range in.ipTokens() {
-			out = append(out, []string{in.sp.Hold(in.ev, in.token), in.sp.IPRegistrations(in.ev), ip})
+			out = append(out, []string{in.sp.Hold(in.ev, in.token), in.sp.IPRegistrations(in.ev), ip, in.sp.Room(in.ev),
+				in.sp.RoomPlaces(in.ev), in.sp.RoomPasses(in.ev), in.sp.RoomAudit(in.ev)})
 		}
 		return out
 	},

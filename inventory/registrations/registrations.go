@@ -34,7 +34,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/pricing"
-	"github.com/ticketd/ticketd/inventory/room"
+	"github.com/ticketd/ticketd/inventory/roompass"
 )
 
 // Registration states as the storefront shows them (GET registration's
@@ -84,7 +84,12 @@ type Request struct {
 	// signature checked by the caller: room.Service.CheckPass); nil for an
 	// event without a room. Its units become the registration's claim in
 	// the step that makes it.
-	Pass *room.Pass
+	Pass *roompass.Pass
+	// PassInHold says the hold token (HoldToken) carries the pass, on a
+	// seated event with a waiting room: the pass made the token
+	// (seats.Engine.CreatePassToken), and the registration burns its place
+	// (QUEUE_REQUIRED when no pass made it). Pass is nil then.
+	PassInHold bool
 }
 
 // Registration is what ticketd knows of a registration.

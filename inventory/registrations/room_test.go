@@ -32,11 +32,7 @@ func roomOf(t *testing.T, b *bundle, stock int64, ttl time.Duration, email strin
 
 func (b *bundle) roomInt(t *testing.T, field string) int64 {
 	t.Helper()
-	n, err := b.rc.Do(b.ctx, b.rc.B().Hget().Key(b.sp.Room(evGA)).Field(field).Build()).AsInt64()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return b.roomIntOf(t, evGA, field)
 }
 
 // A registration burns its buyer's pass in the step that makes it: the

@@ -22,7 +22,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/reply"
-	"github.com/ticketd/ticketd/inventory/room"
+	"github.com/ticketd/ticketd/inventory/roompass"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
 
@@ -247,7 +247,7 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	args = append(args, id, ms(s.holdTTL()), ms(s.retention()), req.HoldToken, q.DiscountCode,
 		strconv.FormatInt(q.DiscountMaxUses, 10), strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer,
 		strconv.FormatInt(q.Claims["ev"], 10), free, strconv.FormatInt(s.StreamCap, 10),
-		ms(s.checkoutTTL()), req.Client.Key, req.Client.LimitArg(), passArg(req.Pass))
+		ms(s.checkoutTTL()), req.Client.Key, req.Client.LimitArg(), passArg(req))
 	args, claims := orders.ClaimArgs(args, q.Claims, q.SeatLabels)
 	owner := Owner(req.TenantID)
 	args = append(args,
@@ -308,7 +308,7 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 		case reply.ClientLimit:
 			return Registration{}, holds.LimitError(req.Client.Limit)
 		}
-		if err := room.PassError(arr); err != nil {
+		if err := roompass.Refusal(arr); err != nil {
 			return Registration{}, err
 		}
 		if err := orders.RefusalError(arr); err != nil {
@@ -319,13 +319,13 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	return Registration{}, errBuyerBusy
 }
 
-// passArg is reg_register's ARGV[15]: "<queue id> <expiry ms>", "" for
-// no pass.
-func passArg(p *room.Pass) string {
-	if p == nil {
-		return ""
+// passArg is reg_register's ARGV[15]: the pass ("<queue id> <expiry ms>"),
+// "@hold" when the hold token carries it, "" for none.
+func passArg(req Request) string {
+	if req.PassInHold {
+		return "@hold"
 	}
-	return p.QueueID + " " + strconv.FormatInt(p.ExpiresAt.UnixMilli(), 10)
+	return req.Pass.Arg()
 }
 
 // replication is the orders' (Orders.Replication): a payment waits for the

@@ -50,6 +50,7 @@ const (
 	PassInvalid     Code = 28 // the waiting room's pass is not one it gave, or not for this buyer or these units
 	PassUsed        Code = 29 // the waiting room's pass was used already
 	PassExpired     Code = 30 // the waiting room's pass expired unused (or its holder left)
+	PassRequired    Code = 31 // the event sells through its waiting room and no pass (or hold token a pass made) came
 )
 
 // names are the codes' names in lua/lib/reply.lua, for errors and the test.
@@ -61,7 +62,7 @@ var names = map[Code]string{
 	NotPending: "NOT_PENDING", NotDue: "NOT_DUE", SessionsChanged: "SESSIONS_CHANGED",
 	TooManySessions: "TOO_MANY_SESSIONS", TokenLimit: "TOKEN_LIMIT", Stranded: "STRANDED", InUse: "IN_USE",
 	Limited: "LIMITED", BelowSold: "BELOW_SOLD", Live: "LIVE", More: "MORE",
-	PassInvalid: "PASS_INVALID", PassUsed: "PASS_USED", PassExpired: "PASS_EXPIRED",
+	PassInvalid: "PASS_INVALID", PassUsed: "PASS_USED", PassExpired: "PASS_EXPIRED", PassRequired: "PASS_REQUIRED",
 }
 
 // String is the code's name in lua/lib/reply.lua ("code 99" for none).

@@ -31,6 +31,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/reply"
+	"github.com/ticketd/ticketd/inventory/roompass"
 )
 
 // Service runs the rooms of every event.
@@ -357,10 +358,6 @@ func (s *Service) read(cfg *catalog.Room, eventID, queueID string, arr []rueidis
 	if err != nil {
 		return Status{}, err
 	}
-	bk, err := eval.Str(arr, at+13)
-	if err != nil {
-		return Status{}, err
-	}
 	rank := math.NaN()
 	if rs, _ := eval.Str(arr, at+14); rs != "" {
 		if rank, err = strconv.ParseFloat(rs, 64); err != nil {
@@ -377,7 +374,7 @@ func (s *Service) read(cfg *catalog.Room, eventID, queueID string, arr []rueidis
 	out := r.status(cfg)
 	out.rank = rank
 	if out.State == Admitted && !out.PassUsed {
-		out.Pass = s.passFor(eventID, queueID, r.passExp, bk)
+		out.Pass = s.passFor(eventID, queueID, r.passExp)
 	}
 	return out, nil
 }
@@ -411,7 +408,9 @@ func (r reading) status(cfg *catalog.Room) Status {
 	case "a":
 		out.State, out.Odds = Admitted, 100
 		out.PassExpiresAt = time.UnixMilli(r.passExp)
-	case "u":
+	case "u", "h":
+		// used: its registration, or on a seated event the hold token
+		// it made, holds its units
 		out.State, out.PassUsed, out.Odds = Admitted, true, 100
 	case "x":
 		out.State = Expired
@@ -486,45 +485,20 @@ func (s *Service) Leave(ctx context.Context, eventID, queueID string) error {
 
 // Errors of the room.
 var (
-	ErrRequired = apierr.Of("QUEUE_REQUIRED",
-		"this event sells through its waiting room: join it (POST /v1/storefront/queue/{eventId}/join) and send the pass it gives in the x-queue-pass header")
+	// The pass's refusals are roompass's: the seat scripts answer them too.
+	ErrRequired   = roompass.ErrRequired
+	ErrPassBad    = roompass.ErrBad
+	ErrPassBuyer  = roompass.ErrBuyer
+	ErrPassUnits  = roompass.ErrUnits
+	ErrPassUsed   = roompass.ErrUsed
+	ErrPassLapsed = roompass.ErrLapsed
 	ErrNotOpen    = apierr.Of("QUEUE_NOT_OPEN", "this event's waiting room is not open yet")
-	ErrPassBad    = apierr.Of("QUEUE_PASS_INVALID", "the x-queue-pass header is not a pass of this event's waiting room")
-	ErrPassBuyer  = apierr.Of("QUEUE_PASS_INVALID", "this pass was given to another buyer: register with the e-mail address you joined the waiting room with")
-	ErrPassUnits  = apierr.Of("QUEUE_PASS_INVALID", "this pass covers fewer tickets than the cart holds")
-	ErrPassUsed   = apierr.Of("QUEUE_PASS_USED", "this pass was used already: a pass makes one registration")
-	ErrPassLapsed = apierr.Of("QUEUE_PASS_EXPIRED", "this pass expired (or its holder left the waiting room): join again")
 	ErrSoldOut    = apierr.Of("QUEUE_SOLD_OUT", "every ticket of this event is sold or held by a buyer paying: nothing is left to wait for")
 	ErrNotMaker   = apierr.Of("INVALID_CREDENTIALS",
 		"only the pollToken of the join that made this place may leave it (a second join's token reads the place only)")
 	errNoPlace = apierr.Of("NOT_FOUND", "no such place in this event's waiting room")
 	errStopped = apierr.Unavailable("the waiting room is being restored; retry shortly")
 )
-
-// PassError is the error of reg_register's pass refusal arr, nil when arr
-// is not one.
-func PassError(arr []rueidis.RedisMessage) error {
-	code, err := reply.Of(arr)
-	if err != nil {
-		return nil
-	}
-	switch code {
-	case reply.PassUsed:
-		return ErrPassUsed
-	case reply.PassExpired:
-		return ErrPassLapsed
-	case reply.PassInvalid:
-		why, _ := eval.Str(arr, 1)
-		switch why {
-		case "buyer":
-			return ErrPassBuyer
-		case "units":
-			return ErrPassUnits
-		}
-		return ErrPassBad
-	}
-	return nil
-}
 
 // Stats are an event's room as operators see it (/metrics, ticketctl
 // queue).

@@ -422,8 +422,9 @@ func TestSoldOutIsToldAndTakenBack(t *testing.T) {
 	}
 }
 
-// A pass works for the event, the place and the buyer it was given to,
-// and nothing else.
+// A pass works for the event and the place it was given for, and nothing
+// else; its buyer is the place's, which the script that burns it checks
+// (registrations' TestAPassIsRefusedBeyondWhatItCovers).
 func TestPassesAreBoundToEventPlaceAndBuyer(t *testing.T) {
 	f := setup(t, 1)
 	cfg := f.open(false, time.Minute)
@@ -434,7 +435,6 @@ func TestPassesAreBoundToEventPlaceAndBuyer(t *testing.T) {
 		t.Fatalf("the buyer's own pass: %+v %v", p, err)
 	}
 	bad := []struct{ name, ev, pass, email string }{
-		{"another buyer", ev, st.Pass, "b@x.test"},
 		{"another event", "ev_other", st.Pass, "a@x.test"},
 		{"tampered expiry", ev, tamper(st.Pass, 2), "a@x.test"},
 		{"tampered place", ev, tamper(st.Pass, 1), "a@x.test"},

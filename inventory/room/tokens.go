@@ -3,6 +3,7 @@ package room
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/roompass"
 )
 
 // placeID is the queue id of the buyer key bk's place in the event's room:
@@ -95,40 +97,47 @@ func (s *Service) PlaceOf(eventID, token string) (Place, bool) {
 		Maker: parts[3] == "1"}, true
 }
 
-// Pass is a checked pass.
-type Pass struct {
-	QueueID   string
-	ExpiresAt time.Time
-}
+// Pass is a checked pass (roompass: the scripts that burn one answer its
+// refusals there).
+type Pass = roompass.Pass
 
-// passFor signs the pass of the place for its buyer key bk: "p1.<queueId>.
-// <expiry ms, base 36>.<mac>", the mac over the event, the place, the
-// expiry and the buyer key of the e-mail it was given to, so it cannot be
-// moved to another event, place or buyer, and it says when it lapses
-// without a lookup. It is a header value, never in a URL; Redis decides
-// whether it is still live and unused.
-func (s *Service) passFor(eventID, queueID string, expMs int64, bk string) string {
+// passFor signs the pass of the place: "p2.<queueId>.<expiry ms, base
+// 36>.<mac>", the mac over the event, the place and the expiry, so it
+// cannot be moved to another event or place, and it says when it lapses
+// without a lookup. The place names its buyer: the script that burns the
+// pass refuses another buyer's registration (QUEUE_PASS_INVALID), as it
+// refuses a pass no longer live. Not the buyer key in the mac (as p1 had
+// it): a seated event's hold-token, which carries no e-mail, binds the pass.
+// It is a header value, never in a URL.
+func (s *Service) passFor(eventID, queueID string, expMs int64) string {
 	exp := strconv.FormatInt(expMs, 36)
-	return "p1." + queueID + "." + exp + "." + b64.EncodeToString(mac(s.Key, "pass", eventID, queueID, exp, bk))
+	return "p2." + queueID + "." + exp + "." + b64.EncodeToString(mac(s.Key, "pass", eventID, queueID, exp))
 }
 
-// CheckPass checks a pass for the event and the buyer registering with
-// email: ErrPassBad when this room did not give it to that buyer, else the
-// place and expiry it names. Whether it is still live and unused is the
-// registration's script's to say, by Redis' clock and state: a used pass
-// is told so (QUEUE_PASS_USED) however late it comes back.
+// CheckPass checks a pass for the event: ErrPassBad when this room did not
+// give it, else the place and expiry it names. email is the buyer's of a
+// registration, for a pass of the older form p1, signed for its buyer too
+// ("": such a pass is refused). Whether the pass is still live, unused and
+// the buyer's is the burning script's to say, by Redis' clock and state: a
+// used pass is told so (QUEUE_PASS_USED) however late it comes back.
 func (s *Service) CheckPass(eventID, pass, email string) (Pass, error) {
 	parts := strings.Split(pass, ".")
-	if len(parts) != 4 || parts[0] != "p1" || parts[1] == "" {
+	if len(parts) != 4 || parts[1] == "" {
 		return Pass{}, ErrPassBad
 	}
 	qid, exp := parts[1], parts[2]
-	got, err := b64.DecodeString(parts[3])
-	if err != nil {
+	var want []byte
+	switch {
+	case parts[0] == "p2":
+		want = mac(s.Key, "pass", eventID, qid, exp)
+	case parts[0] == "p1" && email != "":
+		want = mac(s.Key, "pass", eventID, qid, exp, orders.BuyerKey(email))
+	default:
 		return Pass{}, ErrPassBad
 	}
-	if !hmac.Equal(got, mac(s.Key, "pass", eventID, qid, exp, orders.BuyerKey(email))) {
-		// signed for another buyer, event or place, or not by this room
+	got, err := b64.DecodeString(parts[3])
+	if err != nil || !hmac.Equal(got, want) {
+		// signed for another event or place, or not by this room
 		return Pass{}, ErrPassBad
 	}
 	ms, err := strconv.ParseInt(exp, 36, 64)
@@ -136,6 +145,16 @@ func (s *Service) CheckPass(eventID, pass, email string) (Pass, error) {
 		return Pass{}, ErrPassBad
 	}
 	return Pass{QueueID: qid, ExpiresAt: time.UnixMilli(ms)}, nil
+}
+
+// PassToken is the name of the seat hold token pass makes on a seated
+// event (seats.Engine.CreatePassToken): "h" and 26 lowercase base32
+// characters of a mac under the room key over the event, the place and the
+// pass's expiry, so a retry with the same pass names the same token and is
+// answered it, and nobody without the pass can name it.
+func (s *Service) PassToken(eventID string, p Pass) string {
+	m := mac(s.Key, "hold token", eventID, p.QueueID, strconv.FormatInt(p.ExpiresAt.UnixMilli(), 10))
+	return "h" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(m))
 }
 
 // ShuffleKey is the event's shuffle key: a fair room ranks its pre-queue

@@ -14,6 +14,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/holds"
+	"github.com/ticketd/ticketd/inventory/roompass"
 )
 
 // MaxBest is the most seats one best-available call picks.
@@ -38,6 +39,10 @@ type BestRequest struct {
 	// Client is who a new token counts for (holds.Client; the zero value
 	// counts none): a token beyond the client's limit is not created.
 	Client holds.Client
+	// Pass, on an event with a waiting room, is the pass a new token
+	// burns (CreatePassToken; Token is then the pass's own). Such a token
+	// is kept even when no block is found: it holds the pass's units.
+	Pass *roompass.Pass
 	// Along are commands to send in the first read's round trip (the
 	// request's rate limit: handlers/guard.Deferred); Settle is given
 	// their answers before anything is written, and its error is the
@@ -111,13 +116,14 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 				break
 			}
 			if !created {
-				_, fresh, err := e.createToken(ctx, ev.ID, req.Token, req.Client)
+				_, fresh, err := e.createToken(ctx, ev.ID, req.Token, req.Client, req.Pass)
 				if err != nil {
 					return HoldResult{}, err
 				}
 				// A token that existed (a buyer session's own, handed out
-				// by hold-token) is the caller's: never dropped.
-				created, made = true, fresh
+				// by hold-token) is the caller's: never dropped; nor is
+				// one a pass made.
+				created, made = true, fresh && req.Pass == nil
 			}
 			for _, b := range blocks {
 				res, err := e.Hold(ctx, ev, req.Token, b)

@@ -21,13 +21,16 @@ func (e *Engine) Extend(ctx context.Context, eventID, token string) (time.Time, 
 // now + TTL, but never beyond its creation + MaxTTL, and returns it, in one
 // script call (lua/seat_extend.lua reads the token's seats). A token
 // counted for client counts until then; one counted for another client
-// keeps counting until its old expiry. A gone token is ErrHoldExpired.
+// keeps counting until its old expiry. A token a waiting room's pass made
+// keeps its place's units reserved until then. A gone token is
+// ErrHoldExpired.
 func (e *Engine) ExtendFor(ctx context.Context, eventID, token string, client holds.Client) (time.Time, error) {
 	if !ValidToken(token) {
 		return time.Time{}, ErrInvalidToken
 	}
 	arr, err := eval.Array(ctx, e.Redis, extendScript,
-		[]string{e.Space.Hold(eventID, token), e.Space.IPTokens(eventID, client.Key), e.Space.SeatHolds(eventID)},
+		[]string{e.Space.Hold(eventID, token), e.Space.IPTokens(eventID, client.Key), e.Space.SeatHolds(eventID),
+			e.Space.RoomPlaces(eventID), e.Space.RoomPasses(eventID)},
 		[]string{token, msArg(e.ttl()), msArg(e.maxTTL()), client.Key})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("seats: extend: %w", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/reply"
+	"github.com/ticketd/ticketd/inventory/roompass"
 )
 
 var holdScript = eval.Load("seat_hold")
@@ -34,7 +35,9 @@ type HoldResult struct {
 // that); the new seats expire with it. A gone token is ErrHoldExpired. A
 // hold the event's single-seat rule refuses is a 409 SEAT_RULE (RuleError);
 // conflicts are answered first. A token holds at most MaxPerToken seats
-// (400 MAX_PER_ORDER_EXCEEDED).
+// (400 MAX_PER_ORDER_EXCEEDED). On an event with a waiting room the token
+// must have been made with a pass (CreatePassToken; 403 QUEUE_REQUIRED
+// otherwise), and holds at most the pass's units.
 func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token string, labels []string) (HoldResult, error) {
 	if !ev.Seated() {
 		return HoldResult{}, ErrNotSeated
@@ -51,9 +54,14 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 		return HoldResult{}, tokenLimitError(limit)
 	}
 	near := neighbours(ev, labels)
-	ks := []string{e.Space.Hold(ev.ID, token), e.Space.Booked(ev.ID), e.Space.Live(keys.Partition(ev.ID)), e.Space.SeatHolds(ev.ID), e.Space.OrderSeats(ev.ID), e.Space.RegSeats(ev.ID)}
-	args := make([]string, 0, 4+len(labels)+len(near))
-	args = append(args, token, strconv.Itoa(limit), strconv.Itoa(len(labels)), ev.SeatMap.Rule())
+	ks := []string{e.Space.Hold(ev.ID, token), e.Space.Booked(ev.ID), e.Space.Live(keys.Partition(ev.ID)), e.Space.SeatHolds(ev.ID), e.Space.OrderSeats(ev.ID), e.Space.RegSeats(ev.ID),
+		e.Space.RoomPlaces(ev.ID)}
+	room := "0"
+	if ev.Room != nil {
+		room = "1"
+	}
+	args := make([]string, 0, 5+len(labels)+len(near))
+	args = append(args, token, strconv.Itoa(limit), strconv.Itoa(len(labels)), ev.SeatMap.Rule(), room)
 	args = append(args, labels...)
 	args = append(args, near...)
 	arr, err := eval.Array(ctx, e.Redis, holdScript, ks, args)
@@ -85,7 +93,17 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 		}
 		return HoldResult{}, ConflictError(conflicts)
 	case reply.TokenLimit:
+		most, err := eval.Int(arr, 1)
+		if err != nil {
+			return HoldResult{}, fmt.Errorf("seats: hold: %w", err)
+		}
+		if most < int64(limit) {
+			return HoldResult{}, apierr.MaxPerOrder(most, fmt.Sprintf(
+				"this hold token was made with a waiting room pass for %d seats, and holds at most that many; release some first", most))
+		}
 		return HoldResult{}, tokenLimitError(limit)
+	case reply.PassRequired, reply.PassUsed, reply.PassExpired:
+		return HoldResult{}, roompass.Refusal(arr)
 	case reply.Stopped:
 		return HoldResult{}, redisstate.ErrSalesStopped
 	case reply.Stranded:

@@ -114,10 +114,10 @@ func TestBestAvailableLeavesNoCountedTokenItDidNotHand(t *testing.T) {
 	// Only a token the call made is dropped: one that existed (a buyer
 	// session's own, from hold-token) is the caller's.
 	own := NewToken()
-	if _, fresh, err := b.eng.createToken(b.ctx, ev.ID, own, client); err != nil || !fresh {
+	if _, fresh, err := b.eng.createToken(b.ctx, ev.ID, own, client, nil); err != nil || !fresh {
 		t.Fatalf("a new token: made %v, %v", fresh, err)
 	}
-	if _, fresh, err := b.eng.createToken(b.ctx, ev.ID, own, client); err != nil || fresh {
+	if _, fresh, err := b.eng.createToken(b.ctx, ev.ID, own, client, nil); err != nil || fresh {
 		t.Fatalf("an existing token: made %v, %v; best-available would drop it", fresh, err)
 	}
 	if err := b.eng.dropToken(b.ctx, ev.ID, own, client); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/holds"
 	"github.com/ticketd/ticketd/inventory/reply"
+	"github.com/ticketd/ticketd/inventory/roompass"
 )
 
 var (
@@ -28,19 +29,32 @@ func (e *Engine) CreateToken(ctx context.Context, eventID, token string) (time.T
 // while it lives, and one beyond the client's limit is refused with
 // holds.LimitError. An existing token is answered as CreateToken does.
 func (e *Engine) CreateTokenFor(ctx context.Context, eventID, token string, client holds.Client) (time.Time, error) {
-	exp, _, err := e.createToken(ctx, eventID, token, client)
+	exp, _, err := e.createToken(ctx, eventID, token, client, nil)
+	return exp, err
+}
+
+// CreatePassToken is CreateTokenFor on a seated event with a waiting room:
+// the token burns pass (its signature checked by the caller), whose units
+// it keeps reserved while it lives and holds at most (lua/seat_token.lua).
+// token is the pass's own (room.Service.PassToken), so a retry of a call
+// whose answer was lost finds it: an existing token is answered as
+// CreateToken does. A pass no longer live and unused is refused with
+// roompass's error (QUEUE_PASS_USED, QUEUE_PASS_EXPIRED, QUEUE_PASS_INVALID).
+func (e *Engine) CreatePassToken(ctx context.Context, eventID, token string, client holds.Client, pass *roompass.Pass) (time.Time, error) {
+	exp, _, err := e.createToken(ctx, eventID, token, client, pass)
 	return exp, err
 }
 
 // createToken is CreateTokenFor; created reports whether this call made
 // the token (false: it existed already).
-func (e *Engine) createToken(ctx context.Context, eventID, token string, client holds.Client) (exp time.Time, created bool, err error) {
+func (e *Engine) createToken(ctx context.Context, eventID, token string, client holds.Client, pass *roompass.Pass) (exp time.Time, created bool, err error) {
 	if !ValidToken(token) {
 		return time.Time{}, false, ErrInvalidToken
 	}
 	arr, err := eval.Array(ctx, e.Redis, tokenScript,
-		[]string{e.Space.Hold(eventID, token), e.Space.IPRegistrations(eventID), e.Space.IPTokens(eventID, client.Key)},
-		[]string{msArg(e.ttl()), token, client.Key, client.LimitArg()})
+		[]string{e.Space.Hold(eventID, token), e.Space.IPRegistrations(eventID), e.Space.IPTokens(eventID, client.Key),
+			e.Space.Room(eventID), e.Space.RoomPlaces(eventID), e.Space.RoomPasses(eventID), e.Space.RoomAudit(eventID)},
+		[]string{msArg(e.ttl()), token, client.Key, client.LimitArg(), pass.Arg()})
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("seats: create token: %w", err)
 	}
@@ -50,6 +64,9 @@ func (e *Engine) createToken(ctx context.Context, eventID, token string, client 
 	}
 	if code == reply.ClientLimit {
 		return time.Time{}, false, holds.LimitError(client.Limit)
+	}
+	if err := roompass.Refusal(arr); err != nil {
+		return time.Time{}, false, err
 	}
 	ms, err := eval.Int(arr, 1)
 	if err != nil {

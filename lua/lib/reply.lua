@@ -44,4 +44,5 @@ local R = {
   PASS_INVALID = 28, -- the waiting room's pass is not one it gave, or not for this buyer or these units
   PASS_USED = 29, -- the waiting room's pass was used already
   PASS_EXPIRED = 30, -- the waiting room's pass expired unused (or its holder left)
+  PASS_REQUIRED = 31, -- the event sells through its waiting room and no pass (or hold token a pass made) came
 }

@@ -6,8 +6,11 @@
 --
 -- A place is one field of the places hash, "<state> <qty> <passExp> <bk>":
 --   state: w waiting (in the line), a admitted (a live pass until passExp,
---          Redis ms), u used (its pass became a registration), x lapsed
---          (its pass expired unused), l left;
+--          Redis ms), h holding (on a seated event, its pass made a hold
+--          token: its units stay reserved until passExp, the token's
+--          expiry), u used (its pass, or its hold token, became a
+--          registration), x lapsed (its pass, or its hold token, expired
+--          unused), l left;
 --   qty:   the units it asked for, or, once admitted, the units its pass
 --          reserves;
 --   bk:    the buyer key (orders.BuyerKey) of the e-mail it joined with: a
@@ -24,10 +27,12 @@
 -- left over after the sold counts, which hold every registration awaiting
 -- payment, and the other live passes. A pass's units leave resv only as
 -- they become sold (reg_register, in the step that burns the pass) or when
--- it lapses or its holder leaves.
+-- it lapses or its holder leaves; a hold token a pass made (seat_token)
+-- keeps them while it lives.
 
 --@include capacity
 --@include check
+--@include reply
 
 -- room_place(v): the state, units, pass expiry and buyer key of a place's
 -- value (nil: no such place).
@@ -144,7 +149,7 @@ local function room_admit(k, now, ttl, t0, limit, spec, r)
   for _, id in ipairs(lapsed) do
     local st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))
     room_writing(k)
-    if st == 'a' then
+    if st == 'a' or st == 'h' then
       r.resv = r.resv - qty
       room_put(k.places, id, 'x', qty, exp, bk)
       r.lapsed = r.lapsed + 1
@@ -209,24 +214,51 @@ local function room_admit(k, now, ttl, t0, limit, spec, r)
   return left, changed
 end
 
--- room_drop(k, id, st, qty, exp, bk, to): takes a waiting or admitted
--- place out of the line or its pass out of resv, and marks it to ('l'
--- left, 'u' used), in the audit too.
+-- room_drop(k, id, st, qty, exp, bk, to): takes a waiting, admitted or
+-- holding place out of the line or its pass out of resv, and marks it to
+-- ('l' left, 'u' used), in the audit too (a holding place's pass was
+-- audited used when it made its hold token).
 local function room_drop(k, id, st, qty, exp, bk, to)
-  if to == 'u' then
-    room_audit(k, 'used', id, 'n', qty)
-  else
+  if to == 'l' then
     room_audit(k, 'left', id, 'was', st)
+  elseif st ~= 'h' then
+    room_audit(k, 'used', id, 'n', qty)
   end
   if st == 'w' then
     redis.call('ZREM', k.line, id)
     redis.call('HINCRBY', k.room, 'wn', -1)
     redis.call('HINCRBY', k.room, 'wq', -qty)
-  elseif st == 'a' then
+  elseif st == 'a' or st == 'h' then
     redis.call('ZREM', k.passes, id)
     redis.call('HINCRBY', k.room, 'resv', -qty)
   end
   room_put(k.places, id, to, qty, exp, bk)
+end
+
+-- room_pass(k, arg, now): the admitted place of a pass the caller burns,
+-- arg being "<queue id> <expiry ms>" (roompass.Pass.Arg): the pass must
+-- be the place's live one (given with that expiry: an older pass of a
+-- place admitted again is lapsed). Returns the place {id, qty, exp, bk},
+-- or nil and the refusal: {R.PASS_USED} (it made a registration or a hold
+-- token), {R.PASS_EXPIRED} (lapsed, or its holder left), {R.PASS_INVALID,
+-- 'state'} (no such admission). Reads only.
+--   k: places
+local function room_pass(k, arg, now)
+  local qid, passexp = string.match(arg, '^(%S+) (%d+)$')
+  if not qid then
+    return nil, {R.PASS_INVALID, 'state'}
+  end
+  local st, qty, exp, bk = room_place(redis.call('HGET', k.places, qid))
+  if st == 'u' or st == 'h' then
+    return nil, {R.PASS_USED}
+  end
+  if st == 'x' or st == 'l' or (st == 'a' and (exp <= now or exp ~= tonumber(passexp))) then
+    return nil, {R.PASS_EXPIRED}
+  end
+  if st ~= 'a' then
+    return nil, {R.PASS_INVALID, 'state'}
+  end
+  return {id = qid, qty = qty, exp = exp, bk = bk}
 end
 
 -- room_reading(k, id, now, left, r, st, qty, exp, bk, rank): what a buyer

@@ -1,0 +1,144 @@
+package registrations
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/holds"
+	"github.com/ticketd/ticketd/inventory/room"
+	"github.com/ticketd/ticketd/inventory/roompass"
+	"github.com/ticketd/ticketd/inventory/seats"
+)
+
+// seatedRoom is a room of stock seats on the bundle's seated event, its
+// passes lasting passTTL, 2 seats a buyer, T0 passed; ev is the event with
+// it (seats.Engine takes the room from the event).
+func seatedRoom(t *testing.T, b *bundle, stock int64, passTTL time.Duration) (*room.Service, *catalog.Room, *catalog.CompiledEvent) {
+	t.Helper()
+	rs := &room.Service{Redis: b.rc, Space: b.sp, Key: []byte("room-key")}
+	cfg := &catalog.Room{OpensAt: time.Now().Add(-time.Hour), SalesStartAt: time.Now().Add(-time.Minute),
+		PassTTL: passTTL, PerBuyer: 2, Stock: stock}
+	ev := *b.seated
+	ev.Room = cfg
+	b.caps(t, evSeated, "ev", "20", "sf", "4")
+	return rs, cfg, &ev
+}
+
+func (b *bundle) joinRoom(t *testing.T, rs *room.Service, cfg *catalog.Room, email string, n int64) room.Joined {
+	t.Helper()
+	j, err := rs.Join(b.ctx, cfg, room.JoinRequest{EventID: evSeated, Email: email, Quantity: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func (b *bundle) placeState(t *testing.T, rs *room.Service, cfg *catalog.Room, j room.Joined) room.Status {
+	t.Helper()
+	st, err := rs.Status(b.ctx, cfg, evSeated, j.QueueID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// On a seated event a pass becomes a hold token, which keeps the pass's
+// units reserved past the pass's own expiry for as long as it lives (an
+// extend included), holds at most those units, and gives them back to the
+// line when it lapses; a token made without a pass holds nothing.
+func TestASeatedPassTokenReservesWhileItLives(t *testing.T) {
+	b := setup(t)
+	b.seats.TTL = 900 * time.Millisecond
+	rs, cfg, ev := seatedRoom(t, b, 4, 300*time.Millisecond)
+	ann := b.joinRoom(t, rs, cfg, "ann@x.test", 2)
+	bob := b.joinRoom(t, rs, cfg, "bob@x.test", 2)
+	cat := b.joinRoom(t, rs, cfg, "cat@x.test", 2)
+	if ann.State != room.Admitted || bob.State != room.Admitted || cat.State != room.Waiting {
+		t.Fatalf("4 seats for 2+2+2: %s %s %s", ann.State, bob.State, cat.State)
+	}
+
+	plain := seats.NewToken()
+	if _, err := b.seats.CreateToken(b.ctx, evSeated, plain); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.seats.Hold(b.ctx, ev, plain, []string{"C-9"}); !errors.Is(err, roompass.ErrRequired) {
+		t.Fatalf("a token made without a pass: %v, want QUEUE_REQUIRED", err)
+	}
+
+	p, err := rs.CheckPass(evSeated, ann.Pass, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := rs.PassToken(evSeated, p)
+	if _, err := b.seats.CreatePassToken(b.ctx, evSeated, tok, holds.Client{}, &p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.seats.Hold(b.ctx, ev, tok, []string{"C-1", "C-2", "C-3"}); err == nil {
+		t.Fatal("the pass's token held 3 seats on a pass for 2")
+	}
+	if _, err := b.seats.Hold(b.ctx, ev, tok, []string{"C-1", "C-2"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// both passes lapse (300 ms); ann's token (900 ms) keeps her 2 units:
+	// cat gets bob's, and dan waits
+	time.Sleep(400 * time.Millisecond)
+	if err := rs.Admit(b.ctx, cfg, evSeated); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.placeState(t, rs, cfg, cat); st.State != room.Admitted {
+		t.Fatalf("cat once bob's pass lapsed: %+v", st)
+	}
+	dan := b.joinRoom(t, rs, cfg, "dan@x.test", 1)
+	if dan.State != room.Waiting {
+		t.Fatalf("dan while ann's token and cat's pass hold all 4: %+v", dan)
+	}
+	if _, err := b.seats.Extend(b.ctx, evSeated, tok); err != nil { // now + 900 ms
+		t.Fatal(err)
+	}
+
+	// cat's pass lapses; ann's token outlives its first 900 ms, extended:
+	// dan gets 1 of cat's 2 units, and ann's 2 stay reserved
+	time.Sleep(700 * time.Millisecond)
+	if err := rs.Admit(b.ctx, cfg, evSeated); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.placeState(t, rs, cfg, dan); st.State != room.Admitted {
+		t.Fatalf("dan once cat's pass lapsed: %+v", st)
+	}
+	if st := b.placeState(t, rs, cfg, ann); st.State != room.Admitted || !st.PassUsed {
+		t.Fatalf("ann while her extended token lives: %+v, want admitted, her pass used", st)
+	}
+	if got := b.roomIntOf(t, evSeated, "resv"); got != 3 {
+		t.Fatalf("reserved %d, want ann's token's 2 and dan's pass's 1", got)
+	}
+
+	// the token lapses: its units leave the reservation, its pass is lapsed
+	time.Sleep(700 * time.Millisecond)
+	if err := rs.Admit(b.ctx, cfg, evSeated); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.placeState(t, rs, cfg, ann); st.State != room.Expired {
+		t.Fatalf("ann once her token lapsed: %+v, want expired", st)
+	}
+	if got := b.roomIntOf(t, evSeated, "resv"); got > 1 {
+		t.Fatalf("reserved %d after ann's token lapsed, want dan's 1 at most", got)
+	}
+	if _, err := b.seats.Hold(b.ctx, ev, tok, []string{"C-3"}); !errors.Is(err, seats.ErrHoldExpired) {
+		t.Fatalf("the lapsed token: %v, want HOLD_EXPIRED", err)
+	}
+	if _, err := b.seats.CreatePassToken(b.ctx, evSeated, tok, holds.Client{}, &p); !errors.Is(err, roompass.ErrLapsed) {
+		t.Fatalf("the pass again after its token lapsed: %v, want QUEUE_PASS_EXPIRED", err)
+	}
+}
+
+func (b *bundle) roomIntOf(t *testing.T, ev, field string) int64 {
+	t.Helper()
+	n, err := b.rc.Do(b.ctx, b.rc.B().Hget().Key(b.sp.Room(ev)).Field(field).Build()).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
