@@ -65,7 +65,8 @@
 --             the admissions (ARGV[9]); its reservation becomes the
 --             registration's claim in this step. "@hold" on a seated
 --             event: the pass that made the hold token (KEYS[5]'s 'q',
---             seat_token) is burnt so, its place holding (lib/room 'h')
+--             seat_token) is burnt so, its place holding (lib/room 'h');
+--             the token's seats the cart leaves out are let go with it
 -- ARGV[16] -> number of claims C
 -- next 2C  -> claim field, quantity, ...
 -- next     -> number of seats S, then S seat labels
@@ -163,6 +164,28 @@ if ARGV[15] ~= '' then
   if tonumber(ARGV[9]) > pass.qty then
     return {R.PASS_INVALID, 'units'}
   end
+  -- "@hold": the place's units leave resv below, so the seats its token
+  -- holds beyond the cart are let go with them (the token holds nothing
+  -- after: its place is used), never left held for nobody
+  if pass.st == 'h' then
+    local incart, rest = {}, {}
+    for s = 1, nseats do
+      incart[labels[s]] = true
+    end
+    for _, f in ipairs(redis.call('HKEYS', KEYS[5])) do
+      local l = string.sub(f, 3)
+      if string.sub(f, 1, 2) == 's:' and not incart[l] then
+        rest[#rest + 1] = l
+      end
+    end
+    local cur = seatholds_read({seats = KEYS[10]}, rest, now)
+    pass.rest, pass.mine = rest, {}
+    for i = 1, #rest do
+      if cur[i] == 'h:' .. ARGV[4] then
+        pass.mine[#pass.mine + 1] = rest[i]
+      end
+    end
+  end
 end
 
 -- What one buyer and one client hold unpaid (lib/holds). The buyer's
@@ -243,8 +266,12 @@ end
 -- the pass's reservation leaves resv as its units became sold above
 if pass then
   room_drop(room, pass.id, pass.st, pass.qty, pass.exp, pass.bk, 'u')
-  if pass.st == 'a' then -- a holding place's was counted as it made its token
-    redis.call('HINCRBY', room.room, 'used', 1)
+  redis.call('HINCRBY', room.room, 'used', 1)
+  if pass.rest then
+    for _, l in ipairs(pass.rest) do
+      redis.call('HDEL', KEYS[5], 's:' .. l)
+    end
+    seatholds_drop(KEYS[10], pass.mine)
   end
 end
 -- the seats leave the token that held them

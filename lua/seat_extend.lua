@@ -14,7 +14,7 @@
 -- KEYS[1]  -> hold token hash  {pN}:ev:<id>:hold:<token>
 -- KEYS[2]  -> IP tokens zset   {pN}:ev:<id>:iptok:<client> (any name when no client)
 -- KEYS[3]  -> seat holds hash  {pN}:ev:<id>:seats
--- KEYS[4]  -> room places hash {pN}:ev:<id>:room:places (read only for a pass's token)
+-- KEYS[4]  -> room places hash {pN}:ev:<id>:room:places (a pass's token: its place's expiry moves)
 -- KEYS[5]  -> room passes zset {pN}:ev:<id>:room:passes
 --
 -- ARGV[1] -> hold token

@@ -42,7 +42,8 @@
 --                                  least of ARGV[2] and its pass's units)
 --   {R.PASS_REQUIRED}              ARGV[5] '1' and no pass made the token
 --   {R.PASS_USED}                  ARGV[5] '1' and its place made a registration
---   {R.PASS_EXPIRED}               ARGV[5] '1' and its place lapsed
+--   {R.PASS_EXPIRED}               ARGV[5] '1' and its place holds no more (lapsed,
+--                                  or gone)
 --   {R.STOPPED}                    the partition's marker is missing: Redis lost
 --                                  its state or is being rebuilt
 --   {R.STRANDED, {labels}}         the rule refuses: these free seats would be

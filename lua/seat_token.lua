@@ -9,7 +9,7 @@
 -- (ARGV[5]; the caller refuses a storefront call without one): the pass
 -- is burnt here, its place holding (lib/room 'h') until the token's
 -- expiry, its units reserved as long (the passes zset scores it so, and
--- an admission step lapses it then), and the token keeps the place ('q')
+-- an admission step lapses it then; the audit says 'held'), and the token keeps the place ('q')
 -- and its units ('n'): it holds at most that many seats (seat_hold), and
 -- register-guest burns the place with it (reg_register "@hold"). A pass's
 -- token is named after the pass (room.Service.PassToken), so a retry finds
@@ -18,7 +18,7 @@
 -- KEYS[1] -> hold token hash      {pN}:ev:<id>:hold:<token>
 -- KEYS[2] -> IP registrations hash {pN}:ev:<id>:ipregs
 -- KEYS[3] -> IP tokens zset       {pN}:ev:<id>:iptok:<client> (any name when no client)
--- KEYS[4] -> waiting room hash    {pN}:ev:<id>:room (lib/room; read only with a pass)
+-- KEYS[4] -> waiting room hash    {pN}:ev:<id>:room (lib/room; type-checked with a pass)
 -- KEYS[5] -> room places hash     {pN}:ev:<id>:room:places
 -- KEYS[6] -> room passes zset     {pN}:ev:<id>:room:passes
 -- KEYS[7] -> room audit stream    {pN}:ev:<id>:room:audit
@@ -83,8 +83,7 @@ if place then
   -- the pass's units stay reserved while the token lives
   room_put(room.places, place.id, 'h', place.qty, e, place.bk)
   redis.call('ZADD', room.passes, e, place.id)
-  redis.call('HINCRBY', room.room, 'used', 1)
-  room_audit(room, 'used', place.id, 'n', place.qty, 'hold', '1')
+  room_audit(room, 'held', place.id, 'n', place.qty)
 end
 redis.call('HSET', hold, unpack(kv))
 redis.call('PEXPIREAT', hold, e)

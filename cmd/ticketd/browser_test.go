@@ -1050,3 +1050,51 @@ func TestBrowserDemoShopWaitingRoomOpens(t *testing.T) {
 		until(`!document.getElementById('order').hidden`))
 	viewShot(t, ctx, "2-let-in-phone")
 }
+
+// A seat map behind a waiting room (ev_demo_room_seated): the buyer
+// joins, is let in, and only then the picker shows; the shop hands it the
+// pass, which its first hold burns, so the seats are held for the buyer
+// (no more than the pass's 2), a reload keeps them and says so, and they
+// are paid for as any seats.
+func TestBrowserDemoShopSeatedWaitingRoom(t *testing.T) {
+	s := startShopWith(t, func(c *config) { c.demoRoomT0 = time.Second })
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/seated.html?event=ev_demo_room_seated"), chromedp.WaitVisible(chromedp.ID("room-email")),
+		until(`document.getElementById('order').hidden`),
+		chromedp.SendKeys(chromedp.ID("room-email"), "grace@example.com"),
+		chromedp.SetValue(chromedp.ID("room-qty"), "2"),
+		chromedp.Click(chromedp.ID("room-go")),
+		until(`document.getElementById('room').dataset.state === 'admitted'`),
+		until(`!document.getElementById('order').hidden`),
+		until(`document.getElementById('email').value === 'grace@example.com' && document.getElementById('email').readOnly`))
+	frame := inPicker(t, ctx, "A-4")
+	for _, l := range []string{"A-4", "A-5"} {
+		do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="`+l+`"]`), chromedp.FromNode(frame)),
+			chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="`+l+`"]`)))
+		waitSeat(t, ctx, frame, l, "mine")
+	}
+	// the pass covers 2: a third seat is refused, and the buyer told
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="A-6"]`), chromedp.FromNode(frame)))
+	waitSeat(t, ctx, frame, "A-6", "free")
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#seats [data-seat]').length`)); n != 2 {
+		t.Fatalf("the shop lists %d seats, want the pass's 2", n)
+	}
+	// the first hold used the pass: the room says the seats are held
+	do(t, ctx, until(`/holds your seats/.test(document.getElementById('room-detail').textContent)`))
+	if said := inFrame[string](t, ctx, frame, `document.getElementById('live').textContent`); !strings.Contains(said, "your place in the queue covers") {
+		t.Fatalf("the picker says %q of a third seat, want that the place covers 2", said)
+	}
+	shot(t, ctx, "1-seats-held", false)
+
+	// reloaded, the room says the seats are held, and the picker has them
+	do(t, ctx, chromedp.Reload(), until(`/holds your seats/.test(document.getElementById('room-detail').textContent)`),
+		until(`!document.getElementById('order').hidden`))
+	frame = inPicker(t, ctx, "A-4")
+	waitSeat(t, ctx, frame, "A-4", "mine")
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-5"]`)), chromedp.SendKeys(chromedp.ID("name"), "Grace Hopper"),
+		// two Front seats at 45.00 and a fee of 2.00 a seat
+		until(`document.getElementById('pay-card').textContent === 'Pay $94.00 by card' && !document.getElementById('pay-card').disabled`))
+	shot(t, ctx, "2-order", true)
+	loc := payOnHostedPage(t, ctx, s.shop)
+	checkSuccess(t, ctx, s, loc)
+}

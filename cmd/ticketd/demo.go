@@ -34,6 +34,8 @@ var demoEvents, demoKinds = func() ([]string, []string) {
 			}
 			kind, last := "GA", false
 			switch {
+			case ev.WaitingRoom != nil && ev.SeatMap != nil:
+				kind = "seat map, waiting room"
 			case ev.WaitingRoom != nil:
 				kind = "GA, waiting room"
 			case ev.SeatMap != nil:

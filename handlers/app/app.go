@@ -253,7 +253,7 @@ func New(b Base, st State, s Settings) (*App, error) {
 		WalletSecret: testSecret(s, s.Keys.WalletWebhook), StripeSecret: s.StripeWebhookSecret, StripeLive: !s.TestMode,
 		Gate: gate, Logger: log}
 	pick := &picker.Picker{Catalog: b.Catalog.Current, Seats: eng, Key: s.Keys.Picker, Limiter: limiter,
-		ClientIP: resolver, Gate: gate, TestMode: s.TestMode, Logger: log, Holds: hp}
+		ClientIP: resolver, Gate: gate, TestMode: s.TestMode, Logger: log, Holds: hp, Room: rooms}
 	surfaces := []server.Surface{partner, front, hooks, pick}
 	if procs.TestCard != nil && procs.TestWallet != nil {
 		// The hosted pages exist only with the built-in processors.

@@ -68,6 +68,11 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 		if ep.Writes() {
 			req.Client = p.Holds.Client(clientip.Subscriber(c.ip))
 		}
+		// a waiting room's pass, which the host page handed the picker
+		if e := storefront.SeatPass(p.Room, ctx, ep, ev, &req); e != nil {
+			httpx.Fail(ctx, e)
+			return
+		}
 		if ep == seating.Availability {
 			req.Read = func(c context.Context, ev *catalog.CompiledEvent) (seats.Availability, error) {
 				return p.avail.read(c, ev, func() (seats.Availability, error) { return p.Seats.Availability(c, ev) })

@@ -18,6 +18,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/holds"
+	"github.com/ticketd/ticketd/inventory/room"
 	"github.com/ticketd/ticketd/inventory/seats"
 )
 
@@ -44,7 +45,11 @@ type Picker struct {
 	Timeout time.Duration
 	// TestMode says payments are simulated: the page says TEST MODE.
 	TestMode bool
-	Logger   *slog.Logger
+	// Room checks the waiting room's pass a page sends (x-queue-pass) on a
+	// seated event with a room, as the storefront's seat API does
+	// (storefront.SeatPass); nil answers such a pass 503.
+	Room   *room.Service
+	Logger *slog.Logger
 
 	idx   catalog.Derived[index]
 	avail availCache

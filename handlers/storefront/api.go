@@ -117,7 +117,7 @@ func (a *API) Register(r *router.Router) {
 // (id, shortId or slug) of the key's tenant, switched on; writes (holds,
 // best-available) take the write class and need it on sale. The caller
 // names its own hold tokens (from hold-token, or best-available's new one);
-// on an event with a waiting room, those two read the pass (seatPass).
+// on an event with a waiting room, those two read the pass (SeatPass).
 func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestHandler {
 	cl, find := guard.Read, a.event
 	if ep.Writes() {
@@ -135,11 +135,9 @@ func (a *API) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.RequestH
 		if ep.Writes() {
 			req.Client = a.client(ctx)
 		}
-		if ev.Room != nil && (ep == seating.HoldToken || ep == seating.BestAvailable) {
-			if e := a.seatPass(ctx, ev, &req); e != nil {
-				httpx.Fail(ctx, e)
-				return
-			}
+		if e := SeatPass(a.Room, ctx, ep, ev, &req); e != nil {
+			httpx.Fail(ctx, e)
+			return
 		}
 		h(ctx, req)
 	})

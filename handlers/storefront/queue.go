@@ -303,11 +303,13 @@ func (a *API) queueLeave(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, room.ErrNotMaker)
 		return
 	}
-	if err := a.Room.Leave(r.ctx, ev.ID, p.QueueID); err != nil {
+	// a place whose pass bought (or holds seats) stays as it is, and says so
+	state, err := a.Room.Leave(r.ctx, ev.ID, p.QueueID)
+	if err != nil {
 		httpx.Fail(ctx, a.unavailable("queue leave", err))
 		return
 	}
-	httpx.OK(ctx, map[string]any{"queueId": p.QueueID, "state": room.Left})
+	httpx.OK(ctx, map[string]any{"queueId": p.QueueID, "state": state})
 }
 
 // roomPass checks the x-queue-pass of a registration of ev by email: the
@@ -340,22 +342,28 @@ func (a *API) roomPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, emai
 // errRoomDown answers an event with a waiting room on a node that runs none.
 var errRoomDown = apierr.Unavailable("this event's waiting room is not running on this server")
 
-// seatPass reads the x-queue-pass of a seated event's hold-token or
-// best-available into req: the pass, checked as this room's, and the hold
-// token it names. No header leaves req without a pass (the seat handler
-// answers QUEUE_REQUIRED where one is needed).
-func (a *API) seatPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, req *seating.Request) *apierr.Error {
+// SeatPass reads the x-queue-pass of a seated event's hold-token or
+// best-available into req, for every surface that sells the storefront's
+// seats (the storefront's API, the seat picker): the pass, checked as this
+// room's (rs nil: the node runs no room, 503), and the hold token it
+// names. Other endpoints, an event without a room and a request without
+// the header leave req alone (the seat handler answers QUEUE_REQUIRED
+// where a pass is needed).
+func SeatPass(rs *room.Service, ctx *fasthttp.RequestCtx, ep seating.Endpoint, ev *catalog.CompiledEvent, req *seating.Request) *apierr.Error {
+	if ev.Room == nil || (ep != seating.HoldToken && ep != seating.BestAvailable) {
+		return nil
+	}
 	raw := ctx.Request.Header.Peek(passHeader)
 	if len(raw) == 0 {
 		return nil
 	}
-	if a.Room == nil {
+	if rs == nil {
 		return errRoomDown
 	}
-	p, err := a.Room.CheckPass(ev.ID, string(raw), "")
+	p, err := rs.CheckPass(ev.ID, string(raw), "")
 	if err != nil {
-		return a.unavailable("queue pass", err)
+		return room.ErrPassBad // CheckPass's one refusal
 	}
-	req.Pass, req.PassToken = &p, a.Room.PassToken(ev.ID, p)
+	req.Pass, req.PassToken = &p, rs.PassToken(ev.ID, p)
 	return nil
 }

@@ -34,6 +34,9 @@ type Room struct {
 	spec string
 	// Work is the proof of work a join must carry, nil when none.
 	Work *RoomWork
+	// Seated: the event has a seat map; a pass is burnt by the hold token
+	// it makes (hold-token, best-available), not by register-guest.
+	Seated bool
 }
 
 // RoomWork is a room's proof of work: the difficulty, in leading zero
@@ -53,6 +56,7 @@ func compileRoom(ev *Event) *Room {
 		PassTTL:  DefaultRoomPassTTL * time.Second,
 		PerBuyer: DefaultRoomPerBuyer,
 		Fair:     wr.Mode != RoomModeFIFO,
+		Seated:   ev.SeatMap != nil,
 	}
 	r.OpensAt, _ = time.Parse(time.RFC3339, wr.OpensAt)
 	r.SalesStartAt, _ = time.Parse(time.RFC3339, wr.SalesStartAt)

@@ -537,7 +537,8 @@ var faultCases = []faultCase{
 			req.Pass = &pass
 			_, err = f.regs.Register(f.ctx, req)
 			f.ok(err)
-			f.ok(f.room.Leave(f.ctx, ev, b.QueueID))
+			_, err = f.room.Leave(f.ctx, ev, b.QueueID)
+			f.ok(err)
 		}},
 	{name: "room: a join behind a line takes its place without the admission step",
 		setup: func(f *fixture) {

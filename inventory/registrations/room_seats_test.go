@@ -2,6 +2,7 @@ package registrations
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,10 +20,10 @@ func seatedRoom(t *testing.T, b *bundle, stock int64, passTTL time.Duration) (*r
 	t.Helper()
 	rs := &room.Service{Redis: b.rc, Space: b.sp, Key: []byte("room-key")}
 	cfg := &catalog.Room{OpensAt: time.Now().Add(-time.Hour), SalesStartAt: time.Now().Add(-time.Minute),
-		PassTTL: passTTL, PerBuyer: 2, Stock: stock}
+		PassTTL: passTTL, PerBuyer: 2, Stock: stock, Seated: true}
 	ev := *b.seated
 	ev.Room = cfg
-	b.caps(t, evSeated, "ev", "20", "sf", "4")
+	b.caps(t, evSeated, "ev", "20", "sf", strconv.FormatInt(stock, 10))
 	return rs, cfg, &ev
 }
 
@@ -131,6 +132,66 @@ func TestASeatedPassTokenReservesWhileItLives(t *testing.T) {
 	}
 	if _, err := b.seats.CreatePassToken(b.ctx, evSeated, tok, holds.Client{}, &p); !errors.Is(err, roompass.ErrLapsed) {
 		t.Fatalf("the pass again after its token lapsed: %v, want QUEUE_PASS_EXPIRED", err)
+	}
+	// a pass whose token lapsed counts as lapsed, not used: nothing bought
+	if st, err := rs.Stats(b.ctx, evSeated); err != nil || st.Used != 0 {
+		t.Fatalf("stats %+v (%v), want no pass used", st, err)
+	}
+}
+
+// passToken makes the hold token of j's pass (seats.Engine.CreatePassToken,
+// as hold-token does).
+func (b *bundle) passToken(t *testing.T, rs *room.Service, j room.Joined) (string, roompass.Pass) {
+	t.Helper()
+	p, err := rs.CheckPass(evSeated, j.Pass, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := rs.PassToken(evSeated, p)
+	if _, err := b.seats.CreatePassToken(b.ctx, evSeated, tok, holds.Client{}, &p); err != nil {
+		t.Fatal(err)
+	}
+	return tok, p
+}
+
+// A registration through a pass's token for some of its seats uses the
+// place (its units leave the reservation, as sold or given back) and lets
+// the token's other seats go in the same step: none stays held for nobody
+// while the room admits the next buyer to it. The token holds no more.
+func TestARegistrationOfSomeOfAPassTokensSeatsLetsTheRestGo(t *testing.T) {
+	b := setup(t)
+	rs, cfg, ev := seatedRoom(t, b, 2, time.Minute)
+	ann := b.joinRoom(t, rs, cfg, "ann@x.test", 2)
+	tok, _ := b.passToken(t, rs, ann)
+	if _, err := b.seats.Hold(b.ctx, ev, tok, []string{"C-1", "C-2"}); err != nil {
+		t.Fatal(err)
+	}
+	req := Request{EventID: evSeated, TenantID: tenant, Quote: seatQuote("C-1"), HoldToken: tok,
+		Buyer: Buyer{Email: "ann@x.test"}, PassInHold: true}
+	if _, err := b.regs.Register(b.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if resv, sold := b.roomIntOf(t, evSeated, "resv"), b.sold(t, evSeated)["sf"]; resv != 0 || sold != 1 {
+		t.Fatalf("reserved %d, sold %d; want 0 and the registration's 1", resv, sold)
+	}
+	if _, err := b.seats.Hold(b.ctx, ev, tok, []string{"C-3"}); !errors.Is(err, roompass.ErrUsed) {
+		t.Fatalf("the used token holds again: %v, want QUEUE_PASS_USED", err)
+	}
+	// the room's one unit left goes to bob, who finds C-2 free
+	bob := b.joinRoom(t, rs, cfg, "bob@x.test", 1)
+	if bob.State != room.Admitted {
+		t.Fatalf("bob: %+v, want admitted to the unit left", bob)
+	}
+	bobTok, _ := b.passToken(t, rs, bob)
+	if _, err := b.seats.Hold(b.ctx, ev, bobTok, []string{"C-2"}); err != nil {
+		t.Fatalf("C-2, which ann's registration let go: %v", err)
+	}
+	st, err := rs.Stats(b.ctx, evSeated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Used != 1 || st.Lapsed != 0 {
+		t.Fatalf("stats %+v, want one pass used (the registration), none lapsed", st)
 	}
 }
 

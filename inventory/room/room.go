@@ -358,6 +358,10 @@ func (s *Service) read(cfg *catalog.Room, eventID, queueID string, arr []rueidis
 	if err != nil {
 		return Status{}, err
 	}
+	bk, err := eval.Str(arr, at+13)
+	if err != nil {
+		return Status{}, err
+	}
 	rank := math.NaN()
 	if rs, _ := eval.Str(arr, at+14); rs != "" {
 		if rank, err = strconv.ParseFloat(rs, 64); err != nil {
@@ -374,7 +378,7 @@ func (s *Service) read(cfg *catalog.Room, eventID, queueID string, arr []rueidis
 	out := r.status(cfg)
 	out.rank = rank
 	if out.State == Admitted && !out.PassUsed {
-		out.Pass = s.passFor(eventID, queueID, r.passExp)
+		out.Pass = s.passFor(cfg, eventID, queueID, r.passExp, bk)
 	}
 	return out, nil
 }
@@ -461,26 +465,38 @@ func (r reading) eta(cfg *catalog.Room) *time.Duration {
 	return &d
 }
 
-// Leave takes the place out of the line, or gives its pass's units back.
-// A place neither waiting nor admitted is left as it is.
-func (s *Service) Leave(ctx context.Context, eventID, queueID string) error {
+// Leave takes the place out of the line, or gives its pass's units back,
+// and returns the state the place is in after it: Left, or, for a place
+// neither waiting nor admitted, left as it is, that state (Admitted for
+// one whose pass made a registration or, on a seated event, a hold token
+// that holds its units until it lapses; Expired; Left).
+func (s *Service) Leave(ctx context.Context, eventID, queueID string) (string, error) {
 	ev := eventID
 	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev), s.Space.RoomAudit(ev)}
 	arr, err := eval.Array(ctx, s.Redis, leaveScript, ks, []string{queueID})
 	if err != nil {
-		return fmt.Errorf("room: leave: %w", err)
+		return "", fmt.Errorf("room: leave: %w", err)
 	}
 	code, err := reply.Of(arr)
 	if err != nil {
-		return err
+		return "", err
 	}
 	switch code {
-	case reply.OK, reply.NotPending:
-		return nil
+	case reply.OK:
+		return Left, nil
+	case reply.NotPending:
+		st, _ := eval.Str(arr, 1)
+		switch st {
+		case "u", "h":
+			return Admitted, nil
+		case "x":
+			return Expired, nil
+		}
+		return Left, nil
 	case reply.NotFound:
-		return errNoPlace
+		return "", errNoPlace
 	}
-	return reply.Unexpected("room_leave", code)
+	return "", reply.Unexpected("room_leave", code)
 }
 
 // Errors of the room.
@@ -547,10 +563,12 @@ func (s *Service) Stats(ctx context.Context, eventID string) (Stats, error) {
 type AuditEntry struct {
 	// ID is the stream entry's id: Redis ms, then a sequence.
 	ID string
-	// What is "admitted", "used", "lapsed", "left" or "key".
+	// What is "admitted", "held" (on a seated event, its pass made a hold
+	// token, which keeps its units until the token lapses), "used"
+	// (a registration), "lapsed", "left" or "key".
 	What    string
 	QueueID string
-	// Units are the pass's (admitted, used, lapsed); Rank the place's in
+	// Units are the pass's (admitted, held, used, lapsed); Rank the place's in
 	// the line when admitted; Was what a place that left was (waiting,
 	// admitted); Key the shuffle key, hex.
 	Units     int64

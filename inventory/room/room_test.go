@@ -404,7 +404,7 @@ func TestSoldOutIsToldAndTakenBack(t *testing.T) {
 	}
 	// a registers (its unit becomes sold) and leaves its pass behind
 	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "1")
-	if err := f.s.Leave(f.ctx, ev, a); err != nil {
+	if _, err := f.s.Leave(f.ctx, ev, a); err != nil {
 		t.Fatal(err)
 	}
 	// (Leave gave the pass's unit back to resv; sold now holds it)
@@ -422,9 +422,8 @@ func TestSoldOutIsToldAndTakenBack(t *testing.T) {
 	}
 }
 
-// A pass works for the event and the place it was given for, and nothing
-// else; its buyer is the place's, which the script that burns it checks
-// (registrations' TestAPassIsRefusedBeyondWhatItCovers).
+// A pass works for the event, the place and the buyer it was given to,
+// and nothing else.
 func TestPassesAreBoundToEventPlaceAndBuyer(t *testing.T) {
 	f := setup(t, 1)
 	cfg := f.open(false, time.Minute)
@@ -435,6 +434,8 @@ func TestPassesAreBoundToEventPlaceAndBuyer(t *testing.T) {
 		t.Fatalf("the buyer's own pass: %+v %v", p, err)
 	}
 	bad := []struct{ name, ev, pass, email string }{
+		{"another buyer", ev, st.Pass, "b@x.test"},
+		{"no buyer (a seated event's hold-token checks a p2 pass so)", ev, st.Pass, ""},
 		{"another event", "ev_other", st.Pass, "a@x.test"},
 		{"tampered expiry", ev, tamper(st.Pass, 2), "a@x.test"},
 		{"tampered place", ev, tamper(st.Pass, 1), "a@x.test"},
@@ -507,7 +508,7 @@ func TestStatsCountThePasses(t *testing.T) {
 	a := f.join(cfg, "a@x.test").QueueID
 	f.join(cfg, "b@x.test")
 	f.join(cfg, "c@x.test")
-	if err := f.s.Leave(f.ctx, ev, a); err != nil {
+	if _, err := f.s.Leave(f.ctx, ev, a); err != nil {
 		t.Fatal(err)
 	}
 	st, err := f.s.Stats(f.ctx, ev)
@@ -570,7 +571,7 @@ func TestAuditHoldsTheOrderAndEachPassesFate(t *testing.T) {
 	a := f.join(cfg, "a@x.test").QueueID
 	b := f.join(cfg, "b@x.test").QueueID
 	c := f.join(cfg, "c@x.test").QueueID
-	if err := f.s.Leave(f.ctx, ev, a); err != nil {
+	if _, err := f.s.Leave(f.ctx, ev, a); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.s.Admit(f.ctx, cfg, ev); err != nil { // c takes a's place; the key is shown
@@ -641,7 +642,7 @@ func TestWaitingPollsAreAnsweredFromTheFrontier(t *testing.T) {
 	first, _ := f.s.frontiers.Load(ev)
 	for i := range 20 { // 20 admitted places leave: 20 more are admitted
 		p, _ := f.s.PlaceOf(ev, tokens[i])
-		if err := f.s.Leave(f.ctx, ev, p.QueueID); err != nil {
+		if _, err := f.s.Leave(f.ctx, ev, p.QueueID); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.s.Admit(f.ctx, cfg, ev); err != nil {
@@ -670,7 +671,7 @@ func TestSoldOutReachesFarWaitersFromTheFrontier(t *testing.T) {
 	tokens := f.joinAll(cfg, "s", 20)
 	first, _ := f.s.PlaceOf(ev, tokens[0])
 	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "1") // the first buyer's registration holds the unit
-	if err := f.s.Leave(f.ctx, ev, first.QueueID); err != nil {
+	if _, err := f.s.Leave(f.ctx, ev, first.QueueID); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.s.Admit(f.ctx, cfg, ev); err != nil {
@@ -710,7 +711,7 @@ func TestADeviceNeverMovesAPlaceToAnotherEmail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.s.Leave(f.ctx, ev, a.QueueID); err != nil {
+	if _, err := f.s.Leave(f.ctx, ev, a.QueueID); err != nil {
 		t.Fatal(err)
 	}
 	b1, err := f.s.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: "bob@x.test", Device: "D", Quantity: 1})

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/roompass"
 )
@@ -101,25 +102,29 @@ func (s *Service) PlaceOf(eventID, token string) (Place, bool) {
 // refusals there).
 type Pass = roompass.Pass
 
-// passFor signs the pass of the place: "p2.<queueId>.<expiry ms, base
-// 36>.<mac>", the mac over the event, the place and the expiry, so it
-// cannot be moved to another event or place, and it says when it lapses
-// without a lookup. The place names its buyer: the script that burns the
-// pass refuses another buyer's registration (QUEUE_PASS_INVALID), as it
-// refuses a pass no longer live. Not the buyer key in the mac (as p1 had
-// it): a seated event's hold-token, which carries no e-mail, binds the pass.
-// It is a header value, never in a URL.
-func (s *Service) passFor(eventID, queueID string, expMs int64) string {
+// passFor signs the pass of the place for its buyer key bk: "p1.<queueId>.
+// <expiry ms, base 36>.<mac>", the mac over the event, the place, the
+// expiry and the buyer key of the e-mail it was given to, so it cannot be
+// moved to another event, place or buyer, and it says when it lapses
+// without a lookup. On a seated event (cfg.Seated) the pass is "p2....",
+// its mac without the buyer key: hold-token, which burns it there, carries
+// no e-mail; the place names its buyer, and register-guest refuses another
+// (QUEUE_PASS_INVALID), as it does for p1. It is a header value, never in
+// a URL; Redis decides whether it is still live and unused.
+func (s *Service) passFor(cfg *catalog.Room, eventID, queueID string, expMs int64, bk string) string {
 	exp := strconv.FormatInt(expMs, 36)
-	return "p2." + queueID + "." + exp + "." + b64.EncodeToString(mac(s.Key, "pass", eventID, queueID, exp))
+	if cfg.Seated {
+		return "p2." + queueID + "." + exp + "." + b64.EncodeToString(mac(s.Key, "pass", eventID, queueID, exp))
+	}
+	return "p1." + queueID + "." + exp + "." + b64.EncodeToString(mac(s.Key, "pass", eventID, queueID, exp, bk))
 }
 
 // CheckPass checks a pass for the event: ErrPassBad when this room did not
-// give it, else the place and expiry it names. email is the buyer's of a
-// registration, for a pass of the older form p1, signed for its buyer too
-// ("": such a pass is refused). Whether the pass is still live, unused and
-// the buyer's is the burning script's to say, by Redis' clock and state: a
-// used pass is told so (QUEUE_PASS_USED) however late it comes back.
+// give it (a p1 pass: to the buyer of email; "" refuses a p1 pass, as
+// hold-token, which knows no buyer, does), else the place and expiry it
+// names. Whether the pass is still live, unused and the buyer's is the
+// burning script's to say, by Redis' clock and state: a used pass is told
+// so (QUEUE_PASS_USED) however late it comes back.
 func (s *Service) CheckPass(eventID, pass, email string) (Pass, error) {
 	parts := strings.Split(pass, ".")
 	if len(parts) != 4 || parts[1] == "" {

@@ -67,7 +67,7 @@ func TestLongPollsHearTheSellOutAndTheReturn(t *testing.T) {
 	// the first buyer's registration takes the unit, and its pass goes
 	first, _ := f.s.PlaceOf(ev, tokens[0])
 	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "1")
-	if err := f.s.Leave(f.ctx, ev, first.QueueID); err != nil {
+	if _, err := f.s.Leave(f.ctx, ev, first.QueueID); err != nil {
 		t.Fatal(err)
 	}
 	for i, w := range answers() {
@@ -185,7 +185,7 @@ func TestAFarLongPollIsAnsweredWhenThePlacesAheadHalve(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		if err := f.s.Leave(f.ctx, ev, ids[i]); err != nil {
+		if _, err := f.s.Leave(f.ctx, ev, ids[i]); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -40,8 +40,9 @@ type BestRequest struct {
 	// counts none): a token beyond the client's limit is not created.
 	Client holds.Client
 	// Pass, on an event with a waiting room, is the pass a new token
-	// burns (CreatePassToken; Token is then the pass's own). Such a token
-	// is kept even when no block is found: it holds the pass's units.
+	// burns (CreatePassToken; Token is then the pass's own). The token is
+	// made only once a block is found, and kept even when every block
+	// tried was taken meanwhile: it holds the pass's units.
 	Pass *roompass.Pass
 	// Along are commands to send in the first read's round trip (the
 	// request's rate limit: handlers/guard.Deferred); Settle is given

@@ -50,8 +50,8 @@ local function room_put(places, id, st, qty, exp, bk)
 end
 
 -- room_audit(k, what, id, ...): one entry of the room's audit stream
--- (keys.Space RoomAudit): e = what ('admitted', 'used', 'lapsed', 'left',
--- 'key'), q = the place, then the field, value pairs given. About the
+-- (keys.Space RoomAudit): e = what ('admitted', 'held', 'used', 'lapsed',
+-- 'left', 'key'), q = the place, then the field, value pairs given. About the
 -- last million entries are kept.
 local function room_audit(k, what, id, ...)
   redis.call('XADD', k.audit, 'MAXLEN', '~', 1000000, '*', 'e', what, 'q', id, ...)
@@ -216,13 +216,12 @@ end
 
 -- room_drop(k, id, st, qty, exp, bk, to): takes a waiting, admitted or
 -- holding place out of the line or its pass out of resv, and marks it to
--- ('l' left, 'u' used), in the audit too (a holding place's pass was
--- audited used when it made its hold token).
+-- ('l' left, 'u' used), in the audit too.
 local function room_drop(k, id, st, qty, exp, bk, to)
-  if to == 'l' then
-    room_audit(k, 'left', id, 'was', st)
-  elseif st ~= 'h' then
+  if to == 'u' then
     room_audit(k, 'used', id, 'n', qty)
+  else
+    room_audit(k, 'left', id, 'was', st)
   end
   if st == 'w' then
     redis.call('ZREM', k.line, id)

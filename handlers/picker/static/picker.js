@@ -53,6 +53,8 @@
     gen: 0, inflight: 0, // polls started before a change are not applied
     wrote: 0, // when the buyer's last hold or release was answered (local clock, ms)
     host: '', // the origin of the host page that said hello
+    pass: '', // the waiting room's pass the host handed over (its hello), for the first hold token
+    queued: false, // the host sells through a waiting room (its hello): a hold holds the pass's seats at most
     zoom: 1, userZoom: false, fit: 1, w: 0, h: 0, svg: null,
     warned: false, expiring: false, focus: '',
     onSale: false, // set by start, and by tick when the on-sale time passes
@@ -73,6 +75,10 @@
 
   async function api(method, path, body) {
     const opt = { method, headers: { 'x-picker-token': cfg.token }, cache: 'no-store', credentials: 'omit' };
+    // An event with a waiting room: the calls that make a hold token burn
+    // the buyer's pass (the token then carries it); a retry with it is
+    // answered the same token.
+    if (st.pass && (path === '/hold-token' || path === '/best-available')) opt.headers['x-queue-pass'] = st.pass;
     if (body !== undefined) {
       opt.headers['content-type'] = 'application/json';
       opt.body = JSON.stringify(body);
@@ -124,12 +130,21 @@
       case 'SEAT_NOT_PRICED':
         return 'That seat is not for sale.';
       case 'MAX_PER_ORDER_EXCEEDED':
+        if (st.queued) return 'You have as many seats as your place in the queue covers. Let go of a seat to pick another one.';
         return 'You have as many seats as one order can hold. Let go of a seat to pick another one.';
       case 'HOLD_LIMIT_REACHED':
         return 'Too many seat holds and unpaid orders are open from your connection for this event. ' +
           'Finish or cancel one of them, or wait a few minutes for an old hold to end, then try again.';
       case 'SEAT_NOT_FOUND':
         return 'That seat is no longer on the map. Please reload the page.';
+      case 'QUEUE_REQUIRED':
+        return 'Seats for this event are sold through a queue. Please wait for your turn on the shop\u2019s page.';
+      case 'QUEUE_PASS_EXPIRED':
+        return 'Your time to pick seats ran out, so your place went to the next in line. You can join the queue again on the shop\u2019s page.';
+      case 'QUEUE_PASS_USED':
+        return 'Your place in the queue has been used for an order already.';
+      case 'QUEUE_PASS_INVALID':
+        return 'Your place in the queue is not valid for this event. Please reload the shop\u2019s page.';
       case 'NETWORK': case 'SERVICE_UNAVAILABLE': case 'NOT_READY':
         return 'We cannot reach the box office right now. Please try again in a moment.';
       default:
@@ -229,6 +244,8 @@
     const host = u.hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
     if (!hostAllowed(host)) return;
     st.host = e.origin;
+    if (typeof d.pass === 'string' && d.pass.length <= 512) st.pass = d.pass;
+    st.queued = d.queued === true;
     post();
     sentHeight = 0;
     postHeight();

@@ -90,13 +90,17 @@
   // start runs the room of ev on the page. hooks.admitted({email,
   // quantity, pass}) is called on each status that admits the buyer (the
   // page shows its order form), hooks.closed() when the buyer may not
-  // order (waiting, sold out, left, pass used or expired). It returns
-  // {poll}: read the status now (after a refused registration, say).
+  // order (waiting, sold out, left, pass used or expired). On a seated
+  // event the pass is used by the buyer's first hold, not the order:
+  // hooks.used({email, quantity}), when given, is asked on a status whose
+  // pass was used, and true keeps the order form (the seats are held for
+  // the buyer). It returns {poll}: read the status now (after a refused
+  // registration, say).
   function start(ev, hooks) {
     const room = ev.waitingRoom;
     const ss = storage('sessionStorage');
     const key = 'room:' + ev.id;
-    const st = { place: null, last: null, timer: 0, polling: false, said: '', saidAt: 0, saidPos: 0 };
+    const st = { place: null, last: null, timer: 0, polling: false, said: '', saidAt: 0, saidPos: 0, holding: false };
     const t0 = Date.parse(room.salesStartAt);
 
     function save() {
@@ -220,6 +224,16 @@
         }
         case 'admitted':
           meter(100, 'You’re through the queue');
+          st.holding = d.passUsed && !!hooks.used && hooks.used({ email: st.place.email, quantity: d.quantity });
+          if (st.holding) {
+            $('room-headline').textContent = 'You’re in!';
+            $('room-detail').textContent = 'Your place in the queue holds your seats: pick them and order below before the seat hold runs out.';
+            facts.replaceChildren(fact('Your seats', 'Up to ' + d.quantity, 'quantity'));
+            $('room-note').textContent = '';
+            $('room-actions').hidden = true;
+            if (changed) say('You’re in! Pick up to ' + d.quantity + (d.quantity === 1 ? ' seat' : ' seats') + ' and order below.');
+            break;
+          }
           if (d.passUsed) {
             $('room-headline').textContent = 'You’ve placed your order';
             $('room-detail').textContent = 'Your place in the queue was used for your order. Once it is paid, your tickets arrive by e-mail.';
@@ -297,6 +311,7 @@
     function next(d) {
       if (holds(d)) return AGAIN_MS; // the next long-poll
       if (d.state === 'admitted' && !d.passUsed) return Math.min(IDLE_MS, Math.max(NEAR_MS, d.expiresAt - Date.now() + 500));
+      if (st.holding) return IDLE_MS; // the seats' hold may lapse: then the place does
       return 0; // nothing more to wait for
     }
 

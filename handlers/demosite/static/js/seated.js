@@ -20,7 +20,12 @@
     // {key, reg, tag: {token, seats}}: the registration of the seats last
     // registered. It holds them instead of the hold token (spent), so a
     // failed checkout is retried for it, never by registering again.
-    pending: null
+    pending: null,
+    // An event with a waiting room: the room (room.js), and the pass it
+    // gave, which the picker's first hold burns (handed over in the hello).
+    room: null,
+    pass: '',
+    shown: false // the picker and the order form are on the page
   };
 
   function row(label, value, cls) {
@@ -131,6 +136,9 @@
     // buyer's, and the registration the one to pay.
     if (same(seats, state.seats) && token === state.token) return;
     if (p && token === p.tag.token && seats.every(function (l) { return p.tag.seats.includes(l); })) return;
+    // a new hold token of an event with a room: the buyer's first hold
+    // used the pass, which the room now says
+    if (state.room && token && token !== state.token) state.room.poll();
     state.seats = seats;
     state.token = token;
     state.subtotal = Shop.cents(m.subtotal || 0);
@@ -200,19 +208,72 @@
     }
     state.ev = ev;
     Shop.hero(ev);
-    const src = cfg.apiBase + '/events/' + encodeURIComponent(ev.slug) + '/' + encodeURIComponent(ev.shortId) + '/seatmap?app=storefront';
-    state.origin = new URL(src).origin;
+    state.src = cfg.apiBase + '/events/' + encodeURIComponent(ev.slug) + '/' + encodeURIComponent(ev.shortId) + '/seatmap?app=storefront';
+    state.origin = new URL(state.src).origin;
     window.addEventListener('message', onMessage);
-    const frame = $('picker');
-    // Hello on every load of the picker (a reload of the frame included),
-    // to its origin only; it answers with the seats it holds.
-    frame.addEventListener('load', function () {
-      frame.contentWindow.postMessage({ source: 'service-host', type: 'hello' }, state.origin);
-    });
-    frame.src = src;
-    $('order').hidden = false;
     $('order').addEventListener('submit', submit);
+    if (ev.waitingRoom && window.Room) {
+      // Seats are picked through the queue: the picker shows once the
+      // buyer is let in, with the pass for its first hold.
+      state.room = window.Room.start(ev, { admitted: admitted, closed: closed, used: used });
+      return;
+    }
+    show();
+  }
+
+  // hello tells the picker who its host is (to its origin only), with the
+  // waiting room's pass when there is one; it answers with the seats it
+  // holds.
+  function hello() {
+    const m = { source: 'service-host', type: 'hello' };
+    if (state.room) m.queued = true; // seats are held through the queue
+    if (state.pass) m.pass = state.pass;
+    $('picker').contentWindow.postMessage(m, state.origin);
+  }
+
+  // show puts the picker and the order form on the page, once.
+  function show() {
+    $('order').hidden = false;
+    if (state.shown) return;
+    state.shown = true;
+    const frame = $('picker');
+    // Hello on every load of the picker (a reload of the frame included).
+    frame.addEventListener('load', hello);
+    frame.src = state.src;
     render();
+  }
+
+  // buyer fills in the e-mail the buyer joined the queue with: the pass,
+  // and so the seats, are for that address.
+  function joined(email) {
+    const input = $('email');
+    input.value = email;
+    input.readOnly = true;
+    $('email-hint').textContent = 'Your place in the queue is for this address: we send your tickets to it.';
+  }
+
+  // admitted: the room let the buyer in with a pass, which the picker's
+  // first hold uses (a new pass, after a lapsed one, reaches it too).
+  function admitted(p) {
+    const fresh = p.pass !== state.pass;
+    state.pass = p.pass;
+    joined(p.email);
+    if (state.shown && fresh) hello();
+    show();
+  }
+
+  // used: the pass made the buyer's hold (or their registration): the
+  // picker keeps the seats under its hold token.
+  function used(p) {
+    joined(p.email);
+    show();
+    return true;
+  }
+
+  function closed() {
+    state.pass = '';
+    $('email').readOnly = false;
+    $('order').hidden = true;
   }
 
   main();
