@@ -48,6 +48,11 @@ const (
 // Writes reports whether the endpoint changes holds (the others read).
 func (e Endpoint) Writes() bool { return e >= HoldToken }
 
+// MakesToken reports whether the endpoint may make a hold token
+// (hold-token; best-available without one): on an event with a waiting
+// room, the one that burns the buyer's pass (Request.Pass).
+func (e Endpoint) MakesToken() bool { return e == HoldToken || e == BestAvailable }
+
 // Request is what a surface's gate resolved for one seat request.
 type Request struct {
 	// Ctx bounds the request's Redis work.

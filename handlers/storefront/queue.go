@@ -350,7 +350,7 @@ var errRoomDown = apierr.Unavailable("this event's waiting room is not running o
 // the header leave req alone (the seat handler answers QUEUE_REQUIRED
 // where a pass is needed).
 func SeatPass(rs *room.Service, ctx *fasthttp.RequestCtx, ep seating.Endpoint, ev *catalog.CompiledEvent, req *seating.Request) *apierr.Error {
-	if ev.Room == nil || (ep != seating.HoldToken && ep != seating.BestAvailable) {
+	if ev.Room == nil || !ep.MakesToken() {
 		return nil
 	}
 	raw := ctx.Request.Header.Peek(passHeader)
