@@ -74,7 +74,8 @@ else
 fi
 if [ -n "$CLUSTER_TESTS" ] && [ -n "$CLUSTER_PKGS" ]; then
 	# shellcheck disable=SC2086
-	step "contention tests on a 3-master Redis Cluster" bash .ci/cluster.sh \
+	# (its test servers record no calls: the check above has run)
+	step "contention tests on a 3-master Redis Cluster" env -u TICKETD_API_CALLS bash .ci/cluster.sh \
 		"$GO" test -race -count=1 -timeout 3m -run "$CLUSTER_TESTS" $CLUSTER_PKGS
 else
 	skip "contention tests on a 3-master Redis Cluster" "no CLUSTER_TESTS or CLUSTER_PKGS"
