@@ -81,8 +81,10 @@
     }
   }
 
+  // unit is what the room counts: seats on a seated event, else tickets.
+  let unit = ['ticket', 'tickets'];
   function tickets(n) {
-    return n + (n === 1 ? ' ticket' : ' tickets');
+    return n + ' ' + unit[n === 1 ? 0 : 1];
   }
 
   const timeFmt = new Intl.DateTimeFormat('en-US', { hour: 'numeric', minute: '2-digit', second: '2-digit' });
@@ -98,6 +100,7 @@
   // registration, say).
   function start(ev, hooks) {
     const room = ev.waitingRoom;
+    if (ev.seated) unit = ['seat', 'seats'];
     const ss = storage('sessionStorage');
     const key = 'room:' + ev.id;
     const st = { place: null, last: null, timer: 0, polling: false, said: '', saidAt: 0, saidPos: 0, holding: false };
@@ -120,7 +123,7 @@
       ? 'Everyone who joins before then gets a place drawn at random when sales start, so there is no need to rush; later arrivals queue in order of arrival.'
       : 'Places are given in order of arrival.';
     function intro() {
-      $('room-intro').textContent = 'Tickets for this event are sold through a queue. ' +
+      $('room-intro').textContent = (ev.seated ? 'Seats' : 'Tickets') + ' for this event are sold through a queue. ' +
         (Date.now() < t0 ? 'Sales start ' + Shop.when(room.salesStartAt) + '. ' + order : 'Sales started ' + Shop.when(room.salesStartAt) + ': join to get your place in line.') +
         ' You can ask for up to ' + tickets(per) + '.';
     }
@@ -249,9 +252,9 @@
           $('room-headline').textContent = 'You’re in!';
           d.expiresAt = Math.max(Date.now(), Date.parse(d.passExpiresAt));
           facts.replaceChildren(
-            fact('Your tickets', tickets(d.quantity), 'quantity'),
+            fact(ev.seated ? 'Your seats' : 'Your tickets', tickets(d.quantity), 'quantity'),
             fact('Time left to order', clock(d.expiresAt - Date.now()), 'left'));
-          $('room-note').textContent = 'If the time runs out, your tickets go to the next in line.';
+          $('room-note').textContent = 'If the time runs out, your ' + unit[1] + ' go to the next in line.';
           detail();
           hooks.admitted({ email: st.place.email, quantity: d.quantity, pass: d.pass });
           if (changed) say('You’re in! Your ' + tickets(d.quantity) + (d.quantity === 1 ? ' is' : ' are') + ' set aside for you for ' + Math.max(1, Math.round((d.expiresAt - Date.now()) / 60000)) + ' minutes. The order form is below.');
@@ -267,7 +270,7 @@
           break;
         case 'expired':
           drop();
-          showJoin('Your time to order ran out, so your tickets went to the next in line. You can join the queue again.');
+          showJoin('Your time to order ran out, so your ' + unit[1] + ' went to the next in line. You can join the queue again.');
           say('Your time to order ran out. You can join the queue again.');
           break;
         default: // left
