@@ -2,6 +2,7 @@ package storefront_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,5 +127,158 @@ func TestSeatedWaitingRoomOverHTTP(t *testing.T) {
 	// ann's seats are registered, bob's held, cat's pass holds 2: dan waits
 	if st := status(t, s, seatedRoom, dan); st.State != "waiting" {
 		t.Fatalf("dan with every seat held or promised: %+v", st)
+	}
+}
+
+// seatedRaceCatalog: sf_race_seats sells rows A and B, 8 seats each,
+// through a first-come room whose T0 passed, 2 seats a buyer.
+func seatedRaceCatalog() string {
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	soon := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	return fmt.Sprintf(`{"tenants": [{"id": "t_shop", "name": "Shop Host",
+  "publishableKeys": [{"key": "pk_shop", "domains": ["shop.example.com"], "enabled": true}],
+  "events": [
+   {"id": "sf_race_seats", "shortId": "sfrs2", "slug": "race-seats", "name": "Seat Race", "startsAt": "2099-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [], "tickets": [],
+    "seatMap": {"categories": [{"id": "std", "name": "Std", "price": 30}],
+      "rows": [{"label": "A", "seats": 8, "category": "std"}, {"label": "B", "seats": 8, "category": "std"}]},
+    "waitingRoom": {"opensAt": %q, "salesStartAt": %q, "mode": "fifo", "perBuyer": 2, "passTtl": 60}}
+  ]}], "channels": []}`, past, soon)
+}
+
+// Over HTTP, 300 buyers (each from an address of its own) join a seated
+// room of 16 seats at once, asking for 1 or 2 seats: the room lets in no
+// more seats than there are, and every buyer let in then holds as many
+// seats as their pass covers (picking again when another took a seat
+// first: nobody let in is left without seats), no seat twice, and
+// registers them through the pass's token. The seats are then all sold,
+// and a new join is told so.
+func TestSeatedWaitingRoomRaceOverHTTP(t *testing.T) {
+	t.Parallel()
+	const seatsN, buyers, workers = 16, 300, 32
+	const ev = "sf_race_seats"
+	s := servertest.Start(t, servertest.Options{Trusted: "127.0.0.1/32"})
+	s.Apply(t, []byte(seatedRaceCatalog()))
+	type buyer struct {
+		email, ip string
+		want      int
+		p         place
+	}
+	all := make([]buyer, buyers)
+	headers := func(b buyer) map[string]string {
+		h := servertest.Shop()
+		h["X-Forwarded-For"] = b.ip
+		return h
+	}
+	run := func(n int, f func(i int)) {
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					f(i)
+				}
+			}()
+		}
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	run(buyers, func(i int) {
+		b := buyer{email: fmt.Sprintf("seat-race-%d@example.com", i), ip: fmt.Sprintf("10.30.%d.%d", i/250, i%250+1), want: 1 + i%2}
+		r := s.Do(t, "POST", "/v1/storefront/queue/"+ev+"/join", headers(b), map[string]any{"email": b.email, "quantity": b.want})
+		if r.Status != 200 || jsonData(r, &b.p) != nil {
+			t.Errorf("join %d: %s", i, r)
+		}
+		all[i] = b
+	})
+	var in []buyer
+	units := 0
+	for _, b := range all {
+		if b.p.State == "admitted" {
+			in = append(in, b)
+			units += int(b.p.Quantity)
+		}
+	}
+	if units > seatsN || units < seatsN-1 || len(in) == 0 {
+		t.Fatalf("%d buyers let in for %d seats, want at most %d seats and no more than one left over", len(in), units, seatsN)
+	}
+
+	// every buyer let in holds their seats, picking free ones again when
+	// beaten to one
+	held := make([][]string, len(in))
+	tokens := make([]string, len(in))
+	run(len(in), func(i int) {
+		b := in[i]
+		h := headers(b)
+		h["x-queue-pass"] = b.p.Pass
+		r := s.Do(t, "POST", "/v1/storefront/seating/events/"+ev+"/hold-token", h, nil)
+		var tok struct{ HoldToken string }
+		if r.Status != 200 || jsonData(r, &tok) != nil {
+			t.Errorf("hold-token of %s: %s", b.email, r)
+			return
+		}
+		tokens[i] = tok.HoldToken
+		for try := 0; try < 50; try++ {
+			r := s.Do(t, "GET", "/v1/storefront/seating/events/"+ev+"/availability", headers(b), nil)
+			var av struct{ Held, Booked []string }
+			if r.Status != 200 || jsonData(r, &av) != nil {
+				t.Errorf("availability: %s", r)
+				return
+			}
+			taken := map[string]bool{}
+			for _, l := range append(av.Held, av.Booked...) {
+				taken[l] = true
+			}
+			var pick []string
+			for _, row := range []string{"A", "B"} {
+				for n := 1; n <= 8 && len(pick) < int(b.p.Quantity); n++ {
+					if l := fmt.Sprintf("%s-%d", row, n); !taken[l] {
+						pick = append(pick, l)
+					}
+				}
+			}
+			if len(pick) < int(b.p.Quantity) {
+				t.Errorf("%s, let in for %d seats, finds %v free", b.email, b.p.Quantity, pick)
+				return
+			}
+			r = s.Do(t, "POST", "/v1/storefront/seating/events/"+ev+"/hold", headers(b), map[string]any{"holdToken": tok.HoldToken, "seatLabels": pick})
+			if r.Status == 409 && r.Code == "SEAT_CONFLICT" {
+				continue
+			}
+			if r.Status != 200 {
+				t.Errorf("hold of %s: %s", b.email, r)
+				return
+			}
+			held[i] = pick
+			return
+		}
+		t.Errorf("%s found no seats in 50 tries", b.email)
+	})
+	owner := map[string]int{}
+	for i, ls := range held {
+		for _, l := range ls {
+			if j, ok := owner[l]; ok {
+				t.Fatalf("seat %s held by %s and %s", l, in[j].email, in[i].email)
+			}
+			owner[l] = i
+		}
+	}
+	run(len(in), func(i int) {
+		r := s.Do(t, "POST", "/v1/storefront/register-guest", headers(in[i]),
+			servertest.Guest(ev, map[string]any{"seatLabels": held[i], "seatHoldToken": tokens[i], "email": in[i].email}))
+		if r.Status != 200 {
+			t.Errorf("register of %s: %s", in[i].email, r)
+		}
+	})
+	if units == seatsN {
+		expect(t, s.Front(t, "POST", "/queue/"+ev+"/join", map[string]any{"email": "late@example.com"}), 409, "QUEUE_SOLD_OUT")
 	}
 }
