@@ -107,12 +107,11 @@ func (a *API) eventDetail(ctx *fasthttp.RequestCtx, c *caller) {
 		httpx.Fail(ctx, errCancelled)
 		return
 	}
-	remaining, err := a.Orders.Remaining(c.ctx, ev.ID)
+	// What this channel can sell: its allocation's share, beside a waiting room.
+	remaining, err := a.Orders.Remaining(c.ctx, ev.ID, capacity.ChannelField(c.Channel.ID))
 	if err != nil {
 		httpx.Error(ctx, err)
 		return
 	}
-	// What this channel can sell: its allocation's share, beside a waiting room.
-	remaining = capacity.ForSeller(remaining, capacity.ChannelField(c.Channel.ID))
 	httpx.OK(ctx, views.EventOf(ev, string(ctx.QueryArgs().Peek("accessCode")), remaining, a.now()))
 }

@@ -81,13 +81,12 @@ func (a *API) eventDetail(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	remaining, err := a.Orders.Remaining(r.ctx, ev.ID)
+	// What the storefront can sell: the room's stock, beside partners' allocations.
+	remaining, err := a.Orders.Remaining(r.ctx, ev.ID, capacity.Storefront)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return
 	}
-	// What the storefront can sell: the room's stock, beside partners' allocations.
-	remaining = capacity.ForSeller(remaining, capacity.Storefront)
 	httpx.OK(ctx, eventView{Event: views.EventOf(ev, string(ctx.QueryArgs().Peek("accessCode")), remaining, time.Now()),
 		PaymentMethods: a.paymentMethods(), TestMode: a.TestMode, WaitingRoom: roomViewOf(ev.Room)})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/soldmarks"
 )
 
@@ -51,7 +52,7 @@ func TestConfirmReportsPaidUnits(t *testing.T) {
 	if sold["paid"] != 5 || sold["ev"] != 5 {
 		t.Fatalf("sold %v", sold)
 	}
-	if left, err := s.Remaining(ctx, "ev"); err != nil || left["ev"] != 1 || len(left) != 1 {
+	if left, err := s.Remaining(ctx, "ev", capacity.Storefront); err != nil || left["ev"] != 1 || len(left) != 1 {
 		t.Fatalf("remaining %v %v", left, err)
 	}
 
