@@ -149,7 +149,7 @@ func (a *API) checkout(ctx *fasthttp.RequestCtx, c *caller) {
 			ShowingID: body.ShowingID, SuccessCallbackURL: body.SuccessCallbackURL}),
 	}
 	// The route's rate limit rides in the reserve's first round trip.
-	req.Along, req.Settle = guard.DeferredOf(c.ctx).Ride(ctx, c.ctx)
+	req.Along = guard.DeferredOf(c.ctx).Ride(ctx, c.ctx)
 	res, err := a.Orders.Reserve(c.ctx, req)
 	if err != nil {
 		httpx.Error(ctx, err)

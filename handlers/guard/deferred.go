@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/ratelimit"
+	"github.com/ticketd/ticketd/inventory/along"
 	"github.com/ticketd/ticketd/inventory/apierr"
 )
 
@@ -113,18 +114,18 @@ func (d *Deferred) prepare() {
 }
 
 // Ride is the deferred limit as an inventory call takes it along with its
-// first Redis round trip: the commands to send and the function given
-// their answers, which returns the refusal (the 429, Retry-After set on
-// ctx) or Redis' failure. Both are nil when d is nil.
-func (d *Deferred) Ride(ctx *fasthttp.RequestCtx, rctx context.Context) ([]rueidis.Completed, func([]rueidis.RedisResult) error) {
+// first Redis round trip (along.Along): the commands to send, and the
+// function given their answers, which returns the refusal (the 429,
+// Retry-After set on ctx) or Redis' failure. The zero Along when d is nil.
+func (d *Deferred) Ride(ctx *fasthttp.RequestCtx, rctx context.Context) along.Along {
 	if d == nil {
-		return nil, nil
+		return along.Along{}
 	}
-	return d.Cmds(), func(answers []rueidis.RedisResult) error {
+	return along.Along{Cmds: d.Cmds(), Settle: func(answers []rueidis.RedisResult) error {
 		e, err := d.Settle(ctx, rctx, answers)
 		if e != nil {
 			return e
 		}
 		return err
-	}
+	}}
 }

@@ -346,7 +346,7 @@ func (s *server) bestAvailable(ctx *fasthttp.RequestCtx, r Request) {
 		req.Token, req.Create = seats.NewToken(), true
 	}
 	// The route's rate limit, when deferred, rides in the seats' read.
-	req.Along, req.Settle = guard.DeferredOf(r.Ctx).Ride(ctx, r.Ctx)
+	req.Along = guard.DeferredOf(r.Ctx).Ride(ctx, r.Ctx)
 	res, err := s.seats.BestAvailable(r.Ctx, r.Event, req)
 	held(ctx, res, err)
 }

@@ -20,19 +20,9 @@ func (a *API) lookup(r *request, id string) (registrations.Registration, *apierr
 	if _, ok := keys.OrderEvent(id); !ok {
 		return registrations.Registration{}, errRegNotFound
 	}
-	// The route's rate limit, when deferred, rides in this read.
-	d := guard.DeferredOf(r.ctx)
-	reg, found, answers, err := a.Registrations.GetAlong(r.ctx, id, d.Cmds())
-	if answers != nil {
-		// A refusal is the answer, whatever became of the read.
-		e, lerr := d.Settle(r.fctx, r.ctx, answers)
-		if e != nil {
-			return registrations.Registration{}, e
-		}
-		if err == nil {
-			err = lerr
-		}
-	}
+	// The route's rate limit, when deferred, rides in this read (its
+	// refusal is the answer, whatever became of the read).
+	reg, found, err := a.Registrations.GetAlong(r.ctx, id, guard.DeferredOf(r.ctx).Ride(r.fctx, r.ctx))
 	if err != nil {
 		return reg, a.unavailable("registration", err)
 	}

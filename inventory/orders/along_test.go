@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/along"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/roundtrips"
 )
@@ -47,7 +48,7 @@ func TestReserveSettlesItsLimitFirst(t *testing.T) {
 	refused := apierr.Of("RATE_LIMITED", "slow down")
 	r := req("ev", map[string]int64{"t:a": 1})
 	r.DiscountCode, r.DiscountMaxUses = "ONCE", 5
-	r.Settle = func(answers []rueidis.RedisResult) error {
+	r.Along.Settle = func(answers []rueidis.RedisResult) error {
 		if answers != nil {
 			t.Errorf("a node-decided limit was given %d answers", len(answers))
 		}
@@ -70,9 +71,9 @@ func TestReserveSettlesItsLimitFirst(t *testing.T) {
 	s.Held = func(string) *apierr.Error { return held }
 	counter := s.Space.Prefix + "test:limit"
 	r = req("ev", map[string]int64{"t:a": 1})
-	r.Along = []rueidis.Completed{s.Redis.B().Incr().Key(counter).Build()}
 	settled := false
-	r.Settle = func(answers []rueidis.RedisResult) error { settled = len(answers) == 1; return nil }
+	r.Along = along.Along{Cmds: []rueidis.Completed{s.Redis.B().Incr().Key(counter).Build()},
+		Settle: func(answers []rueidis.RedisResult) error { settled = len(answers) == 1; return nil }}
 	if _, err := s.Reserve(ctx, r); !errors.Is(err, held) {
 		t.Fatalf("reserve on a held event: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/along"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/eval"
@@ -117,13 +118,10 @@ type ReserveRequest struct {
 	// Record is written to Postgres once the order is paid; OrderID,
 	// Tickets' ids and CreatedAtMs are filled in here.
 	Record Record
-	// Along are commands to send in Reserve's first round trip (the
-	// request's rate limit: handlers/guard.Deferred); Settle is given
-	// their answers, as many, before anything else is read, and its error
-	// is Reserve's (a refusal: what the first round trip claimed is given
-	// back).
-	Along  []rueidis.Completed
-	Settle func([]rueidis.RedisResult) error
+	// Along goes in Reserve's first round trip (the request's rate limit:
+	// handlers/guard.Deferred.Ride); its Settle's error is Reserve's (a
+	// refusal: what the first round trip claimed is given back).
+	Along along.Along
 }
 
 // Reservation is the answer to a reserve.
@@ -172,7 +170,7 @@ func IdempotencyRecord(caller, fingerprint, orderID string) string {
 func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation, error) {
 	if e := s.HeldError(req.EventID); e != nil {
 		// the limit counts a held event's requests too (a refusal wins)
-		if _, err := s.along(ctx, req); err != nil {
+		if _, err := req.Along.Do(ctx, s.Redis); err != nil {
 			return Reservation{}, err
 		}
 		return Reservation{}, e
@@ -185,7 +183,7 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	record := IdempotencyRecord(req.Caller, req.Fingerprint, orderID)
 	claim := s.Redis.B().Set().Key(idem).Value(record).Nx().Get().Px(s.idemTTL()).Build()
 	if len(req.SeatLabels) == 0 && (req.DiscountCode == "" || req.DiscountMaxUses <= 0) {
-		if _, err := s.along(ctx, req); err != nil {
+		if _, err := req.Along.Do(ctx, s.Redis); err != nil {
 			return Reservation{}, err
 		}
 		return s.reserveHoldingNothing(ctx, req, orderID, idem, record, claim)
@@ -193,7 +191,7 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	// The claim rides with req.Along: a write where Ask wants reads, so a
 	// refusal gives the key back (when this attempt claimed it) before it
 	// is answered, and a retry after Retry-After finds the key free.
-	answers, err := s.along(ctx, req, claim)
+	answers, err := req.Along.Do(ctx, s.Redis, claim)
 	if err != nil {
 		if len(answers) > 0 && rueidis.IsRedisNil(answers[0].Error()) {
 			s.release(ctx, idem, record)
@@ -214,28 +212,6 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 		s.release(ctx, idem, record)
 	}
 	return res, err
-}
-
-// along sends req.Along and cmds in one round trip (none when both are
-// empty), gives Settle the former's answers, and returns the latter's
-// with Settle's error. A limit the node decided alone (no req.Along) is
-// settled first, and a refusal sends nothing: no answers then.
-func (s *Service) along(ctx context.Context, req ReserveRequest, cmds ...rueidis.Completed) ([]rueidis.RedisResult, error) {
-	n := len(req.Along)
-	if n == 0 && req.Settle != nil {
-		if err := req.Settle(nil); err != nil {
-			return nil, err
-		}
-		req.Settle = nil
-	}
-	var answers []rueidis.RedisResult
-	if n+len(cmds) > 0 {
-		answers = s.Redis.DoMulti(ctx, append(req.Along[:n:n], cmds...)...)
-	}
-	if req.Settle != nil {
-		return answers[n:], req.Settle(answers[:n])
-	}
-	return answers[n:], nil
 }
 
 // reserveHoldingNothing reserves an order that takes no seats and no

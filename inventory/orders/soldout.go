@@ -69,7 +69,7 @@ func (s *soldOut) first(eventID string, claims map[string]int64, version int64) 
 // used before must still replay its order (or conflict), so the key is
 // read first; a new key is not claimed, as no order will be created.
 func (s *Service) answerSoldOut(ctx context.Context, req ReserveRequest, idem, field string) (Reservation, error) {
-	answers, refused := s.along(ctx, req, s.Redis.B().Get().Key(idem).Build())
+	answers, refused := req.Along.Do(ctx, s.Redis, s.Redis.B().Get().Key(idem).Build())
 	if refused != nil {
 		return Reservation{}, refused
 	}

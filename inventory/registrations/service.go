@@ -11,6 +11,7 @@ import (
 	json "github.com/goccy/go-json"
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/along"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/checkout"
@@ -449,26 +450,28 @@ func (s *Service) record(req Request, id string) orders.Record {
 }
 
 // Get reads a registration; found is false when ticketd does not know it.
-func (s *Service) Get(ctx context.Context, id string) (reg Registration, found bool, err error) {
-	reg, found, _, err = s.GetAlong(ctx, id, nil)
-	return reg, found, err
+func (s *Service) Get(ctx context.Context, id string) (Registration, bool, error) {
+	return s.GetAlong(ctx, id, along.Along{})
 }
 
-// GetAlong is Get with along sent in the same pipeline, before the read
-// (one round trip: a read's rate limit, ratelimit.Ask); it returns their
-// answers, which are nil when id is not a registration id (nothing sent).
-func (s *Service) GetAlong(ctx context.Context, id string, along []rueidis.Completed) (reg Registration, found bool,
-	answers []rueidis.RedisResult, err error) {
+// GetAlong is Get with a sent ahead of the read, in its round trip (the
+// read's rate limit): a's refusal is the answer, whatever became of the
+// read. Nothing is sent when id is not a registration id.
+func (s *Service) GetAlong(ctx context.Context, id string, a along.Along) (reg Registration, found bool, err error) {
 	okey, ok := s.Space.Order(id)
 	if !ok {
-		return Registration{}, false, nil, nil
+		return Registration{}, false, nil
+	}
+	if err := a.Early(); err != nil {
+		return Registration{}, false, err
 	}
 	read := eval.Pipeline(s.Redis, statusScript, []string{okey}, nil)
-	res := s.Redis.DoMulti(ctx, append(along[:len(along):len(along)], read.Cmd)...)
-	answers = res[:len(along)]
-	arr, err := read.Reply(ctx, res[len(along)])
-	reg, found, err = s.parseStatus(ctx, id, arr, err)
-	return reg, found, answers, err
+	rest, err := a.Split(s.Redis.DoMulti(ctx, a.With(read.Cmd)...))
+	if err != nil {
+		return Registration{}, false, err
+	}
+	arr, err := read.Reply(ctx, rest[0])
+	return s.parseStatus(ctx, id, arr, err)
 }
 
 // parseStatus reads reg_status' reply arr (err: its failure) for id.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/inventory/along"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/eval"
@@ -44,12 +45,10 @@ type BestRequest struct {
 	// made only once a block is found, and kept even when every block
 	// tried was taken meanwhile: it holds the pass's units.
 	Pass *roompass.Pass
-	// Along are commands to send in the first read's round trip (the
-	// request's rate limit: handlers/guard.Deferred); Settle is given
-	// their answers before anything is written, and its error is the
-	// answer.
-	Along  []rueidis.Completed
-	Settle func([]rueidis.RedisResult) error
+	// Along goes in the first read's round trip (the request's rate
+	// limit: handlers/guard.Deferred.Ride); its Settle runs before
+	// anything is written, and its error is the answer.
+	Along along.Along
 }
 
 // BestAvailable picks Quantity adjacent free seats in one row and holds
@@ -91,13 +90,18 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 			rows = append(rows, r)
 		}
 	}
+	// A limit the node decided alone is taken before anything is sent.
+	if err := req.Along.Early(); err != nil {
+		return HoldResult{}, err
+	}
 	// A named token must exist: asked in the first read's round trip, and
 	// answered before anything about seats, as Hold answers a gone token;
-	// req.Along go in that round trip too.
-	first := req.Along[:len(req.Along):len(req.Along)]
+	// req.Along goes in that round trip too.
+	var exists []rueidis.Completed
 	if !req.Create {
-		first = append(first, e.Redis.B().Exists().Key(e.Space.Hold(ev.ID, req.Token)).Build())
+		exists = append(exists, e.Redis.B().Exists().Key(e.Space.Hold(ev.ID, req.Token)).Build())
 	}
+	first := req.Along.With(exists...)
 	created := !req.Create
 	made := false // this call made the token: it must not outlive a failure
 	res, err := func() (HoldResult, error) {
@@ -107,7 +111,7 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 				if answers == nil { // no row to read: asked alone
 					answers = e.Redis.DoMulti(ctx, first...)
 				}
-				err = e.firstAnswers(req, answers)
+				err = e.firstAnswers(&req, answers)
 				first = nil
 			}
 			if err != nil {
@@ -151,17 +155,16 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 var timeScript = eval.Load("redis_time")
 
 // firstAnswers reads the answers to the first round trip's extra
-// commands: req.Along's (Settle), then the named token's EXISTS.
-func (e *Engine) firstAnswers(req BestRequest, answers []rueidis.RedisResult) error {
-	if req.Settle != nil {
-		if err := req.Settle(answers[:len(req.Along)]); err != nil {
-			return err
-		}
+// commands: req.Along's (its Settle), then the named token's EXISTS.
+func (e *Engine) firstAnswers(req *BestRequest, answers []rueidis.RedisResult) error {
+	rest, err := req.Along.Split(answers)
+	if err != nil {
+		return err
 	}
 	if req.Create {
 		return nil
 	}
-	n, err := answers[len(req.Along)].AsInt64()
+	n, err := rest[0].AsInt64()
 	if err != nil {
 		return fmt.Errorf("seats: best available: %w", err)
 	}

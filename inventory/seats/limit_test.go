@@ -1,9 +1,14 @@
 package seats
 
 import (
+	"errors"
 	"sync"
 	"testing"
 
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/along"
+	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/holds"
 )
@@ -138,5 +143,23 @@ func TestBestAvailableLeavesNoCountedTokenItDidNotHand(t *testing.T) {
 		if len(b.seatsOf(t, ev.ID, tok)) == 0 {
 			t.Errorf("token %s is counted for the client and holds nothing", tok)
 		}
+	}
+}
+
+// A rate limit the node decided alone (no commands to send, a leased
+// limit: handlers/ratelimit) refuses a best-available that makes its
+// token before anything is read or held; it was never settled there.
+func TestBestAvailableTakesANodeDecidedLimitFirst(t *testing.T) {
+	b := setup(t)
+	ev := b.evs["ev_crowd"]
+	refused := apierr.Of("RATE_LIMITED", "slow down")
+	tok := NewToken()
+	_, err := b.eng.BestAvailable(b.ctx, ev, BestRequest{Quantity: 2, Token: tok, Create: true,
+		Along: along.Along{Settle: func([]rueidis.RedisResult) error { return refused }}})
+	if !errors.Is(err, refused) {
+		t.Fatalf("best-available over a node-decided limit: %v, want the refusal", err)
+	}
+	if got := b.seatsOf(t, ev.ID, tok); len(got) != 0 {
+		t.Fatalf("a refused best-available held %v", got)
 	}
 }
