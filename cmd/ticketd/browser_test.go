@@ -1095,10 +1095,27 @@ func TestBrowserDemoShopSeatedWaitingRoom(t *testing.T) {
 		until(`!document.getElementById('order').hidden`))
 	frame = inPicker(t, ctx, "A-4")
 	waitSeat(t, ctx, frame, "A-4", "mine")
-	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-5"]`)), chromedp.SendKeys(chromedp.ID("name"), "Grace Hopper"),
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-5"]`)))
+
+	// the picker forgets its hold token (its storage gone), and the page
+	// reloads: the shop's pass, kept, finds the same token again (the
+	// hello says so), and the seats are the buyer's
+	inFrame[bool](t, ctx, frame, `(sessionStorage.clear(), true)`)
+	do(t, ctx, chromedp.Reload(), until(`/holds your seats/.test(document.getElementById('room-detail').textContent)`))
+	frame = inPicker(t, ctx, "A-4")
+	waitSeat(t, ctx, frame, "A-4", "mine")
+	waitSeat(t, ctx, frame, "A-5", "mine")
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-5"]`)))
+
+	do(t, ctx, chromedp.SendKeys(chromedp.ID("name"), "Grace Hopper"),
 		// two Front seats at 45.00 and a fee of 2.00 a seat
 		until(`document.getElementById('pay-card').textContent === 'Pay $94.00 by card' && !document.getElementById('pay-card').disabled`))
 	shot(t, ctx, "2-order", true)
 	loc := payOnHostedPage(t, ctx, s.shop)
 	checkSuccess(t, ctx, s, loc)
+
+	// back on the event's page: the place bought, the seats are the order's
+	do(t, ctx, chromedp.Navigate(s.shop+"/seated.html?event=ev_demo_room_seated"),
+		until(`/placed your order/.test(document.getElementById('room-headline').textContent)`),
+		until(`document.getElementById('order').hidden`))
 }

@@ -83,6 +83,7 @@ type placeView struct {
 	Pass          string    `json:"pass,omitempty"`
 	PassExpiresAt string    `json:"passExpiresAt,omitempty"`
 	PassUsed      bool      `json:"passUsed,omitempty"`
+	SeatsHeld     bool      `json:"seatsHeld,omitempty"`
 	Reason        string    `json:"reason,omitempty"`
 	Fairness      *fairness `json:"fairness,omitempty"`
 }
@@ -98,7 +99,7 @@ type fairness struct {
 
 func (a *API) placeView(ev *catalog.CompiledEvent, st room.Status) placeView {
 	v := placeView{State: st.State, Quantity: st.Quantity, Position: st.Position, Ahead: st.Ahead, Odds: st.Odds,
-		Pass: st.Pass, PassUsed: st.PassUsed, Reason: st.Reason}
+		Pass: st.Pass, PassUsed: st.PassUsed, SeatsHeld: st.SeatsHeld, Reason: st.Reason}
 	if st.ETA != nil {
 		s := int64((*st.ETA + time.Second - 1) / time.Second)
 		v.ETASeconds = &s

@@ -2,6 +2,7 @@ package storefront_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,8 +92,21 @@ func TestSeatedWaitingRoomOverHTTP(t *testing.T) {
 	if again := passTokenOf(t, s, ann.Pass); again != tok {
 		t.Fatalf("a retry with the pass: token %s, want the one it made, %s", again, tok)
 	}
-	if st := status(t, s, seatedRoom, ann); st.State != "admitted" || st.Pass != "" {
-		t.Fatalf("ann once her pass made a token: %+v, want admitted, the pass used", st)
+	var held struct {
+		State     string `json:"state"`
+		PassUsed  bool   `json:"passUsed"`
+		SeatsHeld bool   `json:"seatsHeld"`
+		Pass      string `json:"pass"`
+	}
+	r0 := s.Do(t, "GET", "/v1/storefront/queue/"+seatedRoom+"/status", bearer(ann.PollToken), nil)
+	expect(t, r0, 200, "")
+	if r0.Decode(t, &held); held.State != "admitted" || !held.PassUsed || !held.SeatsHeld || held.Pass != "" {
+		t.Fatalf("ann once her pass made a token: %+v, want admitted, the pass used, her seats held", held)
+	}
+	// a place whose token holds its seats cannot leave, and says so
+	r0 = s.Do(t, "POST", "/v1/storefront/queue/"+seatedRoom+"/leave", bearer(ann.PollToken), nil)
+	if expect(t, r0, 200, ""); !strings.Contains(string(r0.Data), `"state":"admitted"`) {
+		t.Fatalf("leave of a holding place: %s, want state admitted", r0.Data)
 	}
 	// the token holds the pass's 2 seats at most
 	expect(t, hold(t, s, seatedRoom, tok, "A-1", "A-2", "A-3"), 400, "MAX_PER_ORDER_EXCEEDED")
@@ -123,6 +137,12 @@ func TestSeatedWaitingRoomOverHTTP(t *testing.T) {
 	expect(t, registerSeats(t, s, tok, "ann@example.com", "A-1"), 409, "QUEUE_PASS_USED")
 	expect(t, seatCall(t, s, ann.Pass, "/hold-token", nil), 409, "QUEUE_PASS_USED")
 	expect(t, hold(t, s, seatedRoom, tok, "A-5"), 409, "QUEUE_PASS_USED") // its token holds no more
+	r0 = s.Do(t, "GET", "/v1/storefront/queue/"+seatedRoom+"/status", bearer(ann.PollToken), nil)
+	expect(t, r0, 200, "")
+	held.SeatsHeld = false
+	if r0.Decode(t, &held); !held.PassUsed || held.SeatsHeld {
+		t.Fatalf("ann once registered: %+v, want the pass used and no seats held by its token", held)
+	}
 
 	// ann's seats are registered, bob's held, cat's pass holds 2: dan waits
 	if st := status(t, s, seatedRoom, dan); st.State != "waiting" {

@@ -107,10 +107,13 @@ type Status struct {
 	// place's turn comes, given the stock left and the places ahead.
 	Odds int64
 	// Pass and PassExpiresAt are set while the place is admitted and its
-	// pass unused; PassUsed once it made a registration.
+	// pass unused; PassUsed once it made a registration or, on a seated
+	// event, a hold token; SeatsHeld while that token holds its units (the
+	// place not yet registered).
 	Pass          string
 	PassExpiresAt time.Time
 	PassUsed      bool
+	SeatsHeld     bool
 	// Reason says why a sold-out place waits for nothing ("sold_out":
 	// every unit is sold or held by a buyer paying).
 	Reason string
@@ -415,7 +418,7 @@ func (r reading) status(cfg *catalog.Room) Status {
 	case "u", "h":
 		// used: its registration, or on a seated event the hold token
 		// it made, holds its units
-		out.State, out.PassUsed, out.Odds = Admitted, true, 100
+		out.State, out.PassUsed, out.SeatsHeld, out.Odds = Admitted, true, r.state == "h", 100
 	case "x":
 		out.State = Expired
 	default:

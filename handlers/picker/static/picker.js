@@ -55,6 +55,7 @@
     host: '', // the origin of the host page that said hello
     pass: '', // the waiting room's pass the host handed over (its hello), for the first hold token
     queued: false, // the host sells through a waiting room (its hello): a hold holds the pass's seats at most
+    recover: false, // the host's pass made a hold token this page may not know (its hello)
     zoom: 1, userZoom: false, fit: 1, w: 0, h: 0, svg: null,
     warned: false, expiring: false, focus: '',
     onSale: false, // set by start, and by tick when the on-sale time passes
@@ -244,7 +245,11 @@
     const host = u.hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '');
     if (!hostAllowed(host)) return;
     st.host = e.origin;
-    if (typeof d.pass === 'string' && d.pass.length <= 512) st.pass = d.pass;
+    st.pass = typeof d.pass === 'string' && d.pass.length <= 512 ? d.pass : ''; // each hello says the pass now
+    // the host's pass already made this buyer's hold token, which this
+    // page does not know (its storage gone): found again once the map is up
+    st.recover = d.recover === true;
+    if (st.recover && root.classList.contains('ready')) enqueue(recoverToken);
     st.queued = d.queued === true;
     post();
     sentHeight = 0;
@@ -966,12 +971,28 @@
     }
   }
 
+  // recoverToken finds the hold token the host's pass made, when this page
+  // lost it: hold-token with the same pass answers that token (it makes
+  // none), and its seats are the buyer's again.
+  async function recoverToken() {
+    if (st.token || !st.pass) return;
+    try {
+      const d = await api('POST', '/hold-token');
+      const h = await api('GET', '/hold/' + encodeURIComponent(d.holdToken));
+      applyHold(h);
+      if (h.seatLabels.length) say('Welcome back. ' + seatsWords() + ', held while the timer runs.');
+    } catch (e) {
+      // nothing to find (the hold ran out): the buyer's next pick says why
+    }
+  }
+
   async function load() {
     try {
       const [config, avail] = await Promise.all([api('GET', '/config'), api('GET', '/availability')]);
       if (!st.svg) build(config);
       applyAvailability(avail);
       await restore();
+      if (st.recover) await recoverToken();
       root.classList.add('ready');
       schedulePoll(POLL_MS);
     } catch (e) {

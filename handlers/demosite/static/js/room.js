@@ -95,8 +95,9 @@
   // order (waiting, sold out, left, pass used or expired). On a seated
   // event the pass is used by the buyer's first hold, not the order:
   // hooks.used({email, quantity}), when given, is asked on a status whose
-  // pass was used, and true keeps the order form (the seats are held for
-  // the buyer). It returns {poll}: read the status now (after a refused
+  // pass made a hold token that still holds the seats (seatsHeld), and
+  // true keeps the order form; once the seats are registered the place is
+  // used as on any event. It returns {poll}: read the status now (after a refused
   // registration, say).
   function start(ev, hooks) {
     const room = ev.waitingRoom;
@@ -227,7 +228,7 @@
         }
         case 'admitted':
           meter(100, 'You’re through the queue');
-          st.holding = d.passUsed && !!hooks.used && hooks.used({ email: st.place.email, quantity: d.quantity });
+          st.holding = d.passUsed && d.seatsHeld && !!hooks.used && hooks.used({ email: st.place.email, quantity: d.quantity });
           if (st.holding) {
             $('room-headline').textContent = 'You’re in!';
             $('room-detail').textContent = 'Your place in the queue holds your seats: pick them and order below before the seat hold runs out.';
@@ -402,7 +403,12 @@
       if (Shop.isBusy($('room-actions'))) return;
       Shop.busy(btn, true, 'Leaving…');
       try {
-        await Shop.api('POST', '/queue/' + encodeURIComponent(ev.id) + '/leave', undefined, { headers: { Authorization: 'Bearer ' + place.pollToken } });
+        const d = await Shop.api('POST', '/queue/' + encodeURIComponent(ev.id) + '/leave', undefined, { headers: { Authorization: 'Bearer ' + place.pollToken } });
+        if (d && d.state && d.state !== 'left') {
+          // kept (it bought, or its seats are held): the status says how
+          poll();
+          return;
+        }
         drop();
         showJoin('You left the queue. You can join again.');
         $('room-email').value = place.email;

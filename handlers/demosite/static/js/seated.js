@@ -25,6 +25,7 @@
     // gave, which the picker's first hold burns (handed over in the hello).
     room: null,
     pass: '',
+    holding: false, // the room says the pass made the buyer's hold token
     shown: false // the picker and the order form are on the page
   };
 
@@ -228,6 +229,7 @@
     const m = { source: 'service-host', type: 'hello' };
     if (state.room) m.queued = true; // seats are held through the queue
     if (state.pass) m.pass = state.pass;
+    if (state.pass && state.holding) m.recover = true; // the pass made the hold token already
     $('picker').contentWindow.postMessage(m, state.origin);
   }
 
@@ -252,27 +254,55 @@
     $('email-hint').textContent = 'Your place in the queue is for this address: we send your tickets to it.';
   }
 
+  // The pass is kept in the tab's sessionStorage: once used, the room no
+  // longer shows it, and a picker that lost its hold token (a reload with
+  // its storage gone) finds it again with the same pass (a retry of
+  // hold-token answers the pass's token).
+  function passKey() {
+    return 'seatpass:' + state.ev.id;
+  }
+  function keepPass(pass) {
+    state.pass = pass;
+    try {
+      if (pass) sessionStorage.setItem(passKey(), pass);
+      else sessionStorage.removeItem(passKey());
+    } catch (e) {
+      // storage refused: the pass lasts as long as the page
+    }
+  }
+  function keptPass() {
+    try {
+      return sessionStorage.getItem(passKey()) || '';
+    } catch (e) {
+      return state.pass;
+    }
+  }
+
   // admitted: the room let the buyer in with a pass, which the picker's
   // first hold uses (a new pass, after a lapsed one, reaches it too).
   function admitted(p) {
     const fresh = p.pass !== state.pass;
-    state.pass = p.pass;
+    keepPass(p.pass);
     joined(p.email);
     if (state.shown && fresh) hello();
     show();
   }
 
-  // used: the pass made the buyer's hold (or their registration): the
-  // picker keeps the seats under its hold token.
+  // used: the pass made the buyer's hold token, which holds their seats:
+  // the picker keeps them, and the pass (kept) finds the token again.
   function used(p) {
+    if (!state.pass) state.pass = keptPass();
+    state.holding = true;
     joined(p.email);
     show();
     return true;
   }
 
   function closed() {
-    state.pass = '';
+    keepPass('');
+    state.holding = false;
     $('email').readOnly = false;
+    $('email-hint').textContent = 'We send your tickets to this address.';
     $('order').hidden = true;
   }
 
