@@ -116,12 +116,16 @@ func (d *Deferred) prepare() {
 // Ride is the deferred limit as an inventory call takes it along with its
 // first Redis round trip (along.Along): the commands to send, and the
 // function given their answers, which returns the refusal (the 429,
-// Retry-After set on ctx) or Redis' failure. The zero Along when d is nil.
+// Retry-After set on ctx) or Redis' failure. The commands count as sent
+// when the call hands them out (along.Along.With), not before: a call
+// that answers first (a bad request) leaves the limit to the route, which
+// takes it after the handler. The zero Along when d is nil.
 func (d *Deferred) Ride(ctx *fasthttp.RequestCtx, rctx context.Context) along.Along {
-	if d == nil {
+	if d == nil || d.sent || d.settled {
 		return along.Along{}
 	}
-	return along.Along{Cmds: d.Cmds(), Settle: func(answers []rueidis.RedisResult) error {
+	d.prepare()
+	return along.Along{Cmds: d.ask.Cmds(), Sent: func() { d.sent = true }, Settle: func(answers []rueidis.RedisResult) error {
 		e, err := d.Settle(ctx, rctx, answers)
 		if e != nil {
 			return e

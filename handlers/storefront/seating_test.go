@@ -115,3 +115,24 @@ func TestHoldReadGivesAReloadedPageItsSeats(t *testing.T) {
 	expect(t, s.Front(t, "GET", "/seating/events/sf_seated/hold/"+seats.NewToken(), nil), 409, "HOLD_EXPIRED")
 	expect(t, s.Front(t, "GET", "/seating/events/sf_seated/hold/nope", nil), 400, "INVALID_HOLD_TOKEN")
 }
+
+// A best-available the seat engine refuses before reading anything (a
+// quantity out of range) still counts in its client's write limit: the
+// route takes it after the answer, and past the limit the refusal is 429.
+func TestRefusedBestAvailableCountsInTheWriteLimit(t *testing.T) {
+	t.Parallel()
+	s := start(t)
+	limited := false
+	for i := 0; i < 80 && !limited; i++ {
+		r := s.Front(t, "POST", "/seating/events/sf_seated/best-available", map[string]any{"quantity": 0})
+		switch {
+		case r.Status == 429 && r.Code == "RATE_LIMITED":
+			limited = true
+		case r.Status != 400:
+			t.Fatalf("best-available of 0 seats, call %d: %s", i+1, r)
+		}
+	}
+	if !limited {
+		t.Fatal("80 refused best-availables from one client: never rate limited")
+	}
+}

@@ -21,6 +21,10 @@ type Along struct {
 	// its own (nil answers when there are no Cmds: a limit the node
 	// decided alone); its error is the call's. It runs once.
 	Settle func([]rueidis.RedisResult) error
+	// Sent, when set, is told when With hands Cmds out to be sent: a call
+	// that answers before its first round trip (a bad request) sends
+	// nothing, and the owner then takes its limit another way.
+	Sent func()
 }
 
 // Early settles a limit the node decided alone (no Cmds) before the call
@@ -35,9 +39,13 @@ func (a *Along) Early() error {
 	return settle(nil)
 }
 
-// With is Cmds ahead of cmds: the call's first round trip.
+// With is Cmds ahead of cmds: the call's first round trip, sent next.
 func (a *Along) With(cmds ...rueidis.Completed) []rueidis.Completed {
 	n := len(a.Cmds)
+	if n > 0 && a.Sent != nil {
+		a.Sent()
+		a.Sent = nil
+	}
 	return append(a.Cmds[:n:n], cmds...)
 }
 

@@ -29,20 +29,22 @@ func TestEarlySettlesANodeDecidedLimitOnce(t *testing.T) {
 	}
 }
 
-// With commands, Early does nothing; Split gives Settle the commands'
-// answers, returns the rest, and spends the commands (a later With sends
-// none: rueidis recycles a command once answered).
+// With commands, Early does nothing; With tells Sent it hands them out;
+// Split gives Settle the commands' answers, returns the rest, and spends
+// the commands (a later With sends none: rueidis recycles a command once
+// answered).
 func TestSplitSettlesTheCommandsAnswersAndSpendsThem(t *testing.T) {
 	rc, sp := redistest.New(t)
 	cmd := rc.B().Get().Key(sp.Prefix + "k").Build()
-	var got int
-	a := Along{Cmds: []rueidis.Completed{cmd}, Settle: func(res []rueidis.RedisResult) error { got = len(res); return nil }}
-	if err := a.Early(); err != nil || got != 0 {
-		t.Fatalf("Early with commands: %v, settled with %d answers", err, got)
+	var got, sent int
+	a := Along{Cmds: []rueidis.Completed{cmd}, Settle: func(res []rueidis.RedisResult) error { got = len(res); return nil },
+		Sent: func() { sent++ }}
+	if err := a.Early(); err != nil || got != 0 || sent != 0 {
+		t.Fatalf("Early with commands: %v, settled with %d answers, sent %d times", err, got, sent)
 	}
 	other := rc.B().Get().Key(sp.Prefix + "other").Build()
-	if all := a.With(other); len(all) != 2 {
-		t.Fatalf("With: %d commands, want the along's then the call's", len(all))
+	if all := a.With(other); len(all) != 2 || sent != 1 {
+		t.Fatalf("With: %d commands (sent told %d times), want the along's then the call's, told once", len(all), sent)
 	}
 	rest, err := a.Split(make([]rueidis.RedisResult, 2))
 	if err != nil || got != 1 || len(rest) != 1 {
