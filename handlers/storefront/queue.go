@@ -315,7 +315,7 @@ func (a *API) queueLeave(ctx *fasthttp.RequestCtx, r *request) {
 
 // roomPass checks the x-queue-pass of a registration of ev by email: the
 // pass it burns, nil for an event without a room. On a seated event the
-// hold token carries the pass (seatPass made it with one): inHold, and no
+// hold token carries the pass (made with it: SeatPass): inHold, and no
 // header is read. Whether the pass is live, unused and the buyer's is
 // Redis' to say (reg_register): a used pass is told so however late it
 // comes back.
@@ -351,8 +351,8 @@ var errRoomDown = apierr.Unavailable("this event's waiting room is not running o
 // the header leave req alone (the seat handler answers QUEUE_REQUIRED
 // where a pass is needed).
 func SeatPass(rs *room.Service, ctx *fasthttp.RequestCtx, ep seating.Endpoint, ev *catalog.CompiledEvent, req *seating.Request) *apierr.Error {
-	if ev.Room == nil || !ep.MakesToken() {
-		return nil
+	if ev.Room == nil || !ev.Seated() || !ep.MakesToken() {
+		return nil // (a GA event's seat calls answer NOT_SEATED)
 	}
 	raw := ctx.Request.Header.Peek(passHeader)
 	if len(raw) == 0 {
