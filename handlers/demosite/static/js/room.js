@@ -89,6 +89,33 @@
 
   const timeFmt = new Intl.DateTimeFormat('en-US', { hour: 'numeric', minute: '2-digit', second: '2-digit' });
 
+  // markup is the room's panel, built here for every page that has a room
+  // (an empty <section id="room">): the join form, the place, the live
+  // region. Fixed text alone: nothing a buyer or the service sent.
+  function markup(seated) {
+    const units = seated ? 'seats' : 'tickets';
+    return '<h2 id="room-h" tabindex="-1">Waiting room</h2>' +
+      '<p id="room-intro" class="room-intro"></p>' +
+      '<form id="room-join" novalidate hidden>' +
+      '<p id="room-msg" class="room-msg" hidden></p>' +
+      '<div class="field"><label for="room-email">E-mail</label><input id="room-email" name="email" type="email" autocomplete="email" required maxlength="200" aria-describedby="room-email-hint">' +
+      '<p id="room-email-hint" class="hint">Your place in the queue is for this address: you buy your ' + units + ' with it.</p></div>' +
+      '<div class="field"><label for="room-qty">' + (seated ? 'Seats' : 'Tickets') + '</label><select id="room-qty" name="quantity" class="select"></select></div>' +
+      '<div id="room-error" class="alert" role="alert"></div>' +
+      '<div class="actions"><button type="submit" id="room-go" class="btn primary">Join the queue</button></div>' +
+      '</form>' +
+      '<div id="room-place" class="room-place" hidden>' +
+      '<p id="room-headline" class="room-headline" tabindex="-1"></p>' +
+      '<p id="room-detail" class="room-detail"></p>' +
+      '<div id="room-progress" class="meter" role="progressbar" aria-labelledby="room-progress-label" aria-valuemin="0" aria-valuemax="100" aria-valuenow="0"><div class="meter-fill" id="room-fill"></div></div>' +
+      '<p id="room-progress-label" class="hint"></p>' +
+      '<dl id="room-facts" class="room-facts"></dl>' +
+      '<p id="room-note" class="hint"></p>' +
+      '<div id="room-actions" class="actions row"><button type="button" id="room-leave" class="btn secondary small">Leave the queue</button></div>' +
+      '</div>' +
+      '<div id="room-live" class="visually-hidden" aria-live="polite"></div>';
+  }
+
   // start runs the room of ev on the page. hooks.admitted({email,
   // quantity, pass}) is called on each status that admits the buyer (the
   // page shows its order form), hooks.closed() when the buyer may not
@@ -102,6 +129,7 @@
   function start(ev, hooks) {
     const room = ev.waitingRoom;
     if (ev.seated) unit = ['seat', 'seats'];
+    $('room').innerHTML = markup(!!ev.seated);
     const ss = storage('sessionStorage');
     const key = 'room:' + ev.id;
     const st = { place: null, last: null, timer: 0, polling: false, said: '', saidAt: 0, saidPos: 0, holding: false };
