@@ -30,10 +30,12 @@ type Deferred struct {
 	quota Quota
 	l     *ratelimit.Limiter
 	rctx  context.Context // the request's, for a leased limit's refill
-	// sent: Cmds handed the commands out (rueidis recycles a command once
-	// answered, so they are never sent twice); settled: Settle ran;
-	// local: Local counted the request in the node's memory instead.
-	sent, settled, local bool
+	// sent: the commands went out, handed out by Cmds or by the Along of
+	// Ride when its call sent them (rueidis recycles a command once
+	// answered, so they are never sent twice); ridden: Ride gave them to
+	// an Along, once; settled: Settle ran; local: Local counted the
+	// request in the node's memory instead.
+	sent, ridden, settled, local bool
 }
 
 type deferredKey struct{}
@@ -121,9 +123,10 @@ func (d *Deferred) prepare() {
 // that answers first (a bad request) leaves the limit to the route, which
 // takes it after the handler. The zero Along when d is nil.
 func (d *Deferred) Ride(ctx *fasthttp.RequestCtx, rctx context.Context) along.Along {
-	if d == nil || d.sent || d.settled {
-		return along.Along{}
+	if d == nil || d.sent || d.ridden || d.settled {
+		return along.Along{} // one Along a request: its commands go once
 	}
+	d.ridden = true
 	d.prepare()
 	return along.Along{Cmds: d.ask.Cmds(), Sent: func() { d.sent = true }, Settle: func(answers []rueidis.RedisResult) error {
 		e, err := d.Settle(ctx, rctx, answers)

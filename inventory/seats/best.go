@@ -101,6 +101,8 @@ func (e *Engine) BestAvailable(ctx context.Context, ev *catalog.CompiledEvent, r
 	if !req.Create {
 		exists = append(exists, e.Redis.B().Exists().Key(e.Space.Hold(ev.ID, req.Token)).Build())
 	}
+	// (With counts req.Along sent: nothing may return between it and the
+	// first read below, which sends it)
 	first := req.Along.With(exists...)
 	created := !req.Create
 	made := false // this call made the token: it must not outlive a failure
