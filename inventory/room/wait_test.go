@@ -175,6 +175,21 @@ func TestAFarLongPollIsAnsweredWhenThePlacesAheadHalve(t *testing.T) {
 	}
 	f.run(cfg)
 	answer := f.waitAll(cfg, tokens[10:], 20*time.Second) // 9 ahead: answered at 4
+	// its first poll (9 ahead) is made before anyone leaves: on a busy
+	// machine the goroutine may start late, and a first poll after some
+	// left would halve fewer places
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		w := f.s.wakerOf(ev)
+		w.mu.Lock()
+		n := len(w.at)
+		w.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the long-poll never waited")
+		}
+	}
 	// leave is the admitted place giving its unit to the next, once the
 	// tick admitted it
 	leave := func(i int) {
