@@ -111,11 +111,13 @@ func (r *Room) Spec() string {
 func eventStock(ev *Event) int64 {
 	var n int64
 	if sm := ev.SeatMap; sm != nil {
+		priced := map[string]bool{}
+		for _, c := range sm.Categories {
+			priced[c.ID] = c.Price != nil
+		}
 		for _, r := range sm.Rows {
-			for _, c := range sm.Categories {
-				if c.ID == r.Category && c.Price != nil {
-					n += int64(r.Seats)
-				}
+			if priced[r.Category] {
+				n += int64(r.Seats)
 			}
 		}
 	}

@@ -36,6 +36,16 @@ func (b *bundle) joinRoom(t *testing.T, rs *room.Service, cfg *catalog.Room, ema
 	return j
 }
 
+// tickAfter waits d, then runs the room's admission step, as a node's tick
+// does: lapsed passes and tokens give their units back, the line moves.
+func (b *bundle) tickAfter(t *testing.T, rs *room.Service, cfg *catalog.Room, d time.Duration) {
+	t.Helper()
+	time.Sleep(d)
+	if err := rs.Admit(b.ctx, cfg, evSeated); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (b *bundle) placeState(t *testing.T, rs *room.Service, cfg *catalog.Room, j room.Joined) room.Status {
 	t.Helper()
 	st, err := rs.Status(b.ctx, cfg, evSeated, j.QueueID)
@@ -68,14 +78,7 @@ func TestASeatedPassTokenReservesWhileItLives(t *testing.T) {
 		t.Fatalf("a token made without a pass: %v, want QUEUE_REQUIRED", err)
 	}
 
-	p, err := rs.CheckPass(evSeated, ann.Pass, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok := rs.PassToken(evSeated, p)
-	if _, err := b.seats.CreatePassToken(b.ctx, evSeated, tok, holds.Client{}, &p); err != nil {
-		t.Fatal(err)
-	}
+	tok, p := b.passToken(t, rs, ann)
 	if _, err := b.seats.Hold(b.ctx, ev, tok, []string{"C-1", "C-2", "C-3"}); err == nil {
 		t.Fatal("the pass's token held 3 seats on a pass for 2")
 	}
@@ -85,10 +88,7 @@ func TestASeatedPassTokenReservesWhileItLives(t *testing.T) {
 
 	// both passes lapse (300 ms); ann's token (900 ms) keeps her 2 units:
 	// cat gets bob's, and dan waits
-	time.Sleep(400 * time.Millisecond)
-	if err := rs.Admit(b.ctx, cfg, evSeated); err != nil {
-		t.Fatal(err)
-	}
+	b.tickAfter(t, rs, cfg, 400*time.Millisecond)
 	if st := b.placeState(t, rs, cfg, cat); st.State != room.Admitted {
 		t.Fatalf("cat once bob's pass lapsed: %+v", st)
 	}
@@ -102,10 +102,7 @@ func TestASeatedPassTokenReservesWhileItLives(t *testing.T) {
 
 	// cat's pass lapses; ann's token outlives its first 900 ms, extended:
 	// dan gets 1 of cat's 2 units, and ann's 2 stay reserved
-	time.Sleep(700 * time.Millisecond)
-	if err := rs.Admit(b.ctx, cfg, evSeated); err != nil {
-		t.Fatal(err)
-	}
+	b.tickAfter(t, rs, cfg, 700*time.Millisecond)
 	if st := b.placeState(t, rs, cfg, dan); st.State != room.Admitted {
 		t.Fatalf("dan once cat's pass lapsed: %+v", st)
 	}
@@ -117,10 +114,7 @@ func TestASeatedPassTokenReservesWhileItLives(t *testing.T) {
 	}
 
 	// the token lapses: its units leave the reservation, its pass is lapsed
-	time.Sleep(700 * time.Millisecond)
-	if err := rs.Admit(b.ctx, cfg, evSeated); err != nil {
-		t.Fatal(err)
-	}
+	b.tickAfter(t, rs, cfg, 700*time.Millisecond)
 	if st := b.placeState(t, rs, cfg, ann); st.State != room.Expired {
 		t.Fatalf("ann once her token lapsed: %+v, want expired", st)
 	}

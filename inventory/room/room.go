@@ -488,14 +488,10 @@ func (s *Service) Leave(ctx context.Context, eventID, queueID string) (string, e
 	case reply.OK:
 		return Left, nil
 	case reply.NotPending:
+		// told as a status tells it (a place neither waiting nor admitted
+		// needs no room settings for that)
 		st, _ := eval.Str(arr, 1)
-		switch st {
-		case "u", "h":
-			return Admitted, nil
-		case "x":
-			return Expired, nil
-		}
-		return Left, nil
+		return reading{state: st}.status(nil).State, nil
 	case reply.NotFound:
 		return "", errNoPlace
 	}

@@ -950,12 +950,12 @@
     load();
   }
 
-  // restore picks up the hold this tab's page had before a reload: its
-  // seats show as the buyer's again, with their timer, and the host hears
-  // of them (after its hello). A token gone or refused is forgotten; any
-  // other failure leaves it stored for the next load.
-  async function restore() {
-    const tok = stored();
+  // restore picks up the hold of tok: the one this tab's page had before a
+  // reload (stored), or the one a waiting room's pass found (recoverToken).
+  // Its seats show as the buyer's again, with their timer, and the host
+  // hears of them (after its hello). A token gone or refused is forgotten;
+  // any other failure leaves it stored for the next load.
+  async function restore(tok) {
     if (!tok || st.token) return;
     try {
       const d = await api('GET', '/hold/' + encodeURIComponent(tok));
@@ -976,14 +976,13 @@
   // none), and its seats are the buyer's again.
   async function recoverToken() {
     if (st.token || !st.pass) return;
+    let d;
     try {
-      const d = await api('POST', '/hold-token');
-      const h = await api('GET', '/hold/' + encodeURIComponent(d.holdToken));
-      applyHold(h);
-      if (h.seatLabels.length) say('Welcome back. ' + seatsWords() + ', held while the timer runs.');
+      d = await api('POST', '/hold-token');
     } catch (e) {
-      // nothing to find (the hold ran out): the buyer's next pick says why
+      return; // nothing to find (the hold ran out): the buyer's next pick says why
     }
+    await restore(d.holdToken);
   }
 
   async function load() {
@@ -991,7 +990,7 @@
       const [config, avail] = await Promise.all([api('GET', '/config'), api('GET', '/availability')]);
       if (!st.svg) build(config);
       applyAvailability(avail);
-      await restore();
+      await restore(stored());
       if (st.recover) await recoverToken();
       root.classList.add('ready');
       schedulePoll(POLL_MS);

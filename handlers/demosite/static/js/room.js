@@ -81,8 +81,12 @@
     }
   }
 
-  // unit is what the room counts: seats on a seated event, else tickets.
+  // unit is what the room counts: seats on a seated event, else tickets
+  // (start sets it); Units is its plural with a capital.
   let unit = ['ticket', 'tickets'];
+  function Units() {
+    return unit[1][0].toUpperCase() + unit[1].slice(1);
+  }
   function tickets(n) {
     return n + ' ' + unit[n === 1 ? 0 : 1];
   }
@@ -92,15 +96,14 @@
   // markup is the room's panel, built here for every page that has a room
   // (an empty <section id="room">): the join form, the place, the live
   // region. Fixed text alone: nothing a buyer or the service sent.
-  function markup(seated) {
-    const units = seated ? 'seats' : 'tickets';
+  function markup() {
     return '<h2 id="room-h" tabindex="-1">Waiting room</h2>' +
       '<p id="room-intro" class="room-intro"></p>' +
       '<form id="room-join" novalidate hidden>' +
       '<p id="room-msg" class="room-msg" hidden></p>' +
       '<div class="field"><label for="room-email">E-mail</label><input id="room-email" name="email" type="email" autocomplete="email" required maxlength="200" aria-describedby="room-email-hint">' +
-      '<p id="room-email-hint" class="hint">Your place in the queue is for this address: you buy your ' + units + ' with it.</p></div>' +
-      '<div class="field"><label for="room-qty">' + (seated ? 'Seats' : 'Tickets') + '</label><select id="room-qty" name="quantity" class="select"></select></div>' +
+      '<p id="room-email-hint" class="hint">Your place in the queue is for this address: you buy your ' + unit[1] + ' with it.</p></div>' +
+      '<div class="field"><label for="room-qty">' + Units() + '</label><select id="room-qty" name="quantity" class="select"></select></div>' +
       '<div id="room-error" class="alert" role="alert"></div>' +
       '<div class="actions"><button type="submit" id="room-go" class="btn primary">Join the queue</button></div>' +
       '</form>' +
@@ -129,7 +132,7 @@
   function start(ev, hooks) {
     const room = ev.waitingRoom;
     if (ev.seated) unit = ['seat', 'seats'];
-    $('room').innerHTML = markup(!!ev.seated);
+    $('room').innerHTML = markup();
     const ss = storage('sessionStorage');
     const key = 'room:' + ev.id;
     const st = { place: null, last: null, timer: 0, polling: false, said: '', saidAt: 0, saidPos: 0, holding: false };
@@ -152,7 +155,7 @@
       ? 'Everyone who joins before then gets a place drawn at random when sales start, so there is no need to rush; later arrivals queue in order of arrival.'
       : 'Places are given in order of arrival.';
     function intro() {
-      $('room-intro').textContent = (ev.seated ? 'Seats' : 'Tickets') + ' for this event are sold through a queue. ' +
+      $('room-intro').textContent = Units() + ' for this event are sold through a queue. ' +
         (Date.now() < t0 ? 'Sales start ' + Shop.when(room.salesStartAt) + '. ' + order : 'Sales started ' + Shop.when(room.salesStartAt) + ': join to get your place in line.') +
         ' You can ask for up to ' + tickets(per) + '.';
     }
@@ -263,7 +266,7 @@
             facts.replaceChildren(fact('Your seats', 'Up to ' + d.quantity, 'quantity'));
             $('room-note').textContent = '';
             $('room-actions').hidden = true;
-            if (changed) say('You’re in! Pick up to ' + d.quantity + (d.quantity === 1 ? ' seat' : ' seats') + ' and order below.');
+            if (changed) say('You’re in! Pick up to ' + tickets(d.quantity) + ' and order below.');
             break;
           }
           if (d.passUsed) {
@@ -281,7 +284,7 @@
           $('room-headline').textContent = 'You’re in!';
           d.expiresAt = Math.max(Date.now(), Date.parse(d.passExpiresAt));
           facts.replaceChildren(
-            fact(ev.seated ? 'Your seats' : 'Your tickets', tickets(d.quantity), 'quantity'),
+            fact('Your ' + unit[1], tickets(d.quantity), 'quantity'),
             fact('Time left to order', clock(d.expiresAt - Date.now()), 'left'));
           $('room-note').textContent = 'If the time runs out, your ' + unit[1] + ' go to the next in line.';
           detail();

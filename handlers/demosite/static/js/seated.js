@@ -245,7 +245,7 @@
     render();
   }
 
-  // buyer fills in the e-mail the buyer joined the queue with: the pass,
+  // joined fills in the e-mail the buyer joined the queue with: the pass,
   // and so the seats, are for that address.
   function joined(email) {
     const input = $('email');
