@@ -23,6 +23,9 @@
 --            (lib/room room_frontier)
 -- ARGV[8] -> without a queue id: the places at the head of the line whose
 --            ids the answer lists in order (lib/room room_frontier)
+-- ARGV[9] -> without a queue id: the head the node read last, "<n> <first
+--            id> <last id> <lv>" ("": none); when it is unchanged, the
+--            answer lists no id (lib/room room_frontier)
 --
 -- Output:
 --   {R.OK, reading...}   the place after the step (lib/room room_reading)
@@ -54,7 +57,7 @@ if ARGV[6] ~= '' and not r.shown then
   room_audit(k, 'key', '', 'key', ARGV[6])
 end
 if id == '' then
-  return room_answer(R.OK, {}, room_frontier(k, now, left, r, tonumber(ARGV[7]), tonumber(ARGV[8])))
+  return room_answer(R.OK, {}, room_frontier(k, now, left, r, tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9] or ''))
 end
 if changed then -- the step may have admitted it, or lapsed its pass
   st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))

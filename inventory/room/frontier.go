@@ -37,6 +37,20 @@ type frontier struct {
 	// not in it has left the line (admitted, or gone), and its poll reads
 	// Redis, which gives the pass.
 	head map[string]int64
+	// first and last are the head's first and last ids, and lv the room's
+	// count of places that left the line as the head was read: the next
+	// tick sends them (prev), and Redis lists the head again only when it
+	// changed (lib/room room_frontier).
+	first, last string
+	lv          int64
+}
+
+// prev is the head as the next tick sends it (room_status ARGV[9]).
+func (f *frontier) prev() string {
+	if f == nil {
+		return ""
+	}
+	return strconv.Itoa(len(f.head)) + " " + f.first + " " + f.last + " " + strconv.FormatInt(f.lv, 10)
 }
 
 // frontierSamples is the most line scores one tick reads: the estimate of a
@@ -54,9 +68,11 @@ const frontierFresh = time.Second
 // alone and keep the scores they had, which move little in that time.
 const sampleEvery = time.Second
 
-// frontierOf parses lib/room's room_frontier from arr[at].
-func frontierOf(arr []rueidis.RedisMessage, at int) (*frontier, error) {
-	var n [10]int64
+// frontierOf parses lib/room's room_frontier from arr[at]. A head that
+// Redis found unchanged (listed as -1) is was's, which the tick sent as
+// prev.
+func frontierOf(arr []rueidis.RedisMessage, at int, was *frontier) (*frontier, error) {
+	var n [11]int64
 	for i := range n {
 		v, err := eval.Int(arr, at+i)
 		if err != nil {
@@ -65,23 +81,34 @@ func frontierOf(arr []rueidis.RedisMessage, at int) (*frontier, error) {
 		n[i] = v
 	}
 	f := &frontier{reading: reading{state: "w", waiting: n[0], waitingUnits: n[1], left: n[2], resv: n[3], now: n[4],
-		admitted: n[5], first: n[6], used: n[7], lapsed: n[8]}}
-	step := n[9]
-	nhead, err := eval.Int(arr, at+10)
+		admitted: n[5], first: n[6], used: n[7], lapsed: n[8]}, lv: n[9]}
+	step := n[10]
+	nhead, err := eval.Int(arr, at+11)
 	if err != nil {
 		return nil, err
 	}
-	at += 11
-	if int64(len(arr)-at) < nhead {
+	at += 12
+	switch {
+	case nhead == -1 && was != nil:
+		f.head, f.first, f.last = was.head, was.first, was.last
+		nhead = 0
+	case nhead < 0:
+		return nil, fmt.Errorf("room: frontier says its head is unchanged, and this node sent none")
+	case int64(len(arr)-at) < nhead:
 		return nil, fmt.Errorf("room: frontier lists %d head places, the reply has %d more elements", nhead, len(arr)-at)
-	}
-	f.head = make(map[string]int64, nhead)
-	for i := range nhead {
-		id, err := arr[at+int(i)].ToString()
-		if err != nil {
-			return nil, err
+	default:
+		f.head = make(map[string]int64, nhead)
+		for i := range nhead {
+			id, err := arr[at+int(i)].ToString()
+			if err != nil {
+				return nil, err
+			}
+			f.head[id] = i
+			if i == 0 {
+				f.first = id
+			}
+			f.last = id
 		}
-		f.head[id] = i
 	}
 	for i := at + int(nhead); i < len(arr); i++ {
 		sv, err := arr[i].ToString()

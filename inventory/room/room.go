@@ -211,7 +211,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 // Status reads a place after the admission step, which it runs: every
 // poll moves the line.
 func (s *Service) Status(ctx context.Context, cfg *catalog.Room, eventID, queueID string) (Status, error) {
-	arr, err := s.runStatus(ctx, cfg, eventID, queueID, "", 0)
+	arr, err := s.runStatus(ctx, cfg, eventID, queueID, "", 0, nil)
 	if err != nil {
 		return Status{}, fmt.Errorf("room: status: %w", err)
 	}
@@ -236,9 +236,9 @@ func (s *Service) Status(ctx context.Context, cfg *catalog.Room, eventID, queueI
 }
 
 // runStatus runs room_status for queueID ("": the admission step alone,
-// admitting up to the tick's cap), writing key (hex; "" none) to the audit
-// once.
-func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID, key string, samples int) ([]rueidis.RedisMessage, error) {
+// admitting up to the tick's cap, with the node's last frontier was, nil
+// when none), writing key (hex; "" none) to the audit once.
+func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID, key string, samples int, was *frontier) ([]rueidis.RedisMessage, error) {
 	admit := s.admitPerCall()
 	if queueID == "" {
 		admit = s.admitPerTick()
@@ -247,7 +247,7 @@ func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID,
 		s.Space.Sold(ev), s.Space.Live(keys.Partition(ev)), s.Space.RoomAudit(ev)}
 	args := []string{queueID, strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
 		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(admit), cfg.Spec(), key,
-		strconv.Itoa(samples), strconv.FormatInt(s.nearHead(), 10)}
+		strconv.Itoa(samples), strconv.FormatInt(s.nearHead(), 10), was.prev()}
 	return eval.Array(ctx, s.Redis, statusScript, ks, args)
 }
 
@@ -269,14 +269,14 @@ func (s *Service) Admit(ctx context.Context, cfg *catalog.Room, eventID string) 
 	if was != nil && now.Sub(was.sampled) < sampleEvery {
 		samples = 0 // the scores of the last read serve
 	}
-	arr, err := s.runStatus(ctx, cfg, eventID, "", key, samples)
+	arr, err := s.runStatus(ctx, cfg, eventID, "", key, samples, was)
 	if err != nil {
 		return fmt.Errorf("room: admit %s: %w", eventID, err)
 	}
 	if err := okOrStopped(arr, "room_status"); err != nil {
 		return err
 	}
-	f, err := frontierOf(arr, 1)
+	f, err := frontierOf(arr, 1, was)
 	if err != nil {
 		return fmt.Errorf("room: admit %s: %w", eventID, err)
 	}

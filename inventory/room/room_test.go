@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -741,4 +742,102 @@ func TestADeviceNeverMovesAPlaceToAnotherEmail(t *testing.T) {
 	if p, _ := f.s.PlaceOf(ev, b2.PollToken); p.Maker {
 		t.Fatal("a second join's token may leave the place")
 	}
+}
+
+// A tick lists the head of the line only when it changed since the node's
+// last tick: a tick that finds it as it was answers -1 and the node keeps
+// its list. Every change of the head is seen: a leave, a place that came
+// in between (a fair room's pre-queue ranks anywhere), the two at once, a
+// join behind a head shorter than NearHead, an admission.
+func TestATickListsTheHeadAgainOnlyWhenItChanged(t *testing.T) {
+	f := setup(t, 100)
+	f.s.NearHead = 5
+	cfg := f.open(false, time.Minute)
+	cfg.SalesStartAt = time.Now().Add(time.Hour) // nobody is admitted yet
+	tokens := f.joinAll(cfg, "h", 8)
+	qid := func(i int) string {
+		p, _ := f.s.PlaceOf(ev, tokens[i])
+		return p.QueueID
+	}
+	// tick ticks, and says whether Redis listed the head, and the node's
+	// head in order.
+	tick := func() (bool, []string) {
+		t.Helper()
+		v, _ := f.s.frontiers.Load(ev)
+		was, _ := v.(*frontier)
+		arr, err := f.s.runStatus(f.ctx, cfg, ev, "", "", 0, was)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := eval.Int(arr, 1+11)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.s.Admit(f.ctx, cfg, ev); err != nil {
+			t.Fatal(err)
+		}
+		v, _ = f.s.frontiers.Load(ev)
+		fr := v.(*frontier)
+		head := make([]string, len(fr.head))
+		for id, ahead := range fr.head {
+			head[ahead] = id
+		}
+		return n != -1, head
+	}
+	want := func(what string, listed bool, head []string, wantListed bool, ids ...string) {
+		t.Helper()
+		if listed != wantListed || !slices.Equal(head, ids) {
+			t.Fatalf("%s: listed %v, head %v; want listed %v, head %v", what, listed, head, wantListed, ids)
+		}
+	}
+	// insert puts a waiting place in the line at score, as a fair room's
+	// pre-queue join of that rank does.
+	insert := func(id string, score string) {
+		f.cmd("HSET", f.sp.RoomPlaces(ev), id, "w 1 0 bk-"+id)
+		f.cmd("ZADD", f.sp.RoomLine(ev), score, id)
+		f.cmd("HINCRBY", f.sp.Room(ev), "wn", "1")
+	}
+	leave := func(id string) {
+		t.Helper()
+		if _, err := f.s.Leave(f.ctx, ev, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if listed, _ := tick(); !listed {
+		t.Fatal("a node's first tick did not list the head")
+	}
+	listed, head := tick()
+	want("a tick with nothing changed", listed, head, false, qid(0), qid(1), qid(2), qid(3), qid(4))
+
+	leave(qid(2))
+	listed, head = tick()
+	want("after a leave in the head", listed, head, true, qid(0), qid(1), qid(3), qid(4), qid(5))
+
+	score, err := f.rc.Do(f.ctx, f.rc.B().Zscore().Key(f.sp.RoomLine(ev)).Member(qid(1)).Build()).AsFloat64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert("between", strconv.FormatFloat(score+0.5, 'f', -1, 64))
+	listed, head = tick()
+	want("after a place came in between", listed, head, true, qid(0), qid(1), "between", qid(3), qid(4))
+
+	leave(qid(3)) // one goes and one comes between the first and the last: only the leave count tells
+	insert("between2", strconv.FormatFloat(score+0.7, 'f', -1, 64))
+	listed, head = tick()
+	want("after a leave and a place in between", listed, head, true, qid(0), qid(1), "between", "between2", qid(4))
+	listed, head = tick()
+	want("unchanged again", listed, head, false, qid(0), qid(1), "between", "between2", qid(4))
+
+	for _, i := range []int{4, 5, 6, 7} {
+		leave(qid(i))
+	}
+	listed, head = tick()
+	want("a short line", listed, head, true, qid(0), qid(1), "between", "between2")
+	late := f.join(cfg, "late@x.test").QueueID
+	listed, head = tick()
+	want("a join behind a short head", listed, head, true, qid(0), qid(1), "between", "between2", late)
+
+	cfg.SalesStartAt = time.Now().Add(-time.Second)
+	listed, head = tick()
+	want("after the head was admitted", listed, head, true)
 }

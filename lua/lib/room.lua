@@ -17,8 +17,9 @@
 --          pass buys for that buyer alone.
 -- The room hash keeps seq (arrivals), resv (units reserved by live
 -- passes), wn and wq (places waiting and their units), admitted, used and
--- lapsed (passes so far), first (Redis ms of the first pass) and stock
--- (catalog Room.Spec, as the last admission step had it: reg_pay reads it).
+-- lapsed (passes so far), lv (places that left the line waiting), first
+-- (Redis ms of the first pass) and stock (catalog Room.Spec, as the last
+-- admission step had it: reg_pay reads it).
 --
 -- Admission never passes the stock: resv never exceeds room_free (the
 -- room's stock less the storefront's sold count 'sf', and no more than the
@@ -109,14 +110,14 @@ end
 -- room_read(k): the room hash's figures, read once by a script that runs
 -- the admission step (room_admit keeps them current as it writes, so the
 -- answer needs no second read): resv, seq, wn, wq, admitted, first, used,
--- lapsed as numbers (0 when unset), stock and shown as stored (false when
--- unset).
+-- lapsed, lv as numbers (0 when unset), stock and shown as stored (false
+-- when unset).
 local function room_read(k)
   local v = redis.call('HMGET', k.room, 'resv', 'seq', 'wn', 'wq', 'admitted', 'first', 'used', 'lapsed', 'stock',
-    'shown')
+    'shown', 'lv')
   return {resv = tonumber(v[1]) or 0, seq = tonumber(v[2]) or 0, wn = tonumber(v[3]) or 0, wq = tonumber(v[4]) or 0,
     admitted = tonumber(v[5]) or 0, first = tonumber(v[6]) or 0, used = tonumber(v[7]) or 0,
-    lapsed = tonumber(v[8]) or 0, stock = v[9], shown = v[10]}
+    lapsed = tonumber(v[8]) or 0, stock = v[9], shown = v[10], lv = tonumber(v[11]) or 0}
 end
 
 -- room_writing(k): called before each write of the admission step: the
@@ -227,6 +228,7 @@ local function room_drop(k, id, st, qty, exp, bk, to)
     redis.call('ZREM', k.line, id)
     redis.call('HINCRBY', k.room, 'wn', -1)
     redis.call('HINCRBY', k.room, 'wq', -qty)
+    redis.call('HINCRBY', k.room, 'lv', 1) -- room_frontier: the head may have changed
   elseif st == 'a' or st == 'h' then
     redis.call('ZREM', k.passes, id)
     redis.call('HINCRBY', k.room, 'resv', -qty)
@@ -285,27 +287,47 @@ local function room_reading(k, id, now, left, r, st, qty, exp, bk, rank)
   return {st, qty, exp, ahead, r.wn, r.wq, left, r.resv, now, r.admitted, r.first, r.used, r.lapsed, bk, rank}
 end
 
--- room_frontier(k, now, left, r, samples, near): the room as every node
--- keeps it in memory to answer the polls of waiters (inventory/room
+-- room_frontier(k, now, left, r, samples, near, prev): the room as every
+-- node keeps it in memory to answer the polls of waiters (inventory/room
 -- frontier), r being room_read's figures after the step:
 --   waiting, waitingUnits, left, resv, now, admitted, first, used,
---   lapsed, step, n, the ids of the line's first n places in order, then
---   the scores of the line at positions 0, step, 2 step, ... and its last
+--   lapsed, lv, step, n, the ids of the line's first n places in order,
+--   then the scores of the line at positions 0, step, 2 step, ... and its
+--   last
 -- n is at most near (the head, which a node answers exactly); step spreads
 -- at most samples scores over the line; samples 0 reads none (step 0).
-local function room_frontier(k, now, left, r, samples, near)
+-- prev is the head the node read last, "<n> <first id> <last id> <lv>"
+-- ("": none). When the head is still that one, n is -1 and no id is
+-- listed: listing it is most of a tick's cost, and most ticks of a sale
+-- find the head as it was (the line moves when stock comes back). It is
+-- the same when its first place is, its last has n - 1 before it (no place
+-- came in or went out between them, unless as many came as went, which
+-- only a leave can make: lv counts the leaves), no place left the line
+-- since, and, when it listed fewer than near, the line has no more.
+local function room_frontier(k, now, left, r, samples, near, prev)
   local wn = redis.call('ZCARD', k.line)
   local step = 0
   if samples > 0 then
     step = math.max(1, math.ceil(wn / samples))
   end
   local head = {}
-  if near > 0 and wn > 0 then
-    head = redis.call('ZRANGE', k.line, 0, near - 1)
+  local n, first, last, lv = string.match(prev, '^(%d+) (%S*) (%S*) (%d+)$')
+  n = tonumber(n)
+  local same = n ~= nil and tonumber(lv) == r.lv and (n >= near or wn == n)
+  if same and n > 0 then
+    same = redis.call('ZRANGE', k.line, 0, 0)[1] == first and redis.call('ZRANK', k.line, last) == n - 1
   end
-  local out = {wn, r.wq, left, r.resv, now, r.admitted, r.first, r.used, r.lapsed, step, #head}
-  for _, id in ipairs(head) do
-    out[#out + 1] = id
+  local out
+  if same then
+    out = {wn, r.wq, left, r.resv, now, r.admitted, r.first, r.used, r.lapsed, r.lv, step, -1}
+  else
+    if near > 0 and wn > 0 then
+      head = redis.call('ZRANGE', k.line, 0, near - 1)
+    end
+    out = {wn, r.wq, left, r.resv, now, r.admitted, r.first, r.used, r.lapsed, r.lv, step, #head}
+    for _, id in ipairs(head) do
+      out[#out + 1] = id
+    end
   end
   if step == 0 then
     return out
