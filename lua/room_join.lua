@@ -80,7 +80,7 @@ for j = 0, (#ARGV - 4) / 5 - 1 do
   local other = nil
   if not live(st) and dev ~= '' then
     other = redis.call('HGET', k.who, 'd:' .. dev)
-    if other == id or not live(room_place(redis.call('HGET', k.places, other or ''))) then
+    if other == id or (other and not live(room_place(redis.call('HGET', k.places, other)))) then
       other = nil
     end
   end
@@ -109,6 +109,7 @@ if admitting then
 end
 local n = 0
 local placed, devices = {}, {} -- the batch's new places: by id; by device
+local behind = {} -- by join: the places before a new place put at the back of the line
 for j = 0, (#ARGV - 4) / 5 - 1 do
   local a = 5 + 5 * j
   local id, bk, dev, qty = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
@@ -124,6 +125,7 @@ for j = 0, (#ARGV - 4) / 5 - 1 do
     r.seq = r.seq + 1
     if made[j] == 'seq' then
       made[j] = string.format('%d', 1 + r.seq) -- a string: the reply keeps a shuffle rank's fraction
+      behind[j] = r.wn -- a seq rank is past every shuffle rank and earlier seq: the back
     end
     redis.call('ZADD', k.line, made[j], id)
     if dev ~= '' then
@@ -151,16 +153,16 @@ for j = 0, (#ARGV - 4) / 5 - 1 do
   local a = 5 + 5 * j
   local id = found[j] or ARGV[a]
   if found[j] or made[j] then
-    local st, qty, exp, bk, rank = 'w', tonumber(ARGV[a + 3]), 0, ARGV[a + 1], made[j]
+    local st, qty, exp, bk, rank, ahead = 'w', tonumber(ARGV[a + 3]), 0, ARGV[a + 1], made[j], behind[j]
     if found[j] or changed then
       st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))
-      rank = nil
+      rank, ahead = nil, nil
     end
     local code = R.OK
     if found[j] then
       code = R.EXISTS
     end
-    out[#out + 1] = room_answer(code, {id}, room_reading(k, id, now, left, r, st, qty, exp, bk, rank))
+    out[#out + 1] = room_answer(code, {id}, room_reading(k, id, now, left, r, st, qty, exp, bk, rank, ahead))
   else
     out[#out + 1] = {R.SHORT}
   end

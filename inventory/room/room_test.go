@@ -312,14 +312,15 @@ func TestABatchAnswersTheEmailsPlaceFirstAndDropsAbandonedJoins(t *testing.T) {
 }
 
 // Joins that come together go to Redis in fewer calls than joins, each
-// answered with its own place.
+// answered with its own place and the places ahead of it.
 func TestConcurrentJoinsGoInBatches(t *testing.T) {
 	const buyers = 300
 	f := setup(t, 10)
 	cfg := f.open(false, time.Minute)
 	cfg.SalesStartAt = time.Now().Add(time.Hour)
 	ids := make([]string, buyers)
-	f.joinAtOnce(cfg, "c", buyers, func(i int, j Joined) error { ids[i] = j.QueueID; return nil })
+	ahead := make([]int64, buyers)
+	f.joinAtOnce(cfg, "c", buyers, func(i int, j Joined) error { ids[i], ahead[i] = j.QueueID, j.Ahead; return nil })
 	if calls := f.s.joinCalls.Load(); calls >= buyers || calls == 0 {
 		t.Fatalf("%d joins took %d room_join calls, want fewer", buyers, calls)
 	}
@@ -329,6 +330,10 @@ func TestConcurrentJoinsGoInBatches(t *testing.T) {
 			t.Fatalf("join %d answered place %s", i, id)
 		}
 		seen[id] = true
+		// nobody left: the places ahead at the join are those ahead now
+		if r := f.int("ZRANK", f.sp.RoomLine(ev), id); ahead[i] != r {
+			t.Fatalf("join %d was told %d ahead; %d are", i, ahead[i], r)
+		}
 	}
 	if w := f.int("ZCARD", f.sp.RoomLine(ev)); w != buyers {
 		t.Fatalf("%d in the line, want %d", w, buyers)

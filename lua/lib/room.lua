@@ -262,7 +262,7 @@ local function room_pass(k, arg, now)
   return {id = qid, qty = qty, exp = exp, bk = bk}
 end
 
--- room_reading(k, id, now, left, r, st, qty, exp, bk, rank): what a buyer
+-- room_reading(k, id, now, left, r, st, qty, exp, bk, rank, ahead): what a buyer
 -- is told of place id (its state, units, pass expiry and buyer key st,
 -- qty, exp, bk, as it is after the script's writes) after room_admit's
 -- step, as room_status and room_join answer it after their code
@@ -275,14 +275,15 @@ end
 -- admitted, used, lapsed: passes given, that made a registration, that
 -- expired unused, so far; first: Redis ms of the first pass (0: none
 -- yet); rank: its score in the line ('' when not waiting; read from the
--- line when rank is nil). r: room_read's figures as the step left them.
-local function room_reading(k, id, now, left, r, st, qty, exp, bk, rank)
-  local ahead = -1
+-- line when rank is nil); ahead, when not nil, is its places ahead as the
+-- caller knows them (a place it just put at the back of the line: no
+-- ZRANK). r: room_read's figures as the step left them.
+local function room_reading(k, id, now, left, r, st, qty, exp, bk, rank, ahead)
   if st == 'w' then
-    ahead = redis.call('ZRANK', k.line, id) or -1
+    ahead = ahead or redis.call('ZRANK', k.line, id) or -1
     rank = rank or redis.call('ZSCORE', k.line, id) or ''
   else
-    rank = ''
+    ahead, rank = -1, ''
   end
   return {st, qty, exp, ahead, r.wn, r.wq, left, r.resv, now, r.admitted, r.first, r.used, r.lapsed, bk, rank}
 end
