@@ -159,9 +159,9 @@ func costTargets(s *report.Suite, find finder) []report.Target {
 			today: "1,916 us, 147x canned", want: fmt.Sprintf("<= %dx canned", targetSeatsTicketdCanned), bound: targetSeatsTicketdCanned},
 			seats, ticketdRow, "storefront-seats"))
 
-	t, ok, measured := durabilityTarget(find("closed", scenario.FlashDurable.Name()), targetDurableShareCost)
+	t, v := durabilityTarget(find("closed", scenario.FlashDurable.Name()), targetDurableShareCost)
 	t.Want += " (the issue asks it in three runs of three; this is one)"
-	out = append(out, costStatus(t, "80-92%", ok, measured))
+	out = append(out, costStatus(t, "80-92%", v))
 	t = openTarget(find("open", "flash-open", "flash"), targetConfirmMsCost, s.Machine.CPUs)
 	t.Name, t.Today = issue19+t.Name, "6.62 ms"
 	if t.Status == report.NotMeasured && t.Got == "" {
@@ -175,19 +175,12 @@ func costTargets(s *report.Suite, find finder) []report.Target {
 const notInInvocation = "its run is not in this invocation"
 
 // costStatus marks an older target's judgement, at issue 19's bound, as
-// one of its cost targets.
-func costStatus(t report.Target, today string, ok, measured bool) report.Target {
+// one of issue 19's (v: its verdict at that bound).
+func costStatus(t report.Target, today string, v verdict) report.Target {
 	t.Name, t.Today = issue19+t.Name, today
-	switch {
-	case !measured:
-		t.Status = report.NotMeasured
-		if t.Got == "" {
-			t.Got = notInInvocation
-		}
-	case ok:
-		t.Status = report.Pass
-	default:
-		t.Status = report.Miss
+	t.Status = v.status()
+	if !v.measured && t.Got == "" {
+		t.Got = notInInvocation
 	}
 	return t
 }

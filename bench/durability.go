@@ -272,26 +272,26 @@ func costAgainst(r, base *report.Run, what, baseIs string) *report.Versus {
 
 // durabilityTarget judges the durable run against the one without
 // persistence: it keeps at least share of its throughput.
-func durabilityTarget(dur *report.Run, share float64) (report.Target, bool, bool) {
+func durabilityTarget(dur *report.Run, share float64) (report.Target, verdict) {
 	t := report.Target{Name: "flash-durable: Redis with " + durableConf + " (AOF, appendfsync always) against Redis without persistence, measured in turns",
 		Want: ">= " + strconv.Itoa(int(math.Round(share*100))) + "% of the throughput (pairs/s) without persistence, integrity passed"}
 	if dur == nil {
-		return t, false, false
+		return t, verdict{}
 	}
 	return turnsTarget(t, dur, dur.VsNonDurable, share)
 }
 
 // turnsTarget judges run r against v, the run it was measured in turns
-// with: it keeps at least share of v's throughput, integrity passed. Not
-// measured without both.
-func turnsTarget(t report.Target, r *report.Run, v *report.Versus, share float64) (report.Target, bool, bool) {
+// with: it keeps at least share of v's throughput (sound when its
+// integrity passed). Not measured without both.
+func turnsTarget(t report.Target, r *report.Run, v *report.Versus, share float64) (report.Target, verdict) {
 	if r == nil || v == nil {
-		return t, false, false
+		return t, verdict{}
 	}
 	t.Got = fmt.Sprintf("%.0f%% (%s vs %s pairs/s); p99 %s %s vs %s (%.2fx); integrity %s", 100*v.ThroughputRatio,
 		thousands(r.ThroughputPerS), thousands(v.ThroughputPerS), r.LatencyOp, msText(r.P99Ms), msText(v.P99Ms), v.P99Ratio,
 		okWord(r.IntegrityOK))
 	ratio := v.ThroughputRatio
 	t.Value = &ratio
-	return t, v.ThroughputRatio >= share && r.IntegrityOK, true
+	return t, verdict{measured: true, ok: v.ThroughputRatio >= share, sound: r.IntegrityOK}
 }

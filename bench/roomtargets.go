@@ -38,9 +38,13 @@ func roomTargets(r *report.Run) []report.Target {
 		scale = fmt.Sprintf(" (%s places for %s tickets)", thousands(places), thousands(figure(r, scenario.FigQueueTickets)))
 	}
 	// add judges a figure that must be at most (or, atLeast, at least)
-	// bound; got formats it.
+	// bound; got formats it. A speed or cost not reached is a MISS; the
+	// order of admission (fairness) is correctness: missed, a FAIL.
 	add := func(name, want, fig string, bound float64, atLeast bool, got func(v float64) string) {
-		rt := ratioTarget{name: name, want: want, bound: bound, atLeast: atLeast, issue: issue20, missed: report.Fail}
+		rt := ratioTarget{name: name, want: want, bound: bound, atLeast: atLeast, issue: issue20}
+		if fig == scenario.FigQueueSpearman {
+			rt.missed = report.Fail
+		}
 		if v, ok := figureOf(r, fig); ok {
 			out = append(out, rt.judge(v, got(v)+scale, true, ""))
 		} else {
@@ -55,7 +59,7 @@ func roomTargets(r *report.Run) []report.Target {
 		} else if ok {
 			t.Status = report.Pass
 		} else {
-			t.Status = report.Fail
+			t.Status = report.Miss
 		}
 		out = append(out, t)
 	}
