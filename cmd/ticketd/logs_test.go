@@ -292,6 +292,9 @@ func TestEmbeddedModeWarnsOnce(t *testing.T) {
 			t.Errorf("%s: %d lines %q, want one WARN !!! line", what, len(got), got)
 		}
 	}
+	if got := linesWith(ls, "write-through is OFF"); len(got) == 1 && !strings.Contains(got[0], "not reachable at 127.0.0.1:1:") {
+		t.Errorf("the Postgres warning %q does not name the address it tried", got[0])
+	}
 	if got := linesWith(ls, "lost its state"); len(got) != 0 {
 		t.Errorf("the embedded Redis's start logged as a loss: %q", got)
 	}

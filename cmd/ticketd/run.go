@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -316,6 +317,16 @@ func connectRedis(ctx context.Context, cfg config, log *slog.Logger) (c rueidis.
 	return c, func() { c.Close(); m.Close() }, true, nil
 }
 
+// pgAddr is the host and port of a Postgres URL, for a message: never
+// its password.
+func pgAddr(url string) string {
+	c, err := pgx.ParseConfig(url)
+	if err != nil {
+		return "DATABASE_URL's address"
+	}
+	return net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))
+}
+
 // connectPostgres connects to DATABASE_URL and migrates it. When Postgres is
 // not reachable and DATABASE_URL was not set, ticketd runs without
 // write-through: nothing is durable, and it says so.
@@ -343,7 +354,7 @@ func connectPostgres(ctx context.Context, cfg config, log *slog.Logger) (*pgxpoo
 			return nil, fmt.Errorf("postgres (DATABASE_URL unset): %w; production never runs without write-through: "+
 				"start PostgreSQL or set DATABASE_URL", err)
 		}
-		log.Warn("!!! PostgreSQL is not reachable: write-through is OFF. Paid orders stay only in Redis; NOTHING IS DURABLE. " +
+		log.Warn("!!! PostgreSQL is not reachable at " + pgAddr(cfg.DatabaseURL) + ": write-through is OFF. Paid orders stay only in Redis; NOTHING IS DURABLE. " +
 			"Set DATABASE_URL for a real deployment. !!!")
 		return nil, nil
 	}

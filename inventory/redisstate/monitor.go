@@ -512,7 +512,11 @@ func (m *Monitor) set(prev, next View) {
 	if prev.Status != next.Status {
 		switch {
 		case next.Status == Current:
-			log.Info("redis state is current: sales run", "generation", next.Gen, "was", string(prev.Status))
+			was := string(prev.Status)
+			if prev.New {
+				was = "new" // initialised on a first start: nothing was lost
+			}
+			log.Info("redis state is current: sales run", "generation", next.Gen, "was", was)
 		case next.New:
 			log.Info("initialising a new Redis: no generation marker, none recorded before; sales start once it is initialised")
 		case next.Status == Lost || next.Status == Stale:

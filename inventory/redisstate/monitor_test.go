@@ -418,6 +418,15 @@ func TestFirstStartOnAnEmptyRedisIsNotALoss(t *testing.T) {
 				t.Fatal(err)
 			}
 			expectStatus(t, m.Check(ctx), redisstate.Current)
+			// the line that says sales run names what was before: a first
+			// start's Redis was new, not lost
+			was := "was=lost"
+			if tc.isNew {
+				was = "was=new"
+			}
+			if !strings.Contains(log.String(), `msg="redis state is current: sales run"`) || !strings.Contains(log.String(), was) {
+				t.Fatalf("log:\n%s\nwant the sales-run line with %s", log.String(), was)
+			}
 			redistest.Flush(t, rc, space)
 			if v := m.Check(ctx); v.Status != redisstate.Lost || v.New {
 				t.Fatalf("a Redis emptied under a running node: %+v, want lost, not new", v)
