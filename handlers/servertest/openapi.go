@@ -50,9 +50,18 @@ import (
 const CallsEnv = "TICKETD_API_CALLS"
 
 // contract is the document, loaded once a process: resp is a strict copy
-// for answers, req the document as written for requests.
+// for answers, reqDoc the document as written for requests.
+//
+// Two parses, not one: strict closes schemas in place, and kin-openapi
+// resolves every $ref to its component's one *openapi3.Schema, so a
+// schema a request body and an answer both use would be closed for
+// requests too, and a test's accepted request with a field the document
+// leaves open would be reported. One lookup serves both: the answer's
+// route is found in resp, and the request's is the same path and method
+// of reqDoc (reqRoute).
 type contract struct {
-	resp, req     routers.Router
+	resp          routers.Router
+	reqDoc        *openapi3.T
 	respOpt       *openapi3filter.Options
 	reqOpt        *openapi3filter.Options
 	err           error
@@ -61,66 +70,67 @@ type contract struct {
 	callsReported map[string]bool
 }
 
-var (
-	contractOnce sync.Once
-	theContract  *contract
-)
+// loadContract returns the process's contract, loading it on the first
+// call.
+var loadContract = sync.OnceValue(func() *contract {
+	c := &contract{callsReported: map[string]bool{}}
+	// The pages' and assets' bodies are checked for their
+	// Content-Type only: read as strings.
+	for _, ct := range []string{"text/html", "text/css", "text/javascript", "image/png"} {
+		if openapi3filter.RegisteredBodyDecoder(ct) == nil {
+			openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
+		}
+	}
+	var respDoc *openapi3.T
+	if c.reqDoc, c.err = load(); c.err != nil {
+		return c
+	}
+	if respDoc, c.err = load(); c.err != nil {
+		return c
+	}
+	strict(respDoc)
+	if c.resp, c.err = gorillamux.NewRouter(respDoc); c.err != nil {
+		return c
+	}
+	// Short messages: where in the body, and why (the default prints
+	// the whole schema and value).
+	var schemaReason func(err *openapi3.SchemaError) string
+	schemaReason = func(err *openapi3.SchemaError) string {
+		msg := "/" + strings.Join(err.JSONPointer(), "/") + ": " + err.Reason
+		// An allOf's reason is only that a branch failed: say which way.
+		var inner *openapi3.SchemaError
+		if errors.As(err.Origin, &inner) {
+			msg += " (" + schemaReason(inner) + ")"
+		} else if err.Origin != nil {
+			msg += " (" + err.Origin.Error() + ")"
+		}
+		return msg
+	}
+	c.reqOpt = &openapi3filter.Options{
+		// ticketd checks the credentials; the document only names them.
+		AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
+		SkipSettingDefaults: true,
+	}
+	c.reqOpt.WithCustomSchemaErrorFunc(schemaReason)
+	c.respOpt = &openapi3filter.Options{IncludeResponseStatus: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
+	c.respOpt.WithCustomSchemaErrorFunc(schemaReason)
+	if dir := os.Getenv(CallsEnv); dir != "" {
+		if c.err = os.MkdirAll(dir, 0o755); c.err != nil {
+			return c
+		}
+		c.callsFile = filepath.Join(dir, fmt.Sprintf("calls-%d.txt", os.Getpid()))
+	}
+	return c
+})
 
-func loadContract() *contract {
-	contractOnce.Do(func() {
-		c := &contract{callsReported: map[string]bool{}}
-		theContract = c
-		// The pages' and assets' bodies are checked for their
-		// Content-Type only: read as strings.
-		for _, ct := range []string{"text/html", "text/css", "text/javascript", "image/png"} {
-			if openapi3filter.RegisteredBodyDecoder(ct) == nil {
-				openapi3filter.RegisterBodyDecoder(ct, openapi3filter.FileBodyDecoder)
-			}
-		}
-		var reqDoc, respDoc *openapi3.T
-		if reqDoc, c.err = load(); c.err != nil {
-			return
-		}
-		if respDoc, c.err = load(); c.err != nil {
-			return
-		}
-		strict(respDoc)
-		if c.req, c.err = gorillamux.NewRouter(reqDoc); c.err != nil {
-			return
-		}
-		if c.resp, c.err = gorillamux.NewRouter(respDoc); c.err != nil {
-			return
-		}
-		// Short messages: where in the body, and why (the default prints
-		// the whole schema and value).
-		var schemaReason func(err *openapi3.SchemaError) string
-		schemaReason = func(err *openapi3.SchemaError) string {
-			msg := "/" + strings.Join(err.JSONPointer(), "/") + ": " + err.Reason
-			// An allOf's reason is only that a branch failed: say which way.
-			var inner *openapi3.SchemaError
-			if errors.As(err.Origin, &inner) {
-				msg += " (" + schemaReason(inner) + ")"
-			} else if err.Origin != nil {
-				msg += " (" + err.Origin.Error() + ")"
-			}
-			return msg
-		}
-		c.reqOpt = &openapi3filter.Options{
-			// ticketd checks the credentials; the document only names them.
-			AuthenticationFunc:  openapi3filter.NoopAuthenticationFunc,
-			SkipSettingDefaults: true,
-		}
-		c.reqOpt.WithCustomSchemaErrorFunc(schemaReason)
-		c.respOpt = &openapi3filter.Options{IncludeResponseStatus: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
-		c.respOpt.WithCustomSchemaErrorFunc(schemaReason)
-		if dir := os.Getenv(CallsEnv); dir != "" {
-			if c.err = os.MkdirAll(dir, 0o755); c.err != nil {
-				return
-			}
-			c.callsFile = filepath.Join(dir, fmt.Sprintf("calls-%d.txt", os.Getpid()))
-		}
-	})
-	return theContract
+// reqRoute is route (found in the strict copy) in the document as
+// written, for checking the request.
+func (c *contract) reqRoute(route *routers.Route) *routers.Route {
+	r := *route
+	r.Spec = c.reqDoc
+	r.PathItem = c.reqDoc.Paths.Value(route.Path)
+	r.Operation = r.PathItem.GetOperation(route.Method)
+	return &r
 }
 
 func load() (*openapi3.T, error) {
@@ -192,8 +202,8 @@ func strict(doc *openapi3.T) {
 type validator struct {
 	c      *contract
 	mu     sync.Mutex
-	failed map[string]int // a mismatch -> how many times
-	order  []string
+	failed map[string]*mismatch // by operation, status and reason
+	order  []*mismatch
 	called map[string]bool // "METHOD /template STATUS"
 }
 
@@ -224,13 +234,10 @@ func (v *validator) check(req *http.Request, body []byte, resp *fasthttp.Respons
 	v.mu.Unlock()
 	ctx := context.Background()
 	if status < 400 {
-		reqRoute, reqParams, err := v.c.req.FindRoute(req)
-		if err == nil {
-			req.Body = io.NopCloser(bytes.NewReader(body))
-			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: reqParams, Route: reqRoute, Options: v.c.reqOpt}
-			if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
-				v.fail(op, status, "the request, accepted, is not what the document allows: "+short(err), nil)
-			}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: v.c.reqRoute(route), Options: v.c.reqOpt}
+		if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
+			v.fail(op, status, "the request, accepted, is not what the document allows: "+short(err), nil)
 		}
 	}
 	header := http.Header{}
@@ -264,17 +271,36 @@ func short(err error) string {
 	return err.Error()
 }
 
-func (v *validator) fail(op string, status int, what string, body []byte) {
-	msg := fmt.Sprintf("%s -> %d: %s", op, status, what)
-	if bytes.HasPrefix(body, []byte("{")) { // a page's HTML says little in 300 bytes
-		msg += fmt.Sprintf(" (body %.300s)", body)
+// mismatch is one kind of finding: an operation's status and what was
+// wrong, with the first answer's body as an example and how many times it
+// was seen. The body is not part of its kind: answers that differ only in
+// their ids are one finding.
+type mismatch struct {
+	op, what string
+	status   int
+	body     []byte
+	n        int
+}
+
+func (m *mismatch) String() string {
+	msg := fmt.Sprintf("%s -> %d: %s", m.op, m.status, m.what)
+	if bytes.HasPrefix(m.body, []byte("{")) { // a page's HTML says little in 300 bytes
+		msg += fmt.Sprintf(" (first body %.300s)", m.body)
 	}
+	return msg
+}
+
+func (v *validator) fail(op string, status int, what string, body []byte) {
+	key := fmt.Sprintf("%s %d %s", op, status, what)
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.failed[msg] == 0 {
-		v.order = append(v.order, msg)
+	m := v.failed[key]
+	if m == nil {
+		m = &mismatch{op: op, status: status, what: what, body: slices.Clone(body)}
+		v.failed[key] = m
+		v.order = append(v.order, m)
 	}
-	v.failed[msg]++
+	m.n++
 }
 
 // newValidator returns t's validator; at t's end (after the server
@@ -285,22 +311,26 @@ func newValidator(t testing.TB) *validator {
 	if c.err != nil {
 		t.Fatalf("servertest: the OpenAPI document: %v", c.err)
 	}
-	v := &validator{c: c, failed: map[string]int{}, called: map[string]bool{}}
+	v := newValidatorOf(c)
 	t.Cleanup(func() {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		for i, msg := range v.order {
+		for i, m := range v.order {
 			if i == 20 {
 				t.Errorf("servertest: OpenAPI: and %d more mismatches", len(v.order)-i)
 				break
 			}
-			t.Errorf("servertest: OpenAPI (handlers/apidoc/openapi.json) mismatch, %d times: %s", v.failed[msg], msg)
+			t.Errorf("servertest: OpenAPI (handlers/apidoc/openapi.json) mismatch, %d times: %s", m.n, m)
 		}
 		if err := c.record(v.called); err != nil {
 			t.Errorf("servertest: %s: %v", CallsEnv, err)
 		}
 	})
 	return v
+}
+
+func newValidatorOf(c *contract) *validator {
+	return &validator{c: c, failed: map[string]*mismatch{}, called: map[string]bool{}}
 }
 
 // record appends the operations not yet written by this process to its

@@ -40,31 +40,9 @@ func TestValidatorFindsMismatches(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &validator{c: c, failed: map[string]int{}, called: map[string]bool{}}
-			h := v.wrap(func(ctx *fasthttp.RequestCtx) {
-				ctx.SetStatusCode(tc.status)
-				switch {
-				case strings.HasPrefix(tc.body, "<"):
-					ctx.SetContentType("text/html; charset=utf-8")
-				case strings.HasPrefix(tc.body, "//"):
-					ctx.SetContentType("text/javascript; charset=utf-8")
-				default:
-					ctx.SetContentType("application/json")
-				}
-				ctx.SetBodyString(tc.body)
-			})
-			ctx := &fasthttp.RequestCtx{}
-			ctx.Request.Header.SetMethod(tc.method)
-			ctx.Request.SetRequestURI(tc.path)
-			ctx.Request.Header.SetHost("127.0.0.1:1")
-			ctx.Request.Header.Set("x-service-key", "k")
-			ctx.Request.Header.Set("x-service-secret", "s")
-			if tc.reqBody != "" {
-				ctx.Request.Header.SetContentType(tc.ctype)
-				ctx.Request.SetBodyString(tc.reqBody)
-			}
-			h(ctx)
-			got := strings.Join(v.order, "\n")
+			v := newValidatorOf(c)
+			serve(v, tc.method, tc.path, tc.ctype, tc.reqBody, tc.status, tc.body)
+			got := findings(v)
 			t.Log(got)
 			switch {
 			case tc.want == "" && got != "":
@@ -74,4 +52,68 @@ func TestValidatorFindsMismatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestValidatorCountsAMismatchOnce: answers wrong the same way, whatever
+// their bodies' values, are one finding counted each time (a test that
+// sends a hundred such requests reports one line, not a hundred), and a
+// different reason is a finding of its own.
+func TestValidatorCountsAMismatchOnce(t *testing.T) {
+	c := loadContract()
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	v := newValidatorOf(c)
+	for _, body := range []string{
+		`{"success":true,"data":{"status":"ok","uptime":3}}`,
+		`{"success":true,"data":{"status":"ok","uptime":4}}`,
+		`{"success":true,"data":{"status":"ok","uptime":5}}`,
+	} {
+		serve(v, "GET", "/healthz", "", "", 200, body)
+	}
+	serve(v, "GET", "/healthz", "", "", 200, `{"success":true,"data":{"status":1}}`)
+	if len(v.order) != 2 {
+		t.Fatalf("%d findings, want 2 (one counted 3 times, one once):\n%s", len(v.order), findings(v))
+	}
+	if got := v.order[0]; got.n != 3 || !strings.Contains(got.String(), "uptime") || !strings.Contains(got.String(), `"uptime":3`) {
+		t.Errorf("first finding %q seen %d times, want 3 naming uptime with the first body", got, got.n)
+	}
+	if got := v.order[1]; got.n != 1 || !strings.Contains(got.String(), "/data/status") {
+		t.Errorf("second finding %q seen %d times, want once naming /data/status", got, got.n)
+	}
+}
+
+// serve has v's wrapper answer one request with status and body.
+func serve(v *validator, method, path, ctype, reqBody string, status int, body string) {
+	h := v.wrap(func(ctx *fasthttp.RequestCtx) {
+		ctx.SetStatusCode(status)
+		switch {
+		case strings.HasPrefix(body, "<"):
+			ctx.SetContentType("text/html; charset=utf-8")
+		case strings.HasPrefix(body, "//"):
+			ctx.SetContentType("text/javascript; charset=utf-8")
+		default:
+			ctx.SetContentType("application/json")
+		}
+		ctx.SetBodyString(body)
+	})
+	ctx := &fasthttp.RequestCtx{}
+	ctx.Request.Header.SetMethod(method)
+	ctx.Request.SetRequestURI(path)
+	ctx.Request.Header.SetHost("127.0.0.1:1")
+	ctx.Request.Header.Set("x-service-key", "k")
+	ctx.Request.Header.Set("x-service-secret", "s")
+	if reqBody != "" {
+		ctx.Request.Header.SetContentType(ctype)
+		ctx.Request.SetBodyString(reqBody)
+	}
+	h(ctx)
+}
+
+func findings(v *validator) string {
+	var b strings.Builder
+	for _, m := range v.order {
+		b.WriteString(m.String() + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
