@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -45,15 +44,18 @@ func TestEveryOperationIsCalled(t *testing.T) {
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
-			// "METHOD /template STATUS"
-			method, rest, _ := strings.Cut(strings.TrimSpace(sc.Text()), " ")
-			path, status, _ := strings.Cut(rest, " ")
-			if method == "" || path == "" {
+			line := sc.Text()
+			if strings.TrimSpace(line) == "" {
 				continue
 			}
-			op := method + " " + path
+			c, ok := servertest.ParseCall(line)
+			if !ok {
+				t.Errorf("%s: %q is not a call servertest writes (servertest.Call)", name, line)
+				continue
+			}
+			op := c.Method + " " + c.Path
 			called[op] = true
-			if st, err := strconv.Atoi(status); err == nil && st < 400 {
+			if c.Status < 400 {
 				accepted[op] = true
 			}
 		}

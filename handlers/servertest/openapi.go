@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +49,32 @@ import (
 
 // CallsEnv names the directory the operations called are written to.
 const CallsEnv = "TICKETD_API_CALLS"
+
+// Call is one line of a calls file under TICKETD_API_CALLS: an
+// operation (its method and the document's path template) answered with
+// a status, written "METHOD /template STATUS".
+type Call struct {
+	Method, Path string
+	Status       int
+}
+
+// String is c's line.
+func (c Call) String() string {
+	return fmt.Sprintf("%s %s %d", c.Method, c.Path, c.Status)
+}
+
+// ParseCall reads a line String wrote; ok is false for any other line.
+func ParseCall(line string) (c Call, ok bool) {
+	f := strings.Fields(line)
+	if len(f) != 3 || !strings.HasPrefix(f[1], "/") {
+		return Call{}, false
+	}
+	st, err := strconv.Atoi(f[2])
+	if err != nil || st < 100 || st > 599 {
+		return Call{}, false
+	}
+	return Call{Method: f[0], Path: f[1], Status: st}, true
+}
 
 // contract is the document, loaded once a process: resp is a strict copy
 // for answers, reqDoc the document as written for requests.
@@ -204,7 +231,7 @@ type validator struct {
 	mu     sync.Mutex
 	failed map[string]*mismatch // by operation, status and reason
 	order  []*mismatch
-	called map[string]bool // "METHOD /template STATUS"
+	called map[string]bool // Call.String()
 }
 
 // wrap validates the requests h answers (see above).
@@ -230,7 +257,7 @@ func (v *validator) check(req *http.Request, body []byte, resp *fasthttp.Respons
 	op := req.Method + " " + route.Path
 	status := resp.StatusCode()
 	v.mu.Lock()
-	v.called[fmt.Sprintf("%s %d", op, status)] = true
+	v.called[Call{Method: req.Method, Path: route.Path, Status: status}.String()] = true
 	v.mu.Unlock()
 	ctx := context.Background()
 	if status < 400 {

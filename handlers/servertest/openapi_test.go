@@ -117,3 +117,22 @@ func findings(v *validator) string {
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+// TestCallLine: a call written to TICKETD_API_CALLS reads back as itself
+// (handlers/apidoc's TestEveryOperationIsCalled reads them with
+// ParseCall), and a line that is not one is refused rather than misread.
+func TestCallLine(t *testing.T) {
+	c := Call{Method: "POST", Path: "/v1/channel/events/{id}/quote", Status: 409}
+	line := c.String()
+	if line != "POST /v1/channel/events/{id}/quote 409" {
+		t.Errorf("line %q", line)
+	}
+	if got, ok := ParseCall(line); !ok || got != c {
+		t.Errorf("ParseCall(%q) = %+v, %v; want %+v", line, got, ok, c)
+	}
+	for _, bad := range []string{"", "GET", "GET /healthz", "GET /healthz ok", "GET healthz 200", "GET /healthz 200 extra", "GET /healthz 2000"} {
+		if got, ok := ParseCall(bad); ok {
+			t.Errorf("ParseCall(%q) = %+v, want refused", bad, got)
+		}
+	}
+}
