@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -72,22 +71,12 @@ func runTicketdLog(t *testing.T, cfg config, opts options, log *slog.Logger) str
 	return ""
 }
 
+// call sends a request and returns the status and body (fetchHeaders
+// without the headers).
 func call(t *testing.T, method, url string, headers map[string]string, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	if body != "" && req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json") // as the OpenAPI document asks
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	st, _, b := fetchHeaders(t, method, url, headers, body)
+	return st, b
 }
 
 // demoFlow does what the three printed curl lines do and returns the paid
