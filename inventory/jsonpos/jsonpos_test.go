@@ -51,6 +51,16 @@ func TestOfLocatesSyntaxErrors(t *testing.T) {
 			want: jsonpos.Pos{Byte: 9, Line: 4, Column: 1}, str: "at byte 9 (line 4, column 1)"},
 		{name: "multi-line: after the value, tab and blank line before it", in: "\t{}\n\n  ]",
 			want: jsonpos.Pos{Byte: 8, Line: 3, Column: 3}, str: "at byte 8 (line 3, column 3)"},
+		// A raw newline inside a string is itself the bad byte: it is the
+		// last byte of the line it ends.
+		{name: "multi-line: a raw newline in a string", in: "{\"a\":\"x\ny\"}",
+			want: jsonpos.Pos{Byte: 8, Line: 1, Column: 8}, str: "at byte 8 (line 1, column 8)"},
+		// Windows line ends: \r\n is one line break, the \r the last byte
+		// of the line before.
+		{name: "multi-line: CRLF line ends", in: "{\"a\":1,\r\n\"b\":?}",
+			want: jsonpos.Pos{Byte: 14, Line: 2, Column: 5}, str: "at byte 14 (line 2, column 5)"},
+		{name: "multi-line: CRLF, first column of the last line", in: "{\r\n\"a\":1,\r\n}",
+			want: jsonpos.Pos{Byte: 12, Line: 3, Column: 1}, str: "at byte 12 (line 3, column 1)"},
 		// é, ü and ß are two bytes each: columns count bytes (x is the
 		// 10th character, the 12th byte).
 		{name: "multibyte before the error", in: `{"é":"ü",x}`,
@@ -63,6 +73,12 @@ func TestOfLocatesSyntaxErrors(t *testing.T) {
 			want: jsonpos.Pos{Byte: 1, Line: 1, Column: 1}, str: "at byte 1 (line 1, column 1)"},
 		{name: "multibyte, data after the value", in: `{"a":"é"}}`,
 			want: jsonpos.Pos{Byte: 11, Line: 1, Column: 11}, str: "at byte 11 (line 1, column 11)"},
+		// A byte order mark (an editor's, three bytes) is no JSON: the
+		// first byte is named, not the character after the mark.
+		{name: "multibyte: a UTF-8 byte order mark", in: "\ufeff{}",
+			want: jsonpos.Pos{Byte: 1, Line: 1, Column: 1}, str: "at byte 1 (line 1, column 1)"},
+		{name: "multibyte on the line before, error on the next", in: "{\"a\":1,\n\"é\":}",
+			want: jsonpos.Pos{Byte: 14, Line: 2, Column: 6}, str: "at byte 14 (line 2, column 6)"},
 		// An input that ends early: the error is after its last byte;
 		// Line and Column name that last byte.
 		{name: "end: an object cut after a value", in: `{"a":1`,
@@ -73,6 +89,8 @@ func TestOfLocatesSyntaxErrors(t *testing.T) {
 			want: jsonpos.Pos{Byte: 4, Line: 1, Column: 4, AtEnd: true}, str: "at the end of the body (after byte 4)"},
 		{name: "end: an unterminated string with multibyte", in: `"aé`,
 			want: jsonpos.Pos{Byte: 4, Line: 1, Column: 4, AtEnd: true}, str: "at the end of the body (after byte 4)"},
+		{name: "end: cut after a newline, multibyte before it", in: "[\"é\",\n\"ü\"\n",
+			want: jsonpos.Pos{Byte: 12, Line: 2, Column: 5, AtEnd: true}, str: "at the end of the body (after byte 12)"},
 		{name: "empty input", in: ``,
 			want: jsonpos.Pos{Byte: 0, Line: 1, Column: 1, AtEnd: true}, str: "at the end of the body (after byte 0)"},
 		{name: "blank input", in: " \n",
