@@ -3,6 +3,7 @@ package apidoc_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -35,6 +36,25 @@ func load(t *testing.T) *openapi3.T {
 		t.Fatalf("openapi.json does not load: %v", err)
 	}
 	return doc
+}
+
+// TestEveryComponentIsUsed: every response, schema and parameter under
+// components is referenced: one nobody uses describes nothing ticketd
+// answers, and a reader looking it up is misled.
+func TestEveryComponentIsUsed(t *testing.T) {
+	var raw struct {
+		Components map[string]map[string]json.RawMessage `json:"components"`
+	}
+	if err := json.Unmarshal(apidoc.Document, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"responses", "schemas", "parameters"} {
+		for _, name := range slices.Sorted(maps.Keys(raw.Components[kind])) {
+			if !bytes.Contains(apidoc.Document, []byte(`"#/components/`+kind+`/`+name+`"`)) {
+				t.Errorf("components.%s.%s is referenced nowhere: use it or remove it", kind, name)
+			}
+		}
+	}
 }
 
 // TestDocumentValidates: the document is valid OpenAPI 3.0 (kin-openapi's
