@@ -1052,17 +1052,19 @@ func TestBrowserDemoShopWaitingRoomOpens(t *testing.T) {
 }
 
 // A seat map behind a waiting room (ev_demo_room_seated): the buyer
-// joins, is let in, and only then the picker shows; the shop hands it the
-// pass, which its first hold burns, so the seats are held for the buyer
-// (no more than the pass's 2), a reload keeps them and says so, and they
-// are paid for as any seats.
+// joins for one seat, is let in, and only then the picker shows; the shop
+// hands it the pass and the seats it covers, so best-available asks for 1
+// seat (not the picker's usual 2) and no more; the pass's first hold burns
+// it, so the seat is held for the buyer (no more than the pass's 1, and a
+// refusal says how many the place covers), a reload keeps it and says so,
+// and it is paid for as any seat.
 func TestBrowserDemoShopSeatedWaitingRoom(t *testing.T) {
 	s := startShopWith(t, func(c *config) { c.demoRoomT0 = time.Second })
 	ctx := browser(t)
 	do(t, ctx, chromedp.Navigate(s.shop+"/seated.html?event=ev_demo_room_seated"), chromedp.WaitVisible(chromedp.ID("room-email")),
 		until(`document.getElementById('order').hidden`),
 		chromedp.SendKeys(chromedp.ID("room-email"), "grace@example.com"),
-		chromedp.SetValue(chromedp.ID("room-qty"), "2"),
+		chromedp.SetValue(chromedp.ID("room-qty"), "1"),
 		chromedp.Click(chromedp.ID("room-go")),
 		until(`document.getElementById('room').dataset.state === 'admitted'`),
 		until(`!document.getElementById('order').hidden`),
@@ -1072,21 +1074,41 @@ func TestBrowserDemoShopSeatedWaitingRoom(t *testing.T) {
 	do(t, ctx, until(`document.getElementById('picker').style.height !== ''`))
 	shot(t, ctx, "0-admitted", false)
 	frame := inPicker(t, ctx, "A-4") // the shot may have redrawn the map
-	for _, l := range []string{"A-4", "A-5"} {
-		do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="`+l+`"]`), chromedp.FromNode(frame)),
-			chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="`+l+`"]`)))
-		waitSeat(t, ctx, frame, l, "mine")
+	// best-available asks for the pass's 1 seat, and offers no more
+	if got := inFrame[string](t, ctx, frame, `(() => { const q = document.getElementById('best-qty');
+		return q.value + ' of ' + [...q.options].map((o) => o.value).join(','); })()`); got != "1 of 1" {
+		t.Fatalf("the picker's best-available count is %q, want 1 of 1 (the seats the pass covers)", got)
 	}
-	// the pass covers 2: a third seat is refused, and the buyer told
-	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="A-6"]`), chromedp.FromNode(frame)))
-	waitSeat(t, ctx, frame, "A-6", "free")
-	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#seats [data-seat]').length`)); n != 2 {
-		t.Fatalf("the shop lists %d seats, want the pass's 2", n)
+	// A host whose hello does not say the seats (no quantity) leaves the
+	// picker's usual 2: Find seats is refused with nothing held, and the
+	// buyer told how many seats the place covers (the server says).
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById('picker').contentWindow.postMessage(
+		{ source: 'service-host', type: 'hello', queued: true, pass: sessionStorage.getItem('seatpass:ev_demo_room_seated') }, `+
+		"`"+s.api+"`"+`)`))
+	inFrame[bool](t, ctx, frame, `document.getElementById('best-qty').value === '2'`)
+	do(t, ctx, chromedp.Click(chromedp.ID("best-go"), chromedp.FromNode(frame)))
+	said := inFrame[string](t, ctx, frame, `(() => { const t = document.getElementById('live').textContent;
+		return /place in the queue/.test(t) ? t : ''; })()`)
+	if !strings.Contains(said, "Your place in the queue covers 1 seat,") || strings.Contains(said, "Let go") {
+		t.Fatalf("with no seat held, the picker says %q of 2 seats, want that the place covers 1 seat", said)
+	}
+	if n := inFrame[int](t, ctx, frame, `document.querySelectorAll('[data-state="mine"]').length + 1`); n != 1 {
+		t.Fatalf("the refused best-available left %d seats held", n-1)
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="A-4"]`), chromedp.FromNode(frame)),
+		chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-4"]`)))
+	waitSeat(t, ctx, frame, "A-4", "mine")
+	// the pass covers 1: a second seat is refused, and the buyer told
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="A-5"]`), chromedp.FromNode(frame)))
+	waitSeat(t, ctx, frame, "A-5", "free")
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('#seats [data-seat]').length`)); n != 1 {
+		t.Fatalf("the shop lists %d seats, want the pass's 1", n)
 	}
 	// the first hold used the pass: the room says the seats are held
 	do(t, ctx, until(`/holds your seats/.test(document.getElementById('room-detail').textContent)`))
-	if said := inFrame[string](t, ctx, frame, `document.getElementById('live').textContent`); !strings.Contains(said, "your place in the queue covers") {
-		t.Fatalf("the picker says %q of a third seat, want that the place covers 2", said)
+	if said := inFrame[string](t, ctx, frame, `(() => { const t = document.getElementById('live').textContent;
+		return /Let go/.test(t) ? t : ''; })()`); !strings.Contains(said, "Your place in the queue covers 1 seat and you have it. Let go of a seat") {
+		t.Fatalf("the picker says %q of a second seat, want that the place covers 1 seat", said)
 	}
 	shot(t, ctx, "1-seats-held", false)
 
@@ -1095,7 +1117,7 @@ func TestBrowserDemoShopSeatedWaitingRoom(t *testing.T) {
 		until(`!document.getElementById('order').hidden`))
 	frame = inPicker(t, ctx, "A-4")
 	waitSeat(t, ctx, frame, "A-4", "mine")
-	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-5"]`)))
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-4"]`)))
 
 	// the picker forgets its hold token (its storage gone), and the page
 	// reloads: the shop's pass, kept, finds the same token again (the
@@ -1104,12 +1126,11 @@ func TestBrowserDemoShopSeatedWaitingRoom(t *testing.T) {
 	do(t, ctx, chromedp.Reload(), until(`/holds your seats/.test(document.getElementById('room-detail').textContent)`))
 	frame = inPicker(t, ctx, "A-4")
 	waitSeat(t, ctx, frame, "A-4", "mine")
-	waitSeat(t, ctx, frame, "A-5", "mine")
-	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-5"]`)))
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#seats [data-seat="A-4"]`)))
 
 	do(t, ctx, chromedp.SendKeys(chromedp.ID("name"), "Grace Hopper"),
-		// two Front seats at 45.00 and a fee of 2.00 a seat
-		until(`document.getElementById('pay-card').textContent === 'Pay $94.00 by card' && !document.getElementById('pay-card').disabled`))
+		// one Front seat at 45.00 and a fee of 2.00 a seat
+		until(`document.getElementById('pay-card').textContent === 'Pay $47.00 by card' && !document.getElementById('pay-card').disabled`))
 	shot(t, ctx, "2-order", true)
 	loc := payOnHostedPage(t, ctx, s.shop)
 	checkSuccess(t, ctx, s, loc)

@@ -55,6 +55,7 @@
     host: '', // the origin of the host page that said hello
     pass: '', // the waiting room's pass the host handed over (its hello), for the first hold token
     queued: false, // the host sells through a waiting room (its hello): a hold holds the pass's seats at most
+    covers: 0, // the seats the pass covers, when the host's hello says (its quantity): best-available's count and cap
     recover: false, // the host's pass made a hold token this page may not know (its hello)
     zoom: 1, userZoom: false, fit: 1, w: 0, h: 0, svg: null,
     warned: false, expiring: false, focus: '',
@@ -65,12 +66,13 @@
   // ---- the API ----
 
   class ApiError extends Error {
-    constructor(code, message, data, retryAfter, status) {
+    constructor(code, message, data, retryAfter, status, env) {
       super(message || code);
       this.code = code;
       this.data = data || {};
       this.retryAfter = retryAfter;
       this.status = status || 0;
+      this.env = env || {}; // the whole answer: its top-level fields (maxPerOrder)
     }
   }
 
@@ -103,7 +105,7 @@
     }
     if (res.ok && env && env.success) return env.data;
     throw new ApiError((env && env.code) || 'HTTP_' + res.status, env && env.message, env && env.data,
-      Number(res.headers.get('retry-after')) || 0, res.status);
+      Number(res.headers.get('retry-after')) || 0, res.status, env);
   }
 
   // words turns a refusal into what the buyer reads: never a code.
@@ -131,7 +133,7 @@
       case 'SEAT_NOT_PRICED':
         return 'That seat is not for sale.';
       case 'MAX_PER_ORDER_EXCEEDED':
-        if (st.queued) return 'You have as many seats as your place in the queue covers. Let go of a seat to pick another one.';
+        if (st.queued) return queueLimitWords(st.covers || Number(e.env.maxPerOrder) || 0);
         return 'You have as many seats as one order can hold. Let go of a seat to pick another one.';
       case 'HOLD_LIMIT_REACHED':
         return 'Too many seat holds and unpaid orders are open from your connection for this event. ' +
@@ -151,6 +153,32 @@
       default:
         return 'Something went wrong. Please try again.';
     }
+  }
+
+  // queueLimitWords says why a hold beyond what the buyer's place in the
+  // queue covers (n seats; 0 not known) was refused, and what to do.
+  function queueLimitWords(n) {
+    const have = st.mine.length;
+    if (!n) return 'You have as many seats as your place in the queue covers. Let go of a seat to pick another one.';
+    const covers = 'Your place in the queue covers ' + seatCount(n);
+    if (!have) return covers + ', so you can hold ' + (n === 1 ? '1 seat.' : 'up to ' + n + ' at once.');
+    if (have < n) return covers + ' and you have ' + have + ': you can add ' + (n - have) + ' more.';
+    return covers + ' and you have ' + (n === 1 ? 'it' : 'them all') + '. Let go of a seat to pick another one.';
+  }
+
+  const seatCount = (n) => n + (n === 1 ? ' seat' : ' seats');
+
+  // bestCount offers best-available counts of 1 to the most the buyer may
+  // hold: the seats their place in the queue covers (the host's hello
+  // says), else the page's 10. Its default is that many, or 2.
+  const BEST_MAX = ui.qty.options.length;
+  const BEST_DEFAULT = ui.qty.value;
+  function bestCount(n) {
+    const most = n > 0 && n < BEST_MAX ? n : BEST_MAX;
+    const opts = [];
+    for (let i = 1; i <= most; i++) opts.push(new Option(String(i), String(i)));
+    ui.qty.replaceChildren(...opts);
+    ui.qty.value = n > 0 ? String(most) : BEST_DEFAULT;
   }
 
   // saleOpen reports whether the on-sale time has passed by the server's
@@ -251,6 +279,10 @@
     st.recover = d.recover === true;
     if (st.recover && root.classList.contains('ready')) enqueue(recoverToken);
     st.queued = d.queued === true;
+    // the seats the pass covers: best-available asks for that many at most
+    const q = st.queued && Number.isInteger(d.quantity) && d.quantity > 0 ? d.quantity : 0;
+    if (q !== st.covers) bestCount(q);
+    st.covers = q;
     post();
     sentHeight = 0;
     postHeight();

@@ -25,6 +25,7 @@
     // gave, which the picker's first hold burns (handed over in the hello).
     room: null,
     pass: '',
+    quantity: 0, // the seats the pass covers (what the buyer joined the queue for)
     holding: false, // the room says the pass made the buyer's hold token
     shown: false // the picker and the order form are on the page
   };
@@ -223,12 +224,14 @@
   }
 
   // hello tells the picker who its host is (to its origin only), with the
-  // waiting room's pass when there is one; it answers with the seats it
-  // holds.
+  // waiting room's pass when there is one and the seats it covers
+  // (quantity); it answers with the seats it holds.
   function hello() {
     const m = { source: 'service-host', type: 'hello' };
     if (state.room) m.queued = true; // seats are held through the queue
     if (state.pass) m.pass = state.pass;
+    // the seats the pass covers: the picker's best-available asks for that many at most
+    if (state.room && state.quantity > 0) m.quantity = state.quantity;
     if (state.pass && state.holding) m.recover = true; // the pass made the hold token already
     $('picker').contentWindow.postMessage(m, state.origin);
   }
@@ -281,8 +284,9 @@
   // admitted: the room let the buyer in with a pass, which the picker's
   // first hold uses (a new pass, after a lapsed one, reaches it too).
   function admitted(p) {
-    const fresh = p.pass !== state.pass;
+    const fresh = p.pass !== state.pass || p.quantity !== state.quantity;
     keepPass(p.pass);
+    state.quantity = p.quantity;
     joined(p.email);
     if (state.shown && fresh) hello();
     show();
@@ -292,6 +296,7 @@
   // the picker keeps them, and the pass (kept) finds the token again.
   function used(p) {
     if (!state.pass) state.pass = keptPass();
+    state.quantity = p.quantity;
     state.holding = true;
     joined(p.email);
     show();
