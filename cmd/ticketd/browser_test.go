@@ -296,16 +296,28 @@ func TestBrowserDemoShopOffersOnlyTheMethodsTicketdTakes(t *testing.T) {
 		until(`document.getElementById('pay-wallet').hidden`))
 }
 
-// A free event: registering confirms at once, with no payment page.
+// A free event: from the start the page offers free tickets, with no
+// payment choice, wallet or discount code; registering confirms at once,
+// with no payment page.
 func TestBrowserDemoShopFree(t *testing.T) {
 	s := startShop(t)
 	ctx := browser(t)
 	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_free"] a`)),
 		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_free"] a`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_free"] .plus`)),
-		chromedp.Click(chromedp.CSS(`[data-ticket="tk_free"] .plus`)))
+		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_free"] .plus`)))
+	// before a ticket is chosen: no "Continue to payment", no wallet, no
+	// discount code, no checkout-page note
+	free := `(() => { const v = (id) => { const e = document.getElementById(id); return !e.hidden && e.getClientRects().length > 0; };
+		return document.getElementById('pay-card').textContent + '|' + ['pay-card', 'pay-wallet', 'discount-box', 'secure'].filter(v).join(','); })()`
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](free)); err != nil || got != "Get free tickets|pay-card" {
+		t.Fatalf("the free event's page before a ticket is chosen: %q (%v), want the button \"Get free tickets\" and no wallet, discount code or payment note", got, err)
+	}
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-ticket="tk_free"] .plus`)))
 	do(t, ctx, buyer("Grace Hopper", "grace@example.com")...)
 	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Get free tickets' && !document.getElementById('pay-card').disabled`))
+	if got, err := chromedp.Run(ctx, chromedp.Evaluate[string](free)); err != nil || got != "Get free tickets|pay-card" {
+		t.Fatalf("the free event's page with a ticket chosen: %q (%v), want the button \"Get free tickets\" alone", got, err)
+	}
 	shot(t, ctx, "1-order", true)
 	do(t, ctx, chromedp.Click(chromedp.ID("pay-card")), chromedp.WaitVisible(chromedp.CSS(`#done[data-status="confirmed"]`)))
 	loc, _ := chromedp.Run(ctx, chromedp.Location())

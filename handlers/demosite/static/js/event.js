@@ -120,6 +120,13 @@
     return Shop.el('div', { class: cls || '' }, Shop.el('dt', { text: label }), Shop.el('dd', { text: value }));
   }
 
+  // freeEvent says whether nothing the event sells costs anything: every
+  // ticket (and extra) it lists is priced 0.
+  function freeEvent(ev) {
+    const zero = function (x) { return Shop.cents(x.price) === 0; };
+    return ev.tickets.length > 0 && ev.tickets.every(zero) && (ev.extras || []).every(zero);
+  }
+
   function renderSummary() {
     const ev = state.ev;
     const cur = ev.currency;
@@ -138,7 +145,9 @@
     const totals = $('totals');
     totals.replaceChildren();
     const q = state.quote;
-    const free = q && Shop.cents(q.total) === 0;
+    // Free: the quote's total is 0 or, before a quote, nothing on sale
+    // costs anything (a free event shows no payment choices at all).
+    const free = q ? Shop.cents(q.total) === 0 : freeEvent(ev);
     if (ids.length && q) {
       // The quote's subtotal is the tickets'; extras are added after the
       // discount (pricing: total = subtotal - discount + extras + fee + VAT).
