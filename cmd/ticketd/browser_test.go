@@ -484,14 +484,18 @@ func inFrame[T any](t *testing.T, ctx context.Context, frame *chromedp.Node, js 
 // notice, the shop's banner (the framed picker draws no TEST MODE line);
 // one hold notice, the picker's; the frame as tall as the picker, with
 // nothing empty under it; the Box row marked not for sale, not as sold;
-// and the map, scrolled to, opening at its start: row A's label and first
-// seat in view with the picker's selection summary.
+// the shop's payment note naming no vendor (the shop is the host's); the
+// best-available Price choice wide enough for every choice's words; and
+// the map, scrolled to, opening at its start: row A's label, its first
+// seat and the stage's label in view with the picker's selection summary,
+// which is as wide as the panels above it (on a phone and on a desktop).
 func checkSeatedPage(t *testing.T, ctx context.Context, frame *chromedp.Node) {
 	t.Helper()
 	page, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](`(() => {
 		const main = document.querySelector('main');
 		return { h1: [...document.querySelectorAll('h1')].map((h) => h.textContent).join('|'),
-			held: (main.innerText.match(/held/gi) || []).length, testMode: (document.body.innerText.match(/TEST MODE/g) || []).length };
+			held: (main.innerText.match(/held/gi) || []).length, testMode: (document.body.innerText.match(/TEST MODE/g) || []).length,
+			secure: document.querySelector('#shop .secure').textContent.trim(), vendor: /ticketd/i.test(document.getElementById('shop').innerText) };
 	})()`))
 	if err != nil {
 		t.Fatal(err)
@@ -513,6 +517,21 @@ func checkSeatedPage(t *testing.T, ctx context.Context, frame *chromedp.Node) {
 			t.Fatalf("the picker in the seated page: %v, want %v", in, want)
 		}
 	}
+	if page["secure"] != "Secure payment on the checkout page" || page["vendor"] != false {
+		t.Fatalf("the shop's order form says %q (names ticketd: %v), want \"Secure payment on the checkout page\" and no vendor's name", page["secure"], page["vendor"])
+	}
+	// The Price choice is as wide as its widest choice needs (on a phone
+	// it once read "Any pri…").
+	if fit := inFrame[map[string]float64](t, ctx, frame, `(() => {
+		const s = document.getElementById('best-cat'), c = s.cloneNode(true);
+		c.style.cssText = 'position:absolute;visibility:hidden;width:auto;min-width:0';
+		document.body.appendChild(c);
+		const need = c.getBoundingClientRect().width;
+		c.remove();
+		return { has: s.getBoundingClientRect().width, need };
+	})()`); fit["has"] < fit["need"]-0.5 {
+		t.Fatalf("on a phone the best-available Price choice is %v px wide, its words need %v", fit["has"], fit["need"])
+	}
 	if page["h1"] != "Demo Concert Hall" || page["held"] != 0.0 || page["testMode"] != 1.0 {
 		t.Fatalf("the seated page: headings %q, %v mentions of holding outside the picker, %v TEST MODE notices (want the event's name once, "+
 			"none: the picker has the one hold notice, and the shop's one TEST MODE notice)", page["h1"], page["held"], page["testMode"])
@@ -529,15 +548,15 @@ func checkSeatedPage(t *testing.T, ctx context.Context, frame *chromedp.Node) {
 		return `(() => { const r = document.querySelector('` + sel + `').getBoundingClientRect(); return { l: r.left, r: r.right, t: r.top, b: r.bottom }; })()`
 	}
 	rects := inFrame[map[string]map[string]float64](t, ctx, frame, `({ seat: `+box(`[data-seat-label="A-1"] .seat-bg`)+`,
-		label: `+box(`[aria-label="Row A"] .row-label`)+`, summary: `+box(`#summary`)+`, wrap: `+box(`#map-wrap`)+`,
-		scroll: { l: document.getElementById('map-wrap').scrollLeft } })`)
+		label: `+box(`[aria-label="Row A"] .row-label`)+`, stage: `+box(`.stage-text`)+`, summary: `+box(`#summary`)+`, wrap: `+box(`#map-wrap`)+`,
+		card: `+box(`.map-card`)+`, scroll: { l: document.getElementById('map-wrap').scrollLeft } })`)
 	view, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](`({ top: document.getElementById('picker').getBoundingClientRect().top, h: innerHeight })`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	viewShot(t, ctx, "2-map-in-view")
 	wrap := rects["wrap"]
-	for _, k := range []string{"seat", "label", "summary"} {
+	for _, k := range []string{"seat", "label", "stage", "summary"} {
 		r := rects[k]
 		inView := view["top"]+r["t"] >= 0 && view["top"]+r["b"] <= view["h"]
 		inMap := k == "summary" || r["l"] >= wrap["l"] && r["r"] <= wrap["r"]
@@ -546,6 +565,19 @@ func checkSeatedPage(t *testing.T, ctx context.Context, frame *chromedp.Node) {
 				k, r, view["top"], view["h"], wrap, rects["scroll"]["l"])
 		}
 	}
+	// the summary bar is as wide as the panels above it, on a phone and on
+	// a desktop
+	aligned := `(() => { const a = document.getElementById('summary').getBoundingClientRect(), b = document.querySelector('.map-card').getBoundingClientRect();
+		return Math.abs(a.left - b.left) <= 1 && Math.abs(a.right - b.right) <= 1 ? 'yes' : 'no: summary ' + a.left + '-' + a.right + ', map ' + b.left + '-' + b.right; })()`
+	if got := inFrame[string](t, ctx, frame, aligned); got != "yes" {
+		t.Fatalf("on a phone the picker's summary bar is not as wide as the map above it: %s", got)
+	}
+	do(t, ctx, browsertest.Desktop)
+	do(t, ctx, until(`innerWidth === 1280`))
+	if got := inFrame[string](t, ctx, frame, aligned); got != "yes" {
+		t.Fatalf("on a desktop the picker's summary bar is not as wide as the map above it: %s", got)
+	}
+	do(t, ctx, browsertest.Phone)
 }
 
 // A cart of several lines: the access code unlocks the hidden Crew

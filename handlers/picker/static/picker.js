@@ -58,6 +58,7 @@
     covers: 0, // the seats the pass covers, when the host's hello says (its quantity): best-available's count and cap
     recover: false, // the host's pass made a hold token this page may not know (its hello)
     zoom: 1, userZoom: false, fit: 1, w: 0, h: 0, svg: null,
+    stage: null, // the stage bar: its x and width in map units, and its label (placeStage)
     warned: false, expiring: false, focus: '',
     onSale: false, // set by start, and by tick when the on-sale time passes
     hint: '', // the map's hint once seats are on sale
@@ -706,8 +707,9 @@
     st.h = h;
 
     const svg = el('svg', { viewBox: '0 0 ' + w + ' ' + h, class: 'map', role: 'group', 'aria-label': 'Seat map' });
-    el('rect', { x: w / 2 - Math.min(w * 0.3, 180), y: 8, width: Math.min(w * 0.6, 360), height: 28, rx: 6, class: 'stage' }, svg);
-    text(svg, w / 2, 27, 'stage-text', 'STAGE');
+    const sw = Math.min(w * 0.6, 360);
+    el('rect', { x: w / 2 - sw / 2, y: 8, width: sw, height: 28, rx: 6, class: 'stage' }, svg);
+    st.stage = { x: w / 2 - sw / 2, w: sw, label: text(svg, w / 2, 27, 'stage-text', 'STAGE') };
 
     rows.forEach((r, ri) => {
       const cat = st.cats.get(r.category) || none;
@@ -786,6 +788,8 @@
     if (first) rove(first);
     fitZoom();
     ui.wrap.scrollLeft = 0;
+
+    ui.wrap.addEventListener('scroll', placeStage, { passive: true });
 
     svg.addEventListener('click', (e) => {
       const g = e.target.closest && e.target.closest('.seat');
@@ -918,6 +922,21 @@
     ui.zoomOut.disabled = st.zoom <= Math.min(st.fit, 1) + 0.001;
     ui.wrap.parentElement.classList.toggle('overflows', st.w * st.zoom > ui.wrap.clientWidth + 1);
     ui.zoomIn.disabled = st.zoom >= 2.5 - 0.001;
+    placeStage();
+  }
+
+  // placeStage keeps the stage's label in the part of the stage bar in
+  // view: on a phone the map is wider than the screen and opens at its
+  // start, where a label at the bar's middle would show cut off, or not at
+  // all, until the buyer swipes.
+  function placeStage() {
+    const s = st.stage;
+    if (!s || !st.svg) return;
+    const left = (ui.wrap.getBoundingClientRect().left - st.svg.getBoundingClientRect().left) / st.zoom;
+    const from = Math.max(s.x, left);
+    const to = Math.min(s.x + s.w, left + ui.wrap.clientWidth / st.zoom);
+    const half = 36; // half the label's width and a margin, in map units
+    s.label.setAttribute('x', String(Math.min(Math.max((from + to) / 2, s.x + half), s.x + s.w - half)));
   }
 
   function fitZoom() {
