@@ -108,8 +108,11 @@ func TestSeatedWaitingRoomOverHTTP(t *testing.T) {
 	if expect(t, r0, 200, ""); !strings.Contains(string(r0.Data), `"state":"admitted"`) {
 		t.Fatalf("leave of a holding place: %s, want state admitted", r0.Data)
 	}
-	// the token holds the pass's 2 seats at most
-	expect(t, hold(t, s, seatedRoom, tok, "A-1", "A-2", "A-3"), 400, "MAX_PER_ORDER_EXCEEDED")
+	// the token holds the pass's 2 seats at most, and says so
+	capped := hold(t, s, seatedRoom, tok, "A-1", "A-2", "A-3")
+	if expect(t, capped, 400, "MAX_PER_ORDER_EXCEEDED"); !strings.Contains(capped.Message, "a waiting room pass for 2 seats") {
+		t.Fatalf("the cap's message %q does not name the pass's seats", capped.Message)
+	}
 	expect(t, hold(t, s, seatedRoom, tok, "A-1", "A-2"), 200, "")
 
 	// bob's pass through best-available: its token is the pass's, and

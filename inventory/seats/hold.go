@@ -99,7 +99,7 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 		}
 		if most < int64(limit) {
 			return HoldResult{}, apierr.MaxPerOrder(most, fmt.Sprintf(
-				"this hold token was made with a waiting room pass for %d seats, and holds at most that many; release some first", most))
+				"this hold token was made with a waiting room pass for %s, and holds at most that many; release some first", seatCount(most)))
 		}
 		return HoldResult{}, tokenLimitError(limit)
 	case reply.PassRequired, reply.PassUsed, reply.PassExpired:
@@ -123,7 +123,7 @@ func (e *Engine) Hold(ctx context.Context, ev *catalog.CompiledEvent, token stri
 // a token holds the seats of one order.
 func tokenLimitError(limit int) *apierr.Error {
 	return apierr.MaxPerOrder(int64(limit),
-		fmt.Sprintf("a hold holds at most %d seats for this event (its maxPerOrder); release some first", limit))
+		fmt.Sprintf("a hold holds at most %s for this event (its maxPerOrder); release some first", seatCount(int64(limit))))
 }
 
 // checkSeats validates labels against the event's map before Redis sees
@@ -162,4 +162,12 @@ func subtotal(ev *catalog.CompiledEvent, labels []string) money.Cents {
 		}
 	}
 	return sum
+}
+
+// seatCount is n seats, in words: "1 seat", "2 seats".
+func seatCount(n int64) string {
+	if n == 1 {
+		return "1 seat"
+	}
+	return strconv.FormatInt(n, 10) + " seats"
 }

@@ -2,6 +2,7 @@ package seats
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -26,8 +27,8 @@ func TestATokenHoldsAtMostMaxPerOrderSeats(t *testing.T) {
 	tok := b.token(t, ev.ID)
 	eleven := []string{"C-1", "C-2", "C-3", "C-4", "C-5", "C-6", "C-7", "C-8", "C-9", "C-10", "C-11"}
 	ae := apiErr(t, errOf(b.eng.Hold(b.ctx, ev, tok, eleven)), 400, "MAX_PER_ORDER_EXCEEDED")
-	if ae.Fields["maxPerOrder"] != int64(10) {
-		t.Fatalf("fields %v", ae.Fields)
+	if ae.Fields["maxPerOrder"] != int64(10) || !strings.Contains(ae.Message, "at most 10 seats for this event") {
+		t.Fatalf("fields %v, message %q", ae.Fields, ae.Message)
 	}
 	for _, l := range eleven[:10] {
 		if _, err := b.eng.Hold(b.ctx, ev, tok, []string{l}); err != nil {
@@ -161,5 +162,14 @@ func TestBestAvailableTakesANodeDecidedLimitFirst(t *testing.T) {
 	}
 	if got := b.seatsOf(t, ev.ID, tok); len(got) != 0 {
 		t.Fatalf("a refused best-available held %v", got)
+	}
+}
+
+// A refusal counts seats in words a buyer reads: one seat, not "1 seats".
+func TestSeatCountSaysOneSeat(t *testing.T) {
+	for n, want := range map[int64]string{1: "1 seat", 2: "2 seats", 10: "10 seats"} {
+		if got := seatCount(n); got != want {
+			t.Errorf("seatCount(%d) = %q, want %q", n, got, want)
+		}
 	}
 }
