@@ -38,8 +38,8 @@ func (a *API) saleable(ctx *fasthttp.RequestCtx, c *caller) (*catalog.CompiledEv
 	if ev.Status == catalog.StatusCancelled {
 		return nil, errCancelled
 	}
-	if !ev.SaleStarted(a.now()) {
-		return nil, apierr.Of("EVENT_NOT_AVAILABLE", "not on sale yet; on sale from %s", ev.OnSaleAt).With("onSaleAt", ev.OnSaleAt)
+	if e := views.OnSale(ev, a.now()); e != nil {
+		return nil, e
 	}
 	return ev, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/handlers/seating"
 	"github.com/ticketd/ticketd/handlers/storefront"
+	"github.com/ticketd/ticketd/handlers/views"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/seats"
@@ -58,7 +59,7 @@ func (p *Picker) seatGate(ep seating.Endpoint, h seating.Handler) fasthttp.Reque
 		ev := c.ev
 		e := storefront.Switched(ev)
 		if e == nil && ep.Writes() {
-			e = storefront.OnSale(ev, time.Now())
+			e = views.OnSale(ev, time.Now())
 		}
 		if e != nil {
 			httpx.Fail(ctx, e)

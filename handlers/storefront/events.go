@@ -56,21 +56,12 @@ func Switched(ev *catalog.CompiledEvent) *apierr.Error {
 func (a *API) saleable(r *request, ref string) (*catalog.CompiledEvent, *apierr.Error) {
 	ev, e := a.event(r, ref)
 	if e == nil {
-		e = OnSale(ev, time.Now())
+		e = views.OnSale(ev, time.Now())
 	}
 	if e != nil {
 		return nil, e
 	}
 	return ev, nil
-}
-
-// OnSale refuses an event whose onSaleAt is still ahead at now: the
-// detail shows it, but nothing can be quoted, bought or held.
-func OnSale(ev *catalog.CompiledEvent, now time.Time) *apierr.Error {
-	if !ev.SaleStarted(now) {
-		return apierr.Of("EVENT_NOT_AVAILABLE", "not on sale yet; on sale from %s", ev.OnSaleAt).With("onSaleAt", ev.OnSaleAt)
-	}
-	return nil
 }
 
 // eventDetail is GET /v1/storefront/events/:eventId.

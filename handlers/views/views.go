@@ -8,6 +8,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/money"
@@ -201,4 +202,13 @@ func QuoteOf(q pricing.Quote) Quote {
 		v.RefundProtection = &RefundView{Percent: json.Number(q.RefundProtection.Percent.String()), Amount: q.RefundProtection.Amount}
 	}
 	return v
+}
+
+// OnSale refuses an event whose onSaleAt is still ahead at now, on either
+// surface: its detail shows it, but nothing can be quoted, bought or held.
+func OnSale(ev *catalog.CompiledEvent, now time.Time) *apierr.Error {
+	if !ev.SaleStarted(now) {
+		return apierr.Of("EVENT_NOT_AVAILABLE", "not on sale yet; on sale from %s", ev.OnSaleAt).With("onSaleAt", ev.OnSaleAt)
+	}
+	return nil
 }
