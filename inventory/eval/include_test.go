@@ -47,8 +47,8 @@ func TestLibraryIncludesAnotherOnce(t *testing.T) {
 		t.Fatalf("expanded:\n%s\nwant:\n%s", src, want)
 	}
 	// lib/cart includes lib/capacity (and lib/check, lib/reply) itself: a script
-	// naming only cart gets capacity_short, once.
-	fsys["c.lua"] = lib("--@include cart\nreturn 1\n")
+	// naming only cart gets capacity_short, once (cart_refusal calls it).
+	fsys["c.lua"] = lib("--@include cart\nreturn cart_refusal\n")
 	fsys["lib/cart.lua"] = lib(mustRead(t, "lib/cart.lua"))
 	fsys["lib/capacity.lua"] = lib(mustRead(t, "lib/capacity.lua"))
 	fsys["lib/check.lua"] = lib(mustRead(t, "lib/check.lua"))
@@ -59,7 +59,7 @@ func TestLibraryIncludesAnotherOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := strings.Count(string(src), "local function capacity_short("); n != 1 ||
-		strings.Index(string(src), "local function capacity_short(") > strings.Index(string(src), "local function cart_args(") {
+		strings.Index(string(src), "local function capacity_short(") > strings.Index(string(src), "local function cart_refusal(") {
 		t.Fatalf("capacity_short defined %d times, or after the cart: %s", n, src)
 	}
 }
@@ -135,6 +135,73 @@ func TestReplyCodesBecomeNumbers(t *testing.T) {
 	} {
 		if _, err := parseReplyCodes([]byte("-- reply\n" + bad)); err == nil {
 			t.Errorf("%s: parsed", name)
+		}
+	}
+}
+
+// Source leaves out the top-level functions a script never reaches, and
+// keeps every one it may call: those its code names, and theirs, however
+// deep; a name in a whole-line comment keeps nothing.
+func TestUnreachedFunctionsAreLeftOut(t *testing.T) {
+	fsys := fstest.MapFS{
+		"lib/l.lua": lib("local function leaf(x)\n  return x\nend\n" +
+			"local function mid(x)\n  return leaf(x) + 1\nend\n" +
+			"local function unused(x)\n  return x\nend\n" +
+			"-- commented() is not a call: named in a comment only\n" +
+			"local function commented()\n  return 0\nend\n" +
+			"local K = 'kept'\n"),
+		"s.lua": lib("--@include l\n-- commented()\nreturn mid(1) .. K\n"),
+	}
+	src, err := expand(fsys, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range []string{"leaf", "mid"} {
+		if !strings.Contains(string(src), "local function "+fn+"(") {
+			t.Errorf("%s left out; it is called:\n%s", fn, src)
+		}
+	}
+	for _, fn := range []string{"unused", "commented"} {
+		if strings.Contains(string(src), "local function "+fn+"(") {
+			t.Errorf("%s kept; nothing calls it:\n%s", fn, src)
+		}
+	}
+	if !strings.Contains(string(src), "local K = 'kept'") {
+		t.Errorf("a top-level statement left out:\n%s", src)
+	}
+	// Every script: a library function named in its code is defined in it
+	// (nothing it calls was left out).
+	libFns := map[string]bool{}
+	libs, _ := fs.Glob(files, "lib/*.lua")
+	for _, l := range libs {
+		b, _ := files.ReadFile(l)
+		for _, m := range topFunc.FindAllSubmatch(b, -1) {
+			libFns[string(m[1])] = true
+		}
+	}
+	names, err := fs.Glob(files, "*.lua")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no scripts: %v", err)
+	}
+	for _, n := range names {
+		name := strings.TrimSuffix(n, ".lua")
+		src, err := Source(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defined := map[string]bool{}
+		for _, m := range topFunc.FindAllSubmatch(src, -1) {
+			defined[string(m[1])] = true
+		}
+		for _, line := range strings.Split(string(src), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "--") {
+				continue
+			}
+			for _, w := range ident.FindAllString(line, -1) {
+				if libFns[w] && !defined[w] {
+					t.Errorf("%s names %s, which it does not define", name, w)
+				}
+			}
 		}
 	}
 }

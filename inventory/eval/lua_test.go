@@ -77,9 +77,14 @@ func TestSeatRuleLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// each carries the rule's two functions (Source leaves out those a
+	// script does not call)
 	for _, s := range []string{"seat_hold", "seat_release"} {
-		if src, err := eval.Source(s); err != nil || !strings.Contains(string(src), string(lib)) {
-			t.Errorf("%s does not carry lib/seatrule: %v", s, err)
+		src, err := eval.Source(s)
+		for _, fn := range []string{"seat_taken_mark", "seat_alone"} {
+			if err != nil || !strings.Contains(string(src), "\nlocal function "+fn+"(") {
+				t.Errorf("%s does not carry lib/seatrule's %s: %v", s, fn, err)
+			}
 		}
 	}
 	rc, space := redistest.New(t)
