@@ -91,12 +91,46 @@ func expand(fsys fs.FS, name string) ([]byte, error) {
 
 // A top-level function of a script or library starts at a line
 // "local function <name>(" and ends at the next line "end", both at the
-// start of the line (lua.Files' layout: TestTopLevelFunctionsAreShakeable
-// holds every file to it).
+// start of the line, its body indented (or a whole one-line function);
+// lua.Files' layout, which TestEveryFileHasTheLayoutShakeReads holds
+// every file to.
 var (
 	topFunc = regexp.MustCompile(`^local function ([A-Za-z_][A-Za-z0-9_]*)\(`)
+	oneLine = regexp.MustCompile(`\bend\s*$`)
 	ident   = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 )
+
+// functionBlocks finds the top-level functions of lines: name -> its
+// first and last line, in order. ok is false when a function does not
+// have the layout above (no closing "end", or a body line at the start of
+// a line): then nothing may be left out.
+func functionBlocks(lines [][]byte) (blocks map[string][2]int, order []string, ok bool) {
+	blocks = map[string][2]int{}
+	for i := 0; i < len(lines); i++ {
+		m := topFunc.FindSubmatch(lines[i])
+		if m == nil {
+			continue
+		}
+		end := i
+		if !oneLine.Match(lines[i]) {
+			for end = i + 1; end < len(lines) && string(bytes.TrimRight(lines[end], " \t\r\n")) != "end"; end++ {
+				if l := lines[end]; len(l) > 0 && l[0] != ' ' && l[0] != '\t' && l[0] != '\n' && l[0] != '\r' {
+					return nil, nil, false
+				}
+			}
+			if end == len(lines) {
+				return nil, nil, false
+			}
+		}
+		if _, twice := blocks[string(m[1])]; twice {
+			return nil, nil, false
+		}
+		blocks[string(m[1])] = [2]int{i, end}
+		order = append(order, string(m[1]))
+		i = end
+	}
+	return blocks, order, true
+}
 
 // shake leaves out of an expanded script the top-level functions that
 // nothing it runs names: a function is kept when its name is in the
@@ -106,10 +140,16 @@ var (
 // closure; too little would fail in Redis).
 func shake(src []byte) []byte {
 	lines := bytes.SplitAfter(src, []byte("\n"))
-	type block struct{ from, to int } // lines [from, to]
-	blocks := map[string]block{}
-	var order []string
-	rest := map[string]bool{} // names in the code outside the functions
+	blocks, order, ok := functionBlocks(lines)
+	if !ok { // not the layout shake reads: keep it all
+		return src
+	}
+	in := make([]bool, len(lines)) // the line is a function's
+	for _, b := range blocks {
+		for i := b[0]; i <= b[1]; i++ {
+			in[i] = true
+		}
+	}
 	names := func(into map[string]bool, line []byte) {
 		if t := bytes.TrimLeft(line, " \t"); bytes.HasPrefix(t, []byte("--")) {
 			return
@@ -118,22 +158,11 @@ func shake(src []byte) []byte {
 			into[string(w)] = true
 		}
 	}
-	for i := 0; i < len(lines); i++ {
-		m := topFunc.FindSubmatch(lines[i])
-		if m == nil {
-			names(rest, lines[i])
-			continue
+	rest := map[string]bool{} // names in the code outside the functions
+	for i, l := range lines {
+		if !in[i] {
+			names(rest, l)
 		}
-		end := i + 1
-		for end < len(lines) && string(bytes.TrimRight(lines[end], " \t\r\n")) != "end" {
-			end++
-		}
-		if end == len(lines) { // not the layout shake knows: keep it all
-			return src
-		}
-		blocks[string(m[1])] = block{i, end}
-		order = append(order, string(m[1]))
-		i = end
 	}
 	kept := map[string]bool{}
 	var visit func(refs map[string]bool)
@@ -145,9 +174,10 @@ func shake(src []byte) []byte {
 			}
 			kept[name] = true
 			inner := map[string]bool{}
-			for _, l := range lines[b.from+1 : b.to] {
+			for _, l := range lines[b[0] : b[1]+1] {
 				names(inner, l)
 			}
+			delete(inner, name) // its own name on its first line is not a call
 			visit(inner)
 		}
 	}
@@ -158,7 +188,7 @@ func shake(src []byte) []byte {
 	drop := make([]bool, len(lines))
 	for _, name := range order {
 		if !kept[name] {
-			for i := blocks[name].from; i <= blocks[name].to; i++ {
+			for i := blocks[name][0]; i <= blocks[name][1]; i++ {
 				drop[i] = true
 			}
 		}

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"io/fs"
 	"strings"
 	"testing"
@@ -203,5 +204,45 @@ func TestUnreachedFunctionsAreLeftOut(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Every script and library has the layout shake reads: each top-level
+// function closes with an "end" at the start of a line and indents its
+// body (or is one line), so no function's lines are misread and shaking
+// never stops for a file. A function in another layout would be kept
+// whole, its script unshaken: this test says which.
+func TestEveryFileHasTheLayoutShakeReads(t *testing.T) {
+	var all []string
+	for _, pat := range []string{"*.lua", "lib/*.lua"} {
+		m, err := fs.Glob(files, pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, m...)
+	}
+	for _, n := range all {
+		b, err := files.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks, order, ok := functionBlocks(bytes.SplitAfter(b, []byte("\n")))
+		if !ok {
+			t.Errorf("%s: a top-level function without a closing \"end\" at the start of a line, or with a body line there, or defined twice", n)
+			continue
+		}
+		want := strings.Count("\n"+string(b), "\nlocal function ") // every line that starts one
+		if len(order) != want || len(blocks) != want {
+			t.Errorf("%s: %d top-level functions read, want %d", n, len(order), want)
+		}
+	}
+	// one-line functions, and a layout shake does not read (kept whole)
+	src := []byte("local function one(x) return x end\nlocal function two(x)\n  return x\nend\nreturn one(1)\n")
+	if got := string(shake(src)); got != "local function one(x) return x end\nreturn one(1)\n" {
+		t.Errorf("a one-line function: %q", got)
+	}
+	bad := []byte("local function f()\nif x then\n  return 1\nend\nend\nreturn 2\n")
+	if got := shake(bad); string(got) != string(bad) {
+		t.Errorf("a body line at the start of a line was shaken: %q", got)
 	}
 }
