@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ticketd/ticketd/handlers/servertest"
 )
@@ -14,20 +13,13 @@ import (
 // the partner channel ch_p (its allocation) and the 4 left through its
 // waiting room, whose T0 has passed.
 func partnersRoomCatalog() string {
-	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
-	soon := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-	return fmt.Sprintf(`{"tenants": [{"id": "t_shop", "name": "Shop Host",
-  "publishableKeys": [{"key": "pk_shop", "domains": ["shop.example.com"], "enabled": true}],
-  "events": [
+	past, soon := roomOpened()
+	return shopCatalog(fmt.Sprintf(`
    {"id": "sf_room_pt", "shortId": "sfrp1", "slug": "room-partners", "name": "Room And Partners", "startsAt": "2099-07-01T18:00:00Z",
     "status": "on_sale", "storefront": true, "channels": ["ch_p"],
     "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 6}],
     "waitingRoom": {"opensAt": %q, "salesStartAt": %q, "mode": "fifo", "allocations": {"ch_p": 2}}}
-  ]}],
- "channels": [
-  {"id": "ch_p", "name": "Partner", "key": "ck_p", "secret": "cs_p_secret", "signingKey": "sk_p",
-   "scopes": ["catalog:read", "orders:write", "orders:confirm", "orders:read"],
-   "ipAllowlist": ["127.0.0.1/32", "::1/128"], "settlement": "partner_remit"}]}`, past, soon)
+`, past, soon), partnerChannel)
 }
 
 // remainingOf is an event detail's remaining admissions.

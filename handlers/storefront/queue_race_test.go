@@ -13,16 +13,13 @@ import (
 // raceCatalog has sf_race, 20 tickets behind a first-come room whose T0
 // passed.
 func raceCatalog() string {
-	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
-	soon := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-	return fmt.Sprintf(`{"tenants": [{"id": "t_shop", "name": "Shop Host",
-  "publishableKeys": [{"key": "pk_shop", "domains": ["shop.example.com"], "enabled": true}],
-  "events": [
+	past, soon := roomOpened()
+	return shopCatalog(fmt.Sprintf(`
    {"id": "sf_race", "shortId": "sfrc1", "slug": "race", "name": "Race", "startsAt": "2099-07-01T18:00:00Z",
     "status": "on_sale", "storefront": true, "channels": [],
     "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 20}],
     "waitingRoom": {"opensAt": %q, "salesStartAt": %q, "mode": "fifo", "passTtl": 60}}
-  ]}], "channels": []}`, past, soon)
+`, past, soon), "")
 }
 
 // jsonData decodes an answer's data into v; an error rather than a

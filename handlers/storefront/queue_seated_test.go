@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ticketd/ticketd/handlers/servertest"
 )
@@ -14,21 +13,14 @@ import (
 // sale) through a waiting room whose T0 has passed, 2 seats a buyer; the
 // partner channel ch_p lists it with allocation 0.
 func seatedRoomCatalog() string {
-	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
-	soon := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-	return fmt.Sprintf(`{"tenants": [{"id": "t_shop", "name": "Shop Host",
-  "publishableKeys": [{"key": "pk_shop", "domains": ["shop.example.com"], "enabled": true}],
-  "events": [
+	past, soon := roomOpened()
+	return shopCatalog(fmt.Sprintf(`
    {"id": "sf_room_seats", "shortId": "sfrs1", "slug": "room-seats", "name": "Seated Room", "startsAt": "2099-07-01T18:00:00Z",
     "status": "on_sale", "storefront": true, "channels": ["ch_p"], "tickets": [],
     "seatMap": {"categories": [{"id": "stalls", "name": "Stalls", "price": 30}, {"id": "box", "name": "Box"}],
       "rows": [{"label": "A", "seats": 6, "category": "stalls"}, {"label": "X", "seats": 2, "category": "box"}]},
     "waitingRoom": {"opensAt": %q, "salesStartAt": %q, "mode": "fifo", "perBuyer": 2, "allocations": {"ch_p": 0}}}
-  ]}],
- "channels": [
-  {"id": "ch_p", "name": "Partner", "key": "ck_p", "secret": "cs_p_secret", "signingKey": "sk_p",
-   "scopes": ["catalog:read", "orders:write", "orders:confirm", "orders:read"],
-   "ipAllowlist": ["127.0.0.1/32", "::1/128"], "settlement": "partner_remit"}]}`, past, soon)
+`, past, soon), partnerChannel)
 }
 
 const seatedRoom = "sf_room_seats"
@@ -156,17 +148,14 @@ func TestSeatedWaitingRoomOverHTTP(t *testing.T) {
 // seatedRaceCatalog: sf_race_seats sells rows A and B, 8 seats each,
 // through a first-come room whose T0 passed, 2 seats a buyer.
 func seatedRaceCatalog() string {
-	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
-	soon := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-	return fmt.Sprintf(`{"tenants": [{"id": "t_shop", "name": "Shop Host",
-  "publishableKeys": [{"key": "pk_shop", "domains": ["shop.example.com"], "enabled": true}],
-  "events": [
+	past, soon := roomOpened()
+	return shopCatalog(fmt.Sprintf(`
    {"id": "sf_race_seats", "shortId": "sfrs2", "slug": "race-seats", "name": "Seat Race", "startsAt": "2099-07-01T18:00:00Z",
     "status": "on_sale", "storefront": true, "channels": [], "tickets": [],
     "seatMap": {"categories": [{"id": "std", "name": "Std", "price": 30}],
       "rows": [{"label": "A", "seats": 8, "category": "std"}, {"label": "B", "seats": 8, "category": "std"}]},
     "waitingRoom": {"opensAt": %q, "salesStartAt": %q, "mode": "fifo", "perBuyer": 2, "passTtl": 60}}
-  ]}], "channels": []}`, past, soon)
+`, past, soon), "")
 }
 
 // Over HTTP, 300 buyers (each from an address of its own) join a seated

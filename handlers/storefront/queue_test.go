@@ -13,17 +13,35 @@ import (
 	"github.com/ticketd/ticketd/inventory/room"
 )
 
+// shopCatalog is a catalog of tenant t_shop, whose publishable key pk_shop
+// serves shop.example.com, selling events (JSON objects, comma-separated),
+// and of channels (JSON objects; "" none).
+func shopCatalog(events, channels string) string {
+	return `{"tenants": [{"id": "t_shop", "name": "Shop Host",
+  "publishableKeys": [{"key": "pk_shop", "domains": ["shop.example.com"], "enabled": true}],
+  "events": [` + events + `]}],
+ "channels": [` + channels + `]}`
+}
+
+// partnerChannel is channel ch_p, the partner beside the rooms' tests.
+const partnerChannel = `{"id": "ch_p", "name": "Partner", "key": "ck_p", "secret": "cs_p_secret", "signingKey": "sk_p",
+   "scopes": ["catalog:read", "orders:write", "orders:confirm", "orders:read"],
+   "ipAllowlist": ["127.0.0.1/32", "::1/128"], "settlement": "partner_remit"}`
+
+// roomOpened is a room's opensAt and salesStartAt an hour and a minute
+// ago (RFC 3339): its queue is open and its T0 passed.
+func roomOpened() (opens, t0 string) {
+	return time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+}
+
 // roomCatalog has GA events with a waiting room: sf_room (first come, its
 // T0 passed, 2 places), sf_room_fair (fair, T0 an hour ahead),
 // sf_room_shown (fair, T0 passed) and sf_room_work (proof of work), and
 // sf_plain without one.
 func roomCatalog() string {
-	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
-	soon := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	past, soon := roomOpened()
 	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	return fmt.Sprintf(`{"tenants": [{"id": "t_shop", "name": "Shop Host",
-  "publishableKeys": [{"key": "pk_shop", "domains": ["shop.example.com"], "enabled": true}],
-  "events": [
+	return shopCatalog(fmt.Sprintf(`
    {"id": "sf_room", "shortId": "sfrm1", "slug": "room", "name": "Room", "startsAt": "2099-07-01T18:00:00Z",
     "status": "on_sale", "storefront": true, "channels": [],
     "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 2}],
@@ -43,7 +61,7 @@ func roomCatalog() string {
    {"id": "sf_plain", "shortId": "sfpl1", "slug": "plain", "name": "No Room", "startsAt": "2099-07-01T18:00:00Z",
     "status": "on_sale", "storefront": true, "channels": [],
     "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 5}]}
-  ]}], "channels": []}`, past, soon, past, later, past, soon, past, soon)
+`, past, soon, past, later, past, soon, past, soon), "")
 }
 
 type place struct {
