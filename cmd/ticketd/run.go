@@ -9,7 +9,6 @@ import (
 	"math/bits"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -289,25 +288,25 @@ func connectRedis(ctx context.Context, cfg config, log *slog.Logger) (c rueidis.
 		return c, c.Close, false, nil
 	}
 	if cfg.RedisURLSet {
-		return nil, nil, false, fmt.Errorf("redis at %s: %w", redisHost(cfg.RedisURL), err)
+		return nil, nil, false, fmt.Errorf("redis at %s: %w", urlHost(cfg.RedisURL, "REDIS_URL"), err)
 	}
 	if !cfg.Development {
 		// An embedded Redis loses every sale when the process stops: never
 		// in production.
 		return nil, nil, false, fmt.Errorf("redis at %s (REDIS_URL unset): %w; production never falls back to an embedded Redis: "+
-			"start Redis or set REDIS_URL", redisHost(cfg.RedisURL), err)
+			"start Redis or set REDIS_URL", urlHost(cfg.RedisURL, "REDIS_URL"), err)
 	}
 	if cfg.RedisWaitReplicas > 0 {
 		// Every sale would wait for replicas an embedded Redis never has.
 		return nil, nil, false, fmt.Errorf("redis at %s (REDIS_URL unset): %w; TICKETD_REDIS_WAIT_REPLICAS=%d needs a Redis with replicas, "+
-			"and the embedded one has none: start Redis or set REDIS_URL", redisHost(cfg.RedisURL), err, cfg.RedisWaitReplicas)
+			"and the embedded one has none: start Redis or set REDIS_URL", urlHost(cfg.RedisURL, "REDIS_URL"), err, cfg.RedisWaitReplicas)
 	}
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true)
 	if err := m.Start(); err != nil {
 		return nil, nil, false, fmt.Errorf("embedded redis: %w", err)
 	}
-	log.Warn("!!! Redis is not reachable at " + redisHost(cfg.RedisURL) + ": running on an EMBEDDED IN-PROCESS Redis (miniredis). " +
+	log.Warn("!!! Redis is not reachable at " + urlHost(cfg.RedisURL, "REDIS_URL") + ": running on an EMBEDDED IN-PROCESS Redis (miniredis). " +
 		"State is lost when ticketd stops and only this process can see it. Set REDIS_URL for a real deployment. !!!")
 	c, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
 	if err != nil {
@@ -315,16 +314,6 @@ func connectRedis(ctx context.Context, cfg config, log *slog.Logger) (c rueidis.
 		return nil, nil, false, fmt.Errorf("embedded redis: %w", err)
 	}
 	return c, func() { c.Close(); m.Close() }, true, nil
-}
-
-// pgAddr is the host and port of a Postgres URL, for a message: never
-// its password.
-func pgAddr(url string) string {
-	c, err := pgx.ParseConfig(url)
-	if err != nil {
-		return "DATABASE_URL's address"
-	}
-	return net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))
 }
 
 // connectPostgres connects to DATABASE_URL and migrates it. When Postgres is
@@ -354,7 +343,7 @@ func connectPostgres(ctx context.Context, cfg config, log *slog.Logger) (*pgxpoo
 			return nil, fmt.Errorf("postgres (DATABASE_URL unset): %w; production never runs without write-through: "+
 				"start PostgreSQL or set DATABASE_URL", err)
 		}
-		log.Warn("!!! PostgreSQL is not reachable at " + pgAddr(cfg.DatabaseURL) + ": write-through is OFF. Paid orders stay only in Redis; NOTHING IS DURABLE. " +
+		log.Warn("!!! PostgreSQL is not reachable at " + urlHost(cfg.DatabaseURL, "DATABASE_URL") + ": write-through is OFF. Paid orders stay only in Redis; NOTHING IS DURABLE. " +
 			"Set DATABASE_URL for a real deployment. !!!")
 		return nil, nil
 	}

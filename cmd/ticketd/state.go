@@ -90,11 +90,12 @@ func derive(secretsKey, purpose string) []byte {
 	return m.Sum(nil)
 }
 
-// redisHost is a Redis URL without its credentials, for messages.
-func redisHost(raw string) string {
+// urlHost is the host of a service's URL (env: the variable that gave
+// it, REDIS_URL or DATABASE_URL), without its credentials, for messages.
+func urlHost(raw, env string) string {
 	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable REDIS_URL)"
+	if err != nil || u.Host == "" {
+		return "(" + env + "'s address)"
 	}
 	return u.Host
 }

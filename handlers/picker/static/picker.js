@@ -522,7 +522,7 @@
 
   function seatsWords() {
     if (!st.mine.length) return 'You have no seats now';
-    return 'You have ' + st.mine.length + (st.mine.length === 1 ? ' seat' : ' seats') + ', ' + fmt(st.subtotal);
+    return 'You have ' + seatCount(st.mine.length) + ', ' + fmt(st.subtotal);
   }
 
   function toggle(label) {
@@ -854,7 +854,7 @@
 
   function summary() {
     const n = st.mine.length;
-    ui.chosen.textContent = n ? n + (n === 1 ? ' seat' : ' seats') : 'No seats chosen yet';
+    ui.chosen.textContent = n ? seatCount(n) : 'No seats chosen yet';
     ui.chosenLabels.textContent = n ? st.mine.join(', ') : '';
     ui.subtotal.textContent = n ? fmt(st.subtotal) : '';
     ui.subtotalLine.hidden = !n;
