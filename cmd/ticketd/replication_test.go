@@ -37,7 +37,9 @@ func TestConfirmIsAnsweredOnlyOnceTheReplicaHoldsIt(t *testing.T) {
 	primary, replica := rs.Primary, rs.Replicas[0]
 	st := startStackOn(t, primary.URL, func(c *config) {
 		c.Recovery = recoveryAuto
-		c.RedisWaitReplicas, c.RedisWaitTimeout = 1, 200*time.Millisecond
+		// 1 s, not less: under go test -race on a busy 2-core machine a
+		// replica in sync has been seen to take over 200 ms to acknowledge.
+		c.RedisWaitReplicas, c.RedisWaitTimeout = 1, time.Second
 	})
 	waitFor(t, 10*time.Second, "readyz with the replica in sync", func() bool {
 		code, _, repl := readyReplicas(t, st)
