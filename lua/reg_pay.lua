@@ -169,11 +169,12 @@ end
 -- promised to the buyers it admitted (lib/room: resv + sold <= stock), so
 -- a registration whose units went back takes only what is beyond them.
 if not reason and not counted then
-  local rv = redis.call('HMGET', KEYS[17], 'resv', 'stock')
+  local rk = {sfx = room_sale_sfx(fields)}
+  local rv = redis.call('HMGET', KEYS[17], room_f(rk, 'resv'), room_f(rk, 'stock'))
   if rv[2] then
     local sfq = 0
     for c = 1, #fields do
-      if fields[c] == CAPACITY_STOREFRONT then
+      if fields[c] == CAPACITY_STOREFRONT then -- a showing's units are the same
         sfq = qtys[c]
       end
     end

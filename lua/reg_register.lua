@@ -43,6 +43,8 @@
 -- KEYS[20] -> room places hash      {pN}:ev:<id>:room:places
 -- KEYS[21] -> room passes zset      {pN}:ev:<id>:room:passes
 -- KEYS[22] -> room audit stream     {pN}:ev:<id>:room:audit
+--             (20 to 22: a showing's room's, room:places@<showing>..., for
+--             a sale of a showing: lib/room room_sale_sfx)
 --
 -- ARGV[1]  -> registration id
 -- ARGV[2]  -> register hold TTL ms (the window until a checkout session is attached)
@@ -132,7 +134,7 @@ local id, buyer, client = ARGV[1], ARGV[8], ARGV[13]
 -- registration's hold token (seat_token), which names its place ('q').
 local room, pass = nil, nil
 if ARGV[15] ~= '' then
-  room = {room = KEYS[19], places = KEYS[20], passes = KEYS[21], audit = KEYS[22]}
+  room = {room = KEYS[19], places = KEYS[20], passes = KEYS[21], audit = KEYS[22], sfx = room_sale_sfx(fields)}
   room_check(room)
   if ARGV[15] == '@hold' then
     local h = redis.call('HMGET', KEYS[5], 'exp', 'q')
@@ -266,7 +268,7 @@ end
 -- the pass's reservation leaves resv as its units became sold above
 if pass then
   room_drop(room, pass.id, pass.st, pass.qty, pass.exp, pass.bk, 'u')
-  redis.call('HINCRBY', room.room, 'used', 1)
+  redis.call('HINCRBY', room.room, room_f(room, 'used'), 1)
   if pass.rest then
     for _, l in ipairs(pass.rest) do
       redis.call('HDEL', KEYS[5], 's:' .. l)

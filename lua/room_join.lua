@@ -22,7 +22,9 @@
 --            by arrival (1 + seq) from it
 -- ARGV[2] -> pass TTL ms, ARGV[3] -> the most places one call admits
 -- ARGV[4] -> the room's stock (catalog Room.Spec, lib/room room_free)
--- then five for each join, from ARGV[5]:
+-- ARGV[5] -> the suffix of the room's fields in the room hash
+--            (keys.RoomFields: '' or ':<showing>', lib/room room_f)
+-- then five for each join, from ARGV[6]:
 --   the e-mail's queue id (room.Service placeID: an HMAC of the buyer
 --   key, so the e-mail needs no entry of its own), the buyer key
 --   (orders.BuyerKey of the e-mail), the device id ("" when none), the
@@ -53,6 +55,7 @@ if redis.call('EXISTS', KEYS[5]) == 0 then
 end
 local k = {room = KEYS[1], who = KEYS[2], line = KEYS[3], places = KEYS[4], passes = KEYS[7], soldkey = KEYS[6],
   audit = KEYS[8]}
+k.sfx = ARGV[5]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local t0, ttl, limit, spec = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
@@ -73,8 +76,8 @@ local short = free <= 0 and r.resv <= 0
 local found, made = {}, {} -- by join: the identity's place; a new place's rank
 local again = false
 -- reads first: the identities of every join, before the batch writes
-for j = 0, (#ARGV - 4) / 5 - 1 do
-  local a = 5 + 5 * j
+for j = 0, (#ARGV - 5) / 5 - 1 do
+  local a = 6 + 5 * j
   local id, dev = ARGV[a], ARGV[a + 2]
   local st = room_place(redis.call('HGET', k.places, id))
   local other = nil
@@ -110,8 +113,8 @@ end
 local n = 0
 local placed, devices = {}, {} -- the batch's new places: by id; by device
 local behind = {} -- by join: the places before a new place put at the back of the line
-for j = 0, (#ARGV - 4) / 5 - 1 do
-  local a = 5 + 5 * j
+for j = 0, (#ARGV - 5) / 5 - 1 do
+  local a = 6 + 5 * j
   local id, bk, dev, qty = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
   -- a second join of an identity the batch placed already is answered
   -- with that place: its e-mail's first (over a device's live place
@@ -140,7 +143,7 @@ for j = 0, (#ARGV - 4) / 5 - 1 do
   end
 end
 if n > 0 then
-  redis.call('HSET', k.room, 'seq', r.seq, 'wn', r.wn, 'wq', r.wq)
+  redis.call('HSET', k.room, room_f(k, 'seq'), r.seq, room_f(k, 'wn'), r.wn, room_f(k, 'wq'), r.wq)
 end
 local left = free - r.resv
 local changed = false
@@ -149,8 +152,8 @@ if admitting then
 end
 
 local out = {R.OK}
-for j = 0, (#ARGV - 4) / 5 - 1 do
-  local a = 5 + 5 * j
+for j = 0, (#ARGV - 5) / 5 - 1 do
+  local a = 6 + 5 * j
   local id = found[j] or ARGV[a]
   if found[j] or made[j] then
     local st, qty, exp, bk, rank, ahead = 'w', tonumber(ARGV[a + 3]), 0, ARGV[a + 1], made[j], behind[j]

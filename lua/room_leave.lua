@@ -10,6 +10,8 @@
 -- KEYS[5] -> audit stream       {pN}:ev:<id>:room:audit
 --
 -- ARGV[1] -> queue id
+-- ARGV[2] -> the suffix of the room's fields in the room hash
+--            (keys.RoomFields: '' or ':<showing>', lib/room room_f)
 --
 -- Output:
 --   {R.OK, state}     it left; state: what it was (lib/room)
@@ -17,7 +19,7 @@
 --   {R.NOT_FOUND}     no such place
 --@include reply
 --@include room
-local k = {room = KEYS[1], line = KEYS[2], places = KEYS[3], passes = KEYS[4], audit = KEYS[5]}
+local k = {room = KEYS[1], line = KEYS[2], places = KEYS[3], passes = KEYS[4], audit = KEYS[5], sfx = ARGV[2]}
 room_check(k)
 local id = ARGV[1]
 local st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))

@@ -26,6 +26,8 @@
 -- ARGV[9] -> without a queue id: the head the node read last, "<n> <first
 --            id> <last id> <lv>" ("": none); when it is unchanged, the
 --            answer lists no id (lib/room room_frontier)
+-- ARGV[10] -> the suffix of the room's fields in the room hash
+--            (keys.RoomFields: '' or ':<showing>', lib/room room_f)
 --
 -- Output:
 --   {R.OK, reading...}   the place after the step (lib/room room_reading)
@@ -38,7 +40,8 @@
 if redis.call('EXISTS', KEYS[6]) == 0 then
   return {R.STOPPED}
 end
-local k = {room = KEYS[1], line = KEYS[2], places = KEYS[3], passes = KEYS[4], soldkey = KEYS[5], audit = KEYS[7]}
+local k = {room = KEYS[1], line = KEYS[2], places = KEYS[3], passes = KEYS[4], soldkey = KEYS[5], audit = KEYS[7],
+  sfx = ARGV[10]}
 local id = ARGV[1]
 local st, qty, exp, bk
 if id ~= '' then
@@ -53,7 +56,7 @@ local r = room_read(k)
 local left, changed = room_admit(k, now, tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], r)
 if ARGV[6] ~= '' and not r.shown then
   room_writing(k)
-  redis.call('HSET', k.room, 'shown', now)
+  redis.call('HSET', k.room, room_f(k, 'shown'), now)
   room_audit(k, 'key', '', 'key', ARGV[6])
 end
 if id == '' then

@@ -23,6 +23,7 @@ Usage:
   ticketctl release <event-id>      resume a held event, its lost units sold again
   ticketctl reconcile <event-id>    resume a held event, its lost units kept as sold
   ticketctl queue <event-id>        show an event's waiting room: settings, line, passes
+                                    (-showing <id>: a multi-showing event's line for it)
   ticketctl verify <qr-text>        check a ticket's QR code (- reads it from stdin)
   ticketctl help                    show this text
 

@@ -29,6 +29,7 @@ func queueCmd(args []string, e env) int {
 	token := fs.String("token", e.getenv("TICKETD_ADMIN_TOKEN"), "admin bearer token")
 	base := fs.String("url", e.getenv("TICKETD_URL"), "ticketd base URL")
 	asJSON := fs.Bool("json", false, "print the room as JSON (with -audit: one JSON object an entry)")
+	showing := fs.String("showing", "", "the showing whose line to read, on a multi-showing event (a line per showing)")
 	audit := fs.Bool("audit", false, "print the room's audit: each pass given (in admission order, with its place's rank), used, lapsed or given back, and the shuffle key once shown")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -53,14 +54,25 @@ func queueCmd(args []string, e env) int {
 			return "event " + event + " has no waiting room (its catalog event has no waitingRoom): it sells without a queue"
 		case "EVENT_NOT_FOUND":
 			return fmt.Sprintf("no event %q in ticketd's catalog", event)
+		case "SHOWING_REQUIRED":
+			return "event " + event + " has a line per showing: name one with -showing <showing-id>"
+		case "SHOWING_NOT_FOUND":
+			return fmt.Sprintf("event %s has no showing %q (without showings, leave -showing out)", event, *showing)
 		}
 		return ""
 	}
 	get := func(u string) (json.RawMessage, bool) {
 		return adminDo(e, adminCall{cmd: "queue", method: http.MethodGet, url: u, base: *base, token: *token, timeout: queueTimeout, explain: explain})
 	}
+	sel := "" // the showing's line, as a query
+	if *showing != "" {
+		sel = "showingId=" + url.QueryEscape(*showing)
+	}
 	if *audit {
-		return printAudit(e, get, path+"/audit", *asJSON)
+		return printAudit(e, get, path+"/audit", sel, *asJSON)
+	}
+	if sel != "" {
+		path += "?" + sel
 	}
 	data, ok := get(path)
 	if !ok {
@@ -81,11 +93,15 @@ func queueCmd(args []string, e env) int {
 }
 
 // printAudit prints the room's whole audit, a line an entry (with -json,
-// one JSON object a line), reading it a page at a time.
-func printAudit(e env, get func(string) (json.RawMessage, bool), u string, asJSON bool) int {
+// one JSON object a line), reading it a page at a time; sel is the
+// showing's query ("" none).
+func printAudit(e env, get func(string) (json.RawMessage, bool), u, sel string, asJSON bool) int {
 	after := ""
 	for {
 		q := u + "?count=10000"
+		if sel != "" {
+			q += "&" + sel
+		}
 		if after != "" {
 			q += "&after=" + url.QueryEscape(after)
 		}
@@ -131,6 +147,9 @@ func printQueue(w io.Writer, v admin.QueueView) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "event\t%s\n", v.EventID)
+	if v.ShowingID != "" {
+		fmt.Fprintf(tw, "showing\t%s\n", v.ShowingID)
+	}
 	fmt.Fprintf(tw, "mode\t%s\n", r.Mode)
 	fmt.Fprintf(tw, "opens at\t%s\n", r.OpensAt)
 	fmt.Fprintf(tw, "sales start at\t%s\n", r.SalesStartAt)

@@ -11,6 +11,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/pricing"
 	"github.com/ticketd/ticketd/inventory/room"
 )
 
@@ -26,9 +27,12 @@ var (
 // QueueView is GET /v1/admin/events/{eventId}/queue's answer: the room's
 // settings as compiled from the catalog, and its figures now.
 type QueueView struct {
-	EventID string       `json:"eventId"`
-	Room    RoomSettings `json:"room"`
-	Stats   QueueStats   `json:"stats"`
+	EventID string `json:"eventId"`
+	// ShowingID is the showing whose line it is, on a multi-showing
+	// event (?showingId=).
+	ShowingID string       `json:"showingId,omitempty"`
+	Room      RoomSettings `json:"room"`
+	Stats     QueueStats   `json:"stats"`
 }
 
 // RoomSettings are an event's waiting room settings, defaults filled in.
@@ -73,21 +77,38 @@ func StatsView(st room.Stats) QueueStats {
 	return q
 }
 
-// queue is GET /v1/admin/events/{eventId}/queue: the event's waiting room
-// as an operator sees it (ticketctl queue), in one Redis round trip;
-// nothing is admitted by reading it.
+// queue is GET /v1/admin/events/{eventId}/queue[?showingId=]: the event's
+// waiting room (a showing's line on a multi-showing event) as an operator
+// sees it (ticketctl queue), in one Redis round trip; nothing is admitted
+// by reading it.
 func (a *API) queue(ctx *fasthttp.RequestCtx, rctx context.Context, _ struct{}) {
-	ev := a.roomEvent(ctx)
-	if ev == nil {
+	ev, line := a.roomLine(ctx)
+	if line == nil {
 		return
 	}
-	id := ev.ID
-	st, err := a.Room.Stats(rctx, id)
+	st, err := a.Room.Stats(rctx, line.ID)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return
 	}
-	httpx.OK(ctx, QueueView{EventID: id, Room: RoomView(ev.Room), Stats: StatsView(st)})
+	httpx.OK(ctx, QueueView{EventID: ev.ID, ShowingID: line.Showing, Room: RoomView(line), Stats: StatsView(st)})
+}
+
+// roomLine is the path's event, which must have a waiting room, and the
+// line the query's showingId names (catalog Room.Line: required on a
+// multi-showing event); nil when it answered a refusal.
+func (a *API) roomLine(ctx *fasthttp.RequestCtx) (*catalog.CompiledEvent, *catalog.Room) {
+	ev := a.roomEvent(ctx)
+	if ev == nil {
+		return nil, nil
+	}
+	sh := string(ctx.QueryArgs().Peek("showingId"))
+	if e := pricing.CheckShowing(ev, sh); e != nil {
+		httpx.Fail(ctx, e)
+		return nil, nil
+	}
+	line, _ := ev.Room.Line(sh)
+	return ev, line
 }
 
 // roomEvent is the path's event, which must have a waiting room; nil
@@ -115,9 +136,10 @@ func (a *API) roomEvent(ctx *fasthttp.RequestCtx) *catalog.CompiledEvent {
 // room's audit entries after the one given, in order, and the id to ask
 // after next ("" when none were read).
 type AuditView struct {
-	EventID string       `json:"eventId"`
-	Entries []AuditEntry `json:"entries"`
-	Next    string       `json:"next"`
+	EventID   string       `json:"eventId"`
+	ShowingID string       `json:"showingId,omitempty"`
+	Entries   []AuditEntry `json:"entries"`
+	Next      string       `json:"next"`
 }
 
 // AuditEntry is one audit entry (room.AuditEntry).
@@ -136,15 +158,16 @@ const maxAuditRead = 10000
 
 var errAuditQuery = apierr.Invalid("after must be an audit entry id (<ms>-<seq>) and count 1 to %d", maxAuditRead)
 
-// queueAudit is GET /v1/admin/events/{eventId}/queue/audit?after=&count=:
-// the room's audit (each pass given in admission order with its place's
+// queueAudit is GET /v1/admin/events/{eventId}/queue/audit?after=&count=
+// [&showingId=]: the room's audit (a showing's line's on a multi-showing
+// event) (each pass given in admission order with its place's
 // rank, each pass used, lapsed or given back, the shuffle key once shown),
 // count entries (default 1,000) after the entry after ("" the start), in
 // one Redis round trip: with the key and the ranks an operator can show
 // that the admission order is the committed one.
 func (a *API) queueAudit(ctx *fasthttp.RequestCtx, rctx context.Context, _ struct{}) {
-	ev := a.roomEvent(ctx)
-	if ev == nil {
+	ev, line := a.roomLine(ctx)
+	if line == nil {
 		return
 	}
 	args := ctx.QueryArgs()
@@ -162,12 +185,12 @@ func (a *API) queueAudit(ctx *fasthttp.RequestCtx, rctx context.Context, _ struc
 		httpx.Fail(ctx, errAuditQuery)
 		return
 	}
-	entries, err := a.Room.Audit(rctx, ev.ID, after, count)
+	entries, err := a.Room.Audit(rctx, line.ID, after, count)
 	if err != nil {
 		httpx.Error(ctx, err)
 		return
 	}
-	v := AuditView{EventID: ev.ID, Entries: make([]AuditEntry, len(entries))}
+	v := AuditView{EventID: ev.ID, ShowingID: line.Showing, Entries: make([]AuditEntry, len(entries))}
 	for i, e := range entries {
 		v.Entries[i] = AuditEntry{ID: e.ID, What: e.What, QueueID: e.QueueID, Units: e.Units, Rank: e.Rank, Was: e.Was, Key: e.Key}
 		v.Next = e.ID

@@ -206,3 +206,80 @@ func metricValue(mfs map[string]*dto.MetricFamily, name, event string) (float64,
 	}
 	return 0, false
 }
+
+// A multi-showing event's lines are read one at a time, named by
+// ?showingId= (required there, refused elsewhere), and /metrics shows each
+// with its showing.
+func TestQueueReadOfAShowingsLine(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{})
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	soon := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	s.Apply(t, []byte(fmt.Sprintf(`{"tenants": [{"id": "t_shop", "name": "Shop Host",
+  "publishableKeys": [{"key": "pk_shop", "domains": ["shop.example.com"], "enabled": true}],
+  "events": [
+   {"id": "ad_shows", "shortId": "adsh1", "slug": "shows", "name": "Two Nights", "startsAt": "2099-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [],
+    "showings": [{"id": "sh_a", "startsAt": "2099-07-01T18:00:00Z", "capacity": 1},
+                 {"id": "sh_b", "startsAt": "2099-07-02T18:00:00Z", "capacity": 3}],
+    "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 4}],
+    "waitingRoom": {"opensAt": %q, "salesStartAt": %q, "mode": "fifo"}},
+   {"id": "ad_room", "shortId": "adrm1", "slug": "room", "name": "Room", "startsAt": "2099-07-01T18:00:00Z",
+    "status": "on_sale", "storefront": true, "channels": [],
+    "tickets": [{"id": "tk", "name": "Entry", "price": 20, "capacity": 2}],
+    "waitingRoom": {"opensAt": %q, "salesStartAt": %q}}
+  ]}], "channels": []}`, past, soon, past, soon)))
+	for _, email := range []string{"ann@example.com", "bob@example.com"} {
+		if r := s.Front(t, "POST", "/queue/ad_shows/join", map[string]any{"email": email, "showingId": "sh_a"}); r.Status != 200 {
+			t.Fatalf("join sh_a as %s: %s", email, r)
+		}
+	}
+	tok := map[string]string{"Authorization": "Bearer " + servertest.AdminToken}
+	read := func(path string) admin.QueueView {
+		t.Helper()
+		r := s.Do(t, "GET", path, tok, nil)
+		if r.Status != 200 {
+			t.Fatalf("%s: %s", path, r)
+		}
+		var v admin.QueueView
+		r.Decode(t, &v)
+		return v
+	}
+	a := read("/v1/admin/events/ad_shows/queue?showingId=sh_a")
+	if a.EventID != "ad_shows" || a.ShowingID != "sh_a" || a.Room.Stock != 1 ||
+		a.Stats != (admin.QueueStats{Arrivals: 2, Waiting: 1, WaitingUnits: 1, Reserved: 1, LivePasses: 1, Admitted: 1}) {
+		t.Fatalf("sh_a's line: %+v, want stock 1, one admitted and one waiting", a)
+	}
+	if b := read("/v1/admin/events/ad_shows/queue?showingId=sh_b"); b.ShowingID != "sh_b" || b.Room.Stock != 3 || b.Stats != (admin.QueueStats{}) {
+		t.Fatalf("sh_b's line: %+v, want stock 3 and nobody", b)
+	}
+	r := s.Do(t, "GET", "/v1/admin/events/ad_shows/queue/audit?showingId=sh_a", tok, nil)
+	var page admin.AuditView
+	r.Decode(t, &page)
+	if page.ShowingID != "sh_a" || len(page.Entries) != 1 || page.Entries[0].What != "admitted" {
+		t.Fatalf("sh_a's audit: %s, want ann's pass given", r)
+	}
+	for _, c := range []struct{ path, code string }{
+		{"/v1/admin/events/ad_shows/queue", "SHOWING_REQUIRED"},
+		{"/v1/admin/events/ad_shows/queue/audit", "SHOWING_REQUIRED"},
+		{"/v1/admin/events/ad_shows/queue?showingId=sh_c", "SHOWING_NOT_FOUND"},
+		{"/v1/admin/events/ad_room/queue?showingId=sh_a", "SHOWING_NOT_FOUND"},
+		{"/v1/admin/events/ad_room/queue/audit?showingId=sh_a", "SHOWING_NOT_FOUND"},
+	} {
+		if r := s.Do(t, "GET", c.path, tok, nil); r.Status != 400 || r.Code != c.code {
+			t.Errorf("%s: %s, want 400 %s", c.path, r, c.code)
+		}
+	}
+
+	mfs := scrapeMetrics(t, s)
+	lines := map[string]float64{}
+	for _, m := range mfs["ticketd_room_waiting_places"].GetMetric() {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		lines[l["event"]+"/"+l["showing"]] = m.GetGauge().GetValue()
+	}
+	if len(lines) != 3 || lines["ad_shows/sh_a"] != 1 || lines["ad_shows/sh_b"] != 0 || lines["ad_room/"] != 0 {
+		t.Fatalf("ticketd_room_waiting_places by event/showing: %v, want sh_a 1, sh_b 0 and ad_room's own", lines)
+	}
+}

@@ -311,8 +311,9 @@ func NewWorker(b Base, s Settings) *worker.Worker {
 		Replication: s.Replication}
 }
 
-// RoomEvents lists, from the current catalog, the events that have a
-// waiting room (CompiledEvent.Room), sorted by id: those /metrics shows.
+// RoomEvents lists, from the current catalog, the waiting rooms
+// (CompiledEvent.Room, a line per showing on a multi-showing event) by
+// room id, sorted: those /metrics shows.
 func RoomEvents(current func() *catalog.Snapshot) func() []string {
 	return func() []string {
 		snap := current()
@@ -320,9 +321,11 @@ func RoomEvents(current func() *catalog.Snapshot) func() []string {
 			return nil
 		}
 		var out []string
-		for id, ev := range snap.Events {
+		for _, ev := range snap.Events {
 			if ev.Room != nil {
-				out = append(out, id)
+				for _, l := range ev.Room.Lines() {
+					out = append(out, l.ID)
+				}
 			}
 		}
 		slices.Sort(out)

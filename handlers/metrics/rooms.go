@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/room"
 )
 
@@ -34,8 +35,10 @@ type rooms struct {
 	last map[string]room.Stats
 }
 
-// WatchRooms exports the waiting room of every event events lists (those
-// whose catalog event has one), each read with stats at each scrape:
+// WatchRooms exports every waiting room events lists by room id (each
+// event's, or each showing's of a multi-showing event: keys.RoomID), each
+// read with stats at each scrape, labelled by event and showing ("" for
+// an event's room):
 //
 //   - ticketd_room_waiting_places, ticketd_room_waiting_units: the line;
 //   - ticketd_room_reserved_units, ticketd_room_live_passes: what live
@@ -53,7 +56,7 @@ func (m *Metrics) WatchRooms(events func() []string, stats func(context.Context,
 	if m == nil || events == nil || stats == nil {
 		return
 	}
-	ev := []string{"event"}
+	ev := []string{"event", "showing"}
 	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, ev, nil) }
 	r := &rooms{
 		events: events, stats: stats,
@@ -124,12 +127,13 @@ func (r *rooms) Collect(ch chan<- prometheus.Metric) {
 	ch <- r.failures
 }
 
-func (r *rooms) emit(ch chan<- prometheus.Metric, ev string, st room.Stats) {
+func (r *rooms) emit(ch chan<- prometheus.Metric, id string, st room.Stats) {
+	ev, sh := keys.SplitRoom(id)
 	g := func(d *prometheus.Desc, v int64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), ev)
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), ev, sh)
 	}
 	c := func(d *prometheus.Desc, v int64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), ev)
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), ev, sh)
 	}
 	g(r.waiting, st.Waiting)
 	g(r.waitingUnits, st.WaitingUnits)
@@ -140,6 +144,6 @@ func (r *rooms) emit(ch chan<- prometheus.Metric, ev string, st room.Stats) {
 	c(r.used, st.Used)
 	c(r.lapsed, st.Lapsed)
 	if c, ok := st.Conversion(); ok {
-		ch <- prometheus.MustNewConstMetric(r.conversion, prometheus.GaugeValue, c, ev)
+		ch <- prometheus.MustNewConstMetric(r.conversion, prometheus.GaugeValue, c, ev, sh)
 	}
 }

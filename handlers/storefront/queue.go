@@ -15,6 +15,8 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/checkout"
+	"github.com/ticketd/ticketd/inventory/keys"
+	"github.com/ticketd/ticketd/inventory/pricing"
 	"github.com/ticketd/ticketd/inventory/room"
 )
 
@@ -38,6 +40,9 @@ var (
 type joinBody struct {
 	Email    *string `json:"email"`
 	Quantity *int64  `json:"quantity"`
+	// ShowingID is the showing whose line to join: required on a
+	// multi-showing event (a line per showing), absent on another.
+	ShowingID string `json:"showingId"`
 	// Device is the buyer's device id, made once and kept by the page
 	// (localStorage): a second join from it answers the same place.
 	Device string `json:"device"`
@@ -70,6 +75,9 @@ type challengeView struct {
 type placeView struct {
 	QueueID   string `json:"queueId,omitempty"`
 	PollToken string `json:"pollToken,omitempty"`
+	// ShowingID is the showing whose line the place is in, on a
+	// multi-showing event.
+	ShowingID string `json:"showingId,omitempty"`
 	State     string `json:"state"`
 	Quantity  int64  `json:"quantity"`
 	// Position is 1 at the head of the line; Ahead the places before.
@@ -97,8 +105,9 @@ type fairness struct {
 	SalesStartAt string `json:"salesStartAt"`
 }
 
-func (a *API) placeView(ev *catalog.CompiledEvent, st room.Status) placeView {
-	v := placeView{State: st.State, Quantity: st.Quantity, Position: st.Position, Ahead: st.Ahead, Odds: st.Odds,
+// placeView is st, a place of line (ev's room, or one of its showings').
+func (a *API) placeView(line *catalog.Room, st room.Status) placeView {
+	v := placeView{ShowingID: line.Showing, State: st.State, Quantity: st.Quantity, Position: st.Position, Ahead: st.Ahead, Odds: st.Odds,
 		Pass: st.Pass, PassUsed: st.PassUsed, SeatsHeld: st.SeatsHeld, Reason: st.Reason}
 	if st.ETA != nil {
 		s := int64((*st.ETA + time.Second - 1) / time.Second)
@@ -107,11 +116,11 @@ func (a *API) placeView(ev *catalog.CompiledEvent, st room.Status) placeView {
 	if !st.PassExpiresAt.IsZero() && st.Pass != "" {
 		v.PassExpiresAt = st.PassExpiresAt.UTC().Format(time.RFC3339Nano)
 	}
-	f := &fairness{Mode: ev.Room.Mode(), SalesStartAt: ev.Room.SalesStartAt.UTC().Format(time.RFC3339)}
-	if ev.Room.Fair {
-		f.Commitment = a.Room.Commitment(ev.ID)
-		if !time.Now().Before(ev.Room.SalesStartAt) {
-			f.ShuffleKey = hex.EncodeToString(a.Room.ShuffleKey(ev.ID))
+	f := &fairness{Mode: line.Mode(), SalesStartAt: line.SalesStartAt.UTC().Format(time.RFC3339)}
+	if line.Fair {
+		f.Commitment = a.Room.Commitment(line.ID)
+		if !time.Now().Before(line.SalesStartAt) {
+			f.ShuffleKey = hex.EncodeToString(a.Room.ShuffleKey(line.ID))
 		}
 	}
 	v.Fairness = f
@@ -163,22 +172,38 @@ func (a *API) queueJoin(ctx *fasthttp.RequestCtx, r *request) {
 	if !ok {
 		return
 	}
+	line, e := roomLine(ev, b.ShowingID)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
 	qty := int64(1)
 	if b.Quantity != nil {
 		qty = *b.Quantity
 	}
-	req := room.JoinRequest{EventID: ev.ID, Email: email, Device: b.Device, Quantity: qty}
+	req := room.JoinRequest{EventID: ev.ID, ShowingID: line.Showing, Email: email, Device: b.Device, Quantity: qty}
 	if b.Work != nil {
 		req.Work = room.Work{Challenge: b.Work.Challenge, Nonce: b.Work.Nonce}
 	}
-	j, err := a.Room.Join(r.ctx, ev.Room, req)
+	j, err := a.Room.Join(r.ctx, line, req)
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("queue join", err))
 		return
 	}
-	v := a.placeView(ev, j.Status)
+	v := a.placeView(line, j.Status)
 	v.QueueID, v.PollToken = j.QueueID, j.PollToken
 	httpx.OK(ctx, v)
+}
+
+// roomLine is the room of ev's showing showingID a buyer joins or buys
+// with a pass of: ev's own room on an event without showings (showingID
+// ""), a showing's on one with them (catalog Room.Line).
+func roomLine(ev *catalog.CompiledEvent, showingID string) (*catalog.Room, *apierr.Error) {
+	if e := pricing.CheckShowing(ev, showingID); e != nil {
+		return nil, e
+	}
+	line, _ := ev.Room.Line(showingID) // the catalog made a line for each showing
+	return line, nil
 }
 
 // queueChallenge is POST /v1/storefront/queue/{eventId}/challenge: the
@@ -212,14 +237,19 @@ func (a *API) place(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent) (room.P
 	return p, nil
 }
 
-// roomPlace is the path's room event and the place the request's poll
-// token names; false when it answered a refusal.
-func (a *API) roomPlace(ctx *fasthttp.RequestCtx, r *request) (*catalog.CompiledEvent, room.Place, bool) {
+// roomPlace is the line (the path's room event's room, or its showing's)
+// and the place the request's poll token names; false when it answered a
+// refusal.
+func (a *API) roomPlace(ctx *fasthttp.RequestCtx, r *request) (*catalog.Room, room.Place, bool) {
 	ev, e := a.roomEvent(ctx, r)
 	if e == nil {
 		var p room.Place
 		if p, e = a.place(ctx, ev); e == nil {
-			return ev, p, true
+			// a token of a showing the catalog no longer has names no line
+			if line, ok := ev.Room.Line(p.Showing); ok {
+				return line, p, true
+			}
+			e = errBadPoll
 		}
 	}
 	httpx.Fail(ctx, e)
@@ -230,7 +260,7 @@ func (a *API) roomPlace(ctx *fasthttp.RequestCtx, r *request) (*catalog.Compiled
 // makes it a long-poll (room.Service.Wait): a waiting or sold-out place's
 // answer is held up to N seconds until what it says changes.
 func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
-	ev, p, ok := a.roomPlace(ctx, r)
+	line, p, ok := a.roomPlace(ctx, r)
 	if !ok {
 		return
 	}
@@ -251,12 +281,12 @@ func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 		rctx, cancel = context.WithTimeout(context.WithoutCancel(r.ctx), wait+guard.TimeoutOr(a.Timeout))
 		defer cancel()
 	}
-	st, err := a.Room.Wait(rctx, ev.Room, ev.ID, p, wait, a.pollCount(ctx, r))
+	st, err := a.Room.Wait(rctx, line, line.ID, p, wait, a.pollCount(ctx, r))
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("queue status", err))
 		return
 	}
-	v := a.placeView(ev, st)
+	v := a.placeView(line, st)
 	v.QueueID = p.QueueID
 	httpx.OK(ctx, v)
 }
@@ -296,7 +326,7 @@ func (a *API) pollCount(ctx *fasthttp.RequestCtx, r *request) room.Count {
 
 // queueLeave is POST /v1/storefront/queue/{eventId}/leave.
 func (a *API) queueLeave(ctx *fasthttp.RequestCtx, r *request) {
-	ev, p, ok := a.roomPlace(ctx, r)
+	line, p, ok := a.roomPlace(ctx, r)
 	if !ok {
 		return
 	}
@@ -305,7 +335,7 @@ func (a *API) queueLeave(ctx *fasthttp.RequestCtx, r *request) {
 		return
 	}
 	// a place whose pass bought (or holds seats) stays as it is, and says so
-	state, err := a.Room.Leave(r.ctx, ev.ID, p.QueueID)
+	state, err := a.Room.Leave(r.ctx, line.ID, p.QueueID)
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("queue leave", err))
 		return
@@ -313,13 +343,14 @@ func (a *API) queueLeave(ctx *fasthttp.RequestCtx, r *request) {
 	httpx.OK(ctx, map[string]any{"queueId": p.QueueID, "state": state})
 }
 
-// roomPass checks the x-queue-pass of a registration of ev by email: the
-// pass it burns, nil for an event without a room. On a seated event the
+// roomPass checks the x-queue-pass of a registration of ev's showing
+// showingID ("" none) by email: the pass it burns, which the showing's
+// room gave on a multi-showing event, nil for an event without a room. On a seated event the
 // hold token carries the pass (made with it: SeatPass): inHold, and no
 // header is read. Whether the pass is live, unused and the buyer's is
 // Redis' to say (reg_register): a used pass is told so however late it
 // comes back.
-func (a *API) roomPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, email string) (p *room.Pass, inHold bool, e *apierr.Error) {
+func (a *API) roomPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, showingID, email string) (p *room.Pass, inHold bool, e *apierr.Error) {
 	if ev.Room == nil {
 		return nil, false, nil
 	}
@@ -333,7 +364,7 @@ func (a *API) roomPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, emai
 	if len(raw) == 0 {
 		return nil, false, room.ErrRequired
 	}
-	pass, err := a.Room.CheckPass(ev.ID, string(raw), email)
+	pass, err := a.Room.CheckPass(keys.RoomID(ev.ID, showingID), string(raw), email)
 	if err != nil {
 		return nil, false, a.unavailable("queue pass", err)
 	}

@@ -97,7 +97,7 @@ func (a *API) registerGuest(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	pass, inHold, e := a.roomPass(ctx, ev, buyer.Email)
+	pass, inHold, e := a.roomPass(ctx, ev, b.ShowingID, buyer.Email)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return

@@ -1,6 +1,11 @@
 package capacity
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/inventory/eval"
+)
 
 func TestRemainingAndTicket(t *testing.T) {
 	rem := Remaining(map[string]int64{"ev": 10, "t:a": 8, "t:b": 3}, map[string]int64{"ev": 6, "t:a": 1, "t:b": 3})
@@ -37,5 +42,22 @@ func TestFieldsSplitBack(t *testing.T) {
 	}
 	if TicketField("a") != "t:a" || TableField("b") != "tb:b" {
 		t.Fatal("field names moved: the scripts and Redis' stored caps name them t:<id>, tb:<id>, ...")
+	}
+}
+
+// The scripts spell two of the Go names in lib/capacity: a drift would
+// make a room count the wrong field.
+func TestTheScriptsSpellTheFieldsAsGo(t *testing.T) {
+	src, err := eval.Source("lib/capacity")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"local CAPACITY_STOREFRONT = '" + Storefront + "'\n",
+		"local CAPACITY_SHOWING = '" + string(KindShowing) + "'\n",
+	} {
+		if !strings.Contains(string(src), want) {
+			t.Errorf("lib/capacity lacks %q", want)
+		}
 	}
 }

@@ -443,17 +443,17 @@ func (v *validator) event(tenantID string, e *Event, path string) *ValidationErr
 
 // waitingRoom checks the event's waitingRoom: opensAt, then salesStartAt
 // after it and before the event starts, passTtl and perBuyer within their
-// limits when set, a known mode, an event without showings (the room does
-// not cover multi-showing events yet), on a seated event seat rows alone
-// and no partner allocation (seatedRoom), and an allocation for each of its
-// channels and none else, leaving the room some stock.
+// limits when set, a known mode, on a multi-showing event a line per
+// showing (showingRooms), on a seated event seat rows alone and no partner
+// allocation (seatedRoom), and an allocation for each of its channels and
+// none else, leaving the room some stock.
 func waitingRoom(e *Event, path string) *ValidationError {
 	wr := e.WaitingRoom
 	p := path + ".waitingRoom"
-	if len(e.Showings) > 0 {
-		return fail(p, "the waiting room does not cover multi-showing events yet, and this event has showings; leave waitingRoom out")
-	}
 	if ve := allocations(e, p); ve != nil {
+		return ve
+	}
+	if ve := showingRooms(e, path, p); ve != nil {
 		return ve
 	}
 	if ve := seatedRoom(e, p); ve != nil {
@@ -785,6 +785,35 @@ func seatedRoom(e *Event, p string) *ValidationError {
 	for _, ch := range slices.Sorted(maps.Keys(e.WaitingRoom.Allocations)) {
 		if e.WaitingRoom.Allocations[ch] != 0 {
 			return fail(p+".allocations."+ch, "a seated event's waiting room sells every seat: partners' seat holds are not counted against an allocation, so give channel %s 0 (or take it out of channels)", ch)
+		}
+	}
+	return nil
+}
+
+// showingRooms checks a multi-showing event's room, a line per showing:
+// each admits against its showing's capacity, so every showing has one;
+// showings share the event's and the ticket types' stock, so together
+// they fit within it (two lines could otherwise promise the same units);
+// and no partner has an allocation, which the lines would not know of.
+func showingRooms(e *Event, path, p string) *ValidationError {
+	if len(e.Showings) == 0 {
+		return nil
+	}
+	var sum int64
+	for i, sh := range e.Showings {
+		if sh.Capacity == nil {
+			return fail(fmt.Sprintf("%s.showings[%d].capacity", path, i),
+				"is required with a waiting room: each showing has a line of its own, which admits buyers against the showing's capacity")
+		}
+		sum += *sh.Capacity
+	}
+	if stock := eventStock(e); sum > stock {
+		return fail(p, "the showings' capacities add up to %d, more than the event's %d admissions (its capacity, or its ticket types' together): each showing's line admits buyers against its own capacity, so together they must fit; lower the showings' capacities",
+			sum, stock)
+	}
+	for _, ch := range slices.Sorted(maps.Keys(e.WaitingRoom.Allocations)) {
+		if e.WaitingRoom.Allocations[ch] != 0 {
+			return fail(p+".allocations."+ch, "a multi-showing event's waiting room sells every showing's stock: give channel %s 0 (or take it out of channels)", ch)
 		}
 	}
 	return nil

@@ -279,7 +279,7 @@ func TestValidateNamesFirstBadField(t *testing.T) {
 		{"waiting room mode unknown", func(d *catalog.Document) { room(d).Mode = "lottery" }, ev1 + ".waitingRoom.mode"},
 		{"waiting room mode in another case", func(d *catalog.Document) { room(d).Mode = "FIFO" }, ev1 + ".waitingRoom.mode"},
 		{"waiting room with a seat map", func(d *catalog.Document) { hall(d).WaitingRoom = room(d) }, "tenants[0].events[1].waitingRoom"},
-		{"waiting room with showings", func(d *catalog.Document) { ga(d).WaitingRoom = room(d) }, ev0 + ".waitingRoom"},
+		{"waiting room with showings, one uncapped", func(d *catalog.Document) { ga(d).WaitingRoom = room(d); ga(d).Channels = nil }, ev0 + ".showings[1].capacity"},
 
 		// Tickets and extras.
 		{"ticket id invalid", func(d *catalog.Document) { tk0(d).ID = "tk ga" }, ev0 + ".tickets[0].id"},
@@ -422,9 +422,10 @@ func TestValidateShowingsWithSeatMapSaysWhy(t *testing.T) {
 	}
 }
 
-// A waiting room is refused on a multi-showing event, and on a seated
-// event that sells more than seat rows or gives a partner an allocation,
-// each saying why.
+// A waiting room is refused on a multi-showing event whose showings are
+// not each capped within the event's stock or that gives a partner an
+// allocation, and on a seated event that sells more than seat rows or
+// gives a partner an allocation, each saying why.
 func TestValidateWaitingRoomSaysWhatItDoesNotCover(t *testing.T) {
 	for name, c := range map[string]struct {
 		mutate func(d *catalog.Document)
@@ -439,8 +440,18 @@ func TestValidateWaitingRoomSaysWhatItDoesNotCover(t *testing.T) {
 			r.Allocations = map[string]int64{"ch_partner": 2}
 			hall(d).WaitingRoom = &r
 		}, "partners' seat holds are not counted against an allocation, so give channel ch_partner 0"},
-		"showings": {func(d *catalog.Document) { ga(d).WaitingRoom = room(d); ga(d).Channels = nil },
-			"does not cover multi-showing events yet"},
+		"a showing without a capacity": {func(d *catalog.Document) { ga(d).WaitingRoom = room(d); ga(d).Channels = nil },
+			"events[0].showings[1].capacity: is required with a waiting room: each showing has a line of its own"},
+		"showings beyond the event's stock": {func(d *catalog.Document) {
+			ga(d).Showings[1].Capacity = ptr[int64](321)
+			ga(d).WaitingRoom, ga(d).Channels = room(d), nil
+		}, "the showings' capacities add up to 821, more than the event's 820 admissions"},
+		"a partner's allocation on a multi-showing event": {func(d *catalog.Document) {
+			ga(d).Showings[1].Capacity = ptr[int64](300)
+			r := *room(d)
+			r.Allocations = map[string]int64{"ch_partner": 1, "ch_applied_earlier": 0}
+			ga(d).WaitingRoom = &r
+		}, "waitingRoom.allocations.ch_partner: a multi-showing event's waiting room sells every showing's stock: give channel ch_partner 0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			doc := decodeValid(t)
@@ -450,6 +461,55 @@ func TestValidateWaitingRoomSaysWhatItDoesNotCover(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A multi-showing event takes a waiting room with a line per showing, each
+// with its own id and its showing's capacity as its stock, counted in the
+// showing's sold field and bounded by the event's stock.
+func TestAMultiShowingEventTakesALinePerShowing(t *testing.T) {
+	doc := decodeValid(t)
+	ga(doc).Showings[1].Capacity = ptr[int64](320) // 500 + 320 = the event's 820 (its ticket types')
+	r := *room(doc)
+	r.Allocations = map[string]int64{"ch_partner": 0, "ch_applied_earlier": 0}
+	r.OpensAt, r.SalesStartAt = "2027-06-01T09:00:00Z", "2027-06-01T10:00:00Z"
+	ga(doc).WaitingRoom = &r
+	if err := catalog.Validate(doc); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := catalog.Compile(1, doc.Tenants, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := snap.Events[ga(doc).ID]
+	lines := ev.Room.Lines()
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want one per showing", len(lines))
+	}
+	for i, want := range []struct{ id, showing, spec string }{
+		{ga(doc).ID + "@sh_1", "sh_1", "500/sh:sh_1 820"},
+		{ga(doc).ID + "@sh_2", "sh_2", "320/sh:sh_2 820"},
+	} {
+		l := lines[i]
+		if l.ID != want.id || l.Showing != want.showing || l.Spec() != want.spec || l.PassTTL != ev.Room.PassTTL {
+			t.Errorf("line %d: %s %s %q ttl %v, want %s %s %q and the event's settings", i, l.ID, l.Showing, l.Spec(), l.PassTTL,
+				want.id, want.showing, want.spec)
+		}
+		if got, ok := ev.Room.Line(want.showing); !ok || got != l {
+			t.Errorf("Line(%s) = %v %v, want line %d", want.showing, got, ok, i)
+		}
+	}
+	for _, sh := range []string{"", "sh_3"} {
+		if _, ok := ev.Room.Line(sh); ok {
+			t.Errorf("Line(%q) found a line on a multi-showing event", sh)
+		}
+	}
+	one := snap.Events[other(doc).ID].Room
+	if l, ok := one.Line(""); !ok || l != one || len(one.Lines()) != 1 || l.ID != other(doc).ID {
+		t.Errorf("an event without showings: Line(\"\") = %v %v, Lines %d, want the event's room", l, ok, len(one.Lines()))
+	}
+	if _, ok := one.Line("sh_1"); ok {
+		t.Error("an event without showings found a showing's line")
 	}
 }
 

@@ -85,6 +85,12 @@ func (in input) ipTokens() []string {
 	return []string{in.sp.IPTokens(in.ev, in.client), in.sp.IPTokens(in.ev, "")}
 }
 
+// rooms are the room ids the room scripts' wrappers name keys of: the
+// event's room, and a showing's of a multi-showing event (keys.RoomID).
+func (in input) rooms() []string {
+	return []string{in.ev, keys.RoomID(in.ev, "sh_1.late-show")}
+}
+
 // holds is what the wrappers that sell declare with and without seats.
 func (in input) holds() []string {
 	return []string{in.sp.Hold(in.ev, in.token), in.sp.Hold(in.ev, "-")}
@@ -160,10 +166,12 @@ var scriptKeys = map[string]func(in input) [][]string{
 	"reg_register": func(in input) (out [][]string) {
 		for _, h := range in.holds() {
 			for _, ip := range in.ipTokens() {
-				out = append(out, append(append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), h,
-					in.sp.DiscountHolds(in.ev), in.sp.DiscountUsed(in.ev), in.sp.Live(in.p()), in.sp.Buyers(in.ev)}, in.seats()...),
-					in.sp.DiscountHeld(in.ev), in.sp.Expiry(in.p()), in.sp.Paid(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev), ip,
-					in.sp.Room(in.ev), in.sp.RoomPlaces(in.ev), in.sp.RoomPasses(in.ev), in.sp.RoomAudit(in.ev)))
+				for _, rm := range in.rooms() {
+					out = append(out, append(append([]string{in.order(), in.sp.Caps(in.ev), in.sp.Sold(in.ev), in.sp.Booked(in.ev), h,
+						in.sp.DiscountHolds(in.ev), in.sp.DiscountUsed(in.ev), in.sp.Live(in.p()), in.sp.Buyers(in.ev)}, in.seats()...),
+						in.sp.DiscountHeld(in.ev), in.sp.Expiry(in.p()), in.sp.Paid(in.p()), in.sp.Unpaid(in.ev), in.sp.IPRegistrations(in.ev), ip,
+						in.sp.Room(rm), in.sp.RoomPlaces(rm), in.sp.RoomPasses(rm), in.sp.RoomAudit(rm)))
+				}
 			}
 		}
 		return out
@@ -172,16 +180,25 @@ var scriptKeys = map[string]func(in input) [][]string{
 		return [][]string{{in.order(), in.sp.Expiry(in.p()), in.session(), in.session()}, {in.order(), in.sp.Expiry(in.p()), in.order(), in.order()}}
 	},
 	"reg_status": func(in input) [][]string { return [][]string{{in.order()}} },
-	"room_join": func(in input) [][]string {
-		return [][]string{{in.sp.Room(in.ev), in.sp.RoomWho(in.ev), in.sp.RoomLine(in.ev), in.sp.RoomPlaces(in.ev), in.sp.Live(in.p()),
-			in.sp.Sold(in.ev), in.sp.RoomPasses(in.ev), in.sp.RoomAudit(in.ev)}}
+	"room_join": func(in input) (out [][]string) {
+		for _, rm := range in.rooms() {
+			out = append(out, []string{in.sp.Room(rm), in.sp.RoomWho(rm), in.sp.RoomLine(rm), in.sp.RoomPlaces(rm), in.sp.Live(in.p()),
+				in.sp.Sold(in.ev), in.sp.RoomPasses(rm), in.sp.RoomAudit(rm)})
+		}
+		return out
 	},
-	"room_leave": func(in input) [][]string {
-		return [][]string{{in.sp.Room(in.ev), in.sp.RoomLine(in.ev), in.sp.RoomPlaces(in.ev), in.sp.RoomPasses(in.ev), in.sp.RoomAudit(in.ev)}}
+	"room_leave": func(in input) (out [][]string) {
+		for _, rm := range in.rooms() {
+			out = append(out, []string{in.sp.Room(rm), in.sp.RoomLine(rm), in.sp.RoomPlaces(rm), in.sp.RoomPasses(rm), in.sp.RoomAudit(rm)})
+		}
+		return out
 	},
-	"room_status": func(in input) [][]string {
-		return [][]string{{in.sp.Room(in.ev), in.sp.RoomLine(in.ev), in.sp.RoomPlaces(in.ev), in.sp.RoomPasses(in.ev),
-			in.sp.Sold(in.ev), in.sp.Live(in.p()), in.sp.RoomAudit(in.ev)}}
+	"room_status": func(in input) (out [][]string) {
+		for _, rm := range in.rooms() {
+			out = append(out, []string{in.sp.Room(rm), in.sp.RoomLine(rm), in.sp.RoomPlaces(rm), in.sp.RoomPasses(rm),
+				in.sp.Sold(in.ev), in.sp.Live(in.p()), in.sp.RoomAudit(rm)})
+		}
+		return out
 	},
 	"seat_extend": func(in input) (out [][]string) {
 		for _, ip := range in.ipTokens() {

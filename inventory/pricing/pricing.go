@@ -144,15 +144,8 @@ func Price(ev *catalog.CompiledEvent, cart Cart) (Quote, *apierr.Error) {
 	if len(cart.SeatLabels) > MaxSeats {
 		return q, apierr.Invalid("a cart has at most %d seats", MaxSeats)
 	}
-	if len(ev.Event.Showings) > 0 {
-		if cart.ShowingID == "" {
-			return q, apierr.Of("SHOWING_REQUIRED", "this event has several showings: send showingId")
-		}
-		if ev.Showings[cart.ShowingID] == nil {
-			return q, apierr.Of("SHOWING_NOT_FOUND", "showing %q is not a showing of this event", cart.ShowingID)
-		}
-	} else if cart.ShowingID != "" {
-		return q, apierr.Of("SHOWING_NOT_FOUND", "this event has no showings; omit showingId")
+	if e := CheckShowing(ev, cart.ShowingID); e != nil {
+		return q, e
 	}
 	if !ev.Seated() && (len(cart.SeatLabels) > 0 || len(cart.GASelections) > 0 || len(cart.TableSelections) > 0) {
 		return q, seats.ErrNotSeated
@@ -452,6 +445,22 @@ func (q *Quote) discount(ev *catalog.CompiledEvent, code string) *apierr.Error {
 	q.DiscountCode = dc.Code
 	if dc.MaxUses != nil {
 		q.DiscountMaxUses = *dc.MaxUses
+	}
+	return nil
+}
+
+// CheckShowing checks a request's showingId against the event: required
+// on an event with showings and one of them, absent on one without.
+func CheckShowing(ev *catalog.CompiledEvent, showingID string) *apierr.Error {
+	if len(ev.Event.Showings) > 0 {
+		if showingID == "" {
+			return apierr.Of("SHOWING_REQUIRED", "this event has several showings: send showingId")
+		}
+		if ev.Showings[showingID] == nil {
+			return apierr.Of("SHOWING_NOT_FOUND", "showing %q is not a showing of this event", showingID)
+		}
+	} else if showingID != "" {
+		return apierr.Of("SHOWING_NOT_FOUND", "this event has no showings; omit showingId")
 	}
 	return nil
 }

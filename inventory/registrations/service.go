@@ -236,9 +236,10 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	}
 	okey, _ := s.Space.Order(id)
 	p := keys.Partition(ev)
+	rm := keys.RoomID(ev, req.ShowingID) // a showing's sale burns a pass of the showing's room
 	ks := append(s.Orders.SaleKeys(ev, okey, req.HoldToken, 9),
 		s.Space.Expiry(p), s.Space.Paid(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.IPTokens(ev, req.Client.Key),
-		s.Space.Room(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev), s.Space.RoomAudit(ev))
+		s.Space.Room(ev), s.Space.RoomPlaces(rm), s.Space.RoomPasses(rm), s.Space.RoomAudit(rm))
 	buyer := orders.BuyerKey(req.Buyer.Email)
 	free := "0"
 	if q.Total == 0 {

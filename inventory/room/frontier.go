@@ -170,8 +170,8 @@ func (s *Service) nearHead() int64 {
 // Poll is Status for a place named by its poll token: from the node's
 // frontier when the place is far from the head and the frontier fresh,
 // else from Redis (Status, which also moves the line).
-func (s *Service) Poll(ctx context.Context, cfg *catalog.Room, eventID string, p Place) (Status, error) {
-	return s.poll(ctx, cfg, eventID, p, nil)
+func (s *Service) Poll(ctx context.Context, cfg *catalog.Room, roomID string, p Place) (Status, error) {
+	return s.poll(ctx, cfg, roomID, p, nil)
 }
 
 // Count is told of each poll a Wait makes before it is answered, memory
@@ -181,8 +181,8 @@ func (s *Service) Poll(ctx context.Context, cfg *catalog.Room, eventID string, p
 type Count func(ctx context.Context, memory bool) error
 
 // poll is Poll, told to count (nil: nothing).
-func (s *Service) poll(ctx context.Context, cfg *catalog.Room, eventID string, p Place, count Count) (Status, error) {
-	if st, ok := s.remembered(cfg, eventID, p); ok {
+func (s *Service) poll(ctx context.Context, cfg *catalog.Room, roomID string, p Place, count Count) (Status, error) {
+	if st, ok := s.remembered(cfg, roomID, p); ok {
 		if count != nil {
 			if err := count(ctx, true); err != nil {
 				return Status{}, err
@@ -195,7 +195,7 @@ func (s *Service) poll(ctx context.Context, cfg *catalog.Room, eventID string, p
 			return Status{}, err
 		}
 	}
-	return s.Status(ctx, cfg, eventID, p.QueueID)
+	return s.Status(ctx, cfg, roomID, p.QueueID)
 }
 
 // remembered is the place's status from the node's frontier: ok when the
@@ -203,8 +203,8 @@ func (s *Service) poll(ctx context.Context, cfg *catalog.Room, eventID string, p
 // position exact as of the tick), or places it far from the head. A place
 // near the head that the frontier does not list has left the line since,
 // or is about to be admitted: Redis answers it.
-func (s *Service) remembered(cfg *catalog.Room, eventID string, p Place) (Status, bool) {
-	v, ok := s.frontiers.Load(eventID)
+func (s *Service) remembered(cfg *catalog.Room, roomID string, p Place) (Status, bool) {
+	v, ok := s.frontiers.Load(roomID)
 	if !ok {
 		return Status{}, false
 	}

@@ -65,26 +65,28 @@ type joinQueue struct {
 	sending bool
 	sent    time.Time // when the last batch of several joins went
 	keys    []string
-	common  []string // room_join's first four arguments
+	common  []string // room_join's first five arguments
 }
 
-// joinCommon is room_join's first four arguments, every join's of a room
-// under cfg.
-func (s *Service) joinCommon(cfg *catalog.Room) []string {
+// joinCommon is room_join's first five arguments, every join's of room
+// roomID under cfg.
+func (s *Service) joinCommon(cfg *catalog.Room, roomID string) []string {
 	return []string{strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10),
-		strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10), strconv.Itoa(s.admitPerCall()), cfg.Spec()}
+		strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10), strconv.Itoa(s.admitPerCall()), cfg.Spec(),
+		keys.RoomFields(roomID)}
 }
 
-// joinQueueOf is the queue of event ev's joins under common arguments
+// joinQueueOf is the queue of room rm's joins under common arguments
 // (a catalog change starts a new queue: joins of one batch share them).
-func (s *Service) joinQueueOf(ev string, common []string) *joinQueue {
-	id := ev + "\x00" + strings.Join(common, "\x00")
+func (s *Service) joinQueueOf(rm string, common []string) *joinQueue {
+	id := rm + "\x00" + strings.Join(common, "\x00")
 	if v, ok := s.joins.Load(id); ok {
 		return v.(*joinQueue)
 	}
-	q := &joinQueue{common: common, keys: []string{s.Space.Room(ev), s.Space.RoomWho(ev), s.Space.RoomLine(ev),
-		s.Space.RoomPlaces(ev), s.Space.Live(keys.Partition(ev)), s.Space.Sold(ev), s.Space.RoomPasses(ev),
-		s.Space.RoomAudit(ev)}}
+	ev, _ := keys.SplitRoom(rm)
+	q := &joinQueue{common: common, keys: []string{s.Space.Room(rm), s.Space.RoomWho(rm), s.Space.RoomLine(rm),
+		s.Space.RoomPlaces(rm), s.Space.Live(keys.Partition(ev)), s.Space.Sold(ev), s.Space.RoomPasses(rm),
+		s.Space.RoomAudit(rm)}}
 	v, _ := s.joins.LoadOrStore(id, q)
 	return v.(*joinQueue)
 }

@@ -5,6 +5,10 @@
 // room knows the stock: it never reserves, for live passes, more than the
 // event's capacity less what is sold (lua/lib/room.lua says how).
 //
+// A multi-showing event has a room per showing (catalog Room.Lines), each
+// a line of its own named by its room id (keys.RoomID); below, a room id
+// is the event's id for an event's room.
+//
 // The state lives in Redis, in the event's slot (keys.Space Room*); the
 // scripts room_join, room_status and room_leave change it, and
 // reg_register burns a pass. Poll tokens and passes are HMAC-signed here,
@@ -12,6 +16,7 @@
 package room
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -148,7 +153,10 @@ func (s *Service) admitPerCall() int {
 // JoinRequest is a buyer's join.
 type JoinRequest struct {
 	EventID string
-	Email   string
+	// ShowingID is the showing whose line it joins on a multi-showing
+	// event ("" on an event without showings).
+	ShowingID string
+	Email     string
 	// Device is the buyer's device id ("" when none): a second join from
 	// it answers the same place, whatever the e-mail.
 	Device   string
@@ -157,8 +165,8 @@ type JoinRequest struct {
 	Work Work
 }
 
-// Join gives the buyer a place in the event's room, or the place their
-// e-mail or device has.
+// Join gives the buyer a place in the room of the event's showing (cfg is
+// that room: catalog Room.Line), or the place their e-mail or device has.
 func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) (Joined, error) {
 	if s.now().Before(cfg.OpensAt) {
 		return Joined{}, ErrNotOpen.With("opensAt", cfg.OpensAt.UTC().Format(time.RFC3339))
@@ -176,13 +184,13 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 			return Joined{}, err
 		}
 	}
-	id := s.placeID(req.EventID, bk)
+	ev := keys.RoomID(req.EventID, req.ShowingID)
+	id := s.placeID(ev, bk)
 	rank := ""
 	if cfg.Fair {
-		rank = strconv.FormatFloat(s.shuffleRank(req.EventID, id), 'g', -1, 64)
+		rank = strconv.FormatFloat(s.shuffleRank(ev, id), 'g', -1, 64)
 	}
-	ev := req.EventID
-	arr, err := s.join(ctx, s.joinQueueOf(ev, s.joinCommon(cfg)), joinArgs{id, bk, req.Device, strconv.FormatInt(req.Quantity, 10), rank})
+	arr, err := s.join(ctx, s.joinQueueOf(ev, s.joinCommon(cfg, ev)), joinArgs{id, bk, req.Device, strconv.FormatInt(req.Quantity, 10), rank})
 	if errors.Is(err, errStopped) {
 		return Joined{}, errStopped
 	}
@@ -208,10 +216,10 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 	return Joined{}, reply.Unexpected("room_join", code)
 }
 
-// Status reads a place after the admission step, which it runs: every
-// poll moves the line.
-func (s *Service) Status(ctx context.Context, cfg *catalog.Room, eventID, queueID string) (Status, error) {
-	arr, err := s.runStatus(ctx, cfg, eventID, queueID, "", 0, nil)
+// Status reads a place of room roomID after the admission step, which it
+// runs: every poll moves the line.
+func (s *Service) Status(ctx context.Context, cfg *catalog.Room, roomID, queueID string) (Status, error) {
+	arr, err := s.runStatus(ctx, cfg, roomID, queueID, "", 0, nil)
 	if err != nil {
 		return Status{}, fmt.Errorf("room: status: %w", err)
 	}
@@ -228,7 +236,7 @@ func (s *Service) Status(ctx context.Context, cfg *catalog.Room, eventID, queueI
 	default:
 		return Status{}, reply.Unexpected("room_status", code)
 	}
-	st, err := s.read(cfg, eventID, queueID, arr, 1)
+	st, err := s.read(cfg, roomID, queueID, arr, 1)
 	if err != nil {
 		return Status{}, fmt.Errorf("room: status: %w", err)
 	}
@@ -243,50 +251,51 @@ func (s *Service) runStatus(ctx context.Context, cfg *catalog.Room, ev, queueID,
 	if queueID == "" {
 		admit = s.admitPerTick()
 	}
+	event, _ := keys.SplitRoom(ev)
 	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev),
-		s.Space.Sold(ev), s.Space.Live(keys.Partition(ev)), s.Space.RoomAudit(ev)}
+		s.Space.Sold(event), s.Space.Live(keys.Partition(event)), s.Space.RoomAudit(ev)}
 	args := []string{queueID, strconv.FormatInt(cfg.PassTTL.Milliseconds(), 10),
 		strconv.FormatInt(cfg.SalesStartAt.UnixMilli(), 10), strconv.Itoa(admit), cfg.Spec(), key,
-		strconv.Itoa(samples), strconv.FormatInt(s.nearHead(), 10), was.prev()}
+		strconv.Itoa(samples), strconv.FormatInt(s.nearHead(), 10), was.prev(), keys.RoomFields(ev)}
 	return eval.Array(ctx, s.Redis, statusScript, ks, args)
 }
 
-// Admit runs the admission step of an event's room: passes that lapsed
-// give their units back and the head of the line is admitted while units
-// are left, whether or not anyone polls. From T0 a fair room's shuffle key
+// Admit runs the admission step of room roomID: passes that lapsed give
+// their units back and the head of the line is admitted while units are
+// left, whether or not anyone polls. From T0 a fair room's shuffle key
 // goes to the audit, once.
-func (s *Service) Admit(ctx context.Context, cfg *catalog.Room, eventID string) error {
+func (s *Service) Admit(ctx context.Context, cfg *catalog.Room, roomID string) error {
 	key := ""
 	if cfg.Fair && !s.now().Before(cfg.SalesStartAt) {
-		key = hex.EncodeToString(s.ShuffleKey(eventID))
+		key = hex.EncodeToString(s.ShuffleKey(roomID))
 	}
 	now := s.now()
 	var was *frontier
-	if v, ok := s.frontiers.Load(eventID); ok {
+	if v, ok := s.frontiers.Load(roomID); ok {
 		was = v.(*frontier)
 	}
 	samples := frontierSamples
 	if was != nil && now.Sub(was.sampled) < sampleEvery {
 		samples = 0 // the scores of the last read serve
 	}
-	arr, err := s.runStatus(ctx, cfg, eventID, "", key, samples, was)
+	arr, err := s.runStatus(ctx, cfg, roomID, "", key, samples, was)
 	if err != nil {
-		return fmt.Errorf("room: admit %s: %w", eventID, err)
+		return fmt.Errorf("room: admit %s: %w", roomID, err)
 	}
 	if err := okOrStopped(arr, "room_status"); err != nil {
 		return err
 	}
 	f, err := frontierOf(arr, 1, was)
 	if err != nil {
-		return fmt.Errorf("room: admit %s: %w", eventID, err)
+		return fmt.Errorf("room: admit %s: %w", roomID, err)
 	}
 	f.at, f.sampled = now, now
 	if samples == 0 {
 		f.scores, f.pos, f.sampled = was.scores, was.pos, was.sampled
 		f.moved = was.moved + f.admitted - was.admitted
 	}
-	s.frontiers.Store(eventID, f)
-	s.wakerOf(eventID).tick(f)
+	s.frontiers.Store(roomID, f)
+	s.wakerOf(roomID).tick(f)
 	return nil
 }
 
@@ -329,20 +338,28 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 			continue
 		}
 		now := s.now()
-		for id, ev := range snap.Events {
+		for evID, ev := range snap.Events {
 			if ev.Room == nil || now.Before(ev.Room.OpensAt) {
 				continue
 			}
-			err := s.Admit(ctx, ev.Room, id)
-			switch {
-			case err != nil && ctx.Err() == nil && !failing[id]:
-				failing[id] = true
-				s.logger().Warn("room: admission step failed; every tick retries", "event", id, "err", err)
-			case err == nil && failing[id]:
-				delete(failing, id)
-				s.logger().Info("room: admission steps run again", "event", id)
+			for _, line := range ev.Room.Lines() {
+				s.admitLogged(ctx, line, cmp.Or(line.ID, evID), failing)
 			}
 		}
+	}
+}
+
+// admitLogged runs Admit for Run, logging the first failure of a streak
+// and the step that ends it.
+func (s *Service) admitLogged(ctx context.Context, cfg *catalog.Room, id string, failing map[string]bool) {
+	err := s.Admit(ctx, cfg, id)
+	switch {
+	case err != nil && ctx.Err() == nil && !failing[id]:
+		failing[id] = true
+		s.logger().Warn("room: admission step failed; every tick retries", "room", id, "err", err)
+	case err == nil && failing[id]:
+		delete(failing, id)
+		s.logger().Info("room: admission steps run again", "room", id)
 	}
 }
 
@@ -353,9 +370,10 @@ func (s *Service) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// read is the Status of place queueID from lib/room's room_reading, which
-// starts at arr[at], with its pass signed while it is admitted.
-func (s *Service) read(cfg *catalog.Room, eventID, queueID string, arr []rueidis.RedisMessage, at int) (Status, error) {
+// read is the Status of place queueID of room roomID from lib/room's
+// room_reading, which starts at arr[at], with its pass signed while it is
+// admitted.
+func (s *Service) read(cfg *catalog.Room, roomID, queueID string, arr []rueidis.RedisMessage, at int) (Status, error) {
 	var n [13]int64 // n[i] is arr[at+i]; the state (n[0]), buyer key (at+13) and rank (at+14) are strings
 	st, err := eval.Str(arr, at)
 	if err != nil {
@@ -381,7 +399,7 @@ func (s *Service) read(cfg *catalog.Room, eventID, queueID string, arr []rueidis
 	out := r.status(cfg)
 	out.rank = rank
 	if out.State == Admitted && !out.PassUsed {
-		out.Pass = s.passFor(cfg, eventID, queueID, r.passExp, bk)
+		out.Pass = s.passFor(cfg, roomID, queueID, r.passExp, bk)
 	}
 	return out, nil
 }
@@ -473,10 +491,10 @@ func (r reading) eta(cfg *catalog.Room) *time.Duration {
 // neither waiting nor admitted, left as it is, that state (Admitted for
 // one whose pass made a registration or, on a seated event, a hold token
 // that holds its units until it lapses; Expired; Left).
-func (s *Service) Leave(ctx context.Context, eventID, queueID string) (string, error) {
-	ev := eventID
+func (s *Service) Leave(ctx context.Context, roomID, queueID string) (string, error) {
+	ev := roomID
 	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev), s.Space.RoomAudit(ev)}
-	arr, err := eval.Array(ctx, s.Redis, leaveScript, ks, []string{queueID})
+	arr, err := eval.Array(ctx, s.Redis, leaveScript, ks, []string{queueID, keys.RoomFields(ev)})
 	if err != nil {
 		return "", fmt.Errorf("room: leave: %w", err)
 	}
@@ -538,11 +556,11 @@ func (st Stats) Conversion() (float64, bool) {
 	return float64(st.Used) / float64(ended), true
 }
 
-// Stats reads an event's room in one round trip (nothing is admitted).
-func (s *Service) Stats(ctx context.Context, eventID string) (Stats, error) {
+// Stats reads room roomID in one round trip (nothing is admitted).
+func (s *Service) Stats(ctx context.Context, roomID string) (Stats, error) {
 	res := s.Redis.DoMulti(ctx,
-		s.Redis.B().Hgetall().Key(s.Space.Room(eventID)).Build(),
-		s.Redis.B().Zcard().Key(s.Space.RoomPasses(eventID)).Build())
+		s.Redis.B().Hgetall().Key(s.Space.Room(roomID)).Build(),
+		s.Redis.B().Zcard().Key(s.Space.RoomPasses(roomID)).Build())
 	// the hash holds counts and the stock spec, a string: counts are read
 	// by name
 	m, err := res[0].AsStrMap()
@@ -553,7 +571,8 @@ func (s *Service) Stats(ctx context.Context, eventID string) (Stats, error) {
 	if err != nil {
 		return Stats{}, fmt.Errorf("room: stats: %w", err)
 	}
-	n := func(f string) int64 { v, _ := strconv.ParseInt(m[f], 10, 64); return v }
+	sfx := keys.RoomFields(roomID) // the hash holds every showing's rooms
+	n := func(f string) int64 { v, _ := strconv.ParseInt(m[f+sfx], 10, 64); return v }
 	return Stats{Arrivals: n("seq"), Waiting: n("wn"), WaitingUnits: n("wq"), Reserved: n("resv"), LivePasses: live,
 		Admitted: n("admitted"), Used: n("used"), Lapsed: n("lapsed")}, nil
 }
@@ -575,14 +594,14 @@ type AuditEntry struct {
 	Key       string
 }
 
-// Audit reads up to count entries of the room's audit after the entry id
-// after ("" from the start), in order.
-func (s *Service) Audit(ctx context.Context, eventID, after string, count int64) ([]AuditEntry, error) {
+// Audit reads up to count entries of room roomID's audit after the entry
+// id after ("" from the start), in order.
+func (s *Service) Audit(ctx context.Context, roomID, after string, count int64) ([]AuditEntry, error) {
 	start := "-"
 	if after != "" {
 		start = "(" + after
 	}
-	xs, err := s.Redis.Do(ctx, s.Redis.B().Xrange().Key(s.Space.RoomAudit(eventID)).Start(start).End("+").Count(count).Build()).AsXRange()
+	xs, err := s.Redis.Do(ctx, s.Redis.B().Xrange().Key(s.Space.RoomAudit(roomID)).Start(start).End("+").Count(count).Build()).AsXRange()
 	if err != nil {
 		return nil, fmt.Errorf("room: audit: %w", err)
 	}

@@ -60,11 +60,11 @@ func (h *waitHeap) Pop() any {
 	return e
 }
 
-func (s *Service) wakerOf(eventID string) *waker {
-	if v, ok := s.wakers.Load(eventID); ok {
+func (s *Service) wakerOf(roomID string) *waker {
+	if v, ok := s.wakers.Load(roomID); ok {
 		return v.(*waker)
 	}
-	v, _ := s.wakers.LoadOrStore(eventID, &waker{flip: make(chan struct{}), stopped: &s.stopped})
+	v, _ := s.wakers.LoadOrStore(roomID, &waker{flip: make(chan struct{}), stopped: &s.stopped})
 	return v.(*waker)
 }
 
@@ -183,10 +183,10 @@ func (s *Service) StopWaits() {
 // frontier, so a long-poll costs Redis nothing while it waits. d <= 0 is
 // Poll. count, when set, is told of
 // each poll before it is answered.
-func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, eventID string, p Place, d time.Duration, count Count) (Status, error) {
-	w := s.wakerOf(eventID)
+func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, roomID string, p Place, d time.Duration, count Count) (Status, error) {
+	w := s.wakerOf(roomID)
 	adm, flip := w.mark()
-	st, err := s.poll(ctx, cfg, eventID, p, count)
+	st, err := s.poll(ctx, cfg, roomID, p, count)
 	if err != nil || d <= 0 || s.stopped.Load() || (st.State != Waiting && st.State != SoldOut) {
 		return st, err
 	}
@@ -228,7 +228,7 @@ func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, eventID string, p
 			return now, nil
 		}
 		adm, flip = w.mark()
-		if now, err = s.poll(ctx, cfg, eventID, p, count); err != nil {
+		if now, err = s.poll(ctx, cfg, roomID, p, count); err != nil {
 			return Status{}, err
 		}
 		// A flip is news for every waiter, answered whatever this one's

@@ -11,6 +11,9 @@
 -- capacity.Storefront): every storefront sale claims its admissions there,
 -- and a waiting room's stock caps it (lib/room counts what it sold).
 local CAPACITY_STOREFRONT = 'sf'
+-- CAPACITY_SHOWING is the kind of a showing's field, 'sh:<showing>' (Go's
+-- capacity.KindShowing).
+local CAPACITY_SHOWING = 'sh'
 
 -- capacity_short(capKey, soldKey, fields, qtys): checks qtys[i] of every
 -- fields[i] against what is left. Returns the first i that does not fit and

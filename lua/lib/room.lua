@@ -15,7 +15,9 @@
 --          reserves;
 --   bk:    the buyer key (orders.BuyerKey) of the e-mail it joined with: a
 --          pass buys for that buyer alone.
--- The room hash keeps seq (arrivals), resv (units reserved by live
+-- The room hash (one an event, for every room it has: a multi-showing
+-- event has a room per showing, whose fields end in ':<showing>', k.sfx,
+-- room_f) keeps seq (arrivals), resv (units reserved by live
 -- passes), wn and wq (places waiting and their units), admitted, used and
 -- lapsed (passes so far), lv (places that left the line waiting), first
 -- (Redis ms of the first pass) and stock (catalog Room.Spec, as the last
@@ -34,6 +36,27 @@
 --@include capacity
 --@include check
 --@include reply
+
+-- room_f(k, name): the room's field name in the room hash: name, then
+-- k.sfx ('' for an event's room, ':<showing>' for a showing's:
+-- keys.RoomFields).
+local function room_f(k, name)
+  return name .. (k.sfx or '')
+end
+
+-- room_sale_sfx(fields): the suffix of the room a sale with these claim
+-- fields is admitted by (room_f): a sale of a showing ('sh:<showing>')
+-- is its showing's room's (the rooms of a multi-showing event are its
+-- showings'), else the event's ('').
+local function room_sale_sfx(fields)
+  for _, f in ipairs(fields) do
+    local sh = string.match(f, '^' .. CAPACITY_SHOWING .. ':(.+)$')
+    if sh then
+      return ':' .. sh
+    end
+  end
+  return ''
+end
 
 -- room_place(v): the state, units, pass expiry and buyer key of a place's
 -- value (nil: no such place).
@@ -77,10 +100,11 @@ local function room_check(k)
 end
 
 -- room_free(soldkey, spec): the units the room may still promise, before
--- what its live passes hold. spec is catalog Room.Spec: "<stock>
--- <event stock> [<channel field> <allocation>]..." (a bare "<stock>", as
--- an older node wrote it, counts the storefront alone). The least of the
--- room's stock less what the storefront sold ('sf'), and the event's
+-- what its live passes hold. spec is catalog Room.Spec: "<stock>[/<sold
+-- field>] <event stock> [<channel field> <allocation>]..." (a bare
+-- "<stock>", as an older node wrote it, counts the storefront alone). The
+-- least of the room's stock less what its sold field counts (a showing's
+-- room: 'sh:<showing>'; else the storefront's, 'sf'), and the event's
 -- stock less every sale ('ev') and what the listed channels may still
 -- sell of their allocations: the second holds when 'sf' does not count a
 -- sale the event did (sold before the shares were counted, units a
@@ -91,12 +115,16 @@ local function room_free(soldkey, spec)
   for x in string.gmatch(spec, '%S+') do
     w[#w + 1] = x
   end
-  local fields = {CAPACITY_STOREFRONT, 'ev'}
+  local stock, field = string.match(w[1], '^(%d+)/?(%S*)$')
+  if field == '' then
+    field = CAPACITY_STOREFRONT
+  end
+  local fields = {field, 'ev'}
   for i = 3, #w, 2 do
     fields[#fields + 1] = w[i]
   end
   local sold = redis.call('HMGET', soldkey, unpack(fields))
-  local free = tonumber(w[1]) - (tonumber(sold[1]) or 0)
+  local free = tonumber(stock) - (tonumber(sold[1]) or 0)
   if w[2] then
     local rest = tonumber(w[2]) - (tonumber(sold[2]) or 0)
     for i = 3, #w, 2 do
@@ -113,8 +141,9 @@ end
 -- lapsed, lv as numbers (0 when unset), stock and shown as stored (false
 -- when unset).
 local function room_read(k)
-  local v = redis.call('HMGET', k.room, 'resv', 'seq', 'wn', 'wq', 'admitted', 'first', 'used', 'lapsed', 'stock',
-    'shown', 'lv')
+  local v = redis.call('HMGET', k.room, room_f(k, 'resv'), room_f(k, 'seq'), room_f(k, 'wn'), room_f(k, 'wq'),
+    room_f(k, 'admitted'), room_f(k, 'first'), room_f(k, 'used'), room_f(k, 'lapsed'), room_f(k, 'stock'),
+    room_f(k, 'shown'), room_f(k, 'lv'))
   return {resv = tonumber(v[1]) or 0, seq = tonumber(v[2]) or 0, wn = tonumber(v[3]) or 0, wq = tonumber(v[4]) or 0,
     admitted = tonumber(v[5]) or 0, first = tonumber(v[6]) or 0, used = tonumber(v[7]) or 0,
     lapsed = tonumber(v[8]) or 0, stock = v[9], shown = v[10], lv = tonumber(v[11]) or 0}
@@ -202,14 +231,14 @@ local function room_admit(k, now, ttl, t0, limit, spec, r)
   local changed = #lapsed > 0 or r.admitted ~= admitted
   if changed then
     room_writing(k)
-    redis.call('HSET', k.room, 'resv', r.resv, 'wn', r.wn, 'wq', r.wq, 'admitted', r.admitted, 'first', r.first,
-      'lapsed', r.lapsed)
+    redis.call('HSET', k.room, room_f(k, 'resv'), r.resv, room_f(k, 'wn'), r.wn, room_f(k, 'wq'), r.wq,
+      room_f(k, 'admitted'), r.admitted, room_f(k, 'first'), r.first, room_f(k, 'lapsed'), r.lapsed)
   end
   -- the stock as the catalog says it now, for reg_pay: a late payment
   -- takes back only units no live pass holds
   if r.stock ~= spec then
     room_writing(k)
-    redis.call('HSET', k.room, 'stock', spec)
+    redis.call('HSET', k.room, room_f(k, 'stock'), spec)
     r.stock = spec
   end
   return left, changed
@@ -226,12 +255,12 @@ local function room_drop(k, id, st, qty, exp, bk, to)
   end
   if st == 'w' then
     redis.call('ZREM', k.line, id)
-    redis.call('HINCRBY', k.room, 'wn', -1)
-    redis.call('HINCRBY', k.room, 'wq', -qty)
-    redis.call('HINCRBY', k.room, 'lv', 1) -- room_frontier: the head may have changed
+    redis.call('HINCRBY', k.room, room_f(k, 'wn'), -1)
+    redis.call('HINCRBY', k.room, room_f(k, 'wq'), -qty)
+    redis.call('HINCRBY', k.room, room_f(k, 'lv'), 1) -- room_frontier: the head may have changed
   elseif st == 'a' or st == 'h' then
     redis.call('ZREM', k.passes, id)
-    redis.call('HINCRBY', k.room, 'resv', -qty)
+    redis.call('HINCRBY', k.room, room_f(k, 'resv'), -qty)
   end
   room_put(k.places, id, to, qty, exp, bk)
 end
