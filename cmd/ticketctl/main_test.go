@@ -25,6 +25,7 @@ const catalogDoc = `{"tenants": [{"id": "t_acme", "name": "Acme Live"}]}`
 type received struct {
 	method, path, auth, contentType string
 	body                            string
+	query                           string
 }
 
 // adminServer answers every request with status and body and records it.
@@ -35,7 +36,7 @@ func adminServer(t *testing.T, status int, body string) (*httptest.Server, func(
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		got = append(got, received{r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), string(b)})
+		got = append(got, received{r.Method, r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), string(b), r.URL.RawQuery})
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -86,7 +87,7 @@ func TestApplyFilePutsDocumentWithToken(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	reqs := got()
-	want := received{"PUT", "/v1/admin/catalog", "Bearer s3cret", "application/json", catalogDoc}
+	want := received{"PUT", "/v1/admin/catalog", "Bearer s3cret", "application/json", catalogDoc, ""}
 	if len(reqs) != 1 || reqs[0] != want {
 		t.Fatalf("server saw %+v, want one %+v", reqs, want)
 	}

@@ -40,6 +40,33 @@ func TestQueuePrintsTheRoom(t *testing.T) {
 	}
 }
 
+// On a multi-showing event -showing names the line, on the room and its
+// audit alike, and the printout says which.
+func TestQueueOfAShowingsLine(t *testing.T) {
+	t.Parallel()
+	body := strings.Replace(queueBody, `"eventId":"ev_room"`, `"eventId":"ev_room","showingId":"sh_2"`, 1)
+	if body == queueBody {
+		t.Fatal("queueBody has no eventId to follow")
+	}
+	srv, got := adminServer(t, 200, body)
+	vars := map[string]string{"TICKETD_URL": srv.URL, "TICKETD_ADMIN_TOKEN": "t"}
+	r := ticketctl(vars, "", "queue", "-showing", "sh_2", "ev_room")
+	if r.code != 0 || !strings.Contains(r.stdout, "showing         sh_2\n") {
+		t.Fatalf("exit %d, stderr %q, stdout\n%s", r.code, r.stderr, r.stdout)
+	}
+	ticketctl(vars, "", "queue", "-showing", "sh_2", "-audit", "ev_room")
+	reqs := got()
+	if len(reqs) != 2 || reqs[0].path != "/v1/admin/events/ev_room/queue" || reqs[0].query != "showingId=sh_2" ||
+		reqs[1].path != "/v1/admin/events/ev_room/queue/audit" || reqs[1].query != "count=10000&showingId=sh_2" {
+		t.Fatalf("server saw %+v", reqs)
+	}
+	srv2, _ := adminServer(t, 400, `{"success":false,"code":"SHOWING_REQUIRED","message":"this event has several showings: send showingId"}`)
+	r = ticketctl(map[string]string{"TICKETD_URL": srv2.URL, "TICKETD_ADMIN_TOKEN": "t"}, "", "queue", "ev_room")
+	if r.code != 1 || !strings.Contains(r.stderr, "event ev_room has a line per showing: name one with -showing <showing-id>") {
+		t.Fatalf("without -showing: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
 func TestQueueJSON(t *testing.T) {
 	t.Parallel()
 	srv, _ := adminServer(t, 200, queueBody)
