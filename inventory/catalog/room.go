@@ -149,9 +149,10 @@ func (r *Room) Line(showingID string) (*Room, bool) {
 
 // Spec is the stock as the room's scripts take it (lib/room.lua
 // room_free): "<Stock> <the event's stock> [<channel field> <its
-// allocation>]...", the channels in order; a showing's room's first word
-// is "<Stock>/sh:<showing>", the field its sales count in; Stock alone for a Room not
-// compiled from an event (tests), which counts the storefront's sales only.
+// allocation>]...", the channels in order (a showing's room's first word
+// is "<Stock>/sh:<showing>", the field its sales count in); Stock alone
+// for a Room not compiled from an event (tests), which counts the
+// storefront's sales only.
 func (r *Room) Spec() string {
 	if r.spec == "" {
 		return strconv.FormatInt(r.Stock, 10)
