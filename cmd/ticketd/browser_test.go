@@ -248,7 +248,7 @@ func TestBrowserDemoShopGA(t *testing.T) {
 	// (not waited for here otherwise): wait for the sentence.
 	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_free"] a`)),
-		until(`document.getElementById('status').textContent === '5 events on sale.'`))
+		until(`document.getElementById('status').textContent === '6 events on sale.'`))
 	shot(t, ctx, "1-events", true)
 	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))

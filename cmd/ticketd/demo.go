@@ -32,12 +32,18 @@ var demoEvents, demoKinds = func() ([]string, []string) {
 			for _, tk := range ev.Tickets {
 				free = free && tk.Price == 0
 			}
-			kind, last := "GA", false
+			// A multi-showing event says how many showings it has (a
+			// seat map has none: the catalog refuses both).
+			ga := "GA"
+			if n := len(ev.Showings); n > 0 {
+				ga = fmt.Sprintf("GA, %d showings", n)
+			}
+			kind, last := ga, false
 			switch {
 			case ev.WaitingRoom != nil && ev.SeatMap != nil:
 				kind = "seat map, waiting room"
 			case ev.WaitingRoom != nil:
-				kind = "GA, waiting room"
+				kind = ga + ", waiting room"
 			case ev.SeatMap != nil:
 				kind = "seat map"
 			case free:
@@ -57,7 +63,8 @@ var demoEvents, demoKinds = func() ([]string, []string) {
 }()
 
 // demoRoomDelay is how long after ticketd -demo starts the demo's waiting
-// room (ev_demo_room) begins to admit buyers: its salesStartAt (T0).
+// rooms (ev_demo_room's, ev_demo_room_seated's and each showing's line of
+// ev_demo_shows) begin to admit buyers: its salesStartAt (T0).
 const demoRoomDelay = time.Minute
 
 // demoRoomTimes gives the waiting rooms of the demo catalog doc times that
