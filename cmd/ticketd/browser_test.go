@@ -1095,6 +1095,135 @@ func TestBrowserDemoShopWaitingRoomOpens(t *testing.T) {
 	viewShot(t, ctx, "2-let-in-phone")
 }
 
+// showingPlace is the place in ev_demo_shows's line of showing sh the
+// shop keeps in the tab's sessionStorage (js/room.js), "" when none.
+func showingPlace(sh string) string {
+	return `(JSON.parse(sessionStorage.getItem('room:ev_demo_shows:` + sh + `') || '{}').queueId || '')`
+}
+
+// A waiting room on a multi-showing event (ev_demo_shows, a line per
+// showing, from its on-sale): the page asks for a showing before the join
+// (a radio group named by each showing's date and time), joins that
+// showing's line and says which it is, keeps the place per showing (a
+// reload, with or without the URL's showing, comes back to it; another
+// showing shows its own line and hides the order form), and the order,
+// admitted, registers for that showing with its pass and pays.
+func TestBrowserDemoShopShowings(t *testing.T) {
+	s := startShopWith(t, func(c *config) { c.demoRoomT0 = time.Second })
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_shows"] a`)),
+		until(`document.querySelector('[data-event="ev_demo_shows"]').textContent.includes('3\u00a0showings')`),
+		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_shows"] a`)),
+		chromedp.WaitVisible(chromedp.ID("showing-sh_sat")), chromedp.WaitVisible(chromedp.ID("room-email")))
+	got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+  const box = document.getElementById('showings');
+  const radios = [...box.querySelectorAll('input[type="radio"]')];
+  return [box.tagName, document.getElementById(box.getAttribute('aria-labelledby')).textContent, radios.length,
+    radios.filter(r => r.checked).length, radios.map(r => r.labels[0].textContent.replace(/\s+/g, ' ').trim()).join(' / '),
+    document.getElementById('order').hidden].join('|');
+})()`))
+	// The showings' dates in the browser's time zone (UTC here).
+	if want := "FIELDSET|Choose a showing|3|0|Fri, Nov 12, 2027 7:00 PM UTC 12 left / Sat, Nov 13, 2027 7:00 PM UTC 12 left / Sun, Nov 14, 2027 3:00 PM UTC 12 left|true"; got != want {
+		t.Fatalf("the showing choice: %q, want %q", got, want)
+	}
+	// Joining with no showing chosen: the page says so and takes the
+	// buyer to the choice.
+	do(t, ctx, chromedp.SendKeys(chromedp.ID("room-email"), "ada@example.com"),
+		chromedp.Click(chromedp.ID("room-go")),
+		until(`/Choose a showing/.test(document.getElementById('room-error').textContent)`),
+		until(`document.activeElement.name === 'showing'`))
+	shot(t, ctx, "1-choose", true)
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+  const real = window.fetch;
+  window.fetch = function (u, o) {
+    if (String(u).endsWith('/join')) window.joinedShowing = JSON.parse(o.body).showingId || 'none';
+    return real.apply(window, arguments);
+  };
+})()`),
+		chromedp.Click(chromedp.ID("showing-sh_sat")),
+		until(`new URLSearchParams(location.search).get('showing') === 'sh_sat'`),
+		until(`/joining the queue for Sat, Nov 13, 2027/.test(document.getElementById('room-showing').textContent)`),
+		chromedp.SetValue(chromedp.ID("room-qty"), "2"),
+		chromedp.Click(chromedp.ID("room-go")),
+		until(`document.getElementById('room').dataset.state === 'admitted'`),
+		until(`!document.getElementById('order').hidden`),
+		until(`document.getElementById('q-ticket-tk_show').value === '2'`))
+	got, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`[window.joinedShowing,
+  document.getElementById('room-showing').textContent, document.getElementById('order-showing').textContent,
+  sessionStorage.getItem('room:ev_demo_shows') === null].join('|')`))
+	if want := "sh_sat|Your place is in the queue for Sat, Nov 13, 2027 · 7:00 PM UTC.|Showing: Sat, Nov 13, 2027 · 7:00 PM UTC|true"; got != want {
+		t.Fatalf("admitted, the page shows %q, want %q", got, want)
+	}
+	id, _ := chromedp.Run(ctx, chromedp.Evaluate[string](showingPlace("sh_sat")))
+	if id == "" {
+		t.Fatal("the page did not keep the place in sh_sat's line")
+	}
+	shot(t, ctx, "2-admitted", true)
+	// A reload, and the event's page without the URL's showing: the same
+	// showing, the same place.
+	for _, page := range []string{"", s.shop + "/event.html?event=ev_demo_shows"} {
+		if page == "" {
+			do(t, ctx, chromedp.Reload())
+		} else {
+			do(t, ctx, chromedp.Navigate(page))
+		}
+		do(t, ctx, until(`document.getElementById('room').dataset.state === 'admitted'`),
+			until(`document.getElementById('showing-sh_sat').checked`),
+			until(`document.getElementById('q-ticket-tk_show').value === '2'`))
+		if again, _ := chromedp.Run(ctx, chromedp.Evaluate[string](showingPlace("sh_sat"))); again != id {
+			t.Fatalf("after a reload (%q) the place is %q, want %q", page, again, id)
+		}
+	}
+	// Another showing: its own line, no order form; back again, the place.
+	do(t, ctx, chromedp.Click(chromedp.ID("showing-sh_fri")),
+		until(`!document.getElementById('room-join').hidden && document.getElementById('order').hidden`),
+		until(`/joining the queue for Fri, Nov 12, 2027/.test(document.getElementById('room-showing').textContent)`))
+	shot(t, ctx, "3-other-showing", false)
+	do(t, ctx, chromedp.Click(chromedp.ID("showing-sh_sat")),
+		until(`document.getElementById('room').dataset.state === 'admitted' && !document.getElementById('order').hidden`))
+	// register-guest goes with the showing and its pass: noted in
+	// sessionStorage, which outlives the trip to the payment page.
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+  const real = window.fetch;
+  window.fetch = function (u, o) {
+    if (String(u).endsWith('/register-guest')) {
+      sessionStorage.setItem('sentShowing', JSON.parse(o.body).showingId || 'none');
+      sessionStorage.setItem('sentPass', (o && o.headers && o.headers['x-queue-pass']) || 'none');
+    }
+    return real.apply(window, arguments);
+  };
+})()`),
+		chromedp.SendKeys(chromedp.ID("name"), "Ada Lovelace"),
+		// 2 x 22.00 and a fee of 1.50 a ticket.
+		until(`document.getElementById('pay-card').textContent === 'Pay $47.00 by card' && !document.getElementById('pay-card').disabled`))
+	loc := payOnHostedPage(t, ctx, s.shop)
+	checkSuccess(t, ctx, s, loc)
+	if sent, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.getItem('sentShowing') + '|' + (sessionStorage.getItem('sentPass') || '').length`)); !regexp.MustCompile(`^sh_sat\|(1[6-9]|[2-9]\d|\d{3,})$`).MatchString(sent) {
+		t.Fatalf("register-guest went with showing and pass length %q", sent)
+	}
+	// The two tickets are sh_sat's: the other showings have all theirs.
+	st, body := call(t, "GET", s.api+"/v1/storefront/events/ev_demo_shows", map[string]string{"x-service-key": "pk_demo", "Origin": s.shop}, "")
+	var ev struct {
+		Data struct {
+			Showings []struct {
+				ID        string `json:"id"`
+				Remaining int64  `json:"remaining"`
+			} `json:"showings"`
+		} `json:"data"`
+	}
+	if st != 200 || json.Unmarshal([]byte(body), &ev) != nil {
+		t.Fatalf("event: %d %s", st, body)
+	}
+	if left := fmt.Sprint(ev.Data.Showings); left != "[{sh_fri 12} {sh_sat 10} {sh_sun 12}]" {
+		t.Fatalf("after the order the showings have %s left", left)
+	}
+	// Back on the event page, the place says the order was placed.
+	do(t, ctx, chromedp.Navigate(s.shop+"/event.html?event=ev_demo_shows&showing=sh_sat"),
+		until(`/placed your order/.test(document.getElementById('room-headline').textContent)`),
+		until(`document.getElementById('order').hidden`))
+	shot(t, ctx, "6-ordered", true)
+}
+
 // A seat map behind a waiting room (ev_demo_room_seated): the buyer
 // joins for one seat, is let in, and only then the picker shows; the shop
 // hands it the pass and the seats it covers, so best-available asks for 1

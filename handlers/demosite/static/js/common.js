@@ -170,6 +170,16 @@
     if (isNaN(d)) return '';
     return dateFmt.format(d) + ' · ' + timeFmt.format(d);
   };
+  // day and time are a date's two halves as Shop.when says them ("Fri,
+  // Nov 12, 2027" and "7:00 PM UTC"): a showing's label.
+  Shop.day = function (iso) {
+    const d = new Date(iso);
+    return isNaN(d) ? '' : dateFmt.format(d);
+  };
+  Shop.time = function (iso) {
+    const d = new Date(iso);
+    return isNaN(d) ? '' : timeFmt.format(d);
+  };
   Shop.dayParts = function (iso) {
     const d = new Date(iso);
     if (isNaN(d)) return { month: '', day: '' };
@@ -235,9 +245,16 @@
           Shop.el('span', { class: 'm', text: d.month }), Shop.el('span', { class: 'd', text: d.day })),
         Shop.el('div', {},
           Shop.el('h1', { text: ev.name }),
-          Shop.el('p', { class: 'when' }, Shop.el('time', { datetime: ev.startsAt, text: Shop.when(ev.startsAt) })),
+          Shop.el('p', { class: 'when' }, Shop.el('time', { datetime: ev.startsAt, text: Shop.when(ev.startsAt) }), Shop.showingsNote(ev)),
           Shop.el('p', { class: 'tag', text: Shop.kind(ev) }))));
     document.title = ev.name + ' · Demo Live';
+  };
+
+  // showingsNote is " · 3 showings" after the date of an event with
+  // several showings (its startsAt is the first one's), else null.
+  Shop.showingsNote = function (ev) {
+    const n = (ev.showings || []).length;
+    return n > 1 ? ' · ' + n + '\u00a0showings' : null; // no break inside "3 showings"
   };
 
   // kind is how the shop tags an event: its seating, or its waiting room.

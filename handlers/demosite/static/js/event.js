@@ -2,7 +2,10 @@
 // pickers (hidden ones behind an access code), extras, a discount code and
 // refund protection, a live quote, the buyer's details, then register-guest
 // and, for a paid order, the hosted payment page (interface.md,
-// Recommended flow 1 to 3).
+// Recommended flow 1 to 3). On a multi-showing event the buyer first
+// chooses a showing (a radio group; ?showing= keeps the choice across a
+// reload), which the quote and register-guest send as showingId, and
+// whose line of the waiting room, if the event has one, the page shows.
 'use strict';
 
 (function () {
@@ -21,13 +24,26 @@
     pending: null, // {key, reg}: the registration of the cart and buyer last registered
     room: null, // the waiting room (room.js), for an event that has one
     pass: '', // the room's pass while the buyer is admitted: x-queue-pass
-    passQty: 0 // the tickets the pass covers
+    passQty: 0, // the tickets the pass covers
+    passShowing: '', // the showing the pass buys, on a multi-showing event
+    showing: '' // the showing chosen, on a multi-showing event
   };
+
+  function showingOf(id) {
+    return (state.ev.showings || []).find(function (sh) { return sh.id === id; }) || null;
+  }
+
+  // needShowing says the event has showings and none is chosen yet.
+  function needShowing() {
+    return (state.ev.showings || []).length > 0 && !state.showing;
+  }
 
   function ticketMax(t) {
     let max = Math.min(MAX, Number(t.maxPerOrder) || MAX);
     if (t.remaining !== undefined && t.remaining !== null) max = Math.min(max, Number(t.remaining));
     if (state.passQty) max = Math.min(max, state.passQty);
+    const sh = showingOf(state.showing);
+    if (sh && sh.remaining !== undefined && sh.remaining !== null) max = Math.min(max, Number(sh.remaining));
     return Math.max(0, max);
   }
 
@@ -66,6 +82,86 @@
     if (!ev.tickets.length) list.append(Shop.el('li', { class: 'muted', text: 'No tickets are on sale for this event.' }));
   }
 
+  // renderShowings shows the showing choice of a multi-showing event: a
+  // radio per showing, named by its date and time (and what it has left
+  // when little), a sold-out one not to be chosen.
+  function renderShowings() {
+    const list = state.ev.showings || [];
+    $('showings-panel').hidden = list.length === 0;
+    if (!list.length) return;
+    const box = $('showings');
+    box.replaceChildren();
+    for (const sh of list) {
+      const left = sh.remaining;
+      const known = left !== undefined && left !== null;
+      const out = known && left <= 0;
+      let note = null;
+      if (out) note = Shop.el('span', { class: 'note bad', text: 'Sold out' });
+      else if (known && left <= 20) note = Shop.el('span', { class: 'note warn', text: left + ' left' });
+      const input = Shop.el('input', { type: 'radio', name: 'showing', value: sh.id, id: 'showing-' + sh.id,
+        checked: state.showing === sh.id, disabled: out && state.showing !== sh.id });
+      // The spaces keep the label's words apart for a screen reader; the
+      // flex layout does not draw them.
+      box.append(Shop.el('label', { class: 'showing', for: 'showing-' + sh.id, 'data-showing': sh.id }, input, ' ',
+        Shop.el('span', { class: 'showing-text' },
+          Shop.el('span', { class: 'showing-day', text: Shop.day(sh.startsAt) }), ' ',
+          Shop.el('span', { class: 'showing-time', text: Shop.time(sh.startsAt) })), ' ', note));
+    }
+    $('showings-hint').textContent = state.ev.waitingRoom
+      ? 'Each showing has its own queue: choose one, then join its queue below.'
+      : 'Your tickets are for the showing you choose.';
+    showShowing();
+  }
+
+  // showShowing names the chosen showing in the order summary.
+  function showShowing() {
+    const box = $('order-showing');
+    const sh = showingOf(state.showing);
+    box.hidden = !(state.ev.showings || []).length;
+    if (!sh) {
+      box.textContent = 'Choose a showing first.';
+      return;
+    }
+    box.replaceChildren('Showing: ', Shop.el('strong', {}, Shop.el('time', { datetime: sh.startsAt, text: Shop.when(sh.startsAt) })));
+  }
+
+  // choose makes showing id the one the page sells (and, with a waiting
+  // room, whose line it shows); the URL keeps it for a reload.
+  function choose(id) {
+    if (state.showing === id || !showingOf(id)) return;
+    state.showing = id;
+    state.pending = null;
+    try {
+      const u = new URL(location.href);
+      u.searchParams.set('showing', id);
+      history.replaceState(history.state, '', u.href);
+    } catch (e) {
+      // no history: a reload finds the choice from the room's place, if any
+    }
+    showShowing();
+    renderTickets();
+    if (state.room) state.room.use(showingOf(id));
+    requote();
+  }
+
+  // focusShowings takes the buyer to the showing choice.
+  function focusShowings() {
+    const r = $('showings').querySelector('input:checked') || $('showings').querySelector('input:not(:disabled)');
+    if (r) r.focus();
+  }
+
+  // initialShowing is the showing the page opens on: the URL's, else the
+  // one whose line this tab has a place in, else the only one.
+  function initialShowing(ev) {
+    const list = ev.showings || [];
+    if (!list.length) return '';
+    const want = Shop.param('showing');
+    if (list.some(function (sh) { return sh.id === want; })) return want;
+    const placed = ev.waitingRoom && window.Room ? window.Room.placed(ev) : '';
+    if (placed) return placed;
+    return list.length === 1 ? list[0].id : '';
+  }
+
   function renderExtras() {
     const ev = state.ev;
     const xs = ev.extras || [];
@@ -93,6 +189,9 @@
   // interface.md shows it), several as tickets.
   function cart() {
     const b = { eventId: state.ev.id };
+    // An admitted buyer buys the showing their pass is of.
+    const showing = state.pass && state.passShowing ? state.passShowing : state.showing;
+    if (showing) b.showingId = showing;
     const ids = selected();
     if (ids.length === 1) {
       b.selectedTicketId = ids[0];
@@ -161,7 +260,7 @@
       totals.append(row('Total', Shop.price(q.total, cur), 'total'));
       $('total-live').textContent = 'Total ' + Shop.price(q.total, cur);
     } else if (ids.length) {
-      totals.append(row('Total', 'Calculating…', 'total'));
+      totals.append(row('Total', needShowing() ? 'Choose a showing first' : 'Calculating…', 'total'));
     }
     // Pay stays enabled while a quote is on its way: pressing it waits
     // for the quote (a disabled button would swallow the click).
@@ -233,7 +332,7 @@
     clearTimeout(timer);
     state.quote = null;
     renderSummary();
-    if (!selected().length) {
+    if (!selected().length || needShowing()) {
       settle();
       return;
     }
@@ -317,6 +416,11 @@
     const btn = e.submitter || $('pay-card');
     const method = btn.dataset.method || 'card';
     Shop.clearError();
+    if (needShowing()) {
+      Shop.fail('Choose a showing first.', 'pay-error');
+      focusShowings();
+      return;
+    }
     if (!selected().length) {
       Shop.fail('Choose at least one ticket.', 'pay-error');
       return;
@@ -406,7 +510,12 @@
       return;
     }
     state.ev = ev;
+    state.showing = initialShowing(ev);
     Shop.hero(ev);
+    renderShowings();
+    $('showings').addEventListener('change', function (e) {
+      if (e.target.name === 'showing') choose(e.target.value);
+    });
     renderTickets();
     renderExtras();
     if (ev.refundProtection) {
@@ -420,7 +529,7 @@
     if (ev.waitingRoom && window.Room) {
       // Tickets are bought through the queue: the order form shows once
       // the buyer is admitted, for the e-mail they joined with.
-      state.room = window.Room.start(ev, { admitted: admitted, closed: closed });
+      state.room = window.Room.start(ev, { admitted: admitted, closed: closed, choose: focusShowings }, showingOf(state.showing));
       return;
     }
     $('order').hidden = false;
@@ -432,6 +541,7 @@
   function admitted(p) {
     const first = !state.pass;
     state.pass = p.pass;
+    state.passShowing = p.showingId || '';
     if (!first && state.passQty === p.quantity) return;
     state.passQty = p.quantity;
     const email = $('email');
@@ -449,6 +559,7 @@
     if (!state.pass && $('order').hidden) return;
     state.pass = '';
     state.passQty = 0;
+    state.passShowing = '';
     state.pending = null;
     $('email').readOnly = false;
     $('order').hidden = true;

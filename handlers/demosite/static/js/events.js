@@ -32,7 +32,7 @@
         Shop.el('div', { class: 'datebadge' }, Shop.el('span', { class: 'm', text: d.month }), Shop.el('span', { class: 'd', text: d.day }))),
       Shop.el('div', { class: 'card-body' },
         Shop.el('h3', {}, Shop.el('a', { href: href, class: 'card-link', text: ev.name })),
-        Shop.el('p', { class: 'when' }, Shop.el('time', { datetime: ev.startsAt, text: Shop.when(ev.startsAt) })),
+        Shop.el('p', { class: 'when' }, Shop.el('time', { datetime: ev.startsAt, text: Shop.when(ev.startsAt) }), Shop.showingsNote(ev)),
         Shop.el('p', { class: 'tags' },
           Shop.el('span', { class: 'tag', text: Shop.kind(ev) }),
           price ? Shop.el('span', { class: 'price', text: price }) : null),

@@ -4,8 +4,13 @@
 // odds of getting tickets), and once admitted buys with the pass the room
 // gives, which event.js sends as x-queue-pass on register-guest.
 //
+// On a multi-showing event each showing has its own line: the page
+// (event.js) has the buyer choose a showing, and the room joins, shows and
+// keeps the place of that showing's line (use switches lines).
+//
 // The place (queueId, pollToken, e-mail) is kept in the tab's
-// sessionStorage, so a reload keeps it; the device id, made once, in
+// sessionStorage (room:<event>, room:<event>:<showing> for a showing's
+// line), so a reload keeps it; the device id, made once, in
 // localStorage (a second join from the device answers the same place).
 // Status is long-polled while the buyer waits or the event is sold out
 // (status?wait=: ticketd answers when the buyer's state changes, the
@@ -93,12 +98,30 @@
 
   const timeFmt = new Intl.DateTimeFormat('en-US', { hour: 'numeric', minute: '2-digit', second: '2-digit' });
 
+  // keyOf is the sessionStorage key of the place in ev's line, or in its
+  // showing showingId's.
+  function keyOf(ev, showingId) {
+    return 'room:' + ev.id + (showingId ? ':' + showingId : '');
+  }
+
+  // placed is the first of ev's showings this tab has a place in the line
+  // of, '' when none: the showing a reload comes back to.
+  function placed(ev) {
+    const ss = storage('sessionStorage');
+    if (!ss) return '';
+    for (const sh of ev.showings || []) {
+      if (ss.getItem(keyOf(ev, sh.id))) return sh.id;
+    }
+    return '';
+  }
+
   // markup is the room's panel, built here for every page that has a room
   // (an empty <section id="room">): the join form, the place, the live
   // region. Fixed text alone: nothing a buyer or the service sent.
   function markup() {
     return '<h2 id="room-h" tabindex="-1">Waiting room</h2>' +
       '<p id="room-intro" class="room-intro"></p>' +
+      '<p id="room-showing" class="room-showing" hidden></p>' +
       '<form id="room-join" novalidate hidden>' +
       '<p id="room-msg" class="room-msg" hidden></p>' +
       '<div class="field"><label for="room-email">E-mail</label><input id="room-email" name="email" type="email" autocomplete="email" required maxlength="200" aria-describedby="room-email-hint">' +
@@ -127,15 +150,22 @@
   // hooks.used({email, quantity}), when given, is asked on a status whose
   // pass made a hold token that still holds the seats (seatsHeld), and
   // true keeps the order form; once the seats are registered the place is
-  // used as on any event. It returns {poll}: read the status now (after a refused
-  // registration, say).
-  function start(ev, hooks) {
+  // used as on any event. On a multi-showing event (ev.showings) the
+  // admitted hook's argument also has showingId, the showing the pass
+  // buys; hooks.choose() is called when the buyer tries to join with no
+  // showing chosen (the page moves focus to its showing choice), and
+  // showing ({id, startsAt}, or null for none yet) is the line to show
+  // first. It returns {poll, use}: poll reads the status now (after a
+  // refused registration, say); use(showing) shows the line of another
+  // showing (null: none chosen).
+  function start(ev, hooks, showing) {
     const room = ev.waitingRoom;
+    const multi = (ev.showings || []).length > 0;
     if (ev.seated) unit = ['seat', 'seats'];
     $('room').innerHTML = markup();
     const ss = storage('sessionStorage');
-    const key = 'room:' + ev.id;
-    const st = { place: null, last: null, timer: 0, polling: false, said: '', saidAt: 0, saidPos: 0, holding: false };
+    let key = keyOf(ev, '');
+    const st = { place: null, last: null, timer: 0, polling: false, said: '', saidAt: 0, saidPos: 0, holding: false, showing: null };
     const t0 = Date.parse(room.salesStartAt);
 
     function save() {
@@ -143,10 +173,27 @@
       if (st.place) ss.setItem(key, JSON.stringify(st.place));
       else ss.removeItem(key);
     }
-    try {
-      st.place = ss ? JSON.parse(ss.getItem(key) || 'null') : null;
-    } catch (e) {
-      st.place = null;
+    function load() {
+      try {
+        return ss ? JSON.parse(ss.getItem(key) || 'null') : null;
+      } catch (e) {
+        return null;
+      }
+    }
+
+    // showingLine says which showing's line the room shows, or asks for
+    // one.
+    function showingLine() {
+      const box = $('room-showing');
+      box.hidden = !multi;
+      if (!multi) return;
+      const sh = st.showing;
+      if (!sh) {
+        box.textContent = 'Choose a showing above: each showing has its own queue.';
+        return;
+      }
+      box.replaceChildren(st.place ? 'Your place is in the queue for ' : 'You are joining the queue for ',
+        Shop.el('strong', {}, Shop.el('time', { datetime: sh.startsAt, text: Shop.when(sh.startsAt) })), '.');
     }
 
     // The intro: when sales start and how the order is decided.
@@ -157,7 +204,7 @@
     function intro() {
       $('room-intro').textContent = Units() + ' for this event are sold through a queue. ' +
         (Date.now() < t0 ? 'Sales start ' + Shop.when(room.salesStartAt) + '. ' + order : 'Sales started ' + Shop.when(room.salesStartAt) + ': join to get your place in line.') +
-        ' You can ask for up to ' + tickets(per) + '.';
+        ' You can ask for up to ' + tickets(per) + (multi ? ' for each showing.' : '.');
     }
     intro();
     const sel = $('room-qty');
@@ -194,6 +241,7 @@
       intro();
       $('room-msg').textContent = message || '';
       $('room-msg').hidden = !message;
+      showingLine();
     }
 
     function drop() {
@@ -288,7 +336,7 @@
             fact('Time left to order', clock(d.expiresAt - Date.now()), 'left'));
           $('room-note').textContent = 'If the time runs out, your ' + unit[1] + ' go to the next in line.';
           detail();
-          hooks.admitted({ email: st.place.email, quantity: d.quantity, pass: d.pass });
+          hooks.admitted({ email: st.place.email, quantity: d.quantity, pass: d.pass, showingId: st.showing ? st.showing.id : '' });
           if (changed) say('You’re in! Your ' + tickets(d.quantity) + (d.quantity === 1 ? ' is' : ' are') + ' set aside for you for ' + Math.max(1, Math.round((d.expiresAt - Date.now()) / 60000)) + ' minutes. The order form is below.');
           break;
         case 'sold_out':
@@ -377,6 +425,9 @@
         ms = err.status === 429 ? IDLE_MS : FAR_MS;
       } finally {
         st.polling = false;
+        // The buyer switched lines while this read was on its way: read
+        // the new line's place now.
+        if (st.place !== place && st.place) schedule(0);
       }
       if (ms > 0) schedule(ms);
     }
@@ -394,16 +445,32 @@
         Shop.fail('Please enter a valid e-mail address: your place in the queue is for it.', 'room-error');
         return;
       }
+      if (multi && !st.showing) {
+        Shop.fail('Choose a showing first: each showing has its own queue.', 'room-error');
+        if (hooks.choose) hooks.choose();
+        return;
+      }
       Shop.busy(btn, true, 'Joining…');
       const body = { email: email.value.trim(), quantity: Number(sel.value) || 1, device: device() };
+      const line = st.showing;
+      const lineKey = key;
+      if (line) body.showingId = line.id;
       try {
         if (room.proofOfWork) {
           const c = await Shop.api('POST', '/queue/' + encodeURIComponent(ev.id) + '/challenge', { email: body.email });
           if (c.required) body.work = { challenge: c.challenge, nonce: await solve(c) };
         }
         const d = await Shop.api('POST', '/queue/' + encodeURIComponent(ev.id) + '/join', body);
-        st.place = { queueId: d.queueId, pollToken: d.pollToken, email: body.email };
+        const place = { queueId: d.queueId, pollToken: d.pollToken, email: body.email };
+        if (st.showing !== line) {
+          // The buyer chose another showing meanwhile: keep the place for
+          // when they come back to this one.
+          if (ss) ss.setItem(lineKey, JSON.stringify(place));
+          return;
+        }
+        st.place = place;
         save();
+        showingLine();
         st.last = null;
         render(d);
         $('room-headline').focus();
@@ -432,9 +499,16 @@
       if (!place) return;
       const btn = $('room-leave');
       if (Shop.isBusy($('room-actions'))) return;
+      const placeKey = key;
       Shop.busy(btn, true, 'Leaving…');
       try {
         const d = await Shop.api('POST', '/queue/' + encodeURIComponent(ev.id) + '/leave', undefined, { headers: { Authorization: 'Bearer ' + place.pollToken } });
+        if (st.place !== place) {
+          // The buyer chose another showing meanwhile: forget the place
+          // left in its line (if it was left), show the new one's.
+          if (ss && (!d || !d.state || d.state === 'left')) ss.removeItem(placeKey);
+          return;
+        }
         if (d && d.state && d.state !== 'left') {
           // kept (it bought, or its seats are held): the status says how
           poll();
@@ -465,18 +539,42 @@
       if (st.last.state === 'waiting' && st.last.early && Date.now() >= t0 && !st.polling) poll();
     }, 1000);
 
-    if (st.place) {
-      $('room-join').hidden = true;
-      $('room-intro').hidden = true;
-      $('room-place').hidden = false;
-      $('room-headline').textContent = 'Finding your place in the queue…';
-      $('room-email').value = st.place.email || '';
-      poll();
-    } else {
-      showJoin();
+    // use shows the line of showing sh (the event's own line on an event
+    // without showings): its place kept in this tab, or the join form.
+    function use(sh) {
+      const switched = st.started;
+      if (switched && (st.showing && st.showing.id) === (sh && sh.id)) return;
+      st.started = true;
+      clearTimeout(st.timer);
+      st.showing = multi ? sh || null : null;
+      key = keyOf(ev, st.showing ? st.showing.id : '');
+      st.place = multi && !st.showing ? null : load();
+      st.last = null;
+      st.holding = false;
+      st.said = ''; // the new line's news is said even if the old's was the same
+      st.saidPos = 0;
+      $('room-error').textContent = '';
+      // A pass of another line buys nothing here. (Not on the first line
+      // shown: a seated page keeps its pass across a reload.)
+      if (switched) hooks.closed();
+      if (st.place) {
+        if (switched) $('room').dataset.state = 'finding';
+        $('room-join').hidden = true;
+        $('room-intro').hidden = true;
+        $('room-place').hidden = false;
+        $('room-facts').replaceChildren();
+        $('room-detail').textContent = '';
+        $('room-headline').textContent = 'Finding your place in the queue…';
+        $('room-email').value = st.place.email || '';
+        showingLine();
+        poll();
+      } else {
+        showJoin();
+      }
     }
-    return { poll: poll };
+    use(showing || null);
+    return { poll: poll, use: use };
   }
 
-  window.Room = { start: start };
+  window.Room = { start: start, placed: placed };
 })();
