@@ -50,8 +50,9 @@ func grepLines(s, sub string) string {
 }
 
 // TestRoomMetricsFollowJoins: an event with a waiting room has its
-// figures in /metrics, labelled by event, read at each scrape: they move
-// as buyers join (one admitted to the one ticket, one waiting).
+// figures in /metrics, labelled by event (and showing, "" for an event
+// without showings), read at each scrape: they move as buyers join (one
+// admitted to the one ticket, one waiting).
 func TestRoomMetricsFollowJoins(t *testing.T) {
 	cfg := localConfig(t)
 	cfg.AdminToken = "ops-token"
@@ -67,9 +68,9 @@ func TestRoomMetricsFollowJoins(t *testing.T) {
 	if st, body := call(t, "PUT", base+"/v1/admin/catalog", map[string]string{"Authorization": "Bearer ops-token"}, doc); st != 200 {
 		t.Fatalf("apply: %d %s", st, body)
 	}
-	line := func(body, name string) string { return grepLines(body, name+`{event="ev_ops_room"}`) }
+	line := func(body, name string) string { return grepLines(body, name+`{event="ev_ops_room",showing=""}`) }
 	_, body := call(t, "GET", base+"/metrics", nil, "")
-	if got := line(body, "ticketd_room_waiting_places"); got != `ticketd_room_waiting_places{event="ev_ops_room"} 0` {
+	if got := line(body, "ticketd_room_waiting_places"); got != `ticketd_room_waiting_places{event="ev_ops_room",showing=""} 0` {
 		t.Fatalf("an empty room: %q\n%s", got, grepLines(body, "ticketd_room_"))
 	}
 	front := map[string]string{"x-service-key": "pk_ops", "Origin": "http://localhost", "content-type": "application/json"}
@@ -87,11 +88,11 @@ func TestRoomMetricsFollowJoins(t *testing.T) {
 		"ticketd_room_live_passes": "1", "ticketd_room_arrivals_total": "2", "ticketd_room_admitted_total": "1",
 		"ticketd_room_passes_used_total": "0", "ticketd_room_passes_lapsed_total": "0",
 	} {
-		if got := line(body, name); got != name+`{event="ev_ops_room"} `+want {
+		if got := line(body, name); got != name+`{event="ev_ops_room",showing=""} `+want {
 			t.Errorf("after two joins: %q, want %s %s", got, name, want)
 		}
 	}
-	if strings.Contains(body, `ticketd_room_waiting_places{event="ev_demo_ga"}`) {
+	if strings.Contains(body, `ticketd_room_waiting_places{event="ev_demo_ga"`) {
 		t.Error("an event without a waiting room (ev_demo_ga) is in the room gauges")
 	}
 	if t.Failed() {
