@@ -11,7 +11,6 @@ import (
 	"github.com/ticketd/ticketd/handlers/httpx"
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
-	"github.com/ticketd/ticketd/inventory/pricing"
 	"github.com/ticketd/ticketd/inventory/room"
 )
 
@@ -95,19 +94,18 @@ func (a *API) queue(ctx *fasthttp.RequestCtx, rctx context.Context, _ struct{}) 
 }
 
 // roomLine is the path's event, which must have a waiting room, and the
-// line the query's showingId names (catalog Room.Line: required on a
+// line the query's showingId names (room.LineOf: required on a
 // multi-showing event); nil when it answered a refusal.
 func (a *API) roomLine(ctx *fasthttp.RequestCtx) (*catalog.CompiledEvent, *catalog.Room) {
 	ev := a.roomEvent(ctx)
 	if ev == nil {
 		return nil, nil
 	}
-	sh := string(ctx.QueryArgs().Peek("showingId"))
-	if e := pricing.CheckShowing(ev, sh); e != nil {
+	line, e := room.LineOf(ev, string(ctx.QueryArgs().Peek("showingId")))
+	if e != nil {
 		httpx.Fail(ctx, e)
 		return nil, nil
 	}
-	line, _ := ev.Room.Line(sh)
 	return ev, line
 }
 

@@ -15,8 +15,6 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/checkout"
-	"github.com/ticketd/ticketd/inventory/keys"
-	"github.com/ticketd/ticketd/inventory/pricing"
 	"github.com/ticketd/ticketd/inventory/room"
 )
 
@@ -172,7 +170,7 @@ func (a *API) queueJoin(ctx *fasthttp.RequestCtx, r *request) {
 	if !ok {
 		return
 	}
-	line, e := roomLine(ev, b.ShowingID)
+	line, e := room.LineOf(ev, b.ShowingID)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
@@ -193,17 +191,6 @@ func (a *API) queueJoin(ctx *fasthttp.RequestCtx, r *request) {
 	v := a.placeView(line, j.Status)
 	v.QueueID, v.PollToken = j.QueueID, j.PollToken
 	httpx.OK(ctx, v)
-}
-
-// roomLine is the room of ev's showing showingID a buyer joins or buys
-// with a pass of: ev's own room on an event without showings (showingID
-// ""), a showing's on one with them (catalog Room.Line).
-func roomLine(ev *catalog.CompiledEvent, showingID string) (*catalog.Room, *apierr.Error) {
-	if e := pricing.CheckShowing(ev, showingID); e != nil {
-		return nil, e
-	}
-	line, _ := ev.Room.Line(showingID) // the catalog made a line for each showing
-	return line, nil
 }
 
 // queueChallenge is POST /v1/storefront/queue/{eventId}/challenge: the
@@ -345,9 +332,9 @@ func (a *API) queueLeave(ctx *fasthttp.RequestCtx, r *request) {
 
 // roomPass checks the x-queue-pass of a registration of ev's showing
 // showingID ("" none) by email: the pass it burns, which the showing's
-// room gave on a multi-showing event, nil for an event without a room. On a seated event the
-// hold token carries the pass (made with it: SeatPass): inHold, and no
-// header is read. Whether the pass is live, unused and the buyer's is
+// room gave on a multi-showing event, nil for an event without a room. On
+// a seated event the hold token carries the pass (made with it:
+// SeatPass): inHold, and no header is read. Whether the pass is live, unused and the buyer's is
 // Redis' to say (reg_register): a used pass is told so however late it
 // comes back.
 func (a *API) roomPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, showingID, email string) (p *room.Pass, inHold bool, e *apierr.Error) {
@@ -364,7 +351,11 @@ func (a *API) roomPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, show
 	if len(raw) == 0 {
 		return nil, false, room.ErrRequired
 	}
-	pass, err := a.Room.CheckPass(keys.RoomID(ev.ID, showingID), string(raw), email)
+	line, e := room.LineOf(ev, showingID)
+	if e != nil {
+		return nil, false, e
+	}
+	pass, err := a.Room.CheckPass(line.ID, string(raw), email)
 	if err != nil {
 		return nil, false, a.unavailable("queue pass", err)
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/inventory/pricing"
 	"github.com/ticketd/ticketd/inventory/reply"
 	"github.com/ticketd/ticketd/inventory/roompass"
 )
@@ -165,8 +166,21 @@ type JoinRequest struct {
 	Work Work
 }
 
+// LineOf is the room a request for ev's showing showingID joins, reads or
+// buys with a pass of (ev has a room): ev's own on an event without
+// showings (showingID ""), a showing's on one with them (catalog
+// Room.Line); a showingId the event refuses is answered as pricing does
+// (SHOWING_REQUIRED, SHOWING_NOT_FOUND).
+func LineOf(ev *catalog.CompiledEvent, showingID string) (*catalog.Room, *apierr.Error) {
+	if e := pricing.CheckShowing(ev, showingID); e != nil {
+		return nil, e
+	}
+	line, _ := ev.Room.Line(showingID) // the catalog made a line for each showing
+	return line, nil
+}
+
 // Join gives the buyer a place in the room of the event's showing (cfg is
-// that room: catalog Room.Line), or the place their e-mail or device has.
+// that room: LineOf), or the place their e-mail or device has.
 func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) (Joined, error) {
 	if s.now().Before(cfg.OpensAt) {
 		return Joined{}, ErrNotOpen.With("opensAt", cfg.OpensAt.UTC().Format(time.RFC3339))
