@@ -125,10 +125,17 @@ func (s *Server) kill() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGCONT) // a paused process must run to die
-	_ = s.cmd.Process.Kill()
+	// The whole group: a forked AOF rewrite or RDB save outlives its
+	// parent and would go on writing in the data directory, under a
+	// restarted server or a test's removal of the directory.
+	pid := s.cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGCONT) // a paused process must run to die
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	_ = s.cmd.Wait()
 	s.cmd = nil
+	for deadline := time.Now().Add(5 * time.Second); groupRunning(pid) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Pause stops the process (SIGSTOP): it keeps its connections open and
