@@ -5,10 +5,11 @@
 -- ARGV: none
 --
 -- Output: {R.NOT_FOUND} when unknown, else
---   {R.OK, now ms, st, total, ch, exp, tix, why, ref, rec, amt, sess, paid, cexp}
---   (absent fields as '')
+--   {R.OK, now ms, st, total, ch, exp, tix, why, ref, rec, amt, sess, paid, cexp, claims}
+--   (absent fields as ''; claims, the sale's "field qty ...", name its
+--   showing after the sync worker dropped rec)
 --@include reply
-local f = {'st', 'total', 'ch', 'exp', 'tix', 'why', 'ref', 'rec', 'amt', 'sess', 'paid', 'cexp'}
+local f = {'st', 'total', 'ch', 'exp', 'tix', 'why', 'ref', 'rec', 'amt', 'sess', 'paid', 'cexp', 'claims'}
 local o = redis.call('HMGET', KEYS[1], unpack(f))
 if not o[1] then
   return {R.NOT_FOUND}

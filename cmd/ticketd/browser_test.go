@@ -1198,6 +1198,11 @@ func TestBrowserDemoShopShowings(t *testing.T) {
 		until(`document.getElementById('pay-card').textContent === 'Pay $47.00 by card' && !document.getElementById('pay-card').disabled`))
 	loc := payOnHostedPage(t, ctx, s.shop)
 	checkSuccess(t, ctx, s, loc)
+	// The success page dates the order by its showing, not the event's
+	// first one (Fri).
+	if date, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#facts div')].filter(d => d.querySelector('dt').textContent === 'Date').map(d => d.querySelector('dd').textContent).join('|')`)); !strings.HasPrefix(date, "Sat, Nov 13, 2027") {
+		t.Fatalf("the success page's date is %q, want sh_sat's (Sat, Nov 13, 2027)", date)
+	}
 	if sent, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.getItem('sentShowing') + '|' + (sessionStorage.getItem('sentPass') || '').length`)); !regexp.MustCompile(`^sh_sat\|(1[6-9]|[2-9]\d|\d{3,})$`).MatchString(sent) {
 		t.Fatalf("register-guest went with showing and pass length %q", sent)
 	}

@@ -23,10 +23,12 @@ type registerBody struct {
 // registrationView is a registration as register-guest and the
 // registration read answer it.
 type registrationView struct {
-	RegistrationID string      `json:"registrationId"`
-	EventID        string      `json:"eventId"`
-	Status         string      `json:"status"`
-	Payment        paymentView `json:"payment"`
+	RegistrationID string `json:"registrationId"`
+	EventID        string `json:"eventId"`
+	// ShowingID is the showing bought, on a multi-showing event.
+	ShowingID string      `json:"showingId,omitempty"`
+	Status    string      `json:"status"`
+	Payment   paymentView `json:"payment"`
 	// Amount is what the buyer pays (the quote's total), Total the same:
 	// the one reads like reserve's answer, the other like the quote.
 	Amount   money.Cents `json:"amount"`
@@ -57,7 +59,7 @@ type ticketLink struct {
 }
 
 func viewOf(reg registrations.Registration) registrationView {
-	v := registrationView{RegistrationID: reg.ID, EventID: reg.EventID, Status: reg.Status,
+	v := registrationView{RegistrationID: reg.ID, EventID: reg.EventID, ShowingID: reg.ShowingID, Status: reg.Status,
 		Payment: paymentView{PaymentStatus: reg.PaymentStatus, Amount: reg.Paid},
 		Amount:  reg.Total, Total: reg.Total, Currency: "USD", Reason: reg.Reason}
 	if reg.Status == registrations.StatusAwaitingPayment && !reg.ExpiresAt.IsZero() {

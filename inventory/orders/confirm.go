@@ -152,6 +152,9 @@ type State struct {
 	// BuyerName and BuyerEmail are set for orders read back from Postgres
 	// (a refund notice of a registration Redis no longer holds needs them).
 	BuyerName, BuyerEmail string
+	// ShowingID is the showing a sale was for, set for orders read back
+	// from Postgres ("" for an event without showings).
+	ShowingID string
 }
 
 // Archive is the record of paid orders that outlives their Redis copies

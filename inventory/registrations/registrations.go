@@ -108,6 +108,9 @@ type Registration struct {
 	// payment: the register hold until a checkout session is opened for
 	// it, then PayBy.
 	ExpiresAt time.Time
+	// ShowingID is the showing the registration is for ("" for an event
+	// without showings).
+	ShowingID string
 	Lines     []orders.Line
 	// The adjustments Total holds beside the lines (a registration read
 	// while its order record is in Redis; zero otherwise): Total is the

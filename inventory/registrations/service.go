@@ -13,6 +13,7 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/along"
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/checkout"
 	"github.com/ticketd/ticketd/inventory/eval"
@@ -263,7 +264,7 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 		"rec", string(recJSON),
 	)
 	reg := Registration{ID: id, EventID: ev, TenantID: req.TenantID, Total: q.Total, Currency: rec.Currency,
-		Lines: q.Lines, BuyerName: req.Buyer.Name, BuyerEmail: req.Buyer.Email}
+		ShowingID: rec.ShowingID, Lines: q.Lines, BuyerName: req.Buyer.Name, BuyerEmail: req.Buyer.Email}
 	run := eval.Array
 	if q.Total == 0 {
 		// A free registration is paid as it is made: it is answered once
@@ -486,18 +487,19 @@ func (s *Service) parseStatus(ctx context.Context, id string, arr []rueidis.Redi
 		}
 		return s.archived(ctx, id)
 	}
-	v := make([]string, 12)
+	v := make([]string, 13)
 	for i := range v {
 		v[i], _ = eval.Str(arr, 2+i)
 	}
 	now, _ := eval.Int(arr, 1)
 	st, total, ch, exp, tix, why, ref, rec, amt, sess := v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]
-	cexp := v[11]
+	cexp, claims := v[11], v[12]
 	if !strings.HasPrefix(ch, ownerPrefix) {
 		return Registration{}, false, nil // a partner order
 	}
 	ev, _ := keys.OrderEvent(id)
-	reg = Registration{ID: id, EventID: ev, TenantID: strings.TrimPrefix(ch, ownerPrefix), Currency: "USD", Reason: why}
+	reg = Registration{ID: id, EventID: ev, TenantID: strings.TrimPrefix(ch, ownerPrefix), Currency: "USD", Reason: why,
+		ShowingID: showingOf(claims)}
 	t, _ := strconv.ParseInt(total, 10, 64)
 	reg.Total = money.Cents(t)
 	// What the processor charged: a refund_required registration shows
@@ -547,6 +549,18 @@ func (s *Service) parseStatus(ctx context.Context, id string, arr []rueidis.Redi
 	return reg, true, nil
 }
 
+// showingOf is the showing a sale of these claims ("field qty ...", an
+// order hash's claims) is for: "" for an event without showings.
+func showingOf(claims string) string {
+	fs := strings.Fields(claims)
+	for i := 0; i < len(fs); i += 2 {
+		if k, id := capacity.Split(fs[i]); k == capacity.KindShowing {
+			return id
+		}
+	}
+	return ""
+}
+
 // archived answers for a registration Redis no longer holds: a paid one is
 // in Postgres.
 func (s *Service) archived(ctx context.Context, id string) (Registration, bool, error) {
@@ -567,7 +581,7 @@ func (s *Service) archived(ctx context.Context, id string) (Registration, bool, 
 	ev, _ := keys.OrderEvent(id)
 	reg := Registration{ID: id, EventID: ev, TenantID: strings.TrimPrefix(o.Caller, ownerPrefix),
 		Status: StatusConfirmed, PaymentStatus: PaymentPaid, Total: o.Amount, Paid: o.Amount, Currency: "USD", Tickets: tix,
-		BuyerName: o.BuyerName, BuyerEmail: o.BuyerEmail}
+		BuyerName: o.BuyerName, BuyerEmail: o.BuyerEmail, ShowingID: o.ShowingID}
 	if o.Amount == 0 {
 		reg.PaymentStatus, reg.Paid = PaymentNotRequired, 0
 	}

@@ -95,3 +95,65 @@ func TestWorkerWritesAPaidRegistration(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A registration of a showing names its showing wherever it is read from:
+// as it is made, in Redis with its record, in Redis after the sync worker
+// dropped the record, and from Postgres once the Redis copy is gone. (The
+// shop's success page dates the order by it.)
+func TestARegistrationNamesItsShowingFromEverySource(t *testing.T) {
+	b := setup(t)
+	pool := pgtest.New(t)
+	b.regs.Archive = orderdb.Store{Pool: pool}
+	b.caps(t, evGA, "t:tk", "4", "ev", "4", "sh:sh_a", "2", "sh:sh_b", "2")
+	req := gaReq(1, 1000, "ann@example.test")
+	req.ShowingID, req.Quote.Claims["sh:sh_b"] = "sh_b", 1
+	reg, err := b.regs.Register(b.ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := b.regs.Register(b.ctx, gaReq(1, 1000, "bob@example.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.ShowingID != "sh_b" || plain.ShowingID != "" {
+		t.Fatalf("as made: showings %q and %q, want sh_b and none", reg.ShowingID, plain.ShowingID)
+	}
+	read := func(when string) {
+		t.Helper()
+		for id, want := range map[string]string{reg.ID: "sh_b", plain.ID: ""} {
+			got, found, err := b.regs.Get(b.ctx, id)
+			if err != nil || !found || got.ShowingID != want {
+				t.Fatalf("%s: %s reads showing %q (found %v, %v), want %q", when, id, got.ShowingID, found, err, want)
+			}
+		}
+	}
+	read("awaiting payment")
+	for _, id := range []string{reg.ID, plain.ID} {
+		b.opened(t, id, "cs_"+id)
+		if _, err := pay(b, id, "cs_"+id, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read("paid")
+	w := &worker.Worker{Redis: b.rc, Space: b.sp, Pool: pool, Consumer: "test", Retention: time.Minute}
+	if err := w.EnsureGroups(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if _, err := w.DrainOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	okey, _ := b.sp.Order(reg.ID)
+	if rec, _ := b.rc.Do(b.ctx, b.rc.B().Hget().Key(okey).Field("rec").Build()).ToString(); rec != "" {
+		t.Fatalf("the worker left the record in Redis: %s", rec)
+	}
+	read("synced, the record dropped from Redis")
+	for _, id := range []string{reg.ID, plain.ID} {
+		k, _ := b.sp.Order(id)
+		if err := b.rc.Do(b.ctx, b.rc.B().Del().Key(k).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read("from Postgres")
+}

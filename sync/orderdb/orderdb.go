@@ -34,8 +34,8 @@ func (s Store) Order(ctx context.Context, orderID string) (orders.State, bool, e
 	var o orders.State
 	var total int64
 	err := s.Pool.QueryRow(ctx, `SELECT id, status, coalesce(channel_id, ''), total_cents, coalesce(partner_reference, ''),
-		coalesce(caller, ''), buyer_name, buyer_email FROM orders WHERE id = $1`, orderID).
-		Scan(&o.OrderID, &o.Status, &o.ChannelID, &total, &o.PartnerReference, &o.Caller, &o.BuyerName, &o.BuyerEmail)
+		coalesce(caller, ''), buyer_name, buyer_email, coalesce(showing_id, '') FROM orders WHERE id = $1`, orderID).
+		Scan(&o.OrderID, &o.Status, &o.ChannelID, &total, &o.PartnerReference, &o.Caller, &o.BuyerName, &o.BuyerEmail, &o.ShowingID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return orders.State{}, false, nil
 	}

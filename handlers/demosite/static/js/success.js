@@ -44,10 +44,17 @@
     document.title = heading + ' · Demo Live';
   }
 
+  // startsAt is when the order's showing starts (a multi-showing event's
+  // own startsAt is its first showing's), else when the event does.
+  function startsAt(reg, ev) {
+    const sh = reg.showingId && (ev.showings || []).find(function (s) { return s.id === reg.showingId; });
+    return sh ? sh.startsAt : ev.startsAt;
+  }
+
   function facts(reg, ev) {
     const rows = [
       fact('Event', ev ? ev.name : ''),
-      fact('Date', ev ? Shop.when(ev.startsAt) : ''),
+      fact('Date', ev ? Shop.when(startsAt(reg, ev)) : ''),
       fact('Order reference', Shop.orderRefEl(reg.registrationId))
     ];
     if (reg.status === 'confirmed') {
