@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/ticketd/ticketd/sync/orderdb"
 	"github.com/ticketd/ticketd/sync/pgtest"
 	"github.com/ticketd/ticketd/sync/worker"
@@ -33,15 +35,7 @@ func TestWorkerWritesAPaidRegistration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w := &worker.Worker{Redis: b.rc, Space: b.sp, Pool: pool, Consumer: "test", Retention: time.Minute}
-	if err := w.EnsureGroups(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	if _, err := w.DrainOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
+	drainToPostgres(t, b, pool)
 	for _, want := range []struct {
 		id    string
 		total int64
@@ -135,15 +129,7 @@ func TestARegistrationNamesItsShowingFromEverySource(t *testing.T) {
 		}
 	}
 	read("paid")
-	w := &worker.Worker{Redis: b.rc, Space: b.sp, Pool: pool, Consumer: "test", Retention: time.Minute}
-	if err := w.EnsureGroups(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	if _, err := w.DrainOnce(ctx); err != nil {
-		t.Fatal(err)
-	}
+	drainToPostgres(t, b, pool)
 	okey, _ := b.sp.Order(reg.ID)
 	if rec, _ := b.rc.Do(b.ctx, b.rc.B().Hget().Key(okey).Field("rec").Build()).ToString(); rec != "" {
 		t.Fatalf("the worker left the record in Redis: %s", rec)
@@ -156,4 +142,18 @@ func TestARegistrationNamesItsShowingFromEverySource(t *testing.T) {
 		}
 	}
 	read("from Postgres")
+}
+
+// drainToPostgres has a sync worker write every paid sale to pool.
+func drainToPostgres(t *testing.T, b *bundle, pool *pgxpool.Pool) {
+	t.Helper()
+	w := &worker.Worker{Redis: b.rc, Space: b.sp, Pool: pool, Consumer: "test", Retention: time.Minute}
+	if err := w.EnsureGroups(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if _, err := w.DrainOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
