@@ -334,9 +334,9 @@ func (a *API) queueLeave(ctx *fasthttp.RequestCtx, r *request) {
 // showingID ("" none) by email: the pass it burns, which the showing's
 // room gave on a multi-showing event, nil for an event without a room. On
 // a seated event the hold token carries the pass (made with it:
-// SeatPass): inHold, and no header is read. Whether the pass is live, unused and the buyer's is
-// Redis' to say (reg_register): a used pass is told so however late it
-// comes back.
+// SeatPass): inHold, and no header is read. Whether the pass is live,
+// unused and the buyer's is Redis' to say (reg_register): a used pass is
+// told so however late it comes back.
 func (a *API) roomPass(ctx *fasthttp.RequestCtx, ev *catalog.CompiledEvent, showingID, email string) (p *room.Pass, inHold bool, e *apierr.Error) {
 	if ev.Room == nil {
 		return nil, false, nil

@@ -72,6 +72,19 @@ func ClaimArgs(args []string, claims map[string]int64, seatLabels []string) ([]s
 	return append(args, seatLabels...), field.String()
 }
 
+// ClaimsShowing is the showing whose capacity an order hash's "claims"
+// field (ClaimArgs' "field qty ...") claims: "" for an event without
+// showings.
+func ClaimsShowing(field string) string {
+	fs := strings.Fields(field)
+	for i := 0; i < len(fs); i += 2 {
+		if k, id := capacity.Split(fs[i]); k == capacity.KindShowing {
+			return id
+		}
+	}
+	return ""
+}
+
 // SellerOf is the share (capacity.SellerField) a sale of source (a
 // Record's Source) by channelID claims: the storefront's, or the channel's.
 func SellerOf(source, channelID string) string {

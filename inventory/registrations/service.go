@@ -13,7 +13,6 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/along"
 	"github.com/ticketd/ticketd/inventory/apierr"
-	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/checkout"
 	"github.com/ticketd/ticketd/inventory/eval"
@@ -499,7 +498,7 @@ func (s *Service) parseStatus(ctx context.Context, id string, arr []rueidis.Redi
 	}
 	ev, _ := keys.OrderEvent(id)
 	reg = Registration{ID: id, EventID: ev, TenantID: strings.TrimPrefix(ch, ownerPrefix), Currency: "USD", Reason: why,
-		ShowingID: showingOf(claims)}
+		ShowingID: orders.ClaimsShowing(claims)}
 	t, _ := strconv.ParseInt(total, 10, 64)
 	reg.Total = money.Cents(t)
 	// What the processor charged: a refund_required registration shows
@@ -547,18 +546,6 @@ func (s *Service) parseStatus(ctx context.Context, id string, arr []rueidis.Redi
 		reg.Status, reg.PaymentStatus = StatusRefundRequired, PaymentRefundRequired
 	}
 	return reg, true, nil
-}
-
-// showingOf is the showing a sale of these claims ("field qty ...", an
-// order hash's claims) is for: "" for an event without showings.
-func showingOf(claims string) string {
-	fs := strings.Fields(claims)
-	for i := 0; i < len(fs); i += 2 {
-		if k, id := capacity.Split(fs[i]); k == capacity.KindShowing {
-			return id
-		}
-	}
-	return ""
 }
 
 // archived answers for a registration Redis no longer holds: a paid one is
