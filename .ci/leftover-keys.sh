@@ -40,7 +40,7 @@ check)
 	ours=$(grep -c "^test:$run:" "$now" || true)
 	if [ "$ours" -gt 0 ]; then
 		echo "leftover-keys: FAIL: $ours keys of this run (test:$run:) are still in the shared Redis; the tests that wrote them did not clean up. The first:"
-		grep "^test:$run:" "$now" | head -n 20 | sed 's/^/  /'
+		grep "^test:$run:" "$now" | sed -n 1,20p | sed 's/^/  /'
 		status=1
 	fi
 	outside=$(LC_ALL=C comm -13 "$before" "$now" | grep -v '^test:' || true)
