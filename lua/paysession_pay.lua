@@ -1,6 +1,8 @@
 -- paysession_pay: pay a test processor's checkout session, open -> paid, and
 -- owe its webhook in the same step: the session joins its partition's due
 -- set, which the delivery loop works through until ticketd answers 2xx.
+-- Every reply but 'missing' carries the session as it now is, so the page
+-- and the first delivery need no read of their own.
 --
 -- KEYS[1] -> session hash {pN}:pay:<sessionId>
 -- KEYS[2] -> due set {pN}:paydue:<processor> (member: session id, score: next attempt, ms)
@@ -10,29 +12,44 @@
 -- ARGV[3] -> retention of a paid session, ms (the deliveries' lifetime)
 -- ARGV[4] -> delay before the loop may try the first delivery, ms (the
 --            caller delivers at once itself)
+-- ARGV[5] -> the processor's name: a session of another is missing
+-- ARGV[6] -> '' when the card may pay, else why not ('invalid', 'declined'):
+--            judged by the caller, answered only for an open session, as
+--            a paid or closed one is answered so whatever the card
 --
--- Output:
---   {R.OK, eventId}        paid now
---   {R.EXISTS, eventId}    was paid already: nothing changed
---   {R.UNPAYABLE, status}  not payable: 'missing', 'expired' or 'cancelled'
+-- Output (session: the hash's fields and values, as HGETALL answers):
+--   {R.OK, eventId, session}              paid now
+--   {R.EXISTS, eventId, session}          was paid already: nothing changed
+--   {R.PAYMENT_REFUSED, why, session}     open, and the card may not pay
+--                                         (ARGV[6]): nothing changed
+--   {R.UNPAYABLE, 'missing'}              no such session of this processor
+--   {R.UNPAYABLE, status, session}        not payable: 'expired' or 'cancelled'
 --@include reply
 local s = KEYS[1]
-local h = redis.call('HMGET', s, 'st', 'exp', 'evt')
-local st = h[1]
-if not st then
+local h = redis.call('HGETALL', s)
+local f = {}
+for i = 1, #h, 2 do
+  f[h[i]] = i + 1
+end
+local st = f.st and h[f.st]
+if not st or not f.proc or h[f.proc] ~= ARGV[5] then
   return {R.UNPAYABLE, 'missing'}
 end
 if st == 'paid' then
-  return {R.EXISTS, h[3]}
+  return {R.EXISTS, f.evt and h[f.evt] or '', h}
 end
 if st ~= 'open' then
-  return {R.UNPAYABLE, st}
+  return {R.UNPAYABLE, st, h}
+end
+if ARGV[6] ~= '' then
+  return {R.PAYMENT_REFUSED, ARGV[6], h}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if now >= tonumber(h[2]) then
+if now >= tonumber(h[f.exp]) then
   redis.call('HSET', s, 'st', 'expired')
-  return {R.UNPAYABLE, 'expired'}
+  h[f.st] = 'expired'
+  return {R.UNPAYABLE, 'expired', h}
 end
 
 -- the due set first, as no check reads it (when it is not a zset this
@@ -40,4 +57,5 @@ end
 redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), ARGV[1])
 redis.call('HSET', s, 'st', 'paid', 'evt', ARGV[2], 'paidAt', now, 'att', 0)
 redis.call('PEXPIRE', s, tonumber(ARGV[3]))
-return {R.OK, ARGV[2]}
+h[f.st] = 'paid'
+return {R.OK, ARGV[2], h}

@@ -508,7 +508,7 @@ var budgets = []budget{
 		reg := f.register(t, map[string]any{"selectedTicketId": "tk_adult"})
 		return call{method: "GET", path: "/pay/card/" + f.cardSession(t, cardBody(reg))}
 	}},
-	{route: "POST /pay/card/{sessionId}/pay", what: "pay on the card page", budget: 2, over: 4, status: 303, prepare: func(t *testing.T, f *fixture) call {
+	{route: "POST /pay/card/{sessionId}/pay", what: "pay on the card page", budget: 2, status: 303, prepare: func(t *testing.T, f *fixture) call {
 		reg := f.register(t, map[string]any{"selectedTicketId": "tk_adult"})
 		return call{method: "POST", path: "/pay/card/" + f.cardSession(t, cardBody(reg)) + "/pay", raw: []byte("card=4242424242424242"),
 			headers: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}
@@ -520,7 +520,7 @@ var budgets = []budget{
 	{route: "GET /pay/wallet/{sessionId}", what: "hosted wallet page", budget: 2, prepare: func(t *testing.T, f *fixture) call {
 		return call{method: "GET", path: "/pay/wallet/" + f.walletSession(t)}
 	}},
-	{route: "POST /pay/wallet/{sessionId}/pay", what: "pay on the wallet page", budget: 2, over: 4, status: 303, prepare: func(t *testing.T, f *fixture) call {
+	{route: "POST /pay/wallet/{sessionId}/pay", what: "pay on the wallet page", budget: 2, status: 303, prepare: func(t *testing.T, f *fixture) call {
 		return call{method: "POST", path: "/pay/wallet/" + f.walletSession(t) + "/pay", raw: []byte(""),
 			headers: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}
 	}},

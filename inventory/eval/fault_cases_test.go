@@ -414,14 +414,14 @@ var faultCases = []faultCase{
 		setup: func(f *fixture) {
 			f.event()
 			f.register(1000, nil, "")
-			f.script("paysession_open", []string{f.sessionKey()}, nowMs(time.Minute), "3600000", "reg", f.id, "amt", "1000")
+			f.script("paysession_open", []string{f.sessionKey()}, nowMs(time.Minute), "3600000", "reg", f.id, "amt", "1000", "proc", "card")
 			f.cmd("ZADD", f.sp.PayDue(part, "card"), nowMs(-time.Minute), "cs_other_"+f.id)
 		},
 		act: func(f *fixture) {
 			due := f.sp.PayDue(part, "card")
 			f.script("paysession_close", []string{f.sessionKey()}, "cancelled")
 			f.cmd("HSET", f.sessionKey(), "st", "open")
-			f.script("paysession_pay", []string{f.sessionKey(), due}, f.session(), "evt_1", "3600000", "0")
+			f.script("paysession_pay", []string{f.sessionKey(), due}, f.session(), "evt_1", "3600000", "0", "card", "")
 			f.script("paydue_retry", []string{f.sessionKey(), due}, f.session(), "1000", "60000")
 			other, _ := f.sp.PaySession("cs_other_" + f.id)
 			f.script("paydue_retry", []string{other, due}, "cs_other_"+f.id, "1000", "60000")
@@ -430,10 +430,10 @@ var faultCases = []faultCase{
 		setup: func(f *fixture) {
 			f.event()
 			f.register(1000, nil, "")
-			f.script("paysession_open", []string{f.sessionKey()}, nowMs(-time.Second), "3600000", "reg", f.id)
+			f.script("paysession_open", []string{f.sessionKey()}, nowMs(-time.Second), "3600000", "reg", f.id, "proc", "card")
 		},
 		act: func(f *fixture) {
-			f.script("paysession_pay", []string{f.sessionKey(), f.sp.PayDue(part, "card")}, f.session(), "evt_1", "3600000", "0")
+			f.script("paysession_pay", []string{f.sessionKey(), f.sp.PayDue(part, "card")}, f.session(), "evt_1", "3600000", "0", "card", "")
 		}},
 	{name: "claim and extend due deliveries",
 		setup: func(f *fixture) {

@@ -333,24 +333,33 @@ func (h *Hosted) get(ctx context.Context, sessionID string) (s HostedSession, ev
 	if m["st"] == "" || m["proc"] != h.name {
 		return HostedSession{}, "", false, nil
 	}
+	s, err = h.sessionOf(sessionID, m)
+	if err != nil {
+		return HostedSession{}, "", false, err
+	}
+	return s, m["evt"], true, nil
+}
+
+// sessionOf is the session a session hash's fields (m) hold.
+func (h *Hosted) sessionOf(sessionID string, m map[string]string) (HostedSession, error) {
 	amt, _ := strconv.ParseInt(m["amt"], 10, 64)
 	exp, _ := strconv.ParseInt(m["exp"], 10, 64)
-	s = HostedSession{
+	s := HostedSession{
 		ID: sessionID, Processor: m["proc"], RegistrationID: m["reg"], EventName: m["evn"],
 		Amount: money.Cents(amt), Currency: m["cur"], SuccessURL: m["ok"], CancelURL: m["cancel"],
 		Status: m["st"], ExpiresAt: time.UnixMilli(exp),
 	}
 	if err := json.Unmarshal([]byte(m["lines"]), &s.Lines); err != nil {
-		return HostedSession{}, "", false, fmt.Errorf("payments: %s: session lines: %w", h.name, err)
+		return HostedSession{}, fmt.Errorf("payments: %s: session lines: %w", h.name, err)
 	}
 	if v := m["items"]; v != "" { // absent in a session opened before items
 		var stored []storedItem
 		if err := json.Unmarshal([]byte(v), &stored); err != nil {
-			return HostedSession{}, "", false, fmt.Errorf("payments: %s: session items: %w", h.name, err)
+			return HostedSession{}, fmt.Errorf("payments: %s: session items: %w", h.name, err)
 		}
 		s.Items = loadItems(stored)
 	}
-	return s, m["evt"], true, nil
+	return s, nil
 }
 
 // Pay pays an open session with a test card (the wallet ignores card):
@@ -359,21 +368,17 @@ func (h *Hosted) get(ctx context.Context, sessionID string) (s HostedSession, ev
 // ticketd accepts it if this first attempt fails. Paying a paid session
 // again changes nothing. Errors: ErrCardInvalid, ErrCardDeclined (nothing
 // paid), ErrNotOpen (the returned session's Status says why; found is
-// false for an unknown session).
+// false for an unknown session). The card is judged here, but answered
+// only for an open session: a paid or closed one says so whatever the
+// card. One script reads and pays the session and answers it, and the
+// first delivery sends what it answered: two Redis round trips with the
+// delivery's mark (design rule 7).
 func (h *Hosted) Pay(ctx context.Context, sessionID, card string) (s HostedSession, found bool, err error) {
-	s, found, err = h.Get(ctx, sessionID)
-	if err != nil || !found {
-		if err == nil {
-			err = ErrNotOpen
-		}
-		return s, found, err
+	key, ok := h.sessionKey(sessionID)
+	if !ok {
+		return HostedSession{}, false, ErrNotOpen
 	}
-	if s.Status == StatusPaid {
-		return s, true, nil
-	}
-	if s.Status != StatusOpen {
-		return s, true, ErrNotOpen
-	}
+	refusal := ""
 	if h.name == Card {
 		number := strings.Map(func(r rune) rune {
 			if r == ' ' || r == '-' {
@@ -381,47 +386,59 @@ func (h *Hosted) Pay(ctx context.Context, sessionID, card string) (s HostedSessi
 			}
 			return r
 		}, card)
-		if !luhn(number) {
-			return s, true, ErrCardInvalid
-		}
-		if number == DecliningCard {
-			return s, true, ErrCardDeclined
+		switch {
+		case !luhn(number):
+			refusal = "invalid"
+		case number == DecliningCard:
+			refusal = "declined"
 		}
 	}
-	key, _ := h.sessionKey(sessionID)
 	due := h.dueKey(sessionID)
 	evt := "evt_" + randomHex(12)
 	arr, err := eval.Array(ctx, h.cfg.Redis, scriptPay, []string{key, due}, []string{
 		sessionID, evt,
 		strconv.FormatInt(paidRetention.Milliseconds(), 10),
 		strconv.FormatInt(firstDeliveryLease.Milliseconds(), 10),
+		h.name, refusal,
 	})
 	if err != nil {
-		return s, true, fmt.Errorf("payments: %s: pay session: %w", h.name, err)
+		return HostedSession{}, false, fmt.Errorf("payments: %s: pay session: %w", h.name, err)
 	}
 	code, err := reply.Of(arr)
 	if err != nil {
-		return s, true, err
+		return HostedSession{}, false, err
 	}
 	v, err := eval.Str(arr, 1)
 	if err != nil {
-		return s, true, err
+		return HostedSession{}, false, err
+	}
+	if code == reply.Unpayable && v == "missing" {
+		return HostedSession{}, false, ErrNotOpen
+	}
+	if len(arr) < 3 {
+		return HostedSession{}, false, fmt.Errorf("payments: %s: pay session: a reply of %d elements, want 3", h.name, len(arr))
+	}
+	m, err := arr[2].AsStrMap()
+	if err != nil {
+		return HostedSession{}, false, fmt.Errorf("payments: %s: pay session: %w", h.name, err)
+	}
+	if s, err = h.sessionOf(sessionID, m); err != nil {
+		return HostedSession{}, false, err
 	}
 	switch code {
 	case reply.OK:
-		s.Status = StatusPaid
 		// Delivered now so the buyer usually comes back to a confirmed
 		// registration; a failure is left to the loop, the payment stands.
-		h.deliver(ctx, sessionID)
+		h.send(ctx, key, due, s, v)
 		return s, true, nil
 	case reply.Exists:
-		s.Status = StatusPaid
 		return s, true, nil
+	case reply.PaymentRefused:
+		if v == "declined" {
+			return s, true, ErrCardDeclined
+		}
+		return s, true, ErrCardInvalid
 	}
-	if v == "missing" {
-		return HostedSession{}, false, ErrNotOpen
-	}
-	s.Status = v
 	return s, true, ErrNotOpen
 }
 
@@ -554,25 +571,31 @@ func (h *Hosted) deliver(ctx context.Context, sessionID string) {
 		h.log.Warn("payments: webhook due for a session not paid", "processor", h.name, "session", sessionID)
 		return
 	}
+	h.send(ctx, key, due, s, evt)
+}
+
+// send posts paid session s's webhook (event evt) and marks it delivered
+// in its due set; a failed post is retried by the loop, with backoff.
+func (h *Hosted) send(ctx context.Context, key, due string, s HostedSession, evt string) {
 	body, err := h.webhookBody(evt, s)
 	if err == nil {
 		err = h.post(ctx, body)
 	}
 	if err == nil {
-		if err := h.cfg.Redis.Do(ctx, h.cfg.Redis.B().Zrem().Key(due).Member(sessionID).Build()).Error(); err != nil {
+		if err := h.cfg.Redis.Do(ctx, h.cfg.Redis.B().Zrem().Key(due).Member(s.ID).Build()).Error(); err != nil {
 			h.log.Warn("payments: mark webhook delivered", "processor", h.name, "err", err)
 		}
 		return
 	}
 	arr, rerr := eval.Array(ctx, h.cfg.Redis, scriptRetry, []string{key, due}, []string{
-		sessionID, strconv.FormatInt(retryBase.Milliseconds(), 10), strconv.FormatInt(retryMax.Milliseconds(), 10),
+		s.ID, strconv.FormatInt(retryBase.Milliseconds(), 10), strconv.FormatInt(retryMax.Milliseconds(), 10),
 	})
 	if rerr == nil && reply.Is(arr, reply.NotFound) {
-		h.abandoned(sessionID)
+		h.abandoned(s.ID)
 		return
 	}
 	att, _ := eval.Int(arr, 1)
-	h.log.Warn("payments: webhook delivery failed; will retry", "processor", h.name, "session", sessionID, "attempts", att, "err", err, "scheduleErr", rerr)
+	h.log.Warn("payments: webhook delivery failed; will retry", "processor", h.name, "session", s.ID, "attempts", att, "err", err, "scheduleErr", rerr)
 }
 
 // abandoned records a delivery given up: its session is gone (its retention

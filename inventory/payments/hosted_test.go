@@ -144,6 +144,13 @@ func TestCardPayDeliversASignedWebhook(t *testing.T) {
 	if s, _, err := card.Pay(f.ctx, sess.ID, "4242424242424242"); err != nil || s.Status != StatusPaid {
 		t.Fatalf("second Pay = %+v, %v", s, err)
 	}
+	// A paid session says so whatever card comes: the declining one, or
+	// not a card number at all.
+	for _, c := range []string{DecliningCard, "1234"} {
+		if s, found, err := card.Pay(f.ctx, sess.ID, c); err != nil || !found || s.Status != StatusPaid || s.Amount != 4250 {
+			t.Fatalf("Pay of the paid session with %q = %+v, %v, %v", c, s, found, err)
+		}
+	}
 	// Accepted: nothing owed any more, now or later.
 	if n := f.dueCount(t); n != 0 {
 		t.Fatalf("due set holds %d after ticketd accepted the webhook", n)

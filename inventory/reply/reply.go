@@ -35,7 +35,7 @@ const (
 	NotOwner        Code = 13 // the caller holds it no longer
 	Unpayable       Code = 14 // it cannot be paid; the reply says why
 	AmountMismatch  Code = 15 // the amount is not the order's, beyond the tolerance
-	PaymentRefused  Code = 16 // a payment of no session ticketd opened, or of another amount or currency
+	PaymentRefused  Code = 16 // a payment refused: of no session ticketd opened, not its amount or currency, or a test card that may not pay
 	NotPending      Code = 17 // not in the state the call acts on
 	NotDue          Code = 18 // its time has not come
 	SessionsChanged Code = 19 // its checkout sessions are not those the caller read
