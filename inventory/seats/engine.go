@@ -111,9 +111,11 @@ func CheckToken(token string) *apierr.Error {
 	return nil
 }
 
-// ConflictError is the 409 naming the seats someone else holds or booked.
+// ConflictError is the 409 naming the seats booked, or held by another
+// token or order (the caller's own earlier order too: Redis keeps the
+// order that booked a seat, not who made it).
 func ConflictError(labels []string) *apierr.Error {
-	return seatConflict(fmt.Sprintf("seats were just taken by someone else: %s; pick again", strings.Join(labels, ", ")), labels)
+	return seatConflict(fmt.Sprintf("seats are booked, or held by another hold token or order: %s; pick others", strings.Join(labels, ", ")), labels)
 }
 
 // seatConflict is every SEAT_CONFLICT: the message and the conflicting
