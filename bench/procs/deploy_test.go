@@ -91,6 +91,16 @@ func TestShippedReplicationConfigs(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	setAndWait(t, rc, "{p0}:probe", "w")
+	// An order's hash, with a record of well over 64 bytes, stays one
+	// compact listpack (hash-max-listpack-value): a third less memory a
+	// pending order than a hash table.
+	hset := rc.B().Hset().Key("{p0}:ord").FieldValue().FieldValue("st", "pending").FieldValue("rec", strings.Repeat("r", 1500)).Build()
+	if err := rc.Do(ctx, hset).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if enc, err := rc.Do(ctx, rc.B().ObjectEncoding().Key("{p0}:ord").Build()).ToString(); err != nil || enc != "listpack" {
+		t.Fatalf("an order-sized hash is %q (%v), want listpack", enc, err)
+	}
 	if v, err := redisClient(t, replica.Addr).Do(ctx, rc.B().Get().Key("{p0}:probe").Build()).ToString(); err != nil || v != "w" {
 		t.Fatalf("the replica has %q (%v), want the primary's write", v, err)
 	}
