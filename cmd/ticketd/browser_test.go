@@ -248,7 +248,7 @@ func TestBrowserDemoShopGA(t *testing.T) {
 	// (not waited for here otherwise): wait for the sentence.
 	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_free"] a`)),
-		until(`document.getElementById('status').textContent === '6 events on sale.'`))
+		until(`document.getElementById('status').textContent === '7 events on sale.'`))
 	shot(t, ctx, "1-events", true)
 	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
@@ -1227,6 +1227,64 @@ func TestBrowserDemoShopShowings(t *testing.T) {
 		until(`/placed your order/.test(document.getElementById('room-headline').textContent)`),
 		until(`document.getElementById('order').hidden`))
 	shot(t, ctx, "6-ordered", true)
+}
+
+// A multi-showing event without a waiting room (ev_demo_matinee): the
+// page asks for a showing, with no queue, and sells for the one chosen
+// straight away: the order summary names it, register-guest sends it, the
+// success page dates the order by it, and only its tickets are taken.
+func TestBrowserDemoShopShowingsWithoutARoom(t *testing.T) {
+	s := startShop(t)
+	ctx := browser(t)
+	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_matinee"] a`)),
+		until(`document.querySelector('[data-event="ev_demo_matinee"]').textContent.includes('2\u00a0showings')`),
+		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_matinee"] a`)),
+		chromedp.WaitVisible(chromedp.ID("showing-sh_dec5")), chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_matinee"] .plus`)))
+	got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[document.querySelectorAll('#showings input[type="radio"]').length,
+  document.querySelectorAll('#showings input:checked').length, document.getElementById('showings-hint').textContent,
+  document.getElementById('order-showing').textContent, document.getElementById('room').hidden].join('|')`))
+	if want := "2|0|Your tickets are for the showing you choose.|Choose a showing first.|true"; got != want {
+		t.Fatalf("the page before a choice: %q, want %q", got, want)
+	}
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+  const real = window.fetch;
+  window.fetch = function (u, o) {
+    if (String(u).endsWith('/register-guest')) sessionStorage.setItem('sentShowing', JSON.parse(o.body).showingId || 'none');
+    return real.apply(window, arguments);
+  };
+})()`),
+		chromedp.Click(chromedp.ID("showing-sh_dec5")),
+		until(`new URLSearchParams(location.search).get('showing') === 'sh_dec5'`),
+		until(`document.getElementById('order-showing').textContent === 'Showing: Sun, Dec 5, 2027 · 2:00 PM UTC'`),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_matinee"] .plus`)),
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_matinee"] .plus`)))
+	do(t, ctx, buyer("Ada Lovelace", "ada@example.com")...)
+	// 2 x 18.00 and a fee of 1.00 a ticket.
+	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $38.00 by card' && !document.getElementById('pay-card').disabled`))
+	shot(t, ctx, "1-order", true)
+	loc := payOnHostedPage(t, ctx, s.shop)
+	checkSuccess(t, ctx, s, loc)
+	if date, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#facts div')].filter(d => d.querySelector('dt').textContent === 'Date').map(d => d.querySelector('dd').textContent).join('|')`)); !strings.HasPrefix(date, "Sun, Dec 5, 2027") {
+		t.Fatalf("the success page's date is %q, want sh_dec5's (Sun, Dec 5, 2027)", date)
+	}
+	if sent, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.getItem('sentShowing')`)); sent != "sh_dec5" {
+		t.Fatalf("register-guest went with showing %q, want sh_dec5", sent)
+	}
+	st, body := call(t, "GET", s.api+"/v1/storefront/events/ev_demo_matinee", map[string]string{"x-service-key": "pk_demo", "Origin": s.shop}, "")
+	var ev struct {
+		Data struct {
+			Showings []struct {
+				ID        string `json:"id"`
+				Remaining int64  `json:"remaining"`
+			} `json:"showings"`
+		} `json:"data"`
+	}
+	if st != 200 || json.Unmarshal([]byte(body), &ev) != nil {
+		t.Fatalf("event: %d %s", st, body)
+	}
+	if left := fmt.Sprint(ev.Data.Showings); left != "[{sh_dec4 40} {sh_dec5 38}]" {
+		t.Fatalf("after the order the showings have %s left", left)
+	}
 }
 
 // A seat map behind a waiting room (ev_demo_room_seated): the buyer

@@ -226,21 +226,21 @@ func checkAllUsed(t *testing.T, steps []step) {
 func TestReadmeDemoPagesAndStorefrontOnlyEvents(t *testing.T) {
 	readme := readREADME(t)
 	for _, claim := range []string{"/seated.html?event=ev_demo_seated", "/event.html?event=ev_demo_ga",
-		"`ev_demo_room`, `ev_demo_room_seated`, `ev_demo_shows` and `ev_demo_free` are\n**storefront only**", "answers `404 EVENT_NOT_FOUND` for them"} {
+		"`ev_demo_room`, `ev_demo_room_seated`, `ev_demo_shows`, `ev_demo_matinee` and\n`ev_demo_free` are **storefront only**", "answers `404 EVENT_NOT_FOUND` for them"} {
 		if !strings.Contains(readme, claim) {
 			t.Errorf("the README does not say %q", claim)
 		}
 	}
 	s := startShopWith(t, func(c *config) { c.DemoAddr = freeAddr(t) })
 	for _, page := range []string{"/seated.html?event=ev_demo_seated", "/event.html?event=ev_demo_ga", "/event.html?event=ev_demo_free",
-		"/seated.html?event=ev_demo_room_seated", "/event.html?event=ev_demo_shows"} {
+		"/seated.html?event=ev_demo_room_seated", "/event.html?event=ev_demo_shows", "/event.html?event=ev_demo_matinee"} {
 		if st, body := call(t, "GET", s.shop+page, nil, ""); st != 200 || !strings.Contains(body, "<html") {
 			t.Errorf("shop %s: %d %.100s", page, st, body)
 		}
 	}
 	partner := map[string]string{"x-service-key": "ck_demo", "x-service-secret": "cs_demo_secret"}
 	front := map[string]string{"x-service-key": "pk_demo", "Origin": s.shop}
-	for ev, sold := range map[string]bool{"ev_demo_ga": true, "ev_demo_seated": true, "ev_demo_room": false, "ev_demo_room_seated": false, "ev_demo_shows": false, "ev_demo_free": false} {
+	for ev, sold := range map[string]bool{"ev_demo_ga": true, "ev_demo_seated": true, "ev_demo_room": false, "ev_demo_room_seated": false, "ev_demo_shows": false, "ev_demo_matinee": false, "ev_demo_free": false} {
 		st, body := call(t, "GET", s.api+"/v1/channel/events/"+ev, partner, "")
 		if sold && st != 200 || !sold && (st != 404 || !strings.Contains(body, `"code":"EVENT_NOT_FOUND"`)) {
 			t.Errorf("partner surface, %s: %d %.200s; want sold by ch_demo: %v", ev, st, body, sold)

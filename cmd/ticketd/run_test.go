@@ -409,7 +409,7 @@ func TestPrintDemoShopLine(t *testing.T) {
 	if strings.Contains(without.String(), "demo shop") || strings.Contains(without.String(), "8081") {
 		t.Fatalf("a node without the shop advertises it:\n%s", without.String())
 	}
-	if want := "events           ev_demo_ga (GA), ev_demo_seated (seat map), ev_demo_room (GA, waiting room, storefront only), ev_demo_room_seated (seat map, waiting room, storefront only), ev_demo_shows (GA, 3 showings, waiting room, storefront only), ev_demo_free (free, storefront only)"; !strings.Contains(with.String(), want) {
+	if want := "events           ev_demo_ga (GA), ev_demo_seated (seat map), ev_demo_room (GA, waiting room, storefront only), ev_demo_room_seated (seat map, waiting room, storefront only), ev_demo_shows (GA, 3 showings, waiting room, storefront only), ev_demo_matinee (GA, 2 showings, storefront only), ev_demo_free (free, storefront only)"; !strings.Contains(with.String(), want) {
 		t.Fatalf("the summary does not list %q:\n%s", want, with.String())
 	}
 }
