@@ -38,10 +38,12 @@ type Meter struct {
 	nodes []string       // base URLs of ticketd's API nodes; none: round trips not measured
 	http  *http.Client
 
-	mu     sync.Mutex
-	before Reading
-	errs   readErrs // of the reading at Begin
-	use    Use
+	mu      sync.Mutex
+	before  Reading
+	errs    readErrs // of the reading at Begin
+	use     Use
+	sampler *sampler // of the window in progress (nil: none)
+	sampled bool     // a window since the last Take has its sample
 }
 
 // New meters the Redis rc (nil: not measured) and the round trips of the
@@ -68,6 +70,11 @@ type Use struct {
 	Delta         Reading
 	RoundTripsErr error
 	CommandsErr   error
+	// ScriptTime is the sampled execution time by top-level command, a
+	// script by its name (scripts.go), in microseconds; ScriptTimeErr why
+	// no window could be sampled.
+	ScriptTime    map[string]int64
+	ScriptTimeErr error
 }
 
 type readErrs struct{ trips, cmds error }
@@ -88,6 +95,9 @@ func (m *Meter) Begin() {
 	r, e := m.read()
 	m.mu.Lock()
 	m.before, m.errs = r, e
+	if m.redis != nil && !m.sampled && m.sampler == nil {
+		m.sampler = startSample(m.redis)
+	}
 	m.mu.Unlock()
 }
 
@@ -96,9 +106,26 @@ func (m *Meter) End() {
 	if m == nil {
 		return
 	}
+	m.mu.Lock()
+	s := m.sampler
+	m.sampler = nil
+	m.mu.Unlock()
+	var us map[string]int64
+	var serr error
+	if s != nil {
+		us, serr = s.finish() // before the reading: the slow log's settings are back
+	}
 	r, e := m.read()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	switch {
+	case s == nil:
+	case serr == nil:
+		m.sampled = true
+		m.use.ScriptTime, m.use.ScriptTimeErr = us, nil
+	case !errors.Is(serr, errWindowShort) || m.use.ScriptTimeErr == nil:
+		m.use.ScriptTimeErr = serr
+	}
 	e.trips = errors.Join(m.errs.trips, e.trips)
 	e.cmds = errors.Join(m.errs.cmds, e.cmds)
 	m.use.add(r.Sub(m.before), e)
@@ -113,6 +140,7 @@ func (m *Meter) Take() Use {
 	defer m.mu.Unlock()
 	u := m.use
 	m.use = Use{}
+	m.sampled = false
 	return u
 }
 
@@ -232,6 +260,12 @@ func (u Use) PerUnit(ctx context.Context, rc rueidis.Client, units int64) *repor
 	out.CommandsPerUnit = per(u.Delta.Commands.Commands())
 	out.ScriptsPerUnit = &cost.ScriptsPerUnit
 	out.ByCommand = cost.Breakdown(0.005)
+	switch {
+	case len(u.ScriptTime) > 0:
+		out.ByScriptTime = Shares(u.ScriptTime)
+	case u.ScriptTimeErr != nil:
+		out.Why = append(out.Why, "time by script not sampled: "+oneLine(u.ScriptTimeErr))
+	}
 	return out
 }
 

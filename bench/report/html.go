@@ -177,7 +177,7 @@ small{color:#666}
 <tr><td>round trips (ticketd_redis_round_trips_total of ticketd's API nodes)</td><td class="n">{{maybe .RoundTripsPerUnit}}</td></tr>
 <tr><td>commands (INFO commandstats of the whole Redis: inside scripts included, every client's)</td><td class="n">{{maybe .CommandsPerUnit}}</td></tr>
 <tr><td>scripts (EVALSHA, EVAL, FCALL)</td><td class="n">{{maybe .ScriptsPerUnit}}</td></tr>
-</table>{{if .ByCommand}}<p><small>calls by command ((w): write): {{.ByCommand}}</small></p>{{end}}{{range .Why}}<p><small>{{.}}</small></p>{{end}}{{end}}
+</table>{{if .ByCommand}}<p><small>calls by command ((w): write): {{.ByCommand}}</small></p>{{end}}{{if .ByScriptTime}}<p><small>Redis time by script and command (sampled for 0.2 s, 1 s into the run): {{.ByScriptTime}}</small></p>{{end}}{{range .Why}}<p><small>{{.}}</small></p>{{end}}{{end}}
 {{range .Notes}}<p><small>{{.}}</small></p>{{end}}
 </section>
 {{end}}

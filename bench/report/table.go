@@ -133,6 +133,9 @@ func redisUse(w io.Writer, s *Suite) {
 			if u.ByCommand != "" {
 				fmt.Fprintf(w, "  %s, calls per %s by command ((w): write): %s\n", r.Scenario, one(r.Unit), u.ByCommand)
 			}
+			if u.ByScriptTime != "" {
+				fmt.Fprintf(w, "  %s, Redis time by script and command (sampled for 0.2 s, 1 s into the run): %s\n", r.Scenario, u.ByScriptTime)
+			}
 			for _, why := range u.Why {
 				fmt.Fprintf(w, "  %s: %s\n", r.Scenario, why)
 			}

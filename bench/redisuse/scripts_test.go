@@ -1,0 +1,112 @@
+package redisuse
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/eval"
+	"github.com/ticketd/ticketd/inventory/redistest"
+)
+
+// slowlogSettings is the server's slow log settings, to see them put back.
+func slowlogSettings(t *testing.T, rc rueidis.Client) map[string]string {
+	t.Helper()
+	m, err := rc.Do(context.Background(), rc.B().ConfigGet().Parameter("slowlog-*").Build()).AsStrMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// A window's sample names each ticketd script Redis ran by its name and
+// other top-level commands by theirs, leaves out what a script called
+// inside (redis_time's TIME), the sample's own commands and what the slow
+// log held before, and puts the slow log's settings back; a window too
+// short for the sample says so.
+func TestWindowSampleNamesScriptsAndPutsTheSlowLogBack(t *testing.T) {
+	srv := redistest.StartServer(t, "--slowlog-log-slower-than", "0")
+	rc := srv.Client(t)
+	ctx := context.Background()
+	// Logged before the window: not the sample's.
+	if err := rc.Do(ctx, rc.B().Hset().Key("before").FieldValue().FieldValue("f", "v").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Do(ctx, rc.B().ConfigSet().ParameterValue().ParameterValue("slowlog-log-slower-than", "10000").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	want := slowlogSettings(t, rc)
+
+	src, err := eval.Source("redis_time")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha1.Sum(src)
+	sha := hex.EncodeToString(sum[:])
+	if err := rc.Do(ctx, rc.B().ScriptLoad().Script(string(src)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+
+	m := New(rc)
+	// Too short: nothing sampled, and nothing changed.
+	m.Begin()
+	m.End()
+	if u := m.Take(); !errors.Is(u.ScriptTimeErr, errWindowShort) || len(u.ScriptTime) != 0 {
+		t.Fatalf("a short window: %v, %v", u.ScriptTime, u.ScriptTimeErr)
+	}
+	if got := slowlogSettings(t, rc); got["slowlog-log-slower-than"] != want["slowlog-log-slower-than"] {
+		t.Fatalf("after a short window the slow log is %v, want %v", got, want)
+	}
+
+	m.Begin()
+	end := time.Now().Add(sampleAfter + sampleFor + 200*time.Millisecond)
+	for time.Now().Before(end) {
+		cmds := rueidis.Commands{
+			rc.B().Evalsha().Sha1(sha).Numkeys(1).Key("{p0}:k").Build(),
+			rc.B().Set().Key("k").Value("v").Build(),
+		}
+		for _, r := range rc.DoMulti(ctx, cmds...) {
+			if err := r.Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	m.End()
+	u := m.Take()
+	if u.ScriptTimeErr != nil {
+		t.Fatal(u.ScriptTimeErr)
+	}
+	if u.ScriptTime["redis_time"] <= 0 || u.ScriptTime["set"] <= 0 {
+		t.Fatalf("the sample %v lacks redis_time or set", u.ScriptTime)
+	}
+	for _, not := range []string{"time", "hset", "config", "slowlog", "evalsha"} {
+		if _, ok := u.ScriptTime[not]; ok {
+			t.Errorf("the sample %v has %s", u.ScriptTime, not)
+		}
+	}
+	if got := slowlogSettings(t, rc); got["slowlog-log-slower-than"] != want["slowlog-log-slower-than"] || got["slowlog-max-len"] != want["slowlog-max-len"] {
+		t.Fatalf("after the sample the slow log is %v, want %v", got, want)
+	}
+	// The next Take samples again.
+	m.Begin()
+	m.End()
+	if u := m.Take(); !errors.Is(u.ScriptTimeErr, errWindowShort) {
+		t.Fatalf("a new Take's short window: %v", u.ScriptTimeErr)
+	}
+}
+
+func TestSharesLargestFirst(t *testing.T) {
+	got := Shares(map[string]int64{"order_confirm": 410, "order_reserve": 480, "set": 30, "get": 80, "ping": 1})
+	if want := "order_reserve 48%, order_confirm 41%, get 8%, set 3%"; got != want {
+		t.Fatalf("Shares = %q, want %q", got, want)
+	}
+	if got := Shares(nil); got != "" {
+		t.Fatalf("Shares(nil) = %q", got)
+	}
+}
