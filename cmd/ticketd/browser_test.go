@@ -1101,6 +1101,31 @@ func showingPlace(sh string) string {
 	return `(JSON.parse(sessionStorage.getItem('room:ev_demo_shows:` + sh + `') || '{}').queueId || '')`
 }
 
+// successDate is the Date the success page shows ("" when none).
+func successDate(ctx context.Context) string {
+	date, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#facts div')].filter(d => d.querySelector('dt').textContent === 'Date').map(d => d.querySelector('dd').textContent).join('|')`))
+	return date
+}
+
+// showingsLeft is what the storefront says each showing of event ev has
+// left: "[{<id> <remaining>} ...]".
+func (s shopRun) showingsLeft(t *testing.T, ev string) string {
+	t.Helper()
+	st, body := call(t, "GET", s.api+"/v1/storefront/events/"+ev, map[string]string{"x-service-key": "pk_demo", "Origin": s.shop}, "")
+	var out struct {
+		Data struct {
+			Showings []struct {
+				ID        string `json:"id"`
+				Remaining int64  `json:"remaining"`
+			} `json:"showings"`
+		} `json:"data"`
+	}
+	if st != 200 || json.Unmarshal([]byte(body), &out) != nil {
+		t.Fatalf("event %s: %d %s", ev, st, body)
+	}
+	return fmt.Sprint(out.Data.Showings)
+}
+
 // A waiting room on a multi-showing event (ev_demo_shows, a line per
 // showing, from its on-sale): the page asks for a showing before the join
 // (a radio group named by each showing's date and time), joins that
@@ -1200,26 +1225,14 @@ func TestBrowserDemoShopShowings(t *testing.T) {
 	checkSuccess(t, ctx, s, loc)
 	// The success page dates the order by its showing, not the event's
 	// first one (Fri).
-	if date, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#facts div')].filter(d => d.querySelector('dt').textContent === 'Date').map(d => d.querySelector('dd').textContent).join('|')`)); !strings.HasPrefix(date, "Sat, Nov 13, 2027") {
+	if date := successDate(ctx); !strings.HasPrefix(date, "Sat, Nov 13, 2027") {
 		t.Fatalf("the success page's date is %q, want sh_sat's (Sat, Nov 13, 2027)", date)
 	}
 	if sent, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.getItem('sentShowing') + '|' + (sessionStorage.getItem('sentPass') || '').length`)); !regexp.MustCompile(`^sh_sat\|(1[6-9]|[2-9]\d|\d{3,})$`).MatchString(sent) {
 		t.Fatalf("register-guest went with showing and pass length %q", sent)
 	}
 	// The two tickets are sh_sat's: the other showings have all theirs.
-	st, body := call(t, "GET", s.api+"/v1/storefront/events/ev_demo_shows", map[string]string{"x-service-key": "pk_demo", "Origin": s.shop}, "")
-	var ev struct {
-		Data struct {
-			Showings []struct {
-				ID        string `json:"id"`
-				Remaining int64  `json:"remaining"`
-			} `json:"showings"`
-		} `json:"data"`
-	}
-	if st != 200 || json.Unmarshal([]byte(body), &ev) != nil {
-		t.Fatalf("event: %d %s", st, body)
-	}
-	if left := fmt.Sprint(ev.Data.Showings); left != "[{sh_fri 12} {sh_sat 10} {sh_sun 12}]" {
+	if left := s.showingsLeft(t, "ev_demo_shows"); left != "[{sh_fri 12} {sh_sat 10} {sh_sun 12}]" {
 		t.Fatalf("after the order the showings have %s left", left)
 	}
 	// Back on the event page, the place says the order was placed.
@@ -1264,25 +1277,13 @@ func TestBrowserDemoShopShowingsWithoutARoom(t *testing.T) {
 	shot(t, ctx, "1-order", true)
 	loc := payOnHostedPage(t, ctx, s.shop)
 	checkSuccess(t, ctx, s, loc)
-	if date, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll('#facts div')].filter(d => d.querySelector('dt').textContent === 'Date').map(d => d.querySelector('dd').textContent).join('|')`)); !strings.HasPrefix(date, "Sun, Dec 5, 2027") {
+	if date := successDate(ctx); !strings.HasPrefix(date, "Sun, Dec 5, 2027") {
 		t.Fatalf("the success page's date is %q, want sh_dec5's (Sun, Dec 5, 2027)", date)
 	}
 	if sent, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.getItem('sentShowing')`)); sent != "sh_dec5" {
 		t.Fatalf("register-guest went with showing %q, want sh_dec5", sent)
 	}
-	st, body := call(t, "GET", s.api+"/v1/storefront/events/ev_demo_matinee", map[string]string{"x-service-key": "pk_demo", "Origin": s.shop}, "")
-	var ev struct {
-		Data struct {
-			Showings []struct {
-				ID        string `json:"id"`
-				Remaining int64  `json:"remaining"`
-			} `json:"showings"`
-		} `json:"data"`
-	}
-	if st != 200 || json.Unmarshal([]byte(body), &ev) != nil {
-		t.Fatalf("event: %d %s", st, body)
-	}
-	if left := fmt.Sprint(ev.Data.Showings); left != "[{sh_dec4 40} {sh_dec5 38}]" {
+	if left := s.showingsLeft(t, "ev_demo_matinee"); left != "[{sh_dec4 40} {sh_dec5 38}]" {
 		t.Fatalf("after the order the showings have %s left", left)
 	}
 }
