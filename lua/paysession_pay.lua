@@ -1,8 +1,9 @@
 -- paysession_pay: pay a test processor's checkout session, open -> paid, and
 -- owe its webhook in the same step: the session joins its partition's due
 -- set, which the delivery loop works through until ticketd answers 2xx.
--- Every reply but 'missing' carries the session as it now is, so the page
--- and the first delivery need no read of their own.
+-- Every reply but 'missing' carries the session's fields as read, with its
+-- status ('st') as it now is, so the page and the first delivery need no
+-- read of their own (a payment's event id is the reply's second element).
 --
 -- KEYS[1] -> session hash {pN}:pay:<sessionId>
 -- KEYS[2] -> due set {pN}:paydue:<processor> (member: session id, score: next attempt, ms)

@@ -74,6 +74,7 @@ type Use struct {
 	// script by its name (scripts.go), in microseconds; ScriptTimeErr why
 	// no window could be sampled.
 	ScriptTime    map[string]int64
+	ScriptCalls   int64 // the top-level commands the sample summed
 	ScriptTimeErr error
 }
 
@@ -110,19 +111,23 @@ func (m *Meter) End() {
 	s := m.sampler
 	m.sampler = nil
 	m.mu.Unlock()
-	var us map[string]int64
-	var serr error
 	if s != nil {
-		us, serr = s.finish() // before the reading: the slow log's settings are back
+		s.end() // the sample ends with the window
 	}
 	r, e := m.read()
+	var us map[string]int64
+	var calls int64
+	var serr error
+	if s != nil {
+		us, calls, serr = s.collect() // after the reading: reading the log is not counted
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
 	case s == nil:
 	case serr == nil:
 		m.sampled = true
-		m.use.ScriptTime, m.use.ScriptTimeErr = us, nil
+		m.use.ScriptTime, m.use.ScriptCalls, m.use.ScriptTimeErr = us, calls, nil
 	case !errors.Is(serr, errWindowShort) || m.use.ScriptTimeErr == nil:
 		m.use.ScriptTimeErr = serr
 	}
@@ -261,8 +266,8 @@ func (u Use) PerUnit(ctx context.Context, rc rueidis.Client, units int64) *repor
 	out.ScriptsPerUnit = &cost.ScriptsPerUnit
 	out.ByCommand = cost.Breakdown(0.005)
 	switch {
-	case len(u.ScriptTime) > 0:
-		out.ByScriptTime = Shares(u.ScriptTime)
+	case Shares(u.ScriptTime) != "":
+		out.ByScriptTime = fmt.Sprintf("%s (of %d commands)", Shares(u.ScriptTime), u.ScriptCalls)
 	case u.ScriptTimeErr != nil:
 		out.Why = append(out.Why, "time by script not sampled: "+oneLine(u.ScriptTimeErr))
 	}

@@ -23,13 +23,17 @@ import (
 // Where Redis spends its time, by script: INFO commandstats adds every
 // EVALSHA up in one line, whatever script it ran. So a window is sampled:
 // a second after it begins, the slow log logs every command for a fifth of
-// a second (slowlog-log-slower-than 0), and each top-level command's
-// logged execution time is summed by command, an EVALSHA by the name of
-// the ticketd script it ran. Commands a script calls are in the log too;
-// they are left out (their time is inside their script's). The slow log's
-// settings are put back after. Logging every command costs Redis more CPU
-// while it lasts (each entry copies its arguments), in 0.2 s of the run:
-// 1% of a 20 s flash run, 3% of a 6 s one.
+// a second (slowlog-log-slower-than 0, on every master), and each
+// top-level command's logged execution time is summed by command, an
+// EVALSHA by the name of the ticketd script it ran. Commands a script
+// calls are in the log too; they are left out (their time is inside their
+// script's). The threshold is put back when the fifth of a second ends;
+// the log is read, and its length put back, when the window has ended and
+// its counters are read, so that reading it is not counted. Logging every
+// command costs Redis more CPU while it lasts (each entry copies its
+// arguments), in 0.2 s of the run: 1% of a 20 s flash run, 3% of a 6 s
+// one. A server that logs every command already (another bench sampling
+// it, or set so) is not sampled: its settings are not the ones to put back.
 const (
 	sampleAfter  = time.Second
 	sampleFor    = 200 * time.Millisecond
@@ -38,8 +42,12 @@ const (
 	inScript = "?:0"
 )
 
-// errWindowShort: the window ended before its sample began.
-var errWindowShort = errors.New("the window ended before the sample")
+var (
+	// errWindowShort: the window ended before its sample began.
+	errWindowShort = errors.New("the window ended before the sample")
+	// errLogsAll: the server's slow log logs every command already.
+	errLogsAll = errors.New("its slow log logs every command already (slowlog-log-slower-than 0: another bench sampling it?); not sampled")
+)
 
 // scriptNames maps the SHA-1 of each of ticketd's scripts, as EVALSHA
 // names it, to the script's name.
@@ -58,13 +66,21 @@ var scriptNames = sync.OnceValue(func() map[string]string {
 
 // sampler samples one window's script time in the background.
 type sampler struct {
-	stop chan struct{}
-	done chan struct{}
-	us   map[string]int64 // execution time by command, microseconds
+	stop chan struct{} // closed by finish: the window ended
+	done chan struct{} // closed when the logging is over and the threshold back
+	logs []*nodeLog    // the servers sampled, read by finish
 	err  error
 }
 
-// startSample begins sampling rc's Redis (each node of a Cluster) once
+// nodeLog is one server being sampled: what to put back, and where its
+// log's entries of the sample begin.
+type nodeLog struct {
+	rc                rueidis.Client
+	threshold, maxLen string
+	last              int64
+}
+
+// startSample begins sampling rc's Redis (each master of a Cluster) once
 // sampleAfter has passed, unless finish comes first.
 func startSample(rc rueidis.Client) *sampler {
 	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
@@ -78,85 +94,130 @@ func startSample(rc rueidis.Client) *sampler {
 			return
 		case <-t.C:
 		}
-		s.us, s.err = sampleNodes(rc, s.stop)
+		s.logs, s.err = logEverything(rc, s.stop)
+		if len(s.logs) == 0 {
+			return
+		}
+		t.Reset(sampleFor)
+		select {
+		case <-s.stop:
+		case <-t.C:
+		}
+		for _, n := range s.logs {
+			s.err = errors.Join(s.err, n.set(n.threshold, ""))
+		}
 	}()
 	return s
 }
 
-// finish ends the sample (early, when the window ends first) and returns
-// what it logged.
-func (s *sampler) finish() (map[string]int64, error) {
+// end ends the sample, early when the window ends first: once it returns
+// no server logs every command.
+func (s *sampler) end() {
 	close(s.stop)
 	<-s.done
-	return s.us, s.err
 }
 
-func sampleNodes(rc rueidis.Client, stop <-chan struct{}) (map[string]int64, error) {
-	nodes := rc.Nodes()
-	type got struct {
-		us  map[string]int64
-		err error
-	}
-	out := make(chan got, len(nodes))
-	for _, n := range nodes {
-		go func() {
-			us, err := sample(n, stop)
-			out <- got{us, err}
-		}()
-	}
-	sum := map[string]int64{}
-	var errs error
-	for range nodes {
-		g := <-out
-		errs = errors.Join(errs, g.err)
-		for k, v := range g.us {
-			sum[k] += v
+// collect reads what the servers logged, after end, and puts their logs'
+// length back.
+func (s *sampler) collect() (us map[string]int64, calls int64, err error) {
+	us = map[string]int64{}
+	err = s.err
+	for _, n := range s.logs {
+		got, c, rerr := n.read()
+		err = errors.Join(err, rerr, n.set("", n.maxLen))
+		calls += c
+		for k, v := range got {
+			us[k] += v
 		}
 	}
-	return sum, errs
+	return us, calls, err
 }
 
-// sample logs every command of one Redis for sampleFor (or until stop)
-// and returns the top-level commands' execution time by command.
-func sample(rc rueidis.Client, stop <-chan struct{}) (map[string]int64, error) {
+// logEverything turns every master's slow log to log every command and
+// returns those it turned; nothing when stop came first.
+func logEverything(rc rueidis.Client, stop <-chan struct{}) ([]*nodeLog, error) {
+	var logs []*nodeLog
+	var errs error
+	for addr, n := range rc.Nodes() {
+		l, err := start(n, stop)
+		if err != nil {
+			errs = errors.Join(errs, fmt.Errorf("%s: %w", addr, err))
+		}
+		if l != nil {
+			logs = append(logs, l)
+		}
+	}
+	return logs, errs
+}
+
+// start reads one server's slow log settings and newest entry, then sets
+// it to log every command (nil, nil: a replica, not sampled).
+func start(rc rueidis.Client, stop <-chan struct{}) (*nodeLog, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
+	// A replica logs what its primary's scripts wrote as top-level
+	// commands: counted there, they would be counted twice.
+	role, err := rc.Do(ctx, rc.B().Role().Build()).ToArray()
+	if err != nil || len(role) == 0 {
+		return nil, fmt.Errorf("role: %w", err)
+	}
+	if r, _ := role[0].ToString(); r != "master" {
+		return nil, nil
+	}
 	old, err := rc.Do(ctx, rc.B().ConfigGet().Parameter("slowlog-*").Build()).AsStrMap()
 	if err != nil {
 		return nil, fmt.Errorf("slow log settings: %w", err)
 	}
-	threshold, maxLen := old["slowlog-log-slower-than"], old["slowlog-max-len"]
-	if threshold == "" || maxLen == "" {
+	n := &nodeLog{rc: rc, threshold: old["slowlog-log-slower-than"], maxLen: old["slowlog-max-len"]}
+	switch {
+	case n.threshold == "" || n.maxLen == "":
 		return nil, fmt.Errorf("slow log settings: CONFIG GET answered %v", old)
+	case n.threshold == "0":
+		return nil, errLogsAll
 	}
-	last, err := lastEntry(ctx, rc)
-	if err != nil {
+	if n.last, err = lastEntry(ctx, rc); err != nil {
 		return nil, err
 	}
-	set := func(ctx context.Context, threshold, maxLen string) error {
-		return rc.Do(ctx, rc.B().ConfigSet().ParameterValue().ParameterValue("slowlog-max-len", maxLen).
-			ParameterValue("slowlog-log-slower-than", threshold).Build()).Error()
-	}
-	if err := set(ctx, "0", strconv.Itoa(sampleMaxLen)); err != nil {
-		return nil, fmt.Errorf("log every command: %w", err)
-	}
-	t := time.NewTimer(sampleFor)
 	select {
 	case <-stop:
-	case <-t.C:
+		return nil, errWindowShort
+	default:
 	}
-	t.Stop()
-	// Put back with a context of its own: the settings must not stay.
-	rctx, rcancel := context.WithTimeout(context.Background(), readTimeout)
-	defer rcancel()
-	if err := set(rctx, threshold, maxLen); err != nil {
-		return nil, fmt.Errorf("put the slow log's settings back (slowlog-log-slower-than %s, slowlog-max-len %s): %w", threshold, maxLen, err)
+	if err := n.set("0", strconv.Itoa(sampleMaxLen)); err != nil {
+		// It may have been set with its answer lost: put it back.
+		return nil, errors.Join(fmt.Errorf("log every command: %w", err), n.set(n.threshold, n.maxLen))
 	}
-	entries, err := rc.Do(rctx, rc.B().SlowlogGet().Count(sampleMaxLen).Build()).ToArray()
+	return n, nil
+}
+
+// set sets the server's slow log threshold and length ("": left as is),
+// with a context of its own: a setting must not stay for want of time.
+func (n *nodeLog) set(threshold, maxLen string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	cmd := n.rc.B().ConfigSet().ParameterValue()
+	switch {
+	case threshold != "" && maxLen != "":
+		return n.rc.Do(ctx, cmd.ParameterValue("slowlog-max-len", maxLen).ParameterValue("slowlog-log-slower-than", threshold).Build()).Error()
+	case threshold != "":
+		return n.rc.Do(ctx, cmd.ParameterValue("slowlog-log-slower-than", threshold).Build()).Error()
+	case maxLen != "":
+		return n.rc.Do(ctx, cmd.ParameterValue("slowlog-max-len", maxLen).Build()).Error()
+	}
+	return nil
+}
+
+// read is the sample's entries of the server's log, by command, and how
+// many top-level commands they are.
+func (n *nodeLog) read() (map[string]int64, int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	entries, err := n.rc.Do(ctx, n.rc.B().SlowlogGet().Count(sampleMaxLen).Build()).ToArray()
 	if err != nil {
-		return nil, fmt.Errorf("read the slow log: %w", err)
+		return nil, 0, fmt.Errorf("read the slow log: %w", err)
 	}
-	return byCommand(entries, last), nil
+	us, calls := byCommand(entries, n.last)
+	return us, calls, nil
 }
 
 // lastEntry is the id of the slow log's newest entry (-1: none), so that
@@ -180,9 +241,10 @@ func lastEntry(ctx context.Context, rc rueidis.Client) (int64, error) {
 // command: an EVALSHA by its script's name, any other command by its
 // lower-case name; the sample's own CONFIG and SLOWLOG are left out.
 // Each entry is id, time, duration (us), arguments, client address, name.
-func byCommand(entries []rueidis.RedisMessage, last int64) map[string]int64 {
+// calls is how many top-level commands were summed.
+func byCommand(entries []rueidis.RedisMessage, last int64) (us map[string]int64, calls int64) {
 	names := scriptNames()
-	us := map[string]int64{}
+	us = map[string]int64{}
 	for _, m := range entries {
 		e, err := m.ToArray()
 		if err != nil || len(e) < 5 {
@@ -207,8 +269,9 @@ func byCommand(entries []rueidis.RedisMessage, last int64) map[string]int64 {
 			}
 		}
 		us[cmd] += dur
+		calls++
 	}
-	return us
+	return us, calls
 }
 
 // Shares is a sample's time by command, the largest first, as percent

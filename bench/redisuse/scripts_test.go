@@ -25,10 +25,12 @@ func slowlogSettings(t *testing.T, rc rueidis.Client) map[string]string {
 }
 
 // A window's sample names each ticketd script Redis ran by its name and
-// other top-level commands by theirs, leaves out what a script called
-// inside (redis_time's TIME), the sample's own commands and what the slow
-// log held before, and puts the slow log's settings back; a window too
-// short for the sample says so.
+// other top-level commands by theirs, reads all it logged (more than the
+// log's usual length), leaves out what a script called inside
+// (redis_time's TIME), the sample's own commands and what the slow log
+// held before, and puts the slow log's settings back; a window too short
+// for the sample says so, and a server that logs every command already is
+// left alone.
 func TestWindowSampleNamesScriptsAndPutsTheSlowLogBack(t *testing.T) {
 	srv := redistest.StartServer(t, "--slowlog-log-slower-than", "0")
 	rc := srv.Client(t)
@@ -75,7 +77,6 @@ func TestWindowSampleNamesScriptsAndPutsTheSlowLogBack(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(time.Millisecond)
 	}
 	m.End()
 	u := m.Take()
@@ -84,6 +85,10 @@ func TestWindowSampleNamesScriptsAndPutsTheSlowLogBack(t *testing.T) {
 	}
 	if u.ScriptTime["redis_time"] <= 0 || u.ScriptTime["set"] <= 0 {
 		t.Fatalf("the sample %v lacks redis_time or set", u.ScriptTime)
+	}
+	// Read before the log's length is put back (128 here), which trims it.
+	if u.ScriptCalls <= 128 {
+		t.Fatalf("the sample summed %d commands, want all it logged (more than the log's usual 128)", u.ScriptCalls)
 	}
 	for _, not := range []string{"time", "hset", "config", "slowlog", "evalsha"} {
 		if _, ok := u.ScriptTime[not]; ok {
@@ -98,6 +103,21 @@ func TestWindowSampleNamesScriptsAndPutsTheSlowLogBack(t *testing.T) {
 	m.End()
 	if u := m.Take(); !errors.Is(u.ScriptTimeErr, errWindowShort) {
 		t.Fatalf("a new Take's short window: %v", u.ScriptTimeErr)
+	}
+
+	// Logging every command already (another bench sampling it): left as
+	// it is, and said.
+	if err := rc.Do(ctx, rc.B().ConfigSet().ParameterValue().ParameterValue("slowlog-log-slower-than", "0").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	m.Begin()
+	time.Sleep(sampleAfter + sampleFor)
+	m.End()
+	if u := m.Take(); !errors.Is(u.ScriptTimeErr, errLogsAll) || len(u.ScriptTime) != 0 {
+		t.Fatalf("a server logging every command: %v, %v", u.ScriptTime, u.ScriptTimeErr)
+	}
+	if got := slowlogSettings(t, rc); got["slowlog-log-slower-than"] != "0" || got["slowlog-max-len"] != want["slowlog-max-len"] {
+		t.Fatalf("a server logging every command was changed: %v", got)
 	}
 }
 
