@@ -66,9 +66,9 @@ var scriptNames = sync.OnceValue(func() map[string]string {
 
 // sampler samples one window's script time in the background.
 type sampler struct {
-	stop chan struct{} // closed by finish: the window ended
+	stop chan struct{} // closed by end: the window ended
 	done chan struct{} // closed when the logging is over and the threshold back
-	logs []*nodeLog    // the servers sampled, read by finish
+	logs []*nodeLog    // the servers sampled, read by collect
 	err  error
 }
 
@@ -81,7 +81,7 @@ type nodeLog struct {
 }
 
 // startSample begins sampling rc's Redis (each master of a Cluster) once
-// sampleAfter has passed, unless finish comes first.
+// sampleAfter has passed, unless end comes first.
 func startSample(rc rueidis.Client) *sampler {
 	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
@@ -118,13 +118,14 @@ func (s *sampler) end() {
 }
 
 // collect reads what the servers logged, after end, and puts their logs'
-// length back.
+// length back (and the threshold again, should putting it back have
+// failed).
 func (s *sampler) collect() (us map[string]int64, calls int64, err error) {
 	us = map[string]int64{}
 	err = s.err
 	for _, n := range s.logs {
 		got, c, rerr := n.read()
-		err = errors.Join(err, rerr, n.set("", n.maxLen))
+		err = errors.Join(err, rerr, n.set(n.threshold, n.maxLen))
 		calls += c
 		for k, v := range got {
 			us[k] += v
