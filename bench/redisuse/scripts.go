@@ -3,11 +3,8 @@ package redisuse
 import (
 	"cmp"
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +14,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/eval"
-	"github.com/ticketd/ticketd/lua"
 )
 
 // Where Redis spends its time, by script: INFO commandstats adds every
@@ -49,20 +45,8 @@ var (
 	errLogsAll = errors.New("its slow log logs every command already (slowlog-log-slower-than 0: another bench sampling it?); not sampled")
 )
 
-// scriptNames maps the SHA-1 of each of ticketd's scripts, as EVALSHA
-// names it, to the script's name.
-var scriptNames = sync.OnceValue(func() map[string]string {
-	names := map[string]string{}
-	files, _ := fs.Glob(lua.Files, "*.lua")
-	for _, f := range files {
-		name := strings.TrimSuffix(f, ".lua")
-		if src, err := eval.Source(name); err == nil {
-			sum := sha1.Sum(src)
-			names[hex.EncodeToString(sum[:])] = name
-		}
-	}
-	return names
-})
+// scriptNames maps the SHA-1 of each of ticketd's scripts to its name.
+var scriptNames = sync.OnceValue(eval.Names)
 
 // sampler samples one window's script time in the background.
 type sampler struct {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,5 +129,24 @@ func TestSharesLargestFirst(t *testing.T) {
 	}
 	if got := Shares(nil); got != "" {
 		t.Fatalf("Shares(nil) = %q", got)
+	}
+}
+
+// A Redis that refuses CONFIG (a managed one) is not sampled, and the
+// report says why.
+func TestWindowOfARedisWithoutConfigSaysWhy(t *testing.T) {
+	rc := redistest.StartServer(t, "--rename-command", "CONFIG", "").Client(t)
+	m := New(rc)
+	m.Begin()
+	time.Sleep(sampleAfter + sampleFor)
+	m.End()
+	u := m.Take()
+	if u.ScriptTimeErr == nil || len(u.ScriptTime) != 0 {
+		t.Fatalf("a Redis without CONFIG: %v, %v", u.ScriptTime, u.ScriptTimeErr)
+	}
+	out := u.PerUnit(context.Background(), rc, 10)
+	said := strings.Join(out.Why, "; ")
+	if out.ByScriptTime != "" || !strings.Contains(said, "time by script not sampled: ") {
+		t.Fatalf("the report says %q, time by script %q", said, out.ByScriptTime)
 	}
 }

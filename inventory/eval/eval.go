@@ -356,9 +356,29 @@ func Load(name string) *rueidis.Lua {
 		panic("lua: script " + name + ": " + err.Error())
 	}
 	s := rueidis.NewLuaScript(string(b))
-	sum := sha1.Sum(b)
-	shas.Store(s, loaded{name: name, sha: hex.EncodeToString(sum[:]), src: string(b)})
+	shas.Store(s, loaded{name: name, sha: shaOf(b), src: string(b)})
 	return s
+}
+
+// shaOf is the SHA-1 by which EVALSHA names the script text b.
+func shaOf(b []byte) string {
+	sum := sha1.Sum(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Names maps the SHA-1 of each script of package lua, as EVALSHA names
+// it, to the script's name: what a command log (MONITOR, SLOWLOG) shows
+// can be told by name.
+func Names() map[string]string {
+	names := map[string]string{}
+	paths, _ := fs.Glob(files, "*.lua")
+	for _, f := range paths {
+		name := strings.TrimSuffix(f, ".lua")
+		if b, err := Source(name); err == nil {
+			names[shaOf(b)] = name
+		}
+	}
+	return names
 }
 
 var shas sync.Map // script from Load -> loaded

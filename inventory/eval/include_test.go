@@ -31,6 +31,20 @@ func TestEveryScriptExpands(t *testing.T) {
 	}
 }
 
+// Names names every script by the SHA-1 its EVALSHA carries (Load's).
+func TestNamesTellEveryScriptBySHA(t *testing.T) {
+	names := Names()
+	all, _ := fs.Glob(files, "*.lua")
+	if len(names) != len(all) {
+		t.Fatalf("%d names for %d scripts", len(names), len(all))
+	}
+	s := Load("order_reserve")
+	v, _ := shas.Load(s)
+	if got := names[v.(loaded).sha]; got != "order_reserve" {
+		t.Fatalf("order_reserve's SHA-1 is named %q", got)
+	}
+}
+
 // A library may include another; each library is expanded once, where it
 // is first included, before the text that uses it.
 func TestLibraryIncludesAnotherOnce(t *testing.T) {
