@@ -12,11 +12,11 @@ import (
 	"github.com/ticketd/ticketd/bench/procs"
 )
 
-// A measurement sells every order it reserves, reads the server's CPU for
-// both phases, and leaves the server as it found it: empty.
-func TestMeasurePaysEveryOrderAndLeavesNoKey(t *testing.T) {
-	ctx := context.Background()
-	r, err := procs.StartRedis(ctx, "", filepath.Join(t.TempDir(), "redis.log"), "--save", "", "--appendonly", "no")
+// server starts a redis-server of the test's own, without persistence, and
+// a client of it.
+func server(t *testing.T) (*procs.Redis, rueidis.Client) {
+	t.Helper()
+	r, err := procs.StartRedis(context.Background(), "", filepath.Join(t.TempDir(), "redis.log"), "--save", "", "--appendonly", "no")
 	if errors.Is(err, procs.ErrNoRedisServer) {
 		t.Skip(err)
 	}
@@ -29,6 +29,14 @@ func TestMeasurePaysEveryOrderAndLeavesNoKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rc.Close)
+	return r, rc
+}
+
+// A measurement sells every order it reserves, reads the server's CPU for
+// both phases, and leaves the server as it found it: empty.
+func TestMeasurePaysEveryOrderAndLeavesNoKey(t *testing.T) {
+	ctx := context.Background()
+	_, rc := server(t)
 	res, err := measure(ctx, rc, 300, 8)
 	if err != nil {
 		t.Fatal(err)
@@ -43,21 +51,8 @@ func TestMeasurePaysEveryOrderAndLeavesNoKey(t *testing.T) {
 
 // The CPU read is the Redis server's own: INFO names its process.
 func TestServerPIDIsTheRedisProcess(t *testing.T) {
-	ctx := context.Background()
-	r, err := procs.StartRedis(ctx, "", filepath.Join(t.TempDir(), "redis.log"))
-	if errors.Is(err, procs.ErrNoRedisServer) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Stop(5 * time.Second) })
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.Addr}, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rc.Close)
-	pid, err := serverPID(ctx, rc)
+	r, rc := server(t)
+	pid, err := serverPID(context.Background(), rc)
 	if err != nil || pid != r.PID() {
 		t.Fatalf("pid %d (%v), want the server's %d", pid, err, r.PID())
 	}
