@@ -36,6 +36,7 @@ import (
 
 	"github.com/ticketd/ticketd/bench/cpuuse"
 	"github.com/ticketd/ticketd/bench/procs"
+	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
 )
@@ -108,9 +109,13 @@ func measure(ctx context.Context, rc rueidis.Client, n, c int) (result, error) {
 	defer clean(rc, space.Prefix)
 	s := &orders.Service{Redis: rc, Space: space, OrderTTL: 30 * time.Minute, IDKey: tag}
 	const ev, ch = "ev_scriptcost", "ch_scriptcost"
-	caps := rc.B().Hset().Key(space.Caps(ev)).FieldValue().
-		FieldValue("ev", "1000000000").FieldValue("t:tk_ga", "1000000000").FieldValue("ch:"+ch, "1000000000").Build()
-	for _, r := range rc.DoMulti(ctx, caps, rc.B().Set().Key(space.Live(keys.Partition(ev))).Value("scriptcost").Build()) {
+	// The claims of one GA ticket sold by a channel, none of them ever short.
+	claims := map[string]int64{capacity.Event: 1, capacity.TicketField("tk_ga"): 1, capacity.ChannelField(ch): 1}
+	caps := rc.B().Hset().Key(space.Caps(ev)).FieldValue()
+	for f := range claims {
+		caps = caps.FieldValue(f, "1000000000")
+	}
+	for _, r := range rc.DoMulti(ctx, caps.Build(), rc.B().Set().Key(space.Live(keys.Partition(ev))).Value("scriptcost").Build()) {
 		if err := r.Error(); err != nil {
 			return result{}, err
 		}
@@ -126,7 +131,7 @@ func measure(ctx context.Context, rc rueidis.Client, n, c int) (result, error) {
 		rec.Tickets = slices.Clone(rec.Tickets) // reserve numbers each request's own
 		r, err := s.Reserve(ctx, orders.ReserveRequest{EventID: ev, Caller: "ch:" + ch, ChannelID: ch,
 			IdempotencyKey: ch + "-" + strconv.Itoa(i), Fingerprint: "45a36956f3fdc7a1420a8a213a1cc4be", Total: 2650,
-			Claims: map[string]int64{"ev": 1, "t:tk_ga": 1, "ch:" + ch: 1}, Record: rec})
+			Claims: claims, Record: rec})
 		ids[i] = r.OrderID
 		return err
 	}
