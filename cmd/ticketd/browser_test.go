@@ -131,6 +131,17 @@ func viewShot(t *testing.T, ctx context.Context, name string) {
 	}
 }
 
+// openEvent opens the shop's events list and clicks ev's card, once the
+// card's text includes says when says is given; then come the actions.
+func openEvent(shop, ev, says string, then ...chromedp.Action[chromedp.Void]) []chromedp.Action[chromedp.Void] {
+	card := `[data-event="` + ev + `"]`
+	out := []chromedp.Action[chromedp.Void]{chromedp.Navigate(shop + "/"), chromedp.WaitVisible(chromedp.CSS(card + ` a`))}
+	if says != "" {
+		out = append(out, until(`document.querySelector('`+card+`').textContent.includes('`+says+`')`))
+	}
+	return append(append(out, chromedp.Click(chromedp.CSS(card+` a`))), then...)
+}
+
 // until waits for a JavaScript condition of the page to hold, across
 // navigations (an evaluation during one fails and is retried).
 func until(js string) chromedp.Action[chromedp.Void] {
@@ -283,10 +294,9 @@ func TestBrowserDemoShopGA(t *testing.T) {
 func TestBrowserDemoShopOffersOnlyTheMethodsTicketdTakes(t *testing.T) {
 	s := startShopWith(t, func(c *config) { c.WalletProcessor = "" })
 	ctx := browser(t)
-	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
-		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_ga"] a`)),
+	do(t, ctx, openEvent(s.shop, "ev_demo_ga", "",
 		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_general"] .plus`)),
-		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))
+		chromedp.Click(chromedp.CSS(`[data-ticket="tk_general"] .plus`)))...)
 	do(t, ctx, buyer("Ada Lovelace", "ada@example.com")...)
 	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $26.50 by card' && !document.getElementById('pay-card').disabled`),
 		until(`document.getElementById('pay-wallet').hidden && !document.getElementById('pay-card').hidden`))
@@ -302,9 +312,7 @@ func TestBrowserDemoShopOffersOnlyTheMethodsTicketdTakes(t *testing.T) {
 func TestBrowserDemoShopFree(t *testing.T) {
 	s := startShop(t)
 	ctx := browser(t)
-	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_free"] a`)),
-		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_free"] a`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_free"] .plus`)))
+	do(t, ctx, openEvent(s.shop, "ev_demo_free", "", chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_free"] .plus`)))...)
 	// before a ticket is chosen: no "Continue to payment", no wallet, no
 	// discount code, no checkout-page note
 	free := `(() => { const v = (id) => { const e = document.getElementById(id); return !e.hidden && e.getClientRects().length > 0; };
@@ -446,8 +454,7 @@ func waitSeat(t *testing.T, ctx context.Context, frame *chromedp.Node, label, st
 func TestBrowserDemoShopSeated(t *testing.T) {
 	s := startShop(t)
 	ctx := browser(t)
-	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_seated"] a`)),
-		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_seated"] a`)), until(`location.pathname === '/seated.html'`))
+	do(t, ctx, openEvent(s.shop, "ev_demo_seated", "", until(`location.pathname === '/seated.html'`))...)
 	checkSeatedPage(t, ctx, inPicker(t, ctx, "A-1"))
 	shot(t, ctx, "1-seat-map", true)
 	frame := inPicker(t, ctx, "A-1") // the desktop shot may have redrawn the map
@@ -894,10 +901,7 @@ const roomPlace = `(JSON.parse(sessionStorage.getItem('room:ev_demo_room') || '{
 func TestBrowserDemoShopWaitingRoom(t *testing.T) {
 	s := startShop(t)
 	ctx := browser(t)
-	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_room"] a`)),
-		until(`document.querySelector('[data-event="ev_demo_room"]').textContent.includes('Join the queue')`),
-		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_room"] a`)),
-		chromedp.WaitVisible(chromedp.ID("room-email")))
+	do(t, ctx, openEvent(s.shop, "ev_demo_room", "Join the queue", chromedp.WaitVisible(chromedp.ID("room-email")))...)
 	if hidden, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('order').hidden`)); !hidden {
 		t.Fatal("the order form shows before the buyer joined the queue")
 	}
@@ -1136,10 +1140,8 @@ func (s shopRun) showingsLeft(t *testing.T, ev string) string {
 func TestBrowserDemoShopShowings(t *testing.T) {
 	s := startShopWith(t, func(c *config) { c.demoRoomT0 = time.Second })
 	ctx := browser(t)
-	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_shows"] a`)),
-		until(`document.querySelector('[data-event="ev_demo_shows"]').textContent.includes('3\u00a0showings')`),
-		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_shows"] a`)),
-		chromedp.WaitVisible(chromedp.ID("showing-sh_sat")), chromedp.WaitVisible(chromedp.ID("room-email")))
+	do(t, ctx, openEvent(s.shop, "ev_demo_shows", `3\u00a0showings`,
+		chromedp.WaitVisible(chromedp.ID("showing-sh_sat")), chromedp.WaitVisible(chromedp.ID("room-email")))...)
 	got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
   const box = document.getElementById('showings');
   const radios = [...box.querySelectorAll('input[type="radio"]')];
@@ -1249,10 +1251,8 @@ func TestBrowserDemoShopShowings(t *testing.T) {
 func TestBrowserDemoShopShowingsWithoutARoom(t *testing.T) {
 	s := startShop(t)
 	ctx := browser(t)
-	do(t, ctx, chromedp.Navigate(s.shop+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-event="ev_demo_matinee"] a`)),
-		until(`document.querySelector('[data-event="ev_demo_matinee"]').textContent.includes('2\u00a0showings')`),
-		chromedp.Click(chromedp.CSS(`[data-event="ev_demo_matinee"] a`)),
-		chromedp.WaitVisible(chromedp.ID("showing-sh_dec5")), chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_matinee"] .plus`)))
+	do(t, ctx, openEvent(s.shop, "ev_demo_matinee", `2\u00a0showings`,
+		chromedp.WaitVisible(chromedp.ID("showing-sh_dec5")), chromedp.WaitVisible(chromedp.CSS(`[data-ticket="tk_matinee"] .plus`)))...)
 	got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[document.querySelectorAll('#showings input[type="radio"]').length,
   document.querySelectorAll('#showings input:checked').length, document.getElementById('showings-hint').textContent,
   document.getElementById('order-showing').textContent, document.getElementById('room').hidden].join('|')`))
