@@ -36,6 +36,7 @@ import (
 
 	"github.com/ticketd/ticketd/bench/cpuuse"
 	"github.com/ticketd/ticketd/bench/procs"
+	"github.com/ticketd/ticketd/bench/redismem"
 	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
@@ -106,7 +107,13 @@ func measure(ctx context.Context, rc rueidis.Client, n, c int) (result, error) {
 	tag := make([]byte, 6)
 	_, _ = rand.Read(tag)
 	space := keys.Space{Prefix: "scriptcost:" + hex.EncodeToString(tag) + ":"}
-	defer clean(rc, space.Prefix)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if _, err := redismem.DeletePrefix(ctx, rc, space.Prefix); err != nil {
+			fmt.Fprintln(os.Stderr, "scriptcost: clean up:", err)
+		}
+	}()
 	s := &orders.Service{Redis: rc, Space: space, OrderTTL: 30 * time.Minute, IDKey: tag}
 	const ev, ch = "ev_scriptcost", "ch_scriptcost"
 	// The claims of one GA ticket sold by a channel, none of them ever short.
@@ -208,24 +215,4 @@ func serverPID(ctx context.Context, rc rueidis.Client) (int, error) {
 		}
 	}
 	return 0, errors.New("INFO server names no process_id")
-}
-
-// clean deletes every key under prefix.
-func clean(rc rueidis.Client, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var cursor uint64
-	for {
-		e, err := rc.Do(ctx, rc.B().Scan().Cursor(cursor).Match(prefix+"*").Count(5000).Build()).AsScanEntry()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "scriptcost: clean up:", err)
-			return
-		}
-		if len(e.Elements) > 0 {
-			_ = rc.Do(ctx, rc.B().Unlink().Key(e.Elements...).Build()).Error()
-		}
-		if cursor = e.Cursor; cursor == 0 {
-			return
-		}
-	}
 }
