@@ -12,6 +12,7 @@
 -- ARGV[2] -> max uses
 --
 -- Output: {left} (0 or less: used up)
+--@no-writes
 --@include cart
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

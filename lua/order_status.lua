@@ -8,6 +8,7 @@
 --         {R.OK, st, total cents, channel id, expiry ms, now ms, caller}
 --         st is "pending", "paid" or "failed" as stored; the caller treats a
 --         pending order past its expiry as failed.
+--@no-writes
 --@include reply
 local o = redis.call('HMGET', KEYS[1], 'st', 'total', 'ch', 'exp', 'by')
 if not o[1] then

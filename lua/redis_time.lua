@@ -9,4 +9,5 @@
 --
 -- Output:
 --   {seconds, microseconds}  as TIME's reply
+--@no-writes
 return redis.call('TIME')

@@ -8,6 +8,7 @@
 --   {R.OK, now ms, st, total, ch, exp, tix, why, ref, rec, amt, sess, paid, cexp, claims}
 --   (absent fields as ''; claims, the sale's "field qty ...", name its
 --   showing after the sync worker dropped rec)
+--@no-writes
 --@include reply
 local f = {'st', 'total', 'ch', 'exp', 'tix', 'why', 'ref', 'rec', 'amt', 'sess', 'paid', 'cexp', 'claims'}
 local o = redis.call('HMGET', KEYS[1], unpack(f))

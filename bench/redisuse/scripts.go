@@ -17,11 +17,11 @@ import (
 )
 
 // Where Redis spends its time, by script: INFO commandstats adds every
-// EVALSHA up in one line, whatever script it ran. So a window is sampled:
+// FCALL up in one line, whatever script it ran. So a window is sampled:
 // a second after it begins, the slow log logs every command for a fifth of
 // a second (slowlog-log-slower-than 0, on every master), and each
 // top-level command's logged execution time is summed by command, an
-// EVALSHA by the name of the ticketd script it ran. Commands a script
+// FCALL by the name of the ticketd script it ran. Commands a script
 // calls are in the log too; they are left out (their time is inside their
 // script's). The threshold is put back when the fifth of a second ends;
 // the log is read, and its length put back, when the window has ended and
@@ -45,7 +45,8 @@ var (
 	errLogsAll = errors.New("its slow log logs every command already (slowlog-log-slower-than 0: another bench sampling it?); not sampled")
 )
 
-// scriptNames maps the SHA-1 of each of ticketd's scripts to its name.
+// scriptNames maps the function name of each of ticketd's scripts to its
+// name.
 var scriptNames = sync.OnceValue(eval.Names)
 
 // sampler samples one window's script time in the background.
@@ -223,7 +224,7 @@ func lastEntry(ctx context.Context, rc rueidis.Client) (int64, error) {
 }
 
 // byCommand sums SLOWLOG GET's entries after id last by top-level
-// command: an EVALSHA by its script's name, any other command by its
+// command: an FCALL by its script's name, any other command by its
 // lower-case name; the sample's own CONFIG and SLOWLOG are left out.
 // Each entry is id, time, duration (us), arguments, client address, name.
 // calls is how many top-level commands were summed.
@@ -246,8 +247,8 @@ func byCommand(entries []rueidis.RedisMessage, last int64) (us map[string]int64,
 		switch {
 		case cmd == "config" || cmd == "slowlog":
 			continue
-		case cmd == "evalsha" && len(args) > 1:
-			if n, ok := names[strings.ToLower(args[1])]; ok {
+		case cmd == "fcall" && len(args) > 1:
+			if n, ok := names[args[1]]; ok {
 				cmd = n
 			} else {
 				cmd = "script " + args[1][:min(8, len(args[1]))]

@@ -2,8 +2,6 @@ package redisuse
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -45,13 +43,8 @@ func TestWindowSampleNamesScriptsAndPutsTheSlowLogBack(t *testing.T) {
 	}
 	want := slowlogSettings(t, rc)
 
-	src, err := eval.Source("redis_time")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha1.Sum(src)
-	sha := hex.EncodeToString(sum[:])
-	if err := rc.Do(ctx, rc.B().ScriptLoad().Script(string(src)).Build()).Error(); err != nil {
+	redisTime := eval.Load("redis_time")
+	if err := eval.LoadInto(ctx, rc, redisTime); err != nil {
 		t.Fatal(err)
 	}
 
@@ -70,7 +63,7 @@ func TestWindowSampleNamesScriptsAndPutsTheSlowLogBack(t *testing.T) {
 	end := time.Now().Add(sampleAfter + sampleFor + 200*time.Millisecond)
 	for time.Now().Before(end) {
 		cmds := rueidis.Commands{
-			rc.B().Evalsha().Sha1(sha).Numkeys(1).Key("{p0}:k").Build(),
+			rc.B().Fcall().Function(redisTime.Function()).Numkeys(1).Key("{p0}:k").Build(),
 			rc.B().Set().Key("k").Value("v").Build(),
 		}
 		for _, r := range rc.DoMulti(ctx, cmds...) {
@@ -91,7 +84,7 @@ func TestWindowSampleNamesScriptsAndPutsTheSlowLogBack(t *testing.T) {
 	if u.ScriptCalls <= 128 {
 		t.Fatalf("the sample summed %d commands, want all it logged (more than the log's usual 128)", u.ScriptCalls)
 	}
-	for _, not := range []string{"time", "hset", "config", "slowlog", "evalsha"} {
+	for _, not := range []string{"time", "hset", "config", "slowlog", "fcall"} {
 		if _, ok := u.ScriptTime[not]; ok {
 			t.Errorf("the sample %v has %s", u.ScriptTime, not)
 		}

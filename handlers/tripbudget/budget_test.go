@@ -665,7 +665,8 @@ func TestRoundTripBudgets(t *testing.T) {
 	for _, c := range cases {
 		name := c.route + " (" + c.what + ")"
 		// Counted on the second request: the first of each kind may load
-		// its scripts (NOSCRIPT, then EVAL), once in a Redis's life.
+		// its scripts ("Function not found", the load, the call again),
+		// once in a Redis's life.
 		send(t, s, c.prepare(t, f))
 		status, n, body := send(t, s, c.prepare(t, f))
 		want := c.status

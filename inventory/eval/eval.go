@@ -1,6 +1,7 @@
 // Package eval runs ticketd's Redis scripts (package lua holds them): it
-// loads a script, checks that its keys share one slot, runs it with
-// EVALSHA (alone, pipelined, or followed by WAIT) and reads its reply.
+// loads a script as a Redis function, checks that its keys share one
+// slot, runs it with FCALL (alone, pipelined, or followed by WAIT) and
+// reads its reply.
 // Each script changes one piece of state atomically; its header names
 // KEYS, ARGV and the reply. The Go wrapper of a script sits next to the
 // code that calls it and loads the script through Load.
@@ -11,8 +12,8 @@
 // puts the library's text in that line's place. A library may include
 // another; each library is put into a script once, where it is first
 // included, so a library that includes what it uses never depends on the
-// order of a script's includes. The script Redis runs, and whose SHA-1
-// EVALSHA names, is the expanded text.
+// order of a script's includes. What Redis runs is the expanded text, as
+// a library (function.go).
 //
 // One library is constants, not code: lib/reply.lua's table R of reply
 // codes. A script that includes it gets each R.<NAME> of its code as the
@@ -33,7 +34,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -54,10 +54,8 @@ var includePrefix = []byte("--@include ")
 // misspelt, an unknown library) is an error, as is an include cycle: a
 // script that silently lacked its library would fail in Redis at run time.
 //
-// Functions the script never reaches are left out (shake): Redis runs a
-// script's whole text on every call, so each library function it carries
-// is a closure made per call, used or not (reg_pay spent 14 us of Redis
-// CPU a call defining its libraries' functions, half of them unused).
+// Functions the script never reaches are left out (shake): a library
+// loads faster and holds less without them.
 func Source(name string) ([]byte, error) { return expand(files, name) }
 
 func expand(fsys fs.FS, name string) ([]byte, error) {
@@ -247,12 +245,16 @@ func include(fsys fs.FS, name string, text []byte, out *bytes.Buffer, done map[s
 
 // directive reads an include line: ok with the library's name for
 // "--@include <name>" at the start of a line, an error for any other line
-// whose comment starts with "@" (a directive Source would not expand).
+// whose comment starts with "@" (a directive Source would not expand)
+// but "--@no-writes" (function.go).
 func directive(line []byte) (lib string, ok bool, err error) {
 	l := bytes.TrimRight(line, " \t\r\n")
 	t := bytes.TrimLeft(l, " \t")
 	if !bytes.HasPrefix(t, []byte("--")) || !bytes.HasPrefix(bytes.TrimLeft(t[2:], " \t"), []byte("@")) {
 		return "", false, nil
+	}
+	if string(l) == noWrites {
+		return "", false, nil // library reads it
 	}
 	name, found := bytes.CutPrefix(l, includePrefix)
 	if !found || !libName.Match(name) {
@@ -347,43 +349,37 @@ func replyNumbers(name string, src []byte, codes map[string]int64) ([]byte, erro
 }
 
 // Load returns the named script (file name without ".lua", includes
-// expanded), ready for EVALSHA with an EVAL fallback. It panics on a
-// missing file or library: that is a build defect, not a runtime
-// condition.
-func Load(name string) *rueidis.Lua {
-	b, err := Source(name)
+// expanded), ready to run as a function (FCALL), its library loaded on a
+// server the first time the server lacks it. It panics on a missing file
+// or library: that is a build defect, not a runtime condition.
+func Load(name string) *Script {
+	lib, fn, err := Library(name)
 	if err != nil {
 		panic("lua: script " + name + ": " + err.Error())
 	}
-	s := rueidis.NewLuaScript(string(b))
-	shas.Store(s, loaded{name: name, sha: shaOf(b), src: string(b)})
-	return s
+	return &Script{name: name, fn: fn, lib: lib}
 }
 
-// shaOf is the SHA-1 by which EVALSHA names the script text b.
+// shaOf is the SHA-1 of the text b, in hex.
 func shaOf(b []byte) string {
 	sum := sha1.Sum(b)
 	return hex.EncodeToString(sum[:])
 }
 
-// Names maps the SHA-1 of each script of package lua, as EVALSHA names
-// it, to the script's name: what a command log (MONITOR, SLOWLOG) shows
-// can be told by name.
+// Names maps the function name of each script of package lua, as FCALL
+// names it, to the script's name: what a command log (MONITOR, SLOWLOG)
+// shows can be told by name.
 func Names() map[string]string {
 	names := map[string]string{}
 	paths, _ := fs.Glob(files, "*.lua")
 	for _, f := range paths {
 		name := strings.TrimSuffix(f, ".lua")
-		if b, err := Source(name); err == nil {
-			names[shaOf(b)] = name
+		if _, fn, err := Library(name); err == nil {
+			names[fn] = name
 		}
 	}
 	return names
 }
-
-var shas sync.Map // script from Load -> loaded
-
-type loaded struct{ name, sha, src string }
 
 // oneSlot panics unless every key of a run of s shares one hash tag, i.e.
 // one Redis Cluster slot: a script's keys in several slots is a build
@@ -391,68 +387,50 @@ type loaded struct{ name, sha, src string }
 // command for a cluster), and checking it here, on every Redis, lets every
 // test on a single Redis catch it too. Comparing the tags' text costs a few
 // nanoseconds a key (no CRC16 on the hot path).
-func oneSlot(s *rueidis.Lua, ks []string) {
+func oneSlot(s *Script, ks []string) {
 	if len(ks) < 2 {
 		return
 	}
 	tag := keys.HashTag(ks[0])
 	for _, k := range ks[1:] {
 		if keys.HashTag(k) != tag {
-			panic(fmt.Sprintf("lua: script %s declares keys of different slots: %q and %q", scriptName(s), ks[0], k))
+			panic(fmt.Sprintf("lua: script %s declares keys of different slots: %q and %q", s.name, ks[0], k))
 		}
 	}
 }
 
 // Pipelined is one run of a script that its caller sends together with
-// other commands in one DoMulti: Cmd is the script's EVALSHA, and Reply
+// other commands in one DoMulti: Cmd is the script's FCALL, and Reply
 // reads what Redis answered to it.
 type Pipelined struct {
 	Cmd        rueidis.Completed
 	client     rueidis.Client
-	script     *rueidis.Lua
+	script     *Script
 	keys, args []string
 }
 
-// Pipeline prepares a run of s (from Load) with keys and args on c. It
-// panics when s is not from Load: a build defect.
-func Pipeline(c rueidis.Client, s *rueidis.Lua, keys, args []string) Pipelined {
-	l, ok := shas.Load(s)
-	if !ok {
-		panic("lua: Pipeline of a script not from Load")
-	}
+// Pipeline prepares a run of s (from Load) with keys and args on c.
+func Pipeline(c rueidis.Client, s *Script, keys, args []string) Pipelined {
 	oneSlot(s, keys)
-	return Pipelined{
-		Cmd:    c.B().Evalsha().Sha1(l.(loaded).sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build(),
-		client: c, script: s, keys: keys, args: args,
-	}
+	return Pipelined{Cmd: fcall(c, s, keys, args), client: c, script: s, keys: keys, args: args}
 }
 
-// Reply checks r, Redis' answer to Cmd, as Array does. A NOSCRIPT answer
-// means Redis has not seen the script yet (a new or restarted server): the
-// script is run once more through Exec, whose EVAL loads it.
+// Reply checks r, Redis' answer to Cmd, as Array does. When the server
+// lacked the script's library (IsNotLoaded: the call did not run), the
+// script is run once more through Array, which loads it.
 func (p Pipelined) Reply(ctx context.Context, r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
 	arr, err := Reply(r)
-	if isNoScript(err) {
+	if IsNotLoaded(err) {
 		return Array(ctx, p.client, p.script, p.keys, p.args)
 	}
 	return arr, err
 }
 
-// IsNoScript reports whether err is Redis' NOSCRIPT: a pipelined script
-// that answered it did not run (Pipelined.Reply runs it then), so what
-// the same pipeline read after it is from before it.
-func IsNoScript(err error) bool { return isNoScript(err) }
-
-func isNoScript(err error) bool {
-	var re *rueidis.RedisError
-	return errors.As(err, &re) && re.IsNoScript()
-}
-
 // ErrReply means a script answered with a shape its wrapper does not expect.
 var ErrReply = errors.New("lua: unexpected script reply")
 
-// Reply checks a script's reply r (from Exec) as Array does. A pipelined
-// script's reply is checked with Pipelined.Reply.
+// Reply checks a script's reply r as Array does. A pipelined script's
+// reply is checked with Pipelined.Reply.
 func Reply(r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
 	arr, err := r.ToArray()
 	if err != nil {
@@ -466,10 +444,51 @@ func Reply(r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
 
 // Array runs s and returns its reply as an array. Every script of ticketd
 // answers with an array whose first element is an integer status. Like
-// Pipeline, it panics when the keys are not all in one slot.
-func Array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string) ([]rueidis.RedisMessage, error) {
+// Pipeline, it panics when the keys are not all in one slot. A server
+// without the script's library gets it (LoadInto) and the call is made
+// again.
+func Array(ctx context.Context, c rueidis.Client, s *Script, keys, args []string) ([]rueidis.RedisMessage, error) {
 	oneSlot(s, keys)
-	return Reply(s.Exec(ctx, c, keys, args))
+	arr, err := Reply(c.Do(ctx, fcall(c, s, keys, args)))
+	if !IsNotLoaded(err) {
+		return arr, err
+	}
+	if lerr := LoadInto(ctx, c, s); lerr != nil {
+		return nil, fmt.Errorf("lua: load %s: %w", s.name, lerr)
+	}
+	return Reply(c.Do(ctx, fcall(c, s, keys, args)))
+}
+
+// Run is one run of a script among several (Multi): its keys and args.
+type Run struct{ Keys, Args []string }
+
+// Multi runs s once for each of runs in one pipeline and returns Redis'
+// answers in their order (check each with Reply). The runs a server
+// answered without its library are made again once it has it.
+func Multi(ctx context.Context, c rueidis.Client, s *Script, runs ...Run) []rueidis.RedisResult {
+	cmds := make(rueidis.Commands, len(runs))
+	for i, r := range runs {
+		oneSlot(s, r.Keys)
+		cmds[i] = fcall(c, s, r.Keys, r.Args)
+	}
+	res := c.DoMulti(ctx, cmds...)
+	var again []int
+	for i, r := range res {
+		if IsNotLoaded(r.Error()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 || LoadInto(ctx, c, s) != nil {
+		return res
+	}
+	cmds = cmds[:0]
+	for _, i := range again {
+		cmds = append(cmds, fcall(c, s, runs[i].Keys, runs[i].Args))
+	}
+	for j, r := range c.DoMulti(ctx, cmds...) {
+		res[again[j]] = r
+	}
+	return res
 }
 
 // WaitMillis is WAIT's timeout argument for d: whole milliseconds, at
@@ -481,14 +500,14 @@ func WaitMillis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 // must not stall the shared pipeline): acked is how many replicas
 // acknowledged every write made on that connection up to the script's.
 // While fewer did, WAIT is sent again on it until patience has passed
-// (none: one WAIT). When Redis has not seen the script yet (NOSCRIPT: it
-// did not run), the pair is sent again with the script's text (EVAL). A
-// dedicated connection follows no redirect: on a Redis Cluster whose slot
-// moved, the script's MOVED comes back as an error rather than a reply from
-// another node with WAIT's answer from this one. A WAIT that fails counts
-// as no replica: the script ran, and what it wrote is not known to be on
-// any.
-func ArrayWait(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string, replicas int64,
+// (none: one WAIT). When the server lacked the script's library (the call
+// did not run), the library is loaded on that connection and the pair is
+// sent again. A dedicated connection follows no redirect: on a Redis
+// Cluster whose slot moved, the script's MOVED comes back as an error
+// rather than a reply from another node with WAIT's answer from this one.
+// A WAIT that fails counts as no replica: the script ran, and what it
+// wrote is not known to be on any.
+func ArrayWait(ctx context.Context, c rueidis.Client, s *Script, keys, args []string, replicas int64,
 	timeout, patience time.Duration) (arr []rueidis.RedisMessage, acked int64, err error) {
 	p := Pipeline(c, s, keys, args)
 	wait := func() rueidis.Completed {
@@ -496,10 +515,11 @@ func ArrayWait(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args
 	}
 	err = c.Dedicated(func(d rueidis.DedicatedClient) error {
 		res := d.DoMulti(ctx, p.Cmd, wait())
-		if isNoScript(res[0].Error()) {
-			l, _ := shas.Load(s)
-			eval := c.B().Eval().Script(l.(loaded).src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
-			res = d.DoMulti(ctx, eval, wait())
+		if IsNotLoaded(res[0].Error()) {
+			if err := loadOn(ctx, d, s); err != nil {
+				return fmt.Errorf("lua: load %s: %w", s.name, err)
+			}
+			res = d.DoMulti(ctx, fcall(c, s, keys, args), wait())
 		}
 		var err error
 		if arr, err = Reply(res[0]); err != nil {
@@ -515,14 +535,6 @@ func ArrayWait(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args
 		return nil, 0, err
 	}
 	return arr, acked, nil
-}
-
-// scriptName names s (from Load) for errors.
-func scriptName(s *rueidis.Lua) string {
-	if v, ok := shas.Load(s); ok {
-		return v.(loaded).name
-	}
-	return "?"
 }
 
 // Int returns element i of a reply as an integer.

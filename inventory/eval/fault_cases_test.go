@@ -55,7 +55,7 @@ func newFixture(t *testing.T, d *faultDB) *fixture {
 	return f
 }
 
-var loaded = map[string]*rueidis.Lua{}
+var loaded = map[string]*eval.Script{}
 
 // script runs a script as its wrapper would and returns its reply.
 func (f *fixture) script(name string, ks []string, args ...string) []rueidis.RedisMessage {

@@ -3,8 +3,6 @@ package eval_test
 import (
 	"bufio"
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"net"
@@ -36,22 +34,22 @@ import (
 
 // faultDB is a private redis-server with what the harness needs around it:
 // a MONITOR connection that records the commands scripts issue, and the
-// scripts loaded under the SHA-1 EVALSHA names.
+// scripts' libraries loaded.
 type faultDB struct {
 	t       *testing.T
 	c       rueidis.Client
 	conn    net.Conn
 	mon     *bufio.Reader
 	marks   int
-	byName  map[string]string   // script name -> SHA-1
-	bySHA   map[string]string   // SHA-1 -> script name
+	byFn    map[string]string   // function name -> script name
+	libs    map[string]string   // script name -> its library
 	flags   map[string][]string // command name (lower case) -> its COMMAND INFO flags
 	scripts []string            // every lua/*.lua, sorted
 }
 
 func newFaultDB(t *testing.T) *faultDB {
 	srv := redistest.StartServer(t)
-	d := &faultDB{t: t, c: srv.Client(t), byName: map[string]string{}, bySHA: map[string]string{}, flags: map[string][]string{}}
+	d := &faultDB{t: t, c: srv.Client(t), byFn: map[string]string{}, libs: map[string]string{}, flags: map[string][]string{}}
 	files, err := fs.Glob(lua.Files, "*.lua")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scripts in lua/: %v", err)
@@ -59,18 +57,16 @@ func newFaultDB(t *testing.T) *faultDB {
 	ctx := context.Background()
 	for _, f := range files {
 		name := strings.TrimSuffix(f, ".lua")
-		src, err := eval.Source(name)
+		lib, fn, err := eval.Library(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum := sha1.Sum(src)
-		sha := hex.EncodeToString(sum[:])
-		// Loaded up front, so the wrappers' EVALSHA finds every script and
-		// no NOSCRIPT round (then EVAL) shows up in what is recorded.
-		if err := d.c.Do(ctx, d.c.B().ScriptLoad().Script(string(src)).Build()).Error(); err != nil {
-			t.Fatal(err)
+		// Loaded up front, so the wrappers' FCALL finds every script and
+		// no load round shows up in what is recorded.
+		if err := d.c.Do(ctx, d.c.B().FunctionLoad().FunctionCode(lib).Build()).Error(); err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
-		d.byName[name], d.bySHA[sha] = sha, name
+		d.byFn[fn], d.libs[name] = name, lib
 		d.scripts = append(d.scripts, name)
 	}
 	sort.Strings(d.scripts)
@@ -209,7 +205,7 @@ func (d *faultDB) do(args ...string) rueidis.RedisResult {
 // write flag); scripts count as writes, they may.
 func (d *faultDB) isWrite(args []string) bool {
 	name := strings.ToLower(args[0])
-	if name == "evalsha" || name == "eval" || name == "evalsha_ro" || name == "eval_ro" {
+	if name == "fcall" {
 		return true
 	}
 	return d.hasFlag(name, "write")
@@ -341,10 +337,10 @@ type faultCase struct {
 	act   func(f *fixture)
 }
 
-// scriptCall is one EVALSHA act made, with what it needs to run again.
+// scriptCall is one FCALL act made, with what it needs to run again.
 type scriptCall struct {
 	script string
-	args   []string // EVALSHA sha numkeys keys... args...
+	args   []string // FCALL function numkeys keys... args...
 	before []int    // indexes (in the recorded commands) of the writes before it
 }
 
@@ -383,19 +379,12 @@ func (d *faultDB) runCase(t *testing.T, c faultCase, tl *tally) {
 		if l.lua || !d.isWrite(l.args) {
 			continue
 		}
-		name := strings.ToLower(l.args[0])
-		if name == "evalsha" || name == "eval" {
-			sha := l.args[1]
-			if name == "eval" {
-				sum := sha1.Sum([]byte(l.args[1]))
-				sha = hex.EncodeToString(sum[:])
-			}
-			script, ok := d.bySHA[sha]
+		if strings.EqualFold(l.args[0], "fcall") {
+			script, ok := d.byFn[l.args[1]]
 			if !ok {
-				t.Fatalf("%s: a script not in lua/ ran: %.60q", c.name, l.args[1])
+				t.Fatalf("%s: a function not in lua/ ran: %.60q", c.name, l.args[1])
 			}
-			args := append([]string{"EVALSHA", sha}, l.args[2:]...)
-			calls = append(calls, scriptCall{script: script, args: args, before: slices.Clone(writes)})
+			calls = append(calls, scriptCall{script: script, args: l.args, before: slices.Clone(writes)})
 		}
 		writes = append(writes, i)
 	}
@@ -409,12 +398,7 @@ func (d *faultDB) runCase(t *testing.T, c faultCase, tl *tally) {
 		// before it
 		d.restore(s0)
 		for _, i := range call.before {
-			args := rec[i].args
-			if strings.EqualFold(args[0], "eval") {
-				sum := sha1.Sum([]byte(args[1]))
-				args = append([]string{"EVALSHA", hex.EncodeToString(sum[:])}, args[2:]...)
-			}
-			_ = run(args) // as it went in act, error or not
+			_ = run(rec[i].args) // as it went in act, error or not
 		}
 		si := d.snapshot()
 
@@ -486,12 +470,11 @@ func (d *faultDB) runCase(t *testing.T, c faultCase, tl *tally) {
 		d.must(d.do("CONFIG", "SET", "maxmemory", "0").Error())
 		tl.oomRuns++
 		if err == nil {
-			// Redis 7.0 refuses a script's first write when it may grow
-			// memory (denyoom), and then no later one: a script that ran
-			// through wrote nothing, or first a write that cannot grow
-			// memory (a delete), and then all of its writes.
-			if wrote && d.hasFlag(firstWrite, "denyoom") {
-				t.Errorf("%s: out of memory it ran through, though its first write (%s) may grow memory", label, firstWrite)
+			// Redis refuses a function that may write whole, before it
+			// runs, out of memory; one declared read-only (no-writes) runs
+			// and, were it to write, would fail there.
+			if wrote {
+				t.Errorf("%s: out of memory it ran through and wrote (first %s)", label, firstWrite)
 			}
 			tl.oomRanThrough++
 			continue
@@ -532,6 +515,11 @@ func TestFaultScriptsCheckBeforeTheyWrite(t *testing.T) {
 		}
 		if tl.perScript[s] > 0 && readOnlyScripts[s] {
 			t.Errorf("script %s.lua is listed read-only but wrote", s)
+		}
+		// A read-only script says so (--@no-writes), so Redis runs it
+		// where it refuses writes (out of memory, too few replicas).
+		if ro := strings.Contains(d.libs[s], "'no-writes'"); ro != readOnlyScripts[s] {
+			t.Errorf("script %s.lua: --@no-writes %v, read-only %v", s, ro, readOnlyScripts[s])
 		}
 	}
 	t.Logf("%d cases in %v", len(faultCases), time.Since(start).Round(time.Millisecond))

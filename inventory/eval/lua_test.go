@@ -2,6 +2,7 @@ package eval_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,8 +14,8 @@ import (
 )
 
 // A script pipelined with other commands runs on a Redis that has not
-// seen it yet (a new or restarted server answers its EVALSHA with
-// NOSCRIPT), and its reply is the script's own.
+// seen it yet (a new or restarted server answers its FCALL "Function not
+// found"), and its reply is the script's own.
 func TestPipelinedRunsOnARedisThatHasNotSeenTheScript(t *testing.T) {
 	rc := redistest.StartServer(t).Client(t)
 	ctx := context.Background()
@@ -41,10 +42,9 @@ func TestPipelinedRunsOnARedisThatHasNotSeenTheScript(t *testing.T) {
 	}
 }
 
-// An included library is in the script Redis runs, and the SHA-1 that
-// EVALSHA names is the one Redis computes for that text: a pipelined run
-// on a Redis that has the script finds it under that SHA.
-func TestIncludeExpandsAndKeepsTheSHA(t *testing.T) {
+// An included library is in the script Redis runs, and the library that
+// FUNCTION LOAD takes registers the function FCALL names.
+func TestIncludeExpandsAndTheLibraryNamesTheFunction(t *testing.T) {
 	src, err := eval.Source("order_reserve")
 	if err != nil {
 		t.Fatal(err)
@@ -56,15 +56,52 @@ func TestIncludeExpandsAndKeepsTheSHA(t *testing.T) {
 	if !strings.Contains(string(src), string(lib)) || strings.Contains(string(src), "\n--@include") {
 		t.Fatal("order_reserve does not carry lib/capacity in place of its include line")
 	}
-	rc, _ := redistest.New(t)
+	rc := redistest.StartServer(t).Client(t)
 	ctx := context.Background()
-	sha, err := rc.Do(ctx, rc.B().ScriptLoad().Script(string(src)).Build()).ToString()
+	text, fn, err := eval.Library("order_reserve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := rc.Do(ctx, rc.B().FunctionLoad().FunctionCode(text).Build()).ToString()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := eval.Pipeline(rc, eval.Load("order_reserve"), []string{"k"}, nil)
-	if got := p.Cmd.Commands(); len(got) < 2 || got[1] != sha {
-		t.Fatalf("EVALSHA names %v, Redis loaded the script as %s", got, sha)
+	if got := p.Cmd.Commands(); len(got) < 2 || got[1] != fn || name != fn {
+		t.Fatalf("FCALL names %v, Redis loaded the library %s, want %s", got, name, fn)
+	}
+	funcs, err := rc.Do(ctx, rc.B().FunctionList().Libraryname(fn).Build()).ToAny()
+	if err != nil || !strings.Contains(fmt.Sprint(funcs), fn) {
+		t.Fatalf("FUNCTION LIST %s: %v %v", fn, funcs, err)
+	}
+}
+
+// Many runs of a script in one pipeline (Multi) on a Redis without its
+// library: the library is loaded, every run is made, once, and each
+// answers its own keys.
+func TestMultiLoadsTheLibraryAndRunsEachOnce(t *testing.T) {
+	rc := redistest.StartServer(t).Client(t)
+	ctx := context.Background()
+	for _, k := range []string{"l1", "l2", "l3"} {
+		if err := rc.Do(ctx, rc.B().Set().Key(k).Value("tok").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := eval.Load("lease_release")
+	res := eval.Multi(ctx, rc, release, eval.Run{Keys: []string{"l1"}, Args: []string{"tok"}},
+		eval.Run{Keys: []string{"l2"}, Args: []string{"other"}}, eval.Run{Keys: []string{"l3"}, Args: []string{"tok"}})
+	want := []reply.Code{reply.OK, reply.NotOwner, reply.OK}
+	for i, r := range res {
+		arr, err := eval.Reply(r)
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if got, _ := reply.Of(arr); got != want[i] {
+			t.Fatalf("run %d: %v, want %v", i, got, want[i])
+		}
+	}
+	if n, err := rc.Do(ctx, rc.B().Exists().Key("l1", "l2", "l3").Build()).AsInt64(); err != nil || n != 1 {
+		t.Fatalf("%d leases left, want l2's alone: %v", n, err)
 	}
 }
 

@@ -246,11 +246,12 @@ func TestFailedReserveReleasesIdempotencyKey(t *testing.T) {
 }
 
 // A GA reserve pipelines its key claim with the order script; on a Redis
-// that has not seen the script (restarted, or its cache flushed) it still
-// creates the order, and a replay of it deletes the order it made on the way.
+// that has not loaded the script (restarted, or its functions flushed) it
+// still creates the order, and a replay of it deletes the order it made on
+// the way.
 func TestPipelinedReserveLoadsTheScriptAndDiscardsReplays(t *testing.T) {
-	// A redis-server of the test's own: SCRIPT FLUSH on the shared one
-	// would make other packages' tests count a round trip more (NOSCRIPT).
+	// A redis-server of the test's own: FUNCTION FLUSH on the shared one
+	// would make other packages' tests count a round trip more (the load).
 	rc := redistest.StartServer(t).Client(t)
 	space := keys.Space{Prefix: "flush:"}
 	ctx := context.Background()
@@ -259,13 +260,13 @@ func TestPipelinedReserveLoadsTheScriptAndDiscardsReplays(t *testing.T) {
 	}
 	s := &Service{Redis: rc, Space: space, OrderTTL: time.Minute}
 	caps(t, s, "ev", "t:a", "10")
-	if err := s.Redis.Do(ctx, s.Redis.B().ScriptFlush().Build()).Error(); err != nil {
+	if err := s.Redis.Do(ctx, s.Redis.B().FunctionFlush().Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	r := req("ev", map[string]int64{"t:a": 1})
 	first, err := s.Reserve(ctx, r)
 	if err != nil || first.Duplicate {
-		t.Fatalf("reserve after SCRIPT FLUSH: %+v %v", first, err)
+		t.Fatalf("reserve after FUNCTION FLUSH: %+v %v", first, err)
 	}
 	again, err := s.Reserve(ctx, r)
 	if err != nil || !again.Duplicate || again.OrderID != first.OrderID {

@@ -235,7 +235,7 @@ func (s *Service) reserveHoldingNothing(ctx context.Context, req ReserveRequest,
 		}
 		return r, err
 	}
-	// An earlier claim: a script that answered NOSCRIPT made no order to
+	// An earlier claim: a script whose library was not loaded made no order to
 	// delete, and is not run again.
 	if arr, err := eval.Reply(res[1]); err == nil {
 		if reply.Is(arr, reply.OK) {
@@ -308,7 +308,7 @@ func (s *Service) create(ctx context.Context, req ReserveRequest, orderID string
 	if err != nil {
 		return Reservation{}, err
 	}
-	arr, err := eval.Reply(reserveScript.Exec(ctx, s.Redis, ks, args))
+	arr, err := eval.Array(ctx, s.Redis, reserveScript, ks, args)
 	return s.reserved(req, orderID, arr, err)
 }
 

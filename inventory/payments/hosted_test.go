@@ -483,7 +483,7 @@ type scriptCounter struct {
 }
 
 func (c *scriptCounter) count(cmd rueidis.Completed) {
-	if name := cmd.Commands()[0]; name == "EVALSHA" || name == "EVAL" {
+	if cmd.Commands()[0] == "FCALL" {
 		c.scripts.Add(1)
 	}
 }

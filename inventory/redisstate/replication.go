@@ -65,7 +65,7 @@ func (r *Replication) WaitTimeout() time.Duration {
 // A retry that finds the order paid must itself write (the scripts touch
 // the order), or its WAIT would only cover whatever its connection wrote
 // last, not the payment another connection wrote.
-func (r *Replication) Array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string,
+func (r *Replication) Array(ctx context.Context, c rueidis.Client, s *eval.Script, keys, args []string,
 	mustHold func([]rueidis.RedisMessage) bool) ([]rueidis.RedisMessage, error) {
 	return r.array(ctx, c, s, keys, args, mustHold, 0)
 }
@@ -75,12 +75,12 @@ func (r *Replication) Array(ctx context.Context, c rueidis.Client, s *rueidis.Lu
 // for the replicas up to the request's deadline, at most patience, before
 // it gives up. A registration given up on stays made; the buyer is told
 // to retry (the per-buyer limit bounds what a retry adds).
-func (r *Replication) ArrayPatient(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string,
+func (r *Replication) ArrayPatient(ctx context.Context, c rueidis.Client, s *eval.Script, keys, args []string,
 	mustHold func([]rueidis.RedisMessage) bool, patience time.Duration) ([]rueidis.RedisMessage, error) {
 	return r.array(ctx, c, s, keys, args, mustHold, patience)
 }
 
-func (r *Replication) array(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys, args []string,
+func (r *Replication) array(ctx context.Context, c rueidis.Client, s *eval.Script, keys, args []string,
 	mustHold func([]rueidis.RedisMessage) bool, patience time.Duration) ([]rueidis.RedisMessage, error) {
 	if !r.On() {
 		return eval.Array(ctx, c, s, keys, args)

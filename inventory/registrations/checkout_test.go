@@ -21,13 +21,9 @@ func checkoutSetup(t *testing.T) (*bundle, *roundtrips.Client, *payments.Hosted,
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Loaded first, so that no count includes the NOSCRIPT and EVAL of a
-	// Redis that has not seen the script yet (once in its life).
-	src, err := eval.Source("reg_checkout")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.rc.Do(b.ctx, b.rc.B().ScriptLoad().Script(string(src)).Build()).Error(); err != nil {
+	// Loaded first, so that no count includes the load of a Redis that
+	// has not seen the script yet (once in its life).
+	if err := eval.LoadInto(b.ctx, b.rc, eval.Load("reg_checkout")); err != nil {
 		t.Fatal(err)
 	}
 	return b, counted, card, reg

@@ -133,7 +133,7 @@ func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, m M
 	pay := eval.Pipeline(s.Redis, payScript, ks, args)
 	read := eval.Pipeline(s.Redis, statusScript, []string{okey}, nil)
 	res := s.Redis.DoMulti(ctx, pay.Cmd, read.Cmd)
-	if arr, err = pay.Reply(ctx, res[0]); err != nil || eval.IsNoScript(res[0].Error()) {
+	if arr, err = pay.Reply(ctx, res[0]); err != nil || eval.IsNotLoaded(res[0].Error()) {
 		return arr, nil, err
 	}
 	after, _ = read.Reply(ctx, res[1])

@@ -2,8 +2,6 @@ package registrations
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,38 +16,36 @@ import (
 )
 
 // scriptCounter is a client that counts the runs of the scripts that
-// change a seated sale (EVALSHA or EVAL; an EVALSHA answered NOSCRIPT ran
-// nothing: Redis had not seen the script, and the EVAL after it counts); a
-// status read after a payment is not one of them.
+// change a seated sale (FCALL; one answered "Function not found" ran
+// nothing: Redis had not loaded the script, and the FCALL after it
+// counts); a status read after a payment is not one of them.
 type scriptCounter struct {
 	rueidis.Client
 	n      atomic.Int64
-	counts map[string]bool // SHA-1 and source of each counted script
+	counts map[string]bool // the function name of each counted script
 }
 
 func newScriptCounter(t *testing.T, c rueidis.Client) *scriptCounter {
 	sc := &scriptCounter{Client: c, counts: map[string]bool{}}
 	for _, name := range []string{"seat_extend", "seat_release", "order_confirm", "reg_pay", "reg_expire"} {
-		src, err := eval.Source(name)
+		_, fn, err := eval.Library(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum := sha1.Sum(src)
-		sc.counts[hex.EncodeToString(sum[:])] = true
-		sc.counts[string(src)] = true
+		sc.counts[fn] = true
 	}
 	return sc
 }
 
 func (c *scriptCounter) isScript(cmd rueidis.Completed) bool {
 	a := cmd.Commands()
-	return strings.HasPrefix(strings.ToUpper(a[0]), "EVAL") && len(a) > 1 && c.counts[a[1]]
+	return strings.EqualFold(a[0], "FCALL") && len(a) > 1 && c.counts[a[1]]
 }
 
 // ran counts a run of a counted script (script: isScript of its command,
 // read before the command ran: rueidis recycles a command once it is done).
 func (c *scriptCounter) ran(script bool, res rueidis.RedisResult) {
-	if re, ok := rueidis.IsRedisErr(res.Error()); script && !(ok && re.IsNoScript()) {
+	if script && !eval.IsNotLoaded(res.Error()) {
 		c.n.Add(1)
 	}
 }

@@ -268,7 +268,7 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	if q.Total == 0 {
 		// A free registration is paid as it is made: it is answered once
 		// the replicas hold it, as a payment is.
-		run = func(ctx context.Context, c rueidis.Client, sc *rueidis.Lua, ks, args []string) ([]rueidis.RedisMessage, error) {
+		run = func(ctx context.Context, c rueidis.Client, sc *eval.Script, ks, args []string) ([]rueidis.RedisMessage, error) {
 			return s.replication().ArrayPatient(ctx, c, sc, ks, args, confirmedFree, freePatience)
 		}
 	}

@@ -279,17 +279,17 @@ func (w *Worker) stopped(ctx context.Context, pending map[string]int64) (map[str
 func (w *Worker) takeoverRound(ctx context.Context, play []consumerPart, taken map[string]int64) (int, []consumerPart, error) {
 	ctx, cancel := context.WithTimeout(ctx, roundTimeout)
 	defer cancel()
-	execs := make([]rueidis.LuaExec, len(play))
+	runs := make([]eval.Run, len(play))
 	batch := strconv.Itoa(w.batch())
 	for i, cp := range play {
-		execs[i] = rueidis.LuaExec{
+		runs[i] = eval.Run{
 			Keys: []string{w.Space.Paid(cp.part)},
 			Args: []string{w.group(), cp.consumer, w.consumerName(), batch},
 		}
 	}
 	var all []entry
 	var next []consumerPart
-	for i, r := range takeoverScript.ExecMulti(ctx, w.Redis, execs...) {
+	for i, r := range eval.Multi(ctx, w.Redis, takeoverScript, runs...) {
 		cp := play[i]
 		es, n, err := w.parseTakeover(cp.part, r)
 		if err != nil {

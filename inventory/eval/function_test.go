@@ -1,0 +1,98 @@
+package eval_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/inventory/eval"
+	"github.com/ticketd/ticketd/inventory/redistest"
+)
+
+// A library defines the script's leading functions and constants once,
+// at load, and runs the rest per call: each call sees its own KEYS and
+// ARGV (also in the functions), and a function defined after the first
+// statement stays in the call, where it reaches that statement's locals.
+func TestLibraryDefinesOnceAndRunsEachCallAsTheScript(t *testing.T) {
+	src := []byte(`-- s: a test script
+--
+-- KEYS[1] -> a string key
+local PREFIX = 'p:'
+local function arg(i)
+  return ARGV[i]
+end
+local function tagged(v)
+  return PREFIX .. v
+end
+local n = tonumber(arg(1))
+local function times(v)
+  return string.rep(v, n)
+end
+redis.call('SET', KEYS[1], tagged(times(arg(2))))
+return {1, redis.call('GET', KEYS[1])}
+`)
+	lib := string(eval.LibraryOf("s_test", src))
+	head, body, ok := strings.Cut(lib, "redis.register_function")
+	if !ok {
+		t.Fatalf("no register_function in\n%s", lib)
+	}
+	for _, once := range []string{"local PREFIX = 'p:'", "local function arg(", "local function tagged("} {
+		if !strings.Contains(head, once) {
+			t.Errorf("%q is not defined at load:\n%s", once, lib)
+		}
+	}
+	if !strings.Contains(body, "local function times(") || strings.Contains(head, "local function times(") {
+		t.Errorf("times, after the first statement, is not in the call:\n%s", lib)
+	}
+	if strings.Contains(lib, "no-writes") {
+		t.Errorf("a script that did not declare no-writes is flagged so:\n%s", lib)
+	}
+
+	rc := redistest.StartServer(t).Client(t)
+	ctx := context.Background()
+	if err := rc.Do(ctx, rc.B().FunctionLoad().FunctionCode(lib).Build()).Error(); err != nil {
+		t.Fatalf("FUNCTION LOAD: %v\n%s", err, lib)
+	}
+	for _, c := range []struct{ key, n, v, want string }{{"a", "2", "x", "p:xx"}, {"b", "3", "yz", "p:yzyzyz"}} {
+		got, err := rc.Do(ctx, rc.B().Fcall().Function("s_test").Numkeys(1).Key(c.key).Arg(c.n, c.v).Build()).ToArray()
+		if err != nil || len(got) != 2 {
+			t.Fatalf("FCALL %s: %v %v", c.key, got, err)
+		}
+		if s, _ := got[1].ToString(); s != c.want {
+			t.Fatalf("FCALL %s: %q, want %q", c.key, s, c.want)
+		}
+	}
+}
+
+// A script that declares --@no-writes runs out of memory, where one that
+// may write is refused whole before it runs; Redis fails a write the
+// read-only one tries.
+func TestNoWritesRunsWhereWritesAreRefused(t *testing.T) {
+	read := []byte("-- r\n" + eval.NoWrites + "\nreturn redis.call('GET', KEYS[1])\n")
+	write := []byte("-- w\nreturn redis.call('GET', KEYS[1])\n")
+	sneaky := []byte("-- s\n" + eval.NoWrites + "\nreturn redis.call('SET', KEYS[1], 'x')\n")
+	rc := redistest.StartServer(t).Client(t)
+	ctx := context.Background()
+	for fn, src := range map[string][]byte{"r_test": read, "w_test": write, "s_test": sneaky} {
+		if err := rc.Do(ctx, rc.B().FunctionLoad().FunctionCode(string(eval.LibraryOf(fn, src))).Build()).Error(); err != nil {
+			t.Fatalf("FUNCTION LOAD %s: %v", fn, err)
+		}
+	}
+	call := func(fn string) error {
+		return rc.Do(ctx, rc.B().Fcall().Function(fn).Numkeys(1).Key("k").Build()).Error()
+	}
+	if err := call("s_test"); err == nil || !strings.Contains(err.Error(), "Write commands are not allowed") {
+		t.Fatalf("a no-writes function that writes: %v", err)
+	}
+	for _, set := range [][2]string{{"maxmemory-policy", "noeviction"}, {"maxmemory", "1"}} {
+		if err := rc.Do(ctx, rc.B().ConfigSet().ParameterValue().ParameterValue(set[0], set[1]).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := call("r_test"); err != nil && !strings.Contains(err.Error(), "nil") {
+		t.Fatalf("a no-writes function out of memory: %v", err)
+	}
+	if err := call("w_test"); err == nil || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("a function that may write, out of memory: %v, want OOM", err)
+	}
+}
