@@ -353,11 +353,13 @@ func replyNumbers(name string, src []byte, codes map[string]int64) ([]byte, erro
 // server the first time the server lacks it. It panics on a missing file
 // or library: that is a build defect, not a runtime condition.
 func Load(name string) *Script {
-	lib, fn, err := Library(name)
+	src, err := Source(name)
 	if err != nil {
 		panic("lua: script " + name + ": " + err.Error())
 	}
-	return &Script{name: name, fn: fn, lib: lib}
+	fn := functionName(name, src)
+	return &Script{name: name, fn: fn, lib: string(library(fn, src)),
+		src: string(src), sha: shaOf(src), lua: rueidis.NewLuaScript(string(src))}
 }
 
 // shaOf is the SHA-1 of the text b, in hex.
@@ -416,8 +418,8 @@ func Pipeline(c rueidis.Client, s *Script, keys, args []string) Pipelined {
 }
 
 // Reply checks r, Redis' answer to Cmd, as Array does. When the server
-// lacked the script's library (IsNotLoaded: the call did not run), the
-// script is run once more through Array, which loads it.
+// lacked the script (IsNotLoaded: the call did not run), the script is run
+// once more through Array, which loads it.
 func (p Pipelined) Reply(ctx context.Context, r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
 	arr, err := Reply(r)
 	if IsNotLoaded(err) {
@@ -449,8 +451,14 @@ func Reply(r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
 // again.
 func Array(ctx context.Context, c rueidis.Client, s *Script, keys, args []string) ([]rueidis.RedisMessage, error) {
 	oneSlot(s, keys)
+	if functionless(c, nil) {
+		return Reply(s.lua.Exec(ctx, c, keys, args))
+	}
 	arr, err := Reply(c.Do(ctx, fcall(c, s, keys, args)))
-	if !IsNotLoaded(err) {
+	if functionless(c, err) {
+		return Reply(s.lua.Exec(ctx, c, keys, args))
+	}
+	if !isFunctionNotFound(err) {
 		return arr, err
 	}
 	if lerr := LoadInto(ctx, c, s); lerr != nil {
@@ -466,6 +474,14 @@ type Run struct{ Keys, Args []string }
 // answers in their order (check each with Reply). The runs a server
 // answered without its library are made again once it has it.
 func Multi(ctx context.Context, c rueidis.Client, s *Script, runs ...Run) []rueidis.RedisResult {
+	if functionless(c, nil) {
+		execs := make([]rueidis.LuaExec, len(runs))
+		for i, r := range runs {
+			oneSlot(s, r.Keys)
+			execs[i] = rueidis.LuaExec{Keys: r.Keys, Args: r.Args}
+		}
+		return s.lua.ExecMulti(ctx, c, execs...)
+	}
 	cmds := make(rueidis.Commands, len(runs))
 	for i, r := range runs {
 		oneSlot(s, r.Keys)
@@ -474,7 +490,10 @@ func Multi(ctx context.Context, c rueidis.Client, s *Script, runs ...Run) []ruei
 	res := c.DoMulti(ctx, cmds...)
 	var again []int
 	for i, r := range res {
-		if IsNotLoaded(r.Error()) {
+		if functionless(c, r.Error()) {
+			return Multi(ctx, c, s, runs...) // none ran
+		}
+		if isFunctionNotFound(r.Error()) {
 			again = append(again, i)
 		}
 	}
@@ -515,7 +534,15 @@ func ArrayWait(ctx context.Context, c rueidis.Client, s *Script, keys, args []st
 	}
 	err = c.Dedicated(func(d rueidis.DedicatedClient) error {
 		res := d.DoMulti(ctx, p.Cmd, wait())
-		if IsNotLoaded(res[0].Error()) {
+		if isUnknownFcall(res[0].Error()) {
+			functionless(c, res[0].Error())
+			res = d.DoMulti(ctx, fcall(c, s, keys, args), wait()) // EVALSHA now
+		}
+		if isNoScript(res[0].Error()) {
+			eval := c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+			res = d.DoMulti(ctx, eval, wait())
+		}
+		if isFunctionNotFound(res[0].Error()) {
 			if err := loadOn(ctx, d, s); err != nil {
 				return fmt.Errorf("lua: load %s: %w", s.name, err)
 			}

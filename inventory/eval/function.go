@@ -6,6 +6,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/redis/rueidis"
 )
@@ -20,6 +21,10 @@ type Script struct {
 	name string // the file's name without ".lua"
 	fn   string // the function's and its library's name (functionName)
 	lib  string // the library, as FUNCTION LOAD takes it
+	// the whole text, its SHA-1 and its runner, for a server without
+	// functions (noFunctions)
+	src, sha string
+	lua      *rueidis.Lua
 }
 
 // Name is the script's file name without ".lua".
@@ -111,18 +116,63 @@ func library(fn string, src []byte) []byte {
 	return out.Bytes()
 }
 
-// IsNotLoaded reports whether err is Redis' answer to a call of a function
-// it does not have (a new or restarted server, or a new build's script):
-// the call did not run. The runners here load the library and call again;
-// a caller that pipelined the call with other commands should know that
+// IsNotLoaded reports whether err is a server's answer to a script call
+// it did not run for want of the script: a function it does not have (a
+// new or restarted server, or a new build's script), no functions at all
+// (FCALL unknown), or a whole text it has not seen (NOSCRIPT, on a server
+// without functions). The runners here load the script and call again; a
+// caller that pipelined the call with other commands should know that
 // what it read after it is from before it.
 func IsNotLoaded(err error) bool {
+	return isFunctionNotFound(err) || isUnknownFcall(err) || isNoScript(err)
+}
+
+func isFunctionNotFound(err error) bool {
 	var re *rueidis.RedisError
 	return errors.As(err, &re) && strings.HasPrefix(strings.TrimPrefix(re.Error(), "ERR "), "Function not found")
 }
 
-// fcall is the command that runs s with keys and args.
+func isNoScript(err error) bool {
+	var re *rueidis.RedisError
+	return errors.As(err, &re) && re.IsNoScript()
+}
+
+// noFunctions holds the clients whose server has no functions: the
+// embedded Redis of development (miniredis) knows EVAL but not FCALL.
+// Their scripts run as whole texts with EVALSHA (EVAL when the server has
+// not seen one), as before functions. A client is a key here, so it must
+// be comparable: every rueidis client and every wrapper of one in ticketd
+// is a pointer.
+var noFunctions sync.Map
+
+// isUnknownFcall reports whether err is a server's refusal of FCALL as an
+// unknown command.
+func isUnknownFcall(err error) bool {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := strings.ToLower(strings.TrimPrefix(re.Error(), "ERR "))
+	return strings.HasPrefix(msg, "unknown command") && strings.Contains(msg, "fcall")
+}
+
+// functionless reports whether c's server has no functions, and learns it
+// from err, the answer to a FCALL sent through c.
+func functionless(c rueidis.Client, err error) bool {
+	if isUnknownFcall(err) {
+		noFunctions.Store(c, true)
+		return true
+	}
+	_, no := noFunctions.Load(c)
+	return no
+}
+
+// fcall is the command that runs s with keys and args: FCALL, or EVALSHA
+// on a server without functions.
 func fcall(c rueidis.Client, s *Script, keys, args []string) rueidis.Completed {
+	if functionless(c, nil) {
+		return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	}
 	return c.B().Fcall().Function(s.fn).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 

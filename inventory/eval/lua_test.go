@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/eval"
@@ -169,5 +170,44 @@ return out`
 		"A-4 lenient false", "A-4 strict true"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+}
+
+// The embedded Redis of development (miniredis) has no functions: a
+// script run alone, pipelined or many at once runs there as its whole text
+// (EVALSHA, then EVAL), and answers as it does on Redis.
+func TestScriptsRunOnARedisWithoutFunctions(t *testing.T) {
+	m := miniredis.RunT(t)
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	ctx := context.Background()
+	for _, k := range []string{"l1", "l2", "l3", "l4"} {
+		m.Set(k, "tok")
+	}
+	release := eval.Load("lease_release")
+	check := func(what string, arr []rueidis.RedisMessage, err error, want reply.Code) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got, _ := reply.Of(arr); got != want {
+			t.Fatalf("%s: %v, want %v", what, got, want)
+		}
+	}
+	arr, err := eval.Array(ctx, rc, release, []string{"l1"}, []string{"tok"})
+	check("alone", arr, err, reply.OK)
+	p := eval.Pipeline(rc, release, []string{"l2"}, []string{"other"})
+	arr, err = p.Reply(ctx, rc.DoMulti(ctx, rc.B().Ping().Build(), p.Cmd)[1])
+	check("pipelined", arr, err, reply.NotOwner)
+	for i, r := range eval.Multi(ctx, rc, release, eval.Run{Keys: []string{"l3"}, Args: []string{"tok"}},
+		eval.Run{Keys: []string{"l4"}, Args: []string{"tok"}}) {
+		arr, err := eval.Reply(r)
+		check(fmt.Sprintf("many, run %d", i), arr, err, reply.OK)
+	}
+	if keys := m.Keys(); len(keys) != 1 || keys[0] != "l2" {
+		t.Fatalf("keys left %v, want l2 alone", keys)
 	}
 }
