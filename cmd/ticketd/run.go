@@ -26,6 +26,7 @@ import (
 	"github.com/ticketd/ticketd/handlers/server"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/roundtrips"
@@ -68,6 +69,12 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		return err
 	}
 	defer closeRedis()
+	// Every script's library loaded now rather than at its first call, and
+	// earlier builds' deleted (docs/decisions.md, Scripts as Redis
+	// functions); a failure only defers the loads to the first calls.
+	if err := eval.Install(ctx, rc); err != nil {
+		log.Warn("redis: the scripts' libraries are not all installed; each loads at its first call", "err", err)
+	}
 	trips := &roundtrips.Counter{} // ticketd_redis_round_trips_total: the bench's round trips per unit
 	rc = roundtrips.Wrap(rc, trips)
 	pool, err := connectPostgres(ctx, cfg, log)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ticketd/ticketd/handlers/channel"
 	"github.com/ticketd/ticketd/handlers/servertest"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/loopback"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/redistest"
@@ -426,5 +427,41 @@ func TestKeyPrefixWithABraceIsRefused(t *testing.T) {
 	t.Setenv("TICKETD_KEY_PREFIX", "shop1:")
 	if c, err := loadConfig(); err != nil || c.KeyPrefix != "shop1:" {
 		t.Fatalf("prefix shop1: %v, %q", err, c.KeyPrefix)
+	}
+}
+
+// At start ticketd installs its scripts' libraries on its Redis and
+// deletes an earlier build's (docs/decisions.md, Scripts as Redis
+// functions): none is loaded at a first sale, and deploys leave none
+// behind.
+func TestRunInstallsTheScriptsLibraries(t *testing.T) {
+	srv := redistest.StartServer(t)
+	rc := srv.Client(t)
+	ctx := context.Background()
+	old := "#!lua name=order_reserve_0123456789ab\nredis.register_function('order_reserve_0123456789ab', function() return 1 end)\n"
+	if err := rc.Do(ctx, rc.B().FunctionLoad().FunctionCode(old).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := localConfig(t)
+	cfg.RedisURL = "redis://" + srv.Addr
+	runTicketd(t, cfg, options{API: true})
+	list, err := rc.Do(ctx, rc.B().FunctionList().Build()).ToArray()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, l := range list {
+		m, _ := l.AsMap()
+		v := m["library_name"]
+		name, _ := v.ToString()
+		have[name] = true
+	}
+	for fn, script := range eval.Names() {
+		if !have[fn] {
+			t.Errorf("%s's library %s is not installed", script, fn)
+		}
+	}
+	if have["order_reserve_0123456789ab"] {
+		t.Error("the earlier build's order_reserve library is still there")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"regexp"
 	"strings"
 	"sync"
@@ -201,6 +203,83 @@ func LoadInto(ctx context.Context, c rueidis.Client, s *Script) error {
 	}
 	if took {
 		return nil
+	}
+	return errors.Join(errs...)
+}
+
+// isReadOnly reports whether err is a replica's refusal of a write.
+func isReadOnly(err error) bool {
+	var re *rueidis.RedisError
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "READONLY")
+}
+
+// all is every script of package lua, from Load.
+var all = sync.OnceValue(func() []*Script {
+	paths, _ := fs.Glob(files, "*.lua")
+	out := make([]*Script, 0, len(paths))
+	for _, p := range paths {
+		out = append(out, Load(strings.TrimSuffix(p, ".lua")))
+	}
+	return out
+})
+
+// ourLibrary matches the name of a library of ticketd's: a script's name
+// and 12 hex digits (functionName).
+var ourLibrary = regexp.MustCompile(`^([a-z0-9_]+)_[0-9a-f]{12}$`)
+
+// Install readies every server c knows for this build's scripts: it loads
+// the libraries a server lacks and deletes those of ticketd's other
+// builds. A library stays in Redis until it is deleted (about 20 KB of
+// memory each), so without this every deploy would leave its 37 behind; a
+// node still running an older build during a rolling deploy loads its own
+// library again the first time it misses it (Array), once. Libraries not
+// ticketd's are left alone. A server without functions (the embedded Redis
+// of development) is left as it is, and so are replicas, which follow
+// their master. The runners load a missing library themselves, so a
+// failure here costs only a round trip later.
+func Install(ctx context.Context, c rueidis.Client) error {
+	scripts := map[string]bool{} // script names
+	current := map[string]*Script{}
+	for _, s := range all() {
+		scripts[s.name], current[s.fn] = true, s
+	}
+	var errs []error
+	for addr, n := range c.Nodes() {
+		list, err := n.Do(ctx, n.B().FunctionList().Build()).ToArray()
+		if functionless(c, err) {
+			return nil
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+			continue
+		}
+		have := map[string]bool{}
+		for _, l := range list {
+			m, err := l.AsMap()
+			if err != nil {
+				continue
+			}
+			v := m["library_name"]
+			name, _ := v.ToString()
+			have[name] = true
+			if sub := ourLibrary.FindStringSubmatch(name); sub != nil && scripts[sub[1]] && current[name] == nil {
+				if err := n.Do(ctx, n.B().FunctionDelete().LibraryName(name).Build()).Error(); isReadOnly(err) {
+					break // a replica
+				} else if err != nil {
+					errs = append(errs, fmt.Errorf("%s: delete %s: %w", addr, name, err))
+				}
+			}
+		}
+		for fn, s := range current {
+			if have[fn] {
+				continue
+			}
+			if err := loadOn(ctx, n, s); isReadOnly(err) {
+				break // a replica
+			} else if err != nil {
+				errs = append(errs, fmt.Errorf("%s: load %s: %w", addr, s.name, err))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -96,3 +96,53 @@ func TestNoWritesRunsWhereWritesAreRefused(t *testing.T) {
 		t.Fatalf("a function that may write, out of memory: %v, want OOM", err)
 	}
 }
+
+// Install loads every script's library a server lacks and deletes those
+// of ticketd's other builds, and leaves other programs' libraries alone.
+func TestInstallLoadsThisBuildAndDropsOthers(t *testing.T) {
+	rc := redistest.StartServer(t).Client(t)
+	ctx := context.Background()
+	load := func(name string) {
+		t.Helper()
+		lib := "#!lua name=" + name + "\nredis.register_function('" + name + "', function() return 1 end)\n"
+		if err := rc.Do(ctx, rc.B().FunctionLoad().FunctionCode(lib).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load("order_reserve_0123456789ab") // an older build's
+	load("someone_else_0123456789ab")  // not a script of ticketd's
+	load("shop_cart")
+	if err := eval.Install(ctx, rc); err != nil {
+		t.Fatal(err)
+	}
+	list, err := rc.Do(ctx, rc.B().FunctionList().Build()).ToArray()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, l := range list {
+		m, _ := l.AsMap()
+		v := m["library_name"]
+		name, _ := v.ToString()
+		have[name] = true
+	}
+	names := eval.Names()
+	for fn := range names {
+		if !have[fn] {
+			t.Errorf("%s is not loaded", fn)
+		}
+	}
+	if have["order_reserve_0123456789ab"] || !have["someone_else_0123456789ab"] || !have["shop_cart"] {
+		t.Fatalf("libraries after Install: %v", have)
+	}
+	if len(have) != len(names)+2 {
+		t.Fatalf("%d libraries, want this build's %d and the two others'", len(have), len(names))
+	}
+	// A second Install finds everything there and changes nothing.
+	if err := eval.Install(ctx, rc); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rc.Do(ctx, rc.B().FunctionList().Build()).ToArray(); err != nil || len(n) != len(have) {
+		t.Fatalf("after a second Install %d libraries, %v", len(n), err)
+	}
+}
