@@ -23,6 +23,7 @@
 -- capacity is below its sold count (nothing written); {R.STOPPED} the
 -- partition's marker is missing (nothing written)
 --@include reply
+--@allow-oom
 if redis.call('EXISTS', KEYS[3]) == 0 then
   return {R.STOPPED}
 end

@@ -20,6 +20,7 @@
 -- written to each hash; {R.LIVE} the partition's marker is there: sales run
 -- (nothing written)
 --@include reply
+--@allow-oom
 if redis.call('EXISTS', KEYS[5]) == 1 then
   return {R.LIVE}
 end

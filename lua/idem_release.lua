@@ -7,6 +7,7 @@
 -- Output: {R.OK} released, {R.NOT_OWNER} the key belongs to another attempt
 -- (left alone)
 --@include reply
+--@allow-oom
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   return {R.OK}

@@ -10,6 +10,7 @@
 -- Output: {R.OK} extended; {R.NOT_OWNER} the key is gone or holds another
 -- token (nothing written)
 --@include reply
+--@allow-oom
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {R.OK}

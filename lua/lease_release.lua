@@ -8,6 +8,7 @@
 -- Output: {R.OK} released; {R.NOT_OWNER} the key is gone or holds another
 -- token (left alone)
 --@include reply
+--@allow-oom
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   return {R.OK}

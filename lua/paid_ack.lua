@@ -14,6 +14,7 @@
 -- ARGV[3..] -> entry ids
 --
 -- Output: {entries deleted, records dropped}
+--@allow-oom
 
 -- reads: which orders still carry their record, before any write, as
 -- HDEL below would fail on a key that is not a hash after the stream was

@@ -48,6 +48,7 @@
 --@include holds
 --@include reply
 --@include seatholds
+--@allow-oom
 local reg = KEYS[1]
 local id = ARGV[1]
 local release = ARGV[3] == 'release'

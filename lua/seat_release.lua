@@ -31,6 +31,7 @@
 --   {R.STRANDED, {labels}}  the rule refuses: these freed seats would be stranded
 --@include reply
 --@include seatrule
+--@allow-oom
 local hold = KEYS[1]
 local all = ARGV[2] == '1'
 local n = tonumber(ARGV[3])

@@ -16,6 +16,7 @@
 --   {R.OK}      dropped (or gone already)
 --   {R.IN_USE}  it holds seats, or a pass made it: left alone
 --@include reply
+--@allow-oom
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   if string.sub(f, 1, 2) == 's:' or f == 'q' then
     return {R.IN_USE}

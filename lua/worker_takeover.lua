@@ -17,6 +17,7 @@
 --         pending leave the group); call again after writing them
 --         {R.OK} the consumer held nothing and is removed (or the group is gone)
 --@include reply
+--@allow-oom
 local pending = redis.pcall('XPENDING', KEYS[1], ARGV[1], '-', '+', ARGV[4], ARGV[2])
 if type(pending) == 'table' and pending.err then
   return {R.OK}

@@ -69,9 +69,9 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		return err
 	}
 	defer closeRedis()
-	// Every script's library loaded now rather than at its first call, and
-	// earlier builds' deleted (docs/decisions.md, Scripts as Redis
-	// functions); a failure only defers the loads to the first calls.
+	// Every script's library loaded now rather than at its first call
+	// (docs/decisions.md, Scripts as Redis functions); a failure only
+	// defers the loads to the first calls.
 	if err := eval.Install(ctx, rc); err != nil {
 		log.Warn("redis: the scripts' libraries are not all installed; each loads at its first call", "err", err)
 	}

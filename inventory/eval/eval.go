@@ -214,6 +214,9 @@ func include(fsys fs.FS, name string, text []byte, out *bytes.Buffer, done map[s
 		if err != nil {
 			return fmt.Errorf("lua: %s.lua line %d: %w", name, n+1, err)
 		}
+		if _, flag := flagLines[string(bytes.TrimSpace(line))]; flag && strings.HasPrefix(name, "lib/") {
+			return fmt.Errorf("lua: %s.lua line %d: a flag line belongs in a script's header, not a library", name, n+1)
+		}
 		if !ok {
 			out.Write(line)
 			continue
@@ -246,14 +249,14 @@ func include(fsys fs.FS, name string, text []byte, out *bytes.Buffer, done map[s
 // directive reads an include line: ok with the library's name for
 // "--@include <name>" at the start of a line, an error for any other line
 // whose comment starts with "@" (a directive Source would not expand)
-// but "--@no-writes" (function.go).
+// but a flag line (flagLines, function.go).
 func directive(line []byte) (lib string, ok bool, err error) {
 	l := bytes.TrimRight(line, " \t\r\n")
 	t := bytes.TrimLeft(l, " \t")
 	if !bytes.HasPrefix(t, []byte("--")) || !bytes.HasPrefix(bytes.TrimLeft(t[2:], " \t"), []byte("@")) {
 		return "", false, nil
 	}
-	if string(l) == noWrites {
+	if _, flag := flagLines[string(l)]; flag {
 		return "", false, nil // library reads it
 	}
 	name, found := bytes.CutPrefix(l, includePrefix)
@@ -357,9 +360,11 @@ func Load(name string) *Script {
 	if err != nil {
 		panic("lua: script " + name + ": " + err.Error())
 	}
-	fn := functionName(name, src)
-	return &Script{name: name, fn: fn, lib: string(library(fn, src)),
-		src: string(src), sha: shaOf(src), lua: rueidis.NewLuaScript(string(src))}
+	lib, fn, err := named(name, src)
+	if err != nil {
+		panic("lua: script " + name + ": " + err.Error())
+	}
+	return &Script{name: name, fn: fn, lib: string(lib), src: string(src), sha: shaOf(src), lua: rueidis.NewLuaScript(string(src))}
 }
 
 // shaOf is the SHA-1 of the text b, in hex.
@@ -422,6 +427,9 @@ func Pipeline(c rueidis.Client, s *Script, keys, args []string) Pipelined {
 // once more through Array, which loads it.
 func (p Pipelined) Reply(ctx context.Context, r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
 	arr, err := Reply(r)
+	if isFunctionNotFound(err) && !functionless(p.client, nil) {
+		return loadAndCall(ctx, p.client, p.script, p.keys, p.args)
+	}
 	if IsNotLoaded(err) {
 		return Array(ctx, p.client, p.script, p.keys, p.args)
 	}
@@ -461,10 +469,18 @@ func Array(ctx context.Context, c rueidis.Client, s *Script, keys, args []string
 	if !isFunctionNotFound(err) {
 		return arr, err
 	}
-	if lerr := LoadInto(ctx, c, s); lerr != nil {
+	return loadAndCall(ctx, c, s, keys, args)
+}
+
+// loadAndCall loads s's library (LoadInto) and calls s. When the call
+// still finds no library, the load's error says why.
+func loadAndCall(ctx context.Context, c rueidis.Client, s *Script, keys, args []string) ([]rueidis.RedisMessage, error) {
+	lerr := LoadInto(ctx, c, s)
+	arr, err := Reply(c.Do(ctx, fcall(c, s, keys, args)))
+	if isFunctionNotFound(err) && lerr != nil {
 		return nil, fmt.Errorf("lua: load %s: %w", s.name, lerr)
 	}
-	return Reply(c.Do(ctx, fcall(c, s, keys, args)))
+	return arr, err
 }
 
 // Run is one run of a script among several (Multi): its keys and args.
@@ -497,9 +513,10 @@ func Multi(ctx context.Context, c rueidis.Client, s *Script, runs ...Run) []ruei
 			again = append(again, i)
 		}
 	}
-	if len(again) == 0 || LoadInto(ctx, c, s) != nil {
+	if len(again) == 0 {
 		return res
 	}
+	_ = LoadInto(ctx, c, s) // a run it could not help answers "Function not found" again
 	cmds = cmds[:0]
 	for _, i := range again {
 		cmds = append(cmds, fcall(c, s, runs[i].Keys, runs[i].Args))

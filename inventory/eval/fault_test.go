@@ -361,6 +361,7 @@ type tally struct {
 	unchanged, compared int
 	perScript           map[string]int // script -> writing calls tested
 	scriptsSeen         map[string]bool
+	growsFirst          map[string]bool // a call of the script first wrote with a command that may grow memory
 }
 
 // runCase tests every script call of c.
@@ -462,6 +463,9 @@ func (d *faultDB) runCase(t *testing.T, c faultCase, tl *tally) {
 			}
 		}
 
+		if wrote && d.hasFlag(firstWrite, "denyoom") {
+			tl.growsFirst[call.script] = true
+		}
 		// out of memory, with noeviction
 		d.restore(si)
 		d.must(d.do("CONFIG", "SET", "maxmemory-policy", "noeviction").Error())
@@ -471,10 +475,12 @@ func (d *faultDB) runCase(t *testing.T, c faultCase, tl *tally) {
 		tl.oomRuns++
 		if err == nil {
 			// Redis refuses a function that may write whole, before it
-			// runs, out of memory; one declared read-only (no-writes) runs
-			// and, were it to write, would fail there.
-			if wrote {
-				t.Errorf("%s: out of memory it ran through and wrote (first %s)", label, firstWrite)
+			// runs, out of memory. One declared read-only (no-writes) runs
+			// and would fail at a write; one that frees memory first
+			// (allow-oom) runs, and must not grow memory first.
+			allow := strings.Contains(d.libs[call.script], "'allow-oom'")
+			if wrote && (!allow || d.hasFlag(firstWrite, "denyoom")) {
+				t.Errorf("%s: out of memory it ran through, and its first write (%s) may grow memory", label, firstWrite)
 			}
 			tl.oomRanThrough++
 			continue
@@ -498,7 +504,7 @@ func (d *faultDB) runCase(t *testing.T, c faultCase, tl *tally) {
 // a failed script wrote before the failure.
 func TestFaultScriptsCheckBeforeTheyWrite(t *testing.T) {
 	d := newFaultDB(t)
-	tl := &tally{perScript: map[string]int{}, scriptsSeen: map[string]bool{}}
+	tl := &tally{perScript: map[string]int{}, scriptsSeen: map[string]bool{}, growsFirst: map[string]bool{}}
 	start := time.Now()
 	for _, c := range faultCases {
 		d.runCase(t, c, tl)
@@ -520,6 +526,14 @@ func TestFaultScriptsCheckBeforeTheyWrite(t *testing.T) {
 		// where it refuses writes (out of memory, too few replicas).
 		if ro := strings.Contains(d.libs[s], "'no-writes'"); ro != readOnlyScripts[s] {
 			t.Errorf("script %s.lua: --@no-writes %v, read-only %v", s, ro, readOnlyScripts[s])
+		}
+		// A script that frees memory before it may use any, in every
+		// case, says --@allow-oom, so a full Redis still runs it (as it
+		// ran such a script before functions: Redis 7.0 refused a
+		// script's first write only when it may grow memory); one that
+		// may grow memory first must not.
+		if allow, frees := strings.Contains(d.libs[s], "'allow-oom'"), tl.perScript[s] > 0 && !tl.growsFirst[s]; allow != frees {
+			t.Errorf("script %s.lua: --@allow-oom %v, but it frees memory before it may use any in every case: %v", s, allow, frees)
 		}
 	}
 	t.Logf("%d cases in %v", len(faultCases), time.Since(start).Round(time.Millisecond))

@@ -32,9 +32,9 @@ type Script struct {
 // Name is the script's file name without ".lua".
 func (s *Script) Name() string { return s.name }
 
-// Function is the name FCALL calls the script by: its file name and the
-// first 12 hex digits of its library's SHA-1, so that two builds of
-// ticketd sharing a Redis (a rolling deploy) each call their own code, as
+// Function is the name FCALL calls the script by: its file name and 12 hex
+// digits of its library's SHA-1 (named), so that two builds of ticketd
+// sharing a Redis (a rolling deploy) each call their own code, as
 // EVALSHA's SHA-1 did.
 func (s *Script) Function() string { return s.fn }
 
@@ -45,20 +45,41 @@ func Library(name string) (lib, fn string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	fn = functionName(name, src)
-	return string(library(fn, src)), fn, nil
+	b, fn, err := named(name, src)
+	return string(b), fn, err
 }
 
-func functionName(name string, src []byte) string {
-	return name + "_" + shaOf(src)[:12]
+// named is the library of the script name, whose expanded text is src,
+// and its function's name: the script's name and the first 12 hex digits
+// of the SHA-1 of the library made under a fixed name, so that a change
+// to the script or to how library makes a library renames it.
+func named(name string, src []byte) (lib []byte, fn string, err error) {
+	plain, err := library(name, src)
+	if err != nil {
+		return nil, "", err
+	}
+	fn = name + "_" + shaOf(plain)[:12]
+	lib, err = library(fn, src)
+	return lib, fn, err
 }
 
-// noWrites is a script's header line that declares it read-only: Redis
-// then runs it where it refuses writes (a replica, a server out of memory
-// or short of replicas, min-replicas-to-write) and fails any write it
-// tries. A function without it is refused whole in those cases, before it
-// runs.
-const noWrites = "--@no-writes"
+// A script's header may carry a flag line for Redis. Without one, Redis
+// refuses a function that may write whole, before it runs, where it
+// refuses writes: out of memory (noeviction), or short of replicas
+// (min-replicas-to-write).
+const (
+	// noWrites declares the script read-only: Redis runs it there, and on
+	// a replica, and fails any write it tries.
+	noWrites = "--@no-writes"
+	// allowOOM declares that the script frees memory before it may use
+	// any (its first write deletes, expires or acknowledges): Redis runs
+	// it out of memory, as it ran such a script before functions, so a
+	// full Redis still acknowledges synced sales and lets holds lapse.
+	allowOOM = "--@allow-oom"
+)
+
+// flagLines are the flag lines and the flag each gives.
+var flagLines = map[string]string{noWrites: "no-writes", allowOOM: "allow-oom"}
 
 // constLine is a top-level constant a library may hold once for every
 // call: a name set to a string or number literal.
@@ -73,8 +94,9 @@ var constLine = regexp.MustCompile(`^local [A-Za-z_][A-Za-z0-9_]* = ('[^'\\]*'|"
 // whole script did: its functions reach KEYS and ARGV through two library
 // locals that the function sets as it starts (Redis runs one call at a
 // time), and a function defined after the first statement stays in the
-// body, where it may use that statement's locals.
-func library(fn string, src []byte) []byte {
+// body, where it may use that statement's locals. A flag line (flagLines)
+// after the first statement is an error: Redis would never see it.
+func library(fn string, src []byte) ([]byte, error) {
 	lines := bytes.SplitAfter(src, []byte("\n"))
 	ends := map[int]int{} // a top-level function's first line -> its last
 	if blocks, _, ok := functionBlocks(lines); ok {
@@ -82,7 +104,7 @@ func library(fn string, src []byte) []byte {
 			ends[b[0]] = b[1]
 		}
 	}
-	flags := ""
+	var flags []string
 	i := 0
 	for i < len(lines) {
 		if end, isFunc := ends[i]; isFunc {
@@ -91,8 +113,8 @@ func library(fn string, src []byte) []byte {
 		}
 		l := bytes.TrimRight(lines[i], " \t\r\n")
 		t := bytes.TrimLeft(l, " \t")
-		if string(l) == noWrites {
-			flags = ", flags = {'no-writes'}"
+		if f, ok := flagLines[string(l)]; ok {
+			flags = append(flags, "'"+f+"'")
 		}
 		if len(t) == 0 || bytes.HasPrefix(t, []byte("--")) || constLine.Match(l) {
 			i++
@@ -100,13 +122,22 @@ func library(fn string, src []byte) []byte {
 		}
 		break
 	}
+	for n, l := range lines[i:] {
+		if _, ok := flagLines[string(bytes.TrimSpace(l))]; ok {
+			return nil, fmt.Errorf("lua: %s, line %d of its expanded text: %s after the script's first statement", fn, i+n+1, bytes.TrimSpace(l))
+		}
+	}
+	flagArg := ""
+	if len(flags) > 0 {
+		flagArg = ", flags = {" + strings.Join(flags, ", ") + "}"
+	}
 	var out bytes.Buffer
 	out.Grow(len(src) + 160)
 	out.WriteString("#!lua name=" + fn + "\nlocal KEYS, ARGV\n")
 	for _, l := range lines[:i] {
 		out.Write(l)
 	}
-	out.WriteString("redis.register_function{function_name = '" + fn + "'" + flags +
+	out.WriteString("redis.register_function{function_name = '" + fn + "'" + flagArg +
 		", callback = function(keys, args)\nKEYS, ARGV = keys, args\n")
 	for _, l := range lines[i:] {
 		out.Write(l)
@@ -115,7 +146,7 @@ func library(fn string, src []byte) []byte {
 		out.WriteByte('\n')
 	}
 	out.WriteString("end}\n")
-	return out.Bytes()
+	return out.Bytes(), nil
 }
 
 // IsNotLoaded reports whether err is a server's answer to a script call
@@ -147,15 +178,17 @@ func isNoScript(err error) bool {
 // is a pointer.
 var noFunctions sync.Map
 
-// isUnknownFcall reports whether err is a server's refusal of FCALL as an
-// unknown command.
+// isUnknownFcall reports whether err is a server's refusal of FCALL (or
+// FUNCTION) as an unknown command: a server without functions.
 func isUnknownFcall(err error) bool {
 	var re *rueidis.RedisError
 	if !errors.As(err, &re) {
 		return false
 	}
 	msg := strings.ToLower(strings.TrimPrefix(re.Error(), "ERR "))
-	return strings.HasPrefix(msg, "unknown command") && strings.Contains(msg, "fcall")
+	cmd, ok := strings.CutPrefix(msg, "unknown command ")
+	cmd = strings.TrimLeft(cmd, "`'\"") // Redis 7 quotes it with backticks, earlier ones with '
+	return ok && (strings.HasPrefix(cmd, "fcall") || strings.HasPrefix(cmd, "function"))
 }
 
 // functionless reports whether c's server has no functions, and learns it
@@ -186,23 +219,16 @@ func loadOn(ctx context.Context, d rueidis.CoreClient, s *Script) error {
 }
 
 // LoadInto loads s's library on every server c knows (each node of a
-// Cluster): a call then finds it at once. The runners load a library when
-// a server lacks it, so only a caller that counts round trips needs this.
-// A replica refuses the load (it gets the library from its master), and
-// so do other servers whose refusal does not matter; it is an error when
-// no server took it.
+// Cluster): a call then finds it at once. A replica refuses the load (it
+// gets the library from its master) and that is no error; any other
+// refusal is (a server out of memory refuses FUNCTION LOAD), though other
+// servers may have taken the library.
 func LoadInto(ctx context.Context, c rueidis.Client, s *Script) error {
 	var errs []error
-	took := false
-	for _, n := range c.Nodes() {
-		if err := loadOn(ctx, n, s); err != nil {
-			errs = append(errs, err)
-			continue
+	for addr, n := range c.Nodes() {
+		if err := loadOn(ctx, n, s); err != nil && !isReadOnly(err) {
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 		}
-		took = true
-	}
-	if took {
-		return nil
 	}
 	return errors.Join(errs...)
 }
@@ -223,29 +249,19 @@ var all = sync.OnceValue(func() []*Script {
 	return out
 })
 
-// ourLibrary matches the name of a library of ticketd's: a script's name
-// and 12 hex digits (functionName).
-var ourLibrary = regexp.MustCompile(`^([a-z0-9_]+)_[0-9a-f]{12}$`)
-
-// Install readies every server c knows for this build's scripts: it loads
-// the libraries a server lacks and deletes those of ticketd's other
-// builds. A library stays in Redis until it is deleted (about 20 KB of
-// memory each), so without this every deploy would leave its 37 behind; a
-// node still running an older build during a rolling deploy loads its own
-// library again the first time it misses it (Array), once. Libraries not
-// ticketd's are left alone. A server without functions (the embedded Redis
-// of development) is left as it is, and so are replicas, which follow
-// their master. The runners load a missing library themselves, so a
-// failure here costs only a round trip later.
+// Install loads, on every server c knows (each master of a Cluster;
+// replicas follow their master), the libraries of this build's scripts
+// that the server lacks, so that no sale waits for a load. The runners
+// load a missing library themselves, so a failure here costs only a round
+// trip later. A server without functions (the embedded Redis of
+// development) is left as it is. Libraries of other builds are left too:
+// a node of another build may be running (a rolling deploy, a rollback),
+// and each build's 36 libraries take about 0.7 MB (docs/decisions.md,
+// Scripts as Redis functions, says how to drop them).
 func Install(ctx context.Context, c rueidis.Client) error {
-	scripts := map[string]bool{} // script names
-	current := map[string]*Script{}
-	for _, s := range all() {
-		scripts[s.name], current[s.fn] = true, s
-	}
 	var errs []error
 	for addr, n := range c.Nodes() {
-		list, err := n.Do(ctx, n.B().FunctionList().Build()).ToArray()
+		have, err := Libraries(ctx, n)
 		if functionless(c, err) {
 			return nil
 		}
@@ -253,25 +269,8 @@ func Install(ctx context.Context, c rueidis.Client) error {
 			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 			continue
 		}
-		have := map[string]bool{}
-		for _, l := range list {
-			m, err := l.AsMap()
-			if err != nil {
-				continue
-			}
-			v := m["library_name"]
-			name, _ := v.ToString()
-			have[name] = true
-			if sub := ourLibrary.FindStringSubmatch(name); sub != nil && scripts[sub[1]] && current[name] == nil {
-				if err := n.Do(ctx, n.B().FunctionDelete().LibraryName(name).Build()).Error(); isReadOnly(err) {
-					break // a replica
-				} else if err != nil {
-					errs = append(errs, fmt.Errorf("%s: delete %s: %w", addr, name, err))
-				}
-			}
-		}
-		for fn, s := range current {
-			if have[fn] {
+		for _, s := range all() {
+			if have[s.fn] {
 				continue
 			}
 			if err := loadOn(ctx, n, s); isReadOnly(err) {
@@ -282,4 +281,27 @@ func Install(ctx context.Context, c rueidis.Client) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Libraries returns the names of the libraries the server behind c holds
+// (FUNCTION LIST).
+func Libraries(ctx context.Context, c rueidis.CoreClient) (map[string]bool, error) {
+	list, err := c.Do(ctx, c.B().FunctionList().Build()).ToArray()
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, l := range list {
+		m, err := l.AsMap()
+		if err != nil {
+			return nil, fmt.Errorf("FUNCTION LIST: %w", err)
+		}
+		v := m["library_name"]
+		name, err := v.ToString()
+		if err != nil {
+			return nil, fmt.Errorf("FUNCTION LIST: library_name: %w", err)
+		}
+		names[name] = true
+	}
+	return names, nil
 }

@@ -31,7 +31,11 @@ end
 redis.call('SET', KEYS[1], tagged(times(arg(2))))
 return {1, redis.call('GET', KEYS[1])}
 `)
-	lib := string(eval.LibraryOf("s_test", src))
+	b, err := eval.LibraryOf("s_test", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := string(b)
 	head, body, ok := strings.Cut(lib, "redis.register_function")
 	if !ok {
 		t.Fatalf("no register_function in\n%s", lib)
@@ -74,7 +78,11 @@ func TestNoWritesRunsWhereWritesAreRefused(t *testing.T) {
 	rc := redistest.StartServer(t).Client(t)
 	ctx := context.Background()
 	for fn, src := range map[string][]byte{"r_test": read, "w_test": write, "s_test": sneaky} {
-		if err := rc.Do(ctx, rc.B().FunctionLoad().FunctionCode(string(eval.LibraryOf(fn, src))).Build()).Error(); err != nil {
+		lib, err := eval.LibraryOf(fn, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.Do(ctx, rc.B().FunctionLoad().FunctionCode(string(lib)).Build()).Error(); err != nil {
 			t.Fatalf("FUNCTION LOAD %s: %v", fn, err)
 		}
 	}
@@ -97,9 +105,10 @@ func TestNoWritesRunsWhereWritesAreRefused(t *testing.T) {
 	}
 }
 
-// Install loads every script's library a server lacks and deletes those
-// of ticketd's other builds, and leaves other programs' libraries alone.
-func TestInstallLoadsThisBuildAndDropsOthers(t *testing.T) {
+// Install loads every script's library a server lacks, and leaves other
+// libraries alone: another build's (a node of it may be running) and other
+// programs'.
+func TestInstallLoadsEveryLibraryAndLeavesOthers(t *testing.T) {
 	rc := redistest.StartServer(t).Client(t)
 	ctx := context.Background()
 	load := func(name string) {
@@ -109,22 +118,14 @@ func TestInstallLoadsThisBuildAndDropsOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	load("order_reserve_0123456789ab") // an older build's
-	load("someone_else_0123456789ab")  // not a script of ticketd's
-	load("shop_cart")
+	load("order_reserve_0123456789ab") // another build's
+	load("shop_cart")                  // not ticketd's
 	if err := eval.Install(ctx, rc); err != nil {
 		t.Fatal(err)
 	}
-	list, err := rc.Do(ctx, rc.B().FunctionList().Build()).ToArray()
+	have, err := eval.Libraries(ctx, rc)
 	if err != nil {
 		t.Fatal(err)
-	}
-	have := map[string]bool{}
-	for _, l := range list {
-		m, _ := l.AsMap()
-		v := m["library_name"]
-		name, _ := v.ToString()
-		have[name] = true
 	}
 	names := eval.Names()
 	for fn := range names {
@@ -132,17 +133,23 @@ func TestInstallLoadsThisBuildAndDropsOthers(t *testing.T) {
 			t.Errorf("%s is not loaded", fn)
 		}
 	}
-	if have["order_reserve_0123456789ab"] || !have["someone_else_0123456789ab"] || !have["shop_cart"] {
-		t.Fatalf("libraries after Install: %v", have)
-	}
-	if len(have) != len(names)+2 {
-		t.Fatalf("%d libraries, want this build's %d and the two others'", len(have), len(names))
+	if !have["order_reserve_0123456789ab"] || !have["shop_cart"] || len(have) != len(names)+2 {
+		t.Fatalf("libraries after Install: %v, want this build's %d and the two others", have, len(names))
 	}
 	// A second Install finds everything there and changes nothing.
 	if err := eval.Install(ctx, rc); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := rc.Do(ctx, rc.B().FunctionList().Build()).ToArray(); err != nil || len(n) != len(have) {
-		t.Fatalf("after a second Install %d libraries, %v", len(n), err)
+	if again, err := eval.Libraries(ctx, rc); err != nil || len(again) != len(have) {
+		t.Fatalf("after a second Install %d libraries, %v", len(again), err)
+	}
+}
+
+// A flag line Redis would never see is an error: after a script's first
+// statement, or in a library every includer would get.
+func TestFlagLinesBelongInTheHeader(t *testing.T) {
+	late := []byte("-- s\nlocal x = redis.call('GET', KEYS[1])\n" + eval.NoWrites + "\nreturn x\n")
+	if _, err := eval.LibraryOf("s_test", late); err == nil {
+		t.Fatal("a flag line after the first statement was taken")
 	}
 }

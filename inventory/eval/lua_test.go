@@ -210,4 +210,16 @@ func TestScriptsRunOnARedisWithoutFunctions(t *testing.T) {
 	if keys := m.Keys(); len(keys) != 1 || keys[0] != "l2" {
 		t.Fatalf("keys left %v, want l2 alone", keys)
 	}
+	// Install (at ticketd's start) leaves such a server as it is, without
+	// an error, and what a client runs after it runs.
+	fresh, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fresh.Close)
+	if err := eval.Install(ctx, fresh); err != nil {
+		t.Fatalf("Install on a server without functions: %v", err)
+	}
+	arr, err = eval.Array(ctx, fresh, release, []string{"l2"}, []string{"tok"})
+	check("after Install", arr, err, reply.OK)
 }
