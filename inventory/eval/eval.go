@@ -424,7 +424,8 @@ func Pipeline(c rueidis.Client, s *Script, keys, args []string) Pipelined {
 
 // Reply checks r, Redis' answer to Cmd, as Array does. When the server
 // lacked the script (IsNotLoaded: the call did not run), the script is run
-// once more through Array, which loads it.
+// once more: its library loaded first, or, on a server without functions,
+// as Array runs it there.
 func (p Pipelined) Reply(ctx context.Context, r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
 	arr, err := Reply(r)
 	if isFunctionNotFound(err) && !functionless(p.client, nil) {
