@@ -21,7 +21,7 @@ import (
 // library's definitions run once, when it loads.
 type Script struct {
 	name string // the file's name without ".lua"
-	fn   string // the function's and its library's name (functionName)
+	fn   string // the function's and its library's name (named)
 	lib  string // the library, as FUNCTION LOAD takes it
 	// the whole text, its SHA-1 and its runner, for a server without
 	// functions (noFunctions)
