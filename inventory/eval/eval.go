@@ -378,12 +378,8 @@ func shaOf(b []byte) string {
 // shows can be told by name.
 func Names() map[string]string {
 	names := map[string]string{}
-	paths, _ := fs.Glob(files, "*.lua")
-	for _, f := range paths {
-		name := strings.TrimSuffix(f, ".lua")
-		if _, fn, err := Library(name); err == nil {
-			names[fn] = name
-		}
+	for _, s := range all() {
+		names[s.fn] = s.name
 	}
 	return names
 }
@@ -428,7 +424,7 @@ func Pipeline(c rueidis.Client, s *Script, keys, args []string) Pipelined {
 // as Array runs it there.
 func (p Pipelined) Reply(ctx context.Context, r rueidis.RedisResult) ([]rueidis.RedisMessage, error) {
 	arr, err := Reply(r)
-	if isFunctionNotFound(err) && !functionless(p.client, nil) {
+	if isFunctionNotFound(err) {
 		return loadAndCall(ctx, p.client, p.script, p.keys, p.args)
 	}
 	if IsNotLoaded(err) {

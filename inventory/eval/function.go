@@ -160,15 +160,24 @@ func IsNotLoaded(err error) bool {
 	return isFunctionNotFound(err) || isUnknownFcall(err) || isNoScript(err)
 }
 
-func isFunctionNotFound(err error) bool {
+// redisMessage is Redis' error message in err without its "ERR " prefix,
+// or "" when err is not an error Redis answered.
+func redisMessage(err error) string {
 	var re *rueidis.RedisError
-	return errors.As(err, &re) && strings.HasPrefix(strings.TrimPrefix(re.Error(), "ERR "), "Function not found")
+	if !errors.As(err, &re) {
+		return ""
+	}
+	return strings.TrimPrefix(re.Error(), "ERR ")
 }
 
-func isNoScript(err error) bool {
-	var re *rueidis.RedisError
-	return errors.As(err, &re) && re.IsNoScript()
+func isFunctionNotFound(err error) bool {
+	return strings.HasPrefix(redisMessage(err), "Function not found")
 }
+
+func isNoScript(err error) bool { return strings.HasPrefix(redisMessage(err), "NOSCRIPT") }
+
+// isReadOnly reports whether err is a replica's refusal of a write.
+func isReadOnly(err error) bool { return strings.HasPrefix(redisMessage(err), "READONLY") }
 
 // noFunctions holds the clients whose server has no functions: the
 // embedded Redis of development (miniredis) knows EVAL but not FCALL.
@@ -181,12 +190,7 @@ var noFunctions sync.Map
 // isUnknownFcall reports whether err is a server's refusal of FCALL (or
 // FUNCTION) as an unknown command: a server without functions.
 func isUnknownFcall(err error) bool {
-	var re *rueidis.RedisError
-	if !errors.As(err, &re) {
-		return false
-	}
-	msg := strings.ToLower(strings.TrimPrefix(re.Error(), "ERR "))
-	cmd, ok := strings.CutPrefix(msg, "unknown command ")
+	cmd, ok := strings.CutPrefix(strings.ToLower(redisMessage(err)), "unknown command ")
 	cmd = strings.TrimLeft(cmd, "`'\"") // Redis 7 quotes it with backticks, earlier ones with '
 	return ok && (strings.HasPrefix(cmd, "fcall") || strings.HasPrefix(cmd, "function"))
 }
@@ -231,12 +235,6 @@ func LoadInto(ctx context.Context, c rueidis.Client, s *Script) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// isReadOnly reports whether err is a replica's refusal of a write.
-func isReadOnly(err error) bool {
-	var re *rueidis.RedisError
-	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "READONLY")
 }
 
 // all is every script of package lua, from Load.
