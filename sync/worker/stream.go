@@ -32,38 +32,57 @@ type entry struct {
 	fields map[string]string
 }
 
-// pass runs rounds over the partitions until none has more to give. Each
-// round sends one command per partition still in play, pipelined (the
-// streams sit in different cluster slots, so one multi-stream command is not
-// possible), then writes and acknowledges all they returned together.
-func (w *Worker) pass(ctx context.Context, m mode) (int, error) {
+// pass runs rounds over the partitions parts (nil: every partition) until
+// none has more to give. Each round sends one command per partition still
+// in play, pipelined (the streams sit in different cluster slots, so one
+// multi-stream command is not possible), then writes and acknowledges all
+// they returned together. It returns how many entries it wrote and the
+// partitions that gave any, in order.
+func (w *Worker) pass(ctx context.Context, m mode, parts []int) (int, []int, error) {
 	start := [...]string{modeOwn: "0", modeClaim: "0-0", modeNew: ">"}[m]
 	from := make(map[int]string, keys.Partitions)
-	for p := range keys.Partitions {
+	if parts == nil {
+		for p := range keys.Partitions {
+			from[p] = start
+		}
+	}
+	for _, p := range parts {
 		from[p] = start
 	}
+	gave := map[int]bool{}
 	total := 0
 	for len(from) > 0 {
 		if err := ctx.Err(); err != nil {
-			return total, err
+			return total, sorted(gave), err
 		}
 		if err := w.ensureAlive(ctx); err != nil {
-			return total, err
+			return total, sorted(gave), err
 		}
-		n, next, err := w.round(context.WithoutCancel(ctx), m, from)
+		n, next, err := w.round(context.WithoutCancel(ctx), m, from, gave)
 		total += n
 		if err != nil {
-			return total, err
+			return total, sorted(gave), err
 		}
 		from = next
 	}
-	return total, nil
+	return total, sorted(gave), nil
+}
+
+// sorted is the partitions of set, in order.
+func sorted(set map[int]bool) []int {
+	out := make([]int, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Ints(out)
+	return out
 }
 
 // round reads once from each partition in from (partition -> start id or
-// claim cursor), writes and acknowledges the entries, and returns where
-// each partition that may hold more should be read next.
-func (w *Worker) round(ctx context.Context, m mode, from map[int]string) (int, map[int]string, error) {
+// claim cursor), writes and acknowledges the entries, marks in gave the
+// partitions that returned any, and returns where each partition that may
+// hold more should be read next.
+func (w *Worker) round(ctx context.Context, m mode, from map[int]string, gave map[int]bool) (int, map[int]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, roundTimeout)
 	defer cancel()
 	parts := make([]int, 0, len(from))
@@ -87,6 +106,9 @@ func (w *Worker) round(ctx context.Context, m mode, from map[int]string) (int, m
 		}
 		if err != nil {
 			return 0, nil, fmt.Errorf("worker: read %s: %w", w.Space.Paid(p), err)
+		}
+		if len(es) > 0 {
+			gave[p] = true
 		}
 		all = append(all, es...)
 		switch {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -558,6 +559,72 @@ func TestRunWritesNewAndReclaimedEntries(t *testing.T) {
 	waitFor(t, "11 orders", func() bool { return b.count(t, `SELECT count(*) FROM orders`) == len(recs) })
 	cancel()
 	waitReturn(t, done)
+	b.assertAllWritten(t, recs...)
+}
+
+// newReads counts the worker's reads of new entries (XREADGROUP ... >) by
+// stream.
+type newReads struct {
+	rueidis.Client
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *newReads) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	c.mu.Lock()
+	for _, cmd := range cmds {
+		if args := cmd.Commands(); args[0] == "XREADGROUP" && args[len(args)-1] == ">" {
+			c.n[args[len(args)-2]]++
+		}
+	}
+	c.mu.Unlock()
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+func (c *newReads) of(stream string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[stream]
+}
+
+// While one event sells, Run reads its partition again soon after each
+// batch and the other 63 only every PollInterval: a busy sale does not
+// cost Redis an empty read of every stream each time.
+func TestRunReadsOnlyTheBusyPartitionsBetweenSweeps(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reads := &newReads{Client: b.rc, n: map[string]int{}}
+	w := b.worker("busy")
+	w.Redis, w.PollInterval = reads, time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- w.Run(ctx) }()
+
+	const event = "ev_busy"
+	busy := b.space.Paid(keys.Partition(event))
+	var recs []orders.Record
+	for reads.of(busy) < 30 {
+		r := record(event, 1)
+		b.confirm(t, r, "r", 1_700_000_000_000)
+		recs = append(recs, r)
+		if time.Since(start) > time.Minute {
+			t.Fatalf("the busy partition was read %d times in a minute", reads.of(busy))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	waitFor(t, "every order written", func() bool { return b.count(t, `SELECT count(*) FROM orders`) == len(recs) })
+	cancel()
+	waitReturn(t, done)
+	// A sweep at start and one a second after; one more for a sweep that
+	// ran as the count was taken.
+	sweeps := int(time.Since(start)/w.PollInterval) + 2
+	for p := range keys.Partitions {
+		if s := b.space.Paid(p); s != busy && reads.of(s) > sweeps {
+			t.Errorf("idle partition %d read %d times for new entries in %v, want at most %d (one sweep a PollInterval); the busy one %d",
+				p, reads.of(s), time.Since(start).Round(time.Millisecond), sweeps, reads.of(busy))
+		}
+	}
 	b.assertAllWritten(t, recs...)
 }
 
