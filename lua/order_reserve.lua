@@ -17,6 +17,10 @@
 -- KEYS[12] -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
 -- KEYS[13] -> discount held hash    {pN}:ev:<id>:dcheld (code -> its members in KEYS[6])
 --
+-- KEYS[9..13] are left out for a cart without seats, discount code or buyer
+-- limit (the flash sale's): nothing reads them then, and every KEYS and
+-- ARGV element costs Redis a string and a table slot on each call.
+--
 -- ARGV[1] -> order id
 -- ARGV[2] -> order TTL ms (pending expiry)
 -- ARGV[3] -> retention ms (how long the order hash outlives its expiry)
@@ -30,9 +34,11 @@
 -- ARGV[11 .. 10+2C] -> claim field, quantity, ...
 -- ARGV[11+2C] -> number of seats S
 -- next S  -> seat labels
--- rest    -> order hash field, value, ... (st and exp are added here, and
---            bk, adm, lim when ARGV[7] > 0: the buyer key, the order's
---            admissions and the limit, for confirm's check)
+-- next 8  -> the order hash's total, ch, by, claims, seats, dc, tix and rec
+--            (the fields are named here, not sent; st and exp are added,
+--            seats and dc only when not empty, and bk, adm, lim when
+--            ARGV[7] > 0: the buyer key, the order's admissions and the
+--            limit, for confirm's check)
 --
 -- Output:
 --   {R.OK, expiresAtMs}                created
@@ -86,11 +92,19 @@ end
 if code ~= '' and maxuses > 0 then
   cart_hold_discount(dk, code, oid, exp, now, dstale)
 end
-local kv = {'st', 'pending', 'exp', exp}
-cart_buyer_fields(kv, limit, ARGV[8], adm)
-for j = rest, #ARGV do
-  kv[#kv + 1] = ARGV[j]
+local kv = {'st', 'pending', 'exp', exp, 'total', ARGV[rest], 'ch', ARGV[rest + 1], 'by', ARGV[rest + 2],
+  'claims', ARGV[rest + 3], 'tix', ARGV[rest + 6], 'rec', ARGV[rest + 7]}
+-- an order without seats or code keeps no empty field (order_confirm
+-- reads a missing one as empty)
+if nseats > 0 then
+  kv[#kv + 1] = 'seats'
+  kv[#kv + 1] = ARGV[rest + 4]
 end
+if code ~= '' then
+  kv[#kv + 1] = 'dc'
+  kv[#kv + 1] = code
+end
+cart_buyer_fields(kv, limit, ARGV[8], adm)
 redis.call('HSET', order, unpack(kv))
 redis.call('PEXPIREAT', order, exp + tonumber(ARGV[3]))
 return {R.OK, exp}

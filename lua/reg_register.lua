@@ -44,7 +44,8 @@
 -- KEYS[21] -> room passes zset      {pN}:ev:<id>:room:passes
 -- KEYS[22] -> room audit stream     {pN}:ev:<id>:room:audit
 --             (20 to 22: a showing's room's, room:places@<showing>..., for
---             a sale of a showing: lib/room room_sale_sfx)
+--             a sale of a showing: lib/room room_sale_sfx; 19 to 22 are
+--             left out without a pass, ARGV[15] '', as nothing reads them)
 --
 -- ARGV[1]  -> registration id
 -- ARGV[2]  -> register hold TTL ms (the window until a checkout session is attached)
@@ -72,10 +73,12 @@
 -- ARGV[16] -> number of claims C
 -- next 2C  -> claim field, quantity, ...
 -- next     -> number of seats S, then S seat labels
--- rest     -> hash field, value, ... (st, exp, gen are added here; at,
---             cexp, ub and iph, when counted, to a paid one; bk, adm, lim with a
---             buyer limit; dmax, the code's max uses, with a limited code:
---             reg_pay checks them again for a late payment)
+-- next 8   -> the hash's total, ch, by, claims, seats, dc, tix and rec (named
+--             here, not sent; seats and dc only when not empty; st, exp, gen
+--             are added here; at, cexp, ub and iph, when counted, to a paid
+--             one; bk, adm, lim with a buyer limit; dmax, the code's max
+--             uses, with a limited code: reg_pay checks them again for a
+--             late payment)
 --
 -- Output:
 --   {R.OK, expiresAtMs}                      held, awaiting payment
@@ -227,14 +230,22 @@ if refusal then
 end
 -- The hash's fields either kind keeps (its state and the rest are added
 -- below).
-local kv = {'exp', exp, 'gen', gen}
+local kv = {'exp', exp, 'gen', gen, 'total', ARGV[rest], 'ch', ARGV[rest + 1], 'by', ARGV[rest + 2],
+  'claims', ARGV[rest + 3], 'tix', ARGV[rest + 6], 'rec', ARGV[rest + 7]}
+-- no empty seats or dc field (reg_pay and reg_expire read a missing one as
+-- empty)
+if nseats > 0 then
+  kv[#kv + 1] = 'seats'
+  kv[#kv + 1] = ARGV[rest + 4]
+end
+if code ~= '' then
+  kv[#kv + 1] = 'dc'
+  kv[#kv + 1] = code
+end
 cart_buyer_fields(kv, limit, ARGV[8], adm)
 if limited then
   kv[#kv + 1] = 'dmax'
   kv[#kv + 1] = maxuses
-end
-for j = rest, #ARGV do
-  kv[#kv + 1] = ARGV[j]
 end
 -- A free registration's settle step gives back a hold of its code and
 -- counts a use: on keys no check read when the code is unlimited.

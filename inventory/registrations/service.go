@@ -245,23 +245,21 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	if q.Total == 0 {
 		free = "1"
 	}
-	args := make([]string, 0, 16+2*len(q.Claims)+len(q.SeatLabels)+16)
+	pass := passArg(req)
+	args := make([]string, 0, 16+2*len(q.Claims)+len(q.SeatLabels)+8)
 	args = append(args, id, ms(s.holdTTL()), ms(s.retention()), req.HoldToken, q.DiscountCode,
 		strconv.FormatInt(q.DiscountMaxUses, 10), strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer,
 		strconv.FormatInt(q.Claims["ev"], 10), free, strconv.FormatInt(s.StreamCap, 10),
-		ms(s.checkoutTTL()), req.Client.Key, req.Client.LimitArg(), passArg(req))
+		ms(s.checkoutTTL()), req.Client.Key, req.Client.LimitArg(), pass)
 	args, claims := orders.ClaimArgs(args, q.Claims, q.SeatLabels)
 	owner := Owner(req.TenantID)
-	args = append(args,
-		"total", strconv.FormatInt(int64(q.Total), 10),
-		"ch", owner,
-		"by", owner,
-		"claims", claims,
-		"seats", strings.Join(q.SeatLabels, " "),
-		"dc", q.DiscountCode,
-		"tix", string(tixJSON),
-		"rec", string(recJSON),
-	)
+	// the hash's total, ch, by, claims, seats, dc, tix and rec, in that
+	// order: the script names them
+	args = append(args, strconv.FormatInt(int64(q.Total), 10), owner, owner, claims,
+		strings.Join(q.SeatLabels, " "), q.DiscountCode, string(tixJSON), string(recJSON))
+	if pass == "" {
+		ks = ks[:18] // reg_register.lua reads no room key without a pass
+	}
 	reg := Registration{ID: id, EventID: ev, TenantID: req.TenantID, Total: q.Total, Currency: rec.Currency,
 		ShowingID: rec.ShowingID, Lines: q.Lines, BuyerName: req.Buyer.Name, BuyerEmail: req.Buyer.Email}
 	run := eval.Array

@@ -264,7 +264,9 @@ end
 
 -- A new sale's keys and arguments: order_reserve and reg_register (a
 -- partner order, a storefront registration) take the same first thirteen
--- KEYS (orders.Service.SaleKeys builds them) and nine ARGV, then their own:
+-- KEYS (orders.Service.SaleKeys builds them; order_reserve only the first
+-- eight for a cart without seats, code or buyer limit, as cart_refusal
+-- reads none of the others then) and nine ARGV, then their own:
 --   KEYS[1] the sale's hash, [2] caps, [3] sold, [4] booked, [5] the hold
 --   token's hash, [6] dcholds, [7] dcused, [8] the partition's marker,
 --   [9] buyers, [10] seats, [11] ordseats, [12] regseats, [13] dcheld
