@@ -34,9 +34,9 @@
 -- ARGV[11 .. 10+2C] -> claim field, quantity, ...
 -- ARGV[11+2C] -> number of seats S
 -- next S  -> seat labels
--- next 8  -> the order hash's total, ch, by, claims, seats, dc, tix and rec
---            (the fields are named here, not sent; st and exp are added,
---            seats and dc only when not empty, and bk, adm, lim when
+-- next 6  -> the order hash's total, ch, by, claims, tix and rec (lib/cart
+--            cart_sale_fields names them, and adds seats and dc when not
+--            empty; st and exp are added here, and bk, adm, lim when
 --            ARGV[7] > 0: the buyer key, the order's admissions and the
 --            limit, for confirm's check)
 --
@@ -92,18 +92,7 @@ end
 if code ~= '' and maxuses > 0 then
   cart_hold_discount(dk, code, oid, exp, now, dstale)
 end
-local kv = {'st', 'pending', 'exp', exp, 'total', ARGV[rest], 'ch', ARGV[rest + 1], 'by', ARGV[rest + 2],
-  'claims', ARGV[rest + 3], 'tix', ARGV[rest + 6], 'rec', ARGV[rest + 7]}
--- an order without seats or code keeps no empty field (order_confirm
--- reads a missing one as empty)
-if nseats > 0 then
-  kv[#kv + 1] = 'seats'
-  kv[#kv + 1] = ARGV[rest + 4]
-end
-if code ~= '' then
-  kv[#kv + 1] = 'dc'
-  kv[#kv + 1] = code
-end
+local kv = cart_sale_fields(rest, labels, code, 'st', 'pending', 'exp', exp)
 cart_buyer_fields(kv, limit, ARGV[8], adm)
 redis.call('HSET', order, unpack(kv))
 redis.call('PEXPIREAT', order, exp + tonumber(ARGV[3]))

@@ -73,12 +73,12 @@
 -- ARGV[16] -> number of claims C
 -- next 2C  -> claim field, quantity, ...
 -- next     -> number of seats S, then S seat labels
--- next 8   -> the hash's total, ch, by, claims, seats, dc, tix and rec (named
---             here, not sent; seats and dc only when not empty; st, exp, gen
---             are added here; at, cexp, ub and iph, when counted, to a paid
---             one; bk, adm, lim with a buyer limit; dmax, the code's max
---             uses, with a limited code: reg_pay checks them again for a
---             late payment)
+-- next 6   -> the hash's total, ch, by, claims, tix and rec (lib/cart
+--             cart_sale_fields names them, and adds seats and dc when not
+--             empty; st, exp, gen are added here; at, cexp, ub and iph,
+--             when counted, to a paid one; bk, adm, lim with a buyer limit;
+--             dmax, the code's max uses, with a limited code: reg_pay checks
+--             them again for a late payment)
 --
 -- Output:
 --   {R.OK, expiresAtMs}                      held, awaiting payment
@@ -230,18 +230,7 @@ if refusal then
 end
 -- The hash's fields either kind keeps (its state and the rest are added
 -- below).
-local kv = {'exp', exp, 'gen', gen, 'total', ARGV[rest], 'ch', ARGV[rest + 1], 'by', ARGV[rest + 2],
-  'claims', ARGV[rest + 3], 'tix', ARGV[rest + 6], 'rec', ARGV[rest + 7]}
--- no empty seats or dc field (reg_pay and reg_expire read a missing one as
--- empty)
-if nseats > 0 then
-  kv[#kv + 1] = 'seats'
-  kv[#kv + 1] = ARGV[rest + 4]
-end
-if code ~= '' then
-  kv[#kv + 1] = 'dc'
-  kv[#kv + 1] = code
-end
+local kv = cart_sale_fields(rest, labels, code, 'exp', exp, 'gen', gen)
 cart_buyer_fields(kv, limit, ARGV[8], adm)
 if limited then
   kv[#kv + 1] = 'dmax'

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ticketd/ticketd/inventory/capacity"
+	"github.com/ticketd/ticketd/inventory/money"
 )
 
 // ClaimsOf returns the capacity counters a sale of lines takes (field ->
@@ -70,6 +71,14 @@ func ClaimArgs(args []string, claims map[string]int64, seatLabels []string) ([]s
 	}
 	args = append(args, strconv.Itoa(len(seatLabels)))
 	return append(args, seatLabels...), field.String()
+}
+
+// SaleFieldArgs appends the values of a new sale hash's total, ch, by,
+// claims, tix and rec fields, in that order, to the arguments of
+// order_reserve.lua or reg_register.lua (lib/cart.lua cart_sale_fields
+// names them and adds seats and dc from the cart). claims is ClaimArgs'.
+func SaleFieldArgs(args []string, total money.Cents, ch, by, claims string, tix, rec []byte) []string {
+	return append(args, strconv.FormatInt(int64(total), 10), ch, by, claims, string(tix), string(rec))
 }
 
 // ClaimsShowing is the showing whose capacity an order hash's "claims"

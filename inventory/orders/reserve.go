@@ -334,15 +334,12 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	if req.MaxPerBuyer > 0 {
 		buyer = BuyerKey(req.Record.BuyerEmail)
 	}
-	args = make([]string, 0, 11+2*len(req.Claims)+len(req.SeatLabels)+8) // fixed, claims, seats, hash fields
+	args = make([]string, 0, 11+2*len(req.Claims)+len(req.SeatLabels)+6) // fixed, claims, seats, hash fields
 	args = append(args, orderID, ms(s.orderTTL()), ms(s.retention()),
 		req.HoldToken, req.DiscountCode, strconv.FormatInt(req.DiscountMaxUses, 10),
 		strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer, strconv.FormatInt(req.Claims["ev"], 10))
 	args, claims := ClaimArgs(args, req.Claims, req.SeatLabels)
-	// the order hash's total, ch, by, claims, seats, dc, tix and rec, in
-	// that order: the script names them
-	args = append(args, strconv.FormatInt(int64(req.Total), 10), req.ChannelID, req.Caller, claims,
-		strings.Join(req.SeatLabels, " "), req.DiscountCode, string(tixJSON), string(recJSON))
+	args = SaleFieldArgs(args, req.Total, req.ChannelID, req.Caller, claims, tixJSON, recJSON)
 	if len(req.SeatLabels) == 0 && req.DiscountCode == "" && req.MaxPerBuyer <= 0 {
 		ks = ks[:8] // order_reserve.lua reads none of the others then
 	}

@@ -246,17 +246,14 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 		free = "1"
 	}
 	pass := passArg(req)
-	args := make([]string, 0, 16+2*len(q.Claims)+len(q.SeatLabels)+8)
+	args := make([]string, 0, 16+2*len(q.Claims)+len(q.SeatLabels)+6)
 	args = append(args, id, ms(s.holdTTL()), ms(s.retention()), req.HoldToken, q.DiscountCode,
 		strconv.FormatInt(q.DiscountMaxUses, 10), strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer,
 		strconv.FormatInt(q.Claims["ev"], 10), free, strconv.FormatInt(s.StreamCap, 10),
 		ms(s.checkoutTTL()), req.Client.Key, req.Client.LimitArg(), pass)
 	args, claims := orders.ClaimArgs(args, q.Claims, q.SeatLabels)
 	owner := Owner(req.TenantID)
-	// the hash's total, ch, by, claims, seats, dc, tix and rec, in that
-	// order: the script names them
-	args = append(args, strconv.FormatInt(int64(q.Total), 10), owner, owner, claims,
-		strings.Join(q.SeatLabels, " "), q.DiscountCode, string(tixJSON), string(recJSON))
+	args = orders.SaleFieldArgs(args, q.Total, owner, owner, claims, tixJSON, recJSON)
 	if pass == "" {
 		ks = ks[:18] // reg_register.lua reads no room key without a pass
 	}

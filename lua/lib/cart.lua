@@ -299,6 +299,27 @@ local function cart_buyer_fields(kv, limit, buyer, adm)
   end
 end
 
+-- cart_sale_fields(i, labels, code, f1, v1, f2, v2): a new sale hash's
+-- fields, to HSET: the caller's two (f1 = v1, f2 = v2), then total, ch,
+-- by, claims, tix and rec, whose values the caller sends in ARGV from i in
+-- that order (orders.SaleFieldArgs: the names are not sent, as each
+-- argument costs Redis a string and a table slot), then seats (the cart's
+-- labels) and dc (its code) when not empty: every reader takes a missing
+-- one as empty. One table constructor: a table grown field by field is
+-- rehashed as it doubles.
+local function cart_sale_fields(i, labels, code, f1, v1, f2, v2)
+  local kv = {f1, v1, f2, v2, 'total', ARGV[i], 'ch', ARGV[i + 1], 'by', ARGV[i + 2], 'claims', ARGV[i + 3],
+    'tix', ARGV[i + 4], 'rec', ARGV[i + 5]}
+  if #labels > 0 then
+    kv[17], kv[18] = 'seats', table.concat(labels, ' ')
+  end
+  if code ~= '' then
+    local n = #kv
+    kv[n + 1], kv[n + 2] = 'dc', code
+  end
+  return kv
+end
+
 -- cart_queue_paid(stream, cap, id, ref, now): queues the paid order id on
 -- its partition's paid stream. The entry names the order; its record and
 -- tickets stay in the hash (written once, not copied: a durable Redis
