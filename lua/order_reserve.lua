@@ -17,9 +17,10 @@
 -- KEYS[12] -> registration seats hash {pN}:ev:<id>:regseats (label -> o:<regId>)
 -- KEYS[13] -> discount held hash    {pN}:ev:<id>:dcheld (code -> its members in KEYS[6])
 --
--- KEYS[9..13] are left out for a cart without seats, discount code or buyer
--- limit (the flash sale's): nothing reads them then, and every KEYS and
--- ARGV element costs Redis a string and a table slot on each call.
+-- The keys from the ninth on are left out for a cart without seats,
+-- discount code or buyer limit (the flash sale's): nothing reads them
+-- then, and every KEYS and ARGV element costs Redis a string and a table
+-- slot on each call.
 --
 -- ARGV[1] -> order id
 -- ARGV[2] -> order TTL ms (pending expiry)
