@@ -59,6 +59,11 @@ func withOrder(list []string, okey string, extra int) []string {
 	return ks
 }
 
+// plainSaleKeys is how many of SaleKeys order_reserve.lua reads for a cart
+// without seats, discount code or buyer limit: up to the partition's
+// marker; reserve sends no more then (each key costs Redis a string).
+const plainSaleKeys = 8
+
 // SaleKeys are the KEYS a new sale's script starts with, the same for a
 // partner order (order_reserve.lua) and a storefront registration
 // (reg_register.lua: lib/cart.lua's cart_sale_refusal reads them): the

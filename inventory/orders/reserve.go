@@ -341,7 +341,7 @@ func (s *Service) reserveArgs(req ReserveRequest, orderID string) (ks, args []st
 	args, claims := ClaimArgs(args, req.Claims, req.SeatLabels)
 	args = SaleFieldArgs(args, req.Total, req.ChannelID, req.Caller, claims, tixJSON, recJSON)
 	if len(req.SeatLabels) == 0 && req.DiscountCode == "" && req.MaxPerBuyer <= 0 {
-		ks = ks[:8] // order_reserve.lua reads none of the others then
+		ks = ks[:plainSaleKeys]
 	}
 	return ks, args, nil
 }

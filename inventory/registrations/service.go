@@ -237,15 +237,17 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	okey, _ := s.Space.Order(id)
 	p := keys.Partition(ev)
 	rm := keys.RoomID(ev, req.ShowingID) // a showing's sale burns a pass of the showing's room
+	pass := passArg(req)
 	ks := append(s.Orders.SaleKeys(ev, okey, req.HoldToken, 9),
-		s.Space.Expiry(p), s.Space.Paid(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.IPTokens(ev, req.Client.Key),
-		s.Space.Room(ev), s.Space.RoomPlaces(rm), s.Space.RoomPasses(rm), s.Space.RoomAudit(rm))
+		s.Space.Expiry(p), s.Space.Paid(p), s.Space.Unpaid(ev), s.Space.IPRegistrations(ev), s.Space.IPTokens(ev, req.Client.Key))
+	if pass != "" { // reg_register.lua reads the room's keys only to burn a pass
+		ks = append(ks, s.Space.Room(ev), s.Space.RoomPlaces(rm), s.Space.RoomPasses(rm), s.Space.RoomAudit(rm))
+	}
 	buyer := orders.BuyerKey(req.Buyer.Email)
 	free := "0"
 	if q.Total == 0 {
 		free = "1"
 	}
-	pass := passArg(req)
 	args := make([]string, 0, 16+2*len(q.Claims)+len(q.SeatLabels)+6)
 	args = append(args, id, ms(s.holdTTL()), ms(s.retention()), req.HoldToken, q.DiscountCode,
 		strconv.FormatInt(q.DiscountMaxUses, 10), strconv.FormatInt(max(req.MaxPerBuyer, 0), 10), buyer,
@@ -254,9 +256,6 @@ func (s *Service) Register(ctx context.Context, req Request) (Registration, erro
 	args, claims := orders.ClaimArgs(args, q.Claims, q.SeatLabels)
 	owner := Owner(req.TenantID)
 	args = orders.SaleFieldArgs(args, q.Total, owner, owner, claims, tixJSON, recJSON)
-	if pass == "" {
-		ks = ks[:18] // reg_register.lua reads no room key without a pass
-	}
 	reg := Registration{ID: id, EventID: ev, TenantID: req.TenantID, Total: q.Total, Currency: rec.Currency,
 		ShowingID: rec.ShowingID, Lines: q.Lines, BuyerName: req.Buyer.Name, BuyerEmail: req.Buyer.Email}
 	run := eval.Array

@@ -51,21 +51,19 @@ func (w *Worker) pass(ctx context.Context, m mode, parts []int) (int, []int, err
 	}
 	gave := map[int]bool{}
 	total := 0
-	for len(from) > 0 {
-		if err := ctx.Err(); err != nil {
-			return total, sorted(gave), err
+	var err error
+	for len(from) > 0 && err == nil {
+		if err = ctx.Err(); err != nil {
+			break
 		}
-		if err := w.ensureAlive(ctx); err != nil {
-			return total, sorted(gave), err
+		if err = w.ensureAlive(ctx); err != nil {
+			break
 		}
-		n, next, err := w.round(context.WithoutCancel(ctx), m, from, gave)
+		var n int
+		n, from, err = w.round(context.WithoutCancel(ctx), m, from, gave)
 		total += n
-		if err != nil {
-			return total, sorted(gave), err
-		}
-		from = next
 	}
-	return total, sorted(gave), nil
+	return total, sorted(gave), err
 }
 
 // sorted is the partitions of set, in order.
