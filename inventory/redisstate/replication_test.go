@@ -97,7 +97,11 @@ func TestAcknowledgedSequenceStillFindsARollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := monitor(rc, keys.Space{})
-	m.Replication = &redisstate.Replication{Replicas: 1, Timeout: 200 * time.Millisecond}
+	// Timeouts a loaded machine does not run out (a check's WAIT is the
+	// shorter of the two): a node whose ticks were never acknowledged
+	// holds no number for 1 to go back from.
+	m.Timeout = 8 * time.Second
+	m.Replication = &redisstate.Replication{Replicas: 1, Timeout: 2 * time.Second}
 	for range 3 {
 		expectStatus(t, m.Check(ctx), redisstate.Current)
 	}
