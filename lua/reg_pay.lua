@@ -53,7 +53,7 @@
 -- ARGV[9] -> the mark's lifetime, ms (with ARGV[8])
 --
 -- Output:
---   {R.OK, duplicate 0|1, reclaimed 0|1, tickets JSON, paid units, added}
+--   {R.OK, duplicate 0|1, reclaimed 0|1, tickets JSON, paid units, added, view}
 --                                         paid (duplicate: by this same payment
 --                                         already; its 'acks' is counted up, a
 --                                         write a WAIT after it can wait for);
@@ -62,7 +62,8 @@
 --                                         payment added to it, 0 for a
 --                                         duplicate (lib/cart cart_count_paid)
 --   {R.NOT_FOUND}                         no such storefront registration
---   {R.UNPAYABLE, reason, duplicate 0|1}  this payment needs a refund: 'cancelled',
+--   {R.UNPAYABLE, reason, duplicate 0|1, view}
+--                                         this payment needs a refund: 'cancelled',
 --                                         'sold_out', 'seat_lost',
 --                                         'discount_used_up', 'buyer_limit',
 --                                         'already_paid' (paid by another payment),
@@ -72,10 +73,14 @@
 --   {R.PAYMENT_REFUSED, reason}           refused, nothing written: 'session' (not
 --                                         one ticketd opened for it), 'amount' or
 --                                         'currency' (not the registration's)
+-- view: the registration as the payment left it, read after the writes,
+-- as reg_status answers it (lib/regview), so the caller reads it in the
+-- payment's own reply, also when a WAIT follows the payment
 --@include capacity
 --@include cart
 --@include check
 --@include holds
+--@include regview
 --@include reply
 --@include room
 --@include seatholds
@@ -122,17 +127,17 @@ if o[10] ~= ref and o[9] ~= 'lost' and not (st == 'paid' and not sess) then
 end
 if st == 'paid' then
   if o[10] ~= ref then
-    return {R.UNPAYABLE, 'already_paid', 0}
+    return {R.UNPAYABLE, 'already_paid', 0, regview(reg)}
   end
   local paid = cart_paid_count(KEYS[3])
   -- a write, so that a WAIT after this retry covers the payment an
   -- earlier run wrote on another connection (redisstate.Replication)
   redis.call('HINCRBY', reg, 'acks', 1)
   mark_seen()
-  return {R.OK, 1, 0, o[8], paid, 0}
+  return {R.OK, 1, 0, o[8], paid, 0, regview(reg)}
 end
 if st == 'refund' then
-  return {R.UNPAYABLE, o[9] or 'refund', o[10] == ref and 1 or 0}
+  return {R.UNPAYABLE, o[9] or 'refund', o[10] == ref and 1 or 0, regview(reg)}
 end
 local id = ARGV[1]
 local holder = 'o:' .. id
@@ -242,7 +247,7 @@ if reason then
   redis.call('ZREM', KEYS[10], id)
   redis.call('HSET', reg, 'st', 'refund', 'why', reason, 'ref', ref, 'amt', ARGV[3])
   redis.call('PEXPIRE', reg, tonumber(ARGV[6]))
-  return {R.UNPAYABLE, reason, 0}
+  return {R.UNPAYABLE, reason, 0, regview(reg, now)}
 end
 -- Paid (lib/cart cart_settle: the paid stream is its first write); a
 -- claim counted at register (or re-claimed above) is not counted again.
@@ -255,4 +260,4 @@ seatholds_drop(KEYS[15], mine)
 seatholds_drop_stale(stale)
 redis.call('ZREM', KEYS[10], id)
 mark_seen()
-return {R.OK, 0, counted and 0 or 1, o[8], paid, added}
+return {R.OK, 0, counted and 0 or 1, o[8], paid, added, regview(reg, now)}

@@ -61,9 +61,7 @@ func (s *Service) PayMarked(ctx context.Context, p Payment, m Mark) (Outcome, er
 		return Outcome{}, apierr.Invalid("the currency must be a three-letter ISO 4217 code")
 	}
 	ref := p.Processor + ":" + p.PaymentID
-	// after: the registration as the payment left it, read in the
-	// payment's round trip when it can be (outcome reads it otherwise).
-	arr, after, err := s.runPay(ctx, ev, id, ref, p, m)
+	arr, err := s.runPay(ctx, ev, id, ref, p, m)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("pay %s: %w", id, err)
 	}
@@ -74,13 +72,13 @@ func (s *Service) PayMarked(ctx context.Context, p Payment, m Mark) (Outcome, er
 		if err := s.Orders.ReportPaid(ev, arr, 4); err != nil {
 			return Outcome{}, err
 		}
-		return s.outcome(ctx, id, after, Outcome{Duplicate: dup == 1, Reclaimed: re == 1, Marked: m.Key != ""})
+		return s.outcome(ctx, id, arr, payView, Outcome{Duplicate: dup == 1, Reclaimed: re == 1, Marked: m.Key != ""})
 	case reply.NotFound:
 		return s.payUnknown(ctx, id, ref, p)
 	case reply.Unpayable:
 		reason, _ := eval.Str(arr, 1)
 		dup, _ := eval.Int(arr, 2)
-		return s.outcome(ctx, id, after, Outcome{Duplicate: dup == 1, RefundReason: reason})
+		return s.outcome(ctx, id, arr, unpayableView, Outcome{Duplicate: dup == 1, RefundReason: reason})
 	case reply.Stopped:
 		return Outcome{}, redisstate.ErrSalesStopped
 	case reply.PaymentRefused:
@@ -106,10 +104,8 @@ func (s *Service) PayMarked(ctx context.Context, p Payment, m Mark) (Outcome, er
 
 // runPay runs reg_pay: every key is the event's, whatever the
 // registration's seats and discount code (the script reads them from its
-// hash). Without replicas to wait for, reg_status goes in the same
-// pipeline and its reply is after (nil when it could not be read so: a
-// replica wait, or a script Redis had not loaded).
-func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, m Mark) (arr, after []rueidis.RedisMessage, err error) {
+// hash).
+func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, m Mark) ([]rueidis.RedisMessage, error) {
 	okey, _ := s.Space.Order(id)
 	part := keys.Partition(ev)
 	ks := []string{okey, s.Space.Caps(ev), s.Space.Sold(ev), s.Space.Booked(ev), s.Space.DiscountHolds(ev),
@@ -126,31 +122,25 @@ func (s *Service) runPay(ctx context.Context, ev, id, ref string, p Payment, m M
 		ks = append(ks, m.Key)
 		args = append(args, m.Value, ms(m.TTL))
 	}
-	if s.replication().On() {
-		arr, err = s.replication().Array(ctx, s.Redis, payScript, ks, args, orders.Paid)
-		return arr, nil, err
-	}
-	pay := eval.Pipeline(s.Redis, payScript, ks, args)
-	read := eval.Pipeline(s.Redis, statusScript, []string{okey}, nil)
-	res := s.Redis.DoMulti(ctx, pay.Cmd, read.Cmd)
-	if arr, err = pay.Reply(ctx, res[0]); err != nil || eval.IsNotLoaded(res[0].Error()) {
-		return arr, nil, err
-	}
-	after, _ = read.Reply(ctx, res[1])
-	return arr, after, nil
+	return s.replication().Array(ctx, s.Redis, payScript, ks, args, orders.Paid)
 }
 
-// outcome is o with the registration a payment changed: after, its
-// reg_status reply read with the payment, or else read now.
-func (s *Service) outcome(ctx context.Context, id string, after []rueidis.RedisMessage, o Outcome) (Outcome, error) {
-	var reg Registration
-	var found bool
-	var err error
-	if after != nil {
-		reg, found, err = s.parseStatus(ctx, id, after, nil)
-	} else {
-		reg, found, err = s.Get(ctx, id)
+// Where reg_pay's reply carries the registration as the payment left it
+// (lib/regview, reg_status' reply): after an OK's six elements, an
+// UNPAYABLE's three.
+const (
+	payView       = 6
+	unpayableView = 3
+)
+
+// outcome is o with the registration a payment changed: arr's element at,
+// reg_pay's view of it.
+func (s *Service) outcome(ctx context.Context, id string, arr []rueidis.RedisMessage, at int, o Outcome) (Outcome, error) {
+	var view []rueidis.RedisMessage
+	if at < len(arr) {
+		view, _ = arr[at].ToArray()
 	}
+	reg, found, err := s.parseStatus(ctx, id, view, nil)
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -2,12 +2,14 @@ package registrations
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
+	"github.com/ticketd/ticketd/inventory/roundtrips"
 )
 
 // A storefront payment and a free registration are answered confirmed only
@@ -63,5 +65,38 @@ func TestPaymentsAndFreeRegistrationsWaitForTheReplica(t *testing.T) {
 	}
 	if n := b.streamLen(t, evGA); n != 3 {
 		t.Fatalf("paid stream holds %d entries, want 3 (the payment once, the two free registrations)", n)
+	}
+}
+
+// A payment that waits for the replica answers the registration it
+// confirmed from the payment's own reply (reg_pay's view): one round trip,
+// the script and its WAIT, where a read of the registration after the
+// wait took a second.
+func TestAReplicatedPaymentTakesOneRoundTrip(t *testing.T) {
+	rs := redistest.StartReplicated(t, 1)
+	b := bundleOn(t, rs.Primary.Client(t), keys.Space{})
+	if err := redisstate.Publish(b.ctx, b.rc, b.sp, "test"); err != nil {
+		t.Fatal(err)
+	}
+	b.orders.Replication = &redisstate.Replication{Replicas: 1, Timeout: 2 * time.Second}
+	b.caps(t, evGA, "t:tk", "10", "ev", "10")
+	b.regs.Redis = roundtrips.Wrap(b.rc, nil)
+	for i, email := range []string{"a@x.test", "b@x.test"} {
+		reg, err := b.regs.Register(b.ctx, gaReq(1, 1000, email))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess := fmt.Sprintf("cs_%d", i)
+		b.opened(t, reg.ID, sess)
+		var trips roundtrips.Counter
+		out, err := b.regs.Pay(roundtrips.With(b.ctx, &trips),
+			Payment{RegistrationID: reg.ID, Processor: "card", PaymentID: sess, Amount: 1000, Currency: "usd"})
+		if err != nil || out.Registration.Status != StatusConfirmed || len(out.Registration.Tickets) != 1 {
+			t.Fatalf("payment %d: %+v %v, want confirmed with its ticket", i+1, out, err)
+		}
+		// The first payment may load the script on this new Redis.
+		if n := trips.Load(); i == 1 && n != 1 {
+			t.Fatalf("the second payment took %d round trips, want 1", n)
+		}
 	}
 }

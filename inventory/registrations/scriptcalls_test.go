@@ -18,7 +18,7 @@ import (
 // scriptCounter is a client that counts the runs of the scripts that
 // change a seated sale (FCALL; one answered "Function not found" ran
 // nothing: Redis had not loaded the script, and the FCALL after it
-// counts); a status read after a payment is not one of them.
+// counts).
 type scriptCounter struct {
 	rueidis.Client
 	n      atomic.Int64

@@ -1,0 +1,31 @@
+-- lib/regview: a storefront registration as its readers see it
+-- (registrations.Service parseStatus), so a read (reg_status) and the
+-- payment that changed it (reg_pay) answer it the same way. A script takes
+-- it with the line
+--   --@include regview
+-- which brings lib/reply too.
+--@include reply
+
+-- regview(key, now): the registration hash key read whole, with the Redis
+-- time (ms) a registration awaiting payment is judged against; now nil
+-- reads TIME. Reads only.
+--   {R.NOT_FOUND} when the hash is gone, else
+--   {R.OK, now ms, st, total, ch, exp, tix, why, ref, rec, amt, sess, paid, cexp, claims}
+--   (absent fields as ''; claims, the sale's "field qty ...", name its
+--   showing after the sync worker dropped rec)
+local function regview(key, now)
+  local f = {'st', 'total', 'ch', 'exp', 'tix', 'why', 'ref', 'rec', 'amt', 'sess', 'paid', 'cexp', 'claims'}
+  local o = redis.call('HMGET', key, unpack(f))
+  if not o[1] then
+    return {R.NOT_FOUND}
+  end
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  local out = {R.OK, now}
+  for i = 1, #f do
+    out[#out + 1] = o[i] or ''
+  end
+  return out
+end
