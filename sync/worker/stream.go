@@ -253,9 +253,11 @@ func (w *Worker) recreateGroups(ctx context.Context, parts []int) error {
 var ackScript = eval.Load("paid_ack")
 
 // ack settles the entries once Postgres has them: per stream, one script
-// deletes and acknowledges them and drops their orders' records from the
-// order hashes (paid_ack.lua), all at once, so no crash leaves an entry
-// acknowledged but on its stream, or a record gone while its entry waits.
+// acknowledges them, takes them off the stream (by trimming below the
+// oldest entry still to be written) and drops their orders' records from
+// the order hashes (paid_ack.lua), all at once, so no crash leaves an
+// entry acknowledged but on its stream, or a record gone while its entry
+// waits.
 // The streams' scripts are pipelined.
 func (w *Worker) ack(ctx context.Context, es []entry) error {
 	type batch struct{ ks, args []string }
