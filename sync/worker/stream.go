@@ -252,23 +252,28 @@ func (w *Worker) recreateGroups(ctx context.Context, parts []int) error {
 
 var ackScript = eval.Load("paid_ack")
 
-// ack settles the entries once Postgres has them: per stream, one script
-// acknowledges them, takes them off the stream (by trimming below the
-// oldest entry still to be written) and drops their orders' records from
-// the order hashes (paid_ack.lua), all at once, so no crash leaves an
-// entry acknowledged but on its stream, or a record gone while its entry
-// waits.
-// The streams' scripts are pipelined.
+// ackChunk is the most entries one paid_ack settles: Redis runs nothing
+// else while a script runs, and a catch-up's full batch of 1,024 in one
+// script held every other client 5-11 ms on the 2-core bench machine; 256
+// hold it about a third as long (docs/decisions.md, Sync worker).
+const ackChunk = 256
+
+// ack settles the entries once Postgres has them: a script per stream and
+// ackChunk entries acknowledges them, takes them off the stream (by
+// trimming below the oldest entry still to be written) and drops their
+// orders' records from the order hashes (paid_ack.lua), all at once, so no
+// crash leaves an entry acknowledged but on its stream, or a record gone
+// while its entry waits. The scripts are pipelined.
 func (w *Worker) ack(ctx context.Context, es []entry) error {
 	type batch struct{ ks, args []string }
 	byPart := map[int]*batch{}
-	var parts []int
+	var chunks []*batch
 	for _, e := range es {
 		b := byPart[e.part]
-		if b == nil {
+		if b == nil || len(b.args)-2 == ackChunk {
 			b = &batch{ks: []string{w.Space.Paid(e.part)}, args: []string{w.group(), strconv.FormatInt(w.retention().Milliseconds(), 10)}}
 			byPart[e.part] = b
-			parts = append(parts, e.part)
+			chunks = append(chunks, b)
 		}
 		b.args = append(b.args, e.id)
 		// Only an order of the stream's own partition shares its slot (the
@@ -280,10 +285,10 @@ func (w *Worker) ack(ctx context.Context, es []entry) error {
 			b.ks = append(b.ks, okey)
 		}
 	}
-	acks := make([]eval.Pipelined, len(parts))
-	cmds := make(rueidis.Commands, len(parts))
-	for i, p := range parts {
-		acks[i] = eval.Pipeline(w.Redis, ackScript, byPart[p].ks, byPart[p].args)
+	acks := make([]eval.Pipelined, len(chunks))
+	cmds := make(rueidis.Commands, len(chunks))
+	for i, b := range chunks {
+		acks[i] = eval.Pipeline(w.Redis, ackScript, b.ks, b.args)
 		cmds[i] = acks[i].Cmd
 	}
 	for i, r := range w.Redis.DoMulti(ctx, cmds...) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -844,4 +845,50 @@ func TestAckTakesExactlyTheWrittenEntriesOffTheStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	left(ids[2])
+}
+
+// ackSizes records how many entries each paid_ack settles.
+type ackSizes struct {
+	rueidis.Client
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (c *ackSizes) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	c.mu.Lock()
+	for _, cmd := range cmds {
+		args := cmd.Commands()
+		if args[0] != "FCALL" || !strings.HasPrefix(args[1], "paid_ack_") {
+			continue
+		}
+		nk, _ := strconv.Atoi(args[2])
+		c.sizes = append(c.sizes, len(args)-3-nk-2) // ARGV: group, retention, ids
+	}
+	c.mu.Unlock()
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+// A full batch of one stream is settled ackChunk entries a script, so no
+// acknowledgement holds Redis long, and every entry is still written once
+// and taken off its stream.
+func TestAFullBatchIsAcknowledgedInChunks(t *testing.T) {
+	b := setup(t)
+	recs := b.confirmEach(t, 600, 1, "ev_chunks_", 1)
+	sizes := &ackSizes{Client: b.rc}
+	w := b.worker("w")
+	w.Redis = sizes
+	if n := drain(t, w); n != len(recs) {
+		t.Fatalf("drained %d, want %d", n, len(recs))
+	}
+	b.assertAllWritten(t, recs...)
+	total := 0
+	for _, n := range sizes.sizes {
+		if n > ackChunk {
+			t.Errorf("one paid_ack settled %d entries, want at most %d", n, ackChunk)
+		}
+		total += n
+	}
+	if total != len(recs) || len(sizes.sizes) < 3 {
+		t.Fatalf("paid_ack calls settled %v, want the 600 entries in at least 3", sizes.sizes)
+	}
 }
