@@ -7,15 +7,16 @@
 -- while its entry is still to be written.
 --
 -- Off the stream by trimming: XDEL rewrites an entry's listpack node for
--- each id (about 5 us an entry: a batch of 1,024 held Redis 5 ms), while
--- XTRIM MINID frees whole nodes (27 us for the same 1,024). Everything
--- below the group's first entry still to be written goes: its oldest
--- pending entry (read by some worker, not yet acknowledged) or, with none
--- pending, the first entry no worker has read. What this batch
--- acknowledged at or above that floor (another worker still holds an
--- older entry) is deleted by id, so the stream holds exactly the entries
--- not yet written, as before. A stream whose group is gone (Redis lost it:
--- the worker recreates it) has its entries deleted by id.
+-- each id (about 5 us an entry: 1,024 ids took 5 ms), while XTRIM MINID
+-- frees whole nodes (27 us for the same 1,024). Everything below the
+-- group's first entry still to be written goes: its oldest pending entry
+-- (read by some worker, not yet acknowledged) or, with none pending, the
+-- first entry no worker has read. What this batch acknowledged at or
+-- above that floor (another worker still holds an older entry, or the ids
+-- were read before the group was made again) is deleted by id, so the
+-- stream holds exactly the entries not yet written, as before. A stream
+-- whose group is gone (Redis lost it: the worker recreates it) has its
+-- entries deleted by id.
 --
 -- KEYS[1]  -> paid stream        {pN}:paid
 -- KEYS[2..] -> order hashes       {pN}:ord:<orderId>, of the entries' orders
@@ -24,7 +25,8 @@
 -- ARGV[2] -> retention ms: how long a paid order stays in Redis for replays
 -- ARGV[3..] -> entry ids
 --
--- Output: {entries taken off the stream, records dropped}
+-- Output: {entries taken off the stream, records dropped, of those
+--          entries the ones deleted by id}
 --@allow-oom
 
 -- reads: the group's last delivered entry (a stream that is not one
@@ -67,9 +69,10 @@ local ids = {}
 for i = 3, #ARGV do
   ids[#ids + 1] = ARGV[i]
 end
-local deleted = 0
+local deleted, byid = 0, 0
 if last then
-  each_chunk(ids, function(...) redis.call('XACK', KEYS[1], ARGV[1], ...) end)
+  local acked = 0
+  each_chunk(ids, function(...) acked = acked + redis.call('XACK', KEYS[1], ARGV[1], ...) end)
   -- the floor: the oldest pending entry, else the one after the last read
   local pending = redis.call('XPENDING', KEYS[1], ARGV[1])
   local floor = pending[2]
@@ -78,9 +81,10 @@ if last then
     floor = ms .. '-' .. string.format('%d', tonumber(seq) + 1)
   end
   deleted = redis.call('XTRIM', KEYS[1], 'MINID', floor)
-  if pending[1] > 0 then
+  if pending[1] > 0 or acked < #ids then
     -- ids are "<ms>-<seq>": compared as numbers, part by part (with
-    -- nothing pending, every id read lies below the floor)
+    -- nothing pending and every id acknowledged, each was delivered, so
+    -- lies below the floor)
     local fms, fseq = string.match(floor, '^(%d+)-(%d+)$')
     fms, fseq = tonumber(fms), tonumber(fseq)
     local kept = {}
@@ -91,14 +95,15 @@ if last then
         kept[#kept + 1] = id
       end
     end
-    each_chunk(kept, function(...) deleted = deleted + redis.call('XDEL', KEYS[1], ...) end)
+    each_chunk(kept, function(...) byid = byid + redis.call('XDEL', KEYS[1], ...) end)
   end
 else
   each_chunk(ids, function(...)
-    deleted = deleted + redis.call('XDEL', KEYS[1], ...)
+    byid = byid + redis.call('XDEL', KEYS[1], ...)
     redis.call('XACK', KEYS[1], ARGV[1], ...)
   end)
 end
+deleted = deleted + byid
 local dropped = 0
 for k = 2, #KEYS do
   if rec[k] then
@@ -107,4 +112,4 @@ for k = 2, #KEYS do
     dropped = dropped + 1
   end
 end
-return {deleted, dropped}
+return {deleted, dropped, byid}

@@ -254,7 +254,7 @@ var ackScript = eval.Load("paid_ack")
 
 // ackChunk is the most entries one paid_ack settles: Redis runs nothing
 // else while a script runs, and a catch-up's full batch of 1,024 in one
-// script held every other client 5-11 ms on the 2-core bench machine; 256
+// script held every other client 8-11 ms on the 2-core bench machine; 256
 // hold it about a third as long (docs/decisions.md, Sync worker).
 const ackChunk = 256
 
