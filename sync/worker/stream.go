@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,17 +65,7 @@ func (w *Worker) pass(ctx context.Context, m mode, parts []int) (int, []int, err
 		n, from, err = w.round(context.WithoutCancel(ctx), m, from, gave)
 		total += n
 	}
-	return total, sorted(gave), err
-}
-
-// sorted is the partitions of set, in order.
-func sorted(set map[int]bool) []int {
-	out := make([]int, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	sort.Ints(out)
-	return out
+	return total, slices.Sorted(maps.Keys(gave)), err
 }
 
 // round reads once from each partition in from (partition -> start id or
