@@ -11,7 +11,7 @@ const DefaultPerIP = 2048
 const unknownFileLimit = 10_000
 
 // MaxDefaultTotal bounds the default total cap by memory where no memory
-// limit is known: 50,000 connections at PerConnMemory is about 1.2 GB.
+// limit is known: 50,000 connections at PerConnMemory is about 2 GB.
 // The file descriptor limit alone bounds descriptors, not memory: at a
 // limit of 1,048,576 it allowed 943,718 connections, about 20 GB.
 const MaxDefaultTotal = 50_000

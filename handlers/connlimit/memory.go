@@ -7,11 +7,17 @@ import (
 	"time"
 )
 
-// PerConnMemory is what one open connection may hold in the Go heap and
-// its goroutine's stack (fasthttp's 8 KB read buffer, its request context,
-// an 8 KB stack, and slack); measured: 10,000 idle keep-alive connections
-// took 210 MB.
-const PerConnMemory = 24 << 10
+// PerConnMemory is what one open connection may hold of the memory Go's
+// soft limit counts: fasthttp's 8 KB read and 4 KB write buffers, its
+// request context, the goroutine's stack, and the heap's partly used
+// spans around them. Measured: 10,000 idle keep-alive connections took
+// 210 MB (21 KB each); the bench's waiting room (queue-sellout), 6,033
+// connections polling and long-polling, about 200 MB (33 KB each: 8.5 KB
+// of stack a goroutine in the handlers, and the requests' state). At the
+// 24 KB it was, that room's limit was twice its live heap with 80 MB of
+// stacks and spans inside it, so the heap had a third of itself for
+// garbage: a collection every 40 MB allocated, a fifth of ticketd's CPU.
+const PerConnMemory = 40 << 10
 
 // minHeadroom is the least room for garbage the limit leaves above the
 // live heap.
@@ -32,7 +38,10 @@ const ceilingShare = 900
 // The headroom grows with the live heap so that the limit never makes
 // the collector work harder than Go's default (GOGC=100: a collection
 // each time the heap grows by the live heap, so about one byte marked
-// for each byte allocated). A fixed 64 MB sat below the GOGC=400 goal
+// for each byte allocated), as long as the rest of what the limit counts
+// (stacks, spans, metadata: Go gives the heap what is left after them)
+// is within the connections' share, which PerConnMemory is measured to
+// cover. A fixed 64 MB sat below the GOGC=400 goal
 // once the live heap passed about 20 MB and multiplied the collections:
 // at 100 MB live, a collection every 64 MB allocated instead of every
 // 400 MB, six times as many. Under a connection flood the live heap is
