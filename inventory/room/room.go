@@ -69,6 +69,7 @@ type Service struct {
 	wakers    sync.Map     // event id -> *waker, for the long-polls (Wait)
 	meters    sync.Map     // event id -> *meter, the joins a second (proof of work)
 	joins     sync.Map     // event id and arguments -> *joinQueue (joins.go)
+	shuffles  sync.Map     // room id -> *shuffle (tokens.go): a room's key, made once
 	joinCalls atomic.Int64 // room_join calls, for tests
 	stopped   atomic.Bool
 }

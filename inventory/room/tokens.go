@@ -184,18 +184,40 @@ func (s *Service) PassToken(eventID string, p Pass) string {
 // ShuffleKey is room roomID's shuffle key (a showing's room has its own):
 // a fair room ranks its pre-queue by HMAC-SHA256(ShuffleKey, queue id). It
 // is secret until T0 and shown after, so anyone can recompute the order;
-// Commitment is shown before.
+// Commitment is shown before. The slice is the node's one copy: callers
+// only read it.
 func (s *Service) ShuffleKey(roomID string) []byte {
-	h := hmac.New(sha256.New, s.Key)
-	h.Write([]byte("shuffle\x00" + roomID))
-	return h.Sum(nil)
+	return s.shuffleOf(roomID).key
 }
 
 // Commitment is the SHA-256 of room roomID's shuffle key, hex: published
 // before the room opens, it binds the room to the key it reveals at T0.
 func (s *Service) Commitment(roomID string) string {
-	sum := sha256.Sum256(s.ShuffleKey(roomID))
-	return hex.EncodeToString(sum[:])
+	return s.shuffleOf(roomID).commitment
+}
+
+// A shuffle is a room's shuffle key and its commitment, made once a node:
+// every status poll shows the commitment (and the key after T0), and two
+// HMACs and a hash a poll were a twentieth of a waiting room's CPU.
+type shuffle struct {
+	key        []byte
+	commitment string
+}
+
+// shuffleOf is room roomID's shuffle, made on first use. Room ids are the
+// catalog's (the handlers ask only for an event's room), so the map holds
+// one small entry per room this node served.
+func (s *Service) shuffleOf(roomID string) *shuffle {
+	if v, ok := s.shuffles.Load(roomID); ok {
+		return v.(*shuffle)
+	}
+	h := hmac.New(sha256.New, s.Key)
+	h.Write([]byte("shuffle\x00" + roomID))
+	sh := &shuffle{key: h.Sum(nil)}
+	sum := sha256.Sum256(sh.key)
+	sh.commitment = hex.EncodeToString(sum[:])
+	v, _ := s.shuffles.LoadOrStore(roomID, sh)
+	return v.(*shuffle)
 }
 
 // Rank is a queue id's place in a fair room's shuffle under key, in
