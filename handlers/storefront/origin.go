@@ -1,9 +1,11 @@
 package storefront
 
 import (
+	"hash/maphash"
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
 )
@@ -33,11 +35,40 @@ func origin(ctx *fasthttp.RequestCtx) (value, host string) {
 	if len(o) == 0 {
 		return "", ""
 	}
-	host = urlHost(string(o))
+	value, host = originHostOf(o)
 	if host == "" {
 		return "", ""
 	}
-	return string(o), host
+	return value, host
+}
+
+// originSlots is how many Origin values originHostOf remembers.
+const originSlots = 64
+
+// A seenOrigin is an Origin header's value and its urlHost.
+type seenOrigin struct{ value, host string }
+
+var (
+	// seenOrigins remembers the urlHost of recent Origin values, one per
+	// slot of their hash: a storefront is called from the few pages of
+	// its hosts, and url.Parse of every request's Origin was 2% of a
+	// waiting room's CPU. Any number of distinct values holds 64 entries
+	// at most; a value whose slot another took is parsed again.
+	seenOrigins    [originSlots]atomic.Pointer[seenOrigin]
+	seenOriginSeed = maphash.MakeSeed()
+)
+
+// originHostOf is o as a string and its urlHost, from seenOrigins when o
+// was seen last in its slot.
+func originHostOf(o []byte) (value, host string) {
+	slot := &seenOrigins[maphash.Bytes(seenOriginSeed, o)%originSlots]
+	if e := slot.Load(); e != nil && e.value == string(o) {
+		return e.value, e.host
+	}
+	e := &seenOrigin{value: string(o)}
+	e.host = urlHost(e.value)
+	slot.Store(e)
+	return e.value, e.host
 }
 
 // urlHost is the host of an absolute http(s) URL, lower-cased, without

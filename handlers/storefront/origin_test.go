@@ -1,6 +1,10 @@
 package storefront
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestHostAllowedMatchesWholeLabelsOnly(t *testing.T) {
 	domains := []string{NormalDomain("Shop.Example.com"), NormalDomain("*.example.org"), NormalDomain("localhost:3000"), NormalDomain("[::1]")}
@@ -45,6 +49,28 @@ func TestURLHostRefusesHostsOutsideDNSAndIP(t *testing.T) {
 	} {
 		if h := urlHost(raw); h != want || !hostAllowed(domains, h) {
 			t.Errorf("urlHost(%q) = %q (allowed %v), want %q allowed", raw, h, hostAllowed(domains, h), want)
+		}
+	}
+}
+
+// originHostOf answers as urlHost does whether it parsed the Origin or
+// remembered it, with more distinct values than it has slots, and its
+// answer is its own: fasthttp reuses the header's bytes for the next
+// request.
+func TestOriginHostOfAnswersAsURLHost(t *testing.T) {
+	var values []string
+	for i := range 3 * originSlots {
+		values = append(values, fmt.Sprintf("https://shop%d.example", i))
+	}
+	values = append(values, "null", "https://Shop.Example.com:8443", "https://shop.example.com.", "http://x;y.example")
+	for range 2 {
+		for _, v := range values {
+			header := []byte(v)
+			value, host := originHostOf(header)
+			copy(header, strings.Repeat("x", len(header)))
+			if value != v || host != urlHost(v) {
+				t.Fatalf("originHostOf(%q) = %q, %q; want %q, %q", v, value, host, v, urlHost(v))
+			}
 		}
 	}
 }
