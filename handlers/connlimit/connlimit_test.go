@@ -403,8 +403,8 @@ func TestMemoryLimitHeadroomFollowsTheLiveHeap(t *testing.T) {
 // connections polling and long-polling, 120 MB live, 80 MB of stacks,
 // partly used spans and metadata beside the heap, which Go's limit counts
 // too): the limit leaves the heap the live heap again for garbage, as at
-// GOGC=100. Counted at 24 KB a connection the limit was 237 MB, and the
-// heap collected every 40 MB allocated.
+// GOGC=100. Counted at 24 KB a connection the limit was twice the live
+// heap, 240 MB, and the heap collected every 40 MB allocated.
 func TestMemoryLimitLeavesAWaitingRoomsHeapItsGarbage(t *testing.T) {
 	const mb = 1 << 20
 	const base, open, live, beside = 96 * mb, 6033, 120 * mb, 80 * mb

@@ -41,12 +41,12 @@ const ceilingShare = 900
 // for each byte allocated), as long as the rest of what the limit counts
 // (stacks, spans, metadata: Go gives the heap what is left after them)
 // is within the connections' share, which PerConnMemory is measured to
-// cover. A fixed 64 MB sat below the GOGC=400 goal
-// once the live heap passed about 20 MB and multiplied the collections:
-// at 100 MB live, a collection every 64 MB allocated instead of every
-// 400 MB, six times as many. Under a connection flood the live heap is
-// what the caps admitted, tens of MB, so the limit still holds the
-// refused connections' garbage to about the live heap, not four times it.
+// cover. A fixed 64 MB sat below the GOGC=400 goal once the live heap
+// passed about 20 MB and multiplied the collections: at 100 MB live, a
+// collection every 64 MB allocated instead of every 400 MB, six times as
+// many. Under a connection flood the live heap is what the caps
+// admitted, tens of MB, so the limit still holds the refused
+// connections' garbage to about the live heap, not four times it.
 //
 // The cap: twice the live heap passes a container's limit once the live
 // heap is near half of it (a 512 MB container with 260 MB live: 520 MB),

@@ -197,8 +197,8 @@ func (s *Service) Commitment(roomID string) string {
 }
 
 // A shuffle is a room's shuffle key and its commitment, made once a node:
-// every status poll shows the commitment (and the key after T0), and two
-// HMACs and a hash a poll were a twentieth of a waiting room's CPU.
+// every status poll shows the commitment (and the key after T0), and an
+// HMAC and a hash a poll were about 4% of a waiting room's CPU.
 type shuffle struct {
 	key        []byte
 	commitment string
