@@ -15,8 +15,9 @@ import (
 // connections polling and long-polling, about 200 MB (33 KB each: 8.5 KB
 // of stack a goroutine in the handlers, and the requests' state). At the
 // 24 KB it was, that room's limit was twice its live heap with 80 MB of
-// stacks and spans inside it, so the heap had a third of itself for
-// garbage: a collection every 40 MB allocated, a fifth of ticketd's CPU.
+// stacks and spans inside it, so the heap had a third of the live heap
+// for garbage: a collection every 40 MB allocated, a fifth of ticketd's
+// CPU.
 const PerConnMemory = 40 << 10
 
 // minHeadroom is the least room for garbage the limit leaves above the
@@ -35,13 +36,14 @@ const ceilingShare = 900
 // least the live heap again above it (minHeadroom at the least); never
 // above 90% of ceiling, the cgroup's memory limit (0: none known).
 //
-// The headroom grows with the live heap so that the limit never makes
-// the collector work harder than Go's default (GOGC=100: a collection
-// each time the heap grows by the live heap, so about one byte marked
-// for each byte allocated), as long as the rest of what the limit counts
-// (stacks, spans, metadata: Go gives the heap what is left after them)
-// is within the connections' share, which PerConnMemory is measured to
-// cover. A fixed 64 MB sat below the GOGC=400 goal once the live heap
+// The headroom grows with the live heap so that the collector works
+// about as hard as at Go's default (GOGC=100: a collection each time the
+// heap grows by the live heap, so about one byte marked for each byte
+// allocated), less what the rest of what the limit counts takes of that
+// room (stacks, spans, metadata: Go gives the heap what is left after
+// them). While many connections are open their share is the larger term,
+// and PerConnMemory is measured to cover what they hold; with few, the
+// headroom is the live heap less that rest. A fixed 64 MB sat below the GOGC=400 goal once the live heap
 // passed about 20 MB and multiplied the collections: at 100 MB live, a
 // collection every 64 MB allocated instead of every 400 MB, six times as
 // many. Under a connection flood the live heap is what the caps

@@ -42,6 +42,9 @@ func origin(ctx *fasthttp.RequestCtx) (value, host string) {
 	return value, host
 }
 
+// maxURLLen is the longest URL urlHost reads a host from.
+const maxURLLen = 2048
+
 // originSlots is how many Origin values originHostOf remembers.
 const originSlots = 64
 
@@ -61,6 +64,9 @@ var (
 // originHostOf is o as a string and its urlHost, from seenOrigins when o
 // was seen last in its slot.
 func originHostOf(o []byte) (value, host string) {
+	if len(o) > maxURLLen {
+		return string(o), "" // no host; not worth a slot
+	}
 	slot := &seenOrigins[maphash.Bytes(seenOriginSeed, o)%originSlots]
 	if e := slot.Load(); e != nil && e.value == string(o) {
 		return e.value, e.host
@@ -77,7 +83,7 @@ func originHostOf(o []byte) (value, host string) {
 // literal. url.Parse lets ; , ' " through in a host, and a "*." domain
 // entry would match them; such a successUrl would reach the pay page's CSP.
 func urlHost(raw string) string {
-	if raw == "" || len(raw) > 2048 {
+	if raw == "" || len(raw) > maxURLLen {
 		return ""
 	}
 	u, err := url.Parse(raw)

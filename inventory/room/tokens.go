@@ -1,6 +1,7 @@
 package room
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base32"
@@ -184,10 +185,9 @@ func (s *Service) PassToken(eventID string, p Pass) string {
 // ShuffleKey is room roomID's shuffle key (a showing's room has its own):
 // a fair room ranks its pre-queue by HMAC-SHA256(ShuffleKey, queue id). It
 // is secret until T0 and shown after, so anyone can recompute the order;
-// Commitment is shown before. The slice is the node's one copy: callers
-// only read it.
+// Commitment is shown before.
 func (s *Service) ShuffleKey(roomID string) []byte {
-	return s.shuffleOf(roomID).key
+	return bytes.Clone(s.shuffleOf(roomID).key)
 }
 
 // Commitment is the SHA-256 of room roomID's shuffle key, hex: published
@@ -198,7 +198,8 @@ func (s *Service) Commitment(roomID string) string {
 
 // A shuffle is a room's shuffle key and its commitment, made once a node:
 // every status poll shows the commitment (and the key after T0), and an
-// HMAC and a hash a poll were about 4% of a waiting room's CPU.
+// HMAC and a hash a poll were about 4% of a waiting room's CPU. key is
+// read only (ShuffleKey hands out copies).
 type shuffle struct {
 	key        []byte
 	commitment string
@@ -230,5 +231,5 @@ func Rank(key []byte, queueID string) float64 {
 }
 
 func (s *Service) shuffleRank(roomID, queueID string) float64 {
-	return Rank(s.ShuffleKey(roomID), queueID)
+	return Rank(s.shuffleOf(roomID).key, queueID)
 }
