@@ -3,7 +3,6 @@ package pages_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"html"
 	"image"
 	"image/draw"
@@ -19,8 +18,6 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/makiuchi-d/gozxing"
-	"github.com/makiuchi-d/gozxing/qrcode"
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/browsertest"
@@ -28,6 +25,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/payments"
 	"github.com/ticketd/ticketd/inventory/registrations"
 	"github.com/ticketd/ticketd/inventory/tickets"
+	"github.com/ticketd/ticketd/inventory/tickets/qrtest"
 )
 
 // hostSite is the host's own site the hosted pages send the buyer back
@@ -434,7 +432,7 @@ func TestBrowserTicketPageCodesScanFromAPhone(t *testing.T) {
 		code := image.NewRGBA(image.Rect(0, 0, r.Dx(), r.Dy()))
 		draw.Draw(code, code.Bounds(), img, r.Min, draw.Src)
 		checkQuietZone(t, code, b.Modules)
-		got := decodeQR(t, code)
+		got := qrtest.Read(t, code)
 		if got != codes[i] {
 			t.Errorf("code %d reads %q, the page's ticket code is %q", i+1, got, codes[i])
 		}
@@ -497,33 +495,6 @@ func decodePNG(t *testing.T, b []byte) image.Image {
 		t.Fatal(err)
 	}
 	return img
-}
-
-// decodeQR reads the one QR code in img, a crop of a screenshot around a
-// code and its quiet zone: as a camera scans it, else as the flat code it
-// is.
-func decodeQR(t *testing.T, img image.Image) string {
-	t.Helper()
-	var errs []error
-	// The finder-pattern detector first, as a camera scans; then the crop
-	// as the flat code it is (PURE_BARCODE: the code and its quiet zone
-	// alone). gozxing's detector misjudges the module count of a few
-	// codes that render well: one run in a dozen here failed on a code
-	// the second read at once ("dimension = 31"). Both read the pixels the
-	// page drew, so a code drawn wrong fails both.
-	for _, hint := range []gozxing.DecodeHintType{gozxing.DecodeHintType_TRY_HARDER, gozxing.DecodeHintType_PURE_BARCODE} {
-		bmp, err := gozxing.NewBinaryBitmapFromImage(img)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := qrcode.NewQRCodeReader().Decode(bmp, map[gozxing.DecodeHintType]any{hint: true})
-		if err == nil {
-			return res.GetText()
-		}
-		errs = append(errs, err)
-	}
-	t.Fatalf("no QR code read from the screenshot: %v", errors.Join(errs...))
-	return ""
 }
 
 // checkQuietZone fails unless the outer three of the four quiet-zone

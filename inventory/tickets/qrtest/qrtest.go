@@ -4,6 +4,7 @@ package qrtest
 
 import (
 	"bytes"
+	"image"
 	"image/png"
 	"testing"
 
@@ -19,20 +20,32 @@ func Decode(t testing.TB, b []byte) string {
 	if err != nil {
 		t.Fatalf("qrtest: not a PNG: %v", err)
 	}
+	return Read(t, img)
+}
+
+// Read returns the text of the one QR code in img, the code and its quiet
+// zone (a PNG of one, or a screenshot cropped around one); the test fails
+// when there is none.
+//
+// It reads as a camera scans (the finder-pattern detector), else as the
+// pure, upright code the image is. gozxing's detector misplaces the grid
+// of about one code in 40 of ticketd's PNGs (ReedSolomonException) and
+// misjudges the module count of a few drawn on the ticket page (about a
+// run in a dozen: "dimension = 31"); read as pure codes, every one
+// decodes. Both read the pixels as drawn, and the data and its error
+// correction are checked in full, so a code drawn wrong fails both.
+func Read(t testing.TB, img image.Image) string {
+	t.Helper()
 	bmp, err := gozxing.NewBinaryBitmapFromImage(img)
 	if err != nil {
 		t.Fatalf("qrtest: %v", err)
 	}
-	res, err := qrcode.NewQRCodeReader().Decode(bmp, nil)
+	res, err := qrcode.NewQRCodeReader().Decode(bmp, map[gozxing.DecodeHintType]any{gozxing.DecodeHintType_TRY_HARDER: true})
 	if err != nil {
-		// gozxing's finder-pattern detector misplaces the grid of about
-		// one code in 40 of these renderings (ReedSolomonException); read
-		// as the pure, upright code the PNG is, every one decodes. The
-		// data and its error correction are still checked in full.
 		pure := map[gozxing.DecodeHintType]any{gozxing.DecodeHintType_PURE_BARCODE: true}
 		var perr error
 		if res, perr = qrcode.NewQRCodeReader().Decode(bmp, pure); perr != nil {
-			t.Fatalf("qrtest: no QR code in the PNG: %v (as a pure code: %v)", err, perr)
+			t.Fatalf("qrtest: no QR code in the image: %v (as a pure code: %v)", err, perr)
 		}
 	}
 	return res.GetText()
