@@ -55,6 +55,12 @@ for k = 2, #KEYS do
   rec[k] = redis.call('HEXISTS', KEYS[k], 'rec') == 1
 end
 
+-- stream_id(id): an entry id "<ms>-<seq>" as its two numbers.
+local function stream_id(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms), tonumber(seq)
+end
+
 -- writes, the stream first; the ids in chunks, as unpack has a stack
 -- limit
 local function each_chunk(ids, fn)
@@ -77,20 +83,18 @@ if last then
   local pending = redis.call('XPENDING', KEYS[1], ARGV[1])
   local floor = pending[2]
   if pending[1] == 0 then
-    local ms, seq = string.match(last, '^(%d+)-(%d+)$')
-    floor = ms .. '-' .. string.format('%d', tonumber(seq) + 1)
+    local ms, seq = stream_id(last)
+    floor = string.format('%d-%d', ms, seq + 1)
   end
   deleted = redis.call('XTRIM', KEYS[1], 'MINID', floor)
   if pending[1] > 0 or acked < #ids then
     -- ids are "<ms>-<seq>": compared as numbers, part by part (with
     -- nothing pending and every id acknowledged, each was delivered, so
     -- lies below the floor)
-    local fms, fseq = string.match(floor, '^(%d+)-(%d+)$')
-    fms, fseq = tonumber(fms), tonumber(fseq)
+    local fms, fseq = stream_id(floor)
     local kept = {}
     for _, id in ipairs(ids) do
-      local ms, seq = string.match(id, '^(%d+)-(%d+)$')
-      ms, seq = tonumber(ms), tonumber(seq)
+      local ms, seq = stream_id(id)
       if ms > fms or (ms == fms and seq >= fseq) then
         kept[#kept + 1] = id
       end

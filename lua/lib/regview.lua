@@ -3,8 +3,9 @@
 -- payment that changed it (reg_pay) answer it the same way. A script takes
 -- it with the line
 --   --@include regview
--- which brings lib/reply too.
+-- which brings lib/reply and lib/seatholds (its clock) too.
 --@include reply
+--@include seatholds
 
 -- regview(key, now): the registration hash key read whole, with the Redis
 -- time (ms) a registration awaiting payment is judged against; now nil
@@ -19,11 +20,7 @@ local function regview(key, now)
   if not o[1] then
     return {R.NOT_FOUND}
   end
-  if not now then
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  local out = {R.OK, now}
+  local out = {R.OK, now or seatholds_now()}
   for i = 1, #f do
     out[#out + 1] = o[i] or ''
   end
