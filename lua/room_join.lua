@@ -38,16 +38,19 @@
 -- a join in the rush costs no step.
 --
 -- Output: {R.STOPPED} (the partition's marker is missing), or {R.OK,
--- answer...} with an answer for each join in order:
---   {R.OK, queueId, reading...}      a new place (or one that joined again)
---                                    (lib/room room_reading)
---   {R.EXISTS, queueId, reading...}  the identity's place, unchanged but
---                                    for the step
---   {R.SHORT}                   nothing is left to wait for: every unit of
---                               the event is sold or held by a registration
---                               awaiting payment, and no pass is live (no
---                               place is made; holds that lapse give units
---                               back, and a later join is let in)
+-- figures..., answer...}: the room's figures after the step once, as every
+-- join of the batch is told them (lib/room room_figures), then an answer
+-- for each join in order:
+--   {R.OK, queueId, place...}      a new place (or one that joined again)
+--                                  (lib/room room_place_reading)
+--   {R.EXISTS, queueId, place...}  the identity's place, unchanged but for
+--                                  the step
+--   {R.SHORT}                      nothing is left to wait for: every unit
+--                                  of the event is sold or held by a
+--                                  registration awaiting payment, and no
+--                                  pass is live (no place is made; holds
+--                                  that lapse give units back, and a later
+--                                  join is let in)
 --@include reply
 --@include room
 if redis.call('EXISTS', KEYS[5]) == 0 then
@@ -151,7 +154,9 @@ if admitting then
   left, changed = room_admit(k, now, ttl, t0, limit, spec, r)
 end
 
-local out = {R.OK}
+-- the room's figures once, the same for every join of the batch
+local out = room_figures(now, left, r)
+table.insert(out, 1, R.OK)
 for j = 0, (#ARGV - 5) / 5 - 1 do
   local a = 6 + 5 * j
   local id = found[j] or ARGV[a]
@@ -165,7 +170,7 @@ for j = 0, (#ARGV - 5) / 5 - 1 do
     if found[j] then
       code = R.EXISTS
     end
-    out[#out + 1] = room_answer(code, {id}, room_reading(k, id, now, left, r, st, qty, exp, bk, rank, ahead))
+    out[#out + 1] = room_answer(code, {id}, room_place_reading(k, id, st, qty, exp, bk, rank, ahead))
   else
     out[#out + 1] = {R.SHORT}
   end

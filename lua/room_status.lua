@@ -30,7 +30,8 @@
 --            (keys.RoomFields: '' or ':<showing>', lib/room room_f)
 --
 -- Output:
---   {R.OK, reading...}   the place after the step (lib/room room_reading)
+--   {R.OK, place..., figures...}  the place after the step, then the room
+--                        (lib/room room_place_reading, room_figures)
 --   {R.OK, frontier...}  the step alone (no queue id), and the room's
 --                        frontier (lib/room room_frontier)
 --   {R.NOT_FOUND}   no such place
@@ -65,4 +66,4 @@ end
 if changed then -- the step may have admitted it, or lapsed its pass
   st, qty, exp, bk = room_place(redis.call('HGET', k.places, id))
 end
-return room_answer(R.OK, {}, room_reading(k, id, now, left, r, st, qty, exp, bk))
+return room_answer(R.OK, room_place_reading(k, id, st, qty, exp, bk), room_figures(now, left, r))

@@ -205,7 +205,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 	if cfg.Fair {
 		rank = strconv.FormatFloat(s.shuffleRank(ev, id), 'g', -1, 64)
 	}
-	arr, err := s.join(ctx, s.joinQueueOf(ev, s.joinCommon(cfg, ev)), joinArgs{id, bk, req.Device, strconv.FormatInt(req.Quantity, 10), rank})
+	arr, figs, err := s.join(ctx, s.joinQueueOf(ev, s.joinCommon(cfg, ev)), joinArgs{id, bk, req.Device, strconv.FormatInt(req.Quantity, 10), rank})
 	if errors.Is(err, errStopped) {
 		return Joined{}, errStopped
 	}
@@ -219,7 +219,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 	switch code {
 	case reply.OK, reply.Exists:
 		qid, _ := eval.Str(arr, 1)
-		st, err := s.read(cfg, ev, qid, arr, 2)
+		st, err := s.read(cfg, ev, qid, arr, 2, figs, figsAt)
 		if err != nil {
 			return Joined{}, fmt.Errorf("room: join: %w", err)
 		}
@@ -251,7 +251,7 @@ func (s *Service) Status(ctx context.Context, cfg *catalog.Room, roomID, queueID
 	default:
 		return Status{}, reply.Unexpected("room_status", code)
 	}
-	st, err := s.read(cfg, roomID, queueID, arr, 1)
+	st, err := s.read(cfg, roomID, queueID, arr, 1, arr, 1+placeLen)
 	if err != nil {
 		return Status{}, fmt.Errorf("room: status: %w", err)
 	}
@@ -340,7 +340,8 @@ func okOrStopped(arr []rueidis.RedisMessage, script string) error {
 func (s *Service) Run(ctx context.Context, every time.Duration, current func() *catalog.Snapshot) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	failing := map[string]bool{} // events whose last step failed: logged once a streak
+	failing := map[string]bool{}    // events whose last step failed: logged once a streak
+	early := map[string]time.Time{} // rooms before T0: their last step
 	for {
 		select {
 		case <-ctx.Done():
@@ -358,11 +359,29 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 				continue
 			}
 			for _, line := range ev.Room.Lines() {
-				s.admitLogged(ctx, line, cmp.Or(line.ID, evID), failing)
+				id := cmp.Or(line.ID, evID)
+				if now.Before(line.SalesStartAt.Add(-every)) {
+					if now.Sub(early[id]) < earlyStepEvery {
+						continue
+					}
+					early[id] = now
+				} else {
+					delete(early, id)
+				}
+				s.admitLogged(ctx, line, id, failing)
 			}
 		}
 	}
 }
+
+// earlyStepEvery is how often Run steps a room before T0. Nobody is
+// admitted before T0, so those steps only refresh the frontier (the polls'
+// positions), wake long-polls whose places ahead halved and tell a sell-out
+// by the partners: each lists the line's head, which the pre-queue's
+// shuffled joins change at every step, so a step there costs Redis a few
+// hundred microseconds. From one period before T0 the steps run every
+// period again.
+const earlyStepEvery = 250 * time.Millisecond
 
 // admitLogged runs Admit for Run, logging the first failure of a streak
 // and the step that ends it.
@@ -385,32 +404,43 @@ func (s *Service) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// read is the Status of place queueID of room roomID from lib/room's
-// room_reading, which starts at arr[at], with its pass signed while it is
-// admitted.
-func (s *Service) read(cfg *catalog.Room, roomID, queueID string, arr []rueidis.RedisMessage, at int) (Status, error) {
-	var n [13]int64 // n[i] is arr[at+i]; the state (n[0]), buyer key (at+13) and rank (at+14) are strings
-	st, err := eval.Str(arr, at)
+// placeLen and figuresLen are how many values lib/room's
+// room_place_reading and room_figures give.
+const placeLen, figuresLen = 6, 9
+
+// read is the Status of place queueID of room roomID, from lib/room's
+// room_place_reading at place[at] and room_figures at figs[figsAt], with its
+// pass signed while it is admitted.
+func (s *Service) read(cfg *catalog.Room, roomID, queueID string, place []rueidis.RedisMessage, at int,
+	figs []rueidis.RedisMessage, figsAt int) (Status, error) {
+	var n [placeLen + figuresLen]int64 // the place's, then the figures; the state (0), buyer key (4) and rank (5) are strings
+	st, err := eval.Str(place, at)
 	if err != nil {
 		return Status{}, err
 	}
-	bk, err := eval.Str(arr, at+13)
+	bk, err := eval.Str(place, at+4)
 	if err != nil {
 		return Status{}, err
 	}
 	rank := math.NaN()
-	if rs, _ := eval.Str(arr, at+14); rs != "" {
+	if rs, _ := eval.Str(place, at+5); rs != "" {
 		if rank, err = strconv.ParseFloat(rs, 64); err != nil {
 			return Status{}, err
 		}
 	}
-	for i := 1; i < len(n); i++ {
-		if n[i], err = eval.Int(arr, at+i); err != nil {
+	for i := 1; i < 4; i++ {
+		if n[i], err = eval.Int(place, at+i); err != nil {
 			return Status{}, err
 		}
 	}
-	r := reading{state: st, qty: n[1], passExp: n[2], ahead: n[3], waiting: n[4], waitingUnits: n[5], left: n[6],
-		resv: n[7], now: n[8], admitted: n[9], first: n[10], used: n[11], lapsed: n[12]}
+	for i := range figuresLen {
+		if n[placeLen+i], err = eval.Int(figs, figsAt+i); err != nil {
+			return Status{}, err
+		}
+	}
+	f := n[placeLen:]
+	r := reading{state: st, qty: n[1], passExp: n[2], ahead: n[3], waiting: f[0], waitingUnits: f[1], left: f[2],
+		resv: f[3], now: f[4], admitted: f[5], first: f[6], used: f[7], lapsed: f[8]}
 	out := r.status(cfg)
 	out.rank = rank
 	if out.State == Admitted && !out.PassUsed {
@@ -419,7 +449,7 @@ func (s *Service) read(cfg *catalog.Room, roomID, queueID string, arr []rueidis.
 	return out, nil
 }
 
-// reading is lib/room's room_reading.
+// reading is lib/room's room_place_reading and room_figures.
 type reading struct {
 	state                                      string
 	qty, passExp, ahead, waiting, waitingUnits int64

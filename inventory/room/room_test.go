@@ -311,6 +311,28 @@ func TestABatchAnswersTheEmailsPlaceFirstAndDropsAbandonedJoins(t *testing.T) {
 	}
 }
 
+// A busy room's batch waits longer for joins before T0, when no pass can
+// come, than from just before it; a room joined one at a time waits none.
+func TestABusyRoomWaitsLongerForABatchBeforeT0(t *testing.T) {
+	for _, c := range []struct {
+		idle, toT0, want time.Duration
+	}{
+		{time.Millisecond, time.Hour, joinLingerEarly},
+		{time.Millisecond, joinLingerEarly + time.Millisecond, joinLingerEarly},
+		{time.Millisecond, joinLingerEarly, joinLinger},
+		{time.Millisecond, -time.Hour, joinLinger},
+		{joinBusy, time.Hour, 0},
+		{joinBusy, -time.Hour, 0},
+	} {
+		if got := lingerOf(c.idle, c.toT0); got != c.want {
+			t.Errorf("last batch %v ago, T0 in %v: waits %v, want %v", c.idle, c.toT0, got, c.want)
+		}
+	}
+	if joinLingerEarly <= joinLinger {
+		t.Fatalf("before T0 a batch waits %v, from T0 %v: want longer before", joinLingerEarly, joinLinger)
+	}
+}
+
 // Joins that come together go to Redis in fewer calls than joins, each
 // answered with its own place and the places ahead of it.
 func TestConcurrentJoinsGoInBatches(t *testing.T) {
@@ -566,6 +588,51 @@ func TestRunAdmitsWithoutPolls(t *testing.T) {
 			t.Fatalf("b's place is %q 5 s after a's pass lapsed: the tick admitted nobody", v)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Before T0 nobody can be admitted, so a room's steps there (each lists
+// the line's head, which shuffled joins keep changing) run at most every
+// earlyStepEvery; from a period before T0 they run every period.
+func TestRunStepsARoomBeforeT0Rarely(t *testing.T) {
+	f := setup(t, 10)
+	const later, now = "ev_room_later", ev
+	room := func(t0 time.Time) *catalog.WaitingRoom {
+		return &catalog.WaitingRoom{OpensAt: time.Now().Add(-time.Hour).Format(time.RFC3339),
+			SalesStartAt: t0.Format(time.RFC3339), Mode: catalog.RoomModeFIFO}
+	}
+	event := func(id string, t0 time.Time) catalog.Event {
+		return catalog.Event{ID: id, Status: catalog.StatusOnSale, Storefront: true, WaitingRoom: room(t0),
+			Tickets: []catalog.Ticket{{ID: "tk", Name: "T", Price: 100, Capacity: 10}}}
+	}
+	snap, err := catalog.Compile(1, []catalog.Tenant{{ID: "t1", Events: []catalog.Event{
+		event(later, time.Now().Add(time.Hour)), event(now, time.Now().Add(-time.Minute))}}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	start := time.Now()
+	go func() { defer close(done); f.s.Run(ctx, 10*time.Millisecond, func() *catalog.Snapshot { return snap }) }()
+	defer func() { stop(); <-done }()
+	// each step stores the room's frontier anew: count the frontiers seen
+	steps := map[string]map[*frontier]bool{later: {}, now: {}}
+	for len(steps[now]) < 30 {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("%d steps of the room past T0 in 10 s at a period of 10 ms", len(steps[now]))
+		}
+		for id, seen := range steps {
+			if v, ok := f.s.frontiers.Load(id); ok {
+				seen[v.(*frontier)] = true
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	<-done
+	if got, most := len(steps[later]), int(time.Since(start)/earlyStepEvery)+1; got == 0 || got > most {
+		t.Fatalf("the room an hour before T0 took %d steps in %v (the room past T0: %d); want 1 to %d",
+			got, time.Since(start).Round(time.Millisecond), len(steps[now]), most)
 	}
 }
 

@@ -291,30 +291,36 @@ local function room_pass(k, arg, now)
   return {id = qid, qty = qty, exp = exp, bk = bk}
 end
 
--- room_reading(k, id, now, left, r, st, qty, exp, bk, rank, ahead): what a buyer
+-- room_place_reading(k, id, st, qty, exp, bk, rank, ahead): what a buyer
 -- is told of place id (its state, units, pass expiry and buyer key st,
 -- qty, exp, bk, as it is after the script's writes) after room_admit's
--- step, as room_status and room_join answer it after their code
--- (inventory/room parses it):
---   state, qty, passExp, ahead, waiting, waitingUnits, left, resv, now,
---   admitted, first, used, lapsed, bk, rank
--- ahead: places before it in the line (-1 when it is not waiting);
--- waiting, waitingUnits: the line's places and units; left: units neither
--- sold nor reserved; resv: units reserved by live passes; now: Redis ms;
--- admitted, used, lapsed: passes given, that made a registration, that
--- expired unused, so far; first: Redis ms of the first pass (0: none
--- yet); rank: its score in the line ('' when not waiting; read from the
--- line when rank is nil); ahead, when not nil, is its places ahead as the
--- caller knows them (a place it just put at the back of the line: no
--- ZRANK). r: room_read's figures as the step left them.
-local function room_reading(k, id, now, left, r, st, qty, exp, bk, rank, ahead)
+-- step; room_figures has what every waiter is told of the room
+-- (inventory/room parses both):
+--   state, qty, passExp, ahead, bk, rank
+-- ahead: places before it in the line (-1 when it is not waiting); rank:
+-- its score in the line ('' when not waiting; read from the line when rank
+-- is nil); ahead, when not nil, is its places ahead as the caller knows
+-- them (a place it just put at the back of the line: no ZRANK).
+local function room_place_reading(k, id, st, qty, exp, bk, rank, ahead)
   if st == 'w' then
     ahead = ahead or redis.call('ZRANK', k.line, id) or -1
     rank = rank or redis.call('ZSCORE', k.line, id) or ''
   else
     ahead, rank = -1, ''
   end
-  return {st, qty, exp, ahead, r.wn, r.wq, left, r.resv, now, r.admitted, r.first, r.used, r.lapsed, bk, rank}
+  return {st, qty, exp, ahead, bk, rank}
+end
+
+-- room_figures(now, left, r): what every waiter is told of the room after
+-- room_admit's step, r being room_read's figures as the step
+-- left them:
+--   waiting, waitingUnits, left, resv, now, admitted, first, used, lapsed
+-- waiting, waitingUnits: the line's places and units; left: units neither
+-- sold nor reserved; resv: units reserved by live passes; now: Redis ms;
+-- admitted, used, lapsed: passes given, that made a registration, that
+-- expired unused, so far; first: Redis ms of the first pass (0: none yet).
+local function room_figures(now, left, r)
+  return {r.wn, r.wq, left, r.resv, now, r.admitted, r.first, r.used, r.lapsed}
 end
 
 -- room_frontier(k, now, left, r, samples, near, prev): the room as every
