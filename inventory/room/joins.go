@@ -24,7 +24,8 @@ import (
 // a room sends them, batch after batch, while any wait), and a join that
 // finds no call in flight in a busy room (its last batch, less than
 // joinBusy ago, held several joins) waits joinLinger for others before its
-// batch goes. A room joined one at a time sends each join at once, alone.
+// batch goes (joinLingerEarly until t0Margin before T0). A room joined one
+// at a time sends each join at once, alone.
 
 // joinBatchMax is the most joins one room_join call takes (a call of 32
 // runs about a third of a millisecond of Redis).
@@ -35,12 +36,12 @@ const joinBatchMax = 32
 // each join's answer.
 const joinLinger = 5 * time.Millisecond
 
-// joinLingerEarly is joinLinger before T0, while the pre-queue fills: no
-// pass can come before T0, so a join's answer waits a little longer for a
-// larger batch. A call costs Redis about as much as two more joins in it
-// (room_join of 1 join 57 us of its CPU, of 3 joins 114 us, alone on a
-// 2-core machine), and a pre-queue of 600 joins a second went in batches of
-// 3 at 5 ms: this makes them about 12.
+// joinLingerEarly is joinLinger until t0Margin before T0, while the
+// pre-queue fills: no pass can come before T0, so a join's answer waits a
+// little longer for a larger batch. A call's own cost is about that of one
+// join in it (room_join of 1 join cost Redis 57 us of CPU, of 3 joins 114
+// us, alone on a 2-core machine), and a pre-queue of 600 joins a second went
+// in batches of 3 at 5 ms: this makes them about 12.
 const joinLingerEarly = 20 * time.Millisecond
 
 // joinBusy is how recent a room's last batch of several joins makes it
@@ -160,7 +161,7 @@ func lingerOf(idle, toT0 time.Duration) time.Duration {
 	switch {
 	case idle >= joinBusy:
 		return 0
-	case toT0 > joinLingerEarly:
+	case toT0 > t0Margin:
 		return joinLingerEarly
 	}
 	return joinLinger

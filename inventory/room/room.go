@@ -54,8 +54,9 @@ type Service struct {
 	// few milliseconds of Redis each.
 	AdmitPerCall, AdmitPerTick int
 	// Now is the node's clock (nil: time.Now): only to refuse joins
-	// before the room opens, to start ticking then (Run) and to tell how
-	// old a frontier is; Redis' clock decides everything else.
+	// before the room opens, to start ticking then and to tick less
+	// before T0 (Run), to let a batch of joins wait longer before T0, and
+	// to tell how old a frontier is; Redis' clock decides everything else.
 	Now    func() time.Time
 	Logger *slog.Logger
 	// NearHead is how many places at the head of the line each tick
@@ -251,6 +252,9 @@ func (s *Service) Status(ctx context.Context, cfg *catalog.Room, roomID, queueID
 	default:
 		return Status{}, reply.Unexpected("room_status", code)
 	}
+	if len(arr) != 1+placeLen+figuresLen {
+		return Status{}, fmt.Errorf("room: status: room_status answered %d values, want %d", len(arr), 1+placeLen+figuresLen)
+	}
 	st, err := s.read(cfg, roomID, queueID, arr, 1, arr, 1+placeLen)
 	if err != nil {
 		return Status{}, fmt.Errorf("room: status: %w", err)
@@ -333,7 +337,8 @@ func okOrStopped(arr []rueidis.RedisMessage, script string) error {
 // its opening on, every period, until ctx ends: a pass that lapses, a
 // place that leaves or a registration that expires gives its units to the
 // head of the line within a period, though nobody polls (nobody is
-// admitted before T0). Every node runs it; each step is one atomic
+// admitted before T0, and until t0Margin before it a room is stepped every
+// earlyStepEvery). Every node runs it; each step is one atomic
 // script, so nodes never admit twice. Each step also refreshes the node's
 // frontier of the room, which answers the polls far from the head, and
 // wakes the node's long-polls (Wait) of a room that changed.
@@ -360,32 +365,34 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 			}
 			for _, line := range ev.Room.Lines() {
 				id := cmp.Or(line.ID, evID)
-				if now.Before(line.SalesStartAt.Add(-every)) {
-					if now.Sub(early[id]) < earlyStepEvery {
-						continue
-					}
-					early[id] = now
-				} else {
+				if !now.Before(line.SalesStartAt.Add(-t0Margin)) {
 					delete(early, id)
+				} else if now.Sub(early[id]) < earlyStepEvery-every/2 {
+					continue // a tick's jitter does not skip to the next
 				}
-				s.admitLogged(ctx, line, id, failing)
+				if s.admitLogged(ctx, line, id, failing) && now.Before(line.SalesStartAt.Add(-t0Margin)) {
+					early[id] = now // a failed step is retried at the next tick
+				}
 			}
 		}
 	}
 }
 
-// earlyStepEvery is how often Run steps a room before T0. Nobody is
-// admitted before T0, so those steps only refresh the frontier (the polls'
-// positions), wake long-polls whose places ahead halved and tell a sell-out
-// by the partners: each lists the line's head, which the pre-queue's
-// shuffled joins change at every step, so a step there costs Redis a few
-// hundred microseconds. From one period before T0 the steps run every
-// period again.
+// earlyStepEvery is how often Run steps a room until t0Margin before T0.
+// Nobody is admitted before T0, so those steps only refresh the frontier
+// (the polls' positions) and tell a sell-out by the partners: each lists
+// the line's head, which the pre-queue's shuffled joins change at every
+// step, so a step there costs Redis a few hundred microseconds.
 const earlyStepEvery = 250 * time.Millisecond
 
+// t0Margin is how long before T0, by the node's clock, a room is served
+// as at T0: steps every period, batches of joins that wait as after T0.
+// A node's clock may run behind Redis', which decides T0.
+const t0Margin = time.Second
+
 // admitLogged runs Admit for Run, logging the first failure of a streak
-// and the step that ends it.
-func (s *Service) admitLogged(ctx context.Context, cfg *catalog.Room, id string, failing map[string]bool) {
+// and the step that ends it, and says whether the step ran.
+func (s *Service) admitLogged(ctx context.Context, cfg *catalog.Room, id string, failing map[string]bool) bool {
 	err := s.Admit(ctx, cfg, id)
 	switch {
 	case err != nil && ctx.Err() == nil && !failing[id]:
@@ -395,6 +402,7 @@ func (s *Service) admitLogged(ctx context.Context, cfg *catalog.Room, id string,
 		delete(failing, id)
 		s.logger().Info("room: admission steps run again", "room", id)
 	}
+	return err == nil
 }
 
 func (s *Service) logger() *slog.Logger {

@@ -312,14 +312,15 @@ func TestABatchAnswersTheEmailsPlaceFirstAndDropsAbandonedJoins(t *testing.T) {
 }
 
 // A busy room's batch waits longer for joins before T0, when no pass can
-// come, than from just before it; a room joined one at a time waits none.
+// come, than from t0Margin before it (a node's clock may run behind
+// Redis'); a room joined one at a time waits none.
 func TestABusyRoomWaitsLongerForABatchBeforeT0(t *testing.T) {
 	for _, c := range []struct {
 		idle, toT0, want time.Duration
 	}{
 		{time.Millisecond, time.Hour, joinLingerEarly},
-		{time.Millisecond, joinLingerEarly + time.Millisecond, joinLingerEarly},
-		{time.Millisecond, joinLingerEarly, joinLinger},
+		{time.Millisecond, t0Margin + time.Millisecond, joinLingerEarly},
+		{time.Millisecond, t0Margin, joinLinger},
 		{time.Millisecond, -time.Hour, joinLinger},
 		{joinBusy, time.Hour, 0},
 		{joinBusy, -time.Hour, 0},
@@ -593,46 +594,58 @@ func TestRunAdmitsWithoutPolls(t *testing.T) {
 
 // Before T0 nobody can be admitted, so a room's steps there (each lists
 // the line's head, which shuffled joins keep changing) run at most every
-// earlyStepEvery; from a period before T0 they run every period.
+// earlyStepEvery; from t0Margin before T0 they run every period.
 func TestRunStepsARoomBeforeT0Rarely(t *testing.T) {
 	f := setup(t, 10)
-	const later, now = "ev_room_later", ev
-	room := func(t0 time.Time) *catalog.WaitingRoom {
-		return &catalog.WaitingRoom{OpensAt: time.Now().Add(-time.Hour).Format(time.RFC3339),
-			SalesStartAt: t0.Format(time.RFC3339), Mode: catalog.RoomModeFIFO}
-	}
-	event := func(id string, t0 time.Time) catalog.Event {
-		return catalog.Event{ID: id, Status: catalog.StatusOnSale, Storefront: true, WaitingRoom: room(t0),
+	const later, soon, now = "ev_room_later", "ev_room_soon", ev
+	event := func(id string) catalog.Event {
+		return catalog.Event{ID: id, Status: catalog.StatusOnSale, Storefront: true,
+			WaitingRoom: &catalog.WaitingRoom{OpensAt: time.Now().Add(-time.Hour).Format(time.RFC3339),
+				SalesStartAt: time.Now().Add(time.Hour).Format(time.RFC3339), Mode: catalog.RoomModeFIFO},
 			Tickets: []catalog.Ticket{{ID: "tk", Name: "T", Price: 100, Capacity: 10}}}
 	}
-	snap, err := catalog.Compile(1, []catalog.Tenant{{ID: "t1", Events: []catalog.Event{
-		event(later, time.Now().Add(time.Hour)), event(now, time.Now().Add(-time.Minute))}}}, nil, nil)
+	snap, err := catalog.Compile(1, []catalog.Tenant{{ID: "t1", Events: []catalog.Event{event(later), event(soon), event(now)}}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	const every = 20 * time.Millisecond
+	start := time.Now()
+	soonT0 := start.Add(t0Margin + 600*time.Millisecond) // finer than the catalog's seconds
+	snap.Events[soon].Room.SalesStartAt = soonT0
+	snap.Events[now].Room.SalesStartAt = start.Add(-time.Minute)
 	ctx, stop := context.WithCancel(f.ctx)
 	done := make(chan struct{})
-	start := time.Now()
-	go func() { defer close(done); f.s.Run(ctx, 10*time.Millisecond, func() *catalog.Snapshot { return snap }) }()
+	go func() { defer close(done); f.s.Run(ctx, every, func() *catalog.Snapshot { return snap }) }()
 	defer func() { stop(); <-done }()
-	// each step stores the room's frontier anew: count the frontiers seen
-	steps := map[string]map[*frontier]bool{later: {}, now: {}}
-	for len(steps[now]) < 30 {
-		if time.Since(start) > 10*time.Second {
-			t.Fatalf("%d steps of the room past T0 in 10 s at a period of 10 ms", len(steps[now]))
-		}
+	// each step stores the room's frontier anew: each frontier seen, with
+	// when it was first seen
+	steps := map[string]map[*frontier]time.Time{later: {}, soon: {}, now: {}}
+	for time.Now().Before(soonT0) {
 		for id, seen := range steps {
-			if v, ok := f.s.frontiers.Load(id); ok {
-				seen[v.(*frontier)] = true
+			if v, ok := f.s.frontiers.Load(id); ok && seen[v.(*frontier)].IsZero() {
+				seen[v.(*frontier)] = time.Now()
 			}
 		}
 		time.Sleep(time.Millisecond)
 	}
 	stop()
 	<-done
-	if got, most := len(steps[later]), int(time.Since(start)/earlyStepEvery)+1; got == 0 || got > most {
+	took := time.Since(start)
+	between := 0 // the soon room's steps in the margin before its T0
+	for _, at := range steps[soon] {
+		if at.After(soonT0.Add(-t0Margin + every)) {
+			between++
+		}
+	}
+	most := int(took/(earlyStepEvery-every/2)) + 1
+	if got := len(steps[later]); got == 0 || got > most {
 		t.Fatalf("the room an hour before T0 took %d steps in %v (the room past T0: %d); want 1 to %d",
-			got, time.Since(start).Round(time.Millisecond), len(steps[now]), most)
+			got, took.Round(time.Millisecond), len(steps[now]), most)
+	}
+	// t0Margin at a period of 20 ms: up to 50 steps; at earlyStepEvery, 5
+	if between < 10 || len(steps[now]) < 20 {
+		t.Fatalf("in the %v before its T0 the room took %d steps, and the room past T0 %d in %v: want each step of a period",
+			t0Margin, between, len(steps[now]), took.Round(time.Millisecond))
 	}
 }
 

@@ -15,7 +15,9 @@ import (
 // sell-out reaches every waiter within about this, and a lapsed pass's
 // units go to the next in line within it (the ticks, not the polls, move
 // the line). A tick without the score samples is tens of microseconds of
-// Redis: twenty a second per node is a millisecond of it.
+// Redis: twenty a second per node is a millisecond of it. Until t0Margin
+// before T0, when nobody is admitted, Run steps a room every
+// earlyStepEvery instead.
 const TickEvery = 50 * time.Millisecond
 
 // MaxWait bounds a long-poll (Wait): under the server's write timeout and
