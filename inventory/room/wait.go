@@ -37,6 +37,11 @@ type waker struct {
 	dead     int           // entries in at whose long-poll ended otherwise
 	admitted int64         // the last tick's
 	soldOut  bool
+	// told holds the places this node answered sold out since sold out
+	// was last said or unsaid (tick): a long-poll of such a place waits
+	// for news, while one whose place it never told (whose last answer,
+	// "waiting", came just before the sell-out) is told at once.
+	told map[string]struct{}
 	// stopped is the service's: read under mu, so a long-poll that
 	// registers after StopWaits emptied the heap is answered at once.
 	stopped *atomic.Bool
@@ -138,8 +143,23 @@ func (w *waker) tick(f *frontier) {
 	}
 	if so := f.soldOut(); so != w.soldOut {
 		w.soldOut = so
+		w.told = nil
 		w.wakeAll()
 	}
+}
+
+// tell records that this node answered place queueID sold out, and says
+// whether it had since sold out was last said or unsaid.
+func (w *waker) tell(queueID string) (before bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, before = w.told[queueID]; !before {
+		if w.told == nil {
+			w.told = map[string]struct{}{}
+		}
+		w.told[queueID] = struct{}{}
+	}
+	return before
 }
 
 // fire wakes e's long-poll, out of the heap (w.mu held).
@@ -189,8 +209,19 @@ func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, roomID string, p 
 	w := s.wakerOf(roomID)
 	adm, flip := w.mark()
 	st, err := s.poll(ctx, cfg, roomID, p, count)
-	if err != nil || d <= 0 || s.stopped.Load() || (st.State != Waiting && st.State != SoldOut) {
+	if err != nil || s.stopped.Load() || (st.State != Waiting && st.State != SoldOut) {
 		return st, err
+	}
+	// A sold-out place waits for news only once this node told it sold
+	// out: a long-poll that ran out just before the sell-out, answered
+	// "waiting", and came back just after it would otherwise hear of it
+	// only when its next wait ran out.
+	told := false
+	if st.State == SoldOut {
+		told = w.tell(p.QueueID)
+	}
+	if d <= 0 || st.State == SoldOut && !told {
+		return st, nil
 	}
 	d = min(d, MaxWait)
 	if toT0 := cfg.SalesStartAt.Sub(s.now()); toT0 > 0 {
@@ -238,6 +269,9 @@ func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, roomID string, p 
 		// out before this node's tick did, and held to a change from it,
 		// the waiter would hear nothing until its wait ran out.
 		if timedOut || flipped || s.stopped.Load() || now.State != st.State || now.Ahead <= half && st.Ahead > 0 {
+			if now.State == SoldOut {
+				w.tell(p.QueueID)
+			}
 			return now, nil
 		}
 	}
