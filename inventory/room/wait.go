@@ -3,6 +3,7 @@ package room
 import (
 	"container/heap"
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,10 +39,13 @@ type waker struct {
 	admitted int64         // the last tick's
 	soldOut  bool
 	// told holds the places this node answered sold out since sold out
-	// was last said or unsaid (tick): a long-poll of such a place waits
+	// was last said (tick, at flipped): a long-poll of such a place waits
 	// for news, while one whose place it never told (whose last answer,
-	// "waiting", came just before the sell-out) is told at once.
-	told map[string]struct{}
+	// "waiting", came just before the sell-out) is told at once. Only for
+	// toldFor after the flip: then every sold-out place waits, and the
+	// map goes.
+	told    map[string]struct{}
+	flipped time.Time
 	// stopped is the service's: read under mu, so a long-poll that
 	// registers after StopWaits emptied the heap is answered at once.
 	stopped *atomic.Bool
@@ -142,22 +146,34 @@ func (w *waker) tick(f *frontier) {
 		w.fire(heap.Pop(&w.at).(*waitEntry))
 	}
 	if so := f.soldOut(); so != w.soldOut {
-		w.soldOut = so
-		w.told = nil
+		w.soldOut, w.told, w.flipped = so, nil, time.Now()
 		w.wakeAll()
+	} else if w.told != nil && time.Since(w.flipped) >= toldFor {
+		w.told = nil
 	}
 }
 
+// toldFor is how long after a flip a node tells a sold-out place's
+// long-poll at once when it has not told that place yet: long enough for
+// the long-polls that ran out just before the flip to come back, short
+// enough that the places told take little memory for little time.
+const toldFor = 10 * time.Second
+
 // tell records that this node answered place queueID sold out, and says
-// whether it had since sold out was last said or unsaid.
+// whether it had since sold out was last said (or the flip is toldFor
+// old: then every place counts as told).
 func (w *waker) tell(queueID string) (before bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if time.Since(w.flipped) >= toldFor {
+		w.told = nil
+		return true
+	}
 	if _, before = w.told[queueID]; !before {
 		if w.told == nil {
 			w.told = map[string]struct{}{}
 		}
-		w.told[queueID] = struct{}{}
+		w.told[strings.Clone(queueID)] = struct{}{} // not the poll token it is cut from
 	}
 	return before
 }
@@ -212,15 +228,14 @@ func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, roomID string, p 
 	if err != nil || s.stopped.Load() || (st.State != Waiting && st.State != SoldOut) {
 		return st, err
 	}
+	if d <= 0 {
+		return st, nil
+	}
 	// A sold-out place waits for news only once this node told it sold
 	// out: a long-poll that ran out just before the sell-out, answered
 	// "waiting", and came back just after it would otherwise hear of it
 	// only when its next wait ran out.
-	told := false
-	if st.State == SoldOut {
-		told = w.tell(p.QueueID)
-	}
-	if d <= 0 || st.State == SoldOut && !told {
+	if st.State == SoldOut && !w.tell(p.QueueID) {
 		return st, nil
 	}
 	d = min(d, MaxWait)

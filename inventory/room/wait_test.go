@@ -93,40 +93,61 @@ func TestLongPollsHearTheSellOutAndTheReturn(t *testing.T) {
 
 // A long-poll that ran out just before the sell-out (answered waiting) and
 // came back just after it hears it at once, not when its next wait runs
-// out; once told, a sold-out place's long-poll waits for news again.
+// out; once told, a sold-out place's long-poll waits for news again, until
+// the room sells out anew.
 func TestALongPollJustAfterTheSellOutHearsItAtOnce(t *testing.T) {
 	f := setup(t, 1)
 	cfg := f.open(false, time.Minute)
 	tokens := f.joinAll(cfg, "w", 3)
 	f.run(cfg)
-	first, _ := f.s.PlaceOf(ev, tokens[0])
-	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "1")
-	if _, err := f.s.Leave(f.ctx, ev, first.QueueID); err != nil {
-		t.Fatal(err)
-	}
 	w := f.s.wakerOf(ev)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		w.mu.Lock()
-		so := w.soldOut
-		w.mu.Unlock()
-		if so {
-			break // the node's tick said sold out, with no long-poll waiting
+	until := func(soldOut bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			w.mu.Lock()
+			so := w.soldOut
+			w.mu.Unlock()
+			if so == soldOut {
+				return // the node's tick saw it, with no long-poll waiting
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the node's ticks did not see sold out %v in 5 s", soldOut)
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the node's ticks did not see the sell-out in 5 s")
+	}
+	leave := func(token string) {
+		t.Helper()
+		p, _ := f.s.PlaceOf(ev, token)
+		if _, err := f.s.Leave(f.ctx, ev, p.QueueID); err != nil {
+			t.Fatal(err)
 		}
 	}
 	const long = 3 * time.Second
-	got := f.waitAll(cfg, tokens[1:], long)()
-	for i, a := range got {
-		if a.err != nil || a.st.State != SoldOut || a.took >= long/2 {
-			t.Errorf("waiter %d after the sell-out: %+v %v after %v, want sold_out at once", i+1, a.st, a.err, a.took)
+	atOnce := func(when string, tokens ...string) {
+		t.Helper()
+		for i, a := range f.waitAll(cfg, tokens, long)() {
+			if a.err != nil || a.st.State != SoldOut || a.took >= long/2 {
+				t.Errorf("%s, waiter %d: %+v %v after %v, want sold_out at once", when, i+1, a.st, a.err, a.took)
+			}
 		}
 	}
-	got = f.waitAll(cfg, tokens[1:2], 300*time.Millisecond)()
+	// the first buyer's registration takes the unit, and its pass goes
+	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "1")
+	leave(tokens[0])
+	until(true)
+	atOnce("after the sell-out", tokens[1:]...)
+	got := f.waitAll(cfg, tokens[1:2], 300*time.Millisecond)()
 	if a := got[0]; a.err != nil || a.st.State != SoldOut || a.took < 300*time.Millisecond {
 		t.Errorf("a told waiter's next long-poll: %+v %v after %v, want sold_out after its 300 ms", a.st, a.err, a.took)
 	}
+	// the registration lapses (its unit goes to the head's pass), and the
+	// head leaves: sold out anew, which the last waiter hears at once again
+	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "0")
+	until(false)
+	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "1")
+	leave(tokens[1])
+	until(true)
+	atOnce("after the second sell-out", tokens[2])
 }
 
 // A long-poll answers at once what it need not wait for (an admitted
