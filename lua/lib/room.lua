@@ -312,8 +312,7 @@ local function room_place_reading(k, id, st, qty, exp, bk, rank, ahead)
 end
 
 -- room_figures(now, left, r): what every waiter is told of the room after
--- room_admit's step, r being room_read's figures as the step
--- left them:
+-- room_admit's step, r being room_read's figures as the step left them:
 --   waiting, waitingUnits, left, resv, now, admitted, first, used, lapsed
 -- waiting, waitingUnits: the line's places and units; left: units neither
 -- sold nor reserved; resv: units reserved by live passes; now: Redis ms;
