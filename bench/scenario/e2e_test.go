@@ -373,7 +373,9 @@ func TestQueueSelloutSellsThroughTheRoomAgainstTicketd(t *testing.T) {
 			t.Errorf("%s: none", fig)
 		}
 	}
-	if _, ok := out.Figure(FigQueueSoldOutP99); !ok {
-		t.Error("no sold-out broadcast figure")
+	for _, fig := range []string{FigQueueSoldOutP99, FigQueueSoldOutMax, FigQueueToldLate} {
+		if _, ok := out.Figure(fig); !ok {
+			t.Errorf("no figure %q", fig)
+		}
 	}
 }
