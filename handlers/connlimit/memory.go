@@ -36,19 +36,19 @@ const ceilingShare = 900
 // least the live heap again above it (minHeadroom at the least); never
 // above 90% of ceiling, the cgroup's memory limit (0: none known).
 //
-// The headroom grows with the live heap so that the collector works
-// about as hard as at Go's default (GOGC=100: a collection each time the
-// heap grows by the live heap, so about one byte marked for each byte
+// The headroom grows with the live heap so that the collector works about
+// as hard as at Go's default (GOGC=100: a collection each time the heap
+// grows by the live heap, so about one byte marked for each byte
 // allocated), less what the rest of what the limit counts takes of that
 // room (stacks, spans, metadata: Go gives the heap what is left after
 // them). While many connections are open their share is the larger term,
 // and PerConnMemory is measured to cover what they hold; with few, the
-// headroom is the live heap less that rest. A fixed 64 MB sat below the GOGC=400 goal once the live heap
-// passed about 20 MB and multiplied the collections: at 100 MB live, a
-// collection every 64 MB allocated instead of every 400 MB, six times as
-// many. Under a connection flood the live heap is what the caps
-// admitted, tens of MB, so the limit still holds the refused
-// connections' garbage to about the live heap, not four times it.
+// headroom is the live heap less that rest. A fixed 64 MB sat below the
+// GOGC=400 goal once the live heap passed about 20 MB and multiplied the
+// collections: at 100 MB live, a collection every 64 MB allocated instead
+// of every 400 MB, six times as many. Under a connection flood the live
+// heap is what the caps admitted, tens of MB, so the limit still holds the
+// refused connections' garbage to about the live heap, not four times it.
 //
 // The cap: twice the live heap passes a container's limit once the live
 // heap is near half of it (a 512 MB container with 260 MB live: 520 MB),

@@ -87,17 +87,17 @@ func (s *Service) joinCommon(cfg *catalog.Room, roomID string) []string {
 		keys.RoomFields(roomID)}
 }
 
-// joinQueueOf is the queue of room rm's joins under common arguments
-// (a catalog change starts a new queue: joins of one batch share them),
-// the first of which is T0 in Unix ms.
-func (s *Service) joinQueueOf(rm string, common []string) *joinQueue {
+// joinQueueOf is the queue of room rm's joins under cfg, by their common
+// arguments (a catalog change starts a new queue: joins of one batch share
+// them).
+func (s *Service) joinQueueOf(rm string, cfg *catalog.Room) *joinQueue {
+	common := s.joinCommon(cfg, rm)
 	id := rm + "\x00" + strings.Join(common, "\x00")
 	if v, ok := s.joins.Load(id); ok {
 		return v.(*joinQueue)
 	}
 	ev, _ := keys.SplitRoom(rm)
-	t0, _ := strconv.ParseInt(common[0], 10, 64)
-	q := &joinQueue{common: common, t0: time.UnixMilli(t0), keys: []string{s.Space.Room(rm), s.Space.RoomWho(rm), s.Space.RoomLine(rm),
+	q := &joinQueue{common: common, t0: cfg.SalesStartAt, keys: []string{s.Space.Room(rm), s.Space.RoomWho(rm), s.Space.RoomLine(rm),
 		s.Space.RoomPlaces(rm), s.Space.Live(keys.Partition(ev)), s.Space.Sold(ev), s.Space.RoomPasses(rm),
 		s.Space.RoomAudit(rm)}}
 	v, _ := s.joins.LoadOrStore(id, q)
@@ -161,7 +161,7 @@ func lingerOf(idle, toT0 time.Duration) time.Duration {
 	switch {
 	case idle >= joinBusy:
 		return 0
-	case toT0 > t0Margin:
+	case beforeT0Margin(toT0):
 		return joinLingerEarly
 	}
 	return joinLinger

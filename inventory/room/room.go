@@ -206,7 +206,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 	if cfg.Fair {
 		rank = strconv.FormatFloat(s.shuffleRank(ev, id), 'g', -1, 64)
 	}
-	arr, figs, err := s.join(ctx, s.joinQueueOf(ev, s.joinCommon(cfg, ev)), joinArgs{id, bk, req.Device, strconv.FormatInt(req.Quantity, 10), rank})
+	arr, figs, err := s.join(ctx, s.joinQueueOf(ev, cfg), joinArgs{id, bk, req.Device, strconv.FormatInt(req.Quantity, 10), rank})
 	if errors.Is(err, errStopped) {
 		return Joined{}, errStopped
 	}
@@ -346,7 +346,7 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 	t := time.NewTicker(every)
 	defer t.Stop()
 	failing := map[string]bool{}    // events whose last step failed: logged once a streak
-	early := map[string]time.Time{} // rooms before T0: their last step
+	early := map[string]time.Time{} // rooms before T0 (beforeT0Margin): their last step
 	for {
 		select {
 		case <-ctx.Done():
@@ -365,12 +365,13 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 			}
 			for _, line := range ev.Room.Lines() {
 				id := cmp.Or(line.ID, evID)
-				if !now.Before(line.SalesStartAt.Add(-t0Margin)) {
+				before := beforeT0Margin(line.SalesStartAt.Sub(now))
+				if !before {
 					delete(early, id)
 				} else if now.Sub(early[id]) < earlyStepEvery-every/2 {
 					continue // a tick's jitter does not skip to the next
 				}
-				if s.admitLogged(ctx, line, id, failing) && now.Before(line.SalesStartAt.Add(-t0Margin)) {
+				if s.admitLogged(ctx, line, id, failing) && before {
 					early[id] = now // a failed step is retried at the next tick
 				}
 			}
@@ -389,6 +390,10 @@ const earlyStepEvery = 250 * time.Millisecond
 // as at T0: steps every period, batches of joins that wait as after T0.
 // A node's clock may run behind Redis', which decides T0.
 const t0Margin = time.Second
+
+// beforeT0Margin says whether a room whose T0 is toT0 away (negative once
+// past) is still served as before T0: more than t0Margin ahead.
+func beforeT0Margin(toT0 time.Duration) bool { return toT0 > t0Margin }
 
 // admitLogged runs Admit for Run, logging the first failure of a streak
 // and the step that ends it, and says whether the step ran.

@@ -110,7 +110,7 @@ func (f *fixture) call(ctx context.Context, email, device string) *joinCall {
 // sendBatch sends calls as one batch of room_join under cfg; each call's
 // done is closed once it is answered.
 func (f *fixture) sendBatch(cfg *catalog.Room, calls []*joinCall) {
-	q := f.s.joinQueueOf(ev, f.s.joinCommon(cfg, ev))
+	q := f.s.joinQueueOf(ev, cfg)
 	q.mu.Lock() // a join before may have used the queue
 	q.waiting, q.sending = slices.Clone(calls), true
 	q.mu.Unlock()
