@@ -135,6 +135,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 	loopsCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopLoops(); wg.Wait() }()
 	startLoops(loopsCtx, &wg, []func(context.Context){guard.Book.Run})
+	var nudge func(partition int) // the worker's, for the API's sales
 	if opts.Worker && pool != nil {
 		ws := appSettings(cfg, secretsKey)
 		ws.Replication = repl
@@ -142,6 +143,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		if err := w.EnsureGroups(ctx); err != nil {
 			return err
 		}
+		nudge = w.Nudge
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -179,7 +181,7 @@ func run(ctx context.Context, cfg config, opts options, log *slog.Logger, ready 
 		return fmt.Errorf("TICKETD_TRUSTED_PROXIES: %w", err)
 	}
 	settings := appSettings(cfg, secretsKey)
-	settings.Trusted, settings.Replication = trusted, repl
+	settings.Trusted, settings.Replication, settings.Paid = trusted, repl, nudge
 	node, err := app.New(base, state, settings)
 	if err != nil {
 		return err

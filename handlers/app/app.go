@@ -148,6 +148,10 @@ type Settings struct {
 	// ClaimIdle is how long a paid stream entry waits pending with
 	// another worker before the sync worker takes it over.
 	ClaimIdle time.Duration
+	// Paid, when set, is told the partition of each sale this node marks
+	// paid (orders.Service.Paid): the node's own sync worker's Nudge, so
+	// the order is written through at once.
+	Paid func(partition int)
 
 	// BacklogEvery and SweepEvery are the periods of the backlog reader
 	// and of the sweep of expired checkout holds.
@@ -187,7 +191,7 @@ func New(b Base, st State, s Settings) (*App, error) {
 	log, m, rc, space := b.Logger, b.Metrics, b.Redis, b.Space
 	m.SetLogger(log) // failed requests, by route
 	ord := &orders.Service{Redis: rc, Space: space, OrderTTL: s.OrderTTL, IDKey: s.Keys.OrderIDs,
-		Retention: s.Retention, IdempotencyTTL: s.Retention, Replication: s.Replication}
+		Retention: s.Retention, IdempotencyTTL: s.Retention, Replication: s.Replication, Paid: s.Paid}
 	if b.Pool != nil {
 		// Status and confirm replays of orders that aged out of Redis.
 		ord.Archive = orderdb.Store{Pool: b.Pool}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/eval"
+	"github.com/ticketd/ticketd/inventory/keys"
 )
 
 // Sales a loss ticketd could not repair (docs/decisions.md, Durability and
@@ -16,15 +17,19 @@ import (
 // a rebuild that finds a mark above what it could count holds the event
 // (Service.Held) until an operator releases or reconciles it.
 
-// ReportPaid tells s.Marks the paid units a paying script's reply carries
-// at index i, and the units its payment added at i+1 (nothing when the
-// reply has none, or s.Marks is nil). When the book saw one of those units
-// handed out before, Redis went back past a sale ticketd acknowledged (a
-// rollback, or a failover to a replica that lagged, on a master the state
-// checks do not watch): s.RolledBack is told, and the sale is answered
-// ErrRolledBack rather than paid. It stays paid in Redis; the rebuild that
-// follows counts it, and a retry after it answers it.
+// ReportPaid tells s.Paid the sale's partition, and s.Marks the paid units
+// a paying script's reply carries at index i and the units its payment
+// added at i+1 (nothing when the reply has none, or s.Marks is nil). When
+// the book saw one of those units handed out before, Redis went back past
+// a sale ticketd acknowledged (a rollback, or a failover to a replica that
+// lagged, on a master the state checks do not watch): s.RolledBack is
+// told, and the sale is answered ErrRolledBack rather than paid. It stays
+// paid in Redis; the rebuild that follows counts it, and a retry after it
+// answers it.
 func (s *Service) ReportPaid(eventID string, arr []rueidis.RedisMessage, i int) error {
+	if s.Paid != nil {
+		s.Paid(keys.Partition(eventID))
+	}
 	if s.Marks == nil || i >= len(arr) {
 		return nil
 	}

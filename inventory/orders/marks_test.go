@@ -2,20 +2,25 @@ package orders
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/capacity"
+	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/soldmarks"
 )
 
 // Each paid confirm reports the event's units ever paid (the sold hash's
 // "paid", raised by the order's admissions) and the units it added, a
-// duplicate the current value and none added, and a failed one nothing; a
-// held event refuses reserves.
+// duplicate the current value and none added, and a failed one nothing;
+// each tells Paid its partition (the node's sync worker reads that paid
+// stream at once); a held event refuses reserves.
 func TestConfirmReportsPaidUnits(t *testing.T) {
 	s, ctx := setup(t)
+	var parts []int
+	s.Paid = func(p int) { parts = append(parts, p) }
 	var seen, added []int64
 	s.Marks = func(ev string, paid, add int64) bool {
 		if ev != "ev" {
@@ -47,6 +52,9 @@ func TestConfirmReportsPaidUnits(t *testing.T) {
 	}
 	if len(seen) != 3 || seen[0] != 3 || seen[1] != 5 || seen[2] != 5 || added[0] != 3 || added[1] != 2 || added[2] != 0 {
 		t.Fatalf("reported %v added %v, want [3 5 5] added [3 2 0]", seen, added)
+	}
+	if p := keys.Partition("ev"); !slices.Equal(parts, []int{p, p, p}) {
+		t.Fatalf("paid partitions told %v, want [%d %d %d]", parts, p, p, p)
 	}
 	sold, _ := s.Redis.Do(ctx, s.Redis.B().Hgetall().Key(s.Space.Sold("ev")).Build()).AsIntMap()
 	if sold["paid"] != 5 || sold["ev"] != 5 {

@@ -52,6 +52,10 @@ type Service struct {
 	// added: the units the payment added (0 for a retry); it answers
 	// whether one of them was handed out before (soldmarks.Book.Saw).
 	Marks func(eventID string, paid, added int64) (reused bool)
+	// Paid, when set, is told the partition of every sale ReportPaid
+	// sees marked paid (its paid stream has an entry to write): the
+	// node's sync worker reads that stream at once (worker.Nudge).
+	Paid func(partition int)
 	// RolledBack, when set, is told why when ReportPaid finds Redis went
 	// back (redisstate.Monitor.RolledBack: sales stop for a rebuild).
 	RolledBack func(reason string)

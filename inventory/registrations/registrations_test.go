@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -244,6 +245,8 @@ func pay(b *bundle, id, pid string, amount money.Cents) (Outcome, error) {
 // stream with its record and tickets in its hash, never in the expiry zset.
 func TestFreeRegistrationIsPaidAtOnce(t *testing.T) {
 	b := setup(t)
+	var told []int // the partitions the node's sync worker is told to read (orders.Service.Paid)
+	b.orders.Paid = func(p int) { told = append(told, p) }
 	b.caps(t, evGA, "t:tk", "10", "ev", "10")
 	reg, err := b.regs.Register(b.ctx, gaReq(2, 0, "ann@example.test"))
 	if err != nil {
@@ -251,6 +254,9 @@ func TestFreeRegistrationIsPaidAtOnce(t *testing.T) {
 	}
 	if reg.Status != StatusConfirmed || reg.PaymentStatus != PaymentNotRequired || len(reg.Tickets) != 2 {
 		t.Fatalf("free registration: %+v", reg)
+	}
+	if p := keys.Partition(evGA); !slices.Equal(told, []int{p}) {
+		t.Fatalf("the sync worker was told of partitions %v, want [%d]", told, p)
 	}
 	if s := b.sold(t, evGA); s["t:tk"] != 2 || s["ev"] != 2 {
 		t.Fatalf("sold %v", s)
@@ -585,6 +591,8 @@ func TestLatePaymentReclaimsOrIsRefunded(t *testing.T) {
 // then books it.
 func TestPaymentNotOpenedIsRefusedAndChangesNothing(t *testing.T) {
 	b := setup(t)
+	var told []int // the partitions the node's sync worker is told to read (orders.Service.Paid)
+	b.orders.Paid = func(p int) { told = append(told, p) }
 	b.caps(t, evGA, "ev", "5")
 	reg, err := b.regs.Register(b.ctx, gaReq(1, 1000, "a@x.test"))
 	if err != nil {
@@ -626,9 +634,15 @@ func TestPaymentNotOpenedIsRefusedAndChangesNothing(t *testing.T) {
 			t.Fatalf("%s: %d entries on the paid stream", c.name, n)
 		}
 	}
+	if len(told) != 0 {
+		t.Fatalf("refused payments told the sync worker of partitions %v", told)
+	}
 	out, err := pay(b, reg.ID, "cs_mine", 1000)
 	if err != nil || out.Status != StatusConfirmed || out.Reclaimed {
 		t.Fatalf("the session ticketd opened: %+v %v", out, err)
+	}
+	if p := keys.Partition(evGA); !slices.Equal(told, []int{p}) {
+		t.Fatalf("the payment told the sync worker of partitions %v, want [%d]", told, p)
 	}
 	// Paid: a forged payment is refused as well, not turned into a refund
 	// of money nobody paid.

@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -59,10 +60,18 @@ const (
 	// no full batch: long enough for the next batch to grow (fewer, larger
 	// transactions), short enough that write-through stays well under a
 	// second behind. Only the partitions that gave entries are read after
-	// it; the others wait for PollInterval, as when idle.
+	// it; the others wait for the sweep of every partition, every
+	// PollInterval while entries come (idleSweepTimes).
 	DefaultBusyInterval = 10 * time.Millisecond
-	DefaultClaimIdle    = 30 * time.Second
-	DefaultClaimEvery   = 5 * time.Second
+	// idleSweepTimes bounds how far the sweep of every partition backs off
+	// while the streams stay empty: to this many PollIntervals (1 s by
+	// default). An idle node's sweeps were two thirds of the Redis time
+	// it cost (64 XREADGROUPs every 100 ms); a sale on this node is read
+	// at once all the same (Nudge), one on a node without a worker within
+	// the backed-off sweep.
+	idleSweepTimes    = 10
+	DefaultClaimIdle  = 30 * time.Second
+	DefaultClaimEvery = 5 * time.Second
 )
 
 // roundTimeout bounds one read-write-acknowledge round. A round runs to its
@@ -108,12 +117,52 @@ type Worker struct {
 	aliveUntil           atomic.Int64
 	aliveTTL, aliveEvery time.Duration
 
+	// nudged holds a bit per partition Nudge named since Run last read
+	// them; wake wakes Run's idle wait (one pending wake-up at most).
+	nudged   atomic.Uint64
+	wakeOnce sync.Once
+	wake     chan struct{}
+
 	// testHook, when set, runs at each stage of a round ("read": entries
 	// read, nothing written; "written": committed, not acknowledged;
 	// "acked": acknowledged and deleted, the round's last step) and
 	// after each look for stopped consumers ("takeover"). An error ends the
 	// round there, as a crash would.
 	testHook func(stage string) error
+}
+
+// The partitions fit the bits of nudged.
+var _ [64 - keys.Partitions]struct{}
+
+// Nudge tells the worker that partition p's paid stream has a new entry
+// (orders.Service.Paid: a sale this node marked paid): Run reads that
+// stream at once instead of at its next sweep. It never blocks, and a
+// worker that is not running ignores it.
+func (w *Worker) Nudge(p int) {
+	if p < 0 || p >= keys.Partitions {
+		return
+	}
+	w.nudged.Or(1 << p)
+	select {
+	case w.wakeCh() <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+func (w *Worker) wakeCh() chan struct{} {
+	w.wakeOnce.Do(func() { w.wake = make(chan struct{}, 1) })
+	return w.wake
+}
+
+// takeNudged adds the partitions nudged since the last call to parts.
+func (w *Worker) takeNudged(parts []int) []int {
+	bits := w.nudged.Swap(0)
+	for p := range keys.Partitions {
+		if bits&(1<<p) != 0 && !slices.Contains(parts, p) {
+			parts = append(parts, p)
+		}
+	}
+	return parts
 }
 
 func (w *Worker) group() string {
@@ -212,8 +261,10 @@ func (w *Worker) DrainOnce(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// Run drains the streams until ctx ends: new entries every PollInterval
-// while idle; at start and every ClaimEvery, entries of stopped consumers
+// Run drains the streams until ctx ends: new entries of every stream every
+// PollInterval while they come, backing off to idleSweepTimes
+// PollIntervals while none do, and of a stream Nudge names at once; at
+// start and every ClaimEvery, entries of stopped consumers
 // and entries idle for ClaimIdle. It keeps the liveness key while it runs.
 // When ctx ends it finishes the batch in progress (written and
 // acknowledged), deletes the liveness key and returns nil. Redis or
@@ -224,7 +275,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	var claimDue, takeoverDue time.Time
 	var busy []int         // partitions whose last read of new entries gave some
 	var sweepDue time.Time // when new entries are next read from every partition
-	retryOwn := true       // a restart under the same consumer name resumes its own pending entries
+	sweepEvery := w.pollInterval()
+	retryOwn := true // a restart under the same consumer name resumes its own pending entries
 	backoff := w.pollInterval()
 	for ctx.Err() == nil {
 		var n int
@@ -261,18 +313,40 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		if err == nil {
 			// While sales come in, the partitions that gave entries are
-			// read again after DefaultBusyInterval, the others only every
-			// PollInterval: a sale puts its orders on its event's partition
-			// alone, and 63 empty reads every 10 ms were most of the
-			// worker's Redis commands (decisions.md, Sync worker).
-			parts := busy
-			if len(parts) == 0 || !time.Now().Before(sweepDue) {
+			// read again after DefaultBusyInterval, the others only at
+			// the sweep of every partition: a sale puts its orders on its
+			// event's partition alone, and 63 empty reads every 10 ms were
+			// most of the worker's Redis commands (decisions.md, Sync
+			// worker). The sweep comes every PollInterval, and backs off
+			// while the sweeps find nothing; a partition this node sold on
+			// is read at once (Nudge).
+			parts := w.takeNudged(slices.Clone(busy))
+			full := !time.Now().Before(sweepDue)
+			if full {
 				parts = nil
-				sweepDue = time.Now().Add(w.pollInterval())
 			}
-			var c int
-			c, busy, err = w.pass(ctx, modeNew, parts)
-			n += c
+			if full || len(parts) > 0 {
+				var c int
+				c, busy, err = w.pass(ctx, modeNew, parts)
+				n += c
+				switch {
+				case err != nil: // the next round sweeps (below)
+				case full:
+					if c > 0 {
+						sweepEvery = w.pollInterval()
+					} else {
+						sweepEvery = min(2*sweepEvery, idleSweepTimes*w.pollInterval())
+					}
+					sweepDue = time.Now().Add(sweepEvery)
+				case c > 0:
+					// sales come in: the other partitions are swept every
+					// PollInterval again, however busy this one stays
+					sweepEvery = w.pollInterval()
+					if next := time.Now().Add(sweepEvery); next.Before(sweepDue) {
+						sweepDue = next
+					}
+				}
+			}
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -280,6 +354,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		if err != nil {
 			retryOwn = true
 			busy = nil
+			// a round after a failure reads every partition (the nudges
+			// it took are in them), and backs off from the start
+			sweepDue, sweepEvery = time.Time{}, w.pollInterval()
 			w.logger().Error("sync worker: round failed; retrying", "err", err, "retry_in", backoff)
 			sleep(ctx, backoff)
 			backoff = min(2*backoff, 5*time.Second)
@@ -288,12 +365,33 @@ func (w *Worker) Run(ctx context.Context) error {
 		backoff = w.pollInterval()
 		switch {
 		case n == 0:
-			sleep(ctx, w.pollInterval())
+			// idle: until the next sweep, claim or takeover, or a nudge
+			wait := time.Until(sweepDue)
+			for _, due := range []time.Time{claimDue, takeoverDue} {
+				// a look that is due again at once waits a PollInterval,
+				// as every idle round did before the sweeps backed off
+				wait = min(wait, max(time.Until(due), w.pollInterval()))
+			}
+			w.idle(ctx, wait)
 		case n < w.batch():
 			sleep(ctx, min(DefaultBusyInterval, w.pollInterval()))
 		}
 	}
 	return nil
+}
+
+// idle waits d, or until ctx ends or a Nudge comes.
+func (w *Worker) idle(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-w.wakeCh():
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -566,28 +566,52 @@ func TestRunWritesNewAndReclaimedEntries(t *testing.T) {
 }
 
 // newReads counts the worker's reads of new entries (XREADGROUP ... >) by
-// stream.
+// stream, once answered, and keeps when each was sent.
 type newReads struct {
 	rueidis.Client
 	mu sync.Mutex
 	n  map[string]int
+	at map[string][]time.Time
 }
 
 func (c *newReads) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
-	c.mu.Lock()
+	var streams []string
 	for _, cmd := range cmds {
 		if args := cmd.Commands(); args[0] == "XREADGROUP" && args[len(args)-1] == ">" {
-			c.n[args[len(args)-2]]++
+			streams = append(streams, args[len(args)-2])
 		}
 	}
-	c.mu.Unlock()
-	return c.Client.DoMulti(ctx, cmds...)
+	sent := time.Now()
+	res := c.Client.DoMulti(ctx, cmds...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at == nil {
+		c.at = map[string][]time.Time{}
+	}
+	for _, s := range streams {
+		c.n[s]++
+		c.at[s] = append(c.at[s], sent)
+	}
+	return res
 }
 
 func (c *newReads) of(stream string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n[stream]
+}
+
+// longestGap is the longest time between two reads of stream, and from
+// the last one to now.
+func (c *newReads) longestGap(stream string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at := append(slices.Clone(c.at[stream]), time.Now())
+	var gap time.Duration
+	for i := 1; i < len(at); i++ {
+		gap = max(gap, at[i].Sub(at[i-1]))
+	}
+	return gap
 }
 
 // While one event sells, Run reads its partition again soon after each
@@ -629,6 +653,109 @@ func TestRunReadsOnlyTheBusyPartitionsBetweenSweeps(t *testing.T) {
 		}
 	}
 	b.assertAllWritten(t, recs...)
+}
+
+// An idle worker backs its sweep of every stream off: after each sweep
+// that finds nothing it waits twice as long, up to idleSweepTimes
+// PollIntervals, where it swept every PollInterval before (64 empty reads
+// each time, most of an idle node's Redis commands).
+func TestAnIdleWorkerSweepsLessOften(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reads := &newReads{Client: b.rc, n: map[string]int{}}
+	w := b.worker("idle")
+	w.Redis, w.PollInterval = reads, 20*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- w.Run(ctx) }()
+	time.Sleep(1500 * time.Millisecond)
+	idle := b.space.Paid(0)
+	n, gap, took := reads.of(idle), reads.longestGap(idle), time.Since(start)
+	cancel()
+	waitReturn(t, done)
+	// Sweeps at 0, 40, 120 and 280 ms, then every 200: about 10 in 1.5 s,
+	// where a sweep every PollInterval made 75; and never further apart
+	// than the backoff's cap (with room for a slow machine).
+	limit := idleSweepTimes * w.PollInterval
+	if most := int(took/limit) + 5; n < 2 || n > most || gap > 3*limit {
+		t.Fatalf("an idle stream was swept %d times in %v, at most %v apart; want 2 to %d sweeps (backing off to one every %v), none %v apart",
+			n, took.Round(time.Millisecond), gap.Round(time.Millisecond), most, limit, 3*limit)
+	}
+}
+
+// While one partition keeps selling, the others are still swept every
+// PollInterval: a sale there is written though nobody nudged the worker
+// (a sale on an API node without a worker), as before the idle backoff.
+func TestABusyPartitionDoesNotHoldOffTheSweep(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.worker("busy-sweep")
+	w.PollInterval = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	time.Sleep(time.Second) // idle: the sweep backs off to every 500 ms
+
+	const event = "ev_selling"
+	quiet := record("ev_quiet", 1)
+	for i := 0; keys.Partition(quiet.EventID) == keys.Partition(event); i++ {
+		quiet = record("ev_quiet_"+strconv.Itoa(i), 1)
+	}
+	written := func(id string) bool {
+		return b.count(t, `SELECT count(*) FROM orders WHERE id = '`+id+`'`) == 1
+	}
+	var recs []orders.Record
+	sell := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			r := record(event, 1)
+			b.confirm(t, r, "r", 1_700_000_000_000)
+			w.Nudge(keys.Partition(event))
+			recs = append(recs, r)
+		}
+	}
+	sell(300 * time.Millisecond) // the busy partition is read every few ms now
+	b.confirm(t, quiet, "r", 1_700_000_000_000)
+	for end := time.Now().Add(3 * time.Second); !written(quiet.OrderID); {
+		if time.Now().After(end) {
+			t.Fatalf("a quiet partition's order waited over 3 s while another partition sold (PollInterval %v)", w.PollInterval)
+		}
+		sell(20 * time.Millisecond)
+	}
+	waitFor(t, "every order written", func() bool { return b.count(t, `SELECT count(*) FROM orders`) == len(recs)+1 })
+	cancel()
+	waitReturn(t, done)
+}
+
+// A nudged stream (a sale on the worker's node: orders.Service.Paid) is
+// read at once, without waiting for the next sweep; the others wait for it.
+func TestANudgedStreamIsReadAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reads := &newReads{Client: b.rc, n: map[string]int{}}
+	w := b.worker("nudged")
+	w.Redis, w.PollInterval = reads, time.Minute // no sweep for minutes after the first
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	waitFor(t, "the first sweep", func() bool { return reads.of(b.space.Paid(keys.Partitions-1)) > 0 }) // answered
+
+	nudged, other := record("ev_nudged", 1), record("ev_not_nudged", 1)
+	for i := 0; keys.Partition(other.EventID) == keys.Partition(nudged.EventID); i++ {
+		other = record("ev_not_nudged_"+strconv.Itoa(i), 1)
+	}
+	b.confirm(t, other, "r", 1_700_000_000_000)
+	b.confirm(t, nudged, "r", 1_700_000_000_000)
+	w.Nudge(keys.Partition(nudged.EventID))
+	waitFor(t, "the nudged stream's order", func() bool {
+		return b.count(t, `SELECT count(*) FROM orders WHERE id = '`+nudged.OrderID+`'`) == 1
+	})
+	if n := b.count(t, `SELECT count(*) FROM orders WHERE id = '`+other.OrderID+`'`); n != 0 {
+		t.Fatalf("the order on a stream nobody nudged was written before the next sweep")
+	}
+	cancel()
+	waitReturn(t, done)
+	w.Nudge(keys.Partition(other.EventID)) // a worker that stopped ignores it
 }
 
 // Cancelled with a batch read, Run still writes and acknowledges that batch
