@@ -65,8 +65,8 @@ const (
 	DefaultBusyInterval = 10 * time.Millisecond
 	// idleSweepTimes bounds how far the sweep of every partition backs off
 	// while the streams stay empty: to this many PollIntervals (1 s by
-	// default). An idle node's sweeps were two thirds of the Redis time
-	// it cost (64 XREADGROUPs every 100 ms); a sale on this node is read
+	// default). An idle node's sweeps (64 XREADGROUPs every 100 ms) were
+	// two fifths of the Redis time it cost; a sale on this node is read
 	// at once all the same (Nudge), one on a node without a worker within
 	// the backed-off sweep.
 	idleSweepTimes    = 10
