@@ -225,11 +225,8 @@ func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, roomID string, p 
 	w := s.wakerOf(roomID)
 	adm, flip := w.mark()
 	st, err := s.poll(ctx, cfg, roomID, p, count)
-	if err != nil || s.stopped.Load() || (st.State != Waiting && st.State != SoldOut) {
+	if err != nil || d <= 0 || s.stopped.Load() || (st.State != Waiting && st.State != SoldOut) {
 		return st, err
-	}
-	if d <= 0 {
-		return st, nil
 	}
 	// A sold-out place waits for news only once this node told it sold
 	// out: a long-poll that ran out just before the sell-out, answered

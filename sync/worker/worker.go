@@ -118,7 +118,7 @@ type Worker struct {
 	aliveTTL, aliveEvery time.Duration
 
 	// nudged holds a bit per partition Nudge named since Run last read
-	// them; wake wakes Run's idle wait (one pending wake-up at most).
+	// them; wake ends Run's idle sleep (one pending wake-up at most).
 	nudged   atomic.Uint64
 	wakeOnce sync.Once
 	wake     chan struct{}
@@ -358,7 +358,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			// it took are in them), and backs off from the start
 			sweepDue, sweepEvery = time.Time{}, w.pollInterval()
 			w.logger().Error("sync worker: round failed; retrying", "err", err, "retry_in", backoff)
-			sleep(ctx, backoff)
+			sleep(ctx, backoff, nil)
 			backoff = min(2*backoff, 5*time.Second)
 			continue
 		}
@@ -372,16 +372,16 @@ func (w *Worker) Run(ctx context.Context) error {
 				// as every idle round did before the sweeps backed off
 				wait = min(wait, max(time.Until(due), w.pollInterval()))
 			}
-			w.idle(ctx, wait)
+			sleep(ctx, wait, w.wakeCh())
 		case n < w.batch():
-			sleep(ctx, min(DefaultBusyInterval, w.pollInterval()))
+			sleep(ctx, min(DefaultBusyInterval, w.pollInterval()), nil)
 		}
 	}
 	return nil
 }
 
-// idle waits d, or until ctx ends or a Nudge comes.
-func (w *Worker) idle(ctx context.Context, d time.Duration) {
+// sleep waits d, or until ctx ends or wake (nil: never) fires.
+func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) {
 	if d <= 0 {
 		return
 	}
@@ -390,16 +390,7 @@ func (w *Worker) idle(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-t.C:
-	case <-w.wakeCh():
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
+	case <-wake:
 	}
 }
 

@@ -698,10 +698,7 @@ func TestABusyPartitionDoesNotHoldOffTheSweep(t *testing.T) {
 	time.Sleep(time.Second) // idle: the sweep backs off to every 500 ms
 
 	const event = "ev_selling"
-	quiet := record("ev_quiet", 1)
-	for i := 0; keys.Partition(quiet.EventID) == keys.Partition(event); i++ {
-		quiet = record("ev_quiet_"+strconv.Itoa(i), 1)
-	}
+	quiet := recordBeside(event, "ev_quiet")
 	written := func(id string) bool {
 		return b.count(t, `SELECT count(*) FROM orders WHERE id = '`+id+`'`) == 1
 	}
@@ -740,10 +737,8 @@ func TestANudgedStreamIsReadAtOnce(t *testing.T) {
 	go func() { done <- w.Run(ctx) }()
 	waitFor(t, "the first sweep", func() bool { return reads.of(b.space.Paid(keys.Partitions-1)) > 0 }) // answered
 
-	nudged, other := record("ev_nudged", 1), record("ev_not_nudged", 1)
-	for i := 0; keys.Partition(other.EventID) == keys.Partition(nudged.EventID); i++ {
-		other = record("ev_not_nudged_"+strconv.Itoa(i), 1)
-	}
+	nudged := record("ev_nudged", 1)
+	other := recordBeside(nudged.EventID, "ev_not_nudged")
 	b.confirm(t, other, "r", 1_700_000_000_000)
 	b.confirm(t, nudged, "r", 1_700_000_000_000)
 	w.Nudge(keys.Partition(nudged.EventID))
@@ -755,7 +750,16 @@ func TestANudgedStreamIsReadAtOnce(t *testing.T) {
 	}
 	cancel()
 	waitReturn(t, done)
-	w.Nudge(keys.Partition(other.EventID)) // a worker that stopped ignores it
+}
+
+// recordBeside is a one-ticket record of an event named from prefix whose
+// paid stream is not event's (another partition).
+func recordBeside(event, prefix string) orders.Record {
+	rec := record(prefix, 1)
+	for i := 0; keys.Partition(rec.EventID) == keys.Partition(event); i++ {
+		rec = record(prefix+"_"+strconv.Itoa(i), 1)
+	}
+	return rec
 }
 
 // Cancelled with a batch read, Run still writes and acknowledges that batch
