@@ -98,7 +98,7 @@ if not gen then
 end
 local reg = KEYS[1]
 local o = redis.call('HMGET', reg, 'st', 'total', 'ch', 'exp', 'claims', 'seats', 'dc', 'tix', 'why', 'ref', 'bk', 'adm', 'gen',
-  'dmax', 'lim')
+  'dmax', 'lim', 'sess', 'iph', 'ub', 'rec', 'cexp')
 local st = o[1]
 if not st or string.sub(o[3] or '', 1, 3) ~= 'sf:' then
   return {R.NOT_FOUND}
@@ -111,7 +111,7 @@ local ref = ARGV[2]
 -- registration a rebuild wrote back without its sessions ('sess'): it
 -- cannot be checked and can only be refunded (already_paid, below), as for
 -- one that aged out of Redis into Postgres.
-local sess = redis.call('HGET', reg, 'sess')
+local sess = o[16]
 if o[10] ~= ref and o[9] ~= 'lost' and not (st == 'paid' and not sess) then
   local opened = false
   for e in string.gmatch(sess or '', '%S+') do
@@ -225,7 +225,7 @@ end
 
 -- a held registration no longer awaits payment, paid or refunded: its
 -- client's count and its buyer's unpaid slot (lib/holds), read here first
-local hk = st == 'held' and redis.call('HMGET', reg, 'iph', 'ub') or {}
+local hk = st == 'held' and {o[17], o[18]} or {}
 local slot = holds_read(KEYS[12], KEYS[11], hk[1], hk[2])
 
 -- writes
@@ -260,4 +260,10 @@ seatholds_drop(KEYS[15], mine)
 seatholds_drop_stale(stale)
 redis.call('ZREM', KEYS[10], id)
 mark_seen()
-return {R.OK, 0, counted and 0 or 1, o[8], paid, added, regview(reg, now)}
+-- the view as regview would read it now: the fields read above, with what
+-- cart_settle wrote (st, ref, paid, amt) and dropped (rec, unless a worker
+-- drains the stream: lib/cart cart_keep_paid)
+local view = regview_of({st = 'paid', total = o[2], ch = o[3], exp = o[4], tix = o[8], why = o[9], ref = ref,
+  rec = ARGV[5] == '0' and o[19] or nil, amt = ARGV[3], sess = sess, paid = string.format('%d', now), cexp = o[20],
+  claims = o[5]}, now)
+return {R.OK, 0, counted and 0 or 1, o[8], paid, added, view}

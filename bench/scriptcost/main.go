@@ -1,12 +1,18 @@
-// Command scriptcost measures what a partner sale's two scripts cost Redis,
-// without HTTP, ticketd's handlers or a load generator in the way: it runs
-// reserve (with its idempotency claim) and then confirm through
-// orders.Service, pipelined from many goroutines as ticketd's API nodes
-// send them, and reads the Redis server's CPU from /proc around each phase.
+// Command scriptcost measures what a sale's scripts cost Redis, without
+// HTTP, ticketd's handlers or a load generator in the way. It runs a
+// partner pair, reserve (with its idempotency claim) and then confirm
+// through orders.Service, and then a storefront sale step by step through
+// registrations.Service (storefront.go: register, checkout session,
+// payment, read), each pipelined from many goroutines as ticketd's API
+// nodes send them, and reads the Redis server's CPU from /proc around each
+// phase.
 //
 // The bench's flash scenario gives the whole pair's Redis CPU on a busy
 // machine, within about 10% from run to run; this gives each script's alone
-// within about a microsecond, which is what a change to one script needs.
+// within about a microsecond on a quiet machine, which is what a change to
+// one script needs. On a noisy one count instructions instead: run the
+// Redis under callgrind and dump its counts after each phase with -after
+// (docs/decisions.md, One sale core, has the recipe).
 //
 //	go run ./bench/scriptcost                 # starts its own redis-server
 //	go run ./bench/scriptcost -redis-url redis://127.0.0.1:16500
@@ -24,6 +30,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -46,6 +53,7 @@ func main() {
 	url := flag.String("redis-url", "", "a Redis on this machine to measure (default: start a redis-server of its own, without persistence)")
 	n := flag.Int("n", 40000, "orders reserved and then confirmed")
 	c := flag.Int("concurrency", 64, "goroutines sending at once (rueidis pipelines what they send)")
+	flag.StringVar(&afterPhase, "after", "", "a shell command run after each phase, with the phase's name as $1 (callgrind_control --dump counts Redis' instructions per phase)")
 	flag.Parse()
 	if err := run(*url, *n, *c); err != nil {
 		fmt.Fprintln(os.Stderr, "scriptcost:", err)
@@ -86,13 +94,16 @@ func run(url string, n, c int) error {
 	fmt.Printf("  reserve (order_reserve and the idempotency SET, pipelined)  %6.2f us\n", res.ReserveUS)
 	fmt.Printf("  confirm (order_confirm)                                     %6.2f us\n", res.ConfirmUS)
 	fmt.Printf("  the pair                                                    %6.2f us\n", res.ReserveUS+res.ConfirmUS)
+	res.Storefront.print()
 	return nil
 }
 
-// result is what measure found: Redis CPU (us) per reserve and per confirm.
+// result is what measure found: Redis CPU (us) per reserve and per
+// confirm, and per step of a storefront sale.
 type result struct {
 	Orders               int
 	ReserveUS, ConfirmUS float64
+	Storefront           storefrontResult
 }
 
 // measure sells n GA orders of one event, each reserved and then confirmed
@@ -118,14 +129,8 @@ func measure(ctx context.Context, rc rueidis.Client, n, c int) (result, error) {
 	const ev, ch = "ev_scriptcost", "ch_scriptcost"
 	// The claims of one GA ticket sold by a channel, none of them ever short.
 	claims := map[string]int64{capacity.Event: 1, capacity.TicketField("tk_ga"): 1, capacity.ChannelField(ch): 1}
-	caps := rc.B().Hset().Key(space.Caps(ev)).FieldValue()
-	for f := range claims {
-		caps = caps.FieldValue(f, "1000000000")
-	}
-	for _, r := range rc.DoMulti(ctx, caps.Build(), rc.B().Set().Key(space.Live(keys.Partition(ev))).Value("scriptcost").Build()) {
-		if err := r.Error(); err != nil {
-			return result{}, err
-		}
+	if err := onSale(ctx, rc, space, ev, claims); err != nil {
+		return result{}, err
 	}
 	// The record a flash buyer of the bench makes (bench/scenario/flash.go).
 	rec := orders.Record{TenantID: "t_scriptcost", ChannelID: ch, Source: orders.SourceChannel,
@@ -147,22 +152,44 @@ func measure(ctx context.Context, rc rueidis.Client, n, c int) (result, error) {
 		return err
 	}
 	res := result{Orders: n}
-	if res.ReserveUS, err = phase(pid, n, c, reserve); err != nil {
+	if res.ReserveUS, err = phase("reserve", pid, n, c, reserve); err != nil {
 		return result{}, fmt.Errorf("reserve: %w", err)
 	}
-	if res.ConfirmUS, err = phase(pid, n, c, confirm); err != nil {
+	if res.ConfirmUS, err = phase("confirm", pid, n, c, confirm); err != nil {
 		return result{}, fmt.Errorf("confirm: %w", err)
 	}
 	paid, err := rc.Do(ctx, rc.B().Hget().Key(space.Sold(ev)).Field("paid").Build()).AsInt64()
 	if err != nil || paid != int64(n) {
 		return result{}, fmt.Errorf("the event's paid units are %d (%v), want %d", paid, err, n)
 	}
+	if res.Storefront, err = measureStorefront(ctx, rc, space, pid, n, c); err != nil {
+		return result{}, fmt.Errorf("storefront: %w", err)
+	}
 	return res, nil
 }
 
+// afterPhase is the -after command, "" for none.
+var afterPhase string
+
+// onSale puts event ev on sale in space: a capacity no sale here reaches
+// for each of the claims' fields, and its partition's marker.
+func onSale(ctx context.Context, rc rueidis.Client, space keys.Space, ev string, claims map[string]int64) error {
+	caps := rc.B().Hset().Key(space.Caps(ev)).FieldValue()
+	for f := range claims {
+		caps = caps.FieldValue(f, "1000000000")
+	}
+	for _, r := range rc.DoMulti(ctx, caps.Build(), rc.B().Set().Key(space.Live(keys.Partition(ev))).Value("scriptcost").Build()) {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // phase runs f(0) … f(n-1) from c goroutines and returns the Redis
-// server's CPU (us) over it divided by n; the first error stops it.
-func phase(pid, n, c int, f func(i int) error) (float64, error) {
+// server's CPU (us) over it divided by n; the first error stops it. Then
+// it runs the -after command, if any, with the phase's name.
+func phase(name string, pid, n, c int, f func(i int) error) (float64, error) {
 	m := cpuuse.New(cpuuse.Process("redis", pid))
 	start := time.Now()
 	m.Begin()
@@ -187,6 +214,11 @@ func phase(pid, n, c int, f func(i int) error) (float64, error) {
 	elapsed := time.Since(start)
 	if err := failed.Load(); err != nil {
 		return 0, *err
+	}
+	if afterPhase != "" {
+		if out, err := exec.Command("sh", "-c", afterPhase, "sh", name).CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("-after %q: %w: %s", afterPhase, err, out)
+		}
 	}
 	shares := m.Shares()
 	if len(shares) == 0 {

@@ -32,8 +32,9 @@ func server(t *testing.T) (*procs.Redis, rueidis.Client) {
 	return r, rc
 }
 
-// A measurement sells every order it reserves, reads the server's CPU for
-// both phases, and leaves the server as it found it: empty.
+// A measurement sells every order it reserves and every registration it
+// makes, reads the server's CPU for each phase, and leaves the server as it
+// found it: empty.
 func TestMeasurePaysEveryOrderAndLeavesNoKey(t *testing.T) {
 	ctx := context.Background()
 	_, rc := server(t)
@@ -41,7 +42,9 @@ func TestMeasurePaysEveryOrderAndLeavesNoKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Orders != 300 || res.ReserveUS < 0 || res.ConfirmUS < 0 {
+	sf := res.Storefront
+	if res.Orders != 300 || res.ReserveUS < 0 || res.ConfirmUS < 0 ||
+		sf.Registrations != 300 || sf.RegisterUS < 0 || sf.CheckoutUS < 0 || sf.PayUS < 0 || sf.ReadUS < 0 {
 		t.Fatalf("result %+v", res)
 	}
 	if n, err := rc.Do(ctx, rc.B().Dbsize().Build()).AsInt64(); err != nil || n != 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -869,5 +870,63 @@ func TestRegisterAndPayRefuseWhileTheMarkerIsMissing(t *testing.T) {
 	}
 	if n := b.streamLen(t, evGA); n != 0 {
 		t.Fatalf("paid stream holds %d", n)
+	}
+}
+
+// A payment answers the registration as a read right after it does: its
+// script makes that view of what it read and wrote (lib/regview
+// regview_of) instead of reading the hash again, so every field a read
+// answers must come out the same, for a GA and a seated registration,
+// paid in its window or after it (claimed anew), with a sync worker
+// draining the paid stream (the record kept) or without one (dropped).
+func TestAPaymentAnswersTheRegistrationAsAReadDoes(t *testing.T) {
+	for _, capped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream cap %v", capped), func(t *testing.T) {
+			b := setup(t)
+			if capped {
+				b.regs.StreamCap, b.orders.StreamCap = 100, 100
+			}
+			b.caps(t, evGA, "t:tk", "10", "ev", "10")
+			check := func(what, id, sess string, amount money.Cents) {
+				t.Helper()
+				out, err := pay(b, id, sess, amount)
+				if err != nil || out.Status != StatusConfirmed {
+					t.Fatalf("%s: paid %+v %v", what, out, err)
+				}
+				got, found, err := b.regs.Get(b.ctx, id)
+				if err != nil || !found {
+					t.Fatalf("%s: read %v %v", what, found, err)
+				}
+				if !reflect.DeepEqual(out.Registration, got) {
+					t.Fatalf("%s: the payment answered\n%+v\nand a read\n%+v", what, out.Registration, got)
+				}
+				if len(got.Tickets) == 0 || got.Paid != amount || got.SessionID != sess {
+					t.Fatalf("%s: read %+v", what, got)
+				}
+			}
+			ga, err := b.regs.Register(b.ctx, gaReq(2, 1000, "ga@x.test"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.opened(t, ga.ID, "cs_ga1", "cs_ga2")
+			check("GA", ga.ID, "cs_ga2", 2000)
+
+			tok := b.hold(t, "C-1", "C-2")
+			seated, err := b.regs.Register(b.ctx, Request{EventID: evSeated, TenantID: tenant, Quote: seatQuote("C-1", "C-2"),
+				HoldToken: tok, Buyer: Buyer{Name: "Sam", Email: "seated@x.test"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.opened(t, seated.ID, "cs_seated")
+			check("seated", seated.ID, "cs_seated", 2000)
+
+			late, err := b.regs.Register(b.ctx, gaReq(1, 1000, "late@x.test"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.opened(t, late.ID, "cs_late")
+			b.expireNow(t, late.ID)
+			check("paid after its window", late.ID, "cs_late", 1000)
+		})
 	}
 }

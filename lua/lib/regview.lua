@@ -26,3 +26,18 @@ local function regview(key, now)
   end
   return out
 end
+
+-- regview_of(v, now): regview's answer made of v, the hash's fields by
+-- name (a missing one nil or false), for a script that knows them without
+-- reading the hash again: reg_pay read it before its writes and knows what
+-- they changed. (The fields are regview's, in its order: a table literal
+-- in each, as a library-level table would end the library's code, and a
+-- function making it costs the read more than the literal.)
+local function regview_of(v, now)
+  local f = {'st', 'total', 'ch', 'exp', 'tix', 'why', 'ref', 'rec', 'amt', 'sess', 'paid', 'cexp', 'claims'}
+  local out = {R.OK, now}
+  for i = 1, #f do
+    out[#out + 1] = v[f[i]] or ''
+  end
+  return out
+end
