@@ -243,6 +243,39 @@ func TestBookedAndOrderSeatsConflict(t *testing.T) {
 	}
 }
 
+// The commonest conflicts of a rush, seats every one of which is booked
+// or a registration's, are answered before the holds that lapse are read
+// (seat_hold's early answers): the answer is the same, every requested
+// seat named in the order asked, nothing held, and the token keeps what it
+// held. A gone token is still told so first.
+func TestBookedAndRegisteredSeatsConflictWhole(t *testing.T) {
+	b := setup(t)
+	b.rc.Do(b.ctx, b.rc.B().Hset().Key(b.sp.Booked(b.ev.ID)).FieldValue().FieldValue("A-5", "o01abc").FieldValue("A-6", "o01abc").Build())
+	b.rc.Do(b.ctx, b.rc.B().Hset().Key(b.sp.RegSeats(b.ev.ID)).FieldValue().FieldValue("A-7", "o:o01reg").FieldValue("A-8", "o:o01reg").Build())
+	tok := b.token(t, b.ev.ID)
+	if _, err := b.eng.Hold(b.ctx, b.ev, tok, []string{"A-1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range [][]string{{"A-6", "A-5"}, {"A-7", "A-8"}, {"A-5", "A-8", "A-6"}} {
+		_, err := b.eng.Hold(b.ctx, b.ev, tok, want)
+		ae := apiErr(t, err, 409, "SEAT_CONFLICT")
+		if got := dataList(t, ae, "conflicts"); !reflect.DeepEqual(got, want) {
+			t.Fatalf("hold of %v: conflicts %v", want, got)
+		}
+		if got := b.seatsOf(t, b.ev.ID, tok); !reflect.DeepEqual(got, []string{"A-1"}) {
+			t.Fatalf("after the hold of %v the token holds %v, want [A-1]", want, got)
+		}
+	}
+	// with a free seat among them, only the taken ones are named
+	_, err := b.eng.Hold(b.ctx, b.ev, tok, []string{"A-4", "A-5"})
+	if got := dataList(t, apiErr(t, err, 409, "SEAT_CONFLICT"), "conflicts"); !reflect.DeepEqual(got, []string{"A-5"}) {
+		t.Fatalf("conflicts %v, want [A-5]", got)
+	}
+	if _, err := b.eng.Hold(b.ctx, b.ev, NewToken(), []string{"A-5", "A-6"}); !errors.Is(err, ErrHoldExpired) {
+		t.Fatalf("a gone token's hold of booked seats: %v, want ErrHoldExpired", err)
+	}
+}
+
 func TestHoldRejectsBadRequests(t *testing.T) {
 	b := setup(t)
 	tok := b.token(t, b.ev.ID)

@@ -45,18 +45,20 @@ local function seatholds_timed(key, labels, now, out, stale)
   stale[#stale + 1] = {key = key, labels = expired}
 end
 
--- seatholds_read(k, labels, now): the holder of each label at now (false
--- for a free seat), and the expired entries met (stale: the caller deletes
--- them with its writes, seatholds_drop_stale). k names the hashes read:
--- seats, orders (holds that lapse) and regs (registrations); a missing
--- one is not read. Reads only; fails on a key that is not a hash.
-local function seatholds_read(k, labels, now)
+-- seatholds_read(k, labels, now, byreg): the holder of each label at now
+-- (false for a free seat), and the expired entries met (stale: the caller
+-- deletes them with its writes, seatholds_drop_stale). k names the hashes
+-- read: seats, orders (holds that lapse) and regs (registrations); a
+-- missing one is not read. byreg, when given, is the regs hash's HMGET of
+-- labels the caller made already (it is not read again). Reads only; fails
+-- on a key that is not a hash.
+local function seatholds_read(k, labels, now, byreg)
   local out, stale = {}, {}
   if #labels == 0 then
     return out, stale
   end
   if k.regs then
-    local byreg = redis.call('HMGET', k.regs, unpack(labels))
+    byreg = byreg or redis.call('HMGET', k.regs, unpack(labels))
     for i = 1, #labels do
       out[i] = byreg[i]
     end
