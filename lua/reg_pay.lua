@@ -73,9 +73,11 @@
 --   {R.PAYMENT_REFUSED, reason}           refused, nothing written: 'session' (not
 --                                         one ticketd opened for it), 'amount' or
 --                                         'currency' (not the registration's)
--- view: the registration as the payment left it, read after the writes,
--- as reg_status answers it (lib/regview), so the caller reads it in the
--- payment's own reply, also when a WAIT follows the payment
+-- view: the registration as the payment left it, as reg_status answers it
+-- (lib/regview), so the caller reads it in the payment's own reply, also
+-- when a WAIT follows the payment: read after the writes, or, for a
+-- payment booked now, made of what the script read and wrote
+-- (regview_of)
 --@include capacity
 --@include cart
 --@include check

@@ -84,23 +84,12 @@ end
 -- not lapse), is a rush's commonest conflict: that answer needs neither
 -- the holds that lapse nor the clock, so those are read last.
 local booked = redis.call('HMGET', KEYS[2], unpack(labels))
-local taken = 0
-for i = 1, n do
-  if booked[i] then
-    taken = taken + 1
-  end
-end
-if taken == n then
+if seatholds_every(n, booked) then
   return {R.SEAT_TAKEN, labels}
 end
 local k = {seats = KEYS[4], orders = KEYS[5], regs = KEYS[6]}
 local byreg = redis.call('HMGET', k.regs, unpack(labels))
-for i = 1, n do
-  if byreg[i] and not booked[i] then
-    taken = taken + 1
-  end
-end
-if taken == n then
+if seatholds_every(n, booked, byreg) then
   return {R.SEAT_TAKEN, labels}
 end
 local now = seatholds_now()

@@ -33,6 +33,13 @@ func (r storefrontResult) print() {
 	fmt.Printf("  the sale                                                     %6.2f us\n", r.RegisterUS+r.CheckoutUS+r.PayUS+r.ReadUS)
 }
 
+// The storefront sale's event, which measure puts on sale with the
+// partner pair's before the first phase, and the claims of its one GA
+// ticket.
+const storefrontEvent = "ev_scriptcost_sf"
+
+var storefrontClaims = map[string]int64{capacity.Event: 1, capacity.TicketField("tk_ga"): 1, capacity.Storefront: 1}
+
 // measureStorefront sells n registrations of one GA ticket through
 // registrations.Service, c at a time, step by step as a storefront-flash
 // buyer does (register-guest, the card checkout session, the processor's
@@ -43,11 +50,8 @@ func (r storefrontResult) print() {
 func measureStorefront(ctx context.Context, rc rueidis.Client, space keys.Space, pid, n, c int) (storefrontResult, error) {
 	o := &orders.Service{Redis: rc, Space: space, OrderTTL: 30 * time.Minute, IDKey: []byte("scriptcost")}
 	s := &registrations.Service{Redis: rc, Space: space, Orders: o, CheckoutTTL: 15 * time.Minute, HoldTTL: 3 * time.Minute}
-	const ev, tenant = "ev_scriptcost_sf", "t_scriptcost"
-	claims := map[string]int64{capacity.Event: 1, capacity.TicketField("tk_ga"): 1, capacity.Storefront: 1}
-	if err := onSale(ctx, rc, space, ev, claims); err != nil {
-		return storefrontResult{}, err
-	}
+	const ev, tenant = storefrontEvent, "t_scriptcost"
+	claims := storefrontClaims
 	// The cart a storefront-flash buyer registers: one GA ticket at 25.00
 	// plus the fee, counted against the buyer's client address.
 	q := pricing.Quote{Subtotal: 2500, Fee: 150, Total: 2650, PaidAdmissions: 1, Claims: claims,

@@ -17,6 +17,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/money"
 	"github.com/ticketd/ticketd/inventory/orders"
@@ -889,7 +890,16 @@ func TestAPaymentAnswersTheRegistrationAsAReadDoes(t *testing.T) {
 			b.caps(t, evGA, "t:tk", "10", "ev", "10")
 			check := func(what, id, sess string, amount money.Cents) {
 				t.Helper()
-				out, err := pay(b, id, sess, amount)
+				// the payment's reply as Pay reads it, and its view raw: the
+				// parsed registration leaves some fields out ('paid', a paid
+				// one's 'exp' and 'cexp'), the raw view has them all
+				ev, _ := keys.OrderEvent(id)
+				arr, err := b.regs.runPay(b.ctx, ev, id, "card:"+sess, Payment{RegistrationID: id, Processor: "card", PaymentID: sess,
+					Amount: amount, Currency: "usd"}, Mark{})
+				if err != nil {
+					t.Fatalf("%s: pay: %v", what, err)
+				}
+				out, err := b.regs.outcome(b.ctx, id, arr, payView, Outcome{})
 				if err != nil || out.Status != StatusConfirmed {
 					t.Fatalf("%s: paid %+v %v", what, out, err)
 				}
@@ -902,6 +912,19 @@ func TestAPaymentAnswersTheRegistrationAsAReadDoes(t *testing.T) {
 				}
 				if len(got.Tickets) == 0 || got.Paid != amount || got.SessionID != sess {
 					t.Fatalf("%s: read %+v", what, got)
+				}
+				view, err := arr[payView].ToArray()
+				if err != nil {
+					t.Fatal(err)
+				}
+				okey, _ := b.sp.Order(id)
+				read, err := eval.Array(b.ctx, b.rc, statusScript, []string{okey}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// past the code and the clock: every field as stored
+				if p, r := messageStrings(t, view)[2:], messageStrings(t, read)[2:]; !slices.Equal(p, r) {
+					t.Fatalf("%s: the payment's view %q, a read's %q", what, p, r)
 				}
 			}
 			ga, err := b.regs.Register(b.ctx, gaReq(2, 1000, "ga@x.test"))
@@ -929,4 +952,22 @@ func TestAPaymentAnswersTheRegistrationAsAReadDoes(t *testing.T) {
 			check("paid after its window", late.ID, "cs_late", 1000)
 		})
 	}
+}
+
+// messageStrings is a reply's elements as strings, an integer as "int:<n>".
+func messageStrings(t *testing.T, arr []rueidis.RedisMessage) []string {
+	t.Helper()
+	out := make([]string, len(arr))
+	for i, m := range arr {
+		if n, err := m.AsInt64(); err == nil && !m.IsString() {
+			out[i] = "int:" + strconv.FormatInt(n, 10)
+			continue
+		}
+		s, err := m.ToString()
+		if err != nil {
+			t.Fatalf("element %d: %v", i, err)
+		}
+		out[i] = s
+	}
+	return out
 }

@@ -45,6 +45,17 @@ local function seatholds_timed(key, labels, now, out, stale)
   stale[#stale + 1] = {key = key, labels = expired}
 end
 
+-- seatholds_every(n, a, b): whether each of the n seats read into a (or
+-- into b, when given) has an entry: every one taken.
+local function seatholds_every(n, a, b)
+  for i = 1, n do
+    if not a[i] and not (b and b[i]) then
+      return false
+    end
+  end
+  return true
+end
+
 -- seatholds_read(k, labels, now, byreg): the holder of each label at now
 -- (false for a free seat), and the expired entries met (stale: the caller
 -- deletes them with its writes, seatholds_drop_stale). k names the hashes
