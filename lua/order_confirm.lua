@@ -75,7 +75,7 @@ if st == 'paid' then
   local paid = cart_paid_count(KEYS[3])
   -- a write, so that a WAIT after this retry covers the payment an
   -- earlier run wrote on another connection (redisstate.Replication)
-  redis.call('HINCRBY', order, 'acks', 1)
+  redis.call('HINCRBY', order, 'acks', '1')
   return {R.OK, 1, o[8], paid, 0}
 end
 if st == 'failed' then

@@ -93,8 +93,8 @@ end
 if code ~= '' and maxuses > 0 then
   cart_hold_discount(dk, code, oid, exp, now, dstale)
 end
-local kv = cart_sale_fields(rest, labels, code, 'st', 'pending', 'exp', exp)
+local kv = cart_sale_fields(rest, labels, code, 'st', 'pending', 'exp', string.format('%d', exp))
 cart_buyer_fields(kv, limit, ARGV[8], adm)
 redis.call('HSET', order, unpack(kv))
-redis.call('PEXPIREAT', order, exp + tonumber(ARGV[3]))
+redis.call('PEXPIREAT', order, string.format('%d', exp + tonumber(ARGV[3])))
 return {R.OK, exp}

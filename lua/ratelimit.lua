@@ -36,5 +36,5 @@ local granted = math.min(n, fit)
 local newTat = tat + granted * interval
 
 -- The key lives exactly as long as the bucket is not full again.
-redis.call('SET', KEYS[1], string.format('%d', newTat), 'PX', math.ceil((newTat - now) / 1000))
+redis.call('SET', KEYS[1], string.format('%d', newTat), 'PX', string.format('%d', math.ceil((newTat - now) / 1000)))
 return {R.OK, fit - granted, granted}

@@ -80,9 +80,10 @@ end
 -- writes: the expiry zset first, as no check reads it (when it is not a
 -- zset this first write fails and nothing is written)
 local cexp = tonumber(o[5]) or 0
+local exps = o[2] -- the window's end as stored
 if cexp > exp then
-  exp = cexp
-  redis.call('ZADD', KEYS[2], exp, ARGV[4])
+  exp, exps = cexp, o[5]
+  redis.call('ZADD', KEYS[2], exps, ARGV[4])
 end
 if closeSeen and redis.call('HGET', KEYS[4], 'st') == 'open' then
   redis.call('HSET', KEYS[4], 'st', 'expired')
@@ -94,11 +95,11 @@ if ARGV[6] == '1' then
     fields[#fields + 1] = ARGV[i]
   end
   redis.call('HSET', KEYS[3], 'st', 'open', 'exp', sexp, unpack(fields))
-  redis.call('PEXPIREAT', KEYS[3], tonumber(sexp) + tonumber(keep))
+  redis.call('PEXPIREAT', KEYS[3], string.format('%d', tonumber(sexp) + tonumber(keep)))
 end
 local list = entry
 if o[3] and o[3] ~= '' then
   list = o[3] .. ' ' .. entry
 end
-redis.call('HSET', KEYS[1], 'sess', list, 'exp', exp)
+redis.call('HSET', KEYS[1], 'sess', list, 'exp', exps)
 return {R.OK, exp}

@@ -134,7 +134,7 @@ if st == 'paid' then
   local paid = cart_paid_count(KEYS[3])
   -- a write, so that a WAIT after this retry covers the payment an
   -- earlier run wrote on another connection (redisstate.Replication)
-  redis.call('HINCRBY', reg, 'acks', 1)
+  redis.call('HINCRBY', reg, 'acks', '1')
   mark_seen()
   return {R.OK, 1, 0, o[8], paid, 0, regview(reg)}
 end

@@ -230,7 +230,8 @@ if refusal then
 end
 -- The hash's fields either kind keeps (its state and the rest are added
 -- below).
-local kv = cart_sale_fields(rest, labels, code, 'exp', exp, 'gen', gen)
+local exps = string.format('%d', exp)
+local kv = cart_sale_fields(rest, labels, code, 'exp', exps, 'gen', gen)
 cart_buyer_fields(kv, limit, ARGV[8], adm)
 if limited then
   kv[#kv + 1] = 'dmax'
@@ -257,12 +258,12 @@ if free then
      qtys = qtys, seats = labels, code = code, bk = limit > 0 and buyer or nil, adm = adm, counted = false, extra = kv})
 else
   -- No expiry on the hash while held: the hash is what gives the claim back.
-  redis.call('ZADD', KEYS[14], exp, id)
+  redis.call('ZADD', KEYS[14], exps, id)
   for c = 1, nclaims do
-    redis.call('HINCRBY', KEYS[3], fields[c], qtys[c])
+    redis.call('HINCRBY', KEYS[3], fields[c], string.format('%d', qtys[c]))
   end
   if limit > 0 then
-    redis.call('HINCRBY', KEYS[9], buyer, adm)
+    redis.call('HINCRBY', KEYS[9], buyer, string.format('%d', adm))
   end
 end
 -- the pass's reservation leaves resv as its units became sold above
@@ -296,11 +297,11 @@ if not free then
   kv[#kv + 1] = 'ub'
   kv[#kv + 1] = buyer
   kv[#kv + 1] = 'at' -- us, to tell registrations of one buyer apart (Register)
-  kv[#kv + 1] = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  kv[#kv + 1] = string.format('%d', tonumber(t[1]) * 1000000 + tonumber(t[2]))
   kv[#kv + 1] = 'cexp'
-  kv[#kv + 1] = now + tonumber(ARGV[12])
+  kv[#kv + 1] = string.format('%d', now + tonumber(ARGV[12]))
   if client ~= '' then
-    redis.call('HINCRBY', KEYS[17], client, 1)
+    redis.call('HINCRBY', KEYS[17], client, '1')
     kv[#kv + 1] = 'iph'
     kv[#kv + 1] = client
   end

@@ -69,7 +69,8 @@ if client ~= '' and holds_live(KEYS[2], KEYS[3], client, now) >= tonumber(ARGV[4
 end
 
 -- writes (every key was read above)
-local kv = {'first', now, 'exp', e}
+local es = string.format('%d', e)
+local kv = {'first', string.format('%d', now), 'exp', es}
 if client ~= '' then
   holds_add_token(KEYS[3], ARGV[2], e, now)
   kv[#kv + 1] = 'ip'
@@ -86,5 +87,5 @@ if place then
   room_audit(room, 'held', place.id, 'n', place.qty)
 end
 redis.call('HSET', hold, unpack(kv))
-redis.call('PEXPIREAT', hold, e)
+redis.call('PEXPIREAT', hold, es)
 return {R.OK, e}

@@ -329,6 +329,7 @@ end
 -- the settling scripts make this their first write: when it fails (the
 -- key is not a stream) nothing is written.
 local function cart_queue_paid(stream, cap, id, ref, now)
+  now = string.format('%d', now)
   if cap == '0' then
     redis.call('XADD', stream, '*', 'order', id, 'ref', ref, 'paidAt', now)
   else
@@ -355,7 +356,7 @@ end
 local function cart_count_paid(soldkey, fields, qtys)
   for c = 1, #fields do
     if fields[c] == 'ev' then
-      return redis.call('HINCRBY', soldkey, 'paid', qtys[c]), qtys[c]
+      return redis.call('HINCRBY', soldkey, 'paid', string.format('%d', qtys[c])), qtys[c]
     end
   end
   return cart_paid_count(soldkey), 0
@@ -395,10 +396,10 @@ local function cart_settle(k, s)
   cart_queue_paid(k.stream, s.cap, s.id, s.ref, s.now)
   if not s.counted then
     for c = 1, #s.fields do
-      redis.call('HINCRBY', k.soldkey, s.fields[c], s.qtys[c])
+      redis.call('HINCRBY', k.soldkey, s.fields[c], string.format('%d', s.qtys[c]))
     end
     if s.bk then
-      redis.call('HINCRBY', k.buyerskey, s.bk, s.adm)
+      redis.call('HINCRBY', k.buyerskey, s.bk, string.format('%d', s.adm))
     end
   end
   for i = 1, #s.seats do
@@ -406,9 +407,9 @@ local function cart_settle(k, s)
   end
   if s.code ~= '' then
     cart_drop_discount(k.dk, s.code, s.id)
-    redis.call('HINCRBY', k.dcusedkey, s.code, 1)
+    redis.call('HINCRBY', k.dcusedkey, s.code, '1')
   end
-  redis.call('HSET', s.salekey, 'st', 'paid', 'ref', s.ref, 'paid', s.now, unpack(s.extra or {}))
+  redis.call('HSET', s.salekey, 'st', 'paid', 'ref', s.ref, 'paid', string.format('%d', s.now), unpack(s.extra or {}))
   cart_keep_paid(s.salekey, s.cap, s.retention)
   return cart_count_paid(k.soldkey, s.fields, s.qtys)
 end

@@ -15,17 +15,17 @@
 -- payment plus its hold tokens still live at now. Reads only (each read
 -- fails on a key of the wrong type, before a caller's first write).
 local function holds_live(regs, toks, client, now)
-  return (tonumber(redis.call('HGET', regs, client)) or 0) + redis.call('ZCOUNT', toks, '(' .. now, '+inf')
+  return (tonumber(redis.call('HGET', regs, client)) or 0) + redis.call('ZCOUNT', toks, string.format('(%d', now), '+inf')
 end
 
 -- holds_add_token(toks, token, exp, now): counts a hold token for its
 -- client until exp (ms): the tokens that timed out by now leave, and the
 -- zset expires with its last token, so it never outlives them.
 local function holds_add_token(toks, token, exp, now)
-  redis.call('ZREMRANGEBYSCORE', toks, '-inf', now)
-  redis.call('ZADD', toks, exp, token)
-  local top = redis.call('ZRANGE', toks, -1, -1, 'WITHSCORES')
-  redis.call('PEXPIREAT', toks, math.ceil(tonumber(top[2])))
+  redis.call('ZREMRANGEBYSCORE', toks, '-inf', string.format('%d', now))
+  redis.call('ZADD', toks, string.format('%d', exp), token)
+  local top = redis.call('ZRANGE', toks, '-1', '-1', 'WITHSCORES')
+  redis.call('PEXPIREAT', toks, string.format('%d', math.ceil(tonumber(top[2]))))
 end
 
 -- holds_read(regs, unpaid, client, buyer): what a registration leaving
@@ -47,7 +47,7 @@ end
 -- no longer awaits payment: its client counts one less, and its buyer's
 -- unpaid slot is emptied when it still names id (slot: holds_read's).
 local function holds_leave(regs, unpaid, id, client, buyer, slot)
-  if client and client ~= '' and redis.call('HINCRBY', regs, client, -1) <= 0 then
+  if client and client ~= '' and redis.call('HINCRBY', regs, client, '-1') <= 0 then
     redis.call('HDEL', regs, client)
   end
   if slot == id then
