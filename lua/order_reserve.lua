@@ -86,14 +86,15 @@ end
 -- writes
 local oid = ARGV[1]
 seatholds_drop(KEYS[10], labels)
-seatholds_put(KEYS[11], labels, 'o:' .. oid, exp)
+local exps = string.format('%d', exp)
+seatholds_put(KEYS[11], labels, 'o:' .. oid, exps)
 for s = 1, nseats do
   redis.call('HDEL', KEYS[5], 's:' .. labels[s])
 end
 if code ~= '' and maxuses > 0 then
   cart_hold_discount(dk, code, oid, exp, now, dstale)
 end
-local kv = cart_sale_fields(rest, labels, code, 'st', 'pending', 'exp', string.format('%d', exp))
+local kv = cart_sale_fields(rest, labels, code, 'st', 'pending', 'exp', exps)
 cart_buyer_fields(kv, limit, ARGV[8], adm)
 redis.call('HSET', order, unpack(kv))
 redis.call('PEXPIREAT', order, string.format('%d', exp + tonumber(ARGV[3])))

@@ -63,15 +63,16 @@ if h[4] then
 end
 
 -- writes
-redis.call('HSET', hold, 'exp', e)
-redis.call('PEXPIREAT', hold, e)
+local es = string.format('%d', e)
+redis.call('HSET', hold, 'exp', es)
+redis.call('PEXPIREAT', hold, es)
 local mine = {}
 for i = 1, #labels do
   if cur[i] == holder then
     mine[#mine + 1] = labels[i]
   end
 end
-seatholds_put(KEYS[3], mine, holder, e)
+seatholds_put(KEYS[3], mine, holder, es)
 if counted then
   holds_add_token(KEYS[2], ARGV[1], e, now)
 end

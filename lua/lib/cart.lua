@@ -321,15 +321,14 @@ local function cart_sale_fields(i, labels, code, f1, v1, f2, v2)
 end
 
 -- cart_queue_paid(stream, cap, id, ref, now): queues the paid order id on
--- its partition's paid stream. The entry names the order; its record and
--- tickets stay in the hash (written once, not copied: a durable Redis
--- writes every byte to its append-only file), and cart_keep_paid says for
--- how long. cap is ARGV's stream cap: '0' when a worker drains the stream;
+-- its partition's paid stream, paid at now (ms, as '%d' text). The entry
+-- names the order; its record and tickets stay in the hash (written once,
+-- not copied: a durable Redis writes every byte to its append-only file),
+-- and cart_keep_paid says for how long. cap is ARGV's stream cap: '0' when a worker drains the stream;
 -- else the stream keeps about cap entries. No check reads the stream, so
 -- the settling scripts make this their first write: when it fails (the
 -- key is not a stream) nothing is written.
 local function cart_queue_paid(stream, cap, id, ref, now)
-  now = string.format('%d', now)
   if cap == '0' then
     redis.call('XADD', stream, '*', 'order', id, 'ref', ref, 'paidAt', now)
   else
@@ -393,7 +392,8 @@ end
 -- s: id, salekey (its hash), ref, now, cap, retention, fields, qtys, seats, code, bk
 --    (nil: no buyer limit), adm, counted, extra (nil or field, value, ...)
 local function cart_settle(k, s)
-  cart_queue_paid(k.stream, s.cap, s.id, s.ref, s.now)
+  local nows = string.format('%d', s.now)
+  cart_queue_paid(k.stream, s.cap, s.id, s.ref, nows)
   if not s.counted then
     for c = 1, #s.fields do
       redis.call('HINCRBY', k.soldkey, s.fields[c], string.format('%d', s.qtys[c]))
@@ -409,7 +409,7 @@ local function cart_settle(k, s)
     cart_drop_discount(k.dk, s.code, s.id)
     redis.call('HINCRBY', k.dcusedkey, s.code, '1')
   end
-  redis.call('HSET', s.salekey, 'st', 'paid', 'ref', s.ref, 'paid', string.format('%d', s.now), unpack(s.extra or {}))
+  redis.call('HSET', s.salekey, 'st', 'paid', 'ref', s.ref, 'paid', nows, unpack(s.extra or {}))
   cart_keep_paid(s.salekey, s.cap, s.retention)
   return cart_count_paid(k.soldkey, s.fields, s.qtys)
 end
