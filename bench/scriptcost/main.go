@@ -130,8 +130,8 @@ func measure(ctx context.Context, rc rueidis.Client, n, c int) (result, error) {
 	const ev, ch = "ev_scriptcost", "ch_scriptcost"
 	// The claims of one GA ticket sold by a channel, none of them ever short.
 	claims := map[string]int64{capacity.Event: 1, capacity.TicketField("tk_ga"): 1, capacity.ChannelField(ch): 1}
-	for ev, claims := range map[string]map[string]int64{ev: claims, storefrontEvent: storefrontClaims} {
-		if err := onSale(ctx, rc, space, ev, claims); err != nil {
+	for event, cl := range map[string]map[string]int64{ev: claims, storefrontEvent: storefrontClaims} {
+		if err := onSale(ctx, rc, space, event, cl); err != nil {
 			return result{}, err
 		}
 	}

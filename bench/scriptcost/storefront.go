@@ -51,10 +51,9 @@ func measureStorefront(ctx context.Context, rc rueidis.Client, space keys.Space,
 	o := &orders.Service{Redis: rc, Space: space, OrderTTL: 30 * time.Minute, IDKey: []byte("scriptcost")}
 	s := &registrations.Service{Redis: rc, Space: space, Orders: o, CheckoutTTL: 15 * time.Minute, HoldTTL: 3 * time.Minute}
 	const ev, tenant = storefrontEvent, "t_scriptcost"
-	claims := storefrontClaims
 	// The cart a storefront-flash buyer registers: one GA ticket at 25.00
 	// plus the fee, counted against the buyer's client address.
-	q := pricing.Quote{Subtotal: 2500, Fee: 150, Total: 2650, PaidAdmissions: 1, Claims: claims,
+	q := pricing.Quote{Subtotal: 2500, Fee: 150, Total: 2650, PaidAdmissions: 1, Claims: storefrontClaims,
 		Lines:      []orders.Line{{Kind: orders.LineTicket, RefID: "tk_ga", Quantity: 1, UnitPrice: 2500, Amount: 2500}},
 		Admissions: []pricing.Admission{{Kind: orders.LineTicket, RefID: "tk_ga", Label: "General"}}}
 	ids := make([]string, n)

@@ -14,8 +14,15 @@
 --   {R.OK, now ms, st, total, ch, exp, tix, why, ref, rec, amt, sess, paid, cexp, claims}
 --   (absent fields as ''; claims, the sale's "field qty ...", name its
 --   showing after the sync worker dropped rec)
+-- regview_fields(): the fields regview answers, in its order (made by a
+-- function: a table at a library's top level would end the library's code,
+-- inventory/eval).
+local function regview_fields()
+  return {'st', 'total', 'ch', 'exp', 'tix', 'why', 'ref', 'rec', 'amt', 'sess', 'paid', 'cexp', 'claims'}
+end
+
 local function regview(key, now)
-  local f = {'st', 'total', 'ch', 'exp', 'tix', 'why', 'ref', 'rec', 'amt', 'sess', 'paid', 'cexp', 'claims'}
+  local f = regview_fields()
   local o = redis.call('HMGET', key, unpack(f))
   if not o[1] then
     return {R.NOT_FOUND}
@@ -30,11 +37,9 @@ end
 -- regview_of(v, now): regview's answer made of v, the hash's fields by
 -- name (a missing one nil or false), for a script that knows them without
 -- reading the hash again: reg_pay read it before its writes and knows what
--- they changed. (The fields are regview's, in its order: a table literal
--- in each, as a library-level table would end the library's code, and a
--- function making it costs the read more than the literal.)
+-- they changed.
 local function regview_of(v, now)
-  local f = {'st', 'total', 'ch', 'exp', 'tix', 'why', 'ref', 'rec', 'amt', 'sess', 'paid', 'cexp', 'claims'}
+  local f = regview_fields()
   local out = {R.OK, now}
   for i = 1, #f do
     out[#out + 1] = v[f[i]] or ''
