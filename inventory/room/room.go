@@ -71,6 +71,7 @@ type Service struct {
 	meters    sync.Map     // event id -> *meter, the joins a second (proof of work)
 	joins     sync.Map     // event id and arguments -> *joinQueue (joins.go)
 	shuffles  sync.Map     // room id -> *shuffle (tokens.go): a room's key, made once
+	touched   sync.Map     // room id -> *atomic.Int64: unix ns of this node's last join, leave or Redis read of it (resting)
 	joinCalls atomic.Int64 // room_join calls, for tests
 	stopped   atomic.Bool
 }
@@ -201,6 +202,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 		}
 	}
 	ev := keys.RoomID(req.EventID, req.ShowingID)
+	s.touch(ev)
 	id := s.placeID(ev, bk)
 	rank := ""
 	if cfg.Fair {
@@ -235,6 +237,7 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 // Status reads a place of room roomID after the admission step, which it
 // runs: every poll moves the line.
 func (s *Service) Status(ctx context.Context, cfg *catalog.Room, roomID, queueID string) (Status, error) {
+	s.touch(roomID)
 	arr, err := s.runStatus(ctx, cfg, roomID, queueID, "", 0, nil)
 	if err != nil {
 		return Status{}, fmt.Errorf("room: status: %w", err)
@@ -338,8 +341,9 @@ func okOrStopped(arr []rueidis.RedisMessage, script string) error {
 // place that leaves or a registration that expires gives its units to the
 // head of the line within a period, though nobody polls (nobody is
 // admitted before T0, and until t0Margin before it a room is stepped every
-// earlyStepEvery). Every node runs it; each step is one atomic
-// script, so nodes never admit twice. Each step also refreshes the node's
+// earlyStepEvery; a room at rest, such as a sold-out one, is stepped less
+// often: resting). Every node runs it; each step is one atomic script, so
+// nodes never admit twice. Each step also refreshes the node's
 // frontier of the room, which answers the polls far from the head, and
 // wakes the node's long-polls (Wait) of a room that changed.
 func (s *Service) Run(ctx context.Context, every time.Duration, current func() *catalog.Snapshot) {
@@ -347,6 +351,7 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 	defer t.Stop()
 	failing := map[string]bool{}    // events whose last step failed: logged once a streak
 	early := map[string]time.Time{} // rooms before T0 (beforeT0Margin): their last step
+	var last *catalog.Snapshot      // the catalog of the last tick: a new one steps every room
 	for {
 		select {
 		case <-ctx.Done():
@@ -359,6 +364,8 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 			continue
 		}
 		now := s.now()
+		same := snap == last
+		last = snap
 		for evID, ev := range snap.Events {
 			if ev.Room == nil || now.Before(ev.Room.OpensAt) {
 				continue
@@ -371,12 +378,69 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 				} else if now.Sub(early[id]) < earlyStepEvery-every/2 {
 					continue // a tick's jitter does not skip to the next
 				}
+				if same && s.resting(id, now, every) {
+					continue
+				}
 				if s.admitLogged(ctx, line, id, failing) && before {
 					early[id] = now // a failed step is retried at the next tick
 				}
 			}
 		}
 	}
+}
+
+// A room at rest has nothing a step could do soon: no live pass (none can
+// lapse) and nobody in its line (nobody to admit, no long-poll to wake), or
+// nothing left to sell (a registration that expires, a refund or a larger
+// stock gives units back, which only a step finds). Run steps such a room
+// every idleStepEvery (nobody waiting: a join at an empty line admits
+// itself) or soldOutStepEvery (its waiters hear of units given back within
+// it), not every period: a room's step is a script call, and a room an
+// on-sale keeps open for days on every node would otherwise cost Redis
+// twenty calls a second a node, long after its rush. (Variables for the
+// tests, which lengthen them while no Run runs.)
+var (
+	idleStepEvery    = time.Second
+	soldOutStepEvery = 250 * time.Millisecond
+)
+
+// resting says whether Run may skip room id's step at now, its ticks
+// every period: the room's last step, by this node, found it at rest, less
+// than the rest's step ago, and this node has not touched the room since
+// (a join, a leave, a status read from Redis: touch), which may have
+// changed what the step found.
+func (s *Service) resting(id string, now time.Time, period time.Duration) bool {
+	v, ok := s.frontiers.Load(id)
+	if !ok {
+		return false
+	}
+	f := v.(*frontier)
+	var rest time.Duration
+	switch {
+	case f.resv > 0:
+		return false
+	case f.waiting == 0:
+		rest = idleStepEvery
+	case f.left <= 0:
+		rest = soldOutStepEvery
+	default:
+		return false
+	}
+	if now.Sub(f.at) >= rest-period/2 { // a tick's jitter does not skip to the next
+		return false
+	}
+	t, ok := s.touched.Load(id)
+	return !ok || t.(*atomic.Int64).Load() < f.at.UnixNano()
+}
+
+// touch notes that this node joined, left or read room id in Redis now: its
+// next tick steps the room though it rests (resting).
+func (s *Service) touch(id string) {
+	t, ok := s.touched.Load(id)
+	if !ok {
+		t, _ = s.touched.LoadOrStore(id, new(atomic.Int64))
+	}
+	t.(*atomic.Int64).Store(s.now().UnixNano())
 }
 
 // earlyStepEvery is how often Run steps a room until t0Margin before T0.
@@ -550,6 +614,7 @@ func (r reading) eta(cfg *catalog.Room) *time.Duration {
 // one whose pass made a registration or, on a seated event, a hold token
 // that holds its units until it lapses; Expired; Left).
 func (s *Service) Leave(ctx context.Context, roomID, queueID string) (string, error) {
+	s.touch(roomID)
 	ev := roomID
 	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev), s.Space.RoomAudit(ev)}
 	arr, err := eval.Array(ctx, s.Redis, leaveScript, ks, []string{queueID, keys.RoomFields(ev)})

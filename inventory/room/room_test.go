@@ -613,6 +613,13 @@ func TestRunStepsARoomBeforeT0Rarely(t *testing.T) {
 	soonT0 := start.Add(t0Margin + 600*time.Millisecond) // finer than the catalog's seconds
 	snap.Events[soon].Room.SalesStartAt = soonT0
 	snap.Events[now].Room.SalesStartAt = start.Add(-time.Minute)
+	// a buyer waits in each room (in the one past T0, with a pass), so
+	// none rests (resting)
+	for _, id := range []string{later, soon, now} {
+		if _, err := f.s.Join(f.ctx, snap.Events[id].Room, JoinRequest{EventID: id, Email: "a@x.test", Quantity: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, stop := context.WithCancel(f.ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); f.s.Run(ctx, every, func() *catalog.Snapshot { return snap }) }()
@@ -646,6 +653,79 @@ func TestRunStepsARoomBeforeT0Rarely(t *testing.T) {
 	if between < 10 || len(steps[now]) < 20 {
 		t.Fatalf("in the %v before its T0 the room took %d steps, and the room past T0 %d in %v: want each step of a period",
 			t0Margin, between, len(steps[now]), took.Round(time.Millisecond))
+	}
+}
+
+// A room whose step found nothing to do soon (nobody waiting and no live
+// pass, or sold out) is not stepped again at every tick: only after its
+// rest, or once this node joined, left or read it in Redis (another node's
+// join it cannot see). A sold-out room still hears of units given back
+// within its rest, though nobody polls.
+func TestRunRestsAQuietRoom(t *testing.T) {
+	defer func(idle, soldOut time.Duration) { idleStepEvery, soldOutStepEvery = idle, soldOut }(idleStepEvery, soldOutStepEvery)
+	idleStepEvery, soldOutStepEvery = time.Hour, time.Hour // a rest outlasts the test: only a touch ends it
+	f := setup(t, 1)
+	cfg := f.open(false, time.Minute)
+	other := &Service{Redis: f.rc, Space: f.sp, Key: f.s.Key} // another node of the deployment
+	current := func() *frontier {
+		if v, ok := f.s.frontiers.Load(ev); ok {
+			return v.(*frontier)
+		}
+		return nil
+	}
+	stepped := func(what string, ok func(*frontier) bool) *frontier {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if fr := current(); fr != nil && ok(fr) {
+				return fr
+			}
+		}
+		t.Fatalf("%s: no step within 5 s (frontier %+v)", what, current())
+		return nil
+	}
+	rests := func(what string, fr *frontier) {
+		t.Helper()
+		time.Sleep(500 * time.Millisecond) // ten ticks
+		if current() != fr {
+			t.Fatalf("%s: the room was stepped again (the tick is every 50 ms)", what)
+		}
+	}
+	stop := f.run(cfg)
+	idle := stepped("the first step", func(*frontier) bool { return true })
+	if idle.waiting != 0 || idle.resv != 0 || idle.left != 1 {
+		t.Fatalf("first step: %+v, want nobody waiting, no pass, 1 unit left", idle.reading)
+	}
+	rests("nobody waiting", idle)
+	a, err := other.Join(f.ctx, cfg, JoinRequest{EventID: ev, Email: "a@x.test", Quantity: 1})
+	if err != nil || a.State != Admitted {
+		t.Fatalf("a's join on another node: %+v, %v; want admitted", a, err)
+	}
+	rests("after another node's join", idle)
+	f.status(cfg, a.QueueID) // this node reads the room in Redis
+	stepped("after a read", func(fr *frontier) bool { return fr.resv == 1 })
+	b := f.join(cfg, "b@x.test")
+	if b.State != Waiting {
+		t.Fatalf("b: %+v, want waiting behind a's pass", b)
+	}
+	// a's unit is sold and a leaves its pass: sold out, b waits
+	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "1")
+	if _, err := f.s.Leave(f.ctx, ev, a.QueueID); err != nil {
+		t.Fatal(err)
+	}
+	soldOut := stepped("after a left", func(fr *frontier) bool { return fr.soldOut() && fr.waiting == 1 })
+	rests("sold out", soldOut)
+
+	// at the shipped rests, units given back reach the head of a
+	// sold-out line though nobody polls
+	stop()
+	idleStepEvery, soldOutStepEvery = time.Second, 250*time.Millisecond
+	was := current()
+	f.run(cfg)
+	stepped("the first step of a new run", func(fr *frontier) bool { return fr != was && fr.soldOut() })
+	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "0")
+	stepped("after the unit came back", func(fr *frontier) bool { return fr.resv == 1 && fr.waiting == 0 })
+	if v, err := f.rc.Do(f.ctx, f.rc.B().Hget().Key(f.sp.RoomPlaces(ev)).Field(b.QueueID).Build()).ToString(); err != nil || !strings.HasPrefix(v, "a ") {
+		t.Fatalf("b's place once the unit came back: %q, %v; want admitted", v, err)
 	}
 }
 
