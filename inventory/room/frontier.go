@@ -15,8 +15,9 @@ import (
 )
 
 // A frontier is a room as one node keeps it in memory, refreshed by each
-// tick (Run): the line's size and stock figures, the ids of the places at
-// its head in order, and its scores sampled at fixed positions, so the
+// of its steps (Run; a room at rest is stepped less often than every
+// tick): the line's size and stock figures, the ids of the places at its
+// head in order, and its scores sampled at fixed positions, so the
 // poll of a waiting place is answered without Redis: exactly at the head,
 // by its rank (in its poll token) among the samples farther back. Redis
 // then sees about one poll per admitted place, the one that takes its

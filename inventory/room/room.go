@@ -71,7 +71,7 @@ type Service struct {
 	meters    sync.Map     // event id -> *meter, the joins a second (proof of work)
 	joins     sync.Map     // event id and arguments -> *joinQueue (joins.go)
 	shuffles  sync.Map     // room id -> *shuffle (tokens.go): a room's key, made once
-	touched   sync.Map     // room id -> *atomic.Int64: unix ns of this node's last join, leave or Redis read of it (resting)
+	touched   sync.Map     // room id -> *atomic.Int64: this node's joins, leaves and Redis reads of it so far (resting)
 	joinCalls atomic.Int64 // room_join calls, for tests
 	stopped   atomic.Bool
 }
@@ -202,13 +202,13 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 		}
 	}
 	ev := keys.RoomID(req.EventID, req.ShowingID)
-	s.touch(ev)
 	id := s.placeID(ev, bk)
 	rank := ""
 	if cfg.Fair {
 		rank = strconv.FormatFloat(s.shuffleRank(ev, id), 'g', -1, 64)
 	}
 	arr, figs, err := s.join(ctx, s.joinQueueOf(ev, cfg), joinArgs{id, bk, req.Device, strconv.FormatInt(req.Quantity, 10), rank})
+	s.touch(ev)
 	if errors.Is(err, errStopped) {
 		return Joined{}, errStopped
 	}
@@ -237,8 +237,8 @@ func (s *Service) Join(ctx context.Context, cfg *catalog.Room, req JoinRequest) 
 // Status reads a place of room roomID after the admission step, which it
 // runs: every poll moves the line.
 func (s *Service) Status(ctx context.Context, cfg *catalog.Room, roomID, queueID string) (Status, error) {
-	s.touch(roomID)
 	arr, err := s.runStatus(ctx, cfg, roomID, queueID, "", 0, nil)
+	s.touch(roomID)
 	if err != nil {
 		return Status{}, fmt.Errorf("room: status: %w", err)
 	}
@@ -351,6 +351,7 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 	defer t.Stop()
 	failing := map[string]bool{}    // events whose last step failed: logged once a streak
 	early := map[string]time.Time{} // rooms before T0 (beforeT0Margin): their last step
+	steps := map[string]stepMark{}  // each room's last step, for resting
 	var last *catalog.Snapshot      // the catalog of the last tick: a new one steps every room
 	for {
 		select {
@@ -378,11 +379,15 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 				} else if now.Sub(early[id]) < earlyStepEvery-every/2 {
 					continue // a tick's jitter does not skip to the next
 				}
-				if same && s.resting(id, now, every) {
+				if same && s.resting(id, now, every, steps[id]) {
 					continue
 				}
-				if s.admitLogged(ctx, line, id, failing) && before {
-					early[id] = now // a failed step is retried at the next tick
+				mark := stepMark{at: now, touches: s.touches(id)}
+				if s.admitLogged(ctx, line, id, failing) {
+					steps[id] = mark // a failed step is retried at the next tick
+					if before {
+						early[id] = now
+					}
 				}
 			}
 		}
@@ -393,25 +398,32 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 // lapse) and nobody in its line (nobody to admit, no long-poll to wake), or
 // nothing left to sell (a registration that expires, a refund or a larger
 // stock gives units back, which only a step finds). Run steps such a room
-// every idleStepEvery (nobody waiting: a join at an empty line admits
-// itself) or soldOutStepEvery (its waiters hear of units given back within
-// it), not every period: a room's step is a script call, and a room an
-// on-sale keeps open for days on every node would otherwise cost Redis
-// twenty calls a second a node, long after its rush. (Variables for the
-// tests, which lengthen them while no Run runs.)
+// every idleStepEvery (nobody waiting: from T0 a join at an empty line
+// admits itself) or soldOutStepEvery (its waiters hear of units given back
+// within about that), not every period: a room's step is a script call,
+// and a room an on-sale keeps open for days on every node would otherwise
+// cost Redis twenty calls a second a node, long after its rush. (Variables
+// for the tests, which lengthen them while no Run runs.)
 var (
 	idleStepEvery    = time.Second
 	soldOutStepEvery = 250 * time.Millisecond
 )
 
+// stepMark is a room's last step by Run: the tick's time, and the node's
+// touches of the room counted before the step's call.
+type stepMark struct {
+	at      time.Time
+	touches int64
+}
+
 // resting says whether Run may skip room id's step at now, its ticks
-// every period: the room's last step, by this node, found it at rest, less
-// than the rest's step ago, and this node has not touched the room since
-// (a join, a leave, a status read from Redis: touch), which may have
-// changed what the step found.
-func (s *Service) resting(id string, now time.Time, period time.Duration) bool {
+// every period, the room's last step being last: that step found the room
+// at rest (its frontier), less than the rest's step ago, and this node has
+// not touched the room since the step began (a join, a leave, a status
+// read from Redis: touch), which may have changed what it found.
+func (s *Service) resting(id string, now time.Time, period time.Duration, last stepMark) bool {
 	v, ok := s.frontiers.Load(id)
-	if !ok {
+	if !ok || last.at.IsZero() {
 		return false
 	}
 	f := v.(*frontier)
@@ -426,21 +438,28 @@ func (s *Service) resting(id string, now time.Time, period time.Duration) bool {
 	default:
 		return false
 	}
-	if now.Sub(f.at) >= rest-period/2 { // a tick's jitter does not skip to the next
+	if now.Sub(last.at) >= rest-period/2 { // a tick's jitter does not skip to the next
 		return false
 	}
-	t, ok := s.touched.Load(id)
-	return !ok || t.(*atomic.Int64).Load() < f.at.UnixNano()
+	return s.touches(id) == last.touches
 }
 
-// touch notes that this node joined, left or read room id in Redis now: its
-// next tick steps the room though it rests (resting).
+// touch counts a join, leave or Redis read of room id by this node, once
+// it is answered: the room's next tick steps it though it rests (resting).
 func (s *Service) touch(id string) {
 	t, ok := s.touched.Load(id)
 	if !ok {
 		t, _ = s.touched.LoadOrStore(id, new(atomic.Int64))
 	}
-	t.(*atomic.Int64).Store(s.now().UnixNano())
+	t.(*atomic.Int64).Add(1)
+}
+
+// touches is how often this node touched room id so far.
+func (s *Service) touches(id string) int64 {
+	if t, ok := s.touched.Load(id); ok {
+		return t.(*atomic.Int64).Load()
+	}
+	return 0
 }
 
 // earlyStepEvery is how often Run steps a room until t0Margin before T0.
@@ -614,10 +633,10 @@ func (r reading) eta(cfg *catalog.Room) *time.Duration {
 // one whose pass made a registration or, on a seated event, a hold token
 // that holds its units until it lapses; Expired; Left).
 func (s *Service) Leave(ctx context.Context, roomID, queueID string) (string, error) {
-	s.touch(roomID)
 	ev := roomID
 	ks := []string{s.Space.Room(ev), s.Space.RoomLine(ev), s.Space.RoomPlaces(ev), s.Space.RoomPasses(ev), s.Space.RoomAudit(ev)}
 	arr, err := eval.Array(ctx, s.Redis, leaveScript, ks, []string{queueID, keys.RoomFields(ev)})
+	s.touch(ev)
 	if err != nil {
 		return "", fmt.Errorf("room: leave: %w", err)
 	}

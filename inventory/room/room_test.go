@@ -659,10 +659,14 @@ func TestRunStepsARoomBeforeT0Rarely(t *testing.T) {
 // A room whose step found nothing to do soon (nobody waiting and no live
 // pass, or sold out) is not stepped again at every tick: only after its
 // rest, or once this node joined, left or read it in Redis (another node's
-// join it cannot see). A sold-out room still hears of units given back
-// within its rest, though nobody polls.
+// join or leave it cannot see). A sold-out room still hears of units given
+// back within its rest, though nobody polls.
 func TestRunRestsAQuietRoom(t *testing.T) {
-	defer func(idle, soldOut time.Duration) { idleStepEvery, soldOutStepEvery = idle, soldOut }(idleStepEvery, soldOutStepEvery)
+	// Put back after the last Run of the test stops (cleanups run last
+	// first): Run reads them.
+	t.Cleanup(func(idle, soldOut time.Duration) func() {
+		return func() { idleStepEvery, soldOutStepEvery = idle, soldOut }
+	}(idleStepEvery, soldOutStepEvery))
 	idleStepEvery, soldOutStepEvery = time.Hour, time.Hour // a rest outlasts the test: only a touch ends it
 	f := setup(t, 1)
 	cfg := f.open(false, time.Minute)
@@ -707,25 +711,42 @@ func TestRunRestsAQuietRoom(t *testing.T) {
 	if b.State != Waiting {
 		t.Fatalf("b: %+v, want waiting behind a's pass", b)
 	}
-	// a's unit is sold and a leaves its pass: sold out, b waits
+	// a's unit is sold and a leaves its pass (on the other node): sold
+	// out, b waits
 	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "1")
-	if _, err := f.s.Leave(f.ctx, ev, a.QueueID); err != nil {
+	if _, err := other.Leave(f.ctx, ev, a.QueueID); err != nil {
 		t.Fatal(err)
 	}
 	soldOut := stepped("after a left", func(fr *frontier) bool { return fr.soldOut() && fr.waiting == 1 })
 	rests("sold out", soldOut)
+	if _, err := f.s.Leave(f.ctx, ev, b.QueueID); err != nil { // this node's leave
+		t.Fatal(err)
+	}
+	empty := stepped("after b left", func(fr *frontier) bool { return fr.waiting == 0 })
+	// the unit comes back with nobody waiting: nothing for a step to do
+	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "0")
+	rests("a unit back, nobody waiting", empty)
+	c := f.join(cfg, "c@x.test") // this node's join, admitted at once
+	if c.State != Admitted {
+		t.Fatalf("c: %+v, want admitted", c)
+	}
+	stepped("after c joined", func(fr *frontier) bool { return fr.resv == 1 })
 
 	// at the shipped rests, units given back reach the head of a
 	// sold-out line though nobody polls
 	stop()
 	idleStepEvery, soldOutStepEvery = time.Second, 250*time.Millisecond
-	was := current()
+	d := f.join(cfg, "d@x.test")
+	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "1")
+	if _, err := other.Leave(f.ctx, ev, c.QueueID); err != nil {
+		t.Fatal(err)
+	}
 	f.run(cfg)
-	stepped("the first step of a new run", func(fr *frontier) bool { return fr != was && fr.soldOut() })
+	stepped("sold out again", func(fr *frontier) bool { return fr.soldOut() && fr.waiting == 1 })
 	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "0")
 	stepped("after the unit came back", func(fr *frontier) bool { return fr.resv == 1 && fr.waiting == 0 })
-	if v, err := f.rc.Do(f.ctx, f.rc.B().Hget().Key(f.sp.RoomPlaces(ev)).Field(b.QueueID).Build()).ToString(); err != nil || !strings.HasPrefix(v, "a ") {
-		t.Fatalf("b's place once the unit came back: %q, %v; want admitted", v, err)
+	if v, err := f.rc.Do(f.ctx, f.rc.B().Hget().Key(f.sp.RoomPlaces(ev)).Field(d.QueueID).Build()).ToString(); err != nil || !strings.HasPrefix(v, "a ") {
+		t.Fatalf("d's place once the unit came back: %q, %v; want admitted", v, err)
 	}
 }
 
