@@ -12,8 +12,11 @@ type Room struct {
 	Places       int64
 	SharedPlaces []string
 	// Twice counts buyers who joined a second time with the same e-mail
-	// (another device); TwiceSame those answered their first place.
-	Twice, TwiceSame int64
+	// (another device) and were answered a place; TwiceSame those
+	// answered their first place. TwiceFailed counts second joins not
+	// answered a place (a transport error, or 503 from an overloaded
+	// node): errors of the run, not places.
+	Twice, TwiceSame, TwiceFailed int64
 	// Registered counts registrations made with a pass; Replays the
 	// second register-guest with the same pass, ReplaysRefused those
 	// answered 409 QUEUE_PASS_USED, ReplaysLapsed those answered 403
@@ -24,8 +27,10 @@ type Room struct {
 	// a buyer admitted with nothing left to buy.
 	NoStock int64
 	// Bots counts register-guest calls without a pass; BotsRefused those
-	// answered 403 QUEUE_REQUIRED.
-	Bots, BotsRefused int64
+	// answered 403 QUEUE_REQUIRED, BotsFailed those not answered (a
+	// transport error or a 5xx: errors of the run, which shed the call or
+	// lost its answer; QUEUE_REQUIRED comes before any write).
+	Bots, BotsRefused, BotsFailed int64
 }
 
 // CheckRoom checks the room's rules: no pass used twice (every replay
@@ -50,8 +55,8 @@ func CheckRoom(r Room) Checks {
 		out = append(out, Check{Name: name, Status: NotChecked, Detail: "nobody joined"})
 	} else {
 		out = append(out, check(name, r.TwiceSame == r.Twice && len(r.SharedPlaces) == 0,
-			"%d places; %d buyers joined twice, %d answered their first place; %d queue ids given to two e-mails%s",
-			r.Places, r.Twice, r.TwiceSame, len(r.SharedPlaces), shared))
+			"%d places; %d buyers joined twice and were answered, %d with their first place (%d more not answered: errors of the run); %d queue ids given to two e-mails%s",
+			r.Places, r.Twice, r.TwiceSame, r.TwiceFailed, len(r.SharedPlaces), shared))
 	}
 	out = append(out, check(r.Label+": admitted-but-no-stock 0", r.NoStock == 0,
 		"%d registrations with a live pass refused as sold out", r.NoStock))
@@ -59,8 +64,9 @@ func CheckRoom(r Room) Checks {
 	if r.Bots == 0 {
 		out = append(out, Check{Name: name, Status: NotChecked, Detail: "no bot ran"})
 	} else {
-		out = append(out, check(name, r.BotsRefused == r.Bots, "%d register-guest calls without a pass, %d refused QUEUE_REQUIRED",
-			r.Bots, r.BotsRefused))
+		out = append(out, check(name, r.BotsRefused+r.BotsFailed == r.Bots,
+			"%d register-guest calls without a pass, %d refused QUEUE_REQUIRED, %d not answered (errors of the run)",
+			r.Bots, r.BotsRefused, r.BotsFailed))
 	}
 	return out
 }

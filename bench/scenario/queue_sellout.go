@@ -292,11 +292,11 @@ type qsTally struct {
 	emails                            []string // the places' e-mails, by index
 	reg                               regTally
 	joinSoldOut                       int64
-	twice, twiceSame                  int64
+	twice, twiceSame, twiceFailed     int64
 	registered, replays, replayRefuse int64
 	replayLapsed, replayAccepted      int64
 	noStock                           int64
-	bots, botsRefused                 int64
+	bots, botsRefused, botsFailed     int64
 	stillWaiting                      int64
 	// lastRegSent and lastRegDone are when the last registration with a
 	// pass was sent and answered: the room sold out between them, when
@@ -379,14 +379,16 @@ func (a *qsActor) join(w *load.Worker, dev uint32) (int, string) {
 // joinAgain joins a second time with the same e-mail from another device:
 // the answer must be the same place.
 func (a *qsActor) joinAgain(w *load.Worker, pl *qsPlace) {
-	a.t.twice++
 	start := time.Now()
 	st, tr := a.join(w, a.b.seq|1<<31)
 	w.Observe(a.p.opJoinAgain, start)
 	if tr != "" || st != 200 {
+		// no place answered: an error of the run, not a second place
+		a.t.twiceFailed++
 		w.Error("join again " + answerCode(w, st, tr))
 		return
 	}
+	a.t.twice++
 	if string(load.Field(w.Resp.Body(), `"queueId":`)) == pl.qid {
 		a.t.twiceSame++
 	}
@@ -549,6 +551,12 @@ func (a *qsActor) bot(w *load.Worker, intended time.Time) {
 	case st == 403 && code == "QUEUE_REQUIRED":
 		a.t.botsRefused++
 		w.Reject(code)
+	case tr != "" || st >= 500:
+		// not answered (a transport error, an overloaded node): an
+		// error of the run, which shed the call or lost its answer; the
+		// room check lists these apart from the refusals
+		a.t.botsFailed++
+		w.Error("bot register " + code)
 	default:
 		w.Error("bot register " + code)
 	}
@@ -565,6 +573,7 @@ func (p *qsPart) tally() *qsTally {
 		t.joinSoldOut += o.joinSoldOut
 		t.twice += o.twice
 		t.twiceSame += o.twiceSame
+		t.twiceFailed += o.twiceFailed
 		t.registered += o.registered
 		t.replays += o.replays
 		t.replayRefuse += o.replayRefuse
@@ -573,6 +582,7 @@ func (p *qsPart) tally() *qsTally {
 		t.noStock += o.noStock
 		t.bots += o.bots
 		t.botsRefused += o.botsRefused
+		t.botsFailed += o.botsFailed
 		t.stillWaiting += o.stillWaiting
 		if o.lastRegSent.After(t.lastRegSent) {
 			t.lastRegSent = o.lastRegSent
@@ -1027,9 +1037,9 @@ func (p *qsPart) check(ctx context.Context, env *Env) (integrity.Checks, []Figur
 	}
 	out := checkGASale(ctx, env, integrity.Sale{Label: label, Paid: int64(len(t.reg.confirmed)), SoldOutReserves: told,
 		Refused: t.reg.refused, Unresolved: unknown}, p.event, p.ticket, p.capacity)
-	r := integrity.Room{Label: label, Places: int64(len(t.places)), Twice: t.twice, TwiceSame: t.twiceSame,
+	r := integrity.Room{Label: label, Places: int64(len(t.places)), Twice: t.twice, TwiceSame: t.twiceSame, TwiceFailed: t.twiceFailed,
 		Registered: t.registered, Replays: t.replays, ReplaysRefused: t.replayRefuse, ReplaysLapsed: t.replayLapsed, ReplaysAccepted: t.replayAccepted,
-		NoStock: t.noStock, Bots: t.bots, BotsRefused: t.botsRefused}
+		NoStock: t.noStock, Bots: t.bots, BotsRefused: t.botsRefused, BotsFailed: t.botsFailed}
 	byQID := map[string]string{}
 	for i, pl := range t.places {
 		if e, ok := byQID[pl.qid]; ok && e != t.emails[i] {
