@@ -298,8 +298,9 @@ func New(b Base, st State, s Settings) (*App, error) {
 			func(ctx context.Context) { backlog.Run(ctx, backlogEvery) },
 			func(ctx context.Context) { regs.Run(ctx, sweepEvery) },
 			// a lapsed pass or hold gives its units to the next in line
-			// within a tenth of a second, though nobody polls, and the
-			// long-polls hear of a change (a sell-out) as fast
+			// within a tenth of a second (a quarter in a sold-out room at
+			// rest), though nobody polls, and the long-polls hear of a
+			// change (a sell-out) as fast
 			func(ctx context.Context) { rooms.Run(ctx, room.TickEvery, b.Catalog.Current) },
 		},
 		Deliveries: procs.Run,
