@@ -578,6 +578,52 @@ func ArrayWait(ctx context.Context, c rueidis.Client, s *Script, keys, args []st
 	return arr, acked, nil
 }
 
+// Call is one script run of ArraysWait: s with keys and args, and, once
+// ArraysWait returns, its reply or error and the replicas that
+// acknowledged it.
+type Call struct {
+	Script     *Script
+	Keys, Args []string
+
+	Arr   []rueidis.RedisMessage
+	Acked int64
+	Err   error
+}
+
+// ArraysWait is ArrayWait (no patience) for several scripts at once: they
+// go down one dedicated connection, then one WAIT after them all, which
+// covers every write the connection made (Redis answers WAIT once the
+// replicas hold its client's last write), so the calls share one round
+// trip and one WAIT. All their keys must be in one slot, the first
+// call's (a dedicated connection follows no redirect). A call whose
+// server lacked its library (it did not run) is run again alone, with
+// ArrayWait. An error of the connection is every call's.
+func ArraysWait(ctx context.Context, c rueidis.Client, calls []*Call, replicas int64, timeout time.Duration) {
+	cmds := make(rueidis.Commands, 0, len(calls)+1)
+	for _, call := range calls {
+		cmds = append(cmds, Pipeline(c, call.Script, call.Keys, call.Args).Cmd)
+	}
+	cmds = append(cmds, c.B().Wait().Numreplicas(replicas).Timeout(WaitMillis(timeout)).Build())
+	var res []rueidis.RedisResult
+	if err := c.Dedicated(func(d rueidis.DedicatedClient) error {
+		res = d.DoMulti(ctx, cmds...)
+		return nil
+	}); err != nil {
+		for _, call := range calls {
+			call.Err = err
+		}
+		return
+	}
+	acked, _ := res[len(calls)].AsInt64() // a WAIT that fails counts as no replica
+	for i, call := range calls {
+		call.Arr, call.Err = Reply(res[i])
+		call.Acked = acked
+		if IsNotLoaded(call.Err) {
+			call.Arr, call.Acked, call.Err = ArrayWait(ctx, c, call.Script, call.Keys, call.Args, replicas, timeout, 0)
+		}
+	}
+}
+
 // Int returns element i of a reply as an integer.
 func Int(arr []rueidis.RedisMessage, i int) (int64, error) {
 	if i >= len(arr) {

@@ -3,8 +3,10 @@ package redisstate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +28,7 @@ type Replication struct {
 	Timeout  time.Duration // default DefaultWaitTimeout
 
 	timeouts atomic.Int64
+	batches  sync.Map // batchKey -> *waitQueue: the paid scripts waiting for a batch (Array)
 }
 
 // DefaultWaitTimeout bounds a WAIT when TICKETD_REDIS_WAIT_TIMEOUT is unset.
@@ -85,12 +88,140 @@ func (r *Replication) array(ctx context.Context, c rueidis.Client, s *eval.Scrip
 	if !r.On() {
 		return eval.Array(ctx, c, s, keys, args)
 	}
-	arr, acked, err := eval.ArrayWait(ctx, c, s, keys, args, r.Replicas, r.WaitTimeout(), patience)
+	var arr []rueidis.RedisMessage
+	var acked int64
+	var err error
+	if patience > 0 {
+		arr, acked, err = eval.ArrayWait(ctx, c, s, keys, args, r.Replicas, r.WaitTimeout(), patience)
+	} else {
+		arr, acked, err = r.batched(ctx, c, s, keys, args)
+	}
 	if err != nil || acked >= r.Replicas || !mustHold(arr) {
 		return arr, err
 	}
 	r.timeouts.Add(1)
 	return nil, ErrNotReplicated
+}
+
+// Payments that come together share a WAIT. Each paid script with its
+// WAIT on a dedicated connection of its own (eval.ArrayWait) made every
+// payment a round trip and a blocking WAIT of its own: flash with one
+// replica ran at 62-70% of the pairs/s without it (docs/decisions.md, The
+// cost of waiting for a replica). A node now sends the paid scripts of one
+// slot that arrive while its last batch of them is in flight as the next
+// batch: the scripts down one dedicated connection, then one WAIT
+// (eval.ArraysWait), which covers every write the connection made. One
+// goroutine a slot sends the batches while payments wait; a payment alone
+// goes at once, alone. A batch runs under none of its payments' deadlines
+// (the WAIT's timeout and batchMargin): a payment whose deadline passes
+// stops waiting (confirm and payment are idempotent: a retry answers the
+// order as the batch left it), and one whose caller stopped waiting before
+// its batch went is not sent.
+const (
+	waitBatchMax = 64
+	batchMargin  = 5 * time.Second
+)
+
+// batchKey names the batches of one client and slot: a dedicated
+// connection of a Redis Cluster serves one slot's node.
+type batchKey struct {
+	c   rueidis.Client
+	tag string
+}
+
+// waitCall is one paid script waiting for its batch's answer.
+type waitCall struct {
+	ctx  context.Context
+	call eval.Call
+	done chan struct{}
+}
+
+// waitQueue holds one slot's paid scripts not yet sent, and whether a
+// batch of them is in flight.
+type waitQueue struct {
+	mu      sync.Mutex
+	waiting []*waitCall
+	sending bool
+}
+
+// batched runs s in the next batch of its slot's paid scripts and gives
+// its reply and the replicas that acknowledged it.
+func (r *Replication) batched(ctx context.Context, c rueidis.Client, s *eval.Script, keys, args []string) ([]rueidis.RedisMessage, int64, error) {
+	k := batchKey{c: c, tag: hashTag(keys[0])}
+	v, ok := r.batches.Load(k)
+	if !ok {
+		v, _ = r.batches.LoadOrStore(k, &waitQueue{})
+	}
+	q := v.(*waitQueue)
+	w := &waitCall{ctx: ctx, call: eval.Call{Script: s, Keys: keys, Args: args}, done: make(chan struct{})}
+	q.mu.Lock()
+	q.waiting = append(q.waiting, w)
+	lead := !q.sending
+	q.sending = true
+	q.mu.Unlock()
+	if lead {
+		go r.sendBatches(c, q)
+	}
+	select {
+	case <-w.done:
+		return w.call.Arr, w.call.Acked, w.call.Err
+	case <-ctx.Done():
+		return nil, 0, ctx.Err()
+	}
+}
+
+// sendBatches sends q's paid scripts, batch after batch, until none wait.
+func (r *Replication) sendBatches(c rueidis.Client, q *waitQueue) {
+	for {
+		q.mu.Lock()
+		n := min(len(q.waiting), waitBatchMax)
+		if n == 0 {
+			q.sending = false
+			q.mu.Unlock()
+			return
+		}
+		batch := slices.Clone(q.waiting[:n])
+		q.waiting = slices.Delete(q.waiting, 0, n)
+		q.mu.Unlock()
+		r.sendBatch(c, batch)
+	}
+}
+
+// sendBatch sends one batch (eval.ArraysWait) and answers each payment
+// still waiting for it.
+func (r *Replication) sendBatch(c rueidis.Client, batch []*waitCall) {
+	live := make([]*waitCall, 0, len(batch))
+	for _, w := range batch {
+		if w.ctx.Err() != nil {
+			close(w.done) // its caller has stopped waiting: not sent
+			continue
+		}
+		live = append(live, w)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), r.WaitTimeout()+batchMargin)
+	defer cancel()
+	calls := make([]*eval.Call, len(live))
+	for i, w := range live {
+		calls[i] = &w.call
+	}
+	eval.ArraysWait(ctx, c, calls, r.Replicas, r.WaitTimeout())
+	for _, w := range live {
+		close(w.done)
+	}
+}
+
+// hashTag is the part of key Redis Cluster hashes for its slot: the text
+// between its first '{' and the next '}' when not empty, else the key.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
 }
 
 // Replicas is what the masters ticketd writes to report of their replicas.

@@ -2,10 +2,17 @@ package redisstate_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
+	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/redistest"
@@ -133,5 +140,86 @@ func TestARollbackASaleFoundStopsSales(t *testing.T) {
 	expectStatus(t, m.Check(ctx), redisstate.Stale)
 	if e := m.Gate(); e == nil || e.Status != 503 {
 		t.Fatalf("gate after the rollback: %v, want 503", e)
+	}
+}
+
+// Payments that come together share one WAIT: each gets its own script's
+// reply, acknowledged by the replica, and the primary sees fewer WAITs
+// than payments. Cut off from its replica, every payment is refused
+// ErrNotReplicated (written on the primary, for a retry to answer).
+func TestPaymentsThatComeTogetherShareAWait(t *testing.T) {
+	ctx := context.Background()
+	rs := redistest.StartReplicated(t, 1)
+	rc := rs.Primary.Client(t)
+	r := &redisstate.Replication{Replicas: 1, Timeout: time.Second}
+	script := eval.Load("ratelimit") // a write: {OK, remaining, granted}
+	always := func([]rueidis.RedisMessage) bool { return true }
+	waits := func() int64 {
+		t.Helper()
+		m, err := rs.Primary.Info("commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(m["cmdstat_wait"], "calls="), ",")
+		n, _ := strconv.ParseInt(calls, 10, 64)
+		return n
+	}
+	pay := func(n int, prefix string) []error {
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				key := fmt.Sprintf("{pay}:%s:%d", prefix, i)
+				arr, err := r.Array(ctx, rc, script, []string{key}, []string{"1000000", "5", "1"}, always)
+				if err == nil {
+					if granted, _ := eval.Int(arr, 2); granted != 1 {
+						err = fmt.Errorf("%s: reply %v, want 1 granted", key, arr)
+					}
+				}
+				errs[i] = err
+			}()
+		}
+		close(start)
+		wg.Wait()
+		return errs
+	}
+	if errs := pay(1, "first"); errs[0] != nil { // loads the library
+		t.Fatal(errs[0])
+	}
+	before := waits()
+	const n = 200
+	for i, err := range pay(n, "together") {
+		if err != nil {
+			t.Fatalf("payment %d: %v", i, err)
+		}
+	}
+	got := waits() - before
+	t.Logf("%d payments at once: %d WAITs", n, got)
+	if got < 1 || got > n/2 {
+		t.Fatalf("%d payments at once sent %d WAITs, want 1 to %d (shared)", n, got, n/2)
+	}
+	replica := rs.Replicas[0].Client(t)
+	for i := range n {
+		if v, err := replica.Do(ctx, replica.B().Exists().Key(fmt.Sprintf("{pay}:together:%d", i)).Build()).AsInt64(); err != nil || v != 1 {
+			t.Fatalf("payment %d on the replica: %d, %v", i, v, err)
+		}
+	}
+
+	// the replica cut off: nothing is acknowledged
+	if err := replica.Do(ctx, replica.B().Replicaof().No().One().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	r.Timeout = 50 * time.Millisecond
+	for i, err := range pay(20, "alone") {
+		if !errors.Is(err, redisstate.ErrNotReplicated) {
+			t.Fatalf("payment %d without the replica: %v, want ErrNotReplicated", i, err)
+		}
+		if v, _ := rc.Do(ctx, rc.B().Exists().Key(fmt.Sprintf("{pay}:alone:%d", i)).Build()).AsInt64(); v != 1 {
+			t.Fatalf("payment %d without the replica is not on the primary", i)
+		}
 	}
 }
