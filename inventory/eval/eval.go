@@ -597,7 +597,8 @@ type Call struct {
 // trip and one WAIT. All their keys must be in one slot, the first
 // call's (a dedicated connection follows no redirect). A call whose
 // server lacked its library (it did not run) is run again alone, with
-// ArrayWait. An error of the connection is every call's.
+// ArrayWait, on a dedicated connection of its own. An error of the
+// connection is every call's.
 func ArraysWait(ctx context.Context, c rueidis.Client, calls []*Call, replicas int64, timeout time.Duration) {
 	cmds := make(rueidis.Commands, 0, len(calls)+1)
 	for _, call := range calls {
@@ -605,15 +606,10 @@ func ArraysWait(ctx context.Context, c rueidis.Client, calls []*Call, replicas i
 	}
 	cmds = append(cmds, c.B().Wait().Numreplicas(replicas).Timeout(WaitMillis(timeout)).Build())
 	var res []rueidis.RedisResult
-	if err := c.Dedicated(func(d rueidis.DedicatedClient) error {
+	_ = c.Dedicated(func(d rueidis.DedicatedClient) error { // errors come in res
 		res = d.DoMulti(ctx, cmds...)
 		return nil
-	}); err != nil {
-		for _, call := range calls {
-			call.Err = err
-		}
-		return
-	}
+	})
 	acked, _ := res[len(calls)].AsInt64() // a WAIT that fails counts as no replica
 	for i, call := range calls {
 		call.Arr, call.Err = Reply(res[i])

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/eval"
+	"github.com/ticketd/ticketd/inventory/keys"
 )
 
 // Replication is how many Redis replicas must hold a paid order before
@@ -59,7 +60,8 @@ func (r *Replication) WaitTimeout() time.Duration {
 }
 
 // Array runs s as eval.Array does; with replicas to wait for, WAIT follows
-// it on the same connection (eval.ArrayWait). mustHold says whether a reply
+// it on the same connection, one WAIT for the payments that come together
+// (batched). mustHold says whether a reply
 // is one that must be on the replicas before it is answered (an order now
 // paid, or found paid by a retry); such a reply that fewer replicas
 // acknowledged is ErrNotReplicated. Other replies (a refusal) are
@@ -111,14 +113,20 @@ func (r *Replication) array(ctx context.Context, c rueidis.Client, s *eval.Scrip
 // slot that arrive while its last batch of them is in flight as the next
 // batch: the scripts down one dedicated connection, then one WAIT
 // (eval.ArraysWait), which covers every write the connection made. One
-// goroutine a slot sends the batches while payments wait; a payment alone
-// goes at once, alone. A batch runs under none of its payments' deadlines
-// (the WAIT's timeout and batchMargin): a payment whose deadline passes
-// stops waiting (confirm and payment are idempotent: a retry answers the
-// order as the batch left it), and one whose caller stopped waiting before
-// its batch went is not sent.
+// goroutine a slot (a hash tag, keys.HashTag) and client sends the batches
+// while payments wait; a payment alone goes at once, alone. A batch runs
+// under none of its payments' deadlines (the WAIT's timeout and
+// batchMargin; with the first payment's context values): a payment whose
+// deadline passes stops waiting (confirm and payment are idempotent: a
+// retry answers the order as the batch left it), and one whose caller
+// stopped waiting before its batch went is not sent. A payment that waited
+// the WAIT's timeout for its batch to go (a replica slow to acknowledge
+// holds every batch that long), or finds waitQueueMax waiting, is not sent
+// either: it is ErrNotReplicated at once, as a payment whose WAIT timed out
+// was, and its retry pays it.
 const (
 	waitBatchMax = 64
+	waitQueueMax = 4096
 	batchMargin  = 5 * time.Second
 )
 
@@ -132,6 +140,7 @@ type batchKey struct {
 // waitCall is one paid script waiting for its batch's answer.
 type waitCall struct {
 	ctx  context.Context
+	at   time.Time // when it came
 	call eval.Call
 	done chan struct{}
 }
@@ -146,15 +155,20 @@ type waitQueue struct {
 
 // batched runs s in the next batch of its slot's paid scripts and gives
 // its reply and the replicas that acknowledged it.
-func (r *Replication) batched(ctx context.Context, c rueidis.Client, s *eval.Script, keys, args []string) ([]rueidis.RedisMessage, int64, error) {
-	k := batchKey{c: c, tag: hashTag(keys[0])}
+func (r *Replication) batched(ctx context.Context, c rueidis.Client, s *eval.Script, ks, args []string) ([]rueidis.RedisMessage, int64, error) {
+	k := batchKey{c: c, tag: keys.HashTag(ks[0])}
 	v, ok := r.batches.Load(k)
 	if !ok {
 		v, _ = r.batches.LoadOrStore(k, &waitQueue{})
 	}
 	q := v.(*waitQueue)
-	w := &waitCall{ctx: ctx, call: eval.Call{Script: s, Keys: keys, Args: args}, done: make(chan struct{})}
+	w := &waitCall{ctx: ctx, at: time.Now(), call: eval.Call{Script: s, Keys: ks, Args: args}, done: make(chan struct{})}
 	q.mu.Lock()
+	if len(q.waiting) >= waitQueueMax {
+		q.mu.Unlock()
+		r.timeouts.Add(1)
+		return nil, 0, ErrNotReplicated
+	}
 	q.waiting = append(q.waiting, w)
 	lead := !q.sending
 	q.sending = true
@@ -166,7 +180,12 @@ func (r *Replication) batched(ctx context.Context, c rueidis.Client, s *eval.Scr
 	case <-w.done:
 		return w.call.Arr, w.call.Acked, w.call.Err
 	case <-ctx.Done():
-		return nil, 0, ctx.Err()
+		select {
+		case <-w.done: // answered meanwhile: the answer counts
+			return w.call.Arr, w.call.Acked, w.call.Err
+		default:
+			return nil, 0, ctx.Err()
+		}
 	}
 }
 
@@ -177,6 +196,7 @@ func (r *Replication) sendBatches(c rueidis.Client, q *waitQueue) {
 		n := min(len(q.waiting), waitBatchMax)
 		if n == 0 {
 			q.sending = false
+			q.waiting = nil // the emptied array goes
 			q.mu.Unlock()
 			return
 		}
@@ -192,11 +212,17 @@ func (r *Replication) sendBatches(c rueidis.Client, q *waitQueue) {
 func (r *Replication) sendBatch(c rueidis.Client, batch []*waitCall) {
 	live := make([]*waitCall, 0, len(batch))
 	for _, w := range batch {
-		if w.ctx.Err() != nil {
-			close(w.done) // its caller has stopped waiting: not sent
+		switch {
+		case w.ctx.Err() != nil:
+			w.call.Err = w.ctx.Err() // its caller stopped waiting: not sent
+		case time.Since(w.at) >= r.WaitTimeout():
+			r.timeouts.Add(1)
+			w.call.Err = ErrNotReplicated // waited out the WAIT's timeout: not sent
+		default:
+			live = append(live, w)
 			continue
 		}
-		live = append(live, w)
+		close(w.done)
 	}
 	if len(live) == 0 {
 		return
@@ -211,17 +237,6 @@ func (r *Replication) sendBatch(c rueidis.Client, batch []*waitCall) {
 	for _, w := range live {
 		close(w.done)
 	}
-}
-
-// hashTag is the part of key Redis Cluster hashes for its slot: the text
-// between its first '{' and the next '}' when not empty, else the key.
-func hashTag(key string) string {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			return key[i+1 : i+1+j]
-		}
-	}
-	return key
 }
 
 // Replicas is what the masters ticketd writes to report of their replicas.

@@ -177,8 +177,9 @@ func (s *Service) sendJoins(q *joinQueue) {
 			c := q.waiting[0]
 			q.waiting[0] = nil
 			q.waiting = q.waiting[1:]
-			if c.ctx.Err() != nil {
-				close(c.done) // nobody reads its answer
+			if err := c.ctx.Err(); err != nil {
+				c.err = err // its caller stopped waiting: not sent
+				close(c.done)
 				continue
 			}
 			batch = append(batch, c)
