@@ -66,7 +66,7 @@ func parsePlain(s string) (Cents, bool) {
 }
 
 // maxCents is the largest amount in cents ticketd takes: 2^53, the
-// largest a JSON number (a float64) carries exactly.
+// largest integer a JSON number (an IEEE 754 double) carries exactly.
 const maxCents = 1 << 53
 
 // FromDecimal converts an exact decimal amount into cents.

@@ -349,10 +349,9 @@ func okOrStopped(arr []rueidis.RedisMessage, script string) error {
 func (s *Service) Run(ctx context.Context, every time.Duration, current func() *catalog.Snapshot) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	failing := map[string]bool{}    // events whose last step failed: logged once a streak
-	early := map[string]time.Time{} // rooms before T0 (beforeT0Margin): their last step
-	steps := map[string]stepMark{}  // each room's last step, for resting
-	var last *catalog.Snapshot      // the catalog of the last tick: a new one steps every room
+	failing := map[string]bool{}   // events whose last step failed: logged once a streak
+	steps := map[string]stepMark{} // each room's last step: earlyStepEvery, resting
+	var last *catalog.Snapshot     // the catalog of the last tick: a new one steps every room
 	for {
 		select {
 		case <-ctx.Done():
@@ -373,10 +372,7 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 			}
 			for _, line := range ev.Room.Lines() {
 				id := cmp.Or(line.ID, evID)
-				before := beforeT0Margin(line.SalesStartAt.Sub(now))
-				if !before {
-					delete(early, id)
-				} else if now.Sub(early[id]) < earlyStepEvery-every/2 {
+				if beforeT0Margin(line.SalesStartAt.Sub(now)) && now.Sub(steps[id].at) < earlyStepEvery-every/2 {
 					continue // a tick's jitter does not skip to the next
 				}
 				if same && s.resting(id, now, every, steps[id]) {
@@ -385,9 +381,6 @@ func (s *Service) Run(ctx context.Context, every time.Duration, current func() *
 				mark := stepMark{at: now, touches: s.touches(id)}
 				if s.admitLogged(ctx, line, id, failing) {
 					steps[id] = mark // a failed step is retried at the next tick
-					if before {
-						early[id] = now
-					}
 				}
 			}
 		}
