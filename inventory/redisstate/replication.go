@@ -3,7 +3,6 @@ package redisstate
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/batch"
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
 )
@@ -29,7 +29,7 @@ type Replication struct {
 	Timeout  time.Duration // default DefaultWaitTimeout
 
 	timeouts atomic.Int64
-	batches  sync.Map // batchKey -> *waitQueue: the paid scripts waiting for a batch (Array)
+	batches  sync.Map // batchKey -> *batch.Queue[*eval.Call]: the paid scripts waiting for a batch (Array)
 }
 
 // DefaultWaitTimeout bounds a WAIT when TICKETD_REDIS_WAIT_TIMEOUT is unset.
@@ -112,9 +112,9 @@ func (r *Replication) array(ctx context.Context, c rueidis.Client, s *eval.Scrip
 // cost of waiting for a replica). A node now sends the paid scripts of one
 // slot that arrive while its last batch of them is in flight as the next
 // batch: the scripts down one dedicated connection, then one WAIT
-// (eval.ArraysWait), which covers every write the connection made. One
-// goroutine a slot (a hash tag, keys.HashTag) and client sends the batches
-// while payments wait; a payment alone goes at once, alone. A batch runs
+// (eval.ArraysWait), which covers every write the connection made. A
+// batch.Queue a slot (a hash tag, keys.HashTag) and client sends the
+// batches while payments wait; a payment alone goes at once, alone. A batch runs
 // under none of its payments' deadlines (the WAIT's timeout and
 // batchMargin; with the first payment's context values): a payment whose
 // deadline passes stops waiting (confirm and payment are idempotent: a
@@ -137,105 +137,39 @@ type batchKey struct {
 	tag string
 }
 
-// waitCall is one paid script waiting for its batch's answer.
-type waitCall struct {
-	ctx  context.Context
-	at   time.Time // when it came
-	call eval.Call
-	done chan struct{}
-}
-
-// waitQueue holds one slot's paid scripts not yet sent, and whether a
-// batch of them is in flight.
-type waitQueue struct {
-	mu      sync.Mutex
-	waiting []*waitCall
-	sending bool
-}
-
 // batched runs s in the next batch of its slot's paid scripts and gives
 // its reply and the replicas that acknowledged it.
 func (r *Replication) batched(ctx context.Context, c rueidis.Client, s *eval.Script, ks, args []string) ([]rueidis.RedisMessage, int64, error) {
 	k := batchKey{c: c, tag: keys.HashTag(ks[0])}
 	v, ok := r.batches.Load(k)
 	if !ok {
-		v, _ = r.batches.LoadOrStore(k, &waitQueue{})
+		v, _ = r.batches.LoadOrStore(k, r.newQueue(c))
 	}
-	q := v.(*waitQueue)
-	w := &waitCall{ctx: ctx, at: time.Now(), call: eval.Call{Script: s, Keys: ks, Args: args}, done: make(chan struct{})}
-	q.mu.Lock()
-	if len(q.waiting) >= waitQueueMax {
-		q.mu.Unlock()
-		r.timeouts.Add(1)
-		return nil, 0, ErrNotReplicated
-	}
-	q.waiting = append(q.waiting, w)
-	lead := !q.sending
-	q.sending = true
-	q.mu.Unlock()
-	if lead {
-		go r.sendBatches(c, q)
-	}
-	select {
-	case <-w.done:
-		return w.call.Arr, w.call.Acked, w.call.Err
-	case <-ctx.Done():
-		select {
-		case <-w.done: // answered meanwhile: the answer counts
-			return w.call.Arr, w.call.Acked, w.call.Err
-		default:
-			return nil, 0, ctx.Err()
-		}
-	}
-}
-
-// sendBatches sends q's paid scripts, batch after batch, until none wait.
-func (r *Replication) sendBatches(c rueidis.Client, q *waitQueue) {
-	for {
-		q.mu.Lock()
-		n := min(len(q.waiting), waitBatchMax)
-		if n == 0 {
-			q.sending = false
-			q.waiting = nil // the emptied array goes
-			q.mu.Unlock()
-			return
-		}
-		batch := slices.Clone(q.waiting[:n])
-		q.waiting = slices.Delete(q.waiting, 0, n)
-		q.mu.Unlock()
-		r.sendBatch(c, batch)
-	}
-}
-
-// sendBatch sends one batch (eval.ArraysWait) and answers each payment
-// still waiting for it.
-func (r *Replication) sendBatch(c rueidis.Client, batch []*waitCall) {
-	live := make([]*waitCall, 0, len(batch))
-	for _, w := range batch {
-		switch {
-		case w.ctx.Err() != nil:
-			w.call.Err = w.ctx.Err() // its caller stopped waiting: not sent
-		case time.Since(w.at) >= r.WaitTimeout():
+	call := &eval.Call{Script: s, Keys: ks, Args: args}
+	if err := v.(*batch.Queue[*eval.Call]).Do(ctx, call); err != nil {
+		if err == ErrNotReplicated {
 			r.timeouts.Add(1)
-			w.call.Err = ErrNotReplicated // waited out the WAIT's timeout: not sent
-		default:
-			live = append(live, w)
-			continue
 		}
-		close(w.done)
+		return nil, 0, err
 	}
-	if len(live) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), r.WaitTimeout()+batchMargin)
-	defer cancel()
-	calls := make([]*eval.Call, len(live))
-	for i, w := range live {
-		calls[i] = &w.call
-	}
-	eval.ArraysWait(ctx, c, calls, r.Replicas, r.WaitTimeout())
-	for _, w := range live {
-		close(w.done)
+	return call.Arr, call.Acked, call.Err
+}
+
+// newQueue is the queue of c's paid scripts of one slot.
+func (r *Replication) newQueue(c rueidis.Client) *batch.Queue[*eval.Call] {
+	return &batch.Queue[*eval.Call]{
+		Send: func(ctx context.Context, calls []*eval.Call) error {
+			eval.ArraysWait(ctx, c, calls, r.Replicas, r.WaitTimeout())
+			return nil
+		},
+		Max: waitBatchMax, Limit: waitQueueMax, Full: ErrNotReplicated,
+		Timeout: r.WaitTimeout() + batchMargin,
+		Expire: func(waited time.Duration) error {
+			if waited >= r.WaitTimeout() {
+				return ErrNotReplicated
+			}
+			return nil
+		},
 	}
 }
 

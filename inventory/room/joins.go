@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/apierr"
+	"github.com/ticketd/ticketd/inventory/batch"
 	"github.com/ticketd/ticketd/inventory/catalog"
 	"github.com/ticketd/ticketd/inventory/eval"
 	"github.com/ticketd/ticketd/inventory/keys"
@@ -57,26 +58,22 @@ const joinTimeout = 5 * time.Second
 // joinArgs is one join's five arguments of room_join.
 type joinArgs [5]string
 
-// joinCall is one join waiting for its batch's answer.
+// joinCall is one join of a batch: its arguments and, once its batch is
+// answered, its answer.
 type joinCall struct {
-	ctx  context.Context
 	args joinArgs
-	done chan struct{}
 	ans  []rueidis.RedisMessage // the join's answer (lib/room_join's)
 	figs []rueidis.RedisMessage // its batch's reply: the room's figures from figsAt
-	err  error
 }
 
-// joinQueue holds one room's joins not yet sent, and whether a batch of
-// it is in flight.
+// joinQueue is one room's joins (batch.Queue), under one set of common
+// arguments.
 type joinQueue struct {
-	mu      sync.Mutex
-	waiting []*joinCall
-	sending bool
-	sent    time.Time // when the last batch of several joins went
-	t0      time.Time // the room's T0 (its sales start)
-	keys    []string
-	common  []string // room_join's first five arguments
+	batch.Queue[*joinCall]
+	sent   atomic.Int64 // when the last batch of several joins went (Unix ns)
+	t0     time.Time    // the room's T0 (its sales start)
+	keys   []string
+	common []string // room_join's first five arguments
 }
 
 // joinCommon is room_join's first five arguments, every join's of room
@@ -100,6 +97,11 @@ func (s *Service) joinQueueOf(rm string, cfg *catalog.Room) *joinQueue {
 	q := &joinQueue{common: common, t0: cfg.SalesStartAt, keys: []string{s.Space.Room(rm), s.Space.RoomWho(rm), s.Space.RoomLine(rm),
 		s.Space.RoomPlaces(rm), s.Space.Live(keys.Partition(ev)), s.Space.Sold(ev), s.Space.RoomPasses(rm),
 		s.Space.RoomAudit(rm)}}
+	q.Send = func(ctx context.Context, batch []*joinCall) error { return s.sendJoins(ctx, q, batch) }
+	q.Max, q.Limit, q.Full, q.Timeout = joinBatchMax, joinQueueMax, errJoinsBusy, joinTimeout
+	q.Linger = func() time.Duration {
+		return lingerOf(time.Since(time.Unix(0, q.sent.Load())), q.t0.Sub(s.now()))
+	}
 	v, _ := s.joins.LoadOrStore(id, q)
 	return v.(*joinQueue)
 }
@@ -122,36 +124,11 @@ const figsAt = 1
 // errStopped). It stops waiting when ctx ends; a join whose ctx ended
 // before its batch went is not sent.
 func (s *Service) join(ctx context.Context, q *joinQueue, args joinArgs) (ans, figs []rueidis.RedisMessage, err error) {
-	c := &joinCall{ctx: ctx, args: args, done: make(chan struct{})}
-	q.mu.Lock()
-	if len(q.waiting) >= joinQueueMax {
-		q.mu.Unlock()
-		return nil, nil, errJoinsBusy
+	c := &joinCall{args: args}
+	if err := q.Do(ctx, c); err != nil {
+		return nil, nil, err
 	}
-	q.waiting = append(q.waiting, c)
-	lead := !q.sending
-	q.sending = true
-	linger := lingerOf(time.Since(q.sent), q.t0.Sub(s.now()))
-	q.mu.Unlock()
-	if lead {
-		go func() {
-			if linger > 0 {
-				time.Sleep(linger)
-			}
-			s.sendJoins(q)
-		}()
-	}
-	select {
-	case <-c.done:
-		return c.ans, c.figs, c.err
-	case <-ctx.Done():
-		select {
-		case <-c.done: // answered meanwhile: the answer counts
-			return c.ans, c.figs, c.err
-		default:
-			return nil, nil, ctx.Err()
-		}
-	}
+	return c.ans, c.figs, nil
 }
 
 // lingerOf is how long the first join of a batch waits for others, in a
@@ -167,57 +144,22 @@ func lingerOf(idle, toT0 time.Duration) time.Duration {
 	return joinLinger
 }
 
-// sendJoins sends the queue's waiting joins, a batch at a time, until none
-// wait. The joins whose callers stopped waiting are dropped unsent.
-func (s *Service) sendJoins(q *joinQueue) {
-	for {
-		q.mu.Lock()
-		var batch []*joinCall
-		for len(batch) < joinBatchMax && len(q.waiting) > 0 {
-			c := q.waiting[0]
-			q.waiting[0] = nil
-			q.waiting = q.waiting[1:]
-			if err := c.ctx.Err(); err != nil {
-				c.err = err // its caller stopped waiting: not sent
-				close(c.done)
-				continue
-			}
-			batch = append(batch, c)
-		}
-		if len(batch) == 0 {
-			q.sending = false
-			q.waiting = nil // the emptied array goes
-			q.mu.Unlock()
-			return
-		}
-		if len(batch) > 1 {
-			q.sent = time.Now()
-		}
-		q.mu.Unlock()
-		s.sendBatch(q, batch)
+// sendJoins runs one room_join call for batch and answers each join.
+func (s *Service) sendJoins(ctx context.Context, q *joinQueue, batch []*joinCall) error {
+	if len(batch) > 1 {
+		q.sent.Store(time.Now().UnixNano())
 	}
-}
-
-// sendBatch runs one room_join call for batch and answers each join.
-func (s *Service) sendBatch(q *joinQueue, batch []*joinCall) {
 	args := make([]string, 0, len(q.common)+5*len(batch))
 	args = append(args, q.common...)
 	for _, c := range batch {
 		args = append(args, c.args[:]...)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), joinTimeout)
-	defer cancel()
 	s.joinCalls.Add(1)
 	arr, err := eval.Array(ctx, s.Redis, joinScript, q.keys, args)
-	if err == nil {
-		err = joinAnswers(arr, batch)
+	if err != nil {
+		return err
 	}
-	for _, c := range batch {
-		if err != nil {
-			c.err = err
-		}
-		close(c.done)
-	}
+	return joinAnswers(arr, batch)
 }
 
 // joinAnswers gives each join of the batch its answer from room_join's

@@ -100,21 +100,19 @@ func (f *fixture) status(cfg *catalog.Room, qid string) Status {
 	return st
 }
 
-// call is one join of email (from device, "" none) for a batch, made
-// under ctx.
-func (f *fixture) call(ctx context.Context, email, device string) *joinCall {
+// call is one join of email (from device, "" none) for a batch.
+func (f *fixture) call(email, device string) *joinCall {
 	bk := orders.BuyerKey(email)
-	return &joinCall{ctx: ctx, args: joinArgs{f.s.placeID(ev, bk), bk, device, "1", ""}, done: make(chan struct{})}
+	return &joinCall{args: joinArgs{f.s.placeID(ev, bk), bk, device, "1", ""}}
 }
 
-// sendBatch sends calls as one batch of room_join under cfg; each call's
-// done is closed once it is answered.
+// sendBatch sends calls as one batch of room_join under cfg and fails
+// the test on its error.
 func (f *fixture) sendBatch(cfg *catalog.Room, calls []*joinCall) {
-	q := f.s.joinQueueOf(ev, cfg)
-	q.mu.Lock() // a join before may have used the queue
-	q.waiting, q.sending = slices.Clone(calls), true
-	q.mu.Unlock()
-	f.s.sendJoins(q)
+	f.t.Helper()
+	if err := f.s.sendJoins(f.ctx, f.s.joinQueueOf(ev, cfg), calls); err != nil {
+		f.t.Fatalf("room_join of %d: %v", len(calls), err)
+	}
 }
 
 // joinAtOnce joins n buyers, <prefix><i>@x.test, each from a goroutine of
@@ -257,18 +255,14 @@ func TestABatchOfJoinsKeepsOnePlacePerIdentity(t *testing.T) {
 	f := setup(t, 10)
 	cfg := f.open(false, time.Minute)
 	cfg.SalesStartAt = time.Now().Add(time.Hour)
-	batch := []*joinCall{f.call(f.ctx, "ann@x.test", ""), f.call(f.ctx, "Ann@x.test", ""), f.call(f.ctx, "bob@x.test", "dev-9"),
-		f.call(f.ctx, "cy@x.test", "dev-9"), f.call(f.ctx, "dee@x.test", "")}
+	batch := []*joinCall{f.call("ann@x.test", ""), f.call("Ann@x.test", ""), f.call("bob@x.test", "dev-9"),
+		f.call("cy@x.test", "dev-9"), f.call("dee@x.test", "")}
 	f.sendBatch(cfg, batch)
 	want := []struct {
 		code reply.Code
 		of   int // the join whose place it answers
 	}{{reply.OK, 0}, {reply.Exists, 0}, {reply.OK, 2}, {reply.Exists, 2}, {reply.OK, 4}}
 	for i, c := range batch {
-		<-c.done
-		if c.err != nil {
-			t.Fatalf("join %d: %v", i, c.err)
-		}
 		code, _ := reply.Of(c.ans)
 		qid, _ := eval.Str(c.ans, 1)
 		if code != want[i].code || qid != batch[want[i].of].args[0] {
@@ -293,21 +287,28 @@ func TestABatchAnswersTheEmailsPlaceFirstAndDropsAbandonedJoins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gone, cancel := context.WithCancel(f.ctx)
-	cancel()
-	batch := []*joinCall{f.call(f.ctx, "ann@x.test", ""), f.call(f.ctx, "ann@x.test", "dev-1"), f.call(gone, "abe@x.test", "")}
+	batch := []*joinCall{f.call("ann@x.test", ""), f.call("ann@x.test", "dev-1")}
 	f.sendBatch(cfg, batch)
 	ann := batch[0].args[0]
-	for i, c := range batch[:2] {
-		<-c.done
+	for i, c := range batch {
 		qid, _ := eval.Str(c.ans, 1)
-		if c.err != nil || qid != ann {
-			t.Fatalf("ann's join %d: place %s %v; want ann's own %s (not dee's %s)", i, qid, c.err, ann, dee.QueueID)
+		if qid != ann {
+			t.Fatalf("ann's join %d: place %s; want ann's own %s (not dee's %s)", i, qid, ann, dee.QueueID)
 		}
 	}
-	<-batch[2].done
-	if n := f.int("HLEN", f.sp.RoomPlaces(ev)); n != 2 {
-		t.Fatalf("%d places, want dee's and ann's (the abandoned join not sent)", n)
+	// abe's caller stops waiting before the join goes; eve's, queued
+	// after it, is answered once abe's is dealt with.
+	q := f.s.joinQueueOf(ev, cfg)
+	gone, cancel := context.WithCancel(f.ctx)
+	cancel()
+	if err := q.Do(gone, f.call("abe@x.test", "")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("abe's abandoned join: %v, want its context's error", err)
+	}
+	if err := q.Do(f.ctx, f.call("eve@x.test", "")); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.int("HLEN", f.sp.RoomPlaces(ev)); n != 3 {
+		t.Fatalf("%d places, want dee's, ann's and eve's (the abandoned join not sent)", n)
 	}
 }
 
