@@ -86,13 +86,9 @@ func DecodeConfirm(ctx *fasthttp.RequestCtx) (ConfirmFields, *apierr.Error) {
 	if body.Amount == nil {
 		return ConfirmFields{}, apierr.Invalid("amount is required")
 	}
-	raw := []byte(*body.Amount)
-	if len(raw) == 0 || raw[0] == '"' {
-		return ConfirmFields{}, apierr.Invalid("amount must be a JSON number")
-	}
-	amount, err := money.Parse(string(raw))
-	if err != nil {
-		return ConfirmFields{}, apierr.Invalid("amount must be a non-negative number with at most two decimals")
+	amount, e := httpx.Amount("amount", *body.Amount)
+	if e != nil {
+		return ConfirmFields{}, e
 	}
 	if body.PartnerReference == nil || *body.PartnerReference == "" {
 		return ConfirmFields{}, apierr.Invalid("partnerReference is required")

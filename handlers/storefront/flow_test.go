@@ -123,6 +123,8 @@ func TestWalletPaymentConfirmsTheRegistration(t *testing.T) {
 	t.Parallel()
 	s := start(t)
 	reg := s.MustRegister(t, servertest.Guest("sf_ga", map[string]any{"selectedTicketId": "tk_child"}))
+	quoted := s.Front(t, "POST", "/wallet/create-payment", map[string]any{"registrationId": reg.RegistrationID, "amount": "11.50", "selectedTicketId": "tk_child", "quantity": 1})
+	expect(t, quoted, 400, "INVALID_REQUEST") // amounts are JSON numbers
 	bad := s.Front(t, "POST", "/wallet/create-payment", map[string]any{"registrationId": reg.RegistrationID, "amount": 10, "selectedTicketId": "tk_child", "quantity": 1})
 	expect(t, bad, 400, "AMOUNT_MISMATCH") // 10 + 1.50 fee
 	if bad.Raw["serverTotal"] != 11.5 {
@@ -157,6 +159,8 @@ func TestPaymentCallsCheckAmountCartAndURLs(t *testing.T) {
 		{"quantity omitted charges one ticket: not this registration", map[string]any{"selectedTicketId": "tk_adult", "selectedTicketAmount": 25}, 400, "CART_MISMATCH"},
 		{"another ticket", map[string]any{"selectedTicketId": "tk_child", "quantity": 2, "selectedTicketAmount": 20}, 400, "CART_MISMATCH"},
 		{"no amount", map[string]any{"selectedTicketId": "tk_adult", "quantity": 2}, 400, "INVALID_REQUEST"},
+		{"the amount as a string", map[string]any{"selectedTicketId": "tk_adult", "quantity": 2, "selectedTicketAmount": "50"}, 400, "INVALID_REQUEST"},
+		{"a fraction of a cent", map[string]any{"selectedTicketId": "tk_adult", "quantity": 2, "selectedTicketAmount": 50.001}, 400, "INVALID_REQUEST"},
 		{"success url off the key's domains", map[string]any{"selectedTicketId": "tk_adult", "quantity": 2, "selectedTicketAmount": 50,
 			"successUrl": "https://evil.test/steal"}, 400, "INVALID_REQUEST"},
 		{"another event", map[string]any{"eventId": "sf_free", "selectedTicketId": "tk_adult", "quantity": 2, "selectedTicketAmount": 50}, 404, "NOT_FOUND"},

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	json "github.com/goccy/go-json"
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/httpx"
@@ -36,14 +37,14 @@ type cardBody struct {
 	payBody
 	// SelectedTicketAmount is the unit price times the quantity (the
 	// tickets' or seats' subtotal before discount and fee).
-	SelectedTicketAmount *money.Cents `json:"selectedTicketAmount"`
+	SelectedTicketAmount *json.RawMessage `json:"selectedTicketAmount"`
 }
 
 // walletBody is POST /v1/storefront/wallet/create-payment.
 type walletBody struct {
 	payBody
 	// Amount is the fee-inclusive total, as the quote showed it.
-	Amount *money.Cents `json:"amount"`
+	Amount *json.RawMessage `json:"amount"`
 }
 
 // noProcessor is the 409 of a payment call whose method no processor
@@ -177,6 +178,11 @@ func (a *API) cardSession(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, apierr.Invalid("selectedTicketAmount is required: the unit price times the quantity"))
 		return
 	}
+	amount, e := httpx.Amount("selectedTicketAmount", *b.SelectedTicketAmount)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
 	if b.SuccessURL == "" || b.CancelURL == "" {
 		httpx.Fail(ctx, apierr.Invalid("successUrl and cancelUrl are required"))
 		return
@@ -186,7 +192,7 @@ func (a *API) cardSession(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, e)
 		return
 	}
-	if want := admissionsSubtotal(reg); *b.SelectedTicketAmount != want {
+	if want := admissionsSubtotal(reg); amount != want {
 		httpx.Fail(ctx, amountMismatch("serverAmount", want))
 		return
 	}
@@ -210,12 +216,17 @@ func (a *API) walletPayment(ctx *fasthttp.RequestCtx, r *request) {
 		httpx.Fail(ctx, apierr.Invalid("amount is required: the total the quote showed"))
 		return
 	}
+	amount, e := httpx.Amount("amount", *b.Amount)
+	if e != nil {
+		httpx.Fail(ctx, e)
+		return
+	}
 	ev, reg, e := a.payable(r, &b.payBody)
 	if e != nil {
 		httpx.Fail(ctx, e)
 		return
 	}
-	if *b.Amount != reg.Total {
+	if amount != reg.Total {
 		httpx.Fail(ctx, amountMismatch("serverTotal", reg.Total))
 		return
 	}

@@ -66,6 +66,10 @@ func syntaxError(body []byte) *ValidationError {
 	if !ok {
 		return &ValidationError{Msg: "invalid JSON"}
 	}
+	if p.AtEnd { // where it broke is past the last byte, not at it
+		line := 1 + bytes.Count(body, []byte{'\n'})
+		return &ValidationError{Msg: fmt.Sprintf("invalid JSON: the document ends at line %d before its value is complete: %s", line, p.Msg)}
+	}
 	return &ValidationError{Msg: fmt.Sprintf("invalid JSON at line %d, column %d: %s", p.Line, p.Column, p.Msg)}
 }
 

@@ -753,7 +753,8 @@ func TestDecodeRefusesWithPath(t *testing.T) {
 		{"trailing garbage", validDoc + "\n xx", "", fmt.Sprintf("line %d, column 2", strings.Count(validDoc, "\n")+2)},
 		{"second document", `{"tenants": []} {"channels": []}`, "", "after top-level value"},
 		{"malformed", "{\n  \"tenants\": [,]\n}", "", "line 2, column 15"},
-		{"truncated", `{"tenants": [`, "", "invalid JSON"},
+		{"truncated", `{"tenants": [`, "", "invalid JSON: the document ends at line 1 before its value is complete"},
+		{"truncated on a later line", "{\n  \"tenants\": [\n", "", "ends at line 3 before"},
 		{"array", `[]`, "", "JSON object"},
 		{"null", `null`, "", "JSON object"},
 	}
