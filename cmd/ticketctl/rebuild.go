@@ -6,13 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"time"
 
 	json "github.com/goccy/go-json"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
 
+	"github.com/ticketd/ticketd/cmd/internal/connurl"
 	"github.com/ticketd/ticketd/inventory/catalogstore"
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/sync/rebuild"
@@ -121,12 +121,7 @@ func storesOf(e env, cmd string) (stores, bool) {
 func (at stores) connect(ctx context.Context) (rc rueidis.Client, pool *pgxpool.Pool, close func(), err error) {
 	opt, err := rueidis.ParseURL(at.redisURL)
 	if err != nil {
-		// url.Parse's error repeats the whole URL, password included.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, nil, nil, fmt.Errorf("REDIS_URL: %w", err)
+		return nil, nil, nil, fmt.Errorf("REDIS_URL: %w", connurl.RedisError(err))
 	}
 	opt.DisableCache = true
 	rc, err = rueidis.NewClient(opt)
@@ -134,6 +129,7 @@ func (at stores) connect(ctx context.Context) (rc rueidis.Client, pool *pgxpool.
 		return nil, nil, nil, fmt.Errorf("connect to Redis: %w", err)
 	}
 	pool, err = pgxpool.New(ctx, at.dbURL)
+	err = connurl.PostgresError(err)
 	if err == nil {
 		err = pool.Ping(ctx)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/cmd/internal/connurl"
 	"github.com/ticketd/ticketd/handlers/connlimit"
 	"github.com/ticketd/ticketd/handlers/demosite"
 	"github.com/ticketd/ticketd/inventory/catalog"
@@ -109,7 +110,7 @@ func demoShop(cfg config, log *slog.Logger) (*fasthttp.Server, net.Listener, err
 	site := demosite.Site{AppURL: cfg.AppURL, PublishableKey: "pk_demo", Events: demoEvents}
 	srv := &fasthttp.Server{Handler: site.Handler(), Name: "demo-shop",
 		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute}
-	log.Info("demo shop: "+shopURL(ln.Addr()), "api", cfg.AppURL)
+	log.Info("demo shop: "+shopURL(ln.Addr()), "api", connurl.Redacted(cfg.AppURL))
 	// No caps, but a failed accept (EMFILE) is retried here too: fasthttp
 	// would return it, and either server stopping stops the node.
 	return srv, connlimit.New(ln, connlimit.Limits{}, log), nil

@@ -297,6 +297,18 @@ func TestProductionRefusesToStartNamingTheVariable(t *testing.T) {
 	if code != 1 || len(lines) != 1 || strings.Contains(lines[0], "TICKETD_SECRETS_KEY") || !strings.Contains(lines[0], "redis") {
 		t.Fatalf("a good key: exit %d, lines %q; want exit 1 on the unreachable Redis", code, lines)
 	}
+	// A typo beside a password: the line says what is wrong, never the
+	// password (url.Parse's error repeats the URL; pgx hides a password
+	// only up to its first '@').
+	for name, env := range map[string]map[string]string{
+		"REDIS_URL":    with("REDIS_URL", "redis://:s3cretpw@127.0.0.1:16x10"),
+		"DATABASE_URL": with("REDIS_URL", redistest.URL(), "DATABASE_URL", "postgres://postgres:pg@s3cretpw@127.0.0.1:54x2/ticketd"),
+	} {
+		code, lines := runBinary(t, bin, env)
+		if code != 1 || len(lines) != 1 || !strings.Contains(lines[0], "invalid port") || strings.Contains(lines[0], "s3cretpw") {
+			t.Fatalf("%s with a bad port: exit %d, lines %q; want exit 1 naming the port, not the password", name, code, lines)
+		}
+	}
 }
 
 // runBinary runs bin with env added to a clean environment (no TICKETD_

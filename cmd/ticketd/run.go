@@ -20,6 +20,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/valyala/fasthttp"
 
+	"github.com/ticketd/ticketd/cmd/internal/connurl"
 	"github.com/ticketd/ticketd/handlers/app"
 	"github.com/ticketd/ticketd/handlers/clientip"
 	"github.com/ticketd/ticketd/handlers/metrics"
@@ -284,7 +285,7 @@ func startLoops(ctx context.Context, wg *sync.WaitGroup, loops []func(context.Co
 func connectRedis(ctx context.Context, cfg config, log *slog.Logger) (c rueidis.Client, closer func(), embedded bool, err error) {
 	opt, err := rueidis.ParseURL(cfg.RedisURL)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("REDIS_URL: %w", err)
+		return nil, nil, false, fmt.Errorf("REDIS_URL: %w", connurl.RedisError(err))
 	}
 	opt.DisableCache = true
 	opt.Dialer.Timeout = 2 * time.Second
@@ -333,6 +334,7 @@ func connectPostgres(ctx context.Context, cfg config, log *slog.Logger) (*pgxpoo
 	var pool *pgxpool.Pool
 	if err == nil {
 		pool, err = pgxpool.New(ctx, cfg.DatabaseURL)
+		err = connurl.PostgresError(err)
 	}
 	if err == nil {
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -399,7 +401,7 @@ func ensureDefaultDatabase(ctx context.Context, cfg config) error {
 	defer cancel()
 	pcfg, err := pgx.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
-		return err
+		return connurl.PostgresError(err)
 	}
 	name := pcfg.Database
 	pcfg.Database = "postgres"

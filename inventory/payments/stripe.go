@@ -106,9 +106,19 @@ func (s *Stripe) CreateSession(ctx context.Context, req CheckoutRequest) (Sessio
 	p.AddMetadata(MetadataRegistration, req.RegistrationID)
 	cs, err := s.sc.V1CheckoutSessions.Create(ctx, p)
 	if err != nil {
-		return Session{}, fmt.Errorf("payments: stripe: create checkout session: %w", err)
+		return Session{}, fmt.Errorf("payments: stripe: create checkout session: %w", withoutEmail(err, req.BuyerEmail))
 	}
 	return Session{ID: cs.ID, URL: cs.URL}, nil
+}
+
+// withoutEmail is err with the buyer's e-mail left out: Stripe repeats a
+// value it refuses in its message ("Invalid email address: ..."), and the
+// error is logged.
+func withoutEmail(err error, email string) error {
+	if email == "" || !strings.Contains(err.Error(), email) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), email, "(the buyer's e-mail)"))
 }
 
 // stripeLines turns the checkout items into Checkout line items in usd,

@@ -2,6 +2,7 @@ package payments
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -335,5 +336,18 @@ func TestParseStripeWalletMethods(t *testing.T) {
 		if got, err := ParseStripeWalletMethods(in); err == nil {
 			t.Errorf("%q accepted: %v", in, got)
 		}
+	}
+}
+
+// A Stripe refusal that repeats the buyer's e-mail is logged without it;
+// what Stripe said stays.
+func TestStripeErrorsLeaveTheBuyersEmailOut(t *testing.T) {
+	refusal := fmt.Errorf(`{"code":"email_invalid","message":"Invalid email address: ann@x.test","param":"customer_email"}`)
+	err := withoutEmail(refusal, "ann@x.test")
+	if msg := err.Error(); strings.Contains(msg, "ann@x.test") || !strings.Contains(msg, "Invalid email address") || !strings.Contains(msg, "customer_email") {
+		t.Fatalf("logged as %q: want Stripe's message without the e-mail", msg)
+	}
+	if other := fmt.Errorf("no such price"); withoutEmail(other, "ann@x.test") != other {
+		t.Fatal("an error without the e-mail must stay as it is")
 	}
 }
