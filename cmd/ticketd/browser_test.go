@@ -984,6 +984,21 @@ func TestBrowserDemoShopWaitingRoomBuys(t *testing.T) {
 		t.Fatalf("the join went with work %s, want the solved challenge", work)
 	}
 	shot(t, ctx, "1-admitted", true)
+	// The countdown is silent but for its last minute and last 15 seconds,
+	// each said once: the page's clock is moved on to 45, then 10 seconds
+	// before the pass's end, and back.
+	warn := func(secsLeft int, want string) {
+		t.Helper()
+		do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+  window.realNow = window.realNow || Date.now;
+  const [m, s] = document.querySelector('#room-facts [data-fact="left"] dd').textContent.split(':').map(Number);
+  const skip = (m * 60 + s - %d) * 1000, now = Date.now(), real = window.realNow();
+  Date.now = () => now + skip + (window.realNow() - real);
+})()`, secsLeft)), until(fmt.Sprintf(`document.getElementById('room-live').textContent === %q`, want)))
+	}
+	warn(45, "One minute left to order your 2 tickets.")
+	warn(10, "15 seconds left to order your 2 tickets.")
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`Date.now = window.realNow`))
 	id, _ := chromedp.Run(ctx, chromedp.Evaluate[string](roomPlace))
 	do(t, ctx, chromedp.Reload(), until(`document.getElementById('room').dataset.state === 'admitted'`),
 		until(`document.getElementById('q-ticket-tk_rush').value === '2'`))
@@ -1036,9 +1051,10 @@ func (s shopRun) roomJoin(t *testing.T, email string, quantity int) string {
 }
 
 // The waiting room selling out: ten buyers are let in for all twenty
-// tickets; the buyer joining next waits behind their passes with no odds,
-// and once the ten have registered is told the event is sold out, in
-// words and in the live region; a buyer joining then is told at once.
+// tickets; the buyer joining next waits behind their passes, told it gets
+// tickets only if some come back, and once the ten have registered is
+// told the event is sold out, in words and in the live region; a buyer
+// joining then is told at once.
 func TestBrowserDemoShopWaitingRoomSoldOut(t *testing.T) {
 	// Ten registrations from one address: no per-IP cap.
 	s := startShopWith(t, func(c *config) { c.demoRoomT0, c.HoldsPerIP = time.Second, 0 })
@@ -1054,7 +1070,14 @@ func TestBrowserDemoShopWaitingRoomSoldOut(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("room-email"), "late@example.com"),
 		chromedp.Click(chromedp.ID("room-go")),
 		until(`document.getElementById('room').dataset.state === 'waiting'`),
-		until(`document.querySelector('#room-facts [data-fact="odds"] dd').textContent === '0%'`))
+		until(`document.querySelector('#room-facts [data-fact="odds"] dd').textContent === 'Only if tickets come back'`))
+	// No chance or wait is given (0% and "less than a minute" beside "next
+	// in line" said nothing true): why it waits is said, and read out.
+	if got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[document.querySelector('#room-facts [data-fact="eta"] dd').textContent,
+  document.getElementById('room-note').textContent, document.getElementById('room-live').textContent].join('|')`)); !strings.Contains(got, "Until tickets come back|") ||
+		!strings.Contains(got, "set aside for buyers let in before you") || !strings.Contains(got, "only if some come back") {
+		t.Fatalf("waiting behind every pass, the room says %q", got)
+	}
 	shot(t, ctx, "1-waiting-behind-passes", false)
 	for i, pass := range passes {
 		st, body := call(t, "POST", s.api+"/v1/storefront/register-guest",

@@ -131,7 +131,7 @@
       '<div class="actions"><button type="submit" id="room-go" class="btn primary">Join the queue</button></div>' +
       '</form>' +
       '<div id="room-place" class="room-place" hidden>' +
-      '<p id="room-headline" class="room-headline" tabindex="-1"></p>' +
+      '<h3 id="room-headline" class="room-headline" tabindex="-1"></h3>' +
       '<p id="room-detail" class="room-detail"></p>' +
       '<div id="room-progress" class="meter" role="progressbar" aria-labelledby="room-progress-label" aria-valuemin="0" aria-valuemax="100" aria-valuenow="0"><div class="meter-fill" id="room-fill"></div></div>' +
       '<p id="room-progress-label" class="hint"></p>' +
@@ -165,7 +165,7 @@
     $('room').innerHTML = markup();
     const ss = storage('sessionStorage');
     let key = keyOf(ev, '');
-    const st = { place: null, last: null, timer: 0, polling: false, said: '', saidAt: 0, saidPos: 0, holding: false, showing: null };
+    const st = { place: null, last: null, timer: 0, polling: false, said: '', saidAt: 0, saidPos: 0, holding: false, showing: null, warnedPass: '', warned: Infinity };
     const t0 = Date.parse(room.salesStartAt);
 
     function save() {
@@ -276,12 +276,16 @@
             p.firstAhead = d.ahead;
           }
           save();
+          // Every ticket left is set aside for buyers let in before this
+          // place: it gets tickets only if some come back (a buyer let in
+          // does not order in time), so no chance or wait can be given.
+          const waitsForReturns = !early && d.odds === 0;
           $('room-headline').textContent = early ? 'You’re in the queue' : (d.ahead === 0 ? 'You’re next in line' : 'You’re number ' + d.position + ' in line');
           facts.replaceChildren(
             fact('Your place', early && room.mode === 'fair' ? d.position + ' (for now)' : String(d.position), 'position'),
             fact('Ahead of you', String(d.ahead), 'ahead'),
-            fact('Estimated wait', wait(d.etaSeconds), 'eta'),
-            fact('Chance of tickets', d.odds + '%', 'odds'),
+            fact('Estimated wait', waitsForReturns ? 'Until tickets come back' : wait(d.etaSeconds), 'eta'),
+            fact('Chance of tickets', waitsForReturns ? 'Only if tickets come back' : d.odds + '%', 'odds'),
             fact('You asked for', tickets(d.quantity), 'quantity'));
           let pct = 0;
           let text;
@@ -294,13 +298,16 @@
             text = d.ahead === 0 ? 'At the front of the line' : d.ahead + ' ahead of you: ' + pct + '% of the way to the front';
           }
           meter(pct, text);
-          $('room-note').textContent = 'Keep this page open: the queue moves on by itself. Reloading keeps your place.';
+          $('room-note').textContent = waitsForReturns
+            ? 'Every ticket left is set aside for buyers let in before you. If one of them does not order in time, their tickets come back and the queue moves on: keep this page open. Reloading keeps your place.'
+            : 'Keep this page open: the queue moves on by itself. Reloading keeps your place.';
           detail();
           const moved = d.position !== st.saidPos && Date.now() - st.saidAt >= SAY_EVERY_MS;
           if (changed || moved || (prev && prev.early !== early)) {
             st.saidPos = d.position;
             say(early ? 'You are in the queue. Sales start at ' + timeFmt.format(new Date(t0)) + '.'
-              : 'You are number ' + d.position + ' in line. Estimated wait: ' + wait(d.etaSeconds).toLowerCase() + '. Chance of tickets: ' + d.odds + '%.');
+              : waitsForReturns ? 'You are number ' + d.position + ' in line. Every ticket left is set aside for buyers let in before you: you get tickets only if some come back.'
+                : 'You are number ' + d.position + ' in line. Estimated wait: ' + wait(d.etaSeconds).toLowerCase() + '. Chance of tickets: ' + d.odds + '%.');
           }
           d.early = early;
           break;
@@ -378,6 +385,22 @@
           : 'Your time to order is up.';
         const dd = document.querySelector('#room-facts [data-fact="left"] dd');
         if (dd) dd.textContent = clock(left);
+        // The countdown itself is silent (a screen reader would read it
+        // every second): the last minute and the last 15 seconds are said.
+        // st.warned is the last said, for this pass (a status answer
+        // replaces d); a pass given with less than a warning's time left
+        // starts past it, so "You're in" is not talked over.
+        if (st.warnedPass !== d.passExpiresAt) {
+          st.warnedPass = d.passExpiresAt;
+          st.warned = left <= 15000 ? 15000 : left <= 60000 ? 60000 : Infinity;
+        }
+        for (const [at, words] of [[15000, '15 seconds'], [60000, 'One minute']]) {
+          if (left > 0 && left <= at && at < st.warned) {
+            st.warned = at;
+            say(words + ' left to order your ' + tickets(d.quantity) + '.');
+            break;
+          }
+        }
       }
     }
 
