@@ -466,6 +466,17 @@ func TestBrowserDemoShopSeated(t *testing.T) {
 	for _, l := range []string{"A-1", "A-2"} {
 		waitSeat(t, ctx, frame, l, "mine")
 	}
+	// On a phone the hold's time and the picker's messages sit above the
+	// map, out of view while the buyer taps seats: the summary under the
+	// map shows them again (for the eye; the live region is read out).
+	do(t, ctx, chromedp.Click(chromedp.CSS(`[data-seat-label="X-1"]`), chromedp.FromNode(frame)))
+	echo := inFrame[string](t, ctx, frame, `(() => { const n = document.getElementById('summary-note');
+		return getComputedStyle(n).display !== 'none' && n.textContent.endsWith('Seat X-1 is not for sale.') &&
+			document.getElementById('live').textContent.startsWith('Seat X-1 is not for sale.') && n.textContent; })()`)
+	if !regexp.MustCompile(`^Held \d+:\d\d · Seat X-1 is not for sale\.$`).MatchString(echo) {
+		t.Fatalf("under the map the picker says %q, want the hold's time and its last message", echo)
+	}
+	shot(t, ctx, "2-summary-echo", false)
 	do(t, ctx, buyer("Katherine Johnson", "katherine@example.com")...)
 	// Two Stalls seats at 40.00 and a fee of 2.00 a seat.
 	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $84.00 by card' && !document.getElementById('pay-card').disabled`))

@@ -31,7 +31,7 @@
     best: $('best'), qty: $('best-qty'), cat: $('best-cat'), bestGo: $('best-go'),
     legend: $('legend'), wrap: $('map-wrap'), loading: $('loading'), note: $('note'),
     hint: $('map-hint'), chosen: $('chosen'), chosenLabels: $('chosen-labels'), subtotal: $('subtotal'), subtotalLine: $('subtotal-line'),
-    zoomIn: $('zoom-in'), zoomOut: $('zoom-out'), when: $('when'),
+    zoomIn: $('zoom-in'), zoomOut: $('zoom-out'), when: $('when'), summaryNote: $('summary-note'),
   };
 
   const money = new Intl.NumberFormat('en-US', { style: 'currency', currency: cfg.currency || 'USD' });
@@ -204,6 +204,16 @@
     if (ui.live.textContent === text) text += '\u200b';
     ui.live.className = 'live live-' + (kind || 'info');
     ui.live.textContent = text;
+    ui.summaryNote.className = 'summary-note live-' + (kind || 'info');
+    ui.summaryNote.dataset.said = text.replace('\u200b', '');
+    echoNote();
+  }
+
+  // echoNote fills the summary's copy of the last message, with the hold's
+  // time left before it while seats are held.
+  function echoNote() {
+    const said = ui.summaryNote.dataset.said || '';
+    ui.summaryNote.textContent = (st.mine.length ? 'Held ' + ui.timer.textContent + (said ? ' · ' : '') : '') + said;
   }
 
   // ---- the held set and the host page ----
@@ -613,6 +623,7 @@
     if (!st.onSale && saleOpen()) opened();
     ui.hold.classList.toggle('holding', st.mine.length > 0);
     if (!st.mine.length) {
+      echoNote();
       if (st.token && remaining() <= 0) {
         st.token = '';
         store();
@@ -621,6 +632,7 @@
     }
     const left = remaining();
     ui.timer.textContent = clock(left);
+    echoNote();
     ui.hold.classList.toggle('hold-low', left <= 120000);
     if (left <= 120000 && !st.warned) {
       st.warned = true;
