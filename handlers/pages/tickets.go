@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ticketd/ticketd/handlers/guard"
+	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/tickets"
 )
 
@@ -105,7 +106,11 @@ type ticketView struct {
 
 type ticketsView struct {
 	tickets.Order
-	Title   string
+	Title string
+	// Ref is the order's short reference (orders.Reference), the one the
+	// shop's success page and the e-mails give the buyer to quote; the
+	// page shows the full id beside it, for support, as the e-mails do.
+	Ref     string
 	When    string
 	Count   int
 	Tickets []ticketView
@@ -125,7 +130,7 @@ func (h *Tickets) page(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	v := ticketsView{Order: o, Title: "Your tickets for " + o.EventName,
+	v := ticketsView{Order: o, Title: "Your tickets for " + o.EventName, Ref: orders.Reference(o.OrderID),
 		When: tickets.FormatStart(o.StartsAt), Count: len(o.Tickets), TestMode: h.TestMode}
 	for i, t := range o.Tickets {
 		code := h.Keys.Sign(o.Ticket(i))

@@ -31,10 +31,12 @@ func setup(t *testing.T) (fasthttp.RequestHandler, *tickets.Keys) {
 		INSERT INTO orders (id, event_id, tenant_id, source, status, buyer_name, buyer_email, currency,
 			subtotal_cents, discount_cents, extras_cents, fee_cents, vat_cents, refund_protection_cents, total_cents,
 			created_at, paid_at, stream_id) VALUES
-			('oshop.ev_fest', 'ev_fest', 't_1', 'storefront', 'paid', 'Bea', 'b@example.com', 'USD', 2000, 0, 0, 0, 0, 0, 2000, now(), now(), '1-1');
+			('oshop.ev_fest', 'ev_fest', 't_1', 'storefront', 'paid', 'Bea', 'b@example.com', 'USD', 2000, 0, 0, 0, 0, 0, 2000, now(), now(), '1-1'),
+			('o72atessijrh77igh2o24foeg.ev_fest', 'ev_fest', 't_1', 'storefront', 'paid', 'Cy', 'c@example.com', 'USD', 1000, 0, 0, 0, 0, 0, 1000, now(), now(), '1-2');
 		INSERT INTO tickets (id, order_id, event_id, label, issued_at) VALUES
 			('oshop.ev_fest-001', 'oshop.ev_fest', 'ev_fest', 'General Admission', now()),
-			('oshop.ev_fest-002', 'oshop.ev_fest', 'ev_fest', 'Row A, Seat 2', now())`)
+			('oshop.ev_fest-002', 'oshop.ev_fest', 'ev_fest', 'Row A, Seat 2', now()),
+			('o72atessijrh77igh2o24foeg.ev_fest-1', 'o72atessijrh77igh2o24foeg.ev_fest', 'ev_fest', 'General Admission', now())`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +132,23 @@ func TestTicketPageShowsEachTicketWithItsQR(t *testing.T) {
 		if want := []string{"oshop.ev_fest-001", "oshop.ev_fest-002"}[i]; tk.ID != want || tk.EventID != "ev_fest" {
 			t.Errorf("image %d carries %+v, want ticket %s", i+1, tk, want)
 		}
+	}
+}
+
+// The page names the order by the short reference the success page and
+// the e-mails give the buyer, with the full id beside it for support; an
+// id of another shape is its own reference, named once.
+func TestTicketPageNamesTheOrdersReference(t *testing.T) {
+	t.Parallel()
+	h, keys := setup(t)
+	const id = "o72atessijrh77igh2o24foeg.ev_fest"
+	body := string(get(h, "/tickets/"+id+"?k="+keys.PageMAC(id)).Body())
+	if !strings.Contains(body, "Order reference <strong>72ATE-SSIJR</strong> for Cy (order id "+id+")") {
+		t.Fatalf("the page does not name the order by its reference and id:\n%s", body)
+	}
+	body = string(get(h, "/tickets/"+orderID+"?k="+keys.PageMAC(orderID)).Body())
+	if !strings.Contains(body, "Order reference <strong>"+orderID+"</strong> for Bea.") {
+		t.Fatalf("an id of another shape: the page lacks it as its own reference:\n%s", body)
 	}
 }
 
