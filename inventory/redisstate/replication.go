@@ -114,8 +114,8 @@ func (r *Replication) array(ctx context.Context, c rueidis.Client, s *eval.Scrip
 // batch: the scripts down one dedicated connection, then one WAIT
 // (eval.ArraysWait), which covers every write the connection made. A
 // batch.Queue a slot (a hash tag, keys.HashTag) and client sends the
-// batches while payments wait; a payment alone goes at once, alone. A batch runs
-// under none of its payments' deadlines (the WAIT's timeout and
+// batches while payments wait; a payment alone goes at once, alone. A
+// batch runs under none of its payments' deadlines (the WAIT's timeout and
 // batchMargin; with the first payment's context values): a payment whose
 // deadline passes stops waiting (confirm and payment are idempotent: a
 // retry answers the order as the batch left it), and one whose caller

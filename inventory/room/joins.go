@@ -97,7 +97,7 @@ func (s *Service) joinQueueOf(rm string, cfg *catalog.Room) *joinQueue {
 	q := &joinQueue{common: common, t0: cfg.SalesStartAt, keys: []string{s.Space.Room(rm), s.Space.RoomWho(rm), s.Space.RoomLine(rm),
 		s.Space.RoomPlaces(rm), s.Space.Live(keys.Partition(ev)), s.Space.Sold(ev), s.Space.RoomPasses(rm),
 		s.Space.RoomAudit(rm)}}
-	q.Send = func(ctx context.Context, batch []*joinCall) error { return s.sendJoins(ctx, q, batch) }
+	q.Send = func(ctx context.Context, calls []*joinCall) error { return s.sendJoins(ctx, q, calls) }
 	q.Max, q.Limit, q.Full, q.Timeout = joinBatchMax, joinQueueMax, errJoinsBusy, joinTimeout
 	q.Linger = func() time.Duration {
 		return lingerOf(time.Since(time.Unix(0, q.sent.Load())), q.t0.Sub(s.now()))
