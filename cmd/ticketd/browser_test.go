@@ -477,6 +477,9 @@ func TestBrowserDemoShopSeated(t *testing.T) {
 		t.Fatalf("under the map the picker says %q, want the hold's time and its last message", echo)
 	}
 	shot(t, ctx, "2-summary-echo", false)
+	// The shop says the total with fees, once: which seats, and their
+	// subtotal, the picker says in its own live region.
+	do(t, ctx, until(`document.getElementById('status').textContent === 'Your order total, with fees: $84.00.'`))
 	do(t, ctx, buyer("Katherine Johnson", "katherine@example.com")...)
 	// Two Stalls seats at 40.00 and a fee of 2.00 a seat.
 	do(t, ctx, until(`document.getElementById('pay-card').textContent === 'Pay $84.00 by card' && !document.getElementById('pay-card').disabled`))

@@ -568,7 +568,10 @@ func (h *Hosted) deliver(ctx context.Context, sessionID string) {
 		return
 	}
 	if evt == "" { // not paid: nothing is owed yet
-		h.log.Warn("payments: webhook due for a session not paid", "processor", h.name, "session", sessionID)
+		// Not the session's id: an unpaid one pays its page. Its
+		// registration says where to look.
+		reg, _ := keys.SessionRegistration(sessionID)
+		h.log.Warn("payments: webhook due for a session not paid", "processor", h.name, "registration", reg)
 		return
 	}
 	h.send(ctx, key, due, s, evt)

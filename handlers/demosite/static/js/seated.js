@@ -67,17 +67,14 @@
     wallet.hidden = !Shop.offers(state.ev, 'wallet');
   }
 
-  // announce says the held seats and their total once, in the page's one
-  // live region (#status).
+  // announce says the order's total with fees once it is quoted, in the
+  // page's live region (#status). Which seats were held or let go, and
+  // their prices, the picker says in its own live region at the same
+  // moment: said twice, with the subtotal there and the total here, the
+  // two sentences talked over each other with two different amounts.
   function announce() {
-    const n = state.seats.length;
-    if (!n) {
-      Shop.say('No seats held.');
-      return;
-    }
-    let m = (n === 1 ? 'Seat ' : 'Seats ') + state.seats.join(', ') + (n === 1 ? ' is' : ' are') + ' held for you';
-    if (state.quote) m += ': ' + (n === 1 ? '1 seat' : n + ' seats') + ', total ' + Shop.money(state.quote.total, state.ev.currency);
-    Shop.say(m + '.');
+    if (!state.seats.length || !state.quote) return;
+    Shop.say('Your order total, with fees: ' + Shop.money(state.quote.total, state.ev.currency) + '.');
   }
 
   let timer = 0;
