@@ -7,10 +7,14 @@ package batch
 
 import (
 	"context"
-	"slices"
+	"errors"
 	"sync"
 	"time"
 )
+
+// ErrFull answers a call that finds a Queue's Limit waiting, when the
+// Queue names no Full error of its own.
+var ErrFull = errors.New("batch: too many calls waiting")
 
 // Queue gathers the calls that arrive while its last batch is in flight
 // into its next batch. The call that finds no batch in flight starts a
@@ -29,8 +33,9 @@ type Queue[T any] struct {
 	// Max is the most calls a batch holds.
 	Max int
 	// Limit, when above zero, is the most calls that wait: a call beyond
-	// it is answered Full at once, unsent. Calls that come faster than
-	// batches can take them would otherwise wait out their deadlines.
+	// it is answered Full (ErrFull when nil) at once, unsent. Calls that
+	// come faster than batches can take them would otherwise wait out
+	// their deadlines.
 	Limit int
 	Full  error
 	// Timeout, when above zero, bounds each Send.
@@ -39,8 +44,9 @@ type Queue[T any] struct {
 	// for others to join it (asked as the lead starts).
 	Linger func() time.Duration
 	// Expire, when set, is asked of each call, with how long it has
-	// waited, as its batch goes: an error answers the call with it,
-	// unsent (a payment that waited out the WAIT's timeout).
+	// waited, as its batch is made (under the queue's lock: keep it
+	// cheap): an error answers the call with it, unsent (a payment that
+	// waited out the WAIT's timeout).
 	Expire func(waited time.Duration) error
 
 	mu      sync.Mutex
@@ -67,6 +73,9 @@ func (q *Queue[T]) Do(ctx context.Context, item T) error {
 	q.mu.Lock()
 	if q.Limit > 0 && len(q.waiting) >= q.Limit {
 		q.mu.Unlock()
+		if q.Full == nil {
+			return ErrFull
+		}
 		return q.Full
 	}
 	q.waiting = append(q.waiting, c)
@@ -99,38 +108,37 @@ func (q *Queue[T]) run() {
 	}
 	for {
 		q.mu.Lock()
-		n := min(len(q.waiting), max(q.Max, 1))
-		if n == 0 {
+		// A call whose caller left, or that expired, is answered unsent
+		// and takes no place in the batch: under overload, when callers
+		// give up, batches stay full.
+		var live []*call[T]
+		n := 0
+		for ; n < len(q.waiting) && len(live) < max(q.Max, 1); n++ {
+			c := q.waiting[n]
+			if c.err = c.ctx.Err(); c.err == nil && q.Expire != nil {
+				c.err = q.Expire(time.Since(c.at))
+			}
+			if c.err != nil {
+				close(c.done) // not sent
+				continue
+			}
+			live = append(live, c)
+		}
+		clear(q.waiting[:n])
+		q.waiting = q.waiting[n:]
+		if len(live) == 0 { // every call was taken: none waits
 			q.sending = false
 			q.waiting = nil // the emptied array goes
 			q.mu.Unlock()
 			return
 		}
-		batch := slices.Clone(q.waiting[:n])
-		clear(q.waiting[:n])
-		q.waiting = q.waiting[n:]
 		q.mu.Unlock()
-		q.send(batch)
+		q.send(live)
 	}
 }
 
-// send answers the calls of batch whose callers left or that expired,
-// sends the others, and answers them.
-func (q *Queue[T]) send(batch []*call[T]) {
-	live := batch[:0]
-	for _, c := range batch {
-		if c.err = c.ctx.Err(); c.err == nil && q.Expire != nil {
-			c.err = q.Expire(time.Since(c.at))
-		}
-		if c.err != nil {
-			close(c.done) // not sent
-			continue
-		}
-		live = append(live, c)
-	}
-	if len(live) == 0 {
-		return
-	}
+// send sends the calls of one batch and answers them.
+func (q *Queue[T]) send(live []*call[T]) {
 	ctx, cancel := context.WithoutCancel(live[0].ctx), context.CancelFunc(func() {})
 	if q.Timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, q.Timeout)

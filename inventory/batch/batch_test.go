@@ -19,11 +19,12 @@ type item struct {
 // recorder is a Queue's Send that records each batch's items and can be
 // held: while held, the batch in flight does not return.
 type recorder struct {
-	mu      sync.Mutex
-	batches [][]int
-	hold    chan struct{} // every Send waits for it to close; nil: none
-	started chan int      // each Send's batch size, when not nil
-	err     error
+	mu        sync.Mutex
+	batches   [][]int
+	hold      chan struct{} // every Send waits for it to close; nil: none
+	started   chan int      // each Send's batch size, when not nil
+	err       error
+	cancelled int // batches whose context ended while they were sent
 }
 
 func (r *recorder) send(ctx context.Context, items []*item) error {
@@ -42,6 +43,11 @@ func (r *recorder) send(ctx context.Context, items []*item) error {
 	}
 	if r.hold != nil {
 		<-r.hold
+	}
+	if ctx.Err() != nil { // a caller that stopped waiting must not end its batch
+		r.mu.Lock()
+		r.cancelled++
+		r.mu.Unlock()
 	}
 	for _, it := range items {
 		it.got = it.n * 10
@@ -89,35 +95,9 @@ func waitFor(t *testing.T, q *Queue[*item], n int) {
 	}
 }
 
-// A call that comes alone goes at once, alone; the calls that come while
-// it is in flight go next, in the order they came, at most Max a batch,
-// and each is answered with its own result.
-func TestCallsThatComeDuringABatchGoInTheNextInOrder(t *testing.T) {
-	r := &recorder{hold: make(chan struct{}), started: make(chan int, 10)}
-	q := newQueue(r, 4)
-	first := &item{n: 0}
-	firstDone := do(context.Background(), q, []*item{first})
-	if n := <-r.started; n != 1 {
-		t.Fatalf("the first call went in a batch of %d, want alone", n)
-	}
-	rest := make([]*item, 10)
-	for i := range rest {
-		rest[i] = &item{n: i + 1}
-		go func() { _ = q.Do(context.Background(), rest[i]) }()
-		waitFor(t, q, i+1) // one at a time, so the order is known
-	}
-	close(r.hold)
-	if errs := <-firstDone; errs[0] != nil || first.got != 0 {
-		t.Fatalf("first call: %v, got %d", errs[0], first.got)
-	}
-	for range 3 {
-		<-r.started
-	}
-	waitFor(t, q, 0)
-	want := [][]int{{0}, {1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10}}
-	if got := r.sent(); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("batches %v, want %v", got, want)
-	}
+// waitIdle polls until the queue's lead has stopped.
+func waitIdle(t *testing.T, q *Queue[*item]) {
+	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		q.mu.Lock()
 		idle := !q.sending
@@ -129,6 +109,38 @@ func TestCallsThatComeDuringABatchGoInTheNextInOrder(t *testing.T) {
 			t.Fatal("the lead never stopped")
 		}
 	}
+}
+
+// A call that comes alone goes at once, alone; the calls that come while
+// it is in flight go next, in the order they came, at most Max a batch,
+// and each is answered with its own result.
+func TestCallsThatComeDuringABatchGoInTheNextInOrder(t *testing.T) {
+	r := &recorder{hold: make(chan struct{}), started: make(chan int, 10)}
+	q := newQueue(r, 4)
+	first := &item{n: 100}
+	firstDone := do(context.Background(), q, []*item{first})
+	if n := <-r.started; n != 1 {
+		t.Fatalf("the first call went in a batch of %d, want alone", n)
+	}
+	rest := make([]*item, 10)
+	for i := range rest {
+		rest[i] = &item{n: i + 1}
+		go func() { _ = q.Do(context.Background(), rest[i]) }()
+		waitFor(t, q, i+1) // one at a time, so the order is known
+	}
+	close(r.hold)
+	if errs := <-firstDone; errs[0] != nil || first.got != 1000 {
+		t.Fatalf("first call: %v, got %d", errs[0], first.got)
+	}
+	for range 3 {
+		<-r.started
+	}
+	waitFor(t, q, 0)
+	want := [][]int{{100}, {1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10}}
+	if got := r.sent(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("batches %v, want %v", got, want)
+	}
+	waitIdle(t, q)
 	for _, it := range rest {
 		if it.got != it.n*10 {
 			t.Fatalf("call %d answered %d, want its own %d", it.n, it.got, it.n*10)
@@ -137,10 +149,11 @@ func TestCallsThatComeDuringABatchGoInTheNextInOrder(t *testing.T) {
 }
 
 // A call whose caller stopped waiting before its batch went is not sent
-// and is answered its context's error; the calls beside it are sent.
+// and is answered its context's error; it takes no place in its batch,
+// which the calls after it fill.
 func TestACallWhoseCallerLeftIsNotSent(t *testing.T) {
 	r := &recorder{hold: make(chan struct{}), started: make(chan int, 10)}
-	q := newQueue(r, 8)
+	q := newQueue(r, 2)
 	busy := do(context.Background(), q, []*item{{n: 0}})
 	<-r.started
 	gone, cancel := context.WithCancel(context.Background())
@@ -152,14 +165,16 @@ func TestACallWhoseCallerLeftIsNotSent(t *testing.T) {
 	}
 	stays := do(context.Background(), q, []*item{{n: 2}})
 	waitFor(t, q, 2)
+	also := do(context.Background(), q, []*item{{n: 3}})
+	waitFor(t, q, 3)
 	close(r.hold)
 	<-busy
-	if errs := <-stays; errs[0] != nil {
-		t.Fatal(errs[0])
+	if errs, more := <-stays, <-also; errs[0] != nil || more[0] != nil {
+		t.Fatal(errs[0], more[0])
 	}
-	want := [][]int{{0}, {2}}
+	want := [][]int{{0}, {2, 3}}
 	if got := r.sent(); fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("batches %v, want %v (the call whose caller left unsent)", got, want)
+		t.Fatalf("batches %v, want %v (the call whose caller left unsent, its place taken)", got, want)
 	}
 }
 
@@ -241,4 +256,29 @@ func TestACallerStopsWaitingWhenItsContextEnds(t *testing.T) {
 		t.Fatalf("got %v, want the context's error", errs[0])
 	}
 	close(r.hold)
+	waitFor(t, q, 0)
+	waitIdle(t, q)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancelled != 0 {
+		t.Fatal("the batch's context ended with its caller's: the other callers' sale would be cut off")
+	}
+}
+
+// A queue that names no Full error answers ErrFull, never nil (a caller
+// would read the results of a call never sent).
+func TestAFullQueueWithoutItsOwnErrorAnswersErrFull(t *testing.T) {
+	r := &recorder{hold: make(chan struct{}), started: make(chan int, 10)}
+	q := newQueue(r, 8)
+	q.Limit = 1
+	busy := do(context.Background(), q, []*item{{n: 0}})
+	<-r.started
+	queued := do(context.Background(), q, []*item{{n: 1}})
+	waitFor(t, q, 1)
+	if err := q.Do(context.Background(), &item{n: 2}); err != ErrFull {
+		t.Fatalf("got %v, want ErrFull", err)
+	}
+	close(r.hold)
+	<-busy
+	<-queued
 }

@@ -67,7 +67,7 @@ func syntaxError(body []byte) *ValidationError {
 		return &ValidationError{Msg: "invalid JSON"}
 	}
 	if p.AtEnd { // where it broke is past the last byte, not at it
-		line := 1 + bytes.Count(body, []byte{'\n'})
+		line := 1 + bytes.Count(bytes.TrimRight(body, " \t\r\n"), []byte{'\n'}) // its last line with anything on it
 		return &ValidationError{Msg: fmt.Sprintf("invalid JSON: the document ends at line %d before its value is complete: %s", line, p.Msg)}
 	}
 	return &ValidationError{Msg: fmt.Sprintf("invalid JSON at line %d, column %d: %s", p.Line, p.Column, p.Msg)}

@@ -754,7 +754,7 @@ func TestDecodeRefusesWithPath(t *testing.T) {
 		{"second document", `{"tenants": []} {"channels": []}`, "", "after top-level value"},
 		{"malformed", "{\n  \"tenants\": [,]\n}", "", "line 2, column 15"},
 		{"truncated", `{"tenants": [`, "", "invalid JSON: the document ends at line 1 before its value is complete"},
-		{"truncated on a later line", "{\n  \"tenants\": [\n", "", "ends at line 3 before"},
+		{"truncated on a later line", "{\n  \"tenants\": [\n\n", "", "ends at line 2 before"},
 		{"array", `[]`, "", "JSON object"},
 		{"null", `null`, "", "JSON object"},
 	}

@@ -147,8 +147,9 @@ func (r *Replication) batched(ctx context.Context, c rueidis.Client, s *eval.Scr
 	}
 	call := &eval.Call{Script: s, Keys: ks, Args: args}
 	if err := v.(*batch.Queue[*eval.Call]).Do(ctx, call); err != nil {
-		if err == ErrNotReplicated {
+		if err == batch.ErrFull {
 			r.timeouts.Add(1)
+			return nil, 0, ErrNotReplicated
 		}
 		return nil, 0, err
 	}
@@ -162,10 +163,11 @@ func (r *Replication) newQueue(c rueidis.Client) *batch.Queue[*eval.Call] {
 			eval.ArraysWait(ctx, c, calls, r.Replicas, r.WaitTimeout())
 			return nil
 		},
-		Max: waitBatchMax, Limit: waitQueueMax, Full: ErrNotReplicated,
+		Max: waitBatchMax, Limit: waitQueueMax, // Full: batch.ErrFull
 		Timeout: r.WaitTimeout() + batchMargin,
 		Expire: func(waited time.Duration) error {
 			if waited >= r.WaitTimeout() {
+				r.timeouts.Add(1) // counted as it is refused, whether or not its caller still waits
 				return ErrNotReplicated
 			}
 			return nil

@@ -17,10 +17,14 @@ import (
 // parse.
 func RedisError(err error) error {
 	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
+	if !errors.As(err, &ue) {
+		return err
 	}
-	return err
+	var ee url.EscapeError // names the escape, which may be in the password
+	if errors.As(ue.Err, &ee) {
+		return errors.New("invalid %-escape in the URL")
+	}
+	return ue.Err
 }
 
 // PostgresError is a pgx error without the connection string it could not

@@ -17,10 +17,11 @@ func TestParseErrorsLeaveThePasswordOut(t *testing.T) {
 	}{
 		{"redis, bad port", "redis://:s3cretpw@127.0.0.1:16x10", "s3cretpw", "invalid port", redisParse},
 		{"redis, control character", "redis://:s3cretpw@127.0.0.1:6379/\x01", "s3cretpw", "invalid control character", redisParse},
-		{"postgres, '@' in the password", "postgres://postgres:pg@S3cret@127.0.0.1:54x2/db", "S3cret", "cannot parse", pgParse},
-		{"postgres, bad port", "postgres://postgres:s3cretpw@127.0.0.1:54x2/db", "s3cretpw", "cannot parse", pgParse},
+		{"redis, bad escape in the password", "redis://:s3c%zzpw@127.0.0.1:6379", "%zz", "invalid %-escape", redisParse},
+		{"postgres, '@' in the password", "postgres://postgres:pg@S3cret@127.0.0.1:54x2/db", "S3cret", "invalid port", pgParse},
+		{"postgres, bad port", "postgres://postgres:s3cretpw@127.0.0.1:54x2/db", "s3cretpw", "invalid port", pgParse},
 		{"postgres, bad pool setting", "postgres://postgres:s3cretpw@127.0.0.1:5432/db?pool_max_conns=x", "s3cretpw", "pool_max_conns", pgParse},
-		{"postgres, keyword form", "host=127.0.0.1 port=x password=s3cretpw", "s3cretpw", "cannot parse", pgParse},
+		{"postgres, keyword form", "host=127.0.0.1 port=x password=s3cretpw", "s3cretpw", "invalid port", pgParse},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.parse(c.url)

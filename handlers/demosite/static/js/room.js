@@ -276,10 +276,14 @@
             p.firstAhead = d.ahead;
           }
           save();
-          // Every ticket left is set aside for buyers let in before this
-          // place: it gets tickets only if some come back (a buyer let in
-          // does not order in time), so no chance or wait can be given.
+          // Odds 0 after T0: every ticket left is set aside for buyers let
+          // in before this place (at the head of the line), or the places
+          // ahead ask for all of them. It gets tickets only if some come
+          // back (a buyer does not order in time, or leaves), so no chance
+          // or wait can be given; why is said in words.
           const waitsForReturns = !early && d.odds === 0;
+          const why = d.ahead === 0 ? 'Every ticket left is set aside for buyers let in before you'
+            : 'Every ticket left is set aside for buyers let in before you or asked for by the buyers ahead of you';
           $('room-headline').textContent = early ? 'You’re in the queue' : (d.ahead === 0 ? 'You’re next in line' : 'You’re number ' + d.position + ' in line');
           facts.replaceChildren(
             fact('Your place', early && room.mode === 'fair' ? d.position + ' (for now)' : String(d.position), 'position'),
@@ -299,14 +303,14 @@
           }
           meter(pct, text);
           $('room-note').textContent = waitsForReturns
-            ? 'Every ticket left is set aside for buyers let in before you. If one of them does not order in time, their tickets come back and the queue moves on: keep this page open. Reloading keeps your place.'
+            ? why + '. If a buyer does not order in time, or leaves the queue, tickets come back and the queue moves on: keep this page open. Reloading keeps your place.'
             : 'Keep this page open: the queue moves on by itself. Reloading keeps your place.';
           detail();
           const moved = d.position !== st.saidPos && Date.now() - st.saidAt >= SAY_EVERY_MS;
           if (changed || moved || (prev && prev.early !== early)) {
             st.saidPos = d.position;
             say(early ? 'You are in the queue. Sales start at ' + timeFmt.format(new Date(t0)) + '.'
-              : waitsForReturns ? 'You are number ' + d.position + ' in line. Every ticket left is set aside for buyers let in before you: you get tickets only if some come back.'
+              : waitsForReturns ? 'You are number ' + d.position + ' in line. ' + why + ': you get tickets only if some come back.'
                 : 'You are number ' + d.position + ' in line. Estimated wait: ' + wait(d.etaSeconds).toLowerCase() + '. Chance of tickets: ' + d.odds + '%.');
           }
           d.early = early;
