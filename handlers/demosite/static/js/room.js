@@ -392,11 +392,12 @@
         // The countdown itself is silent (a screen reader would read it
         // every second): the last minute and the last 15 seconds are said.
         // st.warned is the last said, for this pass (a status answer
-        // replaces d); a pass given with less than a warning's time left
-        // starts past it, so "You're in" is not talked over.
+        // replaces d); a pass given with less than a warning's time left,
+        // or within 15 s of it, starts past it, so "You're in" is not
+        // talked over.
         if (st.warnedPass !== d.passExpiresAt) {
           st.warnedPass = d.passExpiresAt;
-          st.warned = left <= 15000 ? 15000 : left <= 60000 ? 60000 : Infinity;
+          st.warned = left <= 30000 ? 15000 : left <= 75000 ? 60000 : Infinity;
         }
         for (const [at, words] of [[15000, '15 seconds'], [60000, 'One minute']]) {
           if (left > 0 && left <= at && at < st.warned) {
