@@ -32,6 +32,8 @@ func TestPartnerErrorCodes(t *testing.T) {
 		{"unknown key", "GET", "/v1/channel/events", keyed("zz"), nil, 401, "INVALID_CREDENTIALS"},
 		{"wrong secret", "GET", "/v1/channel/events", map[string]string{"x-service-key": "ck_a", "x-service-secret": "nope"}, nil, 401, "INVALID_CREDENTIALS"},
 		{"ip not allowlisted", "GET", "/v1/channel/events", keyed("ip"), nil, 403, "IP_NOT_ALLOWED"},
+		{"a page size out of range", "GET", "/v1/channel/events?limit=0", a, nil, 400, "INVALID_REQUEST"},
+		{"a cursor the list never gave", "GET", "/v1/channel/events?cursor=%25%25%25junk", a, nil, 400, "INVALID_REQUEST"},
 		{"spoofed XFF is not believed", "GET", "/v1/channel/events", with(keyed("ip"), "X-Forwarded-For", "10.1.2.3"), nil, 403, "IP_NOT_ALLOWED"},
 		{"scope denied", "POST", ga + "/checkout", with(keyed("scope"), "Idempotency-Key", "k1"), buyer(map[string]any{"selectedTicketId": "tk_a"}), 403, "SCOPE_DENIED"},
 		{"unknown event", "GET", "/v1/channel/events/ev_nope", a, nil, 404, "EVENT_NOT_FOUND"},

@@ -11,6 +11,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/apierr"
 	"github.com/ticketd/ticketd/inventory/capacity"
 	"github.com/ticketd/ticketd/inventory/catalog"
+	"github.com/ticketd/ticketd/inventory/keys"
 )
 
 var (
@@ -73,7 +74,14 @@ func (a *API) listEvents(ctx *fasthttp.RequestCtx, c *caller) {
 		}
 		limit = n
 	}
+	// A cursor is the last event id of a page (nextCursor): the list goes
+	// on after it, so an event gone since still works as one, but a value
+	// of no id's shape was never one.
 	cursor := string(args.Peek("cursor"))
+	if cursor != "" && !keys.ValidID(cursor) {
+		httpx.Fail(ctx, apierr.Invalid("cursor must be a nextCursor this list answered"))
+		return
+	}
 	all := c.snap.ChannelEvents[c.Channel.ID]
 	start := sort.Search(len(all), func(i int) bool { return all[i].ID > cursor })
 	out := make([]views.Event, 0, limit)
