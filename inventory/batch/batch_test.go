@@ -79,36 +79,33 @@ func do(ctx context.Context, q *Queue[*item], items []*item) <-chan []error {
 	return out
 }
 
-// waitFor polls until the queue holds n waiting calls.
-func waitFor(t *testing.T, q *Queue[*item], n int) {
+// until polls q, under its lock, until ok says so; it fails the test
+// with what after 10 s.
+func until(t *testing.T, q *Queue[*item], what string, ok func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		q.mu.Lock()
-		w := len(q.waiting)
+		done := ok()
 		q.mu.Unlock()
-		if w == n {
+		if done {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d calls waiting, want %d", w, n)
+			t.Fatal(what)
 		}
 	}
+}
+
+// waitFor polls until the queue holds n waiting calls.
+func waitFor(t *testing.T, q *Queue[*item], n int) {
+	t.Helper()
+	until(t, q, fmt.Sprintf("never %d calls waiting", n), func() bool { return len(q.waiting) == n })
 }
 
 // waitIdle polls until the queue's lead has stopped.
 func waitIdle(t *testing.T, q *Queue[*item]) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		q.mu.Lock()
-		idle := !q.sending
-		q.mu.Unlock()
-		if idle {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the lead never stopped")
-		}
-	}
+	until(t, q, "the lead never stopped", func() bool { return !q.sending })
 }
 
 // A call that comes alone goes at once, alone; the calls that come while

@@ -528,6 +528,11 @@ func Multi(ctx context.Context, c rueidis.Client, s *Script, runs ...Run) []ruei
 // least 1 (0 would make WAIT block until the replicas answer).
 func WaitMillis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 
+// waitCmd is WAIT replicas timeout.
+func waitCmd(c rueidis.Client, replicas int64, timeout time.Duration) rueidis.Completed {
+	return c.B().Wait().Numreplicas(replicas).Timeout(WaitMillis(timeout)).Build()
+}
+
 // ArrayWait runs s as Array does, followed by WAIT replicas timeout on
 // the same connection, one of rueidis' dedicated ones (WAIT blocks, so it
 // must not stall the shared pipeline): acked is how many replicas
@@ -543,9 +548,7 @@ func WaitMillis(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 func ArrayWait(ctx context.Context, c rueidis.Client, s *Script, keys, args []string, replicas int64,
 	timeout, patience time.Duration) (arr []rueidis.RedisMessage, acked int64, err error) {
 	p := Pipeline(c, s, keys, args)
-	wait := func() rueidis.Completed {
-		return c.B().Wait().Numreplicas(replicas).Timeout(WaitMillis(timeout)).Build()
-	}
+	wait := func() rueidis.Completed { return waitCmd(c, replicas, timeout) }
 	err = c.Dedicated(func(d rueidis.DedicatedClient) error {
 		res := d.DoMulti(ctx, p.Cmd, wait())
 		if isUnknownFcall(res[0].Error()) {
@@ -604,7 +607,7 @@ func ArraysWait(ctx context.Context, c rueidis.Client, calls []*Call, replicas i
 	for _, call := range calls {
 		cmds = append(cmds, Pipeline(c, call.Script, call.Keys, call.Args).Cmd)
 	}
-	cmds = append(cmds, c.B().Wait().Numreplicas(replicas).Timeout(WaitMillis(timeout)).Build())
+	cmds = append(cmds, waitCmd(c, replicas, timeout))
 	var res []rueidis.RedisResult
 	_ = c.Dedicated(func(d rueidis.DedicatedClient) error { // errors come in res
 		res = d.DoMulti(ctx, cmds...)

@@ -54,6 +54,7 @@
     wrote: 0, // when the buyer's last hold or release was answered (local clock, ms)
     host: '', // the origin of the host page that said hello
     pass: '', // the waiting room's pass the host handed over (its hello), for the first hold token
+    said: '', // the last message (say), which the summary repeats on a phone
     queued: false, // the host sells through a waiting room (its hello): a hold holds the pass's seats at most
     covers: 0, // the seats the pass covers, when the host's hello says (its quantity): best-available's count and cap
     recover: false, // the host's pass made a hold token this page may not know (its hello)
@@ -205,15 +206,14 @@
     ui.live.className = 'live live-' + (kind || 'info');
     ui.live.textContent = text;
     ui.summaryNote.className = 'summary-note live-' + (kind || 'info');
-    ui.summaryNote.dataset.said = text.replace('\u200b', '');
+    st.said = text.replace('\u200b', '');
     echoNote();
   }
 
   // echoNote fills the summary's copy of the last message, with the hold's
   // time left before it while seats are held.
   function echoNote() {
-    const said = ui.summaryNote.dataset.said || '';
-    ui.summaryNote.textContent = (st.mine.length ? 'Held ' + ui.timer.textContent + (said ? ' · ' : '') : '') + said;
+    ui.summaryNote.textContent = (st.mine.length ? 'Held ' + ui.timer.textContent + (st.said ? ' · ' : '') : '') + st.said;
   }
 
   // ---- the held set and the host page ----
