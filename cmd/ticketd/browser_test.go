@@ -1106,6 +1106,11 @@ func TestBrowserDemoShopWaitingRoomSoldOut(t *testing.T) {
 	if text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID("room-place"))); !strings.Contains(text, "Sold out") || !strings.Contains(text, "tickets come back") {
 		t.Fatalf("sold out, the room says %q", text)
 	}
+	// Its chance is not "0%" beside a detail that says tickets may come
+	// back: the fact says the same as the detail.
+	if odds, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#room-facts [data-fact="odds"] dd`))); odds != "Only if tickets come back" {
+		t.Fatalf("sold out, the chance of tickets reads %q", odds)
+	}
 	shot(t, ctx, "2-sold-out", true)
 	// Another buyer, another device, joins now.
 	do(t, ctx, chromedp.Evaluate[chromedp.Void](`sessionStorage.clear(); localStorage.clear()`),

@@ -354,7 +354,9 @@
           hooks.closed();
           $('room-headline').textContent = 'Sold out';
           $('room-detail').textContent = 'Every ticket is sold or held by a buyer who is paying. If a buyer does not pay in time, their tickets come back and the queue moves on: keep this page open to keep your place.';
-          facts.replaceChildren(fact('Your place', String(d.position), 'position'), fact('Chance of tickets', '0%', 'odds'));
+          // Odds 0 here say nothing is free now; the detail says tickets
+          // come back when a buyer does not pay, so the fact says so too.
+          facts.replaceChildren(fact('Your place', String(d.position), 'position'), fact('Chance of tickets', 'Only if tickets come back', 'odds'));
           meter(0, 'Sold out');
           $('room-note').textContent = '';
           if (changed) say('Sold out. Every ticket is sold or held by a buyer who is paying. Keep this page open: if tickets come back, the queue moves on.');
