@@ -27,19 +27,31 @@ const seatedRoom = "sf_room_seats"
 
 // seatCall is a storefront seat call of sf_room_seats with the pass in its
 // x-queue-pass header ("": none).
-func seatCall(t *testing.T, s *servertest.Server, pass, path string, body any) *servertest.Response {
+func seatCall(t testing.TB, s *servertest.Server, pass, path string, body any) *servertest.Response {
+	t.Helper()
+	return seatCallOn(t, s, seatedRoom, pass, path, body)
+}
+
+// seatCallOn is seatCall on event ev.
+func seatCallOn(t testing.TB, s *servertest.Server, ev, pass, path string, body any) *servertest.Response {
 	t.Helper()
 	h := servertest.Shop()
 	if pass != "" {
 		h["x-queue-pass"] = pass
 	}
-	return s.Do(t, "POST", "/v1/storefront/seating/events/"+seatedRoom+path, h, body)
+	return s.Do(t, "POST", "/v1/storefront/seating/events/"+ev+path, h, body)
 }
 
 // passTokenOf makes the hold token of a pass (hold-token) and returns it.
-func passTokenOf(t *testing.T, s *servertest.Server, pass string) string {
+func passTokenOf(t testing.TB, s *servertest.Server, pass string) string {
 	t.Helper()
-	r := seatCall(t, s, pass, "/hold-token", nil)
+	return passTokenOn(t, s, seatedRoom, pass)
+}
+
+// passTokenOn is passTokenOf on event ev.
+func passTokenOn(t testing.TB, s *servertest.Server, ev, pass string) string {
+	t.Helper()
+	r := seatCallOn(t, s, ev, pass, "/hold-token", nil)
 	expect(t, r, 200, "")
 	var d struct{ HoldToken string }
 	r.Decode(t, &d)

@@ -82,7 +82,7 @@ type place struct {
 	} `json:"fairness"`
 }
 
-func join(t *testing.T, s *servertest.Server, ev, email string, quantity int) place {
+func join(t testing.TB, s *servertest.Server, ev, email string, quantity int) place {
 	t.Helper()
 	r := s.Front(t, "POST", "/queue/"+ev+"/join", map[string]any{"email": email, "quantity": quantity, "device": "dev-" + email})
 	expect(t, r, 200, "")
