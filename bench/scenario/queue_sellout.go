@@ -35,8 +35,8 @@ import (
 // One arrival in 100 is a bot that calls register-guest without a pass
 // (it must get 403 QUEUE_REQUIRED); one buyer in 50 joins twice, the second
 // time from another device (the same e-mail must get the same place).
-// Half the waiters long-poll their status (status?wait=20, as the demo
-// shop does): from the join, again as soon as each answer comes, until
+// Half the waiters long-poll their status (status?wait=20&known=waiting,
+// as the demo shop does): from the join, again as soon as each answer comes, until
 // admitted or sold out; the sold-out broadcast is measured on them. The
 // other half poll once a second (from T0, spread over half a second, when
 // they joined before), as a client that does not long-poll would; the
@@ -223,7 +223,9 @@ func (p *qsPart) provision(env *Env, b *docBuilder) {
 	p.cart = []byte(`"selectedTicketId":"` + p.ticket + `","quantity":1`)
 	p.joinPath = "/v1/storefront/queue/" + p.event + "/join"
 	p.statusPath = "/v1/storefront/queue/" + p.event + "/status"
-	p.longPollPath = p.statusPath + "?wait=" + strconv.Itoa(int(qsLongPoll/time.Second))
+	// A long-poller reads only while its place waits, so what it last
+	// heard is always waiting (known=, as the demo shop sends it).
+	p.longPollPath = p.statusPath + "?wait=" + strconv.Itoa(int(qsLongPoll/time.Second)) + "&known=" + room.Waiting
 	// T0 on a whole second (the catalog's times are RFC 3339 seconds).
 	p.t0 = time.Now().Add(p.sh.lead + p.window + p.sh.gap).Truncate(time.Second).Add(time.Second)
 	ev := onStorefront(gaEvent(p.event, p.ticket, p.capacity, []string{}))

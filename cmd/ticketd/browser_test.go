@@ -1106,6 +1106,12 @@ func TestBrowserDemoShopWaitingRoomSoldOut(t *testing.T) {
 	if text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID("room-place"))); !strings.Contains(text, "Sold out") || !strings.Contains(text, "tickets come back") {
 		t.Fatalf("sold out, the room says %q", text)
 	}
+	// The page heard the sell-out through a long-poll that said what it
+	// showed (known=waiting), so an answer lost on its way is not waited
+	// for.
+	if sent, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`performance.getEntriesByType('resource').some(e => /\/status\?wait=\d+&known=waiting$/.test(e.name))`)); !sent {
+		t.Fatal("the page's long-polls do not say the state it shows (known=waiting)")
+	}
 	// Its chance is not "0%" beside a detail that says tickets may come
 	// back: the fact says the same as the detail.
 	if odds, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#room-facts [data-fact="odds"] dd`))); odds != "Only if tickets come back" {

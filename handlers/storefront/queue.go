@@ -32,6 +32,8 @@ var (
 		"send the pollToken the join answered as Authorization: Bearer <pollToken>")
 	errBadPoll = apierr.Of("INVALID_CREDENTIALS", "the bearer token is not a pollToken of this event's waiting room")
 	errWait    = apierr.Invalid("wait must be a whole number of seconds from 0 to %d", int(room.MaxWait/time.Second))
+	errKnown   = apierr.Invalid("known must be the state the last status answered: %s, %s, %s, %s or %s",
+		room.Waiting, room.Admitted, room.SoldOut, room.Expired, room.Left)
 )
 
 // joinBody is POST /v1/storefront/queue/{eventId}/join.
@@ -245,7 +247,9 @@ func (a *API) roomPlace(ctx *fasthttp.RequestCtx, r *request) (*catalog.Room, ro
 
 // queueStatus is GET /v1/storefront/queue/{eventId}/status; ?wait=N
 // makes it a long-poll (room.Service.Wait): a waiting or sold-out place's
-// answer is held up to N seconds until what it says changes.
+// answer is held up to N seconds until what it says changes, or, with
+// ?known=<the state last answered>, answered at once when the place's
+// state is another.
 func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 	line, p, ok := a.roomPlace(ctx, r)
 	if !ok {
@@ -260,6 +264,11 @@ func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 		}
 		wait = time.Duration(n) * time.Second
 	}
+	known, ok := knownState(ctx.QueryArgs().Peek("known"))
+	if !ok {
+		httpx.Fail(ctx, errKnown)
+		return
+	}
 	rctx := r.ctx
 	if wait > 0 {
 		// The request's deadline bounds its Redis work, not the wait:
@@ -268,7 +277,7 @@ func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 		rctx, cancel = context.WithTimeout(context.WithoutCancel(r.ctx), wait+guard.TimeoutOr(a.Timeout))
 		defer cancel()
 	}
-	st, err := a.Room.Wait(rctx, line, line.ID, p, wait, a.pollCount(ctx, r))
+	st, err := a.Room.Wait(rctx, line, line.ID, p, wait, known, a.pollCount(ctx, r))
 	if err != nil {
 		httpx.Fail(ctx, a.unavailable("queue status", err))
 		return
@@ -276,6 +285,26 @@ func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 	v := a.placeView(line, st)
 	v.QueueID = p.QueueID
 	httpx.OK(ctx, v)
+}
+
+// knownState is a status's ?known= (the state its client last heard), ""
+// when absent; false when it is not a place's state.
+func knownState(v []byte) (string, bool) {
+	switch string(v) {
+	case "":
+		return "", true
+	case room.Waiting:
+		return room.Waiting, true
+	case room.Admitted:
+		return room.Admitted, true
+	case room.SoldOut:
+		return room.SoldOut, true
+	case room.Expired:
+		return room.Expired, true
+	case room.Left:
+		return room.Left, true
+	}
+	return "", false
 }
 
 // pollCount counts a status request (room.Count) in its client IP's read

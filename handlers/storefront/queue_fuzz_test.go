@@ -87,6 +87,7 @@ func FuzzQueueHTTP(f *testing.F) {
 		{1, "fz_plain", "", "", `{"email":"eve@example.com","quantity":1}`},
 		{2, "fz_room", "", "Authorization: Bearer $GAPOLL", ""},
 		{2, "fz_room", "wait=1", "Authorization: Bearer $OTHERPOLL", ""},
+		{2, "fz_room", "wait=5&known=sold_out", "Authorization: Bearer $GAPOLL", ""},
 		{2, "fz_room_seats", "wait=x", "Authorization: Bearer $SEATPOLL", ""},
 		{2, "fz_room", "", "Authorization: Basic $GAPOLL", ""},
 		{3, "fz_room", "", "Authorization: Bearer $OTHERPOLL", ""},

@@ -296,7 +296,9 @@ func TestEventDetailSaysItHasAWaitingRoom(t *testing.T) {
 
 // status?wait=N is a long-poll: a waiting place's answer is held until
 // what it says changes (here: a place ahead leaves, and it is admitted),
-// and a wait that is not 0 to 30 whole seconds is refused.
+// and a wait that is not 0 to 30 whole seconds is refused. With known=
+// (the state the client last heard), a place in another state is answered
+// at once; known must be a place's state.
 func TestQueueStatusLongPolls(t *testing.T) {
 	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
@@ -310,15 +312,27 @@ func TestQueueStatusLongPolls(t *testing.T) {
 	for _, w := range []string{"x", "-1", "31", "1.5"} {
 		expect(t, s.Do(t, "GET", "/v1/storefront/queue/sf_room/status?wait="+w, bearer(cat.PollToken), nil), 400, "INVALID_REQUEST")
 	}
-	// an admitted place has nothing to wait for
+	for _, k := range []string{"WAITING", "sold", "x", "waiting%20"} {
+		expect(t, s.Do(t, "GET", "/v1/storefront/queue/sf_room/status?wait=20&known="+k, bearer(cat.PollToken), nil), 400, "INVALID_REQUEST")
+	}
+	// cat waits; a client that heard otherwise (an answer of another
+	// server, or one lost with its connection) is told at once
 	start := time.Now()
+	r := s.Do(t, "GET", "/v1/storefront/queue/sf_room/status?wait=20&known=sold_out", bearer(cat.PollToken), nil)
+	expect(t, r, 200, "")
+	var heard place
+	if r.Decode(t, &heard); heard.State != "waiting" || time.Since(start) > 10*time.Second {
+		t.Fatalf("a long-poll that heard sold_out of a waiting place: %+v after %v, want waiting at once", heard, time.Since(start))
+	}
+	// an admitted place has nothing to wait for
+	start = time.Now()
 	if r := s.Do(t, "GET", "/v1/storefront/queue/sf_room/status?wait=20", bearer(bob.PollToken), nil); r.Status != 200 || time.Since(start) > 10*time.Second {
 		t.Fatalf("an admitted place's long-poll: %s after %v, want 200 at once", r, time.Since(start))
 	}
 
 	got := make(chan *servertest.Response, 1)
 	go func() {
-		got <- s.Do(t, "GET", "/v1/storefront/queue/sf_room/status?wait=20", bearer(cat.PollToken), nil)
+		got <- s.Do(t, "GET", "/v1/storefront/queue/sf_room/status?wait=20&known=waiting", bearer(cat.PollToken), nil)
 	}()
 	select {
 	case r := <-got:

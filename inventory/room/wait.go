@@ -219,20 +219,31 @@ func (s *Service) StopWaits() {
 // long-polls it concerns (waker), so a sell-out reaches every waiter
 // within a tick; a woken place that still waits is answered from the
 // frontier, so a long-poll costs Redis nothing while it waits. d <= 0 is
-// Poll. count, when set, is told of
-// each poll before it is answered.
-func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, roomID string, p Place, d time.Duration, count Count) (Status, error) {
+// Poll. known, when not empty, is the state the buyer last heard (a
+// status's state, which its client sends back): a place in another state
+// is news, answered at once, and one in that state waits. count, when
+// set, is told of each poll before it is answered.
+func (s *Service) Wait(ctx context.Context, cfg *catalog.Room, roomID string, p Place, d time.Duration, known string, count Count) (Status, error) {
 	w := s.wakerOf(roomID)
 	adm, flip := w.mark()
 	st, err := s.poll(ctx, cfg, roomID, p, count)
 	if err != nil || d <= 0 || s.stopped.Load() || (st.State != Waiting && st.State != SoldOut) {
 		return st, err
 	}
-	// A sold-out place waits for news only once this node told it sold
-	// out: a long-poll that ran out just before the sell-out, answered
-	// "waiting", and came back just after it would otherwise hear of it
-	// only when its next wait ran out.
-	if st.State == SoldOut && !w.tell(p.QueueID) {
+	switch {
+	case known != "" && known != st.State:
+		// A long-poll that ran out just before the sell-out, answered
+		// "waiting", and came back after it (on a connection that dropped
+		// the answer, or to another node) hears it now.
+		if st.State == SoldOut {
+			w.tell(p.QueueID)
+		}
+		return st, nil
+	case known == "" && st.State == SoldOut && !w.tell(p.QueueID):
+		// A client that does not say what it heard: a sold-out place
+		// waits for news only once this node told it sold out, or it
+		// would hear of a sell-out that came between two long-polls only
+		// when the next one's wait ran out.
 		return st, nil
 	}
 	d = min(d, MaxWait)

@@ -34,6 +34,11 @@ type waited struct {
 // waitAll long-polls each token's place for d, at once, and gives the
 // answers in the tokens' order once all are in.
 func (f *fixture) waitAll(cfg *catalog.Room, tokens []string, d time.Duration) func() []waited {
+	return f.waitKnown(cfg, tokens, d, "")
+}
+
+// waitKnown is waitAll with the state each buyer last heard (known).
+func (f *fixture) waitKnown(cfg *catalog.Room, tokens []string, d time.Duration, known string) func() []waited {
 	out := make([]waited, len(tokens))
 	var wg sync.WaitGroup
 	for i, tok := range tokens {
@@ -45,7 +50,7 @@ func (f *fixture) waitAll(cfg *catalog.Room, tokens []string, d time.Duration) f
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			st, err := f.s.Wait(f.ctx, cfg, ev, p, d, nil)
+			st, err := f.s.Wait(f.ctx, cfg, ev, p, d, known, nil)
 			out[i] = waited{st, err, time.Since(start)}
 		}()
 	}
@@ -148,6 +153,47 @@ func TestALongPollJustAfterTheSellOutHearsItAtOnce(t *testing.T) {
 	leave(tokens[1])
 	until(true)
 	atOnce("after the second sell-out", tokens[2])
+}
+
+// A client that says what it last heard (known) is answered at once when
+// its place is in another state, however often this node told it so
+// before (an answer lost with its connection, or given by another node),
+// and waits while its place is in that state.
+func TestALongPollThatSaysWhatItHeardHearsTheNews(t *testing.T) {
+	f := setup(t, 1)
+	cfg := f.open(false, time.Minute)
+	tokens := f.joinAll(cfg, "w", 2)
+	f.run(cfg)
+	// the head's registration takes the unit, and its pass goes
+	f.cmd("HSET", f.sp.Sold(ev), capacity.Storefront, "1")
+	head, _ := f.s.PlaceOf(ev, tokens[0])
+	if _, err := f.s.Leave(f.ctx, ev, head.QueueID); err != nil {
+		t.Fatal(err)
+	}
+	const long = 3 * time.Second
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		a := f.waitKnown(cfg, tokens[1:], 0, "")()[0]
+		if a.err == nil && a.st.State == SoldOut {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the room did not sell out in 5 s: %+v %v", a.st, a.err)
+		}
+	}
+	// told once without known: this node counts the place told
+	if a := f.waitKnown(cfg, tokens[1:], long, "")()[0]; a.err != nil || a.st.State != SoldOut || a.took >= long/2 {
+		t.Fatalf("the first long-poll after the sell-out: %+v %v after %v, want sold_out at once", a.st, a.err, a.took)
+	}
+	// that answer was lost: the client still says waiting
+	for i := range 2 {
+		if a := f.waitKnown(cfg, tokens[1:], long, Waiting)()[0]; a.err != nil || a.st.State != SoldOut || a.took >= long/2 {
+			t.Fatalf("long-poll %d of a client that heard waiting: %+v %v after %v, want sold_out at once", i+1, a.st, a.err, a.took)
+		}
+	}
+	// once it heard sold out, it waits for news
+	if a := f.waitKnown(cfg, tokens[1:], 300*time.Millisecond, SoldOut)()[0]; a.err != nil || a.st.State != SoldOut || a.took < 300*time.Millisecond {
+		t.Fatalf("a client that heard sold_out: %+v %v after %v, want sold_out after its 300 ms", a.st, a.err, a.took)
+	}
 }
 
 // A long-poll answers at once what it need not wait for (an admitted
@@ -302,7 +348,7 @@ func TestWaitCountsEachPollByWhereItIsAnswered(t *testing.T) {
 		if !ok {
 			t.Fatalf("token %d refused", i)
 		}
-		return f.s.Wait(f.ctx, cfg, ev, p, 0, count)
+		return f.s.Wait(f.ctx, cfg, ev, p, 0, "", count)
 	}
 	var told []bool
 	record := func(_ context.Context, memory bool) error { told = append(told, memory); return nil }
@@ -343,7 +389,7 @@ func TestALongPollAheadOfItsNodeHearsTheSoldOutTick(t *testing.T) {
 	got := make(chan waited, 1)
 	go func() {
 		start := time.Now()
-		st, err := f.s.Wait(f.ctx, cfg, ev, p, 20*time.Second, nil)
+		st, err := f.s.Wait(f.ctx, cfg, ev, p, 20*time.Second, "", nil)
 		got <- waited{st, err, time.Since(start)}
 	}()
 	time.Sleep(300 * time.Millisecond)                // the long-poll holds Redis' sold out

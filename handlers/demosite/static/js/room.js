@@ -13,8 +13,9 @@
 // line), so a reload keeps it; the device id, made once, in
 // localStorage (a second join from the device answers the same place).
 // Status is long-polled while the buyer waits or the event is sold out
-// (status?wait=: ticketd answers when the buyer's state changes, the
-// places ahead halve, the on-sale starts, or after WAIT_S), so a sell-out
+// (status?wait=&known=: ticketd answers when the buyer's state is not
+// the one shown, the places ahead halve, the on-sale starts, or after
+// WAIT_S), so a sell-out
 // or the buyer's turn shows within a fraction of a second; a hidden tab
 // does not poll and reads at once when shown again. What changes is said
 // in a polite live region; nothing needs motion to be understood.
@@ -437,7 +438,10 @@
       // The first read after a reload or a join answers at once.
       const wait = st.last && holds(st.last) ? WAIT_S : 0;
       try {
-        const d = await Shop.api('GET', '/queue/' + encodeURIComponent(ev.id) + '/status' + (wait ? '?wait=' + wait : ''), undefined,
+        // known: the state this page shows, so an answer lost with its
+        // connection (or given by another server) is answered at once.
+        const q = wait ? '?wait=' + wait + '&known=' + encodeURIComponent(st.last.state) : '';
+        const d = await Shop.api('GET', '/queue/' + encodeURIComponent(ev.id) + '/status' + q, undefined,
           { headers: { Authorization: 'Bearer ' + place.pollToken }, timeoutMs: (wait + 10) * 1000 });
         if (st.place !== place) return;
         $('room-error').textContent = '';
