@@ -34,6 +34,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/lease"
 	"github.com/ticketd/ticketd/inventory/redisstate"
 	"github.com/ticketd/ticketd/inventory/soldmarks"
+	"github.com/ticketd/ticketd/sync/fence"
 )
 
 // Rebuilder rebuilds one key space's Redis state from one database.
@@ -180,6 +181,12 @@ func (r *Rebuilder) rebuild(ctx context.Context, l *lease.Lease) (Report, error)
 	}
 	if err := r.waitForMarks(ctx); err != nil {
 		return Report{}, err
+	}
+	// Every sync worker's write in flight ends before anything is read,
+	// and a later one of entries read before this point is refused: none
+	// from the Redis this rebuild replaces lands after its snapshot.
+	if _, err := fence.Raise(ctx, r.Pool, r.Space.Prefix); err != nil {
+		return Report{}, fmt.Errorf("rebuild: %w", err)
 	}
 	streamed, err := r.readStreams(ctx)
 	if err != nil {

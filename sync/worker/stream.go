@@ -84,6 +84,7 @@ func (w *Worker) round(ctx context.Context, m mode, from map[int]string, gave ma
 	for i, p := range parts {
 		cmds[i] = w.readCmd(m, p, from[p])
 	}
+	seen := w.fenceEpoch(ctx) // before the read: a rebuild after it refuses the write
 	var all []entry
 	next := map[int]string{}
 	var regroup []int
@@ -121,15 +122,16 @@ func (w *Worker) round(ctx context.Context, m mode, from map[int]string, gave ma
 	if len(all) == 0 {
 		return 0, next, nil
 	}
-	n, err := w.settle(ctx, all)
+	n, err := w.settle(ctx, all, seen)
 	if err != nil {
 		return n, nil, err
 	}
 	return n, next, nil
 }
 
-// settle writes entries this consumer holds and then acknowledges them.
-func (w *Worker) settle(ctx context.Context, all []entry) (int, error) {
+// settle writes entries this consumer holds, read under the fence's epoch
+// seen, and then acknowledges them.
+func (w *Worker) settle(ctx context.Context, all []entry, seen int64) (int, error) {
 	if err := w.hook("read"); err != nil {
 		return 0, err
 	}
@@ -155,7 +157,7 @@ func (w *Worker) settle(ctx context.Context, all []entry) (int, error) {
 	if err := orders.FillRecords(ctx, w.Redis, w.Space, fields); err != nil {
 		return 0, fmt.Errorf("worker: %w", err)
 	}
-	n, err := w.write(ctx, all)
+	n, err := w.write(ctx, all, seen)
 	if err != nil {
 		return 0, err
 	}

@@ -289,6 +289,7 @@ func (w *Worker) takeoverRound(ctx context.Context, play []consumerPart, taken m
 	}
 	var all []entry
 	var next []consumerPart
+	seen := w.fenceEpoch(ctx) // before the read: a rebuild after it refuses the write
 	for i, r := range eval.Multi(ctx, w.Redis, takeoverScript, runs...) {
 		cp := play[i]
 		es, n, err := w.parseTakeover(cp.part, r)
@@ -305,7 +306,7 @@ func (w *Worker) takeoverRound(ctx context.Context, play []consumerPart, taken m
 	if len(all) == 0 {
 		return 0, next, nil
 	}
-	n, err := w.settle(ctx, all)
+	n, err := w.settle(ctx, all, seen)
 	return n, next, err
 }
 

@@ -44,6 +44,7 @@ import (
 	"github.com/ticketd/ticketd/inventory/keys"
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/inventory/redisstate"
+	"github.com/ticketd/ticketd/sync/fence"
 )
 
 // Defaults of the Worker's zero fields.
@@ -122,6 +123,12 @@ type Worker struct {
 	nudged   atomic.Uint64
 	wakeOnce sync.Once
 	wake     chan struct{}
+
+	// epoch is the rebuild fence's epoch (sync/fence) this worker read,
+	// when epochKnown: the epoch its writes carry. A write the fence
+	// refuses forgets it, so the next round reads it again.
+	epoch      atomic.Int64
+	epochKnown atomic.Bool
 
 	// testHook, when set, runs at each stage of a round ("read": entries
 	// read, nothing written; "written": committed, not acknowledged;
@@ -239,9 +246,20 @@ func (w *Worker) createGroups(ctx context.Context, parts []int, verb string) err
 // many entries it wrote or dead-lettered. When ctx ends it stops after the
 // round in progress and returns ctx's error. It keeps the liveness key
 // while it runs and deletes it on return; do not run it and Run on one
-// Worker at the same time.
+// Worker at the same time. A write refused because a rebuild began after
+// its read (sync/fence) is read again, once, under the epoch then.
 func (w *Worker) DrainOnce(ctx context.Context) (int, error) {
 	defer w.keepAlive(ctx)()
+	total, err := w.drain(ctx)
+	if fence.Moved(err) {
+		n, err := w.drain(ctx)
+		return total + n, err
+	}
+	return total, err
+}
+
+// drain is one DrainOnce.
+func (w *Worker) drain(ctx context.Context) (int, error) {
 	total, _, err := w.pass(ctx, modeOwn, nil)
 	if err != nil {
 		return total, err
@@ -357,6 +375,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			// a round after a failure reads every partition (the nudges
 			// it took are in them), and backs off from the start
 			sweepDue, sweepEvery = time.Time{}, w.pollInterval()
+			if fence.Moved(err) {
+				// nothing failed: a rebuild began after the read, so the
+				// entries are read again at once, from the Redis it sees
+				w.logger().Warn("sync worker: a rebuild of the Redis state began after this round's read; reading its entries again", "err", err)
+				continue
+			}
 			w.logger().Error("sync worker: round failed; retrying", "err", err, "retry_in", backoff)
 			sleep(ctx, backoff, nil)
 			backoff = min(2*backoff, 5*time.Second)
@@ -392,6 +416,29 @@ func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) {
 	case <-t.C:
 	case <-wake:
 	}
+}
+
+// epochReadTimeout bounds the read of the fence's epoch: a round whose
+// read fails goes on with an epoch the write refuses (as it would fail
+// without Postgres anyway) rather than wait for Postgres before Redis.
+const epochReadTimeout = 2 * time.Second
+
+// fenceEpoch is the epoch the entries a round is about to read are written
+// under (sync/fence): read from Postgres when not known (the first round,
+// or after a write found it moved), -1 when that read failed.
+func (w *Worker) fenceEpoch(ctx context.Context) int64 {
+	if w.epochKnown.Load() {
+		return w.epoch.Load()
+	}
+	ctx, cancel := context.WithTimeout(ctx, epochReadTimeout)
+	defer cancel()
+	e, err := fence.Epoch(ctx, w.Pool, w.Space.Prefix)
+	if err != nil {
+		return -1
+	}
+	w.epoch.Store(e)
+	w.epochKnown.Store(true)
+	return e
 }
 
 // errHook is what a test hook's error is wrapped in.

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ticketd/ticketd/inventory/orders"
+	"github.com/ticketd/ticketd/sync/fence"
 	"github.com/ticketd/ticketd/sync/outbox"
 )
 
@@ -35,8 +36,9 @@ type deadLetter struct {
 // cannot store in dead_letters, in one transaction. When Postgres refuses a
 // value (a data or constraint error), the orders are written one by one to
 // find the refused ones, which become dead letters too. It returns how many
-// entries were written or dead-lettered.
-func (w *Worker) write(ctx context.Context, es []entry) (int, error) {
+// entries were written or dead-lettered. epoch is the fence's epoch the
+// entries were read under (commit).
+func (w *Worker) write(ctx context.Context, es []entry, epoch int64) (int, error) {
 	var good []paid
 	var dead []deadLetter
 	seen := make(map[string]bool, len(es))
@@ -57,17 +59,24 @@ func (w *Worker) write(ctx context.Context, es []entry) (int, error) {
 		seen[rec.OrderID] = true
 		good = append(good, paid{e: e, rec: rec})
 	}
-	err := w.commit(ctx, good, dead)
+	err := w.commit(ctx, good, dead, epoch)
 	if isDataError(err) && len(good) > 0 {
 		for _, o := range good {
-			err := w.commit(ctx, []paid{o}, nil)
+			err := w.commit(ctx, []paid{o}, nil, epoch)
 			if isDataError(err) {
 				dead = append(dead, deadLetter{e: o.e, reason: "postgres refused the order: " + err.Error()})
 			} else if err != nil {
 				return 0, fmt.Errorf("worker: write order %s: %w", o.rec.OrderID, err)
 			}
 		}
-		err = w.commit(ctx, nil, dead)
+		err = w.commit(ctx, nil, dead, epoch)
+	}
+	if fence.Moved(err) {
+		// A rebuild began after these entries were read, maybe from the
+		// Redis it replaces: nothing is written; the next round reads its
+		// epoch and the entries again, from the Redis the rebuild sees.
+		w.epochKnown.Store(false)
+		return 0, fmt.Errorf("worker: write batch: read before a rebuild of the Redis state, read again: %w", err)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("worker: write batch: %w", err)
@@ -278,8 +287,10 @@ ON CONFLICT (stream, entry_id) DO NOTHING`
 // commit writes orders and dead letters in one transaction: the batch's
 // implicit one, so the whole write is a single round trip (no BEGIN and
 // COMMIT of their own). Every insert does nothing on conflict, so committing
-// the same batch twice changes nothing the second time.
-func (w *Worker) commit(ctx context.Context, good []paid, dead []deadLetter) error {
+// the same batch twice changes nothing the second time. The fence's check
+// comes first (sync/fence): the write aborts if a rebuild raised the epoch
+// since seen, and a rebuild's raise waits for it to end.
+func (w *Worker) commit(ctx context.Context, good []paid, dead []deadLetter, seen int64) error {
 	var r rows
 	for _, o := range good {
 		if err := r.addOrder(o); err != nil {
@@ -292,6 +303,7 @@ func (w *Worker) commit(ctx context.Context, good []paid, dead []deadLetter) err
 		}
 	}
 	b := &pgx.Batch{}
+	b.Queue(fence.CheckSQL, w.Space.Prefix, seen)
 	if len(r.id) > 0 {
 		b.Queue(insertOrders, r.id, r.eventID, r.tenantID, r.channelID, r.source, r.buyerName, r.buyerEmail,
 			r.buyerPhone, r.showingID, r.discountCode, r.currency, r.subtotal, r.discount, r.extras, r.fee, r.vat,
@@ -307,8 +319,8 @@ func (w *Worker) commit(ctx context.Context, good []paid, dead []deadLetter) err
 	if len(r.deadID) > 0 {
 		b.Queue(insertDead, r.deadStream, r.deadID, r.deadFields, r.deadError)
 	}
-	if b.Len() == 0 {
-		return nil
+	if b.Len() == 1 {
+		return nil // the check alone: nothing to write
 	}
 	return w.Pool.SendBatch(ctx, b).Close()
 }

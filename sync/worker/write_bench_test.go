@@ -53,7 +53,7 @@ func BenchmarkWritePaidOrders(b *testing.B) {
 	start := time.Now()
 	meter.Begin()
 	for _, good := range batches {
-		if err := w.commit(ctx, good, nil); err != nil {
+		if err := w.commit(ctx, good, nil, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
