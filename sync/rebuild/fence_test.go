@@ -59,3 +59,33 @@ func TestRebuildReadsAfterTheWritesInFlight(t *testing.T) {
 		t.Fatalf("epoch after the rebuild: %d %v, want %d", e, err, epoch+1)
 	}
 }
+
+// An order the rebuild found only on a stream, and which the sync worker
+// writes while the rebuild runs (its entry acknowledged, the order hash's
+// record dropped and its expiry set), keeps that expiry: the rebuild writes
+// no record or PERSIST over it, which would keep the hash for good.
+func TestAnOrderWrittenDuringTheRebuildKeepsItsExpiry(t *testing.T) {
+	s := servertest.StartWithCatalog(t, servertest.Options{ManualRecovery: true})
+	ctx := context.Background()
+	o := s.MustReserve(t, "a", "ev_ga", map[string]any{"selectedTicketId": "tk_a", "quantity": 1})
+	if c := s.Confirm(t, "a", o.OrderID, o.Amount, "psp-1"); c.Status != 200 {
+		t.Fatalf("confirm: %s", c)
+	}
+	r := *s.Rebuilder
+	rebuild.SetAfterRead(&r, func() {
+		if n := s.Drain(t); n != 1 {
+			t.Errorf("the worker wrote %d entries during the rebuild, want the one paid order", n)
+		}
+	})
+	if _, err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	okey, _ := s.Space.Order(o.OrderID)
+	ttl, err := s.Redis.Do(ctx, s.Redis.B().Pttl().Key(okey).Build()).AsInt64()
+	if err != nil || ttl <= 0 {
+		t.Fatalf("the written order's hash: PTTL %d %v, want its retention's expiry", ttl, err)
+	}
+	if n := s.Count(t, `SELECT count(*) FROM orders WHERE id = $1`, o.OrderID); n != 1 {
+		t.Fatalf("the order is in Postgres %d times, want once", n)
+	}
+}

@@ -152,13 +152,13 @@ func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) err
 			// A copy releaseStale released says why it expired: it is paid.
 			cmds = append(cmds, r.Redis.B().Hdel().Key(okey).Field("why").Build())
 		}
-		if o.record != "" {
-			// Only the stream has it: its record stays, without expiry,
-			// until the sync worker has written it (as confirm leaves it).
-			cmds = append(cmds,
-				r.Redis.B().Hset().Key(okey).FieldValue().FieldValue(orders.StreamRecord, o.record).Build(),
-				r.Redis.B().Persist().Key(okey).Build())
-		} else {
+		// An order only the stream has (o.record, read from this hash)
+		// keeps its record, without expiry, until the sync worker has
+		// written it, as confirm leaves it: nothing is written back, for a
+		// worker that wrote it since (after the fence, sync/fence) dropped
+		// the record and set the expiry, and a record and PERSIST written
+		// over that would keep the hash for good.
+		if o.record == "" {
 			cmds = append(cmds,
 				r.Redis.B().Hdel().Key(okey).Field(orders.StreamRecord).Build(),
 				r.Redis.B().Pexpireat().Key(okey).MillisecondsTimestamp(o.paidAt.Add(retention).UnixMilli()).Build())
