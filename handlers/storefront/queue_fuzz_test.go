@@ -3,6 +3,7 @@ package storefront_test
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -112,10 +113,12 @@ func FuzzQueueHTTP(f *testing.F) {
 }
 
 // shortWait is query with a status's wait of more than a second cut to
-// one, read as the server reads it (fasthttp's query parser): a waiting
-// place's long-poll is rightly held for its whole wait, up to 20 s.
+// one, read as the server reads it (the query ends at a '#', then
+// fasthttp's query parser): a waiting place's long-poll is rightly held
+// for its whole wait, up to 30 s (room.MaxWait).
 func shortWait(query string) string {
 	var args fasthttp.Args
+	query, _, _ = strings.Cut(query, "#")
 	args.Parse(query)
 	w := args.Peek("wait")
 	if n, err := strconv.Atoi(string(w)); err != nil || n <= 1 {

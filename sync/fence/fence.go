@@ -53,8 +53,9 @@ func Epoch(ctx context.Context, pool *pgxpool.Pool, prefix string) (int64, error
 }
 
 // Raise raises prefix's epoch once every write transaction in flight has
-// ended, and returns it. The fence lock's keys are 1952870499 ("tfnc" in
-// ASCII) and the prefix's hashtext, as in ticketd_fence. A rebuild calls it after it stopped sales and
+// ended, and returns it. The fence lock's keys are 1952870499 (a constant
+// of ticketd's: "tfpc" in ASCII) and the prefix's hashtext, as in
+// ticketd_fence. A rebuild calls it after it stopped sales and
 // before it reads the streams and Postgres.
 func Raise(ctx context.Context, pool *pgxpool.Pool, prefix string) (int64, error) {
 	var e int64

@@ -152,9 +152,10 @@ func (r *Rebuilder) writeOrders(ctx context.Context, st *state, rep *Report) err
 			// A copy releaseStale released says why it expired: it is paid.
 			cmds = append(cmds, r.Redis.B().Hdel().Key(okey).Field("why").Build())
 		}
-		// An order only the stream has (o.record, read from this hash)
-		// keeps its record, without expiry, until the sync worker has
-		// written it, as confirm leaves it: nothing is written back, for a
+		// An order only the stream has (o.record: read from this hash,
+		// or from an entry of the older format that carries it) keeps its
+		// record where it is until the sync worker has written it, as
+		// confirm leaves it: nothing is written back, for a
 		// worker that wrote it since (after the fence, sync/fence) dropped
 		// the record and set the expiry, and a record and PERSIST written
 		// over that would keep the hash for good.

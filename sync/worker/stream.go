@@ -84,7 +84,10 @@ func (w *Worker) round(ctx context.Context, m mode, from map[int]string, gave ma
 	for i, p := range parts {
 		cmds[i] = w.readCmd(m, p, from[p])
 	}
-	seen := w.fenceEpoch(ctx) // before the read: a rebuild after it refuses the write
+	seen, err := w.fenceEpoch(ctx) // before the read: a rebuild after it refuses the write
+	if err != nil {
+		return 0, nil, err
+	}
 	var all []entry
 	next := map[int]string{}
 	var regroup []int

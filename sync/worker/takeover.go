@@ -289,7 +289,10 @@ func (w *Worker) takeoverRound(ctx context.Context, play []consumerPart, taken m
 	}
 	var all []entry
 	var next []consumerPart
-	seen := w.fenceEpoch(ctx) // before the read: a rebuild after it refuses the write
+	seen, err := w.fenceEpoch(ctx) // before the read: a rebuild after it refuses the write
+	if err != nil {
+		return 0, nil, err
+	}
 	for i, r := range eval.Multi(ctx, w.Redis, takeoverScript, runs...) {
 		cp := play[i]
 		es, n, err := w.parseTakeover(cp.part, r)

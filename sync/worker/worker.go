@@ -418,27 +418,21 @@ func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) {
 	}
 }
 
-// epochReadTimeout bounds the read of the fence's epoch: a round whose
-// read fails goes on with an epoch the write refuses (as it would fail
-// without Postgres anyway) rather than wait for Postgres before Redis.
-const epochReadTimeout = 2 * time.Second
-
 // fenceEpoch is the epoch the entries a round is about to read are written
 // under (sync/fence): read from Postgres when not known (the first round,
-// or after a write found it moved), -1 when that read failed.
-func (w *Worker) fenceEpoch(ctx context.Context) int64 {
+// or after a write found it moved). When that read fails the round fails
+// before it reads anything, and is retried as any failed round is.
+func (w *Worker) fenceEpoch(ctx context.Context) (int64, error) {
 	if w.epochKnown.Load() {
-		return w.epoch.Load()
+		return w.epoch.Load(), nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, epochReadTimeout)
-	defer cancel()
 	e, err := fence.Epoch(ctx, w.Pool, w.Space.Prefix)
 	if err != nil {
-		return -1
+		return 0, fmt.Errorf("worker: %w", err)
 	}
 	w.epoch.Store(e)
 	w.epochKnown.Store(true)
-	return e
+	return e, nil
 }
 
 // errHook is what a test hook's error is wrapped in.

@@ -1095,15 +1095,19 @@ func TestAWriteReadBeforeARebuildIsReadAgain(t *testing.T) {
 }
 
 // The entries a round read from a Redis whose state is then lost, and
-// which a rebuild then replaces, never land after the rebuild's read of
-// Postgres: the write is refused (the fence), the entries are read again
-// from the Redis the rebuild sees, where they are not, and nothing is
-// written. Postgres then agrees with the rebuilt Redis, which counts
-// neither; the sold marks count such orders as lost (decisions.md).
+// which a rebuild then replaces, never land in orders after the rebuild's
+// read of Postgres: the write is refused (the fence), the entries are read
+// again from the Redis the rebuild sees, where they are not. Postgres's
+// orders then agree with the rebuilt Redis, which counts neither (the sold
+// marks count them as lost, decisions.md), and each order's record is kept
+// in dead_letters for the operator, so it is in some store.
 func TestEntriesOfALostRedisDoNotLandAfterTheRebuildsRead(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.confirmEach(t, 3, 2, "ev_lost_", 1)
+	recs := b.confirmEach(t, 3, 2, "ev_lost_", 1)
+	hashed := record("ev_lost_h", 2) // its record in the order hash, as confirm queues it now
+	b.confirmHashed(t, hashed, "r", 1_700_000_000_000)
+	recs = append(recs, hashed)
 	w := b.worker("w")
 	lost := false
 	w.testHook = func(stage string) error {
@@ -1132,5 +1136,11 @@ func TestEntriesOfALostRedisDoNotLandAfterTheRebuildsRead(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM orders`); n != 0 {
 		t.Fatalf("%d orders read from the lost Redis landed in Postgres after the rebuild's raise", n)
+	}
+	for _, r := range recs {
+		if n := b.count(t, `SELECT count(*) FROM dead_letters WHERE fields->>'order' = $1 AND fields ? 'rec' AND error = $2`,
+			r.OrderID, lostReason); n != 1 {
+			t.Errorf("order %s: %d dead letters with its record and the lost reason, want 1", r.OrderID, n)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	json "github.com/goccy/go-json"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/redis/rueidis"
 
 	"github.com/ticketd/ticketd/inventory/orders"
 	"github.com/ticketd/ticketd/sync/fence"
@@ -75,7 +77,11 @@ func (w *Worker) write(ctx context.Context, es []entry, epoch int64) (int, error
 		// A rebuild began after these entries were read, maybe from the
 		// Redis it replaces: nothing is written; the next round reads its
 		// epoch and the entries again, from the Redis the rebuild sees.
-		w.epochKnown.Store(false)
+		// Those that Redis lost are kept as dead letters (keepLost).
+		if kerr := w.keepLost(ctx, good); kerr != nil {
+			w.logger().Error("sync worker: could not check the entries a rebuild's fence refused against the Redis it sees; "+
+				"the ones it lost are in no store", "err", kerr)
+		}
 		return 0, fmt.Errorf("worker: write batch: read before a rebuild of the Redis state, read again: %w", err)
 	}
 	if err != nil {
@@ -322,5 +328,75 @@ func (w *Worker) commit(ctx context.Context, good []paid, dead []deadLetter, see
 	if b.Len() == 1 {
 		return nil // the check alone: nothing to write
 	}
-	return w.Pool.SendBatch(ctx, b).Close()
+	err := w.Pool.SendBatch(ctx, b).Close()
+	if fence.Moved(err) {
+		w.epochKnown.Store(false) // read again before the next read
+	}
+	return err
+}
+
+// lostReason is the dead letter of a paid entry read from a Redis whose
+// state a rebuild replaced before it was written (keepLost).
+const lostReason = "paid on a Redis whose state was lost: read before a rebuild began, not written before it, and not on the " +
+	"rebuilt Redis nor in orders, so no store counts it (the event's sold marks do): refund the buyer or honour the order by hand"
+
+// keepLost keeps, as dead letters, the paid orders of a write the fence
+// refused that are gone from their stream in the Redis a rebuild now
+// builds (its state was lost) and are not in orders (another worker did
+// not write them meanwhile): neither Postgres nor the rebuilt Redis counts
+// them, and without this their records (buyer, amounts, payment reference)
+// would be in no store. Entries still on their stream are left to the next
+// read, which writes them. The dead letters are written under the epoch
+// now, so a rebuild after this one fences them as it fences orders.
+func (w *Worker) keepLost(ctx context.Context, refused []paid) error {
+	if len(refused) == 0 {
+		return nil
+	}
+	epoch, err := w.fenceEpoch(ctx)
+	if err != nil {
+		return err
+	}
+	cmds := make(rueidis.Commands, len(refused))
+	for i, o := range refused {
+		cmds[i] = w.Redis.B().Xrange().Key(o.e.stream).Start(o.e.id).End(o.e.id).Build()
+	}
+	gone := make(map[string]paid)
+	for i, r := range w.Redis.DoMulti(ctx, cmds...) {
+		es, err := r.AsXRange()
+		if err != nil {
+			return fmt.Errorf("look for %s on %s: %w", refused[i].e.id, refused[i].e.stream, err)
+		}
+		if len(es) == 0 {
+			gone[refused[i].rec.OrderID] = refused[i]
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	rows, err := w.Pool.Query(ctx, `SELECT id FROM orders WHERE id = ANY($1)`, slices.Collect(maps.Keys(gone)))
+	if err != nil {
+		return fmt.Errorf("look for the orders in Postgres: %w", err)
+	}
+	written, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("look for the orders in Postgres: %w", err)
+	}
+	for _, id := range written {
+		delete(gone, id)
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	dead := make([]deadLetter, 0, len(gone))
+	for _, o := range gone {
+		dead = append(dead, deadLetter{e: o.e, reason: lostReason})
+	}
+	if err := w.commit(ctx, nil, dead, epoch); err != nil {
+		return fmt.Errorf("keep them as dead letters: %w", err)
+	}
+	for id, o := range gone {
+		w.logger().Error("sync worker: a paid order read from a Redis whose state was lost was not written before the rebuild; "+
+			"kept in dead_letters for the operator", "order", id, "stream", o.e.stream, "entry", o.e.id)
+	}
+	return nil
 }
