@@ -2,7 +2,7 @@
 // admin surface over HTTP (TICKETD_URL) with the admin bearer token
 // (TICKETD_ADMIN_TOKEN); rebuild talks to Redis and Postgres directly
 // (REDIS_URL, DATABASE_URL, TICKETD_KEY_PREFIX), and so do held, release
-// and reconcile; verify checks a ticket's
+// and reconcile; dead-letters reads Postgres; verify checks a ticket's
 // QR text offline (TICKETD_SECRETS_KEY or the event's public key).
 package main
 
@@ -22,6 +22,7 @@ Usage:
   ticketctl held                    list the events whose sales are held after a loss
   ticketctl release <event-id>      resume a held event, its lost units sold again
   ticketctl reconcile <event-id>    resume a held event, its lost units kept as sold
+  ticketctl dead-letters            list the paid entries the sync worker could not write
   ticketctl queue <event-id>        show an event's waiting room: settings, line, passes
                                     (-showing <id>: a multi-showing event's line for it)
   ticketctl verify <qr-text>        check a ticket's QR code (- reads it from stdin)
@@ -86,6 +87,20 @@ Held flags:
   -json          print the holds as JSON
   -timeout d     give up after d (default 1m; release and reconcile too)
 
+Dead-letters lists, the newest first, the paid-stream entries the sync
+worker kept in Postgres' dead_letters instead of writing them as orders
+($DATABASE_URL, $TICKETD_KEY_PREFIX): an entry Postgres refused, one it
+could not read, or a paid order read from a Redis whose state was then
+lost before it was written (no store counts it: refund the buyer or
+honour the order by hand). Each line: when, the order, the stream and
+entry, why. -json adds the entry's fields (the order's record: buyer,
+amounts, payment reference).
+
+Dead-letters flags:
+  -json          print them as JSON, with their fields
+  -limit n       list at most n (default 100)
+  -timeout d     give up after d (default 1m)
+
 Verify checks the signature of a ticket's QR text (docs/tickets.md) offline,
 as a door scanner does, and prints the ticket id, event and admission and
 "valid", or why it is not.
@@ -137,6 +152,8 @@ func run(args []string, e env) int {
 		return resolveCmd(rebuild.Reconcile, args[1:], e)
 	case "queue":
 		return queueCmd(args[1:], e)
+	case "dead-letters":
+		return deadLettersCmd(args[1:], e)
 	case "verify":
 		return verifyCmd(args[1:], e)
 	case "help", "-h", "-help", "--help":
