@@ -314,10 +314,16 @@ func (w *Worker) Run(ctx context.Context) error {
 				// soon as its key expires: look again then.
 				next = min(next, recheck)
 			}
-			if err != nil {
+			switch {
+			case fence.Moved(err):
+				// what it took over is this consumer's: the next round reads it again (retryOwn)
+				w.logger().Warn("sync worker: a rebuild of the Redis state began after the takeover's read; reading its entries again", "err", err)
+			case err != nil:
 				// New entries must not wait on a takeover that keeps
 				// failing: try it again at the next look.
 				w.logger().Warn("sync worker: taking over stopped consumers' entries failed; trying again later", "err", err)
+			}
+			if err != nil {
 				err = nil
 				retryOwn = true // what it took over and could not write is this consumer's now
 			}
