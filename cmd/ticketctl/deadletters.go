@@ -7,9 +7,7 @@ import (
 	"time"
 
 	json "github.com/goccy/go-json"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ticketd/ticketd/cmd/internal/connurl"
 	"github.com/ticketd/ticketd/sync/worker"
 )
 
@@ -32,15 +30,12 @@ func deadLettersCmd(args []string, e env) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	// Postgres alone: the dead letters are there, whatever Redis holds.
-	pool, err := pgxpool.New(ctx, at.dbURL)
-	if err == nil {
-		defer pool.Close()
-		err = pool.Ping(ctx)
-	}
+	pool, err := at.postgres(ctx)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "ticketctl dead-letters: connect to Postgres:", connurl.PostgresError(err))
+		fmt.Fprintln(e.stderr, "ticketctl dead-letters:", err)
 		return 1
 	}
+	defer pool.Close()
 	ds, err := worker.DeadLetters(ctx, pool, at.space, *limit)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "ticketctl dead-letters:", err)

@@ -128,17 +128,9 @@ func (at stores) connect(ctx context.Context) (rc rueidis.Client, pool *pgxpool.
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("connect to Redis: %w", err)
 	}
-	pool, err = pgxpool.New(ctx, at.dbURL)
-	err = connurl.PostgresError(err)
-	if err == nil {
-		err = pool.Ping(ctx)
-		if err != nil {
-			pool.Close()
-		}
-	}
-	if err != nil {
+	if pool, err = at.postgres(ctx); err != nil {
 		rc.Close()
-		return nil, nil, nil, fmt.Errorf("connect to Postgres: %w", err)
+		return nil, nil, nil, err
 	}
 	if err := schema.Migrate(ctx, pool); err != nil {
 		pool.Close()
@@ -146,6 +138,19 @@ func (at stores) connect(ctx context.Context) (rc rueidis.Client, pool *pgxpool.
 		return nil, nil, nil, err
 	}
 	return rc, pool, func() { pool.Close(); rc.Close() }, nil
+}
+
+// postgres opens Postgres and checks that it answers.
+func (at stores) postgres(ctx context.Context) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.New(ctx, at.dbURL)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Postgres: %w", connurl.PostgresError(err))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	return pool, nil
 }
 
 func runRebuild(ctx context.Context, at stores, log *slog.Logger) (rebuild.Report, error) {

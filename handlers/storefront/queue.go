@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -32,8 +34,8 @@ var (
 		"send the pollToken the join answered as Authorization: Bearer <pollToken>")
 	errBadPoll = apierr.Of("INVALID_CREDENTIALS", "the bearer token is not a pollToken of this event's waiting room")
 	errWait    = apierr.Invalid("wait must be a whole number of seconds from 0 to %d", int(room.MaxWait/time.Second))
-	errKnown   = apierr.Invalid("known must be the state the last status answered: %s, %s, %s, %s or %s",
-		room.Waiting, room.Admitted, room.SoldOut, room.Expired, room.Left)
+	errKnown   = apierr.Invalid("known must be the state the last status answered: %s or %s",
+		strings.Join(room.States[:len(room.States)-1], ", "), room.States[len(room.States)-1])
 )
 
 // joinBody is POST /v1/storefront/queue/{eventId}/join.
@@ -264,8 +266,9 @@ func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 		}
 		wait = time.Duration(n) * time.Second
 	}
-	known, ok := knownState(ctx.QueryArgs().Peek("known"))
-	if !ok {
+	// known: the state the client last heard (room.Service.Wait)
+	known := string(ctx.QueryArgs().Peek("known"))
+	if known != "" && !slices.Contains(room.States, known) {
 		httpx.Fail(ctx, errKnown)
 		return
 	}
@@ -285,26 +288,6 @@ func (a *API) queueStatus(ctx *fasthttp.RequestCtx, r *request) {
 	v := a.placeView(line, st)
 	v.QueueID = p.QueueID
 	httpx.OK(ctx, v)
-}
-
-// knownState is a status's ?known= (the state its client last heard), ""
-// when absent; false when it is not a place's state.
-func knownState(v []byte) (string, bool) {
-	switch string(v) {
-	case "":
-		return "", true
-	case room.Waiting:
-		return room.Waiting, true
-	case room.Admitted:
-		return room.Admitted, true
-	case room.SoldOut:
-		return room.SoldOut, true
-	case room.Expired:
-		return room.Expired, true
-	case room.Left:
-		return room.Left, true
-	}
-	return "", false
 }
 
 // pollCount counts a status request (room.Count) in its client IP's read

@@ -91,6 +91,10 @@ const (
 	Left     = "left"
 )
 
+// States are every state a place can be in, for a caller that checks one
+// it was sent (a long-poll's known).
+var States = []string{Waiting, Admitted, SoldOut, Expired, Left}
+
 // Joined is the answer to a join.
 type Joined struct {
 	QueueID   string

@@ -30,6 +30,9 @@
   const FAR_MS = 5000; // after a failed read
   const IDLE_MS = 10000; // admitted, or the service busy
   const SAY_EVERY_MS = 20000; // position changes are said at most this often
+  // The chance of tickets when none is free now: a buyer who does not
+  // order in time, or leaves, gives them back (waiting and sold out).
+  const IF_RETURNS = 'Only if tickets come back';
 
   function storage(kind) {
     try {
@@ -290,7 +293,7 @@
             fact('Your place', early && room.mode === 'fair' ? d.position + ' (for now)' : String(d.position), 'position'),
             fact('Ahead of you', String(d.ahead), 'ahead'),
             fact('Estimated wait', waitsForReturns ? 'Until tickets come back' : wait(d.etaSeconds), 'eta'),
-            fact('Chance of tickets', waitsForReturns ? 'Only if tickets come back' : d.odds + '%', 'odds'),
+            fact('Chance of tickets', waitsForReturns ? IF_RETURNS : d.odds + '%', 'odds'),
             fact('You asked for', tickets(d.quantity), 'quantity'));
           let pct = 0;
           let text;
@@ -357,7 +360,7 @@
           $('room-detail').textContent = 'Every ticket is sold or held by a buyer who is paying. If a buyer does not pay in time, their tickets come back and the queue moves on: keep this page open to keep your place.';
           // Odds 0 here say nothing is free now; the detail says tickets
           // come back when a buyer does not pay, so the fact says so too.
-          facts.replaceChildren(fact('Your place', String(d.position), 'position'), fact('Chance of tickets', 'Only if tickets come back', 'odds'));
+          facts.replaceChildren(fact('Your place', String(d.position), 'position'), fact('Chance of tickets', IF_RETURNS, 'odds'));
           meter(0, 'Sold out');
           $('room-note').textContent = '';
           if (changed) say('Sold out. Every ticket is sold or held by a buyer who is paying. Keep this page open: if tickets come back, the queue moves on.');
