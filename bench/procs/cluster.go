@@ -56,19 +56,7 @@ func StartCluster(ctx context.Context, masters int, logPrefix string) (c *Cluste
 		}
 	}()
 	for i := range masters {
-		// The cluster bus gets a free port of its own: by default it is
-		// the node's port + 10000, which need not be free, and Redis
-		// refuses a node port above 55535 then (FreeAddr may give one).
-		bus, err := loopback.FreeAddr()
-		if err != nil {
-			return c, err
-		}
-		_, busPort, _ := strings.Cut(bus, ":")
-		// No RDB snapshots or AOF: a snapshot's fork would take the
-		// machine's CPU in the middle of a measured run.
-		n, err := StartRedis(ctx, "", fmt.Sprintf("%s-%d.log", logPrefix, i+1),
-			"--cluster-enabled", "yes", "--cluster-port", busPort, "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "5000", "--save", "", "--appendonly", "no")
+		n, err := startClusterNode(ctx, fmt.Sprintf("%s-%d.log", logPrefix, i+1))
 		if err != nil {
 			return c, err
 		}
@@ -83,6 +71,29 @@ func StartCluster(ctx context.Context, masters int, logPrefix string) (c *Cluste
 		return c, fmt.Errorf("procs: redis-cli --cluster create: %w:\n%s", err, out)
 	}
 	return c, c.waitOK(ctx, cli, 30*time.Second)
+}
+
+// startClusterNode starts one cluster-enabled redis-server, on other free
+// ports when its bus port was taken before it bound it (PortTaken).
+func startClusterNode(ctx context.Context, logPath string) (*Redis, error) {
+	for attempt := 1; ; attempt++ {
+		// The cluster bus gets a free port of its own: by default it is
+		// the node's port + 10000, which need not be free, and Redis
+		// refuses a node port above 55535 then (FreeAddr may give one).
+		bus, err := loopback.FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		_, busPort, _ := strings.Cut(bus, ":")
+		// No RDB snapshots or AOF: a snapshot's fork would take the
+		// machine's CPU in the middle of a measured run.
+		n, err := StartRedis(ctx, "", logPath,
+			"--cluster-enabled", "yes", "--cluster-port", busPort, "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "5000", "--save", "", "--appendonly", "no")
+		if !PortTaken(err) || attempt == portAttempts {
+			return n, err
+		}
+	}
 }
 
 // waitOK waits until every node says cluster_state:ok: the nodes learn of

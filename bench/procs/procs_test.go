@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,5 +249,26 @@ func TestStartClusterServesEverySlot(t *testing.T) {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("node directory %s left behind (%v)", d, err)
 		}
+	}
+}
+
+// A redis-server whose port was taken between the free-port probe and its
+// bind is recognised (PortTaken), so a start tries other ports: here its
+// cluster bus port is held by a listener, so every attempt fails so, and
+// the error says it.
+func TestATakenPortIsRecognised(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	_, err = StartRedis(context.Background(), "", filepath.Join(t.TempDir(), "redis.log"),
+		"--cluster-enabled", "yes", "--cluster-port", port, "--cluster-config-file", "nodes.conf", "--save", "")
+	if errors.Is(err, ErrNoRedisServer) {
+		t.Skip(err)
+	}
+	if !PortTaken(err) {
+		t.Fatalf("a start on a taken port: %v, want it recognised as PortTaken", err)
 	}
 }

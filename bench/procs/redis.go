@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,27 @@ func StartRedis(ctx context.Context, conf, logPath string, extra ...string) (*Re
 		}
 		args = append(args, conf)
 	}
+	for attempt := 1; ; attempt++ {
+		r, err := startRedisOnce(ctx, bin, args, logPath, extra)
+		if !PortTaken(err) || attempt == portAttempts {
+			return r, err
+		}
+	}
+}
+
+// portAttempts is how many free ports a start tries: a port found free
+// (loopback.FreeAddr) can be taken by another process before the server
+// binds it, most often by a test of another package run beside.
+const portAttempts = 3
+
+// PortTaken reports whether err is a server's refusal to start because
+// its port was taken meanwhile (its log says so).
+func PortTaken(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Address already in use")
+}
+
+// startRedisOnce is one StartRedis on a port found free now.
+func startRedisOnce(ctx context.Context, bin string, args []string, logPath string, extra []string) (*Redis, error) {
 	addr, err := loopback.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -53,7 +75,7 @@ func StartRedis(ctx context.Context, conf, logPath string, extra ...string) (*Re
 	if err != nil {
 		return nil, fmt.Errorf("procs: redis dir: %w", err)
 	}
-	args = append(append(args, "--port", port, "--bind", "127.0.0.1", "--dir", dir), extra...)
+	args = append(append(slices.Clip(args), "--port", port, "--bind", "127.0.0.1", "--dir", dir), extra...)
 	p, err := Start("redis-server", bin, args, nil, logPath)
 	if err != nil {
 		os.RemoveAll(dir)
